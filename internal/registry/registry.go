@@ -1,0 +1,139 @@
+package registry
+
+import (
+	"context"
+	"time"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// Resource describes one served resource: everything the generic REST handlers, discovery, OpenAPI and
+// storage need. Built-in resources are declared by the group packages under internal/registry; later,
+// CustomResourceDefinitions produce Resources at run time, so nothing here may assume a compiled-in type.
+type Resource struct {
+	GroupVersion schema.GroupVersion
+	Kind         string // "Pod"
+	ListKind     string // "PodList"
+	Plural       string // "pods" (the URL segment)
+	Singular     string // "pod"
+	ShortNames   []string
+	Categories   []string // e.g. "all"
+	Namespaced   bool
+
+	// New and NewList return empty objects of the served type.
+	New     func() runtime.Object
+	NewList func() runtime.Object
+
+	// StorageResource names the etcd key segment when two served resources share one storage
+	// (events.k8s.io/v1 events are stored with core/v1 events). Empty means Plural. Keys are
+	// /registry/<group or "core">/<StorageResource>/<namespace>/<name>.
+	StorageResource string
+	StorageGroup    string // group segment of the key when it differs from GroupVersion.Group
+
+	// Strategy holds the type's create/update semantics. Required.
+	Strategy Strategy
+
+	// Status, when set, serves the /status subresource with these semantics.
+	Status StatusStrategy
+
+	// Scale, when set, serves the /scale subresource (autoscaling/v1 Scale).
+	Scale *ScaleAccessor
+
+	// Printer gives the columns of `kubectl get`; nil falls back to NAME and AGE (CREATED AT).
+	Printer *TablePrinter
+
+	// SelectableFields returns the type-specific field-selector fields of obj (for example
+	// "spec.nodeName" for pods). metadata.name and metadata.namespace are always selectable and
+	// need not be returned. nil means only the metadata fields.
+	SelectableFields func(obj runtime.Object) fields.Set
+
+	// Verbs lists the verbs served; nil means all of get, list, watch, create, update, patch, delete,
+	// deletecollection.
+	Verbs []string
+}
+
+// GroupResource of the resource.
+func (r *Resource) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: r.GroupVersion.Group, Resource: r.Plural}
+}
+
+// GroupVersionKind of the served type.
+func (r *Resource) GroupVersionKind() schema.GroupVersionKind {
+	return r.GroupVersion.WithKind(r.Kind)
+}
+
+// GroupVersionResource of the resource.
+func (r *Resource) GroupVersionResource() schema.GroupVersionResource {
+	return r.GroupVersion.WithResource(r.Plural)
+}
+
+// Strategy is a type's create and update semantics, as Kubernetes' RESTCreateStrategy and
+// RESTUpdateStrategy define them. Defaulting is not here: it is registered on the scheme
+// (scheme.AddTypeDefaultingFunc) so that decoding, patching and server-side apply all apply it.
+type Strategy interface {
+	// PrepareForCreate clears what a client may not set on create (status where a status subresource
+	// exists) and sets generation to 1 where the type tracks it.
+	PrepareForCreate(ctx context.Context, obj runtime.Object)
+	// PrepareForUpdate carries over what a main-resource update may not change (status where a status
+	// subresource exists) and bumps metadata.generation when the spec changed.
+	PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
+	// Validate checks a new object completely, metadata included (with
+	// k8s.io/apimachinery/pkg/api/validation.ValidateObjectMeta and the type's name rule).
+	Validate(ctx context.Context, obj runtime.Object) field.ErrorList
+	// ValidateUpdate checks an update completely: the new object's validity and immutable fields.
+	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
+	// AllowCreateOnUpdate is true where PUT to a missing name creates it.
+	AllowCreateOnUpdate() bool
+	// AllowUnconditionalUpdate is true where PUT without a resourceVersion is accepted.
+	AllowUnconditionalUpdate() bool
+}
+
+// StatusStrategy is the /status subresource's update semantics: typically the spec and most
+// metadata are reset to the stored object's (metav1.ResetObjectMetaForStatus) and only status changes.
+type StatusStrategy interface {
+	PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
+	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
+}
+
+// GracefulDeleter is implemented by strategies whose objects are deleted in two steps (pods): the
+// first delete sets deletionTimestamp and deletionGracePeriodSeconds, the kubelet finishes it.
+// CheckGracefulDelete may change options.GracePeriodSeconds and returns true when the delete must be
+// graceful (a non-zero grace period). A false result deletes at once.
+type GracefulDeleter interface {
+	CheckGracefulDelete(ctx context.Context, obj runtime.Object, options *metav1.DeleteOptions) bool
+}
+
+// ResetFieldsProvider is implemented by strategies whose main resource or subresource ignores some
+// fields (status on the main resource, spec on /status); server-side apply must not record ownership
+// of fields a request cannot change.
+type ResetFieldsProvider interface {
+	GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set
+}
+
+// Warner is implemented by strategies that return warnings (the Warning header) on create or update.
+type Warner interface {
+	WarningsOnCreate(ctx context.Context, obj runtime.Object) []string
+	WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string
+}
+
+// ScaleAccessor reads and writes the replica count behind a /scale subresource.
+type ScaleAccessor struct {
+	// Get fills the Scale's spec.replicas, status.replicas and status.selector from obj.
+	Get func(obj runtime.Object) (*autoscalingv1.Scale, error)
+	// SetReplicas writes spec.replicas of obj.
+	SetReplicas func(obj runtime.Object, replicas int32) error
+}
+
+// TablePrinter gives server-side printing for `kubectl get`: column definitions (with priority 0 for
+// the default view and 1 for -o wide) and one row of cells per object, in column order.
+type TablePrinter struct {
+	Columns []metav1.TableColumnDefinition
+	// Row returns the cells of obj; the first cell is the name. now is the server's clock, for ages.
+	Row func(obj runtime.Object, now time.Time) ([]interface{}, error)
+}

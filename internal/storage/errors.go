@@ -1,0 +1,77 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrorCode classifies a storage failure so the API layer can map it to a Kubernetes Status.
+type ErrorCode int
+
+const (
+	ErrCodeNotFound ErrorCode = iota + 1
+	ErrCodeExists
+	ErrCodeConflict         // resourceVersion/uid precondition failed or CAS lost on a precondition
+	ErrCodeExpired          // revision compacted (410 Gone)
+	ErrCodeTooLargeRevision // a future revision was asked for (504 / retry)
+	ErrCodeInvalidObject    // stored bytes do not decode
+	ErrCodeUnreachable      // etcd did not answer
+)
+
+// Error is the one error type storage returns for the conditions above.
+type Error struct {
+	Code ErrorCode
+	Key  string
+	// Revision is the revision involved (current revision for TooLarge, compacted revision for Expired).
+	Revision int64
+	Detail   string
+	Err      error
+}
+
+func (e *Error) Error() string {
+	msg := ""
+	switch e.Code {
+	case ErrCodeNotFound:
+		msg = "key not found"
+	case ErrCodeExists:
+		msg = "key exists"
+	case ErrCodeConflict:
+		msg = "precondition failed"
+	case ErrCodeExpired:
+		msg = "revision compacted"
+	case ErrCodeTooLargeRevision:
+		msg = "revision too large"
+	case ErrCodeInvalidObject:
+		msg = "invalid stored object"
+	case ErrCodeUnreachable:
+		msg = "storage unreachable"
+	}
+	s := fmt.Sprintf("%s: %s", e.Key, msg)
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// NewError builds a storage error.
+func NewError(code ErrorCode, key string, detail string, err error) *Error {
+	return &Error{Code: code, Key: key, Detail: detail, Err: err}
+}
+
+func hasCode(err error, code ErrorCode) bool {
+	var se *Error
+	return errors.As(err, &se) && se.Code == code
+}
+
+func IsNotFound(err error) bool         { return hasCode(err, ErrCodeNotFound) }
+func IsExists(err error) bool           { return hasCode(err, ErrCodeExists) }
+func IsConflict(err error) bool         { return hasCode(err, ErrCodeConflict) }
+func IsExpired(err error) bool          { return hasCode(err, ErrCodeExpired) }
+func IsTooLargeRevision(err error) bool { return hasCode(err, ErrCodeTooLargeRevision) }
+func IsInvalidObject(err error) bool    { return hasCode(err, ErrCodeInvalidObject) }
+func IsUnreachable(err error) bool      { return hasCode(err, ErrCodeUnreachable) }
