@@ -1,0 +1,4 @@
+// Package pki owns the cluster's certificate authorities, the certificates issued from them and the
+// kubeconfigs built on those certificates. It keeps every file it writes atomic and reuses what is
+// already on disk, so restarts never rotate identities by accident. It performs no network I/O.
+package pki

@@ -1,0 +1,265 @@
+package pki
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// CA is a certificate authority whose key lives on disk beside its certificate.
+type CA struct {
+	Cert    *x509.Certificate
+	CertPEM []byte
+	key     crypto.Signer
+}
+
+// Validity periods: the CA outlives every leaf it signs.
+const (
+	caValidity   = 10 * 365 * 24 * time.Hour
+	leafValidity = 365 * 24 * time.Hour
+)
+
+// LoadOrCreateCA reads dir/<name>.crt and dir/<name>.key, creating a new self-signed CA there when
+// neither exists. A half-present pair is an error rather than silently replaced: replacing a CA would
+// invalidate every certificate and kubeconfig already handed out.
+func LoadOrCreateCA(dir, name, commonName string, now time.Time) (*CA, error) {
+	certPath, keyPath := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	certPEM, certErr := os.ReadFile(certPath)
+	keyPEM, keyErr := os.ReadFile(keyPath)
+	switch {
+	case certErr == nil && keyErr == nil:
+		return parseCA(certPEM, keyPEM)
+	case errors.Is(certErr, os.ErrNotExist) && errors.Is(keyErr, os.ErrNotExist):
+	default:
+		return nil, fmt.Errorf("CA %s: certificate and key must both exist or both be absent (cert: %v, key: %v)", name, certErr, keyErr)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate CA key: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          newSerial(),
+		Subject:               pkix.Name{CommonName: commonName},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(caValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, fmt.Errorf("self-sign CA: %w", err)
+	}
+	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyPEM, err = encodeKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFiles(map[string][]byte{certPath: certPEM, keyPath: keyPEM}); err != nil {
+		return nil, err
+	}
+	return parseCA(certPEM, keyPEM)
+}
+
+func parseCA(certPEM, keyPEM []byte) (*CA, error) {
+	cert, err := ParseCertificate(certPEM)
+	if err != nil {
+		return nil, err
+	}
+	key, err := ParseKey(keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{Cert: cert, CertPEM: certPEM, key: key}, nil
+}
+
+// Leaf describes a certificate to issue.
+type Leaf struct {
+	CommonName   string
+	Organization []string
+	DNSNames     []string
+	IPs          []net.IP
+	Server       bool
+	Client       bool
+}
+
+// Issue signs a new key pair for leaf and returns PEM certificate and key.
+func (ca *CA) Issue(leaf Leaf, now time.Time) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate key for %s: %w", leaf.CommonName, err)
+	}
+	var usages []x509.ExtKeyUsage
+	if leaf.Server {
+		usages = append(usages, x509.ExtKeyUsageServerAuth)
+	}
+	if leaf.Client {
+		usages = append(usages, x509.ExtKeyUsageClientAuth)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: newSerial(),
+		Subject:      pkix.Name{CommonName: leaf.CommonName, Organization: leaf.Organization},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(leafValidity),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  usages,
+		DNSNames:     leaf.DNSNames,
+		IPAddresses:  leaf.IPs,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sign certificate for %s: %w", leaf.CommonName, err)
+	}
+	keyPEM, err = encodeKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
+}
+
+// EnsureLeaf keeps dir/<name>.crt and .key valid for leaf: an existing pair is reused while it was
+// signed by ca, covers every requested name and address, and has more than a month to live;
+// otherwise a new pair replaces it.
+func (ca *CA) EnsureLeaf(dir, name string, leaf Leaf, now time.Time) (certPath, keyPath string, err error) {
+	certPath, keyPath = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	if certPEM, err := os.ReadFile(certPath); err == nil {
+		if _, keyErr := os.Stat(keyPath); keyErr == nil {
+			if cert, err := ParseCertificate(certPEM); err == nil && ca.covers(cert, leaf, now) {
+				return certPath, keyPath, nil
+			}
+		}
+	}
+	certPEM, keyPEM, err := ca.Issue(leaf, now)
+	if err != nil {
+		return "", "", err
+	}
+	return certPath, keyPath, writeFiles(map[string][]byte{certPath: certPEM, keyPath: keyPEM})
+}
+
+func (ca *CA) covers(cert *x509.Certificate, leaf Leaf, now time.Time) bool {
+	if cert.CheckSignatureFrom(ca.Cert) != nil || now.Add(30*24*time.Hour).After(cert.NotAfter) {
+		return false
+	}
+	if cert.Subject.CommonName != leaf.CommonName || !slices.Equal(cert.Subject.Organization, leaf.Organization) {
+		return false
+	}
+	for _, name := range leaf.DNSNames {
+		if !slices.Contains(cert.DNSNames, name) {
+			return false
+		}
+	}
+	for _, ip := range leaf.IPs {
+		if !slices.ContainsFunc(cert.IPAddresses, ip.Equal) {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseCertificate decodes the first PEM certificate.
+func ParseCertificate(data []byte) (*x509.Certificate, error) {
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, errors.New("no PEM certificate found")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parse certificate: %w", err)
+	}
+	return cert, nil
+}
+
+// ParseKey decodes a PEM private key (PKCS#8, EC or PKCS#1).
+func ParseKey(data []byte) (crypto.Signer, error) {
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, errors.New("no PEM key found")
+	}
+	if k, err := x509.ParsePKCS8PrivateKey(block.Bytes); err == nil {
+		if s, ok := k.(crypto.Signer); ok {
+			return s, nil
+		}
+	}
+	if k, err := x509.ParseECPrivateKey(block.Bytes); err == nil {
+		return k, nil
+	}
+	if k, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
+		return k, nil
+	}
+	return nil, errors.New("unsupported private key format")
+}
+
+func encodeKey(key crypto.Signer) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("encode key: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+func newSerial() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		// crypto/rand does not fail on Linux; a fixed serial would still make a valid certificate.
+		return big.NewInt(time.Now().UnixNano())
+	}
+	return n
+}
+
+// writeFiles writes each file atomically (temp file and rename) with owner-only permissions, so a
+// crash never leaves a truncated key behind.
+func writeFiles(files map[string][]byte) error {
+	for path, data := range files {
+		if err := WriteFileAtomic(path, data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteFileAtomic writes data to path through a temporary file in the same directory.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("create directory for %s: %w", path, err)
+	}
+	if existing, err := os.ReadFile(path); err == nil && bytes.Equal(existing, data) {
+		return nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return fmt.Errorf("chmod %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("rename into %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package pki
+
+import (
+	"crypto/x509"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func TestCAIsCreatedOnceAndReused(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	first, err := LoadOrCreateCA(dir, "ca", "skiff-ca", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := LoadOrCreateCA(dir, "ca", "skiff-ca", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Cert.Equal(second.Cert) {
+		t.Fatal("second load created a new CA instead of reusing the stored one")
+	}
+	if !first.Cert.IsCA {
+		t.Fatal("CA certificate is not marked as a CA")
+	}
+}
+
+func TestHalfPresentCAIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOrCreateCA(dir, "ca", "skiff-ca", time.Now()); err == nil {
+		t.Fatal("expected an error for a CA certificate without its key")
+	}
+}
+
+func TestEnsureLeafReusesAndReissues(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ca, err := LoadOrCreateCA(dir, "ca", "skiff-ca", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := Leaf{CommonName: "kube-apiserver", DNSNames: []string{"localhost"}, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true}
+	certPath, _, err := ca.EnsureLeaf(dir, "serving", leaf, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(certPath)
+	if _, _, err := ca.EnsureLeaf(dir, "serving", leaf, now); err != nil {
+		t.Fatal(err)
+	}
+	same, _ := os.ReadFile(certPath)
+	if string(before) != string(same) {
+		t.Fatal("a covering certificate was reissued")
+	}
+
+	leaf.IPs = append(leaf.IPs, net.ParseIP("10.0.0.7"))
+	if _, _, err := ca.EnsureLeaf(dir, "serving", leaf, now); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(certPath)
+	cert, err := ParseCertificate(after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cert.IPAddresses) != 2 {
+		t.Fatalf("reissued certificate has IPs %v, want both addresses", cert.IPAddresses)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, CurrentTime: now, DNSName: "localhost"}); err != nil {
+		t.Fatalf("serving certificate does not verify against the CA: %v", err)
+	}
+
+	expiring := now.Add(leafValidity - 10*24*time.Hour)
+	if _, _, err := ca.EnsureLeaf(dir, "serving", leaf, expiring); err != nil {
+		t.Fatal(err)
+	}
+	renewed, _ := os.ReadFile(certPath)
+	if string(renewed) == string(after) {
+		t.Fatal("a certificate with ten days left was not renewed")
+	}
+}
+
+func TestKubeconfigLoads(t *testing.T) {
+	now := time.Now()
+	ca, err := LoadOrCreateCA(t.TempDir(), "ca", "skiff-ca", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := ca.Issue(Leaf{CommonName: "admin", Organization: []string{"system:masters"}, Client: true}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := Kubeconfig("skiff", "https://127.0.0.1:6443", ca.CertPEM, certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Host != "https://127.0.0.1:6443" || len(cfg.TLSClientConfig.CertData) == 0 {
+		t.Fatalf("unexpected rest config %+v", cfg)
+	}
+}
