@@ -1,0 +1,138 @@
+package apps
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/skiff-sh/skiff/internal/registry"
+	vu "github.com/skiff-sh/skiff/internal/registry/validationutil"
+)
+
+var categoryAll = []string{"all"}
+
+// Resources returns the apps/v1 resources. pod supplies the core group's pod-template validation
+// (and must be the same hooks given to RegisterDefaults).
+func Resources(pod vu.PodTemplate) []*registry.Resource {
+	gv := appsv1.SchemeGroupVersion
+	return []*registry.Resource{
+		{
+			GroupVersion: gv, Kind: "Deployment", ListKind: "DeploymentList", Plural: "deployments", Singular: "deployment",
+			ShortNames: []string{"deploy"}, Categories: categoryAll, Namespaced: true,
+			New:     func() runtime.Object { return &appsv1.Deployment{} },
+			NewList: func() runtime.Object { return &appsv1.DeploymentList{} },
+			Strategy: &vu.Strategy[*appsv1.Deployment]{
+				Namespaced:          true,
+				ClearStatus:         func(d *appsv1.Deployment) { d.Status = appsv1.DeploymentStatus{} },
+				KeepStatus:          func(d, old *appsv1.Deployment) { d.Status = old.Status },
+				SpecEqual:           func(d, old *appsv1.Deployment) bool { return apiequality.Semantic.DeepEqual(d.Spec, old.Spec) },
+				ValidateObject:      func(d *appsv1.Deployment) field.ErrorList { return ValidateDeployment(d, pod) },
+				ValidateChange:      func(d, old *appsv1.Deployment) field.ErrorList { return validateSelectorUnchanged(d.Spec.Selector, old.Spec.Selector) },
+				UnconditionalUpdate: true,
+			},
+			Status: &vu.StatusStrategy[*appsv1.Deployment]{
+				KeepSpec: func(d, old *appsv1.Deployment) { d.Spec = old.Spec },
+				ValidateStatus: func(d, old *appsv1.Deployment) field.ErrorList {
+					return ValidateDeploymentStatus(&d.Status, &old.Status)
+				},
+			},
+			Scale: vu.ScaleAccessor(vu.ScaleFuncs[*appsv1.Deployment]{
+				SpecReplicas:   func(d *appsv1.Deployment) int32 { return replicas(d.Spec.Replicas) },
+				StatusReplicas: func(d *appsv1.Deployment) int32 { return d.Status.Replicas },
+				Selector:       func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector },
+				SetReplicas:    func(d *appsv1.Deployment, n int32) { d.Spec.Replicas = &n },
+			}),
+		},
+		{
+			GroupVersion: gv, Kind: "ReplicaSet", ListKind: "ReplicaSetList", Plural: "replicasets", Singular: "replicaset",
+			ShortNames: []string{"rs"}, Categories: categoryAll, Namespaced: true,
+			New:     func() runtime.Object { return &appsv1.ReplicaSet{} },
+			NewList: func() runtime.Object { return &appsv1.ReplicaSetList{} },
+			Strategy: &vu.Strategy[*appsv1.ReplicaSet]{
+				Namespaced:          true,
+				ClearStatus:         func(rs *appsv1.ReplicaSet) { rs.Status = appsv1.ReplicaSetStatus{} },
+				KeepStatus:          func(rs, old *appsv1.ReplicaSet) { rs.Status = old.Status },
+				SpecEqual:           func(rs, old *appsv1.ReplicaSet) bool { return apiequality.Semantic.DeepEqual(rs.Spec, old.Spec) },
+				ValidateObject:      func(rs *appsv1.ReplicaSet) field.ErrorList { return ValidateReplicaSet(rs, pod) },
+				ValidateChange:      func(rs, old *appsv1.ReplicaSet) field.ErrorList { return validateSelectorUnchanged(rs.Spec.Selector, old.Spec.Selector) },
+				UnconditionalUpdate: true,
+			},
+			Status: &vu.StatusStrategy[*appsv1.ReplicaSet]{
+				KeepSpec:       func(rs, old *appsv1.ReplicaSet) { rs.Spec = old.Spec },
+				ValidateStatus: func(rs, _ *appsv1.ReplicaSet) field.ErrorList { return ValidateReplicaSetStatus(&rs.Status) },
+			},
+			Scale: vu.ScaleAccessor(vu.ScaleFuncs[*appsv1.ReplicaSet]{
+				SpecReplicas:   func(rs *appsv1.ReplicaSet) int32 { return replicas(rs.Spec.Replicas) },
+				StatusReplicas: func(rs *appsv1.ReplicaSet) int32 { return rs.Status.Replicas },
+				Selector:       func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector },
+				SetReplicas:    func(rs *appsv1.ReplicaSet, n int32) { rs.Spec.Replicas = &n },
+			}),
+		},
+		{
+			GroupVersion: gv, Kind: "StatefulSet", ListKind: "StatefulSetList", Plural: "statefulsets", Singular: "statefulset",
+			ShortNames: []string{"sts"}, Categories: categoryAll, Namespaced: true,
+			New:     func() runtime.Object { return &appsv1.StatefulSet{} },
+			NewList: func() runtime.Object { return &appsv1.StatefulSetList{} },
+			Strategy: &vu.Strategy[*appsv1.StatefulSet]{
+				Namespaced:     true,
+				ClearStatus:    func(ss *appsv1.StatefulSet) { ss.Status = appsv1.StatefulSetStatus{} },
+				KeepStatus:     func(ss, old *appsv1.StatefulSet) { ss.Status = old.Status },
+				SpecEqual:      func(ss, old *appsv1.StatefulSet) bool { return apiequality.Semantic.DeepEqual(ss.Spec, old.Spec) },
+				ValidateObject: func(ss *appsv1.StatefulSet) field.ErrorList { return ValidateStatefulSet(ss, pod) },
+				ValidateChange: func(ss, old *appsv1.StatefulSet) field.ErrorList {
+					return append(validateSelectorUnchanged(ss.Spec.Selector, old.Spec.Selector), validateStatefulSetChange(ss, old)...)
+				},
+				UnconditionalUpdate: true,
+			},
+			Status: &vu.StatusStrategy[*appsv1.StatefulSet]{
+				KeepSpec: func(ss, old *appsv1.StatefulSet) { ss.Spec = old.Spec },
+				ValidateStatus: func(ss, old *appsv1.StatefulSet) field.ErrorList {
+					return ValidateStatefulSetStatus(&ss.Status, &old.Status)
+				},
+			},
+			Scale: vu.ScaleAccessor(vu.ScaleFuncs[*appsv1.StatefulSet]{
+				SpecReplicas:   func(ss *appsv1.StatefulSet) int32 { return replicas(ss.Spec.Replicas) },
+				StatusReplicas: func(ss *appsv1.StatefulSet) int32 { return ss.Status.Replicas },
+				Selector:       func(ss *appsv1.StatefulSet) *metav1.LabelSelector { return ss.Spec.Selector },
+				SetReplicas:    func(ss *appsv1.StatefulSet, n int32) { ss.Spec.Replicas = &n },
+			}),
+		},
+		{
+			GroupVersion: gv, Kind: "DaemonSet", ListKind: "DaemonSetList", Plural: "daemonsets", Singular: "daemonset",
+			ShortNames: []string{"ds"}, Categories: categoryAll, Namespaced: true,
+			New:     func() runtime.Object { return &appsv1.DaemonSet{} },
+			NewList: func() runtime.Object { return &appsv1.DaemonSetList{} },
+			Strategy: &vu.Strategy[*appsv1.DaemonSet]{
+				Namespaced:          true,
+				ClearStatus:         func(ds *appsv1.DaemonSet) { ds.Status = appsv1.DaemonSetStatus{} },
+				KeepStatus:          func(ds, old *appsv1.DaemonSet) { ds.Status = old.Status },
+				SpecEqual:           func(ds, old *appsv1.DaemonSet) bool { return apiequality.Semantic.DeepEqual(ds.Spec, old.Spec) },
+				ValidateObject:      func(ds *appsv1.DaemonSet) field.ErrorList { return ValidateDaemonSet(ds, pod) },
+				ValidateChange:      func(ds, old *appsv1.DaemonSet) field.ErrorList { return validateSelectorUnchanged(ds.Spec.Selector, old.Spec.Selector) },
+				UnconditionalUpdate: true,
+			},
+			Status: &vu.StatusStrategy[*appsv1.DaemonSet]{
+				KeepSpec: func(ds, old *appsv1.DaemonSet) { ds.Spec = old.Spec },
+				ValidateStatus: func(ds, old *appsv1.DaemonSet) field.ErrorList {
+					return ValidateDaemonSetStatus(&ds.Status, &old.Status)
+				},
+			},
+		},
+		{
+			GroupVersion: gv, Kind: "ControllerRevision", ListKind: "ControllerRevisionList", Plural: "controllerrevisions", Singular: "controllerrevision",
+			Namespaced: true,
+			New:        func() runtime.Object { return &appsv1.ControllerRevision{} },
+			NewList:    func() runtime.Object { return &appsv1.ControllerRevisionList{} },
+			Strategy: &vu.Strategy[*appsv1.ControllerRevision]{
+				Namespaced:     true,
+				ValidateObject: ValidateControllerRevision,
+				ValidateChange: func(cr, old *appsv1.ControllerRevision) field.ErrorList {
+					return vu.Immutable(cr.Data, old.Data, field.NewPath("data"))
+				},
+				UnconditionalUpdate: true,
+			},
+		},
+	}
+}

@@ -1,0 +1,179 @@
+package validationutil
+
+import (
+	"context"
+	"fmt"
+
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/skiff-sh/skiff/internal/registry"
+)
+
+// Object is a typed API object: a pointer to a Kubernetes type with ObjectMeta.
+type Object interface {
+	runtime.Object
+	metav1.Object
+}
+
+// Strategy implements registry.Strategy for one typed object from small per-type functions.
+// Metadata is validated here (ValidateObjectMeta on create, ValidateObjectMetaUpdate on update), so the
+// type's functions check only their own fields.
+type Strategy[T Object] struct {
+	// Namespaced tells metadata validation whether metadata.namespace is required.
+	Namespaced bool
+	// NameFn validates metadata.name; nil means a DNS subdomain, the Kubernetes default.
+	NameFn apivalidation.ValidateNameFunc
+	// ClearStatus empties the status on create; nil for types without a status subresource.
+	ClearStatus func(obj T)
+	// KeepStatus carries the stored status into an update of the main resource; nil for types
+	// without a status subresource.
+	KeepStatus func(obj, old T)
+	// SpecEqual reports whether two objects have the same spec; nil means the type does not track
+	// metadata.generation.
+	SpecEqual func(obj, old T) bool
+	// OnCreate is extra type-specific preparation on create (for example a Job's generated selector).
+	OnCreate func(ctx context.Context, obj T)
+	// ValidateObject checks the type's own fields on create and update.
+	ValidateObject func(obj T) field.ErrorList
+	// ValidateChange checks what may not change on update (immutable fields); ValidateObject has
+	// already run on the new object.
+	ValidateChange func(obj, old T) field.ErrorList
+	// CreateOnUpdate and UnconditionalUpdate answer AllowCreateOnUpdate and AllowUnconditionalUpdate.
+	CreateOnUpdate      bool
+	UnconditionalUpdate bool
+}
+
+var _ registry.Strategy = &Strategy[*metav1.PartialObjectMetadata]{}
+
+// PrepareForCreate clears the status and starts generation at 1 where the type tracks it.
+func (s *Strategy[T]) PrepareForCreate(ctx context.Context, obj runtime.Object) {
+	o, ok := obj.(T)
+	if !ok {
+		return
+	}
+	if s.ClearStatus != nil {
+		s.ClearStatus(o)
+	}
+	if s.SpecEqual != nil {
+		o.SetGeneration(1)
+	}
+	if s.OnCreate != nil {
+		s.OnCreate(ctx, o)
+	}
+}
+
+// PrepareForUpdate keeps the stored status and bumps generation when the spec changed.
+func (s *Strategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	o, ok := obj.(T)
+	if !ok {
+		return
+	}
+	prev, ok := old.(T)
+	if !ok {
+		return
+	}
+	if s.KeepStatus != nil {
+		s.KeepStatus(o, prev)
+	}
+	if s.SpecEqual != nil {
+		o.SetGeneration(prev.GetGeneration())
+		if !s.SpecEqual(o, prev) {
+			o.SetGeneration(prev.GetGeneration() + 1)
+		}
+	}
+}
+
+// Validate checks metadata and the type's fields.
+func (s *Strategy[T]) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	o, ok := obj.(T)
+	if !ok {
+		return wrongType[T](obj)
+	}
+	nameFn := s.NameFn
+	if nameFn == nil {
+		nameFn = apivalidation.NameIsDNSSubdomain
+	}
+	errs := apivalidation.ValidateObjectMetaAccessor(o, s.Namespaced, nameFn, field.NewPath("metadata"))
+	if s.ValidateObject != nil {
+		errs = append(errs, s.ValidateObject(o)...)
+	}
+	return errs
+}
+
+// ValidateUpdate checks the metadata change, the new object and the type's immutable fields.
+func (s *Strategy[T]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	o, ok := obj.(T)
+	if !ok {
+		return wrongType[T](obj)
+	}
+	prev, ok := old.(T)
+	if !ok {
+		return wrongType[T](old)
+	}
+	errs := apivalidation.ValidateObjectMetaAccessorUpdate(o, prev, field.NewPath("metadata"))
+	if s.ValidateObject != nil {
+		errs = append(errs, s.ValidateObject(o)...)
+	}
+	if s.ValidateChange != nil {
+		errs = append(errs, s.ValidateChange(o, prev)...)
+	}
+	return errs
+}
+
+// AllowCreateOnUpdate reports whether PUT to a missing name creates it.
+func (s *Strategy[T]) AllowCreateOnUpdate() bool { return s.CreateOnUpdate }
+
+// AllowUnconditionalUpdate reports whether PUT without a resourceVersion is accepted.
+func (s *Strategy[T]) AllowUnconditionalUpdate() bool { return s.UnconditionalUpdate }
+
+// StatusStrategy implements registry.StatusStrategy: only the status (and the metadata
+// ResetObjectMetaForStatus leaves alone) may change through /status.
+type StatusStrategy[T Object] struct {
+	// KeepSpec carries everything but the status from the stored object into the update.
+	KeepSpec func(obj, old T)
+	// ValidateStatus checks the new status (and its change from the old one).
+	ValidateStatus func(obj, old T) field.ErrorList
+}
+
+var _ registry.StatusStrategy = &StatusStrategy[*metav1.PartialObjectMetadata]{}
+
+// PrepareForUpdate resets spec and metadata to the stored object's.
+func (s *StatusStrategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	o, ok := obj.(T)
+	if !ok {
+		return
+	}
+	prev, ok := old.(T)
+	if !ok {
+		return
+	}
+	if s.KeepSpec != nil {
+		s.KeepSpec(o, prev)
+	}
+	metav1.ResetObjectMetaForStatus(o, prev)
+}
+
+// ValidateUpdate checks the metadata change and the new status.
+func (s *StatusStrategy[T]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	o, ok := obj.(T)
+	if !ok {
+		return wrongType[T](obj)
+	}
+	prev, ok := old.(T)
+	if !ok {
+		return wrongType[T](old)
+	}
+	errs := apivalidation.ValidateObjectMetaAccessorUpdate(o, prev, field.NewPath("metadata"))
+	if s.ValidateStatus != nil {
+		errs = append(errs, s.ValidateStatus(o, prev)...)
+	}
+	return errs
+}
+
+func wrongType[T Object](obj runtime.Object) field.ErrorList {
+	var want T
+	return field.ErrorList{field.InternalError(nil, fmt.Errorf("expected %T, got %T", want, obj))}
+}
