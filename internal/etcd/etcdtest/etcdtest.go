@@ -1,0 +1,158 @@
+// Package etcdtest starts throw-away etcd members for tests: an embedded member in a temp dir, or
+// Debian's /usr/bin/etcd as an external process, both on free loopback ports. Test-only helpers;
+// production code must not import it.
+package etcdtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/skiff-sh/skiff/internal/etcd"
+)
+
+// ExternalBinary is where hack/install-etcd.sh puts Debian's etcd.
+const ExternalBinary = "/usr/bin/etcd"
+
+// FreePort returns a loopback TCP port nobody listens on right now.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Options tune a test member.
+type Options struct {
+	// WatchProgressNotifyInterval (default 100ms) makes bookmark tests fast.
+	WatchProgressNotifyInterval time.Duration
+}
+
+// StartEmbedded runs an embedded member in a temp dir until the test ends and returns it ready.
+func StartEmbedded(t testing.TB, opts Options) *etcd.Member {
+	t.Helper()
+	if opts.WatchProgressNotifyInterval == 0 {
+		opts.WatchProgressNotifyInterval = 100 * time.Millisecond
+	}
+	clientPort, peerPort := FreePort(t), FreePort(t)
+	cfg := etcd.Config{
+		Name:                        "test",
+		DataDir:                     filepath.Join(t.TempDir(), "etcd"),
+		ListenClientURLs:            []string{fmt.Sprintf("http://127.0.0.1:%d", clientPort)},
+		ListenPeerURLs:              []string{fmt.Sprintf("http://127.0.0.1:%d", peerPort)},
+		WatchProgressNotifyInterval: opts.WatchProgressNotifyInterval,
+		ReadyTimeout:                30 * time.Second,
+		LogLevel:                    "error",
+	}
+	m, err := etcd.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("start embedded etcd: %v", err)
+	}
+	t.Cleanup(m.Stop)
+	select {
+	case <-m.Ready():
+	case <-m.Failed():
+		t.Fatalf("embedded etcd: %v", m.Err())
+	case <-time.After(30 * time.Second):
+		t.Fatal("embedded etcd not ready after 30s")
+	}
+	return m
+}
+
+// Client returns a client of m closed when the test ends.
+func Client(t testing.TB, m *etcd.Member) *clientv3.Client {
+	t.Helper()
+	c, err := m.Client()
+	if err != nil {
+		t.Fatalf("etcd client: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// StartExternal runs /usr/bin/etcd on free loopback ports in a temp dir until the test ends and
+// returns its client URL. Without the binary the test is skipped, unless CI is set: there a missing
+// binary is a failure, because hack/install-etcd.sh should have installed it.
+func StartExternal(t testing.TB) string {
+	t.Helper()
+	if _, err := os.Stat(ExternalBinary); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s missing with CI set: run hack/install-etcd.sh", ExternalBinary)
+		}
+		t.Skipf("%s missing: run hack/install-etcd.sh to test against an external etcd", ExternalBinary)
+	}
+	clientURL := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, ExternalBinary,
+		"--name", "external",
+		"--data-dir", filepath.Join(dir, "data"),
+		"--listen-client-urls", clientURL,
+		"--advertise-client-urls", clientURL,
+		"--listen-peer-urls", peerURL,
+		"--initial-advertise-peer-urls", peerURL,
+		"--initial-cluster", "external="+peerURL,
+		"--initial-cluster-state", "new",
+		"--log-level", "warn",
+		"--logger", "zap",
+	)
+	logFile, err := os.Create(filepath.Join(dir, "etcd.log"))
+	if err != nil {
+		cancel()
+		t.Fatalf("etcd log file: %v", err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("start %s: %v", ExternalBinary, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cancel()
+		<-exited
+		_ = logFile.Close()
+	})
+	waitHealthy(t, clientURL, exited, filepath.Join(dir, "etcd.log"))
+	return clientURL
+}
+
+func waitHealthy(t testing.TB, clientURL string, exited <-chan error, logPath string) {
+	t.Helper()
+	c, err := etcd.NewClient([]string{clientURL}, nil)
+	if err != nil {
+		t.Fatalf("client for external etcd: %v", err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := c.Get(ctx, "health-probe")
+		cancel()
+		if err == nil {
+			return
+		}
+		select {
+		case werr := <-exited:
+			logs, _ := os.ReadFile(logPath)
+			t.Fatalf("external etcd exited: %v\n%s", werr, logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("external etcd at %s not healthy: %v", clientURL, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,245 @@
+package etcd
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// Member is a running embedded etcd member.
+type Member struct {
+	cfg   Config
+	etcd  *embed.Etcd
+	ready chan struct{}
+	// failed is closed (with err set) when the member stops on its own or never becomes ready.
+	failed   chan struct{}
+	err      error
+	stopOnce sync.Once
+	stopped  chan struct{}
+}
+
+// Start launches an embedded etcd member. It returns once the member's listeners are open; Ready
+// is closed when the member has joined its cluster and serves requests. Cancelling ctx stops the
+// member, as does Stop.
+func Start(ctx context.Context, cfg Config) (*Member, error) {
+	cfg.Default()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ecfg, err := embedConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create etcd data dir %s: %w", cfg.DataDir, err)
+	}
+	e, err := embed.StartEtcd(ecfg)
+	if err != nil {
+		return nil, fmt.Errorf("start etcd member %s in %s: %w", cfg.Name, cfg.DataDir, err)
+	}
+	m := &Member{
+		cfg:     cfg,
+		etcd:    e,
+		ready:   make(chan struct{}),
+		failed:  make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+	go m.supervise(ctx)
+	return m, nil
+}
+
+// supervise turns etcd's notifications into Ready/Err and stops the member when ctx ends.
+func (m *Member) supervise(ctx context.Context) {
+	timeout := time.NewTimer(m.cfg.ReadyTimeout)
+	defer timeout.Stop()
+	select {
+	case <-m.etcd.Server.ReadyNotify():
+		close(m.ready)
+	case <-timeout.C:
+		m.fail(fmt.Errorf("etcd member %s not ready after %s", m.cfg.Name, m.cfg.ReadyTimeout))
+		m.Stop()
+		return
+	case err := <-m.etcd.Err():
+		m.fail(fmt.Errorf("etcd member %s failed while starting: %w", m.cfg.Name, err))
+		m.Stop()
+		return
+	case <-ctx.Done():
+		m.Stop()
+		return
+	case <-m.stopped:
+		return
+	}
+	select {
+	case err := <-m.etcd.Err():
+		if err != nil {
+			m.fail(fmt.Errorf("etcd member %s failed: %w", m.cfg.Name, err))
+		}
+		m.Stop()
+	case <-m.etcd.Server.StopNotify():
+		m.fail(fmt.Errorf("etcd member %s stopped", m.cfg.Name))
+		m.Stop()
+	case <-ctx.Done():
+		m.Stop()
+	case <-m.stopped:
+	}
+}
+
+func (m *Member) fail(err error) {
+	select {
+	case <-m.failed:
+	default:
+		m.err = err
+		close(m.failed)
+	}
+}
+
+// Ready is closed once the member serves requests.
+func (m *Member) Ready() <-chan struct{} { return m.ready }
+
+// Failed is closed when the member stopped on its own (or never got ready); Err then says why.
+func (m *Member) Failed() <-chan struct{} { return m.failed }
+
+// Err is the reason the member failed, once Failed is closed.
+func (m *Member) Err() error {
+	select {
+	case <-m.failed:
+		return m.err
+	default:
+		return nil
+	}
+}
+
+// ClientURLs are the URLs clients reach this member on.
+func (m *Member) ClientURLs() []string {
+	return append([]string(nil), m.cfg.AdvertiseClientURLs...)
+}
+
+// Client returns a new client connected to this member; the caller closes it.
+func (m *Member) Client() (*clientv3.Client, error) {
+	var tlsConfig *tls.Config
+	if m.cfg.ClientTLS.Enabled() {
+		info := transport.TLSInfo{
+			CertFile:      m.cfg.ClientTLS.CertFile,
+			KeyFile:       m.cfg.ClientTLS.KeyFile,
+			TrustedCAFile: m.cfg.ClientTLS.TrustedCAFile,
+		}
+		var err error
+		if tlsConfig, err = info.ClientConfig(); err != nil {
+			return nil, fmt.Errorf("etcd client TLS for member %s: %w", m.cfg.Name, err)
+		}
+	}
+	return NewClient(m.ClientURLs(), tlsConfig)
+}
+
+// Stop shuts the member down and waits for it; safe to call more than once.
+func (m *Member) Stop() {
+	m.stopOnce.Do(func() {
+		close(m.stopped)
+		m.etcd.Close()
+	})
+}
+
+func embedConfig(cfg Config) (*embed.Config, error) {
+	ec := embed.NewConfig()
+	ec.Name = cfg.Name
+	ec.Dir = cfg.DataDir
+	var err error
+	if ec.ListenClientUrls, err = parseURLs(cfg.ListenClientURLs); err != nil {
+		return nil, err
+	}
+	if ec.AdvertiseClientUrls, err = parseURLs(cfg.AdvertiseClientURLs); err != nil {
+		return nil, err
+	}
+	if ec.ListenPeerUrls, err = parseURLs(cfg.ListenPeerURLs); err != nil {
+		return nil, err
+	}
+	if ec.AdvertisePeerUrls, err = parseURLs(cfg.AdvertisePeerURLs); err != nil {
+		return nil, err
+	}
+	ec.InitialCluster = cfg.InitialCluster
+	ec.InitialClusterToken = cfg.InitialClusterToken
+	ec.ClusterState = cfg.ClusterState
+	ec.ClientTLSInfo = tlsInfo(cfg.ClientTLS)
+	ec.PeerTLSInfo = tlsInfo(cfg.PeerTLS)
+	ec.WatchProgressNotifyInterval = cfg.WatchProgressNotifyInterval
+	ec.QuotaBackendBytes = cfg.QuotaBackendBytes
+	// Compaction is driven by the API servers (storage.Compactor), as in Kubernetes.
+	ec.AutoCompactionRetention = "0"
+	// The embedded member runs inside skiff; its metrics and pprof are not served separately.
+	ec.Metrics = "basic"
+
+	lg, err := newLogger(cfg.LogLevel)
+	if err != nil {
+		return nil, err
+	}
+	ec.Logger = "zap"
+	ec.LogLevel = cfg.LogLevel
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg.Named("etcd"))
+	return ec, nil
+}
+
+func tlsInfo(t TLSFiles) transport.TLSInfo {
+	return transport.TLSInfo{
+		CertFile:       t.CertFile,
+		KeyFile:        t.KeyFile,
+		TrustedCAFile:  t.TrustedCAFile,
+		ClientCertAuth: t.ClientCertAuth,
+	}
+}
+
+func newLogger(level string) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("etcd log level %q: %w", level, err)
+	}
+	zc := zap.NewProductionConfig()
+	zc.Level = zap.NewAtomicLevelAt(lvl)
+	zc.Sampling = nil
+	zc.OutputPaths = []string{"stderr"}
+	zc.ErrorOutputPaths = []string{"stderr"}
+	lg, err := zc.Build()
+	if err != nil {
+		return nil, fmt.Errorf("build etcd logger: %w", err)
+	}
+	return lg, nil
+}
+
+// DefaultDialTimeout bounds how long a new client waits for its first connection.
+const DefaultDialTimeout = 5 * time.Second
+
+// NewClient connects to etcd at endpoints (an external cluster from --etcd-servers, or an embedded
+// member); tlsConfig may be nil for plain HTTP. The caller closes the client.
+func NewClient(endpoints []string, tlsConfig *tls.Config) (*clientv3.Client, error) {
+	if len(endpoints) == 0 {
+		return nil, errors.New("etcd client: no endpoints")
+	}
+	lg, err := newLogger("warn")
+	if err != nil {
+		return nil, err
+	}
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:            endpoints,
+		DialTimeout:          DefaultDialTimeout,
+		DialKeepAliveTime:    30 * time.Second,
+		DialKeepAliveTimeout: 10 * time.Second,
+		TLS:                  tlsConfig,
+		Logger:               lg.Named("etcd-client"),
+		// Large lists (many pods) exceed gRPC's 4 MiB default.
+		MaxCallRecvMsgSize: math.MaxInt32,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd client for %v: %w", endpoints, err)
+	}
+	return c, nil
+}
