@@ -26,7 +26,31 @@ type Error struct {
 	Revision int64
 	Detail   string
 	Err      error
+
+	// Fields below were added after the first contract; zero values keep the old meaning.
+
+	// Requested is the revision the caller asked for (TooLargeRevision, Expired).
+	Requested int64
+	// Op is the operation that failed (OpGet, OpList, ...), so the API layer can word its Status.
+	Op string
+	// Precondition marks a Conflict caused by a uid/resourceVersion precondition of a delete (or a
+	// uid precondition of an update), which Kubernetes reports with the precondition in the message;
+	// false means the object changed under an update (the "object has been modified" conflict).
+	Precondition bool
+	// Continue, on an Expired error caused by a compacted continue token, is a token that continues
+	// the list from the same key at the latest revision (an inconsistent continuation).
+	Continue string
 }
+
+// Operations named in Error.Op.
+const (
+	OpGet    = "get"
+	OpList   = "list"
+	OpWatch  = "watch"
+	OpCreate = "create"
+	OpUpdate = "update"
+	OpDelete = "delete"
+)
 
 func (e *Error) Error() string {
 	msg := ""
