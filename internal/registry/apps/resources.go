@@ -24,12 +24,14 @@ func Resources(pod vu.PodTemplate) []*registry.Resource {
 			New:     func() runtime.Object { return &appsv1.Deployment{} },
 			NewList: func() runtime.Object { return &appsv1.DeploymentList{} },
 			Strategy: &vu.Strategy[*appsv1.Deployment]{
-				Namespaced:          true,
-				ClearStatus:         func(d *appsv1.Deployment) { d.Status = appsv1.DeploymentStatus{} },
-				KeepStatus:          func(d, old *appsv1.Deployment) { d.Status = old.Status },
-				SpecEqual:           func(d, old *appsv1.Deployment) bool { return apiequality.Semantic.DeepEqual(d.Spec, old.Spec) },
-				ValidateObject:      func(d *appsv1.Deployment) field.ErrorList { return ValidateDeployment(d, pod) },
-				ValidateChange:      func(d, old *appsv1.Deployment) field.ErrorList { return validateSelectorUnchanged(d.Spec.Selector, old.Spec.Selector) },
+				Namespaced:     true,
+				ClearStatus:    func(d *appsv1.Deployment) { d.Status = appsv1.DeploymentStatus{} },
+				KeepStatus:     func(d, old *appsv1.Deployment) { d.Status = old.Status },
+				SpecEqual:      func(d, old *appsv1.Deployment) bool { return apiequality.Semantic.DeepEqual(d.Spec, old.Spec) },
+				ValidateObject: func(d *appsv1.Deployment) field.ErrorList { return ValidateDeployment(d, pod) },
+				ValidateChange: func(d, old *appsv1.Deployment) field.ErrorList {
+					return validateSelectorUnchanged(d.Spec.Selector, old.Spec.Selector)
+				},
 				UnconditionalUpdate: true,
 			},
 			Status: &vu.StatusStrategy[*appsv1.Deployment]{
@@ -51,12 +53,14 @@ func Resources(pod vu.PodTemplate) []*registry.Resource {
 			New:     func() runtime.Object { return &appsv1.ReplicaSet{} },
 			NewList: func() runtime.Object { return &appsv1.ReplicaSetList{} },
 			Strategy: &vu.Strategy[*appsv1.ReplicaSet]{
-				Namespaced:          true,
-				ClearStatus:         func(rs *appsv1.ReplicaSet) { rs.Status = appsv1.ReplicaSetStatus{} },
-				KeepStatus:          func(rs, old *appsv1.ReplicaSet) { rs.Status = old.Status },
-				SpecEqual:           func(rs, old *appsv1.ReplicaSet) bool { return apiequality.Semantic.DeepEqual(rs.Spec, old.Spec) },
-				ValidateObject:      func(rs *appsv1.ReplicaSet) field.ErrorList { return ValidateReplicaSet(rs, pod) },
-				ValidateChange:      func(rs, old *appsv1.ReplicaSet) field.ErrorList { return validateSelectorUnchanged(rs.Spec.Selector, old.Spec.Selector) },
+				Namespaced:     true,
+				ClearStatus:    func(rs *appsv1.ReplicaSet) { rs.Status = appsv1.ReplicaSetStatus{} },
+				KeepStatus:     func(rs, old *appsv1.ReplicaSet) { rs.Status = old.Status },
+				SpecEqual:      func(rs, old *appsv1.ReplicaSet) bool { return apiequality.Semantic.DeepEqual(rs.Spec, old.Spec) },
+				ValidateObject: func(rs *appsv1.ReplicaSet) field.ErrorList { return ValidateReplicaSet(rs, pod) },
+				ValidateChange: func(rs, old *appsv1.ReplicaSet) field.ErrorList {
+					return validateSelectorUnchanged(rs.Spec.Selector, old.Spec.Selector)
+				},
 				UnconditionalUpdate: true,
 			},
 			Status: &vu.StatusStrategy[*appsv1.ReplicaSet]{
@@ -105,12 +109,14 @@ func Resources(pod vu.PodTemplate) []*registry.Resource {
 			New:     func() runtime.Object { return &appsv1.DaemonSet{} },
 			NewList: func() runtime.Object { return &appsv1.DaemonSetList{} },
 			Strategy: &vu.Strategy[*appsv1.DaemonSet]{
-				Namespaced:          true,
-				ClearStatus:         func(ds *appsv1.DaemonSet) { ds.Status = appsv1.DaemonSetStatus{} },
-				KeepStatus:          func(ds, old *appsv1.DaemonSet) { ds.Status = old.Status },
-				SpecEqual:           func(ds, old *appsv1.DaemonSet) bool { return apiequality.Semantic.DeepEqual(ds.Spec, old.Spec) },
-				ValidateObject:      func(ds *appsv1.DaemonSet) field.ErrorList { return ValidateDaemonSet(ds, pod) },
-				ValidateChange:      func(ds, old *appsv1.DaemonSet) field.ErrorList { return validateSelectorUnchanged(ds.Spec.Selector, old.Spec.Selector) },
+				Namespaced:     true,
+				ClearStatus:    func(ds *appsv1.DaemonSet) { ds.Status = appsv1.DaemonSetStatus{} },
+				KeepStatus:     func(ds, old *appsv1.DaemonSet) { ds.Status = old.Status },
+				SpecEqual:      func(ds, old *appsv1.DaemonSet) bool { return apiequality.Semantic.DeepEqual(ds.Spec, old.Spec) },
+				ValidateObject: func(ds *appsv1.DaemonSet) field.ErrorList { return ValidateDaemonSet(ds, pod) },
+				ValidateChange: func(ds, old *appsv1.DaemonSet) field.ErrorList {
+					return validateSelectorUnchanged(ds.Spec.Selector, old.Spec.Selector)
+				},
 				UnconditionalUpdate: true,
 			},
 			Status: &vu.StatusStrategy[*appsv1.DaemonSet]{
