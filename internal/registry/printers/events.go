@@ -134,4 +134,3 @@ func eventSource(e *eventView) string {
 	}
 	return component + ", " + host
 }
-
