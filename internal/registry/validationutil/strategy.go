@@ -41,6 +41,9 @@ type Strategy[T Object] struct {
 	// ValidateChange checks what may not change on update (immutable fields); ValidateObject has
 	// already run on the new object.
 	ValidateChange func(obj, old T) field.ErrorList
+	// ValidateUpdateObject, when set, replaces ValidateObject and ValidateChange on update, for
+	// types whose rules for the new object depend on the old one (a CronJob keeps a legacy TZ).
+	ValidateUpdateObject func(obj, old T) field.ErrorList
 	// CreateOnUpdate and UnconditionalUpdate answer AllowCreateOnUpdate and AllowUnconditionalUpdate.
 	CreateOnUpdate      bool
 	UnconditionalUpdate bool
@@ -114,6 +117,9 @@ func (s *Strategy[T]) ValidateUpdate(_ context.Context, obj, old runtime.Object)
 		return wrongType[T](old)
 	}
 	errs := apivalidation.ValidateObjectMetaAccessorUpdate(o, prev, field.NewPath("metadata"))
+	if s.ValidateUpdateObject != nil {
+		return append(errs, s.ValidateUpdateObject(o, prev)...)
+	}
 	if s.ValidateObject != nil {
 		errs = append(errs, s.ValidateObject(o)...)
 	}

@@ -1,0 +1,72 @@
+package batch
+
+import (
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/skiff-sh/skiff/internal/registry"
+	vu "github.com/skiff-sh/skiff/internal/registry/validationutil"
+)
+
+// Resources returns the batch/v1 resources. pod supplies the core group's pod-template validation
+// (the same hooks given to RegisterDefaults). Job creation needs metadata.uid filled before
+// PrepareForCreate: the generated selector is built from it.
+func Resources(pod vu.PodTemplate) []*registry.Resource {
+	gv := batchv1.SchemeGroupVersion
+	return []*registry.Resource{
+		{
+			GroupVersion: gv, Kind: "Job", ListKind: "JobList", Plural: "jobs", Singular: "job",
+			Categories: []string{"all"}, Namespaced: true,
+			New:     func() runtime.Object { return &batchv1.Job{} },
+			NewList: func() runtime.Object { return &batchv1.JobList{} },
+			Strategy: &vu.Strategy[*batchv1.Job]{
+				Namespaced:          true,
+				KeepStatus:          func(j, old *batchv1.Job) { j.Status = old.Status },
+				SpecEqual:           func(j, old *batchv1.Job) bool { return apiequality.Semantic.DeepEqual(j.Spec, old.Spec) },
+				OnCreate:            prepareJobForCreate,
+				ValidateObject:      func(j *batchv1.Job) field.ErrorList { return ValidateJob(j, pod) },
+				ValidateChange:      validateJobChange,
+				UnconditionalUpdate: true,
+			},
+			Status: &vu.StatusStrategy[*batchv1.Job]{
+				KeepSpec:       func(j, old *batchv1.Job) { j.Spec = old.Spec },
+				ValidateStatus: func(j, _ *batchv1.Job) field.ErrorList { return ValidateJobStatus(&j.Status) },
+			},
+			SelectableFields: jobFields,
+		},
+		{
+			GroupVersion: gv, Kind: "CronJob", ListKind: "CronJobList", Plural: "cronjobs", Singular: "cronjob",
+			ShortNames: []string{"cj"}, Categories: []string{"all"}, Namespaced: true,
+			New:     func() runtime.Object { return &batchv1.CronJob{} },
+			NewList: func() runtime.Object { return &batchv1.CronJobList{} },
+			Strategy: &vu.Strategy[*batchv1.CronJob]{
+				Namespaced:     true,
+				ClearStatus:    func(cj *batchv1.CronJob) { cj.Status = batchv1.CronJobStatus{} },
+				KeepStatus:     func(cj, old *batchv1.CronJob) { cj.Status = old.Status },
+				SpecEqual:      func(cj, old *batchv1.CronJob) bool { return apiequality.Semantic.DeepEqual(cj.Spec, old.Spec) },
+				ValidateObject: func(cj *batchv1.CronJob) field.ErrorList { return ValidateCronJob(cj, nil, pod) },
+				ValidateUpdateObject: func(cj, old *batchv1.CronJob) field.ErrorList {
+					return ValidateCronJob(cj, old, pod)
+				},
+				UnconditionalUpdate: true,
+			},
+			Status: &vu.StatusStrategy[*batchv1.CronJob]{
+				KeepSpec: func(cj, old *batchv1.CronJob) { cj.Spec = old.Spec },
+			},
+		},
+	}
+}
+
+// jobFields are the Job's field-selector fields beyond metadata, as Kubernetes serves them.
+func jobFields(obj runtime.Object) fields.Set {
+	j, ok := obj.(*batchv1.Job)
+	if !ok {
+		return nil
+	}
+	return fields.Set{"status.successful": strconv.Itoa(int(j.Status.Succeeded))}
+}
