@@ -138,7 +138,9 @@ func (b *nodeBuilder) Condition(typ corev1.NodeConditionType, s corev1.Condition
 	return b
 }
 
-func (b *nodeBuilder) Ready(s corev1.ConditionStatus) *nodeBuilder { return b.Condition(corev1.NodeReady, s) }
+func (b *nodeBuilder) Ready(s corev1.ConditionStatus) *nodeBuilder {
+	return b.Condition(corev1.NodeReady, s)
+}
 
 func (b *nodeBuilder) Unschedulable() *nodeBuilder { b.node.Spec.Unschedulable = true; return b }
 
@@ -189,7 +191,10 @@ func (b *serviceBuilder) ExternalIPs(ips ...string) *serviceBuilder {
 	return b
 }
 
-func (b *serviceBuilder) ExternalName(n string) *serviceBuilder { b.svc.Spec.ExternalName = n; return b }
+func (b *serviceBuilder) ExternalName(n string) *serviceBuilder {
+	b.svc.Spec.ExternalName = n
+	return b
+}
 
 func (b *serviceBuilder) Ingress(ip, hostname string) *serviceBuilder {
 	b.svc.Status.LoadBalancer.Ingress = append(b.svc.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip, Hostname: hostname})
@@ -225,7 +230,10 @@ func (b *jobBuilder) Parallelism(n int32) *jobBuilder { b.job.Spec.Parallelism =
 
 func (b *jobBuilder) Succeeded(n int32) *jobBuilder { b.job.Status.Succeeded = n; return b }
 
-func (b *jobBuilder) Started(d time.Duration) *jobBuilder { b.job.Status.StartTime = agoPtr(d); return b }
+func (b *jobBuilder) Started(d time.Duration) *jobBuilder {
+	b.job.Status.StartTime = agoPtr(d)
+	return b
+}
 
 func (b *jobBuilder) Finished(d time.Duration) *jobBuilder {
 	b.job.Status.CompletionTime = agoPtr(d)

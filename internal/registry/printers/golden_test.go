@@ -174,7 +174,7 @@ func goldenCases() []goldenCase {
 
 func goldenPods() []runtime.Object {
 	return []runtime.Object{
-		makePod("web-7d4b9c6f8-x2k4p").Containers("nginx").Phase(corev1.PodRunning).Created(26*time.Hour).
+		makePod("web-7d4b9c6f8-x2k4p").Containers("nginx").Phase(corev1.PodRunning).Created(26 * time.Hour).
 			Statuses(running("nginx", true)).IP("10.244.1.12").Node("worker-1").Obj(),
 		makePod("api-5f6d8b7c9-q8w7e").Containers("api", "metrics").Phase(corev1.PodRunning).Created(3*time.Hour).
 			Statuses(restarted(waiting("api", "CrashLoopBackOff"), 5, 2*time.Minute), running("metrics", true)).
@@ -187,12 +187,12 @@ func goldenPods() []runtime.Object {
 			Condition(corev1.PodInitialized, corev1.ConditionTrue, "").Condition(corev1.PodReady, corev1.ConditionTrue, "").
 			ReadinessGates("example.com/registered").Condition("example.com/registered", corev1.ConditionTrue, "").
 			IP("10.244.3.9").Node("worker-3").Obj(),
-		makePod("backup-28861440-abcde").Containers("backup").Phase(corev1.PodSucceeded).Created(5*time.Hour).
+		makePod("backup-28861440-abcde").Containers("backup").Phase(corev1.PodSucceeded).Created(5 * time.Hour).
 			Statuses(terminated("backup", "Completed", 0, 0)).Node("worker-2").Obj(),
 		makePod("gated").Containers("app").Created(time.Minute).
 			Condition(corev1.PodScheduled, corev1.ConditionFalse, corev1.PodReasonSchedulingGated).Obj(),
-		makePod("preempting").Containers("app").Created(20*time.Second).Nominated("worker-3").Obj(),
-		makePod("old-web").Containers("nginx").Phase(corev1.PodRunning).Created(9*24*time.Hour).
+		makePod("preempting").Containers("app").Created(20 * time.Second).Nominated("worker-3").Obj(),
+		makePod("old-web").Containers("nginx").Phase(corev1.PodRunning).Created(9 * 24 * time.Hour).
 			Statuses(running("nginx", true)).IP("10.244.1.2").Node("worker-1").Deleting().Obj(),
 	}
 }
@@ -330,9 +330,9 @@ func goldenPersistentVolumes() []runtime.Object {
 		&corev1.PersistentVolume{
 			ObjectMeta: metav1.ObjectMeta{Name: "pv-data", CreationTimestamp: ago(48 * time.Hour)},
 			Spec: corev1.PersistentVolumeSpec{
-				Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
-				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany, corev1.ReadWriteOnce, corev1.ReadWriteOnce},
-				ClaimRef:    &corev1.ObjectReference{Namespace: "default", Name: "data-db-0"},
+				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany, corev1.ReadWriteOnce, corev1.ReadWriteOnce},
+				ClaimRef:                      &corev1.ObjectReference{Namespace: "default", Name: "data-db-0"},
 				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain, StorageClassName: "local", VolumeMode: &fs,
 			},
 			Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound},
@@ -479,7 +479,7 @@ func goldenJobs() []runtime.Object {
 	return []runtime.Object{
 		makeJob("backup-28861440").Completions(1).Succeeded(1).Started(5*time.Hour).Finished(5*time.Hour-42*time.Second).
 			Condition(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue).Condition(batchv1.JobComplete, corev1.ConditionTrue).Obj(),
-		makeJob("migrate").Completions(5).Succeeded(2).Started(3*time.Minute).Obj(),
+		makeJob("migrate").Completions(5).Succeeded(2).Started(3 * time.Minute).Obj(),
 		makeJob("flaky").Completions(1).Started(20*time.Minute).Condition(batchv1.JobFailed, corev1.ConditionTrue).Obj(),
 		makeJob("paused").Completions(1).Condition(batchv1.JobSuspended, corev1.ConditionTrue).Obj(),
 		makeJob("queue-workers").Parallelism(4).Succeeded(0).Started(time.Minute).Obj(),

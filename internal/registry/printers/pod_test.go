@@ -106,8 +106,8 @@ func TestPodReadyStatusRestarts(t *testing.T) {
 			wantReady: "1/2", wantStatus: "NotReady", wantRestarts: "0",
 		},
 		{
-			name: "status reason such as Evicted",
-			pod:  makePod("p").Containers("app").Phase(corev1.PodFailed).Reason("Evicted").Obj(),
+			name:      "status reason such as Evicted",
+			pod:       makePod("p").Containers("app").Phase(corev1.PodFailed).Reason("Evicted").Obj(),
 			wantReady: "0/1", wantStatus: "Evicted", wantRestarts: "0",
 		},
 		{
