@@ -24,12 +24,11 @@ const ExternalBinary = "/usr/bin/etcd"
 // FreePort returns a loopback TCP port nobody listens on right now.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
-		t.Fatalf("find free port: %v", err)
+		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // Options tune a test member.
@@ -41,32 +40,57 @@ type Options struct {
 // StartEmbedded runs an embedded member in a temp dir until the test ends and returns it ready.
 func StartEmbedded(t testing.TB, opts Options) *etcd.Member {
 	t.Helper()
+	m, stop, err := StartEmbeddedInDir(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return m
+}
+
+// StartEmbeddedInDir runs an embedded member with its data under dir (for TestMain, which has no
+// testing.TB) and waits until it is ready; stop shuts it down.
+func StartEmbeddedInDir(dir string, opts Options) (m *etcd.Member, stop func(), err error) {
 	if opts.WatchProgressNotifyInterval == 0 {
 		opts.WatchProgressNotifyInterval = 100 * time.Millisecond
 	}
-	clientPort, peerPort := FreePort(t), FreePort(t)
+	clientPort, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	peerPort, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
 	cfg := etcd.Config{
 		Name:                        "test",
-		DataDir:                     filepath.Join(t.TempDir(), "etcd"),
+		DataDir:                     filepath.Join(dir, "etcd"),
 		ListenClientURLs:            []string{fmt.Sprintf("http://127.0.0.1:%d", clientPort)},
 		ListenPeerURLs:              []string{fmt.Sprintf("http://127.0.0.1:%d", peerPort)},
 		WatchProgressNotifyInterval: opts.WatchProgressNotifyInterval,
 		ReadyTimeout:                30 * time.Second,
 		LogLevel:                    "error",
 	}
-	m, err := etcd.Start(context.Background(), cfg)
+	m, err = etcd.Start(context.Background(), cfg)
 	if err != nil {
-		t.Fatalf("start embedded etcd: %v", err)
+		return nil, nil, fmt.Errorf("start embedded etcd: %w", err)
 	}
-	t.Cleanup(m.Stop)
 	select {
 	case <-m.Ready():
+		return m, m.Stop, nil
 	case <-m.Failed():
-		t.Fatalf("embedded etcd: %v", m.Err())
-	case <-time.After(30 * time.Second):
-		t.Fatal("embedded etcd not ready after 30s")
+		m.Stop()
+		return nil, nil, fmt.Errorf("embedded etcd: %w", m.Err())
 	}
-	return m
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Client returns a client of m closed when the test ends.

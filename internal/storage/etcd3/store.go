@@ -1,0 +1,372 @@
+package etcd3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/skiff-sh/skiff/internal/storage"
+)
+
+// maxPageSize bounds how many keys one etcd range read returns while a filtered list looks for
+// enough matching items.
+const maxPageSize = 10000
+
+// Store is a storage.Interface for one resource type on etcd.
+type Store struct {
+	client      *clientv3.Client
+	codec       runtime.Codec
+	newFunc     func() runtime.Object
+	newListFunc func() runtime.Object
+}
+
+var _ storage.Interface = (*Store)(nil)
+
+// New returns a store that keeps objects made by newFunc (lists made by newListFunc) in etcd,
+// encoded with codec.
+func New(client *clientv3.Client, codec runtime.Codec, newFunc func() runtime.Object, newListFunc func() runtime.Object) *Store {
+	return &Store{client: client, codec: codec, newFunc: newFunc, newListFunc: newListFunc}
+}
+
+// Create implements storage.Interface.
+func (s *Store) Create(ctx context.Context, key string, obj, out runtime.Object) error {
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", key, err)
+	}
+	if rv := accessor.GetResourceVersion(); rv != "" {
+		return apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
+	data, err := s.encode(obj)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", key, err)
+	}
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(data))).
+		Commit()
+	if err != nil {
+		return s.interpret(ctx, err, storage.OpCreate, key, 0)
+	}
+	if !resp.Succeeded {
+		return withOp(storage.NewError(storage.ErrCodeExists, key, "", nil), storage.OpCreate)
+	}
+	return s.decode(data, out, resp.Header.Revision, key)
+}
+
+// Get implements storage.Interface.
+func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions, out runtime.Object) error {
+	var ops []clientv3.OpOption
+	var requested int64
+	switch opts.ResourceVersion {
+	case "":
+	case "0":
+		ops = append(ops, clientv3.WithSerializable())
+	default:
+		rev, err := parseResourceVersion(opts.ResourceVersion)
+		if err != nil {
+			return err
+		}
+		requested = rev
+		ops = append(ops, clientv3.WithRev(rev))
+	}
+	resp, err := s.client.Get(ctx, key, ops...)
+	if err != nil {
+		return s.interpret(ctx, err, storage.OpGet, key, requested)
+	}
+	if len(resp.Kvs) == 0 {
+		if opts.IgnoreNotFound {
+			return runtime.SetZeroValue(out)
+		}
+		return withOp(storage.NewError(storage.ErrCodeNotFound, key, "", nil), storage.OpGet)
+	}
+	return s.decode(resp.Kvs[0].Value, out, resp.Kvs[0].ModRevision, key)
+}
+
+// current is the stored state of one key.
+type current struct {
+	obj    runtime.Object
+	data   []byte
+	rev    int64
+	exists bool
+}
+
+func (s *Store) currentState(key string, kvs []*mvccpb.KeyValue) (*current, error) {
+	if len(kvs) == 0 {
+		return &current{obj: s.newFunc()}, nil
+	}
+	obj := s.newFunc()
+	if err := s.decode(kvs[0].Value, obj, kvs[0].ModRevision, key); err != nil {
+		return nil, err
+	}
+	return &current{obj: obj, data: kvs[0].Value, rev: kvs[0].ModRevision, exists: true}, nil
+}
+
+// GuaranteedUpdate implements storage.Interface.
+func (s *Store) GuaranteedUpdate(ctx context.Context, key string, dest runtime.Object, ignoreNotFound bool,
+	preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc) error {
+	resp, err := s.client.Get(ctx, key)
+	if err != nil {
+		return s.interpret(ctx, err, storage.OpUpdate, key, 0)
+	}
+	state, err := s.currentState(key, resp.Kvs)
+	if err != nil {
+		return err
+	}
+	for {
+		if !state.exists && !ignoreNotFound {
+			return withOp(storage.NewError(storage.ErrCodeNotFound, key, "", nil), storage.OpUpdate)
+		}
+		if err := checkPreconditions(key, preconditions, state.obj, false); err != nil {
+			return err
+		}
+		next, err := tryUpdate(state.obj.DeepCopyObject())
+		if err != nil {
+			return err
+		}
+		data, err := s.encode(next)
+		if err != nil {
+			return fmt.Errorf("update %s: %w", key, err)
+		}
+		if state.exists && bytes.Equal(data, state.data) {
+			return s.decode(state.data, dest, state.rev, key)
+		}
+		// An absent key has mod revision 0, so the same comparison also guards a create.
+		txnResp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", state.rev)).
+			Then(clientv3.OpPut(key, string(data))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if err != nil {
+			return s.interpret(ctx, err, storage.OpUpdate, key, 0)
+		}
+		if txnResp.Succeeded {
+			return s.decode(data, dest, txnResp.Header.Revision, key)
+		}
+		// Another writer got there first: retry on what it wrote.
+		if state, err = s.currentState(key, txnResp.Responses[0].GetResponseRange().Kvs); err != nil {
+			return err
+		}
+	}
+}
+
+// Delete implements storage.Interface.
+func (s *Store) Delete(ctx context.Context, key string, out runtime.Object, preconditions *storage.Preconditions,
+	validateDeletion storage.ValidateObjectFunc) error {
+	resp, err := s.client.Get(ctx, key)
+	if err != nil {
+		return s.interpret(ctx, err, storage.OpDelete, key, 0)
+	}
+	state, err := s.currentState(key, resp.Kvs)
+	if err != nil {
+		return err
+	}
+	for {
+		if !state.exists {
+			return withOp(storage.NewError(storage.ErrCodeNotFound, key, "", nil), storage.OpDelete)
+		}
+		if err := checkPreconditions(key, preconditions, state.obj, true); err != nil {
+			return err
+		}
+		if validateDeletion != nil {
+			if err := validateDeletion(ctx, state.obj.DeepCopyObject()); err != nil {
+				return err
+			}
+		}
+		txnResp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", state.rev)).
+			Then(clientv3.OpDelete(key)).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if err != nil {
+			return s.interpret(ctx, err, storage.OpDelete, key, 0)
+		}
+		if txnResp.Succeeded {
+			// The last state carries the revision of its deletion, as watchers see it.
+			return s.decode(state.data, out, txnResp.Header.Revision, key)
+		}
+		if state, err = s.currentState(key, txnResp.Responses[0].GetResponseRange().Kvs); err != nil {
+			return err
+		}
+	}
+}
+
+// checkPreconditions reports a failed precondition as a Conflict. A stale resourceVersion on an
+// update is the optimistic-lock conflict; on a delete, and for a uid, Kubernetes names the
+// precondition in the message.
+func checkPreconditions(key string, p *storage.Preconditions, obj runtime.Object, forDelete bool) error {
+	if p == nil {
+		return nil
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return fmt.Errorf("check preconditions of %s: %w", key, err)
+	}
+	if p.UID != nil && *p.UID != accessor.GetUID() {
+		e := storage.NewError(storage.ErrCodeConflict, key,
+			fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, accessor.GetUID()), nil)
+		e.Precondition = true
+		return e
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != accessor.GetResourceVersion() {
+		e := storage.NewError(storage.ErrCodeConflict, key,
+			fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v",
+				*p.ResourceVersion, accessor.GetResourceVersion()), nil)
+		e.Precondition = forDelete
+		return e
+	}
+	return nil
+}
+
+// Count implements storage.Interface.
+func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
+	resp, err := s.client.Get(ctx, ensureSlash(prefix), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, s.interpret(ctx, err, storage.OpList, prefix, 0)
+	}
+	return resp.Count, nil
+}
+
+// CurrentRevision implements storage.Interface.
+func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
+	// Any linearizable read answers with the store's latest revision in its header.
+	resp, err := s.client.Get(ctx, "/", clientv3.WithCountOnly())
+	if err != nil {
+		return 0, s.interpret(ctx, err, storage.OpGet, "/", 0)
+	}
+	return resp.Header.Revision, nil
+}
+
+// Ready implements storage.Interface.
+func (s *Store) Ready(ctx context.Context) error {
+	_, err := s.CurrentRevision(ctx)
+	return err
+}
+
+func (s *Store) encode(obj runtime.Object) ([]byte, error) {
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	// The revision is the key's, not part of the value.
+	accessor.SetResourceVersion("")
+	accessor.SetSelfLink("")
+	var buf bytes.Buffer
+	if err := s.codec.Encode(obj, &buf); err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// decode fills into from stored bytes and stamps the revision as its resourceVersion.
+func (s *Store) decode(data []byte, into runtime.Object, rev int64, key string) error {
+	if err := runtime.SetZeroValue(into); err != nil {
+		return fmt.Errorf("decode %s: %w", key, err)
+	}
+	_, gvk, err := s.codec.Decode(data, nil, into)
+	if err != nil {
+		return storage.NewError(storage.ErrCodeInvalidObject, key, "", err)
+	}
+	if gvk != nil {
+		into.GetObjectKind().SetGroupVersionKind(*gvk)
+	}
+	accessor, err := meta.Accessor(into)
+	if err != nil {
+		return fmt.Errorf("decode %s: %w", key, err)
+	}
+	accessor.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return nil
+}
+
+// interpret turns an etcd client error into a storage error.
+func (s *Store) interpret(ctx context.Context, err error, op, key string, requested int64) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("%s %s: %w", op, key, ctxErr)
+	}
+	var e *storage.Error
+	switch {
+	case errors.Is(err, rpctypes.ErrCompacted):
+		e = storage.NewError(storage.ErrCodeExpired, key, "", err)
+	case errors.Is(err, rpctypes.ErrFutureRev):
+		e = storage.NewError(storage.ErrCodeTooLargeRevision, key, "", err)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), clientTimeoutForRevision)
+		defer cancel()
+		if rev, revErr := s.CurrentRevision(rctx); revErr == nil {
+			e.Revision = rev
+		}
+	case isUnreachable(err):
+		e = storage.NewError(storage.ErrCodeUnreachable, key, "", err)
+	default:
+		return fmt.Errorf("%s %s: %w", op, key, err)
+	}
+	e.Op = op
+	e.Requested = requested
+	return e
+}
+
+// clientTimeoutForRevision bounds the extra read that words a too-large-revision error.
+const clientTimeoutForRevision = 2 * time.Second
+
+func isUnreachable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	for _, unreachable := range []error{
+		rpctypes.ErrNoLeader, rpctypes.ErrNotLeader, rpctypes.ErrLeaderChanged, rpctypes.ErrStopped,
+		rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail, rpctypes.ErrTimeoutDueToConnectionLost,
+		rpctypes.ErrTimeoutWaitAppliedIndex, rpctypes.ErrUnhealthy,
+	} {
+		if errors.Is(err, unreachable) {
+			return true
+		}
+	}
+	switch grpcstatus.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
+}
+
+func withOp(e *storage.Error, op string) *storage.Error {
+	e.Op = op
+	return e
+}
+
+func parseResourceVersion(rv string) (int64, error) {
+	rev, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || rev < 0 {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %q", rv))
+	}
+	return rev, nil
+}
+
+func ensureSlash(prefix string) string {
+	if strings.HasSuffix(prefix, "/") {
+		return prefix
+	}
+	return prefix + "/"
+}
+
+// bookmarkObject is an object of the store's type carrying only a resourceVersion.
+func (s *Store) bookmarkObject(rev int64) (runtime.Object, error) {
+	obj := s.newFunc()
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	accessor.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return obj, nil
+}
