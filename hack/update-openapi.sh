@@ -24,6 +24,8 @@ input_packages=(
   k8s.io/api/policy/v1
   k8s.io/api/rbac/v1
   k8s.io/api/scheduling/v1
+  # batch/v1 JobSpec refers to scheduling/v1alpha3 workload types.
+  k8s.io/api/scheduling/v1alpha3
   k8s.io/api/autoscaling/v1
   k8s.io/api/authentication/v1
   k8s.io/api/authorization/v1
