@@ -1,0 +1,165 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// DefaultAdmission is the built-in admission chain, in Kubernetes' order.
+func DefaultAdmission() []AdmissionPlugin {
+	return []AdmissionPlugin{NamespaceLifecycle{}, ServiceAccountDefault{}, DefaultTolerationSeconds{Seconds: 300}, Priority{}}
+}
+
+func isPodCreate(a *AdmissionAttributes) (*corev1.Pod, bool) {
+	if a.Verb != "create" || a.Subresource != "" || a.Resource.GroupResource() != (schema.GroupResource{Resource: "pods"}) {
+		return nil, false
+	}
+	pod, ok := a.Object.(*corev1.Pod)
+	return pod, ok
+}
+
+// NamespaceLifecycle refuses new objects in a namespace that does not exist or is being terminated.
+type NamespaceLifecycle struct{}
+
+func (NamespaceLifecycle) Name() string { return "NamespaceLifecycle" }
+
+func (NamespaceLifecycle) Admit(context.Context, *AdmissionAttributes, Lookup) error { return nil }
+
+func (NamespaceLifecycle) Validate(ctx context.Context, a *AdmissionAttributes, lookup Lookup) error {
+	if a.Verb != "create" || !a.Resource.Namespaced || a.Namespace == "" {
+		return nil
+	}
+	obj, err := lookup.Get(ctx, "", "namespaces", "", a.Namespace)
+	if err != nil {
+		return err
+	}
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok || ns.Status.Phase != corev1.NamespaceTerminating {
+		return nil
+	}
+	// Events about a terminating namespace's last objects are still welcome.
+	if a.Resource.Plural == "events" {
+		return nil
+	}
+	forbidden := apierrors.NewForbidden(a.Resource.GroupResource(), a.Name,
+		fmt.Errorf("unable to create new content in namespace %s because it is being terminated", a.Namespace))
+	forbidden.ErrStatus.Details.Causes = append(forbidden.ErrStatus.Details.Causes, metav1.StatusCause{
+		Type: corev1.NamespaceTerminatingCause, Message: fmt.Sprintf("namespace %s is being terminated", a.Namespace), Field: "metadata.namespace",
+	})
+	return forbidden
+}
+
+// ServiceAccountDefault gives pods without a service account the namespace's "default" one.
+type ServiceAccountDefault struct{}
+
+func (ServiceAccountDefault) Name() string { return "ServiceAccount" }
+
+func (ServiceAccountDefault) Admit(_ context.Context, a *AdmissionAttributes, _ Lookup) error {
+	pod, ok := isPodCreate(a)
+	if !ok {
+		return nil
+	}
+	if pod.Spec.ServiceAccountName == "" {
+		pod.Spec.ServiceAccountName = "default"
+	}
+	if pod.Spec.DeprecatedServiceAccount == "" {
+		pod.Spec.DeprecatedServiceAccount = pod.Spec.ServiceAccountName
+	}
+	return nil
+}
+
+func (ServiceAccountDefault) Validate(context.Context, *AdmissionAttributes, Lookup) error { return nil }
+
+// DefaultTolerationSeconds lets pods ride out a short node outage: NoExecute tolerations for the
+// not-ready and unreachable taints, for Seconds, unless the pod already has its own.
+type DefaultTolerationSeconds struct{ Seconds int64 }
+
+func (DefaultTolerationSeconds) Name() string { return "DefaultTolerationSeconds" }
+
+func (d DefaultTolerationSeconds) Admit(_ context.Context, a *AdmissionAttributes, _ Lookup) error {
+	pod, ok := isPodCreate(a)
+	if !ok {
+		return nil
+	}
+	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+		tolerated := false
+		for _, t := range pod.Spec.Tolerations {
+			if (t.Key == key || t.Key == "") && (t.Effect == corev1.TaintEffectNoExecute || t.Effect == "") {
+				tolerated = true
+				break
+			}
+		}
+		if !tolerated {
+			secs := d.Seconds
+			pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{
+				Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &secs,
+			})
+		}
+	}
+	return nil
+}
+
+func (DefaultTolerationSeconds) Validate(context.Context, *AdmissionAttributes, Lookup) error { return nil }
+
+// Priority resolves a pod's priorityClassName into spec.priority and spec.preemptionPolicy.
+type Priority struct{}
+
+func (Priority) Name() string { return "Priority" }
+
+func (Priority) Admit(ctx context.Context, a *AdmissionAttributes, lookup Lookup) error {
+	pod, ok := isPodCreate(a)
+	if !ok {
+		return nil
+	}
+	forbidden := func(msg string) error {
+		return apierrors.NewForbidden(a.Resource.GroupResource(), a.Name, fmt.Errorf("%s", msg))
+	}
+	var value int32
+	var policy *corev1.PreemptionPolicy
+	if pod.Spec.PriorityClassName == "" {
+		list, err := lookup.List(ctx, "scheduling.k8s.io", "priorityclasses", "")
+		if err == nil {
+			if pcs, ok := list.(*schedulingv1.PriorityClassList); ok {
+				for i := range pcs.Items {
+					if pcs.Items[i].GlobalDefault {
+						pod.Spec.PriorityClassName = pcs.Items[i].Name
+						value, policy = pcs.Items[i].Value, pcs.Items[i].PreemptionPolicy
+						break
+					}
+				}
+			}
+		}
+	} else {
+		obj, err := lookup.Get(ctx, "scheduling.k8s.io", "priorityclasses", "", pod.Spec.PriorityClassName)
+		if apierrors.IsNotFound(err) {
+			return forbidden(fmt.Sprintf("no PriorityClass with name %s was found", pod.Spec.PriorityClassName))
+		}
+		if err != nil {
+			return err
+		}
+		pc := obj.(*schedulingv1.PriorityClass)
+		value, policy = pc.Value, pc.PreemptionPolicy
+	}
+	if pod.Spec.Priority != nil && *pod.Spec.Priority != value {
+		return forbidden(fmt.Sprintf("the integer value of priority (%d) must not be provided in pod spec; priority admission controller computed %d from the given PriorityClass name", *pod.Spec.Priority, value))
+	}
+	pod.Spec.Priority = &value
+	if policy != nil {
+		if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy != *policy {
+			return forbidden(fmt.Sprintf("the string value of PreemptionPolicy (%s) must not be provided in pod spec; priority admission controller computed %s from the given PriorityClass name", *pod.Spec.PreemptionPolicy, *policy))
+		}
+		pod.Spec.PreemptionPolicy = policy
+	} else if pod.Spec.PreemptionPolicy == nil {
+		p := corev1.PreemptLowerPriority
+		pod.Spec.PreemptionPolicy = &p
+	}
+	return nil
+}
+
+func (Priority) Validate(context.Context, *AdmissionAttributes, Lookup) error { return nil }

@@ -1,0 +1,239 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"sigs.k8s.io/yaml"
+)
+
+// patchTypeOf maps a PATCH Content-Type to its patch type.
+func patchTypeOf(contentType string) (types.PatchType, bool) {
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return "", false
+	}
+	switch pt := types.PatchType(mediaType); pt {
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
+		return pt, true
+	}
+	return "", false
+}
+
+// applyPatch computes the patched JSON of current under a JSON, merge or strategic merge patch.
+// dataStruct is a typed object whose Go struct tags drive strategic merge.
+func applyPatch(pt types.PatchType, currentJSON, patch []byte, dataStruct runtime.Object) ([]byte, error) {
+	switch pt {
+	case types.JSONPatchType:
+		p, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		out, err := p.Apply(currentJSON)
+		if err != nil {
+			return nil, interpretPatchError(err)
+		}
+		return out, nil
+	case types.MergePatchType:
+		out, err := jsonpatch.MergePatch(currentJSON, patch)
+		if err != nil {
+			return nil, interpretPatchError(err)
+		}
+		return out, nil
+	case types.StrategicMergePatchType:
+		if dataStruct == nil {
+			return nil, unsupportedMediaType(string(pt))
+		}
+		patchMap, err := decodePatchMap(patch)
+		if err != nil {
+			return nil, err
+		}
+		out, err := strategicpatch.StrategicMergePatch(currentJSON, mustJSON(patchMap), dataStruct)
+		if err != nil {
+			return nil, interpretPatchError(err)
+		}
+		return out, nil
+	}
+	return nil, unsupportedMediaType(string(pt))
+}
+
+func decodePatchMap(patch []byte) (map[string]interface{}, error) {
+	var m map[string]interface{}
+	if err := yaml.Unmarshal(patch, &m); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+	}
+	if m == nil {
+		m = map[string]interface{}{}
+	}
+	return m, nil
+}
+
+func mustJSON(v interface{}) []byte {
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		return []byte("{}")
+	}
+	j, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return []byte("{}")
+	}
+	return j
+}
+
+// interpretPatchError classifies patch failures as Kubernetes does: a patch that cannot be applied to
+// the object is 422 Invalid; a malformed one is 400.
+func interpretPatchError(err error) error {
+	switch {
+	case errors.Is(err, jsonpatch.ErrTestFailed), errors.Is(err, jsonpatch.ErrMissing), errors.Is(err, jsonpatch.ErrUnknownType),
+		errors.Is(err, jsonpatch.ErrInvalidIndex), errors.Is(err, jsonpatch.ErrInvalid):
+		return unprocessable(err.Error())
+	}
+	return apierrors.NewBadRequest(err.Error())
+}
+
+func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, info *RequestInfo, subresource string) {
+	opts, err := parseWriteOptions(r)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	pt, ok := patchTypeOf(r.Header.Get("Content-Type"))
+	if !ok {
+		h.s.writeError(w, r, unsupportedMediaType(r.Header.Get("Content-Type")))
+		return
+	}
+	body, err := readBody(r)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	if pt == types.ApplyYAMLPatchType && r.URL.Query().Get("fieldManager") == "" {
+		h.s.writeError(w, r, apierrors.NewBadRequest("PATCH, fieldManager is required for apply requests"))
+		return
+	}
+	if pt != types.ApplyYAMLPatchType && r.URL.Query().Has("force") {
+		h.s.writeError(w, r, apierrors.NewBadRequest("force: Invalid value: force flag is only valid for apply requests"))
+		return
+	}
+	uc := &updateContext{subresource: subresource, opts: opts}
+	var warnings []string
+	ctx := r.Context()
+	allowCreate := pt == types.ApplyYAMLPatchType && subresource == ""
+	out, err := h.guaranteedUpdate(ctx, info.Namespace, info.Name, opts.dryRun, allowCreate, func(current runtime.Object) (runtime.Object, error) {
+		if pt == types.ApplyYAMLPatchType {
+			return h.applyServerSide(ctx, current, body, info, uc)
+		}
+		next, w, err := h.patchObject(current, pt, body, info, opts.fieldValidation)
+		if err != nil {
+			return nil, err
+		}
+		warnings = w
+		return h.beforeUpdate(ctx, next, current, uc)
+	})
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	out, err = h.finishIfFinalized(ctx, out, opts.dryRun)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	warningHeader(w, warnings)
+	code := http.StatusOK
+	if uc.created {
+		code = http.StatusCreated
+	}
+	h.respond(w, r, code, out)
+}
+
+// patchObject applies a JSON, merge or strategic merge patch to current and decodes the result
+// with the requested field validation.
+func (h *resourceHandler) patchObject(current runtime.Object, pt types.PatchType, patch []byte, info *RequestInfo, fieldValidation string) (runtime.Object, []string, error) {
+	currentJSON, err := runtime.Encode(h.s.codecs.LegacyCodec(h.res.GroupVersion), current)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode %s for patching: %w", info.Name, err)
+	}
+	patchedJSON, err := applyPatch(pt, currentJSON, patch, h.res.New())
+	if err != nil {
+		return nil, nil, err
+	}
+	next, warnings, err := h.decodeObject(patchedJSON, "application/json", fieldValidation)
+	if err != nil {
+		return nil, nil, err
+	}
+	cm, _ := meta.Accessor(current)
+	nm, err := meta.Accessor(next)
+	if err != nil {
+		return nil, nil, err
+	}
+	if nm.GetName() != info.Name {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", nm.GetName(), info.Name))
+	}
+	if h.res.Namespaced && nm.GetNamespace() != cm.GetNamespace() {
+		return nil, nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	if rv := nm.GetResourceVersion(); rv != cm.GetResourceVersion() {
+		return nil, nil, apierrors.NewConflict(h.res.GroupResource(), info.Name, errors.New(optimisticLockErrorMsg))
+	}
+	return next, warnings, nil
+}
+
+// applyServerSide merges an apply configuration into current (nil: the object does not exist yet)
+// with the structured-merge field manager, which records ownership and reports conflicts.
+func (h *resourceHandler) applyServerSide(ctx context.Context, current runtime.Object, body []byte, info *RequestInfo, uc *updateContext) (runtime.Object, error) {
+	patchObj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(body, &patchObj.Object); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+	}
+	if patchObj.Object == nil {
+		return nil, apierrors.NewBadRequest("error decoding YAML: empty apply configuration")
+	}
+	gvk := patchObj.GroupVersionKind()
+	if gvk.GroupVersion() != h.res.GroupVersion || gvk.Kind != h.res.Kind {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", gvk.GroupVersion(), h.res.GroupVersion))
+	}
+	if patchObj.GetName() != info.Name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", patchObj.GetName(), info.Name))
+	}
+	if h.res.Namespaced {
+		if ns := patchObj.GetNamespace(); ns != "" && ns != info.Namespace {
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+		patchObj.SetNamespace(info.Namespace)
+	}
+	fm := h.fieldManager
+	if uc.subresource == "status" {
+		fm = h.statusFieldManager
+	}
+	live := current
+	if live == nil {
+		live = h.res.New()
+	}
+	merged, err := fm.Apply(live, patchObj, uc.opts.fieldManager, uc.opts.force)
+	if err != nil {
+		var status apierrors.APIStatus
+		if errors.As(err, &status) {
+			return nil, err
+		}
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	uc.skipManagedFields = true
+	if current == nil {
+		uc.created = true
+		m, _ := meta.Accessor(merged)
+		m.SetResourceVersion("")
+		return h.prepareCreate(ctx, merged, uc.opts, false)
+	}
+	return h.beforeUpdate(ctx, merged, current, uc)
+}

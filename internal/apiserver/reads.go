@@ -1,0 +1,236 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/skiff-sh/skiff/internal/storage"
+)
+
+func notAcceptable(err error) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable, Message: err.Error(),
+	}}
+}
+
+func (h *resourceHandler) get(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
+	choice, err := negotiateOutput(acceptsHeader(r), h.s.codecs.SupportedMediaTypes(), false)
+	if err != nil {
+		h.s.writeError(w, r, notAcceptable(err))
+		return
+	}
+	obj := h.res.New()
+	opts := storage.GetOptions{ResourceVersion: r.URL.Query().Get("resourceVersion")}
+	if err := h.store.Get(r.Context(), h.key(info.Namespace, info.Name), opts, obj); err != nil {
+		h.s.writeError(w, r, storage.ToAPIError(err, h.res.GroupResource(), info.Name))
+		return
+	}
+	h.writeObject(w, r, http.StatusOK, choice, obj)
+}
+
+// predicate turns the list/watch query into a storage predicate, refusing unsupported field labels
+// with Kubernetes' message.
+func (h *resourceHandler) predicate(q url.Values) (storage.Predicate, error) {
+	p := storage.Predicate{Attrs: h.attrs}
+	if ls := q.Get("labelSelector"); ls != "" {
+		sel, err := labels.Parse(ls)
+		if err != nil {
+			return p, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+		}
+		p.Label = sel
+	}
+	if fs := q.Get("fieldSelector"); fs != "" {
+		sel, err := fields.ParseSelector(fs)
+		if err != nil {
+			return p, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
+		}
+		for _, req := range sel.Requirements() {
+			if !h.selectable[req.Field] {
+				return p, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+			}
+		}
+		p.Field = sel
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.ParseInt(l, 10, 64)
+		if err != nil || n < 0 {
+			return p, apierrors.NewBadRequest(fmt.Sprintf("invalid limit %q", l))
+		}
+		p.Limit = n
+	}
+	p.Continue = q.Get("continue")
+	return p, nil
+}
+
+func (h *resourceHandler) attrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	set := fields.Set{"metadata.name": m.GetName()}
+	if h.res.Namespaced {
+		set["metadata.namespace"] = m.GetNamespace()
+	}
+	if h.res.SelectableFields != nil {
+		for k, v := range h.res.SelectableFields(obj) {
+			set[k] = v
+		}
+	}
+	return labels.Set(m.GetLabels()), set, nil
+}
+
+func (h *resourceHandler) listOptions(q url.Values, recursive bool) (storage.ListOptions, error) {
+	pred, err := h.predicate(q)
+	if err != nil {
+		return storage.ListOptions{}, err
+	}
+	opts := storage.ListOptions{
+		ResourceVersion:      q.Get("resourceVersion"),
+		ResourceVersionMatch: q.Get("resourceVersionMatch"),
+		Predicate:            pred,
+		Recursive:            recursive,
+		ProgressNotify:       q.Get("allowWatchBookmarks") == "true",
+	}
+	if sie := q.Get("sendInitialEvents"); sie != "" {
+		b := sie == "true"
+		opts.SendInitialEvents = &b
+	}
+	if pred.Continue != "" && opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+		return opts, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
+	}
+	switch opts.ResourceVersionMatch {
+	case "", string(metav1.ResourceVersionMatchNotOlderThan), string(metav1.ResourceVersionMatchExact):
+	default:
+		return opts, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersionMatch %q", opts.ResourceVersionMatch))
+	}
+	if opts.ResourceVersionMatch != "" && opts.ResourceVersion == "" {
+		return opts, apierrors.NewBadRequest("resourceVersionMatch is forbidden unless resourceVersion is provided")
+	}
+	return opts, nil
+}
+
+func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
+	choice, err := negotiateOutput(acceptsHeader(r), h.s.codecs.SupportedMediaTypes(), true)
+	if err != nil {
+		h.s.writeError(w, r, notAcceptable(err))
+		return
+	}
+	opts, err := h.listOptions(r.URL.Query(), true)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	list := h.res.NewList()
+	if err := h.store.List(r.Context(), h.collectionPrefix(info.Namespace), opts, list); err != nil {
+		h.s.writeError(w, r, storage.ToAPIError(err, h.res.GroupResource(), ""))
+		return
+	}
+	h.writeObject(w, r, http.StatusOK, choice, list)
+}
+
+func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
+	choice, err := negotiateOutput(acceptsHeader(r), h.s.codecs.SupportedMediaTypes(), false)
+	if err != nil {
+		h.s.writeError(w, r, notAcceptable(err))
+		return
+	}
+	if choice.info.StreamSerializer == nil {
+		h.s.writeError(w, r, notAcceptable(fmt.Errorf("no streaming support for %s", choice.info.MediaType)))
+		return
+	}
+	q := r.URL.Query()
+	opts, err := h.listOptions(q, info.Name == "")
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	prefix := h.collectionPrefix(info.Namespace)
+	if info.Name != "" {
+		// The legacy /watch/namespaces/ns/pods/name form watches one object.
+		prefix = h.key(info.Namespace, info.Name)
+	}
+	timeout := h.s.cfg.MinRequestTimeout + time.Duration(rand.Int64N(int64(h.s.cfg.MinRequestTimeout)))
+	if ts := q.Get("timeoutSeconds"); ts != "" {
+		n, err := strconv.ParseInt(ts, 10, 64)
+		if err != nil || n < 0 {
+			h.s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("invalid timeoutSeconds %q", ts)))
+			return
+		}
+		timeout = time.Duration(n) * time.Second
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	wi, err := h.store.Watch(ctx, prefix, opts)
+	if err != nil {
+		h.s.writeError(w, r, storage.ToAPIError(err, h.res.GroupResource(), info.Name))
+		return
+	}
+	defer wi.Stop()
+
+	mediaType := choice.info.MediaType
+	if mediaType != runtime.ContentTypeJSON {
+		mediaType += ";stream=watch"
+	}
+	w.Header().Set("Content-Type", mediaType)
+	w.Header().Set("Transfer-Encoding", "chunked")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	framer := choice.info.StreamSerializer.Framer.NewFrameWriter(w)
+	streamEncoder := streaming.NewEncoder(framer, choice.info.StreamSerializer.Serializer)
+	first := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-wi.ResultChan():
+			if !ok {
+				return
+			}
+			raw, err := h.encodeWatchObject(choice, ev, first)
+			if err != nil {
+				h.s.log.Warn("encode watch event", "resource", h.res.GroupResource(), "err", err)
+				return
+			}
+			first = false
+			if err := streamEncoder.Encode(&metav1.WatchEvent{Type: string(ev.Type), Object: runtime.RawExtension{Raw: raw}}); err != nil {
+				return
+			}
+			if flusher != nil && len(wi.ResultChan()) == 0 {
+				flusher.Flush()
+			}
+		}
+	}
+}
+
+// encodeWatchObject encodes one event's object in the negotiated form.
+func (h *resourceHandler) encodeWatchObject(choice mediaChoice, ev watch.Event, first bool) ([]byte, error) {
+	if ev.Type == watch.Error {
+		return runtime.Encode(h.s.codecs.EncoderForVersion(choice.info.Serializer, metav1.Unversioned), ev.Object)
+	}
+	obj, gv, err := h.convertOutput(choice, ev.Object, nil)
+	if err != nil {
+		return nil, err
+	}
+	if t, ok := obj.(*metav1.Table); ok && !first {
+		// kubectl prints headers from the first event; later events carry rows only, as upstream sends them.
+		t.ColumnDefinitions = nil
+	}
+	return runtime.Encode(h.s.codecs.EncoderForVersion(choice.info.Serializer, gv), obj)
+}

@@ -1,0 +1,377 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/utils/clock"
+
+	"github.com/skiff-sh/skiff/internal/registry"
+	"github.com/skiff-sh/skiff/internal/storage"
+)
+
+// StorageFactory opens the store for one resource.
+type StorageFactory func(res *registry.Resource) (storage.Interface, error)
+
+// Config is everything the API server needs; the cluster package fills it in.
+type Config struct {
+	Scheme    *runtime.Scheme
+	Resources []*registry.Resource
+	Storage   StorageFactory
+	// Ready reports whether the backing store answers, for /readyz.
+	Ready func(ctx context.Context) error
+
+	Authenticator Authenticator
+	Authorizer    Authorizer
+	Admission     []AdmissionPlugin
+
+	// OpenAPI and Discovery serve /openapi/* and /api, /apis.
+	OpenAPI   OpenAPIService
+	Discovery DiscoveryService
+
+	// TypeConverter gives server-side apply the schema of every type; nil deduces it from objects.
+	TypeConverter managedfields.TypeConverter
+
+	// ExtraSubresources serves subresources the API server proxies elsewhere (pods/log, exec, ...).
+	ExtraSubresources func(gr schema.GroupResource, subresource string) func(w http.ResponseWriter, r *http.Request, info *RequestInfo)
+
+	// ServiceClusterIPRange is the CIDR services get their cluster IPs from.
+	ServiceClusterIPRange *net.IPNet
+
+	Version  version.Info
+	Clock    clock.PassiveClock
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
+	Gatherer prometheus.Gatherer
+
+	// MinRequestTimeout bounds watches that give no timeoutSeconds (randomised up to twice this).
+	MinRequestTimeout time.Duration
+}
+
+// OpenAPIService serves the OpenAPI documents and supplies the schema server-side apply works on.
+type OpenAPIService interface {
+	ServeV2(w http.ResponseWriter, r *http.Request)
+	ServeV3(w http.ResponseWriter, r *http.Request)
+}
+
+// DiscoveryService serves /api, /apis and the group-version resource lists.
+type DiscoveryService interface {
+	http.Handler
+}
+
+// Server is the HTTP API server. It is safe for concurrent use; resources may be added at run time.
+type Server struct {
+	cfg     Config
+	codecs  serializer.CodecFactory
+	strict  serializer.CodecFactory
+	clock   clock.PassiveClock
+	log     *slog.Logger
+	metrics *metrics
+
+	mu       sync.RWMutex
+	handlers map[schema.GroupVersionResource]*resourceHandler
+	byKind   map[schema.GroupVersionKind]*resourceHandler
+}
+
+// New builds the server and opens a store for every resource.
+func New(cfg Config) (*Server, error) {
+	if cfg.Scheme == nil || cfg.Storage == nil {
+		return nil, errors.New("apiserver: Scheme and Storage are required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Authenticator == nil {
+		return nil, errors.New("apiserver: an Authenticator is required")
+	}
+	if cfg.Authorizer == nil {
+		cfg.Authorizer = AuthenticatedAllowed{}
+	}
+	if cfg.MinRequestTimeout == 0 {
+		cfg.MinRequestTimeout = 30 * time.Minute
+	}
+	if cfg.Registry == nil {
+		reg := prometheus.NewRegistry()
+		cfg.Registry, cfg.Gatherer = reg, reg
+	}
+	s := &Server{
+		cfg:      cfg,
+		codecs:   serializer.NewCodecFactory(cfg.Scheme),
+		strict:   serializer.NewCodecFactory(cfg.Scheme, serializer.EnableStrict),
+		clock:    cfg.Clock,
+		log:      cfg.Logger,
+		handlers: map[schema.GroupVersionResource]*resourceHandler{},
+		byKind:   map[schema.GroupVersionKind]*resourceHandler{},
+	}
+	m, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	for _, res := range cfg.Resources {
+		if err := s.AddResource(res); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// AddResource starts serving res.
+func (s *Server) AddResource(res *registry.Resource) error {
+	store, err := s.cfg.Storage(res)
+	if err != nil {
+		return fmt.Errorf("open storage for %s: %w", res.GroupResource(), err)
+	}
+	h, err := newResourceHandler(s, res, store)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.handlers[res.GroupVersionResource()] = h
+	s.byKind[res.GroupVersionKind()] = h
+	return nil
+}
+
+func (s *Server) handlerFor(gvr schema.GroupVersionResource) *resourceHandler {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.handlers[gvr]
+}
+
+// Resources lists the served resources, sorted by group, version and name.
+func (s *Server) Resources() []*registry.Resource {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*registry.Resource, 0, len(s.handlers))
+	for _, h := range s.handlers {
+		out = append(out, h.res)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].GroupVersionResource(), out[j].GroupVersionResource()
+		return a.String() < b.String()
+	})
+	return out
+}
+
+// ServeHTTP authenticates, routes and records every request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := s.clock.Now()
+	rec := &statusRecorder{ResponseWriter: w}
+	info := ParseRequestInfo(r)
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.Error("panic serving request", "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+			if rec.status == 0 {
+				s.writeError(rec, r, apierrors.NewInternalError(fmt.Errorf("%v", p)))
+			}
+		}
+		elapsed := s.clock.Since(start)
+		s.metrics.observe(info, rec.statusCode(), elapsed)
+		if info.Verb != "watch" || elapsed > time.Second {
+			s.log.Debug("request", "verb", info.Verb, "path", r.URL.Path, "code", rec.statusCode(), "duration", elapsed)
+		}
+	}()
+
+	switch r.URL.Path {
+	case "/healthz", "/livez":
+		writePlain(rec, http.StatusOK, "ok")
+		return
+	case "/readyz":
+		s.serveReadyz(rec, r)
+		return
+	case "/version", "/version/":
+		s.writeJSON(rec, http.StatusOK, s.cfg.Version)
+		return
+	}
+
+	user, ok, err := s.cfg.Authenticator.AuthenticateRequest(r)
+	if err != nil || !ok {
+		s.writeError(rec, r, apierrors.NewUnauthorized("Unauthorized"))
+		return
+	}
+	ctx := withUser(r.Context(), user)
+	r = r.WithContext(ctx)
+	if allowed, reason := s.cfg.Authorizer.Authorize(ctx, user, info); !allowed {
+		s.writeError(rec, r, forbidden(info, user, reason))
+		return
+	}
+
+	switch {
+	case r.URL.Path == "/metrics":
+		promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}).ServeHTTP(rec, r)
+	case r.URL.Path == "/openapi/v2":
+		if s.cfg.OpenAPI == nil {
+			s.writeError(rec, r, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
+			return
+		}
+		s.cfg.OpenAPI.ServeV2(rec, r)
+	case strings.HasPrefix(r.URL.Path, "/openapi/v3"):
+		if s.cfg.OpenAPI == nil {
+			s.writeError(rec, r, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
+			return
+		}
+		s.cfg.OpenAPI.ServeV3(rec, r)
+	case info.IsResourceRequest:
+		s.serveResource(rec, r, info)
+	case info.APIPrefix != "" || r.URL.Path == "/api" || r.URL.Path == "/apis" || r.URL.Path == "/api/" || r.URL.Path == "/apis/":
+		if s.cfg.Discovery == nil {
+			s.writeError(rec, r, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
+			return
+		}
+		s.cfg.Discovery.ServeHTTP(rec, r)
+	default:
+		s.writeStatus(rec, r, &metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+			Message: "the server could not find the requested resource",
+			Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeUnexpectedServerResponse, Message: "404 page not found"}}},
+		})
+	}
+}
+
+func (s *Server) serveReadyz(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.cfg.Ready(ctx); err != nil {
+			s.log.Warn("readyz: storage not ready", "err", err)
+			writePlain(w, http.StatusServiceUnavailable, "[-]etcd failed: reason withheld\nreadyz check failed")
+			return
+		}
+	}
+	writePlain(w, http.StatusOK, "ok")
+}
+
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
+	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
+	h := s.handlerFor(gvr)
+	if h == nil {
+		s.writeStatus(w, r, &metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+			Message: "the server could not find the requested resource",
+			Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeUnexpectedServerResponse, Message: "404 page not found"}}},
+		})
+		return
+	}
+	h.serve(w, r, info)
+}
+
+// TLSConfig builds the serving TLS configuration: client certificates are requested and verified
+// against clientCAs when given, but not required, so anonymous health checks still get through.
+func TLSConfig(cert tls.Certificate, clientCAs *tls.Config) *tls.Config {
+	cfg := &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		MinVersion:   tls.VersionTLS12,
+		NextProtos:   []string{"h2", "http/1.1"},
+	}
+	if clientCAs != nil {
+		cfg.ClientCAs = clientCAs.ClientCAs
+		cfg.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	return cfg
+}
+
+// statusRecorder remembers the status code for logs and metrics and passes Flush through for watches.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *statusRecorder) statusCode() int {
+	if r.status == 0 {
+		return http.StatusOK
+	}
+	return r.status
+}
+
+func writePlain(w http.ResponseWriter, code int, body string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(body))
+}
+
+type metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	inflight prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_request_total",
+			Help: "Requests by verb, group, version, resource, subresource and HTTP code.",
+		}, []string{"verb", "group", "version", "resource", "subresource", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "apiserver_request_duration_seconds",
+			Help:    "Request latency by verb, group, version, resource and subresource (watches excluded).",
+			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"verb", "group", "version", "resource", "subresource"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.latency} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register API server metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) observe(info *RequestInfo, code int, elapsed time.Duration) {
+	verb := strings.ToUpper(info.Verb)
+	if !info.IsResourceRequest {
+		verb = info.Verb
+	}
+	m.requests.WithLabelValues(verb, info.APIGroup, info.APIVersion, info.Resource, info.Subresource, strconv.Itoa(code)).Inc()
+	if info.Verb != "watch" {
+		m.latency.WithLabelValues(verb, info.APIGroup, info.APIVersion, info.Resource, info.Subresource).Observe(elapsed.Seconds())
+	}
+}
