@@ -124,8 +124,11 @@ func specDiff(old, updated corev1.PodSpec) (diff string) {
 			diff = ""
 		}
 	}()
-	return cmp.Diff(old, updated)
+	return cmpDiff(old, updated)
 }
+
+// cmpDiff renders a human-readable diff of two API values.
+func cmpDiff(old, updated any) string { return cmp.Diff(old, updated) }
 
 func validateOnlyAddedTolerations(tolerations, old []corev1.Toleration, fldPath *field.Path) field.ErrorList {
 	for _, o := range old {
