@@ -1,0 +1,93 @@
+package ctrlutil
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Loop is the rate-limited work queue of one controller and the reconcile it
+// drives. Event handlers call Enqueue; workers call Reconcile for each key.
+type Loop struct {
+	Name      string
+	Queue     workqueue.TypedRateLimitingInterface[string]
+	Reconcile func(ctx context.Context, key string) error
+	observe   ReconcileObserver
+}
+
+// NewLoop builds a loop named after its controller; the name labels the queue
+// metrics and the reconcile counts.
+func NewLoop(name string, deps Deps, reconcile func(ctx context.Context, key string) error) *Loop {
+	cfg := workqueue.TypedRateLimitingQueueConfig[string]{Name: name, MetricsProvider: deps.QueueMetrics, Clock: deps.Clock}
+	return &Loop{
+		Name:      name,
+		Queue:     workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), cfg),
+		Reconcile: reconcile,
+		observe:   deps.Observe,
+	}
+}
+
+// Enqueue adds the namespace/name key of obj (which may be a tombstone).
+func (l *Loop) Enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("%s: key for %T: %w", l.Name, obj, err))
+		return
+	}
+	l.Queue.Add(key)
+}
+
+// EnqueueAfter adds key after d, for time-based requeues (deadlines, minReadySeconds).
+func (l *Loop) EnqueueAfter(key string, d time.Duration) {
+	l.Queue.AddAfter(key, d)
+}
+
+// Run waits for the informers to sync, then runs workers until ctx is done.
+func (l *Loop) Run(ctx context.Context, workers int, synced ...cache.InformerSynced) {
+	defer utilruntime.HandleCrash()
+	defer l.Queue.ShutDown()
+	slog.Info("starting controller", "controller", l.Name, "workers", workers)
+	defer slog.Info("stopped controller", "controller", l.Name)
+	if !cache.WaitForNamedCacheSync(l.Name, ctx.Done(), synced...) {
+		return
+	}
+	if workers < 1 {
+		workers = 1
+	}
+	for range workers {
+		go wait.UntilWithContext(ctx, l.worker, time.Second)
+	}
+	<-ctx.Done()
+}
+
+func (l *Loop) worker(ctx context.Context) {
+	for l.ProcessNext(ctx) {
+	}
+}
+
+// ProcessNext handles one key; it returns false once the queue is shut down.
+// Exported so tests can drive the loop step by step.
+func (l *Loop) ProcessNext(ctx context.Context) bool {
+	key, shutdown := l.Queue.Get()
+	if shutdown {
+		return false
+	}
+	defer l.Queue.Done(key)
+	err := l.Reconcile(ctx, key)
+	if l.observe != nil {
+		l.observe(l.Name, err)
+	}
+	if err == nil {
+		l.Queue.Forget(key)
+		return true
+	}
+	slog.Error("reconcile failed, requeuing", "controller", l.Name, "key", key, "err", err)
+	l.Queue.AddRateLimited(key)
+	return true
+}

@@ -1,0 +1,157 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/utils/clock"
+)
+
+// Config is everything the controller manager needs. Fill what you know, call
+// Default(), then Validate() (Run does both).
+type Config struct {
+	// Client reaches the API server. Required.
+	Client kubernetes.Interface
+	// Metadata and Dynamic reach every resource by GVR; the garbage collector
+	// and namespace controllers need them and are skipped without them.
+	Metadata metadata.Interface
+	Dynamic  dynamic.Interface
+
+	// Identity names this instance in the leader Lease; default hostname_pid.
+	Identity string
+	// Controllers is the --controllers value; default ["*"].
+	Controllers []string
+	// Workers is the number of concurrent reconciles per controller (default 5).
+	Workers int
+	// ResyncPeriod is the informers' resync period (default 12h).
+	ResyncPeriod time.Duration
+
+	LeaderElection LeaderElection
+
+	// NodeMonitorGracePeriod: a node not heard from for this long is marked
+	// Ready=Unknown (default 40s).
+	NodeMonitorGracePeriod time.Duration
+	// ClusterCIDR is --cluster-cidr; nodeipam allocates per-node podCIDRs
+	// of NodeCIDRMaskSize bits (default 24) from it. Empty disables nodeipam.
+	ClusterCIDR      string
+	NodeCIDRMaskSize int
+	// TerminatedPodGCThreshold: podgc deletes terminated pods beyond this
+	// many (default 12500; 0 disables that part).
+	TerminatedPodGCThreshold int
+
+	// Clock drives every controller's time; default the real clock.
+	Clock clock.WithTicker
+	// Registerer receives the metrics; default a fresh registry (discarded).
+	Registerer prometheus.Registerer
+}
+
+// LeaderElection configures the Lease that makes one manager active.
+type LeaderElection struct {
+	// Disabled runs the controllers without a Lease (a single instance only).
+	Disabled      bool
+	Namespace     string        // default kube-system
+	Name          string        // default kube-controller-manager
+	LeaseDuration time.Duration // default 15s
+	RenewDeadline time.Duration // default 10s
+	RetryPeriod   time.Duration // default 2s
+}
+
+// Default fills unset fields with kube-controller-manager's defaults.
+func (c *Config) Default() {
+	if c.Identity == "" {
+		host, _ := os.Hostname()
+		c.Identity = fmt.Sprintf("%s_%d", host, os.Getpid())
+	}
+	if c.Controllers == nil {
+		c.Controllers = []string{"*"}
+	}
+	if c.Workers == 0 {
+		c.Workers = 5
+	}
+	if c.ResyncPeriod == 0 {
+		c.ResyncPeriod = 12 * time.Hour
+	}
+	le := &c.LeaderElection
+	if le.Namespace == "" {
+		le.Namespace = "kube-system"
+	}
+	if le.Name == "" {
+		le.Name = "kube-controller-manager"
+	}
+	if le.LeaseDuration == 0 {
+		le.LeaseDuration = 15 * time.Second
+	}
+	if le.RenewDeadline == 0 {
+		le.RenewDeadline = 10 * time.Second
+	}
+	if le.RetryPeriod == 0 {
+		le.RetryPeriod = 2 * time.Second
+	}
+	if c.NodeMonitorGracePeriod == 0 {
+		c.NodeMonitorGracePeriod = 40 * time.Second
+	}
+	if c.NodeCIDRMaskSize == 0 {
+		c.NodeCIDRMaskSize = 24
+	}
+	if c.TerminatedPodGCThreshold == 0 {
+		c.TerminatedPodGCThreshold = 12500
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
+	}
+}
+
+// Validate reports every problem with the config at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Client == nil {
+		errs = append(errs, errors.New("client is required"))
+	}
+	if _, err := ParseControllers(c.Controllers); err != nil {
+		errs = append(errs, fmt.Errorf("controllers: %w", err))
+	}
+	if c.Workers < 1 {
+		errs = append(errs, fmt.Errorf("workers must be at least 1, got %d", c.Workers))
+	}
+	if c.ResyncPeriod < 0 {
+		errs = append(errs, fmt.Errorf("resync period must not be negative, got %s", c.ResyncPeriod))
+	}
+	le := c.LeaderElection
+	if !le.Disabled {
+		if le.LeaseDuration <= le.RenewDeadline {
+			errs = append(errs, fmt.Errorf("leader election: lease duration %s must be greater than renew deadline %s", le.LeaseDuration, le.RenewDeadline))
+		}
+		// client-go's leader elector refuses a renew deadline within the jittered retry period.
+		if float64(le.RenewDeadline) <= 1.2*float64(le.RetryPeriod) {
+			errs = append(errs, fmt.Errorf("leader election: renew deadline %s must be greater than 1.2 x retry period %s", le.RenewDeadline, le.RetryPeriod))
+		}
+		if le.RetryPeriod <= 0 {
+			errs = append(errs, fmt.Errorf("leader election: retry period must be positive, got %s", le.RetryPeriod))
+		}
+	}
+	if c.NodeMonitorGracePeriod <= 0 {
+		errs = append(errs, fmt.Errorf("node monitor grace period must be positive, got %s", c.NodeMonitorGracePeriod))
+	}
+	if c.ClusterCIDR != "" {
+		_, cidr, err := net.ParseCIDR(c.ClusterCIDR)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cluster CIDR: %w", err))
+		} else if ones, bits := cidr.Mask.Size(); c.NodeCIDRMaskSize < ones || c.NodeCIDRMaskSize > bits {
+			errs = append(errs, fmt.Errorf("node CIDR mask size %d must be between %d and %d for cluster CIDR %s", c.NodeCIDRMaskSize, ones, bits, c.ClusterCIDR))
+		}
+	}
+	if c.TerminatedPodGCThreshold < 0 {
+		errs = append(errs, fmt.Errorf("terminated pod GC threshold must not be negative, got %d", c.TerminatedPodGCThreshold))
+	}
+	return errors.Join(errs...)
+}

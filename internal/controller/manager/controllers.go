@@ -1,0 +1,82 @@
+package manager
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// Controller names, as kube-controller-manager spells them.
+const (
+	ReplicaSet       = "replicaset"
+	Deployment       = "deployment"
+	DaemonSet        = "daemonset"
+	StatefulSet      = "statefulset"
+	Job              = "job"
+	CronJob          = "cronjob"
+	GarbageCollector = "garbagecollector"
+	Namespace        = "namespace"
+	NodeLifecycle    = "nodelifecycle"
+	Endpoint         = "endpoint"
+	EndpointSlice    = "endpointslice"
+	ServiceAccount   = "serviceaccount"
+	PodGC            = "podgc"
+	ResourceQuota    = "resourcequota"
+	NodeIPAM         = "nodeipam"
+	TTLAfterFinished = "ttl-after-finished"
+	Disruption       = "disruption"
+)
+
+// KnownControllers lists every controller name --controllers accepts.
+func KnownControllers() []string {
+	return []string{ReplicaSet, Deployment, DaemonSet, StatefulSet, Job, CronJob, GarbageCollector, Namespace,
+		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption}
+}
+
+// ParseControllers turns --controllers values into the set of enabled
+// controllers: "*" enables all, "name" enables one, "-name" disables one and
+// wins over "*". Without "*" only the named controllers run. Unknown names
+// are an error, as they are for kube-controller-manager.
+func ParseControllers(values []string) (sets.Set[string], error) {
+	known := sets.New(KnownControllers()...)
+	star := false
+	enabled, disabled := sets.New[string](), sets.New[string]()
+	for _, raw := range values {
+		v := strings.TrimSpace(raw)
+		switch {
+		case v == "*":
+			star = true
+		case strings.HasPrefix(v, "-"):
+			name := v[1:]
+			if !known.Has(name) {
+				return nil, fmt.Errorf("%q is not in the list of known controllers", name)
+			}
+			disabled.Insert(name)
+		case v == "":
+			return nil, fmt.Errorf("empty controller name in --controllers")
+		default:
+			if !known.Has(v) {
+				return nil, fmt.Errorf("%q is not in the list of known controllers", v)
+			}
+			enabled.Insert(v)
+		}
+	}
+	if both := enabled.Intersection(disabled); both.Len() > 0 {
+		return nil, fmt.Errorf("controllers both enabled and disabled: %s", strings.Join(sets.List(both), ","))
+	}
+	result := enabled
+	if star {
+		result = known.Clone()
+	}
+	return result.Difference(disabled), nil
+}
+
+// sortedNames is the stable start order of a set of controllers.
+func sortedNames(s sets.Set[string]) []string {
+	order := KnownControllers()
+	names := s.UnsortedList()
+	slices.SortFunc(names, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
+	return names
+}
