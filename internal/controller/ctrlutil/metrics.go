@@ -59,8 +59,12 @@ func (m *Metrics) ObserveReconcile(controller string, err error) {
 	m.reconciles.WithLabelValues(controller, result).Inc()
 }
 
-func (m *Metrics) NewDepthMetric(name string) workqueue.GaugeMetric { return m.depth.WithLabelValues(name) }
-func (m *Metrics) NewAddsMetric(name string) workqueue.CounterMetric { return m.adds.WithLabelValues(name) }
+func (m *Metrics) NewDepthMetric(name string) workqueue.GaugeMetric {
+	return m.depth.WithLabelValues(name)
+}
+func (m *Metrics) NewAddsMetric(name string) workqueue.CounterMetric {
+	return m.adds.WithLabelValues(name)
+}
 func (m *Metrics) NewLatencyMetric(name string) workqueue.HistogramMetric {
 	return m.latency.WithLabelValues(name)
 }
