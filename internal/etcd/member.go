@@ -224,7 +224,9 @@ func NewClient(endpoints []string, tlsConfig *tls.Config) (*clientv3.Client, err
 	if len(endpoints) == 0 {
 		return nil, errors.New("etcd client: no endpoints")
 	}
-	lg, err := newLogger("warn")
+	// The client logs every retried request at warn, including expected answers such as
+	// "future revision": only errors are worth printing.
+	lg, err := newLogger("error")
 	if err != nil {
 		return nil, err
 	}

@@ -95,7 +95,7 @@ type podBuilder struct{ pod *corev1.Pod }
 func makePod(name string) *podBuilder {
 	return &podBuilder{pod: &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
 	}}
 }
 
