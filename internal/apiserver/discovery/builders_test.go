@@ -101,7 +101,6 @@ func testExtraSubresources() map[schema.GroupResource][]Subresource {
 	}
 }
 
-
 // recordingServer serves a Discovery and remembers the paths and Accept headers it was asked for.
 type recordingServer struct {
 	*httptest.Server

@@ -372,4 +372,3 @@ func TestHandles(t *testing.T) {
 		}
 	}
 }
-
