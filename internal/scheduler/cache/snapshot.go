@@ -1,0 +1,105 @@
+package cache
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiff-sh/skiff/internal/scheduler/framework"
+)
+
+// Snapshot is an immutable-during-a-cycle view of all nodes.
+type Snapshot struct {
+	nodeInfoMap                  map[string]*framework.NodeInfo
+	nodeInfoList                 []*framework.NodeInfo
+	havePodsWithAffinity         []*framework.NodeInfo
+	havePodsWithRequiredAntiAff  []*framework.NodeInfo
+	imageNodeCounts              map[string]int
+	generation, imagesGeneration int64
+}
+
+var _ framework.NodeInfoLister = &Snapshot{}
+
+// NewEmptySnapshot returns a snapshot to be filled by Cache.UpdateSnapshot.
+func NewEmptySnapshot() *Snapshot {
+	return &Snapshot{nodeInfoMap: map[string]*framework.NodeInfo{}, generation: -1, imagesGeneration: -1}
+}
+
+// NewSnapshot builds a snapshot directly from objects (tests, explanations).
+func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
+	c := New()
+	for _, n := range nodes {
+		c.AddNode(n)
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			c.AddPod(p)
+		}
+	}
+	s := NewEmptySnapshot()
+	c.UpdateSnapshot(s)
+	return s
+}
+
+// WithNodeInfo returns a snapshot sharing s's nodes except that ni replaces its
+// node (preemption simulates victims' removal this way).
+func (s *Snapshot) WithNodeInfo(ni *framework.NodeInfo) *Snapshot {
+	out := &Snapshot{nodeInfoMap: make(map[string]*framework.NodeInfo, len(s.nodeInfoMap)), imageNodeCounts: s.imageNodeCounts}
+	names := make([]string, 0, len(s.nodeInfoList))
+	for _, n := range s.nodeInfoList {
+		out.nodeInfoMap[n.Node().Name] = n
+		names = append(names, n.Node().Name)
+	}
+	out.nodeInfoMap[ni.Node().Name] = ni
+	out.rebuildLists(names)
+	return out
+}
+
+func (s *Snapshot) rebuildLists(order []string) {
+	s.nodeInfoList = s.nodeInfoList[:0]
+	s.havePodsWithAffinity = s.havePodsWithAffinity[:0]
+	s.havePodsWithRequiredAntiAff = s.havePodsWithRequiredAntiAff[:0]
+	for _, name := range order {
+		ni, ok := s.nodeInfoMap[name]
+		if !ok {
+			continue
+		}
+		s.nodeInfoList = append(s.nodeInfoList, ni)
+		if len(ni.PodsWithAffinity) > 0 {
+			s.havePodsWithAffinity = append(s.havePodsWithAffinity, ni)
+		}
+		if len(ni.PodsWithRequiredAntiAffinity) > 0 {
+			s.havePodsWithRequiredAntiAff = append(s.havePodsWithRequiredAntiAff, ni)
+		}
+	}
+}
+
+func (s *Snapshot) applyImageCounts() {
+	for _, ni := range s.nodeInfoList {
+		for name, st := range ni.ImageStates {
+			st.NumNodes = s.imageNodeCounts[name]
+		}
+	}
+}
+
+// List returns every node, in name order.
+func (s *Snapshot) List() []*framework.NodeInfo { return s.nodeInfoList }
+
+// HavePodsWithAffinityList returns nodes running pods with any affinity term.
+func (s *Snapshot) HavePodsWithAffinityList() []*framework.NodeInfo { return s.havePodsWithAffinity }
+
+// HavePodsWithRequiredAntiAffinityList returns nodes running pods with required anti-affinity.
+func (s *Snapshot) HavePodsWithRequiredAntiAffinityList() []*framework.NodeInfo {
+	return s.havePodsWithRequiredAntiAff
+}
+
+// Get returns one node.
+func (s *Snapshot) Get(name string) (*framework.NodeInfo, error) {
+	if ni, ok := s.nodeInfoMap[name]; ok {
+		return ni, nil
+	}
+	return nil, fmt.Errorf("node %q not found in snapshot", name)
+}
+
+// NumNodes is the number of nodes.
+func (s *Snapshot) NumNodes() int { return len(s.nodeInfoList) }
