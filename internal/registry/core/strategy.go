@@ -283,18 +283,18 @@ func (NamespaceFinalizeStrategy) GetResetFields() map[fieldpath.APIVersion]*fiel
 func newNodeStrategy() *typedStrategy[*corev1.Node] {
 	return &typedStrategy[*corev1.Node]{
 		// Nodes may set status on create: the kubelet registers with its capacity and addresses.
-		prepareCreate: func(node *corev1.Node) {},
-		prepareUpdate: func(node, old *corev1.Node) { node.Status = old.Status },
-		validate:      ValidateNode,
+		prepareCreate:  func(node *corev1.Node) {},
+		prepareUpdate:  func(node, old *corev1.Node) { node.Status = old.Status },
+		validate:       ValidateNode,
 		validateUpdate: ValidateNodeUpdate,
 		unconditional:  true,
-		resetFields:   []string{"status"},
+		resetFields:    []string{"status"},
 	}
 }
 
 func newNodeStatusStrategy() *typedStatusStrategy[*corev1.Node] {
 	return &typedStatusStrategy[*corev1.Node]{
-		prepareUpdate: func(node, old *corev1.Node) { node.Spec = old.Spec },
+		prepareUpdate:  func(node, old *corev1.Node) { node.Spec = old.Spec },
 		validateUpdate: ValidateNodeUpdate,
 		resetFields:    []string{"spec"},
 	}

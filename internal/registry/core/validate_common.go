@@ -70,7 +70,6 @@ func validateNonnegativeQuantity(value resource.Quantity, fldPath *field.Path) f
 	return nil
 }
 
-
 func validatePositiveQuantity(value resource.Quantity, fldPath *field.Path) field.ErrorList {
 	if value.Cmp(resource.Quantity{}) <= 0 {
 		return field.ErrorList{field.Invalid(fldPath, value.String(), msgNotPositive)}
@@ -88,7 +87,9 @@ func validateNonnegativeInt(value int64, fldPath *field.Path) field.ErrorList {
 // standardContainerResources are the resource names a container may request without a domain.
 var standardContainerResources = sets.New("cpu", "memory", "ephemeral-storage")
 
-func isHugePageResource(name string) bool { return strings.HasPrefix(name, corev1.ResourceHugePagesPrefix) }
+func isHugePageResource(name string) bool {
+	return strings.HasPrefix(name, corev1.ResourceHugePagesPrefix)
+}
 
 // isIntegerResource reports resources whose quantities must be whole numbers (everything but cpu
 // and memory-like standard resources: counts, extended resources).
