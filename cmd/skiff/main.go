@@ -1,0 +1,130 @@
+// Command skiff is a Kubernetes-compatible cluster in one binary.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/skiff-sh/skiff/internal/cluster"
+)
+
+const usage = `skiff: a Kubernetes-compatible cluster in one binary.
+
+Usage:
+  skiff server [flags]      run a node (all roles by default: a whole single-node cluster)
+  skiff kubeconfig [flags]  print the admin kubeconfig of a node's data dir
+  skiff version             print the version
+
+Run "skiff server -h" for the server's flags.
+`
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "skiff:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("a subcommand is required")
+	}
+	switch args[0] {
+	case "server":
+		return runServer(args[1:], stderr)
+	case "kubeconfig":
+		return runKubeconfig(args[1:], stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, cluster.Version.GitVersion)
+		return nil
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown subcommand %q", args[0])
+}
+
+func defaultDataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/skiff"
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ".skiff"
+	}
+	return filepath.Join(home, ".skiff")
+}
+
+func runServer(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("skiff server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg cluster.Config
+	roles := fs.String("roles", "etcd,controlplane,worker", "comma-separated roles of this node: etcd, controlplane, worker")
+	etcdServers := fs.String("etcd-servers", "", "comma-separated client URLs of an external etcd cluster (instead of an embedded member)")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "directory for certificates, etcd data and kubeconfigs")
+	fs.IntVar(&cfg.HTTPSPort, "https-port", 6443, "API server HTTPS port")
+	fs.IntVar(&cfg.EtcdClientPort, "etcd-client-port", 2379, "embedded etcd client port")
+	fs.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 2380, "embedded etcd peer port")
+	fs.StringVar(&cfg.BindAddress, "bind-address", "0.0.0.0", "address the API server listens on")
+	fs.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "address other nodes and clients use (default: bind address, or 127.0.0.1)")
+	fs.StringVar(&cfg.NodeName, "node-name", "", "this node's name (default: host name)")
+	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.43.0.0/16", "range of service cluster IPs")
+	fs.StringVar(&cfg.StorageEncoding, "storage-encoding", "protobuf", "encoding of objects in etcd: protobuf or json")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	parsed, err := cluster.ParseRoles(*roles)
+	if err != nil {
+		return err
+	}
+	cfg.Roles = parsed
+	if *etcdServers != "" {
+		for _, s := range strings.Split(*etcdServers, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				cfg.EtcdServers = append(cfg.EtcdServers, s)
+			}
+		}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return cluster.Run(ctx, cfg)
+}
+
+func runKubeconfig(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("skiff kubeconfig", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data-dir", defaultDataDir(), "the node's data directory")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg := cluster.Config{DataDir: *dataDir}
+	data, err := os.ReadFile(cfg.AdminKubeconfigPath())
+	if err != nil {
+		return fmt.Errorf("read admin kubeconfig (has skiff server run with --data-dir %s?): %w", *dataDir, err)
+	}
+	_, err = stdout.Write(data)
+	return err
+}

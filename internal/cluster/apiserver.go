@@ -1,0 +1,108 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/clock"
+
+	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/discovery"
+	"github.com/skiff-sh/skiff/internal/openapi"
+	"github.com/skiff-sh/skiff/internal/registry"
+	"github.com/skiff-sh/skiff/internal/registry/builtin"
+	"github.com/skiff-sh/skiff/internal/storage"
+	"github.com/skiff-sh/skiff/internal/storage/etcd3"
+)
+
+// newAPIServer assembles the API server over an etcd client and seeds the built-in objects.
+func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client) (*apiserver.Server, error) {
+	scheme, err := builtin.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	resources := builtin.Resources()
+	oapi, err := openapi.New(scheme, resources, openapi.WithVersion(Version.GitVersion))
+	if err != nil {
+		return nil, fmt.Errorf("build OpenAPI documents: %w", err)
+	}
+	disc := discovery.New(resources, builtin.ExtraSubresources())
+	storageFactory := func(res *registry.Resource) (storage.Interface, error) {
+		codec, err := builtin.StorageCodec(scheme, res, cfg.StorageEncoding)
+		if err != nil {
+			return nil, err
+		}
+		return etcd3.New(client, codec, res.New, res.NewList), nil
+	}
+	srv, err := apiserver.New(apiserver.Config{
+		Scheme:        scheme,
+		Resources:     resources,
+		Storage:       storageFactory,
+		Ready:         func(ctx context.Context) error { _, err := client.Get(ctx, "/registry/health"); return err },
+		Authenticator: apiserver.ClientCertAuthenticator{},
+		Admission:     apiserver.DefaultAdmission(),
+		OpenAPI:       oapi,
+		Discovery:     disc,
+		TypeConverter: oapi.TypeConverter(),
+		Version:       Version,
+		Clock:         clock.RealClock{},
+		Logger:        cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := bootstrap(ctx, srv, cfg); err != nil {
+		return nil, err
+	}
+	return srv, nil
+}
+
+// bootstrap creates what every cluster has from its first start: the system namespaces, the system
+// priority classes and the "kubernetes" service.
+func bootstrap(ctx context.Context, srv *apiserver.Server, cfg *Config) error {
+	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+		if err := srv.EnsureObject(ctx, schema.GroupResource{Resource: "namespaces"}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			return err
+		}
+	}
+	for _, pc := range builtin.SystemPriorityClasses() {
+		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, pc); err != nil {
+			return err
+		}
+	}
+	first, err := firstServiceIP(cfg.ServiceCIDR)
+	if err != nil {
+		return err
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default", Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
+		Spec: corev1.ServiceSpec{
+			Type:      corev1.ServiceTypeClusterIP,
+			ClusterIP: first.String(),
+			Ports:     []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(int32(cfg.HTTPSPort))}},
+		},
+	}
+	if err := srv.EnsureObject(ctx, schema.GroupResource{Resource: "services"}, svc); err != nil {
+		return err
+	}
+	if ip := net.ParseIP(cfg.AdvertiseAddress); ip == nil || ip.IsLoopback() {
+		// Endpoints may not point at loopback; a host without another address has no in-cluster route
+		// to the API server anyway.
+		return nil
+	}
+	ep := &corev1.Endpoints{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default", Labels: map[string]string{"endpointslice.kubernetes.io/skip-mirror": "true"}},
+		Subsets: []corev1.EndpointSubset{{
+			Addresses: []corev1.EndpointAddress{{IP: cfg.AdvertiseAddress}},
+			Ports:     []corev1.EndpointPort{{Name: "https", Port: int32(cfg.HTTPSPort), Protocol: corev1.ProtocolTCP}},
+		}},
+	}
+	return srv.EnsureObject(ctx, schema.GroupResource{Resource: "endpoints"}, ep)
+}
+

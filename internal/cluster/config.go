@@ -1,0 +1,182 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Role names a node role.
+type Role string
+
+const (
+	RoleEtcd         Role = "etcd"
+	RoleControlPlane Role = "controlplane"
+	RoleWorker       Role = "worker"
+)
+
+// AllRoles is the default: a single node that is the whole cluster.
+var AllRoles = []Role{RoleEtcd, RoleControlPlane, RoleWorker}
+
+// ParseRoles reads a comma-separated role list.
+func ParseRoles(s string) ([]Role, error) {
+	var roles []Role
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		r := Role(part)
+		if !slices.Contains(AllRoles, r) {
+			return nil, fmt.Errorf("unknown role %q: valid roles are etcd, controlplane, worker", part)
+		}
+		if !slices.Contains(roles, r) {
+			roles = append(roles, r)
+		}
+	}
+	if len(roles) == 0 {
+		return nil, errors.New("at least one role is required")
+	}
+	return roles, nil
+}
+
+// Config is one skiff node's configuration.
+type Config struct {
+	DataDir     string
+	Roles       []Role
+	BindAddress string
+	// AdvertiseAddress is the address other nodes and clients use; empty picks the bind address, or
+	// 127.0.0.1 when binding to all addresses.
+	AdvertiseAddress string
+	HTTPSPort        int
+	EtcdClientPort   int
+	EtcdPeerPort     int
+	// EtcdServers, when set, is an external etcd cluster used instead of an embedded member.
+	EtcdServers []string
+	// NodeName names this node (default: the host name).
+	NodeName string
+	// ServiceCIDR is the range services' cluster IPs come from.
+	ServiceCIDR string
+	// StorageEncoding is "protobuf" or "json" (see README: protobuf is the measured default).
+	StorageEncoding string
+	Logger          *slog.Logger
+}
+
+// Default fills unset fields.
+func (c *Config) Default() {
+	if c.DataDir == "" {
+		c.DataDir = "/var/lib/skiff"
+	}
+	if len(c.Roles) == 0 {
+		c.Roles = slices.Clone(AllRoles)
+	}
+	if c.BindAddress == "" {
+		c.BindAddress = "0.0.0.0"
+	}
+	if c.AdvertiseAddress == "" {
+		if ip := net.ParseIP(c.BindAddress); ip != nil && !ip.IsUnspecified() {
+			c.AdvertiseAddress = c.BindAddress
+		} else {
+			c.AdvertiseAddress = hostAddress()
+		}
+	}
+	if c.HTTPSPort == 0 {
+		c.HTTPSPort = 6443
+	}
+	if c.EtcdClientPort == 0 {
+		c.EtcdClientPort = 2379
+	}
+	if c.EtcdPeerPort == 0 {
+		c.EtcdPeerPort = 2380
+	}
+	if c.NodeName == "" {
+		if h, err := os.Hostname(); err == nil {
+			c.NodeName = strings.ToLower(h)
+		}
+	}
+	if c.ServiceCIDR == "" {
+		c.ServiceCIDR = "10.43.0.0/16"
+	}
+	if c.StorageEncoding == "" {
+		c.StorageEncoding = "protobuf"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports configuration errors before anything starts.
+func (c *Config) Validate() error {
+	var errs []error
+	if !filepath.IsAbs(c.DataDir) {
+		abs, err := filepath.Abs(c.DataDir)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("data dir %q: %w", c.DataDir, err))
+		}
+		c.DataDir = abs
+	}
+	if net.ParseIP(c.BindAddress) == nil {
+		errs = append(errs, fmt.Errorf("--bind-address %q is not an IP address", c.BindAddress))
+	}
+	if net.ParseIP(c.AdvertiseAddress) == nil {
+		errs = append(errs, fmt.Errorf("advertise address %q is not an IP address", c.AdvertiseAddress))
+	}
+	for name, port := range map[string]int{"--https-port": c.HTTPSPort, "--etcd-client-port": c.EtcdClientPort, "--etcd-peer-port": c.EtcdPeerPort} {
+		if port < 1 || port > 65535 {
+			errs = append(errs, fmt.Errorf("%s %d is out of range 1-65535", name, port))
+		}
+	}
+	if _, _, err := net.ParseCIDR(c.ServiceCIDR); err != nil {
+		errs = append(errs, fmt.Errorf("service CIDR %q: %w", c.ServiceCIDR, err))
+	}
+	if c.StorageEncoding != "protobuf" && c.StorageEncoding != "json" {
+		errs = append(errs, fmt.Errorf("storage encoding %q: want protobuf or json", c.StorageEncoding))
+	}
+	if c.HasRole(RoleWorker) {
+		errs = append(errs, errors.New("the worker role is not available yet (the kubelet is in progress); use --roles etcd,controlplane"))
+	}
+	if c.HasRole(RoleEtcd) && len(c.EtcdServers) > 0 {
+		errs = append(errs, errors.New("--etcd-servers names an external etcd: drop the etcd role or the flag"))
+	}
+	if c.HasRole(RoleControlPlane) && !c.HasRole(RoleEtcd) && len(c.EtcdServers) == 0 {
+		errs = append(errs, errors.New("a controlplane node without the etcd role needs --etcd-servers"))
+	}
+	if !c.HasRole(RoleControlPlane) && c.HasRole(RoleEtcd) {
+		errs = append(errs, errors.New("an etcd-only node is not available yet (joining a cluster is a later issue)"))
+	}
+	return errors.Join(errs...)
+}
+
+// HasRole reports whether the node has role r.
+func (c *Config) HasRole(r Role) bool { return slices.Contains(c.Roles, r) }
+
+// AdminKubeconfigPath is where the admin kubeconfig is written.
+func (c *Config) AdminKubeconfigPath() string { return filepath.Join(c.DataDir, "admin.kubeconfig") }
+
+// hostAddress is the host's first global unicast IPv4 address, or 127.0.0.1 when it has none.
+func hostAddress() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ipnet, ok := a.(*net.IPNet); ok && ipnet.IP.To4() != nil && ipnet.IP.IsGlobalUnicast() {
+				return ipnet.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}
+
+// LocalURL is the API server address for clients on this host (the admin kubeconfig).
+func (c *Config) LocalURL() string {
+	host := c.BindAddress
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "https://" + net.JoinHostPort(host, strconv.Itoa(c.HTTPSPort))
+}

@@ -1,0 +1,98 @@
+// Package builtin assembles the built-in resources of every group into one scheme and one resource
+// list, and wires the pieces the group packages deliberately do not import from each other (the core
+// group's pod-template rules for workloads, table printers, events' shared storage).
+package builtin
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/skiff-sh/skiff/internal/apiserver/discovery"
+	"github.com/skiff-sh/skiff/internal/registry"
+	"github.com/skiff-sh/skiff/internal/registry/apps"
+	"github.com/skiff-sh/skiff/internal/registry/batch"
+	"github.com/skiff-sh/skiff/internal/registry/core"
+	"github.com/skiff-sh/skiff/internal/registry/printers"
+	vu "github.com/skiff-sh/skiff/internal/registry/validationutil"
+	"github.com/skiff-sh/skiff/internal/storage"
+)
+
+// podTemplate connects the core group's pod rules to the workload groups.
+func podTemplate() vu.PodTemplate {
+	return vu.PodTemplate{Default: core.DefaultPodTemplateSpec, Validate: core.ValidatePodTemplateSpec}
+}
+
+// NewScheme registers every served type, the meta.k8s.io types (Table, PartialObjectMetadata) and
+// every group's defaults.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("register API types: %w", err)
+	}
+	metav1.AddMetaToScheme(s)
+	pt := podTemplate()
+	for name, register := range map[string]func(*runtime.Scheme) error{
+		"core":         core.RegisterDefaults,
+		"apps":         func(s *runtime.Scheme) error { return apps.RegisterDefaults(s, pt) },
+		"batch":        func(s *runtime.Scheme) error { return batch.RegisterDefaults(s, pt) },
+	} {
+		if err := register(s); err != nil {
+			return nil, fmt.Errorf("register %s defaults: %w", name, err)
+		}
+	}
+	return s, nil
+}
+
+// Resources lists every built-in resource with its table printer.
+func Resources() []*registry.Resource {
+	pt := podTemplate()
+	var all []*registry.Resource
+	all = append(all, core.Resources()...)
+	all = append(all, apps.Resources(pt)...)
+	all = append(all, batch.Resources(pt)...)
+	for _, r := range all {
+		if r.Printer == nil {
+			r.Printer = printers.ForResource(r.GroupResource())
+		}
+		if r.Printer == nil {
+			r.Printer = printers.Default()
+		}
+	}
+	return all
+}
+
+// SystemPriorityClasses are created by the API server at start.
+func SystemPriorityClasses() []*schedulingv1.PriorityClass { return nil }
+
+// ExtraSubresources are the subresources served beyond status and scale, for discovery.
+func ExtraSubresources() map[schema.GroupResource][]discovery.Subresource {
+	return map[schema.GroupResource][]discovery.Subresource{
+		{Resource: "pods"}: {
+			{Name: "binding", Kind: schema.GroupVersionKind{Kind: "Binding"}, Verbs: []string{"create"}},
+			{Name: "eviction", Kind: schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, Verbs: []string{"create"}},
+		},
+		{Resource: "namespaces"}: {
+			{Name: "finalize", Kind: schema.GroupVersionKind{Kind: "Namespace"}, Verbs: []string{"update"}},
+		},
+	}
+}
+
+// StorageCodec is the codec a resource's objects are kept in etcd with. events.k8s.io/v1 events
+// share core/v1 events' storage, so they are converted on the way in and out.
+func StorageCodec(scheme *runtime.Scheme, res *registry.Resource, encoding string) (runtime.Codec, error) {
+	if res.GroupVersion == eventsv1.SchemeGroupVersion && res.Kind == "Event" {
+		inner, err := storage.NewCodec(scheme, corev1.SchemeGroupVersion, encoding)
+		if err != nil {
+			return nil, err
+		}
+		return inner, nil
+	}
+	return storage.NewCodec(scheme, res.GroupVersion, encoding)
+}
