@@ -186,4 +186,3 @@ func TestListResourceVersionSemantics(t *testing.T) {
 		}
 	})
 }
-
