@@ -1,0 +1,99 @@
+package framework_test
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiff-sh/skiff/internal/scheduler/framework"
+	st "github.com/skiff-sh/skiff/internal/scheduler/schedtest"
+)
+
+func TestPodRequests(t *testing.T) {
+	tests := []struct {
+		name            string
+		pod             *v1.Pod
+		wantCPU, wantMB int64
+		nonZero         bool
+	}{
+		{"sum of containers", st.MakePod().Req(st.Res{"cpu": "100m", "memory": "100Mi"}).Req(st.Res{"cpu": "200m", "memory": "50Mi"}).Obj(), 300, 150, false},
+		{"init container larger than containers", st.MakePod().Req(st.Res{"cpu": "100m"}).InitReq(st.Res{"cpu": "1"}).Obj(), 1000, 0, false},
+		{"init container smaller than containers", st.MakePod().Req(st.Res{"cpu": "2"}).InitReq(st.Res{"cpu": "1"}).Obj(), 2000, 0, false},
+		{"overhead added", st.MakePod().Req(st.Res{"cpu": "1"}).Overhead(st.Res{"cpu": "250m", "memory": "10Mi"}).Obj(), 1250, 10, false},
+		{"sidecar adds to containers", st.MakePod().Req(st.Res{"cpu": "1"}).SidecarReq(st.Res{"cpu": "500m"}).Obj(), 1500, 0, false},
+		{"init after sidecar runs beside it", st.MakePod().Req(st.Res{"cpu": "100m"}).SidecarReq(st.Res{"cpu": "500m"}).InitReq(st.Res{"cpu": "1"}).Obj(), 1500, 0, false},
+		{"init before sidecar does not", st.MakePod().Req(st.Res{"cpu": "100m"}).InitReq(st.Res{"cpu": "1"}).SidecarReq(st.Res{"cpu": "500m"}).Obj(), 1000, 0, false},
+		{"non-zero defaults for scoring", st.MakePod().Req(st.Res{}).Obj(), 100, 200, true},
+		{"non-zero keeps explicit requests", st.MakePod().Req(st.Res{"cpu": "300m"}).Obj(), 300, 200, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := framework.PodRequests(tc.pod, tc.nonZero)
+			if r.MilliCPU != tc.wantCPU || r.Memory != tc.wantMB*1024*1024 {
+				t.Fatalf("got cpu=%dm mem=%d, want cpu=%dm mem=%dMi", r.MilliCPU, r.Memory, tc.wantCPU, tc.wantMB)
+			}
+		})
+	}
+}
+
+func TestPodRequestsExtended(t *testing.T) {
+	r := framework.PodRequests(st.MakePod().Req(st.Res{"example.com/gpu": "2", "hugepages-2Mi": "4Mi", "ephemeral-storage": "1Gi"}).Obj(), false)
+	if r.ScalarResources["example.com/gpu"] != 2 || r.ScalarResources["hugepages-2Mi"] != 4*1024*1024 || r.EphemeralStorage != 1<<30 {
+		t.Fatalf("unexpected %+v", r)
+	}
+}
+
+func TestIsScalarResourceName(t *testing.T) {
+	for name, want := range map[v1.ResourceName]bool{
+		"cpu": false, "memory": false, "example.com/gpu": true, "nvidia.com/gpu": true,
+		"kubernetes.io/foo": false, "node.kubernetes.io/bar": false, "hugepages-1Gi": true, "requests.example.com/x": false,
+	} {
+		if got := framework.IsScalarResourceName(name); got != want {
+			t.Errorf("%s: got %v want %v", name, got, want)
+		}
+	}
+}
+
+func TestNodeInfoAddRemove(t *testing.T) {
+	p1 := st.MakePod().Name("a").Req(st.Res{"cpu": "1"}).HostPort("", "", 80).Obj()
+	p2 := st.MakePod().Name("b").Req(st.Res{"cpu": "2"}).PodAntiAffinity(st.PodAffinityTerm("zone", "app", "x")).Obj()
+	ni := framework.NewNodeInfo(p1, p2)
+	if ni.Requested.MilliCPU != 3000 || len(ni.PodsWithRequiredAntiAffinity) != 1 || !ni.UsedPorts.Conflicts("10.0.0.1", "TCP", 80) {
+		t.Fatalf("after add: %+v", ni)
+	}
+	clone := ni.Clone()
+	if err := ni.RemovePod(p1); err != nil {
+		t.Fatal(err)
+	}
+	if ni.Requested.MilliCPU != 2000 || ni.UsedPorts.Conflicts("", "TCP", 80) {
+		t.Fatalf("after remove: cpu %d ports %v", ni.Requested.MilliCPU, ni.UsedPorts)
+	}
+	if clone.Requested.MilliCPU != 3000 || len(clone.Pods) != 2 {
+		t.Fatal("clone changed with the original")
+	}
+	if err := ni.RemovePod(p1); err == nil {
+		t.Fatal("removing a missing pod must fail")
+	}
+}
+
+func TestHostPortConflicts(t *testing.T) {
+	h := framework.HostPortSet{}
+	h.Add("10.0.0.1", "TCP", 8080)
+	tests := []struct {
+		ip, proto string
+		port      int32
+		want      bool
+	}{
+		{"10.0.0.1", "TCP", 8080, true},
+		{"10.0.0.2", "TCP", 8080, false},
+		{"0.0.0.0", "TCP", 8080, true},
+		{"", "TCP", 8080, true},
+		{"10.0.0.1", "UDP", 8080, false},
+		{"10.0.0.1", "TCP", 8081, false},
+	}
+	for _, tc := range tests {
+		if got := h.Conflicts(tc.ip, tc.proto, tc.port); got != tc.want {
+			t.Errorf("%s/%s/%d: got %v want %v", tc.ip, tc.proto, tc.port, got, tc.want)
+		}
+	}
+}
