@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -415,6 +416,12 @@ func TestV3Caching(t *testing.T) {
 	if missing.StatusCode != http.StatusNotFound {
 		t.Errorf("unknown group-version = %d, want 404", missing.StatusCode)
 	}
+	// client-go asks for v2 with the "@" media type; upstream answers with the "." one.
+	pb := get(t, server.URL+"/openapi/v2", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
+	readBody(t, pb)
+	if got := pb.Header.Get("Content-Type"); pb.StatusCode != http.StatusOK || got != "application/com.github.proto-openapi.spec.v2.v1.0+protobuf" {
+		t.Errorf("v2 protobuf = %d %q", pb.StatusCode, got)
+	}
 	unacceptable := get(t, server.URL+"/openapi/v2", "text/html")
 	readBody(t, unacceptable)
 	if unacceptable.StatusCode != http.StatusNotAcceptable {
@@ -495,4 +502,41 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestConcurrentServeAndUpdate is for -race: documents are read (the protobuf form built lazily)
+// while Update swaps them.
+func TestConcurrentServeAndUpdate(t *testing.T) {
+	svc, server := newTestServer(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 3; i++ {
+			if err := svc.Update(testResources()); err != nil {
+				t.Errorf("Update: %v", err)
+			}
+		}
+	}()
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		go func() {
+			req, _ := http.NewRequest(http.MethodGet, server.URL+"/openapi/v2", nil)
+			req.Header.Set("Accept", mediaV2ProtobufDeprecated)
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				_, err = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if err == nil && resp.StatusCode != http.StatusOK {
+					err = fmt.Errorf("status %s", resp.Status)
+				}
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 4; i++ {
+		if err := <-errs; err != nil {
+			t.Errorf("GET: %v", err)
+		}
+	}
+	<-done
 }

@@ -307,6 +307,23 @@ func TestLegacyDocuments(t *testing.T) {
 		t.Errorf("/apis/example.skiff.dev = %+v", group)
 	}
 
+	// Subresources name their group and version only when they differ from the list's.
+	_, body = doGet(t, server.URL+"/apis/apps/v1", "", "")
+	var apps metav1.APIResourceList
+	if err := json.Unmarshal(body, &apps); err != nil {
+		t.Fatalf("decode apps/v1: %v", err)
+	}
+	wantEntries := map[string]string{"deployments": "//Deployment", "deployments/status": "//Deployment", "deployments/scale": "autoscaling/v1/Scale"}
+	for _, r := range apps.APIResources {
+		if want, ok := wantEntries[r.Name]; ok && r.Group+"/"+r.Version+"/"+r.Kind != want {
+			t.Errorf("%s = %s/%s/%s, want %s", r.Name, r.Group, r.Version, r.Kind, want)
+		}
+		delete(wantEntries, r.Name)
+	}
+	if len(wantEntries) != 0 || apps.Kind != "APIResourceList" || apps.GroupVersion != "apps/v1" {
+		t.Errorf("apps/v1 list = %+v (missing %v)", apps, wantEntries)
+	}
+
 	for _, path := range []string{"/apis/nope", "/apis/apps/v2", "/api/v2"} {
 		resp, body := doGet(t, server.URL+path, "", "")
 		var status metav1.Status
@@ -371,4 +388,23 @@ func TestHandles(t *testing.T) {
 			t.Errorf("Handles(%q) = %v, want %v", tc.path, got, tc.want)
 		}
 	}
+}
+
+// TestConcurrentServeAndUpdate is for -race.
+func TestConcurrentServeAndUpdate(t *testing.T) {
+	d := New(testResources(), testExtraSubresources())
+	server := newTestServer(t, d)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 20; i++ {
+			d.Update(testResources(), testExtraSubresources())
+		}
+	}()
+	for i := 0; i < 20; i++ {
+		if resp, body := doGet(t, server.URL+"/apis", acceptV2, ""); resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /apis = %d %s", resp.StatusCode, body)
+		}
+	}
+	<-done
 }
