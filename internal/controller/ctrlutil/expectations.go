@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
 )
 
@@ -12,8 +13,10 @@ import (
 // that never arrive.
 const ExpectationsTimeout = 5 * time.Minute
 
-// Expectations remember, per controller key, how many creates and deletes a
-// controller issued whose watch events it has not seen yet. A controller does
+// Expectations remember, per controller key, how many creates and which
+// deletes (by object key) a controller issued whose watch events it has not
+// seen yet. Deletes are tracked by key because a deletion may be observed
+// twice (deletionTimestamp set, then gone). A controller does
 // not act on a key with pending expectations: its informer cache is behind its
 // own writes, and acting would double-create or double-delete.
 type Expectations struct {
@@ -23,8 +26,9 @@ type Expectations struct {
 }
 
 type expectation struct {
-	adds, dels int
-	setAt      time.Time
+	adds  int
+	dels  sets.Set[string]
+	setAt time.Time
 }
 
 // NewExpectations returns an empty set using clk to expire stale entries.
@@ -41,43 +45,53 @@ func (e *Expectations) Satisfied(key string) bool {
 	if !ok {
 		return true
 	}
-	if exp.adds <= 0 && exp.dels <= 0 {
+	if exp.adds <= 0 && exp.dels.Len() == 0 {
 		return true
 	}
 	return e.clock.Since(exp.setAt) > ExpectationsTimeout
 }
 
-// Expect records that adds creates and dels deletes are about to be issued.
-func (e *Expectations) Expect(key string, adds, dels int) {
+// ExpectCreations records that adds creates are about to be issued.
+func (e *Expectations) ExpectCreations(key string, adds int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.byKey[key] = &expectation{adds: adds, dels: dels, setAt: e.clock.Now()}
+	e.byKey[key] = &expectation{adds: adds, dels: sets.New[string](), setAt: e.clock.Now()}
 }
 
-// CreationObserved lowers the pending creates of key by one (also used when a
-// create failed, so the event will never come).
-func (e *Expectations) CreationObserved(key string) { e.lower(key, 1, 0) }
+// ExpectDeletions records that the objects with the given keys are about to be deleted.
+func (e *Expectations) ExpectDeletions(key string, objectKeys []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.byKey[key] = &expectation{dels: sets.New(objectKeys...), setAt: e.clock.Now()}
+}
 
-// DeletionObserved lowers the pending deletes of key by one.
-func (e *Expectations) DeletionObserved(key string) { e.lower(key, 0, 1) }
+// CreationObserved lowers the pending creates of key by one.
+func (e *Expectations) CreationObserved(key string) { e.LowerCreations(key, 1) }
 
-// LowerBy lowers pending creates and deletes, e.g. for a skipped batch.
-func (e *Expectations) LowerBy(key string, adds, dels int) { e.lower(key, adds, dels) }
+// LowerCreations lowers pending creates by n, e.g. for creates that failed or
+// were skipped, whose events will never come.
+func (e *Expectations) LowerCreations(key string, n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if exp, ok := e.byKey[key]; ok {
+		exp.adds -= n
+	}
+}
+
+// DeletionObserved marks the delete of objectKey as seen (idempotent).
+func (e *Expectations) DeletionObserved(key, objectKey string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if exp, ok := e.byKey[key]; ok {
+		exp.dels.Delete(objectKey)
+	}
+}
 
 // Delete forgets key, e.g. when its owner is gone.
 func (e *Expectations) Delete(key string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.byKey, key)
-}
-
-func (e *Expectations) lower(key string, adds, dels int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if exp, ok := e.byKey[key]; ok {
-		exp.adds -= adds
-		exp.dels -= dels
-	}
 }
 
 // SlowStartBatch calls fn count times in batches of 1, 2, 4, ... starting at
