@@ -1,6 +1,8 @@
 package validationutil
 
 import (
+	"fmt"
+	"net"
 	"strconv"
 	"strings"
 
@@ -98,4 +100,46 @@ func WorkloadSelector(selector *metav1.LabelSelector, templateLabels map[string]
 // Immutable is apimachinery's "field is immutable" check.
 func Immutable(newVal, oldVal any, fldPath *field.Path) field.ErrorList {
 	return apivalidation.ValidateImmutableField(newVal, oldVal, fldPath)
+}
+
+// EndpointIP rejects addresses that make no sense as a service endpoint: unspecified, loopback and
+// link-local ones (the latter are node-centric, e.g. a metadata service).
+func EndpointIP(address string, fldPath *field.Path) field.ErrorList {
+	ip := net.ParseIP(address)
+	if ip == nil {
+		return field.ErrorList{field.Invalid(fldPath, address, "must be a valid IP address")}
+	}
+	var errs field.ErrorList
+	if ip.IsUnspecified() {
+		errs = append(errs, field.Invalid(fldPath, address, fmt.Sprintf("may not be unspecified (%v)", address)))
+	}
+	if ip.IsLoopback() {
+		errs = append(errs, field.Invalid(fldPath, address, "may not be in the loopback range (127.0.0.0/8, ::1/128)"))
+	}
+	if ip.IsLinkLocalUnicast() {
+		errs = append(errs, field.Invalid(fldPath, address, "may not be in the link-local range (169.254.0.0/16, fe80::/10)"))
+	}
+	if ip.IsLinkLocalMulticast() {
+		errs = append(errs, field.Invalid(fldPath, address, "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)"))
+	}
+	return errs
+}
+
+// DNSLabel reports a value that is not an RFC 1123 label as Invalid at fldPath.
+func DNSLabel(value string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(value) {
+		errs = append(errs, field.Invalid(fldPath, value, msg))
+	}
+	return errs
+}
+
+// QualifiedName reports a value that is not a qualified name (optional DNS prefix and a name) as
+// Invalid at fldPath.
+func QualifiedName(value string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsQualifiedName(value) {
+		errs = append(errs, field.Invalid(fldPath, value, msg))
+	}
+	return errs
 }
