@@ -1,0 +1,235 @@
+// Package e2e drives the real skiff binary with the real kubectl, as a user would.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cluster is one running `skiff server` with its own data dir and ports.
+type cluster struct {
+	t          *testing.T
+	bin        string
+	dataDir    string
+	kubeconfig string
+	ports      [3]int
+	extraArgs  []string
+	cmd        *exec.Cmd
+	logFile    *os.File
+}
+
+var skiffBinary string
+
+func TestMain(m *testing.M) {
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: kubectl is required on PATH")
+		os.Exit(1)
+	}
+	dir, err := os.MkdirTemp("", "skiff-e2e-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	skiffBinary = filepath.Join(dir, "skiff")
+	build := exec.Command("go", "build", "-o", skiffBinary, "github.com/skiff-sh/skiff/cmd/skiff")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: build skiff:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// newCluster starts a control-plane node (etcd + controlplane roles) and waits for /readyz.
+func newCluster(t *testing.T, extraArgs ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, bin: skiffBinary, dataDir: t.TempDir(), extraArgs: extraArgs}
+	c.ports = [3]int{freePort(t), freePort(t), freePort(t)}
+	c.kubeconfig = filepath.Join(c.dataDir, "admin.kubeconfig")
+	c.start()
+	t.Cleanup(c.stop)
+	return c
+}
+
+func (c *cluster) start() {
+	c.t.Helper()
+	roles := "etcd,controlplane"
+	for _, a := range c.extraArgs {
+		if strings.HasPrefix(a, "--etcd-servers") {
+			roles = "controlplane"
+		}
+	}
+	args := append([]string{"server", "--data-dir", c.dataDir, "--roles", roles, "--bind-address", "127.0.0.1",
+		"--https-port", strconv.Itoa(c.ports[0]), "--etcd-client-port", strconv.Itoa(c.ports[1]),
+		"--etcd-peer-port", strconv.Itoa(c.ports[2])}, c.extraArgs...)
+	logFile, err := os.OpenFile(filepath.Join(c.dataDir, "skiff.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.logFile = logFile
+	c.cmd = exec.Command(c.bin, args...)
+	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
+	if err := c.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.waitReady()
+}
+
+func (c *cluster) waitReady() {
+	c.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(c.kubeconfig); err == nil {
+			if out, err := c.kubectlErr("get", "--raw", "/readyz"); err == nil && strings.TrimSpace(out) == "ok" {
+				return
+			}
+		}
+		if c.cmd.ProcessState != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c.t.Fatalf("skiff did not become ready; log:\n%s", c.log())
+}
+
+func (c *cluster) log() string {
+	data, _ := os.ReadFile(filepath.Join(c.dataDir, "skiff.log"))
+	if len(data) > 8000 {
+		data = data[len(data)-8000:]
+	}
+	return string(data)
+}
+
+// kill stops skiff with SIGKILL, as a crash would.
+func (c *cluster) kill() {
+	if c.cmd != nil && c.cmd.Process != nil {
+		_ = c.cmd.Process.Kill()
+		_, _ = c.cmd.Process.Wait()
+	}
+	if c.logFile != nil {
+		c.logFile.Close()
+	}
+	c.cmd = nil
+}
+
+func (c *cluster) stop() {
+	if c.cmd != nil && c.cmd.Process != nil {
+		_ = c.cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _, _ = c.cmd.Process.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = c.cmd.Process.Kill()
+			<-done
+		}
+	}
+	if c.logFile != nil {
+		c.logFile.Close()
+	}
+	c.cmd = nil
+}
+
+func (c *cluster) kubectlCmd(ctx context.Context, stdin string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "kubectl", args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig, "KUBECTL_EXTERNAL_DIFF=", "HOME="+c.dataDir)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	return cmd
+}
+
+// kubectlErr runs kubectl and returns combined output and the error.
+func (c *cluster) kubectlErr(args ...string) (string, error) {
+	return c.kubectlIn("", args...)
+}
+
+func (c *cluster) kubectlIn(stdin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	cmd := c.kubectlCmd(ctx, stdin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// kubectl runs kubectl and fails the test on error.
+func (c *cluster) kubectl(args ...string) string {
+	c.t.Helper()
+	out, err := c.kubectlErr(args...)
+	if err != nil {
+		c.t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// apply pipes a manifest into kubectl with args ("apply", "-f", "-", ...).
+func (c *cluster) stdin(manifest string, args ...string) string {
+	c.t.Helper()
+	out, err := c.kubectlIn(manifest, args...)
+	if err != nil {
+		c.t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func mustContain(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(out, w) {
+			t.Fatalf("output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+func mustNotContain(t *testing.T, out string, unwanted ...string) {
+	t.Helper()
+	for _, w := range unwanted {
+		if strings.Contains(out, w) {
+			t.Fatalf("output has %q:\n%s", w, out)
+		}
+	}
+}
+
+// eventually retries f until it returns nil or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("condition not met in %s: %v", timeout, err)
+}
+
+func execOutput(name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	return string(out), err
+}

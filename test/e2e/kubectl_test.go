@@ -1,0 +1,416 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const deploymentYAML = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: REPLICAS
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: c
+        image: localhost/busybox:local
+        ports: [{containerPort: 80}]
+`
+
+func deployment(replicas string) string { return strings.ReplaceAll(deploymentYAML, "REPLICAS", replicas) }
+
+// TestKubectl drives one control plane through the kubectl workflows issue 2 lists.
+func TestKubectl(t *testing.T) {
+	c := newCluster(t)
+
+	t.Run("version and health", func(t *testing.T) {
+		out := c.kubectl("version", "-o", "json")
+		var v struct {
+			ServerVersion struct{ Major, Minor string } `json:"serverVersion"`
+		}
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("version output: %v\n%s", err, out)
+		}
+		if v.ServerVersion.Major != "1" || v.ServerVersion.Minor == "" {
+			t.Fatalf("unexpected server version %+v", v.ServerVersion)
+		}
+		mustContain(t, c.kubectl("get", "--raw", "/livez"), "ok")
+	})
+
+	t.Run("api-resources", func(t *testing.T) {
+		out := c.kubectl("api-resources")
+		for _, want := range []string{
+			"pods  ", "po ", "deployments", "deploy", "apps/v1", "cronjobs", "cj", "batch/v1",
+			"configmaps", "cm", "namespaces", "ns", "persistentvolumeclaims", "pvc",
+		} {
+			mustContain(t, out, want)
+		}
+		out = c.kubectl("api-resources", "--namespaced=false", "-o", "name")
+		mustContain(t, out, "namespaces", "nodes", "persistentvolumes")
+		mustNotContain(t, out, "\npods\n")
+	})
+
+	t.Run("explain", func(t *testing.T) {
+		out := c.kubectl("explain", "pods.spec.containers.image")
+		mustContain(t, out, "KIND:", "Pod", "FIELD: image <string>")
+		out = c.kubectl("explain", "deployment.spec.strategy")
+		mustContain(t, out, "GROUP:      apps", "DeploymentStrategy", "rollingUpdate")
+	})
+
+	t.Run("system namespaces exist", func(t *testing.T) {
+		out := c.kubectl("get", "namespaces")
+		mustContain(t, out, "default", "kube-system", "kube-public", "kube-node-lease", "Active")
+	})
+
+	t.Run("create and apply lifecycle", func(t *testing.T) {
+		mustContain(t, c.stdin(deployment("2"), "apply", "-f", "-"), "deployment.apps/web created")
+		mustContain(t, c.stdin(deployment("2"), "apply", "-f", "-"), "deployment.apps/web unchanged")
+		mustContain(t, c.stdin(deployment("3"), "apply", "-f", "-"), "deployment.apps/web configured")
+		if got := c.kubectl("get", "deploy", "web", "-o", "jsonpath={.spec.replicas} {.metadata.generation}"); got != "3 2" {
+			t.Fatalf("replicas and generation = %q, want \"3 2\"", got)
+		}
+		out := c.kubectl("get", "deployments")
+		mustContain(t, out, "NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "web", "0/3")
+		out = c.kubectl("get", "deploy", "web", "-o", "wide")
+		mustContain(t, out, "CONTAINERS", "IMAGES", "SELECTOR", "localhost/busybox:local", "app=web")
+		mustContain(t, c.kubectl("create", "configmap", "settings", "--from-literal=mode=fast"), "configmap/settings created")
+		out, err := c.kubectlErr("create", "configmap", "settings", "--from-literal=mode=fast")
+		if err == nil {
+			t.Fatal("duplicate create succeeded")
+		}
+		mustContain(t, out, `configmaps "settings" already exists`)
+	})
+
+	t.Run("server-side apply conflicts", func(t *testing.T) {
+		mustContain(t, c.stdin(deployment("3"), "apply", "--server-side", "--field-manager=team-a", "-f", "-"), "serverside-applied")
+		out, err := c.kubectlIn(deployment("5"), "apply", "--server-side", "--field-manager=team-b", "-f", "-")
+		if err == nil {
+			t.Fatalf("conflicting apply succeeded:\n%s", out)
+		}
+		mustContain(t, out, "Apply failed with 1 conflict", `conflict with "team-a"`, ".spec.replicas")
+		mustContain(t, c.stdin(deployment("5"), "apply", "--server-side", "--field-manager=team-b", "--force-conflicts", "-f", "-"), "serverside-applied")
+		if got := c.kubectl("get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"); got != "5" {
+			t.Fatalf("replicas after forced apply = %q", got)
+		}
+		managers := c.kubectl("get", "deploy", "web", "--show-managed-fields", "-o", "jsonpath={.metadata.managedFields[*].manager}")
+		mustContain(t, managers, "team-a", "team-b")
+	})
+
+	t.Run("get output formats and selectors", func(t *testing.T) {
+		c.kubectl("create", "configmap", "alpha", "--from-literal=k=v")
+		c.kubectl("create", "configmap", "beta", "--from-literal=k=v")
+		c.kubectl("label", "configmap", "alpha", "tier=front")
+		mustContain(t, c.kubectl("get", "cm", "alpha", "-o", "yaml"), "kind: ConfigMap", "name: alpha", "tier: front", "resourceVersion:", "uid:")
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(c.kubectl("get", "cm", "alpha", "-o", "json")), &obj); err != nil {
+			t.Fatal(err)
+		}
+		if obj["kind"] != "ConfigMap" || obj["apiVersion"] != "v1" {
+			t.Fatalf("json output has kind %v apiVersion %v", obj["kind"], obj["apiVersion"])
+		}
+		if got := c.kubectl("get", "cm", "-l", "tier=front", "-o", "name"); strings.TrimSpace(got) != "configmap/alpha" {
+			t.Fatalf("label selector gave %q", got)
+		}
+		if got := c.kubectl("get", "cm", "--field-selector", "metadata.name=beta", "-o", "name"); strings.TrimSpace(got) != "configmap/beta" {
+			t.Fatalf("field selector gave %q", got)
+		}
+		out, err := c.kubectlErr("get", "cm", "--field-selector", "spec.nonsense=1")
+		if err == nil {
+			t.Fatal("unsupported field selector accepted")
+		}
+		mustContain(t, out, "field label not supported: spec.nonsense")
+		chunked := c.kubectl("get", "cm", "--chunk-size=1", "-o", "name")
+		for _, want := range []string{"configmap/alpha", "configmap/beta", "configmap/settings"} {
+			mustContain(t, chunked, want)
+		}
+		mustContain(t, c.kubectl("get", "cm", "-o", "jsonpath={.items[*].metadata.name}"), "alpha beta")
+	})
+
+	t.Run("watch", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cmd := c.kubectlCmd(ctx, "", "get", "cm", "-w", "--output-watch-events")
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { cancel(); _ = cmd.Wait() }()
+		lines := make(chan string, 100)
+		go func() {
+			s := bufio.NewScanner(stdout)
+			for s.Scan() {
+				lines <- s.Text()
+			}
+			close(lines)
+		}()
+		waitLine := func(want ...string) {
+			t.Helper()
+			for {
+				select {
+				case l, ok := <-lines:
+					if !ok {
+						t.Fatalf("watch ended before %v", want)
+					}
+					all := true
+					for _, w := range want {
+						all = all && strings.Contains(l, w)
+					}
+					if all {
+						return
+					}
+				case <-ctx.Done():
+					t.Fatalf("no watch line with %v", want)
+				}
+			}
+		}
+		waitLine("ADDED", "alpha")
+		c.kubectl("create", "configmap", "watched")
+		waitLine("ADDED", "watched")
+		c.kubectl("label", "configmap", "watched", "x=y")
+		waitLine("MODIFIED", "watched")
+		c.kubectl("delete", "configmap", "watched")
+		waitLine("DELETED", "watched")
+	})
+
+	t.Run("describe label annotate", func(t *testing.T) {
+		mustContain(t, c.kubectl("annotate", "cm", "alpha", "owner=ops"), "configmap/alpha annotated")
+		mustContain(t, c.kubectl("label", "cm", "alpha", "tier=back", "--overwrite"), "configmap/alpha labeled")
+		out := c.kubectl("describe", "configmap", "alpha")
+		mustContain(t, out, "Name:", "alpha", "tier=back", "owner: ops")
+		out = c.kubectl("describe", "deployment", "web")
+		mustContain(t, out, "Replicas:", "5 desired", "StrategyType:", "RollingUpdate", "localhost/busybox:local")
+	})
+
+	t.Run("patch types and status subresource", func(t *testing.T) {
+		c.kubectl("patch", "deploy", "web", "--type=json", "-p", `[{"op":"replace","path":"/spec/replicas","value":2}]`)
+		c.kubectl("patch", "deploy", "web", "--type=merge", "-p", `{"spec":{"minReadySeconds":3}}`)
+		c.kubectl("patch", "deploy", "web", "--type=strategic", "-p", `{"spec":{"template":{"spec":{"containers":[{"name":"c","image":"localhost/busybox:v2"}]}}}}`)
+		got := c.kubectl("get", "deploy", "web", "-o", "jsonpath={.spec.replicas} {.spec.minReadySeconds} {.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].ports[0].containerPort}")
+		if got != "2 3 localhost/busybox:v2 80" {
+			t.Fatalf("after patches: %q", got)
+		}
+		gen := c.kubectl("get", "deploy", "web", "-o", "jsonpath={.metadata.generation}")
+		c.kubectl("patch", "deploy", "web", "--subresource=status", "--type=merge", "-p", `{"status":{"replicas":9,"observedGeneration":1}}`)
+		if got := c.kubectl("get", "deploy", "web", "-o", "jsonpath={.status.replicas} {.metadata.generation}"); got != "9 "+gen {
+			t.Fatalf("status patch gave %q (generation must stay %s)", got, gen)
+		}
+		// A status change through the main resource is ignored.
+		c.kubectl("patch", "deploy", "web", "--type=merge", "-p", `{"status":{"replicas":1}}`)
+		if got := c.kubectl("get", "deploy", "web", "-o", "jsonpath={.status.replicas}"); got != "9" {
+			t.Fatalf("main-resource patch changed status to %q", got)
+		}
+		out, err := c.kubectlErr("patch", "deploy", "web", "--type=json", "-p", `[{"op":"test","path":"/spec/replicas","value":99}]`)
+		if err == nil {
+			t.Fatal("failing json patch test op succeeded")
+		}
+		mustContain(t, out, "testing value /spec/replicas failed")
+	})
+
+	t.Run("scale", func(t *testing.T) {
+		mustContain(t, c.kubectl("scale", "deploy", "web", "--replicas=4"), "deployment.apps/web scaled")
+		if got := c.kubectl("get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"); got != "4" {
+			t.Fatalf("replicas after scale = %q", got)
+		}
+		out, err := c.kubectlErr("scale", "deploy", "web", "--replicas=1", "--current-replicas=3")
+		if err == nil {
+			t.Fatalf("scale with wrong --current-replicas succeeded: %s", out)
+		}
+	})
+
+	t.Run("replace with a stale object", func(t *testing.T) {
+		stale := c.kubectl("get", "cm", "beta", "-o", "yaml")
+		c.kubectl("label", "cm", "beta", "touched=yes")
+		out, err := c.kubectlIn(stale, "replace", "-f", "-")
+		if err == nil {
+			t.Fatalf("stale replace succeeded:\n%s", out)
+		}
+		mustContain(t, out, "Conflict", "the object has been modified; please apply your changes to the latest version and try again")
+		fresh := c.kubectl("get", "cm", "beta", "-o", "yaml")
+		mustContain(t, c.stdin(strings.Replace(fresh, "k: v", "k: w", 1), "replace", "-f", "-"), "configmap/beta replaced")
+	})
+
+	t.Run("diff", func(t *testing.T) {
+		out, err := c.kubectlIn(deployment("7"), "diff", "-f", "-")
+		if err == nil {
+			t.Fatal("diff of a changed manifest exited 0")
+		}
+		mustContain(t, out, "-  replicas: 4", "+  replicas: 7")
+		if got := c.kubectl("get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"); got != "4" {
+			t.Fatalf("diff changed the object: replicas %q", got)
+		}
+	})
+
+	t.Run("dry-run server", func(t *testing.T) {
+		mustContain(t, c.kubectl("create", "configmap", "ghost", "--dry-run=server", "-o", "name"), "configmap/ghost")
+		out, err := c.kubectlErr("get", "cm", "ghost")
+		if err == nil {
+			t.Fatal("dry-run create persisted the object")
+		}
+		mustContain(t, out, `configmaps "ghost" not found`)
+		c.kubectl("scale", "deploy", "web", "--replicas=8", "--dry-run=server")
+		if got := c.kubectl("get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"); got != "4" {
+			t.Fatalf("dry-run scale persisted: %q", got)
+		}
+		c.kubectl("delete", "cm", "alpha", "--dry-run=server")
+		c.kubectl("get", "cm", "alpha")
+	})
+
+	t.Run("invalid requests", func(t *testing.T) {
+		cases := []struct {
+			manifest string
+			wants    []string
+		}{
+			{"apiVersion: v1\nkind: Pod\nmetadata: {name: Bad_Name}\nspec:\n  containers: [{name: c}]\n",
+				[]string{`The Pod "Bad_Name" is invalid`, "metadata.name: Invalid value: \"Bad_Name\"", "spec.containers[0].image: Required value"}},
+			{"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: x, bogus: 1}]\n",
+				[]string{"strict decoding error", `unknown field "spec.containers[0].bogus"`}},
+			{"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: c}}\n    spec:\n      containers: [{name: c, image: x}]\n",
+				[]string{`The Deployment "d" is invalid`, "spec.template.metadata.labels", "`selector` does not match template `labels`"}},
+			{"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: m, namespace: missing-ns}\n",
+				[]string{`namespaces "missing-ns" not found`}},
+		}
+		for _, tc := range cases {
+			out, err := c.kubectlIn(tc.manifest, "create", "-f", "-")
+			if err == nil {
+				t.Fatalf("invalid manifest accepted:\n%s", tc.manifest)
+			}
+			mustContain(t, out, tc.wants...)
+		}
+	})
+
+	t.Run("delete with finalizers and cascade", func(t *testing.T) {
+		c.kubectl("create", "configmap", "held")
+		c.kubectl("patch", "cm", "held", "--type=merge", "-p", `{"metadata":{"finalizers":["example.com/hold"]}}`)
+		mustContain(t, c.kubectl("delete", "cm", "held", "--wait=false"), `configmap "held" deleted`)
+		if ts := c.kubectl("get", "cm", "held", "-o", "jsonpath={.metadata.deletionTimestamp}"); ts == "" {
+			t.Fatal("object with a finalizer was removed instead of marked")
+		}
+		c.kubectl("patch", "cm", "held", "--type=json", "-p", `[{"op":"remove","path":"/metadata/finalizers"}]`)
+		out, err := c.kubectlErr("get", "cm", "held")
+		if err == nil {
+			t.Fatalf("object still present after its last finalizer was removed:\n%s", out)
+		}
+
+		c.kubectl("create", "configmap", "fg")
+		c.kubectl("patch", "cm", "fg", "--type=merge", "-p", `{"metadata":{"finalizers":["example.com/hold"]}}`)
+		c.kubectl("delete", "cm", "fg", "--cascade=foreground", "--wait=false")
+		mustContain(t, c.kubectl("get", "cm", "fg", "-o", "jsonpath={.metadata.finalizers}"), "foregroundDeletion", "example.com/hold")
+
+		c.kubectl("create", "configmap", "orph")
+		c.kubectl("patch", "cm", "orph", "--type=merge", "-p", `{"metadata":{"finalizers":["example.com/hold"]}}`)
+		c.kubectl("delete", "cm", "orph", "--cascade=orphan", "--wait=false")
+		mustContain(t, c.kubectl("get", "cm", "orph", "-o", "jsonpath={.metadata.finalizers}"), "orphan")
+
+		mustContain(t, c.kubectl("delete", "cm", "beta", "--cascade=background"), `configmap "beta" deleted`)
+		out, err = c.kubectlErr("delete", "namespace", "default")
+		if err == nil {
+			t.Fatal("deleting the default namespace succeeded")
+		}
+		mustContain(t, out, "Forbidden")
+	})
+
+	t.Run("pods defaults and table", func(t *testing.T) {
+		mustContain(t, c.kubectl("run", "sleeper", "--image=localhost/busybox:local", "--restart=Never", "--", "sleep", "3600"), "pod/sleeper created")
+		out := c.kubectl("get", "pods", "-o", "wide")
+		mustContain(t, out, "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED NODE", "READINESS GATES", "sleeper", "0/1", "Pending")
+		got := c.kubectl("get", "pod", "sleeper", "-o", "jsonpath={.spec.restartPolicy} {.spec.dnsPolicy} {.spec.schedulerName} {.spec.serviceAccountName} {.status.qosClass} {.spec.terminationGracePeriodSeconds}")
+		if got != "Never ClusterFirst default-scheduler default BestEffort 30" {
+			t.Fatalf("pod defaults: %q", got)
+		}
+		out, err := c.kubectlErr("patch", "pod", "sleeper", "--type=merge", "-p", `{"spec":{"restartPolicy":"Always"}}`)
+		if err == nil {
+			t.Fatal("changing an immutable pod field succeeded")
+		}
+		mustContain(t, out, "pod updates may not change fields other than")
+		// An unscheduled pod is deleted at once.
+		mustContain(t, c.kubectl("delete", "pod", "sleeper", "--wait=false"), `pod "sleeper" deleted`)
+	})
+}
+
+// TestWritesSurviveCrash kills skiff with SIGKILL in the middle of a write load and checks that every
+// acknowledged write is there after a restart.
+func TestWritesSurviveCrash(t *testing.T) {
+	c := newCluster(t)
+	acked := make(chan string, 1000)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			name := "crash-" + strings.Repeat("0", 4-len(itoa(i))) + itoa(i)
+			if _, err := c.kubectlErr("create", "configmap", name, "--from-literal=i="+itoa(i)); err == nil {
+				acked <- name
+			}
+			if i >= 400 {
+				return
+			}
+		}
+	}()
+	time.Sleep(3 * time.Second)
+	c.kill()
+	close(stop)
+	<-done
+	close(acked)
+	var names []string
+	for n := range acked {
+		names = append(names, n)
+	}
+	if len(names) == 0 {
+		t.Fatal("no write was acknowledged before the crash")
+	}
+	c.start()
+	out := c.kubectl("get", "configmaps", "-o", "name")
+	for _, n := range names {
+		if !strings.Contains(out, "configmap/"+n+"\n") {
+			t.Fatalf("acknowledged write %s lost after crash (had %d acknowledged)", n, len(names))
+		}
+	}
+	t.Logf("%d acknowledged writes all present after kill -9 and restart", len(names))
+}
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
+
+// TestKubeconfigCommand checks that `skiff kubeconfig` prints the admin kubeconfig.
+func TestKubeconfigCommand(t *testing.T) {
+	c := newCluster(t)
+	out, err := execOutput(skiffBinary, "kubeconfig", "--data-dir", c.dataDir)
+	if err != nil {
+		t.Fatalf("skiff kubeconfig: %v\n%s", err, out)
+	}
+	want, _ := os.ReadFile(filepath.Join(c.dataDir, "admin.kubeconfig"))
+	if out != string(want) {
+		t.Fatal("skiff kubeconfig printed something other than the admin kubeconfig")
+	}
+	mustContain(t, out, "client-certificate-data", "certificate-authority-data")
+	// Anonymous requests are refused except health and version.
+	ca := filepath.Join(c.dataDir, "pki", "ca.crt")
+	url := "https://127.0.0.1:" + itoa(c.ports[0])
+	anon, _ := execOutput("curl", "-s", "--cacert", ca, url+"/api/v1/namespaces")
+	mustContain(t, anon, `"code":401`, `"reason":"Unauthorized"`)
+	health, _ := execOutput("curl", "-s", "--cacert", ca, url+"/healthz")
+	if strings.TrimSpace(health) != "ok" {
+		t.Fatalf("anonymous /healthz = %q", health)
+	}
+}
