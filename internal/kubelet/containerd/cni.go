@@ -1,0 +1,104 @@
+package containerd
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+)
+
+// CNIConfigFile is the name of the network list skiff writes; containerd
+// loads the first file of its conf dir in lexical order.
+const CNIConfigFile = "10-skiff.conflist"
+
+// CNINetwork describes the node's pod network: one bridge with host-local
+// addresses from the node's pod CIDRs, masquerade for traffic leaving the
+// node, and hostPort through portmap.
+type CNINetwork struct {
+	// Name of the network list; default "skiff".
+	Name string
+	// Bridge is the Linux bridge the pods attach to; default "cni0".
+	Bridge string
+	// PodCIDRs are the node's pod ranges (one per IP family).
+	PodCIDRs []string
+}
+
+type cniRange struct {
+	Subnet string `json:"subnet"`
+}
+
+type cniRoute struct {
+	Dst string `json:"dst"`
+}
+
+type cniIPAM struct {
+	Type   string       `json:"type"`
+	Ranges [][]cniRange `json:"ranges"`
+	Routes []cniRoute   `json:"routes"`
+}
+
+type cniPlugin struct {
+	Type         string          `json:"type"`
+	Bridge       string          `json:"bridge,omitempty"`
+	IsGateway    bool            `json:"isGateway,omitempty"`
+	IPMasq       bool            `json:"ipMasq,omitempty"`
+	HairpinMode  bool            `json:"hairpinMode,omitempty"`
+	IPAM         *cniIPAM        `json:"ipam,omitempty"`
+	Capabilities map[string]bool `json:"capabilities,omitempty"`
+}
+
+type cniConfList struct {
+	CNIVersion string      `json:"cniVersion"`
+	Name       string      `json:"name"`
+	Plugins    []cniPlugin `json:"plugins"`
+}
+
+// Render returns the CNI network list (conflist JSON) for n.
+func (n CNINetwork) Render() ([]byte, error) {
+	if len(n.PodCIDRs) == 0 {
+		return nil, errors.New("cni network: no pod CIDR")
+	}
+	if n.Name == "" {
+		n.Name = "skiff"
+	}
+	if n.Bridge == "" {
+		n.Bridge = "cni0"
+	}
+	ipam := &cniIPAM{Type: "host-local"}
+	for _, cidr := range n.PodCIDRs {
+		prefix, err := netip.ParsePrefix(cidr)
+		if err != nil {
+			return nil, fmt.Errorf("cni network: pod CIDR %q: %w", cidr, err)
+		}
+		ipam.Ranges = append(ipam.Ranges, []cniRange{{Subnet: prefix.Masked().String()}})
+		if prefix.Addr().Is4() {
+			ipam.Routes = append(ipam.Routes, cniRoute{Dst: "0.0.0.0/0"})
+		} else {
+			ipam.Routes = append(ipam.Routes, cniRoute{Dst: "::/0"})
+		}
+	}
+	list := cniConfList{
+		CNIVersion: "1.0.0",
+		Name:       n.Name,
+		Plugins: []cniPlugin{
+			{Type: "bridge", Bridge: n.Bridge, IsGateway: true, IPMasq: true, HairpinMode: true, IPAM: ipam},
+			{Type: "portmap", Capabilities: map[string]bool{"portMappings": true}},
+		},
+	}
+	return json.MarshalIndent(list, "", "  ")
+}
+
+// WriteCNIConfig writes n into confDir as CNIConfigFile. containerd picks the
+// change up without a restart.
+func WriteCNIConfig(confDir string, n CNINetwork) error {
+	data, err := n.Render()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
+		return fmt.Errorf("cni conf dir: %w", err)
+	}
+	return writeFileAtomic(filepath.Join(confDir, CNIConfigFile), data, 0o644)
+}
