@@ -18,8 +18,14 @@ import (
 	"github.com/skiff-sh/skiff/internal/registry"
 	"github.com/skiff-sh/skiff/internal/registry/apps"
 	"github.com/skiff-sh/skiff/internal/registry/batch"
+	"github.com/skiff-sh/skiff/internal/registry/coordination"
 	"github.com/skiff-sh/skiff/internal/registry/core"
+	discoveryreg "github.com/skiff-sh/skiff/internal/registry/discovery"
+	"github.com/skiff-sh/skiff/internal/registry/events"
+	"github.com/skiff-sh/skiff/internal/registry/policy"
 	"github.com/skiff-sh/skiff/internal/registry/printers"
+	"github.com/skiff-sh/skiff/internal/registry/rbac"
+	"github.com/skiff-sh/skiff/internal/registry/scheduling"
 	vu "github.com/skiff-sh/skiff/internal/registry/validationutil"
 	"github.com/skiff-sh/skiff/internal/storage"
 )
@@ -42,6 +48,12 @@ func NewScheme() (*runtime.Scheme, error) {
 		"core":         core.RegisterDefaults,
 		"apps":         func(s *runtime.Scheme) error { return apps.RegisterDefaults(s, pt) },
 		"batch":        func(s *runtime.Scheme) error { return batch.RegisterDefaults(s, pt) },
+		"coordination": coordination.RegisterDefaults,
+		"discovery":    discoveryreg.RegisterDefaults,
+		"events":       events.RegisterDefaults,
+		"policy":       policy.RegisterDefaults,
+		"rbac":         rbac.RegisterDefaults,
+		"scheduling":   scheduling.RegisterDefaults,
 	} {
 		if err := register(s); err != nil {
 			return nil, fmt.Errorf("register %s defaults: %w", name, err)
@@ -57,6 +69,12 @@ func Resources() []*registry.Resource {
 	all = append(all, core.Resources()...)
 	all = append(all, apps.Resources(pt)...)
 	all = append(all, batch.Resources(pt)...)
+	all = append(all, coordination.Resources()...)
+	all = append(all, discoveryreg.Resources()...)
+	all = append(all, events.Resources()...)
+	all = append(all, policy.Resources()...)
+	all = append(all, rbac.Resources()...)
+	all = append(all, scheduling.Resources()...)
 	for _, r := range all {
 		if r.Printer == nil {
 			r.Printer = printers.ForResource(r.GroupResource())
@@ -69,7 +87,7 @@ func Resources() []*registry.Resource {
 }
 
 // SystemPriorityClasses are created by the API server at start.
-func SystemPriorityClasses() []*schedulingv1.PriorityClass { return nil }
+func SystemPriorityClasses() []*schedulingv1.PriorityClass { return scheduling.SystemPriorityClasses() }
 
 // ExtraSubresources are the subresources served beyond status and scale, for discovery.
 func ExtraSubresources() map[schema.GroupResource][]discovery.Subresource {
@@ -92,7 +110,7 @@ func StorageCodec(scheme *runtime.Scheme, res *registry.Resource, encoding strin
 		if err != nil {
 			return nil, err
 		}
-		return inner, nil
+		return eventsCodec{inner: inner}, nil
 	}
 	return storage.NewCodec(scheme, res.GroupVersion, encoding)
 }
