@@ -20,6 +20,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/apiserver"
 	"github.com/skiff-sh/skiff/internal/etcd"
 	"github.com/skiff-sh/skiff/internal/pki"
+	"github.com/skiff-sh/skiff/internal/storage/etcd3"
 )
 
 // Version is what /version reports; kubectl compares its own minor version to it.
@@ -36,6 +37,8 @@ type Node struct {
 	api        *apiserver.Server
 	httpServer *http.Server
 	listener   net.Listener
+	// stopCompaction ends the periodic etcd compaction loop.
+	stopCompaction context.CancelFunc
 }
 
 // Run starts every component of the node's roles and blocks until ctx ends or one fails.
@@ -90,6 +93,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.api = api
+	compactCtx, cancelCompaction := context.WithCancel(context.Background())
+	n.stopCompaction = cancelCompaction
+	go etcd3.NewCompactor(n.etcdClient, etcd3.DefaultCompactionInterval, clock.RealClock{}, cfg.Logger).Run(compactCtx)
 	tlsCfg, err := servingTLS(certs)
 	if err != nil {
 		return nil, err
@@ -125,6 +131,9 @@ func (n *Node) URL() string {
 
 // Stop shuts everything down in reverse order.
 func (n *Node) Stop() {
+	if n.stopCompaction != nil {
+		n.stopCompaction()
+	}
 	if n.httpServer != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = n.httpServer.Shutdown(ctx)
