@@ -232,7 +232,9 @@ func TestValidateDeployment(t *testing.T) {
 		{"both zero", deployment(func(d *appsv1.Deployment) {
 			d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromString("0%"))}
 		}), &wantErr{"spec.strategy.rollingUpdate.maxUnavailable", field.ErrorTypeInvalid, "may not be 0 when `maxSurge` is 0"}},
-		{"over 100%", deployment(func(d *appsv1.Deployment) { d.Spec.Strategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("101%")) }), &wantErr{"spec.strategy.rollingUpdate.maxUnavailable", field.ErrorTypeInvalid, "must not be greater than 100%"}},
+		{"over 100%", deployment(func(d *appsv1.Deployment) {
+			d.Spec.Strategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("101%"))
+		}), &wantErr{"spec.strategy.rollingUpdate.maxUnavailable", field.ErrorTypeInvalid, "must not be greater than 100%"}},
 		{"bad percent", deployment(func(d *appsv1.Deployment) { d.Spec.Strategy.RollingUpdate.MaxSurge = ptr.To(intstr.FromString("ten")) }), &wantErr{"spec.strategy.rollingUpdate.maxSurge", field.ErrorTypeInvalid, ""}},
 		{"negative surge", deployment(func(d *appsv1.Deployment) { d.Spec.Strategy.RollingUpdate.MaxSurge = ptr.To(intstr.FromInt32(-1)) }), &wantErr{"spec.strategy.rollingUpdate.maxSurge", field.ErrorTypeInvalid, "must be greater than or equal to 0"}},
 		{"recreate with rollingUpdate", deployment(func(d *appsv1.Deployment) { d.Spec.Strategy.Type = appsv1.RecreateDeploymentStrategyType }), &wantErr{"spec.strategy.rollingUpdate", field.ErrorTypeForbidden, "may not be specified when strategy `type` is 'Recreate'"}},
@@ -287,7 +289,11 @@ func TestDeploymentUpdate(t *testing.T) {
 func TestDeploymentStatus(t *testing.T) {
 	ctx := context.Background()
 	r := resource(t, "deployments")
-	old := deployment(func(d *appsv1.Deployment) { d.ResourceVersion = "5"; d.Generation = 2; d.Labels = map[string]string{"a": "b"} })
+	old := deployment(func(d *appsv1.Deployment) {
+		d.ResourceVersion = "5"
+		d.Generation = 2
+		d.Labels = map[string]string{"a": "b"}
+	})
 	upd := old.DeepCopy()
 	upd.Spec.Replicas = ptr.To[int32](50)
 	upd.Labels = nil
@@ -368,7 +374,9 @@ func TestValidateStatefulSet(t *testing.T) {
 		{"bad strategy", statefulSet(func(ss *appsv1.StatefulSet) { ss.Spec.UpdateStrategy.Type = "Swap" }), &wantErr{"spec.updateStrategy", field.ErrorTypeInvalid, "must be 'RollingUpdate' or 'OnDelete'"}},
 		{"OnDelete with rollingUpdate", statefulSet(func(ss *appsv1.StatefulSet) { ss.Spec.UpdateStrategy.Type = appsv1.OnDeleteStatefulSetStrategyType }), &wantErr{"spec.updateStrategy.rollingUpdate", field.ErrorTypeInvalid, "only allowed for updateStrategy 'RollingUpdate'"}},
 		{"negative partition", statefulSet(func(ss *appsv1.StatefulSet) { ss.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](-1) }), &wantErr{"spec.updateStrategy.rollingUpdate.partition", field.ErrorTypeInvalid, ""}},
-		{"zero maxUnavailable", statefulSet(func(ss *appsv1.StatefulSet) { ss.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(0)) }), &wantErr{"spec.updateStrategy.rollingUpdate.maxUnavailable", field.ErrorTypeInvalid, "cannot be 0"}},
+		{"zero maxUnavailable", statefulSet(func(ss *appsv1.StatefulSet) {
+			ss.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+		}), &wantErr{"spec.updateStrategy.rollingUpdate.maxUnavailable", field.ErrorTypeInvalid, "cannot be 0"}},
 		{"bad retention", statefulSet(func(ss *appsv1.StatefulSet) { ss.Spec.PersistentVolumeClaimRetentionPolicy.WhenScaled = "Keep" }), &wantErr{"spec.persistentVolumeClaimRetentionPolicy.whenScaled", field.ErrorTypeNotSupported, ""}},
 		{"selector mismatch", statefulSet(func(ss *appsv1.StatefulSet) { ss.Spec.Template.Labels = nil }), &wantErr{"spec.template.metadata.labels", field.ErrorTypeInvalid, "`selector` does not match template `labels`"}},
 		{"empty selector", statefulSet(func(ss *appsv1.StatefulSet) { ss.Spec.Selector = &metav1.LabelSelector{} }), &wantErr{"spec.selector", field.ErrorTypeInvalid, "empty selector is invalid for statefulset"}},
@@ -405,8 +413,12 @@ func TestValidateDaemonSet(t *testing.T) {
 		{"surge instead", daemonSet(func(ds *appsv1.DaemonSet) {
 			ds.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromString("10%"))}
 		}), nil},
-		{"both set", daemonSet(func(ds *appsv1.DaemonSet) { ds.Spec.UpdateStrategy.RollingUpdate.MaxSurge = ptr.To(intstr.FromInt32(1)) }), &wantErr{"spec.updateStrategy.rollingUpdate.maxSurge", field.ErrorTypeInvalid, "may not be set when maxUnavailable is non-zero"}},
-		{"both zero", daemonSet(func(ds *appsv1.DaemonSet) { ds.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(0)) }), &wantErr{"spec.updateStrategy.rollingUpdate.maxUnavailable", field.ErrorTypeRequired, "cannot be 0 when maxSurge is 0"}},
+		{"both set", daemonSet(func(ds *appsv1.DaemonSet) {
+			ds.Spec.UpdateStrategy.RollingUpdate.MaxSurge = ptr.To(intstr.FromInt32(1))
+		}), &wantErr{"spec.updateStrategy.rollingUpdate.maxSurge", field.ErrorTypeInvalid, "may not be set when maxUnavailable is non-zero"}},
+		{"both zero", daemonSet(func(ds *appsv1.DaemonSet) {
+			ds.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+		}), &wantErr{"spec.updateStrategy.rollingUpdate.maxUnavailable", field.ErrorTypeRequired, "cannot be 0 when maxSurge is 0"}},
 		{"no rollingUpdate", daemonSet(func(ds *appsv1.DaemonSet) { ds.Spec.UpdateStrategy.RollingUpdate = nil }), &wantErr{"spec.updateStrategy.rollingUpdate", field.ErrorTypeRequired, ""}},
 		{"bad type", daemonSet(func(ds *appsv1.DaemonSet) { ds.Spec.UpdateStrategy.Type = "Now" }), &wantErr{"spec.updateStrategy.type", field.ErrorTypeNotSupported, ""}},
 		{"deadline", daemonSet(func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.ActiveDeadlineSeconds = ptr.To[int64](1) }), &wantErr{"spec.template.spec.activeDeadlineSeconds", field.ErrorTypeForbidden, "activeDeadlineSeconds in DaemonSet is not Supported"}},

@@ -294,7 +294,9 @@ func TestValidateCronJob(t *testing.T) {
 		{"negative deadline", cronJob(func(c *batchv1.CronJob) { c.Spec.StartingDeadlineSeconds = ptr.To[int64](-1) }), &wantErr{"spec.startingDeadlineSeconds", field.ErrorTypeInvalid, ""}},
 		{"negative history", cronJob(func(c *batchv1.CronJob) { c.Spec.FailedJobsHistoryLimit = ptr.To[int32](-1) }), &wantErr{"spec.failedJobsHistoryLimit", field.ErrorTypeInvalid, ""}},
 		{"long name", cronJob(func(c *batchv1.CronJob) { c.Name = strings.Repeat("c", 53) }), &wantErr{"metadata.name", field.ErrorTypeInvalid, "must be no more than 52 characters"}},
-		{"template restart Always", cronJob(func(c *batchv1.CronJob) { c.Spec.JobTemplate.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways }), &wantErr{"spec.jobTemplate.spec.template.spec.restartPolicy", field.ErrorTypeNotSupported, ""}},
+		{"template restart Always", cronJob(func(c *batchv1.CronJob) {
+			c.Spec.JobTemplate.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+		}), &wantErr{"spec.jobTemplate.spec.template.spec.restartPolicy", field.ErrorTypeNotSupported, ""}},
 		{"manual selector", cronJob(func(c *batchv1.CronJob) { c.Spec.JobTemplate.Spec.ManualSelector = ptr.To(true) }), &wantErr{"spec.jobTemplate.spec.manualSelector", field.ErrorTypeNotSupported, ""}},
 	}
 	s := resource(t, "cronjobs").Strategy

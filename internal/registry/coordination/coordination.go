@@ -19,8 +19,10 @@ func Resources() []*registry.Resource {
 		New:     func() runtime.Object { return &coordinationv1.Lease{} },
 		NewList: func() runtime.Object { return &coordinationv1.LeaseList{} },
 		Strategy: &vu.Strategy[*coordinationv1.Lease]{
-			Namespaced:     true,
-			ValidateObject: func(l *coordinationv1.Lease) field.ErrorList { return ValidateLeaseSpec(&l.Spec, field.NewPath("spec")) },
+			Namespaced: true,
+			ValidateObject: func(l *coordinationv1.Lease) field.ErrorList {
+				return ValidateLeaseSpec(&l.Spec, field.NewPath("spec"))
+			},
 			// Leader election PUTs the lease it wants; Kubernetes creates it when missing.
 			CreateOnUpdate: true,
 		},

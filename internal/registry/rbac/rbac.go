@@ -64,7 +64,9 @@ func Resources() []*registry.Resource {
 				ValidateObject: func(b *rbacv1.ClusterRoleBinding) field.ErrorList {
 					return validateBinding(b.RoleRef, b.Subjects, false)
 				},
-				ValidateChange: func(b, old *rbacv1.ClusterRoleBinding) field.ErrorList { return roleRefUnchanged(b.RoleRef, old.RoleRef) },
+				ValidateChange: func(b, old *rbacv1.ClusterRoleBinding) field.ErrorList {
+					return roleRefUnchanged(b.RoleRef, old.RoleRef)
+				},
 				CreateOnUpdate: true, UnconditionalUpdate: true,
 			},
 		},
