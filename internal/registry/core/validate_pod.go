@@ -5,6 +5,7 @@ import (
 	"math"
 	"path"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
@@ -520,10 +521,8 @@ func validateObjectFieldSelector(sel *corev1.ObjectFieldSelector, fldPath *field
 	if strings.HasPrefix(fp, "metadata.labels[") || strings.HasPrefix(fp, "metadata.annotations[") {
 		return errs
 	}
-	for _, ok := range append(validPodFieldPaths, "metadata.labels", "metadata.annotations") {
-		if fp == ok {
-			return errs
-		}
+	if fp == "metadata.labels" || fp == "metadata.annotations" || slices.Contains(validPodFieldPaths, fp) {
+		return errs
 	}
 	return append(errs, field.NotSupported(fldPath.Child("fieldPath"), fp, validPodFieldPaths))
 }
