@@ -108,7 +108,7 @@ func replicaSet(mods ...func(*appsv1.ReplicaSet)) *appsv1.ReplicaSet {
 
 func resource(t *testing.T, plural string) *registry.Resource {
 	t.Helper()
-	for _, r := range Resources(testPod) {
+	for _, r := range ResourcesWith(testPod) {
 		if r.Plural == plural {
 			return r
 		}
@@ -164,7 +164,7 @@ func TestDefaultsThroughScheme(t *testing.T) {
 	if err := appsv1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	if err := RegisterDefaults(s, testPod); err != nil {
+	if err := RegisterDefaultsWith(s, testPod); err != nil {
 		t.Fatal(err)
 	}
 	list := &appsv1.StatefulSetList{Items: []appsv1.StatefulSet{{}}}
@@ -186,7 +186,7 @@ func TestDefaultsThroughScheme(t *testing.T) {
 	if *rs.Spec.Replicas != 1 {
 		t.Fatalf("replicaset replicas = %d", *rs.Spec.Replicas)
 	}
-	if err := RegisterDefaults(nil, testPod); err == nil {
+	if err := RegisterDefaultsWith(nil, testPod); err == nil {
 		t.Fatal("nil scheme accepted")
 	}
 }
@@ -468,7 +468,7 @@ func TestResourceDescriptions(t *testing.T) {
 		"daemonsets":          {"ds", true, false},
 		"controllerrevisions": {"", false, false},
 	}
-	for _, r := range Resources(testPod) {
+	for _, r := range ResourcesWith(testPod) {
 		w, ok := want[r.Plural]
 		if !ok {
 			t.Fatalf("unexpected resource %s", r.Plural)

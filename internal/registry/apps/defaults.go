@@ -4,11 +4,11 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/skiff-sh/skiff/internal/registry/core"
 	"github.com/skiff-sh/skiff/internal/registry/validationutil"
 )
 
@@ -17,9 +17,13 @@ const (
 	defaultProgressDeadlineSeconds = 600
 )
 
-// RegisterDefaults registers the apps/v1 defaulting functions on s. pod supplies the pod-template
-// defaults of the core group; templates get them after the workload's own defaults.
-func RegisterDefaults(s *runtime.Scheme, pod validationutil.PodTemplate) error {
+// RegisterDefaults registers the apps/v1 defaulting functions on s, with the core registry's
+// pod-template defaults (CorePodTemplate) applied to templates after the workload's own defaults.
+func RegisterDefaults(s *runtime.Scheme) error { return RegisterDefaultsWith(s, CorePodTemplate()) }
+
+// RegisterDefaultsWith is RegisterDefaults with other pod-template hooks (pod may be zero: no
+// template defaults).
+func RegisterDefaultsWith(s *runtime.Scheme, pod validationutil.PodTemplate) error {
 	if s == nil {
 		return fmt.Errorf("register apps/v1 defaults: nil scheme")
 	}
@@ -128,13 +132,7 @@ func DefaultStatefulSet(ss *appsv1.StatefulSet, pod validationutil.PodTemplate) 
 		ss.Spec.RevisionHistoryLimit = ptr.To[int32](defaultRevisionHistoryLimit)
 	}
 	for i := range ss.Spec.VolumeClaimTemplates {
-		claim := &ss.Spec.VolumeClaimTemplates[i]
-		if claim.Spec.VolumeMode == nil {
-			claim.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
-		}
-		if claim.Status.Phase == "" {
-			claim.Status.Phase = corev1.ClaimPending
-		}
+		core.DefaultPersistentVolumeClaim(&ss.Spec.VolumeClaimTemplates[i])
 	}
 	pod.ApplyDefaults(&ss.Spec.Template)
 }

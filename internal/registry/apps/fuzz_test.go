@@ -19,10 +19,10 @@ func FuzzDeployment(f *testing.F) {
 	if err := appsv1.AddToScheme(s); err != nil {
 		f.Fatal(err)
 	}
-	if err := RegisterDefaults(s, testPod); err != nil {
+	if err := RegisterDefaults(s); err != nil {
 		f.Fatal(err)
 	}
-	r := Resources(testPod)[0]
+	r := Resources()[0]
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d := &appsv1.Deployment{}
 		if err := json.Unmarshal(data, d); err != nil {

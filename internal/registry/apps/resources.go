@@ -8,14 +8,23 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/skiff-sh/skiff/internal/registry"
+	"github.com/skiff-sh/skiff/internal/registry/core"
 	vu "github.com/skiff-sh/skiff/internal/registry/validationutil"
 )
 
 var categoryAll = []string{"all"}
 
-// Resources returns the apps/v1 resources. pod supplies the core group's pod-template validation
-// (and must be the same hooks given to RegisterDefaults).
-func Resources(pod vu.PodTemplate) []*registry.Resource {
+// Resources returns the apps/v1 resources, validating pod templates with the core registry's rules.
+func Resources() []*registry.Resource { return ResourcesWith(CorePodTemplate()) }
+
+// CorePodTemplate is the core registry's pod-template defaulting and validation, the hooks
+// Resources and RegisterDefaults use.
+func CorePodTemplate() vu.PodTemplate {
+	return vu.PodTemplate{Default: core.DefaultPodTemplateSpec, Validate: core.ValidatePodTemplateSpec}
+}
+
+// ResourcesWith is Resources with other pod-template hooks (tests use simplified ones).
+func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 	gv := appsv1.SchemeGroupVersion
 	return []*registry.Resource{
 		{

@@ -64,7 +64,7 @@ func cronJob(mods ...func(*batchv1.CronJob)) *batchv1.CronJob {
 
 func resource(t *testing.T, plural string) *registry.Resource {
 	t.Helper()
-	for _, r := range Resources(testPod) {
+	for _, r := range ResourcesWith(testPod) {
 		if r.Plural == plural {
 			return r
 		}
@@ -255,7 +255,7 @@ func TestCronJobDefaults(t *testing.T) {
 	if err := batchv1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	if err := RegisterDefaults(s, testPod); err != nil {
+	if err := RegisterDefaultsWith(s, testPod); err != nil {
 		t.Fatal(err)
 	}
 	cj := &batchv1.CronJob{}

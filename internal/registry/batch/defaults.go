@@ -14,9 +14,13 @@ import (
 
 const defaultBackoffLimit = 6
 
-// RegisterDefaults registers the batch/v1 defaulting functions on s; pod supplies the core group's
-// pod-template defaults.
-func RegisterDefaults(s *runtime.Scheme, pod validationutil.PodTemplate) error {
+// RegisterDefaults registers the batch/v1 defaulting functions on s, with the core registry's
+// pod-template defaults (CorePodTemplate) applied to templates after the workload's own defaults.
+func RegisterDefaults(s *runtime.Scheme) error { return RegisterDefaultsWith(s, CorePodTemplate()) }
+
+// RegisterDefaultsWith is RegisterDefaults with other pod-template hooks (pod may be zero: no
+// template defaults).
+func RegisterDefaultsWith(s *runtime.Scheme, pod validationutil.PodTemplate) error {
 	if s == nil {
 		return fmt.Errorf("register batch/v1 defaults: nil scheme")
 	}

@@ -19,10 +19,10 @@ func FuzzCronJob(f *testing.F) {
 	if err := batchv1.AddToScheme(s); err != nil {
 		f.Fatal(err)
 	}
-	if err := RegisterDefaults(s, testPod); err != nil {
+	if err := RegisterDefaults(s); err != nil {
 		f.Fatal(err)
 	}
-	var strategy = Resources(testPod)[1].Strategy
+	var strategy = Resources()[1].Strategy
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cj := &batchv1.CronJob{}
 		if err := json.Unmarshal(data, cj); err != nil {

@@ -32,9 +32,9 @@ func (p PodTemplate) ValidateTemplate(tmpl *corev1.PodTemplateSpec, fldPath *fie
 	if p.Validate != nil {
 		return p.Validate(tmpl, fldPath)
 	}
-	meta := fldPath.Child("metadata")
-	errs := metav1validation.ValidateLabels(tmpl.Labels, meta.Child("labels"))
-	errs = append(errs, apivalidation.ValidateAnnotations(tmpl.Annotations, meta.Child("annotations"))...)
+	// Kubernetes reports template metadata at <template>.labels, without "metadata".
+	errs := metav1validation.ValidateLabels(tmpl.Labels, fldPath.Child("labels"))
+	errs = append(errs, apivalidation.ValidateAnnotations(tmpl.Annotations, fldPath.Child("annotations"))...)
 	if len(tmpl.Spec.Containers) == 0 {
 		errs = append(errs, field.Required(fldPath.Child("spec", "containers"), ""))
 	}
