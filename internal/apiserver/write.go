@@ -168,6 +168,11 @@ func (h *resourceHandler) beforeUpdate(ctx context.Context, obj, old runtime.Obj
 		return nil, err
 	}
 	m.SetGeneration(om.GetGeneration())
+	if m.GetResourceVersion() == "" {
+		// An unconditional update (the handler already refused it where the type requires a
+		// resourceVersion) is checked against the stored object's revision.
+		m.SetResourceVersion(om.GetResourceVersion())
+	}
 	if m.GetUID() == "" {
 		m.SetUID(om.GetUID())
 	}

@@ -26,14 +26,8 @@ import (
 	"github.com/skiff-sh/skiff/internal/registry/printers"
 	"github.com/skiff-sh/skiff/internal/registry/rbac"
 	"github.com/skiff-sh/skiff/internal/registry/scheduling"
-	vu "github.com/skiff-sh/skiff/internal/registry/validationutil"
 	"github.com/skiff-sh/skiff/internal/storage"
 )
-
-// podTemplate connects the core group's pod rules to the workload groups.
-func podTemplate() vu.PodTemplate {
-	return vu.PodTemplate{Default: core.DefaultPodTemplateSpec, Validate: core.ValidatePodTemplateSpec}
-}
 
 // NewScheme registers every served type, the meta.k8s.io types (Table, PartialObjectMetadata) and
 // every group's defaults.
@@ -43,11 +37,10 @@ func NewScheme() (*runtime.Scheme, error) {
 		return nil, fmt.Errorf("register API types: %w", err)
 	}
 	metav1.AddMetaToScheme(s)
-	pt := podTemplate()
 	for name, register := range map[string]func(*runtime.Scheme) error{
 		"core":         core.RegisterDefaults,
-		"apps":         func(s *runtime.Scheme) error { return apps.RegisterDefaults(s, pt) },
-		"batch":        func(s *runtime.Scheme) error { return batch.RegisterDefaults(s, pt) },
+		"apps":         apps.RegisterDefaults,
+		"batch":        batch.RegisterDefaults,
 		"coordination": coordination.RegisterDefaults,
 		"discovery":    discoveryreg.RegisterDefaults,
 		"events":       events.RegisterDefaults,
@@ -64,11 +57,10 @@ func NewScheme() (*runtime.Scheme, error) {
 
 // Resources lists every built-in resource with its table printer.
 func Resources() []*registry.Resource {
-	pt := podTemplate()
 	var all []*registry.Resource
 	all = append(all, core.Resources()...)
-	all = append(all, apps.Resources(pt)...)
-	all = append(all, batch.Resources(pt)...)
+	all = append(all, apps.Resources()...)
+	all = append(all, batch.Resources()...)
 	all = append(all, coordination.Resources()...)
 	all = append(all, discoveryreg.Resources()...)
 	all = append(all, events.Resources()...)
