@@ -33,6 +33,7 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 			New:     func() runtime.Object { return &appsv1.Deployment{} },
 			NewList: func() runtime.Object { return &appsv1.DeploymentList{} },
 			Strategy: &vu.Strategy[*appsv1.Deployment]{
+				APIVersion:     gv.String(),
 				Namespaced:     true,
 				ClearStatus:    func(d *appsv1.Deployment) { d.Status = appsv1.DeploymentStatus{} },
 				KeepStatus:     func(d, old *appsv1.Deployment) { d.Status = old.Status },
@@ -44,7 +45,8 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 				UnconditionalUpdate: true,
 			},
 			Status: &vu.StatusStrategy[*appsv1.Deployment]{
-				KeepSpec: func(d, old *appsv1.Deployment) { d.Spec = old.Spec },
+				APIVersion: gv.String(),
+				KeepSpec:   func(d, old *appsv1.Deployment) { d.Spec = old.Spec },
 				ValidateStatus: func(d, old *appsv1.Deployment) field.ErrorList {
 					return ValidateDeploymentStatus(&d.Status, &old.Status)
 				},
@@ -62,6 +64,7 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 			New:     func() runtime.Object { return &appsv1.ReplicaSet{} },
 			NewList: func() runtime.Object { return &appsv1.ReplicaSetList{} },
 			Strategy: &vu.Strategy[*appsv1.ReplicaSet]{
+				APIVersion:     gv.String(),
 				Namespaced:     true,
 				ClearStatus:    func(rs *appsv1.ReplicaSet) { rs.Status = appsv1.ReplicaSetStatus{} },
 				KeepStatus:     func(rs, old *appsv1.ReplicaSet) { rs.Status = old.Status },
@@ -73,6 +76,7 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 				UnconditionalUpdate: true,
 			},
 			Status: &vu.StatusStrategy[*appsv1.ReplicaSet]{
+				APIVersion:     gv.String(),
 				KeepSpec:       func(rs, old *appsv1.ReplicaSet) { rs.Spec = old.Spec },
 				ValidateStatus: func(rs, _ *appsv1.ReplicaSet) field.ErrorList { return ValidateReplicaSetStatus(&rs.Status) },
 			},
@@ -89,6 +93,7 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 			New:     func() runtime.Object { return &appsv1.StatefulSet{} },
 			NewList: func() runtime.Object { return &appsv1.StatefulSetList{} },
 			Strategy: &vu.Strategy[*appsv1.StatefulSet]{
+				APIVersion:     gv.String(),
 				Namespaced:     true,
 				ClearStatus:    func(ss *appsv1.StatefulSet) { ss.Status = appsv1.StatefulSetStatus{} },
 				KeepStatus:     func(ss, old *appsv1.StatefulSet) { ss.Status = old.Status },
@@ -100,7 +105,8 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 				UnconditionalUpdate: true,
 			},
 			Status: &vu.StatusStrategy[*appsv1.StatefulSet]{
-				KeepSpec: func(ss, old *appsv1.StatefulSet) { ss.Spec = old.Spec },
+				APIVersion: gv.String(),
+				KeepSpec:   func(ss, old *appsv1.StatefulSet) { ss.Spec = old.Spec },
 				ValidateStatus: func(ss, old *appsv1.StatefulSet) field.ErrorList {
 					return ValidateStatefulSetStatus(&ss.Status, &old.Status)
 				},
@@ -118,6 +124,7 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 			New:     func() runtime.Object { return &appsv1.DaemonSet{} },
 			NewList: func() runtime.Object { return &appsv1.DaemonSetList{} },
 			Strategy: &vu.Strategy[*appsv1.DaemonSet]{
+				APIVersion:     gv.String(),
 				Namespaced:     true,
 				ClearStatus:    func(ds *appsv1.DaemonSet) { ds.Status = appsv1.DaemonSetStatus{} },
 				KeepStatus:     func(ds, old *appsv1.DaemonSet) { ds.Status = old.Status },
@@ -129,7 +136,8 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 				UnconditionalUpdate: true,
 			},
 			Status: &vu.StatusStrategy[*appsv1.DaemonSet]{
-				KeepSpec: func(ds, old *appsv1.DaemonSet) { ds.Spec = old.Spec },
+				APIVersion: gv.String(),
+				KeepSpec:   func(ds, old *appsv1.DaemonSet) { ds.Spec = old.Spec },
 				ValidateStatus: func(ds, old *appsv1.DaemonSet) field.ErrorList {
 					return ValidateDaemonSetStatus(&ds.Status, &old.Status)
 				},

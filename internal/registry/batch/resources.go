@@ -34,6 +34,7 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 			New:     func() runtime.Object { return &batchv1.Job{} },
 			NewList: func() runtime.Object { return &batchv1.JobList{} },
 			Strategy: &vu.Strategy[*batchv1.Job]{
+				APIVersion:          gv.String(),
 				Namespaced:          true,
 				KeepStatus:          func(j, old *batchv1.Job) { j.Status = old.Status },
 				SpecEqual:           func(j, old *batchv1.Job) bool { return apiequality.Semantic.DeepEqual(j.Spec, old.Spec) },
@@ -43,6 +44,7 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 				UnconditionalUpdate: true,
 			},
 			Status: &vu.StatusStrategy[*batchv1.Job]{
+				APIVersion:     gv.String(),
 				KeepSpec:       func(j, old *batchv1.Job) { j.Spec = old.Spec },
 				ValidateStatus: func(j, _ *batchv1.Job) field.ErrorList { return ValidateJobStatus(&j.Status) },
 			},
@@ -54,6 +56,7 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 			New:     func() runtime.Object { return &batchv1.CronJob{} },
 			NewList: func() runtime.Object { return &batchv1.CronJobList{} },
 			Strategy: &vu.Strategy[*batchv1.CronJob]{
+				APIVersion:     gv.String(),
 				Namespaced:     true,
 				ClearStatus:    func(cj *batchv1.CronJob) { cj.Status = batchv1.CronJobStatus{} },
 				KeepStatus:     func(cj, old *batchv1.CronJob) { cj.Status = old.Status },
@@ -65,7 +68,8 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 				UnconditionalUpdate: true,
 			},
 			Status: &vu.StatusStrategy[*batchv1.CronJob]{
-				KeepSpec: func(cj, old *batchv1.CronJob) { cj.Spec = old.Spec },
+				APIVersion: gv.String(),
+				KeepSpec:   func(cj, old *batchv1.CronJob) { cj.Spec = old.Spec },
 			},
 		},
 	}

@@ -23,6 +23,7 @@ func Resources() []*registry.Resource {
 		New:     func() runtime.Object { return &policyv1.PodDisruptionBudget{} },
 		NewList: func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} },
 		Strategy: &vu.Strategy[*policyv1.PodDisruptionBudget]{
+			APIVersion:  policyv1.SchemeGroupVersion.String(),
 			Namespaced:  true,
 			ClearStatus: func(p *policyv1.PodDisruptionBudget) { p.Status = policyv1.PodDisruptionBudgetStatus{} },
 			KeepStatus:  func(p, old *policyv1.PodDisruptionBudget) { p.Status = old.Status },
@@ -35,7 +36,8 @@ func Resources() []*registry.Resource {
 			UnconditionalUpdate: true,
 		},
 		Status: &vu.StatusStrategy[*policyv1.PodDisruptionBudget]{
-			KeepSpec: func(p, old *policyv1.PodDisruptionBudget) { p.Spec = old.Spec },
+			APIVersion: policyv1.SchemeGroupVersion.String(),
+			KeepSpec:   func(p, old *policyv1.PodDisruptionBudget) { p.Spec = old.Spec },
 			ValidateStatus: func(p, _ *policyv1.PodDisruptionBudget) field.ErrorList {
 				return ValidatePodDisruptionBudgetStatus(&p.Status, field.NewPath("status"))
 			},

@@ -34,8 +34,13 @@ func TestValidatePDB(t *testing.T) {
 		want *errtest.Want
 	}{
 		{"valid", pdb(), nil},
-		{"percent max", pdb(func(p *policyv1.PodDisruptionBudget) { p.Spec.MinAvailable = nil; p.Spec.MaxUnavailable = ptr.To(intstr.FromString("50%")) }), nil},
-		{"policy", pdb(func(p *policyv1.PodDisruptionBudget) { p.Spec.UnhealthyPodEvictionPolicy = ptr.To(policyv1.AlwaysAllow) }), nil},
+		{"percent max", pdb(func(p *policyv1.PodDisruptionBudget) {
+			p.Spec.MinAvailable = nil
+			p.Spec.MaxUnavailable = ptr.To(intstr.FromString("50%"))
+		}), nil},
+		{"policy", pdb(func(p *policyv1.PodDisruptionBudget) {
+			p.Spec.UnhealthyPodEvictionPolicy = ptr.To(policyv1.AlwaysAllow)
+		}), nil},
 		{"both", pdb(func(p *policyv1.PodDisruptionBudget) { p.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(1)) }), &errtest.Want{Field: "spec", Type: field.ErrorTypeInvalid, Detail: "minAvailable and maxUnavailable cannot be both set"}},
 		{"negative", pdb(func(p *policyv1.PodDisruptionBudget) { p.Spec.MinAvailable = ptr.To(intstr.FromInt32(-1)) }), &errtest.Want{Field: "spec.minAvailable", Type: field.ErrorTypeInvalid, Detail: "must be greater than or equal to 0"}},
 		{"over 100%", pdb(func(p *policyv1.PodDisruptionBudget) { p.Spec.MinAvailable = ptr.To(intstr.FromString("150%")) }), &errtest.Want{Field: "spec.minAvailable", Type: field.ErrorTypeInvalid, Detail: "must not be greater than 100%"}},

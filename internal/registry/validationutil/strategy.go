@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/skiff-sh/skiff/internal/registry"
 )
@@ -26,6 +27,9 @@ type Strategy[T Object] struct {
 	Namespaced bool
 	// NameFn validates metadata.name; nil means a DNS subdomain, the Kubernetes default.
 	NameFn apivalidation.ValidateNameFunc
+	// APIVersion ("apps/v1") keys the reset fields server-side apply must not record: the status,
+	// when KeepStatus is set.
+	APIVersion string
 	// ClearStatus empties the status on create; nil for types without a status subresource.
 	ClearStatus func(obj T)
 	// KeepStatus carries the stored status into an update of the main resource; nil for types
@@ -49,7 +53,10 @@ type Strategy[T Object] struct {
 	UnconditionalUpdate bool
 }
 
-var _ registry.Strategy = &Strategy[*metav1.PartialObjectMetadata]{}
+var (
+	_ registry.Strategy            = &Strategy[*metav1.PartialObjectMetadata]{}
+	_ registry.ResetFieldsProvider = &Strategy[*metav1.PartialObjectMetadata]{}
+)
 
 // PrepareForCreate clears the status and starts generation at 1 where the type tracks it.
 func (s *Strategy[T]) PrepareForCreate(ctx context.Context, obj runtime.Object) {
@@ -129,6 +136,24 @@ func (s *Strategy[T]) ValidateUpdate(_ context.Context, obj, old runtime.Object)
 	return errs
 }
 
+// GetResetFields reports the status of types with a status subresource: the main resource
+// ignores it.
+func (s *Strategy[T]) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	if s.KeepStatus == nil {
+		return nil
+	}
+	return resetFields(s.APIVersion, "status")
+}
+
+func resetFields(apiVersion, topField string) map[fieldpath.APIVersion]*fieldpath.Set {
+	if apiVersion == "" {
+		return nil
+	}
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		fieldpath.APIVersion(apiVersion): fieldpath.NewSet(fieldpath.MakePathOrDie(topField)),
+	}
+}
+
 // AllowCreateOnUpdate reports whether PUT to a missing name creates it.
 func (s *Strategy[T]) AllowCreateOnUpdate() bool { return s.CreateOnUpdate }
 
@@ -138,13 +163,23 @@ func (s *Strategy[T]) AllowUnconditionalUpdate() bool { return s.UnconditionalUp
 // StatusStrategy implements registry.StatusStrategy: only the status (and the metadata
 // ResetObjectMetaForStatus leaves alone) may change through /status.
 type StatusStrategy[T Object] struct {
+	// APIVersion ("apps/v1") keys the reset fields server-side apply must not record: the spec.
+	APIVersion string
 	// KeepSpec carries everything but the status from the stored object into the update.
 	KeepSpec func(obj, old T)
 	// ValidateStatus checks the new status (and its change from the old one).
 	ValidateStatus func(obj, old T) field.ErrorList
 }
 
-var _ registry.StatusStrategy = &StatusStrategy[*metav1.PartialObjectMetadata]{}
+var (
+	_ registry.StatusStrategy      = &StatusStrategy[*metav1.PartialObjectMetadata]{}
+	_ registry.ResetFieldsProvider = &StatusStrategy[*metav1.PartialObjectMetadata]{}
+)
+
+// GetResetFields reports the spec: a /status request cannot change it.
+func (s *StatusStrategy[T]) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return resetFields(s.APIVersion, "spec")
+}
 
 // PrepareForUpdate resets spec and metadata to the stored object's.
 func (s *StatusStrategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
