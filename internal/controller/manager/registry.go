@@ -4,6 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
+	"github.com/skiff-sh/skiff/internal/controller/deployment"
 	"github.com/skiff-sh/skiff/internal/controller/replicaset"
 )
 
@@ -11,6 +12,7 @@ import (
 func constructors() map[string]constructor {
 	return map[string]constructor{
 		ReplicaSet: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return replicaset.New(deps) },
+		Deployment: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return deployment.New(deps) },
 	}
 }
 
