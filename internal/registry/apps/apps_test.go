@@ -266,6 +266,12 @@ func TestDeploymentUpdate(t *testing.T) {
 	if relabel.Generation != 3 || relabel.Status.Replicas != 1 {
 		t.Fatalf("generation %d status %d", relabel.Generation, relabel.Status.Replicas)
 	}
+	annotated := old.DeepCopy()
+	annotated.Annotations = map[string]string{"team": "web"}
+	r.Strategy.PrepareForUpdate(ctx, annotated, old)
+	if annotated.Generation != 4 {
+		t.Fatalf("generation after annotation change = %d", annotated.Generation)
+	}
 	scaled := old.DeepCopy()
 	scaled.Spec.Replicas = ptr.To[int32](4)
 	r.Strategy.PrepareForUpdate(ctx, scaled, old)

@@ -33,11 +33,15 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 			New:     func() runtime.Object { return &appsv1.Deployment{} },
 			NewList: func() runtime.Object { return &appsv1.DeploymentList{} },
 			Strategy: &vu.Strategy[*appsv1.Deployment]{
-				APIVersion:     gv.String(),
-				Namespaced:     true,
-				ClearStatus:    func(d *appsv1.Deployment) { d.Status = appsv1.DeploymentStatus{} },
-				KeepStatus:     func(d, old *appsv1.Deployment) { d.Status = old.Status },
-				SpecEqual:      func(d, old *appsv1.Deployment) bool { return apiequality.Semantic.DeepEqual(d.Spec, old.Spec) },
+				APIVersion:  gv.String(),
+				Namespaced:  true,
+				ClearStatus: func(d *appsv1.Deployment) { d.Status = appsv1.DeploymentStatus{} },
+				KeepStatus:  func(d, old *appsv1.Deployment) { d.Status = old.Status },
+				// Annotations count as spec: the controller copies them to the ReplicaSets, so it must
+				// see their changes through observedGeneration, as in Kubernetes.
+				SpecEqual: func(d, old *appsv1.Deployment) bool {
+					return apiequality.Semantic.DeepEqual(d.Spec, old.Spec) && apiequality.Semantic.DeepEqual(d.Annotations, old.Annotations)
+				},
 				ValidateObject: func(d *appsv1.Deployment) field.ErrorList { return ValidateDeployment(d, pod) },
 				ValidateChange: func(d, old *appsv1.Deployment) field.ErrorList {
 					return validateSelectorUnchanged(d.Spec.Selector, old.Spec.Selector)

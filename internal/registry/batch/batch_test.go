@@ -163,6 +163,18 @@ func TestJobCreateGeneratesSelector(t *testing.T) {
 		t.Fatalf("fields = %v", fs)
 	}
 
+	labeled := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "pi", Namespace: "default", UID: "abc"},
+		Spec:       batchv1.JobSpec{Template: podTemplate()},
+	}
+	labeled.Spec.Template.Labels = map[string]string{"app": "pi"}
+	DefaultJob(labeled, testPod)
+	r.Strategy.PrepareForCreate(ctx, labeled)
+	if labeled.Labels["app"] != "pi" || labeled.Labels["batch.kubernetes.io/controller-uid"] != "abc" || labeled.Spec.Template.Labels["app"] != "pi" {
+		t.Fatalf("labels of a job with template labels: job %v template %v", labeled.Labels, labeled.Spec.Template.Labels)
+	}
+	checkErrs(t, r.Strategy.Validate(ctx, labeled), nil)
+
 	manual := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "default", UID: "u"},
 		Spec:       batchv1.JobSpec{ManualSelector: ptr.To(true), Template: podTemplate()},
