@@ -28,7 +28,9 @@ import (
 // Name is the controller's name in --controllers and in metrics.
 const Name = "deployment"
 
-func controllerKind() schema.GroupVersionKind { return appsv1.SchemeGroupVersion.WithKind("Deployment") }
+func controllerKind() schema.GroupVersionKind {
+	return appsv1.SchemeGroupVersion.WithKind("Deployment")
+}
 
 // Controller reconciles Deployments.
 type Controller struct {

@@ -172,8 +172,10 @@ func TestRollingUpdateSteps(t *testing.T) {
 		wantScaled map[string]int32
 	}{
 		{
-			name:       "template change surges one new pod",
-			sets:       func(d *appsv1.Deployment) []*appsv1.ReplicaSet { return []*appsv1.ReplicaSet{rsFor(d, "v1", 4, 4, 1, time.Hour)} },
+			name: "template change surges one new pod",
+			sets: func(d *appsv1.Deployment) []*appsv1.ReplicaSet {
+				return []*appsv1.ReplicaSet{rsFor(d, "v1", 4, 4, 1, time.Hour)}
+			},
 			wantCreate: 1,
 			wantScaled: map[string]int32{},
 		},
