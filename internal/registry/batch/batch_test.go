@@ -309,6 +309,9 @@ func TestValidateCronJob(t *testing.T) {
 		{"template restart Always", cronJob(func(c *batchv1.CronJob) {
 			c.Spec.JobTemplate.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
 		}), &wantErr{"spec.jobTemplate.spec.template.spec.restartPolicy", field.ErrorTypeNotSupported, ""}},
+		{"template selector", cronJob(func(c *batchv1.CronJob) {
+			c.Spec.JobTemplate.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
+		}), &wantErr{"spec.jobTemplate.spec.selector", field.ErrorTypeInvalid, "`selector` will be auto-generated"}},
 		{"manual selector", cronJob(func(c *batchv1.CronJob) { c.Spec.JobTemplate.Spec.ManualSelector = ptr.To(true) }), &wantErr{"spec.jobTemplate.spec.manualSelector", field.ErrorTypeNotSupported, ""}},
 	}
 	s := resource(t, "cronjobs").Strategy

@@ -264,6 +264,10 @@ func ValidateCronJob(cj, old *batchv1.CronJob, pod vu.PodTemplate) field.ErrorLi
 	jt := specPath.Child("jobTemplate")
 	errs = append(errs, metav1validation.ValidateLabels(spec.JobTemplate.Labels, jt.Child("metadata", "labels"))...)
 	errs = append(errs, validateJobSpec(&spec.JobTemplate.Spec, jt.Child("spec"), pod)...)
+	// The Job controller generates each Job's selector.
+	if spec.JobTemplate.Spec.Selector != nil {
+		errs = append(errs, field.Invalid(jt.Child("spec", "selector"), spec.JobTemplate.Spec.Selector, "`selector` will be auto-generated"))
+	}
 	if ms := spec.JobTemplate.Spec.ManualSelector; ms != nil && *ms {
 		errs = append(errs, field.NotSupported(jt.Child("spec", "manualSelector"), *ms, []string{"nil", "false"}))
 	}
