@@ -106,10 +106,10 @@ func (h *resourceHandler) decodeObject(body []byte, contentType string, fieldVal
 				return obj, nil, nil
 			}
 			if !runtime.IsStrictDecodingError(err) {
-				return nil, nil, h.decodeError(err)
+				return nil, nil, h.decodeError(err, actual)
 			}
 			if fieldValidation == "Strict" {
-				return nil, nil, h.decodeError(err)
+				return nil, nil, h.decodeError(err, actual)
 			}
 			if strictErr, ok := runtime.AsStrictDecodingError(err); ok {
 				for _, e := range strictErr.Errors() {
@@ -121,7 +121,7 @@ func (h *resourceHandler) decodeObject(body []byte, contentType string, fieldVal
 	dec := h.s.codecs.DecoderToVersion(info.Serializer, h.res.GroupVersion)
 	obj, actual, err := dec.Decode(body, &gvk, h.res.New())
 	if err != nil {
-		return nil, nil, h.decodeError(err)
+		return nil, nil, h.decodeError(err, actual)
 	}
 	if err := h.checkKind(actual); err != nil {
 		return nil, nil, err
@@ -129,9 +129,15 @@ func (h *resourceHandler) decodeObject(body []byte, contentType string, fieldVal
 	return obj, warnings, nil
 }
 
-func (h *resourceHandler) decodeError(err error) error {
+// decodeError words a decoding failure as Kubernetes does: "<kind in the data> in version
+// <version in the data> cannot be handled as a <resource kind>".
+func (h *resourceHandler) decodeError(err error, actual *schema.GroupVersionKind) error {
 	gvk := h.res.GroupVersionKind()
-	return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err))
+	data := gvk
+	if actual != nil && actual.Kind != "" {
+		data = *actual
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", data.Kind, data.Version, gvk.Kind, err))
 }
 
 // checkKind refuses a body whose apiVersion or kind is not the resource's, with Kubernetes' wording.
