@@ -1,0 +1,136 @@
+package apiserver
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseRequestInfo(t *testing.T) {
+	tests := []struct {
+		name   string
+		method string
+		target string
+		want   RequestInfo
+	}{
+		{
+			name: "pod status", method: http.MethodGet, target: "/api/v1/namespaces/ns/pods/web/status",
+			want: RequestInfo{IsResourceRequest: true, Verb: "get", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "web", Subresource: "status"},
+		},
+		{
+			name: "update pod status", method: http.MethodPut, target: "/api/v1/namespaces/ns/pods/web/status",
+			want: RequestInfo{IsResourceRequest: true, Verb: "update", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "web", Subresource: "status"},
+		},
+		{
+			name: "namespace object", method: http.MethodGet, target: "/api/v1/namespaces/foo",
+			want: RequestInfo{IsResourceRequest: true, Verb: "get", APIPrefix: "api", APIVersion: "v1", Resource: "namespaces", Name: "foo"},
+		},
+		{
+			name: "namespace list", method: http.MethodGet, target: "/api/v1/namespaces",
+			want: RequestInfo{IsResourceRequest: true, Verb: "list", APIPrefix: "api", APIVersion: "v1", Resource: "namespaces"},
+		},
+		{
+			name: "namespace status", method: http.MethodPut, target: "/api/v1/namespaces/foo/status",
+			want: RequestInfo{IsResourceRequest: true, Verb: "update", APIPrefix: "api", APIVersion: "v1", Resource: "namespaces", Name: "foo", Subresource: "status"},
+		},
+		{
+			name: "namespace finalize", method: http.MethodPut, target: "/api/v1/namespaces/foo/finalize",
+			want: RequestInfo{IsResourceRequest: true, Verb: "update", APIPrefix: "api", APIVersion: "v1", Resource: "namespaces", Name: "foo", Subresource: "finalize"},
+		},
+		{
+			name: "deployments in all namespaces", method: http.MethodGet, target: "/apis/apps/v1/deployments",
+			want: RequestInfo{IsResourceRequest: true, Verb: "list", APIPrefix: "apis", APIGroup: "apps", APIVersion: "v1", Resource: "deployments"},
+		},
+		{
+			name: "deployment scale", method: http.MethodPatch, target: "/apis/apps/v1/namespaces/default/deployments/web/scale",
+			want: RequestInfo{IsResourceRequest: true, Verb: "patch", APIPrefix: "apis", APIGroup: "apps", APIVersion: "v1", Namespace: "default", Resource: "deployments", Name: "web", Subresource: "scale"},
+		},
+		{
+			name: "create in namespace", method: http.MethodPost, target: "/api/v1/namespaces/ns/configmaps",
+			want: RequestInfo{IsResourceRequest: true, Verb: "create", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "configmaps"},
+		},
+		{
+			name: "binding is a create", method: http.MethodPost, target: "/api/v1/namespaces/ns/pods/web/binding",
+			want: RequestInfo{IsResourceRequest: true, Verb: "create", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "web", Subresource: "binding"},
+		},
+		{
+			name: "delete one", method: http.MethodDelete, target: "/api/v1/namespaces/ns/pods/web",
+			want: RequestInfo{IsResourceRequest: true, Verb: "delete", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "web"},
+		},
+		{
+			name: "delete collection", method: http.MethodDelete, target: "/api/v1/namespaces/ns/pods",
+			want: RequestInfo{IsResourceRequest: true, Verb: "deletecollection", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods"},
+		},
+		{
+			name: "head is a read", method: http.MethodHead, target: "/api/v1/nodes/n1",
+			want: RequestInfo{IsResourceRequest: true, Verb: "get", APIPrefix: "api", APIVersion: "v1", Resource: "nodes", Name: "n1"},
+		},
+		{
+			name: "legacy watch prefix, collection", method: http.MethodGet, target: "/api/v1/watch/namespaces/ns/pods",
+			want: RequestInfo{IsResourceRequest: true, Verb: "watch", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods"},
+		},
+		{
+			name: "legacy watch prefix, one object", method: http.MethodGet, target: "/apis/apps/v1/watch/namespaces/ns/deployments/web",
+			want: RequestInfo{IsResourceRequest: true, Verb: "watch", APIPrefix: "apis", APIGroup: "apps", APIVersion: "v1", Namespace: "ns", Resource: "deployments", Name: "web"},
+		},
+		{
+			name: "legacy watch prefix, namespaces", method: http.MethodGet, target: "/api/v1/watch/namespaces",
+			want: RequestInfo{IsResourceRequest: true, Verb: "watch", APIPrefix: "api", APIVersion: "v1", Resource: "namespaces"},
+		},
+		{
+			name: "watch query", method: http.MethodGet, target: "/api/v1/namespaces/ns/pods?watch=true&resourceVersion=10",
+			want: RequestInfo{IsResourceRequest: true, Verb: "watch", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods"},
+		},
+		{
+			name: "watch=1 query", method: http.MethodGet, target: "/api/v1/pods?watch=1",
+			want: RequestInfo{IsResourceRequest: true, Verb: "watch", APIPrefix: "api", APIVersion: "v1", Resource: "pods"},
+		},
+		{
+			name: "watch=false is a list", method: http.MethodGet, target: "/api/v1/pods?watch=false",
+			want: RequestInfo{IsResourceRequest: true, Verb: "list", APIPrefix: "api", APIVersion: "v1", Resource: "pods"},
+		},
+		{
+			name: "watch query on a write is ignored", method: http.MethodPost, target: "/api/v1/namespaces/ns/pods?watch=true",
+			want: RequestInfo{IsResourceRequest: true, Verb: "create", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods"},
+		},
+		{
+			name: "trailing slash", method: http.MethodGet, target: "/api/v1/namespaces/ns/pods/",
+			want: RequestInfo{IsResourceRequest: true, Verb: "list", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods"},
+		},
+		{name: "core discovery", method: http.MethodGet, target: "/api", want: RequestInfo{Verb: "get"}},
+		{name: "core version discovery", method: http.MethodGet, target: "/api/v1", want: RequestInfo{Verb: "get", APIPrefix: "api", APIVersion: "v1"}},
+		{name: "groups discovery", method: http.MethodGet, target: "/apis", want: RequestInfo{Verb: "get"}},
+		{name: "group discovery", method: http.MethodGet, target: "/apis/apps", want: RequestInfo{Verb: "get", APIPrefix: "apis"}},
+		{name: "group version discovery", method: http.MethodGet, target: "/apis/apps/v1/", want: RequestInfo{Verb: "get", APIPrefix: "apis", APIGroup: "apps", APIVersion: "v1"}},
+		{name: "bare watch prefix", method: http.MethodGet, target: "/api/v1/watch", want: RequestInfo{Verb: "get", APIPrefix: "api", APIVersion: "v1"}},
+		{name: "health", method: http.MethodGet, target: "/healthz", want: RequestInfo{Verb: "get"}},
+		{name: "openapi", method: http.MethodGet, target: "/openapi/v3/apis/apps/v1", want: RequestInfo{Verb: "get"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, tt.target, nil)
+			got := ParseRequestInfo(r)
+			want := tt.want
+			want.Path = r.URL.Path
+			got.Parts = nil
+			if !reflect.DeepEqual(*got, want) {
+				t.Errorf("ParseRequestInfo(%s %s)\n got  %+v\n want %+v", tt.method, tt.target, *got, want)
+			}
+		})
+	}
+}
+
+// TestParseRequestInfoParts checks the path segments after the group/version that subresources
+// such as pods/log and proxy read beyond the subresource name.
+func TestParseRequestInfoParts(t *testing.T) {
+	r := httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/ns/pods/web/proxy/some/path", nil)
+	got := ParseRequestInfo(r)
+	if want := "pods/web/proxy/some/path"; strings.Join(got.Parts, "/") != want {
+		t.Errorf("Parts = %q, want %q", strings.Join(got.Parts, "/"), want)
+	}
+	if got.Subresource != "proxy" || got.Name != "web" || got.Namespace != "ns" {
+		t.Errorf("got %+v", got)
+	}
+}
