@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -56,6 +57,8 @@ func Resources() []*registry.Resource {
 		New:     func() runtime.Object { return &schedulingv1.PriorityClass{} },
 		NewList: func() runtime.Object { return &schedulingv1.PriorityClassList{} },
 		Strategy: &vu.Strategy[*schedulingv1.PriorityClass]{
+			// Kubernetes starts a PriorityClass at generation 1 and never bumps it.
+			OnCreate:             func(_ context.Context, pc *schedulingv1.PriorityClass) { pc.Generation = 1 },
 			ValidateObject:       ValidatePriorityClass,
 			ValidateUpdateObject: validatePriorityClassChange,
 			UnconditionalUpdate:  true,

@@ -51,7 +51,9 @@ func TestValidatePriorityClass(t *testing.T) {
 		{"reserved name", class("system-mine", 5), &errtest.Want{Field: "metadata.name", Type: field.ErrorTypeForbidden, Detail: "priority class names with 'system-' prefix are reserved for system use only. error: system-mine is not a known system priority class"}},
 		{"system wrong value", class(SystemNodeCritical, 5), &errtest.Want{Field: "metadata.name", Type: field.ErrorTypeForbidden, Detail: "value of system-node-critical PriorityClass must be 2000001000"}},
 		{"system globalDefault", class(SystemClusterCritical, SystemCriticalPriority, func(pc *schedulingv1.PriorityClass) { pc.GlobalDefault = true }), &errtest.Want{Field: "metadata.name", Type: field.ErrorTypeForbidden, Detail: "globalDefault of system-cluster-critical PriorityClass must be false"}},
-		{"bad policy", class("x", 1, func(pc *schedulingv1.PriorityClass) { pc.PreemptionPolicy = ptr.To(corev1.PreemptionPolicy("Sometimes")) }), &errtest.Want{Field: "preemptionPolicy", Type: field.ErrorTypeNotSupported}},
+		{"bad policy", class("x", 1, func(pc *schedulingv1.PriorityClass) {
+			pc.PreemptionPolicy = ptr.To(corev1.PreemptionPolicy("Sometimes"))
+		}), &errtest.Want{Field: "preemptionPolicy", Type: field.ErrorTypeNotSupported}},
 		{"namespaced", class("x", 1, func(pc *schedulingv1.PriorityClass) { pc.Namespace = "default" }), &errtest.Want{Field: "metadata.namespace", Type: field.ErrorTypeForbidden}},
 	}
 	r := Resources()[0]
@@ -69,6 +71,11 @@ func TestPriorityClassUpdate(t *testing.T) {
 	ctx := context.Background()
 	r := Resources()[0]
 	old := class("high", 1000, func(pc *schedulingv1.PriorityClass) { pc.ResourceVersion = "1" })
+	created := class("new", 5)
+	r.Strategy.PrepareForCreate(ctx, created)
+	if created.Generation != 1 {
+		t.Fatalf("generation on create = %d", created.Generation)
+	}
 	described := old.DeepCopy()
 	described.Description = "now documented"
 	errtest.Check(t, r.Strategy.ValidateUpdate(ctx, described, old), nil)
