@@ -74,7 +74,9 @@ func (ServiceAccountDefault) Admit(_ context.Context, a *AdmissionAttributes, _ 
 	return nil
 }
 
-func (ServiceAccountDefault) Validate(context.Context, *AdmissionAttributes, Lookup) error { return nil }
+func (ServiceAccountDefault) Validate(context.Context, *AdmissionAttributes, Lookup) error {
+	return nil
+}
 
 // DefaultTolerationSeconds lets pods ride out a short node outage: NoExecute tolerations for the
 // not-ready and unreachable taints, for Seconds, unless the pod already has its own.
@@ -105,7 +107,9 @@ func (d DefaultTolerationSeconds) Admit(_ context.Context, a *AdmissionAttribute
 	return nil
 }
 
-func (DefaultTolerationSeconds) Validate(context.Context, *AdmissionAttributes, Lookup) error { return nil }
+func (DefaultTolerationSeconds) Validate(context.Context, *AdmissionAttributes, Lookup) error {
+	return nil
+}
 
 // Priority resolves a pod's priorityClassName into spec.priority and spec.preemptionPolicy.
 type Priority struct{}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/skiff-sh/skiff/internal/storage"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,14 +19,21 @@ func (s *Server) EnsureObject(ctx context.Context, gr schema.GroupResource, obj 
 	if h == nil {
 		return fmt.Errorf("ensure %s: resource not served", gr)
 	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	existing := h.res.New()
+	if err := h.store.Get(ctx, h.key(m.GetNamespace(), m.GetName()), storage.GetOptions{}, existing); err == nil {
+		return nil
+	}
 	s.cfg.Scheme.Default(obj)
 	ctx = withUser(ctx, &UserInfo{Name: "system:apiserver", Groups: []string{"system:masters"}})
-	_, err := h.createObject(ctx, obj, writeOptions{fieldManager: "skiff-apiserver", fieldValidation: "Strict"})
+	_, err = h.createObject(ctx, obj, writeOptions{fieldManager: "skiff-apiserver", fieldValidation: "Strict"})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
 	if err != nil {
-		m, _ := meta.Accessor(obj)
 		return fmt.Errorf("ensure %s %q: %w", gr, m.GetName(), err)
 	}
 	return nil

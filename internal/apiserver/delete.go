@@ -101,6 +101,9 @@ func (h *resourceHandler) deleteObject(ctx context.Context, namespace, name stri
 		if err != nil {
 			return nil, false, storage.ToAPIError(err, gr, name)
 		}
+		if svc, ok := removed.(*corev1.Service); ok && h.s.services != nil {
+			h.s.services.releaseService(ctx, svc)
+		}
 		return removed, true, nil
 	}
 	return nil, false, apierrors.NewConflict(gr, name, fmt.Errorf("too many concurrent changes; try again"))

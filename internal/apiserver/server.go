@@ -88,6 +88,9 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 
+	// services allocates cluster IPs and node ports (nil when no service range is configured).
+	services *serviceAllocator
+
 	mu       sync.RWMutex
 	handlers map[schema.GroupVersionResource]*resourceHandler
 	byKind   map[schema.GroupVersionKind]*resourceHandler
@@ -131,6 +134,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if cfg.ServiceClusterIPRange != nil {
+		if s.services, err = newServiceAllocator(cfg.ServiceClusterIPRange, cfg.Storage); err != nil {
+			return nil, err
+		}
+	}
 	for _, res := range cfg.Resources {
 		if err := s.AddResource(res); err != nil {
 			return nil, err

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/google/uuid"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -138,10 +140,21 @@ func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, 
 		if !storage.IsNotFound(err) {
 			return nil, storage.ToAPIError(err, h.res.GroupResource(), m.GetName())
 		}
+	}
+	var held *allocation
+	if svc, ok := obj.(*corev1.Service); ok && h.s.services != nil {
+		if held, err = h.s.services.allocateForCreate(ctx, svc, opts.dryRun); err != nil {
+			return nil, err
+		}
+	}
+	if opts.dryRun {
 		return obj, nil
 	}
 	out := h.res.New()
 	if err := h.store.Create(ctx, key, obj, out); err != nil {
+		if held != nil {
+			h.s.services.rollback(ctx, held)
+		}
 		return nil, storage.ToAPIError(err, h.res.GroupResource(), m.GetName())
 	}
 	return out, nil
@@ -188,6 +201,11 @@ func (h *resourceHandler) beforeUpdate(ctx context.Context, obj, old runtime.Obj
 	m.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
 	m.SetSelfLink("")
 
+	if svc, ok := obj.(*corev1.Service); ok && h.s.services != nil && uc.subresource == "" {
+		if err := h.s.services.allocateForUpdate(ctx, svc, uc.opts.dryRun); err != nil {
+			return nil, err
+		}
+	}
 	fm := h.fieldManager
 	if uc.subresource == "status" {
 		fm = h.statusFieldManager

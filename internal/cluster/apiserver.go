@@ -40,7 +40,12 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client) (*a
 		}
 		return etcd3.New(client, codec, res.New, res.NewList), nil
 	}
+	_, serviceRange, err := net.ParseCIDR(cfg.ServiceCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("service CIDR: %w", err)
+	}
 	srv, err := apiserver.New(apiserver.Config{
+		ServiceClusterIPRange: serviceRange,
 		Scheme:        scheme,
 		Resources:     resources,
 		Storage:       storageFactory,

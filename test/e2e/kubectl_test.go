@@ -323,6 +323,27 @@ func TestKubectl(t *testing.T) {
 		mustContain(t, out, "Forbidden")
 	})
 
+	t.Run("services get cluster IPs and node ports", func(t *testing.T) {
+		c.kubectl("create", "service", "clusterip", "api", "--tcp=80:8080")
+		c.kubectl("create", "service", "nodeport", "edge", "--tcp=80:8080")
+		ip := c.kubectl("get", "svc", "api", "-o", "jsonpath={.spec.clusterIP}")
+		if !strings.HasPrefix(ip, "10.43.") {
+			t.Fatalf("cluster IP %q not from the service range", ip)
+		}
+		port := c.kubectl("get", "svc", "edge", "-o", "jsonpath={.spec.ports[0].nodePort}")
+		if len(port) != 5 || port < "30000" || port > "32767" {
+			t.Fatalf("node port %q not in 30000-32767", port)
+		}
+		mustContain(t, c.kubectl("get", "svc"), "kubernetes", "10.43.0.1", "443/TCP", "80:"+port+"/TCP")
+		out, err := c.kubectlIn("apiVersion: v1\nkind: Service\nmetadata: {name: taken}\nspec:\n  clusterIP: "+ip+"\n  ports: [{port: 80}]\n", "create", "-f", "-")
+		if err == nil {
+			t.Fatal("a service took an allocated cluster IP")
+		}
+		mustContain(t, out, "provided IP is already allocated")
+		c.kubectl("delete", "svc", "api")
+		mustContain(t, c.stdin("apiVersion: v1\nkind: Service\nmetadata: {name: reuse}\nspec:\n  clusterIP: "+ip+"\n  ports: [{port: 80}]\n", "create", "-f", "-"), "service/reuse created")
+	})
+
 	t.Run("pods defaults and table", func(t *testing.T) {
 		mustContain(t, c.kubectl("run", "sleeper", "--image=localhost/busybox:local", "--restart=Never", "--", "sleep", "3600"), "pod/sleeper created")
 		out := c.kubectl("get", "pods", "-o", "wide")

@@ -1,0 +1,285 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"math/rand/v2"
+	"net"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/skiff-sh/skiff/internal/registry"
+	"github.com/skiff-sh/skiff/internal/storage"
+)
+
+// Default node port range, as Kubernetes'.
+const (
+	nodePortBase = 30000
+	nodePortSize = 2768
+)
+
+// bitmapRange hands out offsets of a range, kept as a bitmap in one RangeAllocation object in etcd so
+// every API server allocates from the same state with compare-and-swap (as Kubernetes did before
+// IPAddress objects).
+type bitmapRange struct {
+	store storage.Interface
+	key   string
+	size  int
+	desc  string // "10.43.0.0/16" or "30000-32767", for messages and the object's Range
+}
+
+var errRangeFull = errors.New("range is full")
+var errAllocated = errors.New("provided value is already allocated")
+
+// allocate takes offset want (or any free offset when want < 0) and returns it. dryRun only checks.
+func (b *bitmapRange) allocate(ctx context.Context, want int, dryRun bool) (int, error) {
+	got := -1
+	try := func(current runtime.Object) (runtime.Object, error) {
+		ra := current.DeepCopyObject().(*corev1.RangeAllocation)
+		bits := new(big.Int).SetBytes(ra.Data)
+		switch {
+		case want >= 0:
+			if bits.Bit(want) == 1 {
+				return nil, errAllocated
+			}
+			got = want
+		default:
+			start := rand.IntN(b.size)
+			got = -1
+			for i := 0; i < b.size; i++ {
+				o := (start + i) % b.size
+				if bits.Bit(o) == 0 {
+					got = o
+					break
+				}
+			}
+			if got < 0 {
+				return nil, errRangeFull
+			}
+		}
+		bits.SetBit(bits, got, 1)
+		ra.Name, ra.Range, ra.Data = "", b.desc, bits.Bytes()
+		return ra, nil
+	}
+	if dryRun {
+		current := &corev1.RangeAllocation{}
+		if err := b.store.Get(ctx, b.key, storage.GetOptions{IgnoreNotFound: true}, current); err != nil && !storage.IsNotFound(err) {
+			return -1, err
+		}
+		_, err := try(current)
+		return got, err
+	}
+	err := b.store.GuaranteedUpdate(ctx, b.key, &corev1.RangeAllocation{}, true, nil, try)
+	return got, err
+}
+
+// release frees offset.
+func (b *bitmapRange) release(ctx context.Context, offset int) error {
+	return b.store.GuaranteedUpdate(ctx, b.key, &corev1.RangeAllocation{}, true, nil, func(current runtime.Object) (runtime.Object, error) {
+		ra := current.DeepCopyObject().(*corev1.RangeAllocation)
+		bits := new(big.Int).SetBytes(ra.Data)
+		bits.SetBit(bits, offset, 0)
+		ra.Range, ra.Data = b.desc, bits.Bytes()
+		return ra, nil
+	})
+}
+
+// serviceAllocator gives services their cluster IPs and node ports.
+type serviceAllocator struct {
+	cidr      *net.IPNet
+	ips       *bitmapRange
+	nodePorts *bitmapRange
+}
+
+func newServiceAllocator(cidr *net.IPNet, factory StorageFactory) (*serviceAllocator, error) {
+	res := &registry.Resource{
+		GroupVersion: corev1.SchemeGroupVersion, Kind: "RangeAllocation", Plural: "rangeallocations",
+		New: func() runtime.Object { return &corev1.RangeAllocation{} }, NewList: func() runtime.Object { return &corev1.PodList{} },
+	}
+	store, err := factory(res)
+	if err != nil {
+		return nil, fmt.Errorf("service allocation storage: %w", err)
+	}
+	ones, bits := cidr.Mask.Size()
+	size := 1 << uint(bits-ones)
+	if size > 1<<20 {
+		size = 1 << 20
+	}
+	return &serviceAllocator{
+		cidr:      cidr,
+		ips:       &bitmapRange{store: store, key: "/registry/ranges/serviceips", size: size, desc: cidr.String()},
+		nodePorts: &bitmapRange{store: store, key: "/registry/ranges/servicenodeports", size: nodePortSize, desc: fmt.Sprintf("%d-%d", nodePortBase, nodePortBase+nodePortSize-1)},
+	}, nil
+}
+
+func (a *serviceAllocator) ipOffset(ip net.IP) (int, bool) {
+	if !a.cidr.Contains(ip) {
+		return 0, false
+	}
+	base := new(big.Int).SetBytes(a.cidr.IP.To16())
+	off := new(big.Int).Sub(new(big.Int).SetBytes(ip.To16()), base)
+	o := int(off.Int64())
+	return o, o > 0 && o < a.ips.size-1 // network and broadcast addresses are never handed out
+}
+
+func (a *serviceAllocator) ipAt(offset int) net.IP {
+	base := new(big.Int).SetBytes(a.cidr.IP.To16())
+	ip := new(big.Int).Add(base, big.NewInt(int64(offset))).Bytes()
+	out := make(net.IP, net.IPv6len)
+	copy(out[net.IPv6len-len(ip):], ip)
+	if v4 := out.To4(); v4 != nil && a.cidr.IP.To4() != nil {
+		return v4
+	}
+	return out
+}
+
+// allocation records what one request took, so a failed write gives it back.
+type allocation struct {
+	ips   []int
+	ports []int
+}
+
+func (a *serviceAllocator) rollback(ctx context.Context, done *allocation) {
+	for _, o := range done.ips {
+		_ = a.ips.release(ctx, o)
+	}
+	for _, p := range done.ports {
+		_ = a.nodePorts.release(ctx, p)
+	}
+}
+
+func wantsNodePorts(t corev1.ServiceType) bool {
+	return t == corev1.ServiceTypeNodePort || t == corev1.ServiceTypeLoadBalancer
+}
+
+// allocateForCreate fills in a new service's cluster IP and node ports.
+func (a *serviceAllocator) allocateForCreate(ctx context.Context, svc *corev1.Service, dryRun bool) (*allocation, error) {
+	done := &allocation{}
+	fail := func(errs field.ErrorList) (*allocation, error) {
+		if !dryRun {
+			a.rollback(ctx, done)
+		}
+		return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, errs)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		path := field.NewPath("spec", "clusterIPs").Index(0)
+		if svc.Spec.ClusterIP == "" {
+			o, err := a.ips.allocate(ctx, -1, dryRun)
+			if err != nil {
+				return fail(field.ErrorList{field.InternalError(path, fmt.Errorf("failed to allocate a serviceIP: %v", err))})
+			}
+			done.ips = append(done.ips, o)
+			svc.Spec.ClusterIP = a.ipAt(o).String()
+		} else {
+			ip := net.ParseIP(svc.Spec.ClusterIP)
+			o, ok := a.ipOffset(ip)
+			if ip == nil || !ok {
+				return fail(field.ErrorList{field.Invalid(path, svc.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: the provided IP (%s) is not in the valid range. The range of valid IPs is %s", svc.Spec.ClusterIP, svc.Spec.ClusterIP, a.cidr))})
+			}
+			if _, err := a.ips.allocate(ctx, o, dryRun); err != nil {
+				return fail(field.ErrorList{field.Invalid(path, svc.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: provided IP is already allocated", svc.Spec.ClusterIP))})
+			}
+			done.ips = append(done.ips, o)
+		}
+		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
+		if len(svc.Spec.IPFamilies) == 0 {
+			family := corev1.IPv4Protocol
+			if net.ParseIP(svc.Spec.ClusterIP).To4() == nil {
+				family = corev1.IPv6Protocol
+			}
+			svc.Spec.IPFamilies = []corev1.IPFamily{family}
+		}
+	}
+	if err := a.allocateNodePorts(ctx, svc, done, dryRun); err != nil {
+		if !dryRun {
+			a.rollback(ctx, done)
+		}
+		return nil, err
+	}
+	return done, nil
+}
+
+// allocateNodePorts gives every port of a NodePort or LoadBalancer service without a nodePort one.
+func (a *serviceAllocator) allocateNodePorts(ctx context.Context, svc *corev1.Service, done *allocation, dryRun bool) error {
+	if !wantsNodePorts(svc.Spec.Type) {
+		return nil
+	}
+	for i := range svc.Spec.Ports {
+		p := &svc.Spec.Ports[i]
+		path := field.NewPath("spec", "ports").Index(i).Child("nodePort")
+		if p.NodePort == 0 {
+			o, err := a.nodePorts.allocate(ctx, -1, dryRun)
+			if err != nil {
+				return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.InternalError(path, fmt.Errorf("failed to allocate a nodePort: %v", err))})
+			}
+			done.ports = append(done.ports, o)
+			p.NodePort = int32(nodePortBase + o)
+			continue
+		}
+		o := int(p.NodePort) - nodePortBase
+		if o < 0 || o >= nodePortSize {
+			return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.Invalid(path, p.NodePort, fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %s", a.nodePorts.desc))})
+		}
+		if _, err := a.nodePorts.allocate(ctx, o, dryRun); err != nil {
+			return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.Invalid(path, p.NodePort, "provided port is already allocated")})
+		}
+		done.ports = append(done.ports, o)
+	}
+	return nil
+}
+
+// releaseService gives back everything a deleted service held.
+func (a *serviceAllocator) releaseService(ctx context.Context, svc *corev1.Service) {
+	for _, s := range svc.Spec.ClusterIPs {
+		if o, ok := a.ipOffset(net.ParseIP(s)); ok {
+			_ = a.ips.release(ctx, o)
+		}
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort >= nodePortBase && p.NodePort < nodePortBase+nodePortSize {
+			_ = a.nodePorts.release(ctx, int(p.NodePort)-nodePortBase)
+		}
+	}
+}
+
+// allocateForUpdate gives an updated service what its new shape needs and the stored one lacked: a
+// cluster IP when it stops being ExternalName, node ports when it becomes NodePort or LoadBalancer.
+// Specific node ports chosen in an update are not reserved, and ports an update drops are not given
+// back (see README: known gaps).
+func (a *serviceAllocator) allocateForUpdate(ctx context.Context, svc *corev1.Service, dryRun bool) error {
+	done := &allocation{}
+	if svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP == "" {
+		o, err := a.ips.allocate(ctx, -1, dryRun)
+		if err != nil {
+			return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.InternalError(field.NewPath("spec", "clusterIPs").Index(0), fmt.Errorf("failed to allocate a serviceIP: %v", err))})
+		}
+		done.ips = append(done.ips, o)
+		svc.Spec.ClusterIP = a.ipAt(o).String()
+		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
+	}
+	if !wantsNodePorts(svc.Spec.Type) {
+		return nil
+	}
+	for i := range svc.Spec.Ports {
+		p := &svc.Spec.Ports[i]
+		if p.NodePort != 0 {
+			continue
+		}
+		o, err := a.nodePorts.allocate(ctx, -1, dryRun)
+		if err != nil {
+			if !dryRun {
+				a.rollback(ctx, done)
+			}
+			return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.InternalError(field.NewPath("spec", "ports").Index(i).Child("nodePort"), fmt.Errorf("failed to allocate a nodePort: %v", err))})
+		}
+		done.ports = append(done.ports, o)
+		p.NodePort = int32(nodePortBase + o)
+	}
+	return nil
+}
