@@ -493,3 +493,28 @@ func TestResourceDescriptions(t *testing.T) {
 		}
 	}
 }
+
+func TestDaemonSetTemplateGeneration(t *testing.T) {
+	ctx := context.Background()
+	s := resource(t, "daemonsets").Strategy
+	ds := daemonSet()
+	s.PrepareForCreate(ctx, ds)
+	if ds.Annotations[templateGenerationAnnotation] != "1" || ds.Generation != 1 {
+		t.Fatalf("create: annotations %v generation %d", ds.Annotations, ds.Generation)
+	}
+	ds.ResourceVersion = "1"
+	relabeled := ds.DeepCopy()
+	relabeled.Labels = map[string]string{"a": "b"}
+	s.PrepareForUpdate(ctx, relabeled, ds)
+	if relabeled.Annotations[templateGenerationAnnotation] != "1" {
+		t.Fatalf("metadata change bumped template generation: %v", relabeled.Annotations)
+	}
+	// A client that drops the annotation gets it back.
+	newImage := ds.DeepCopy()
+	newImage.Annotations = nil
+	newImage.Spec.Template.Spec.Containers[0].Image = "nginx:2"
+	s.PrepareForUpdate(ctx, newImage, ds)
+	if newImage.Annotations[templateGenerationAnnotation] != "2" || newImage.Generation != 2 {
+		t.Fatalf("template change: annotations %v generation %d", newImage.Annotations, newImage.Generation)
+	}
+}

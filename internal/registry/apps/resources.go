@@ -1,6 +1,9 @@
 package apps
 
 import (
+	"context"
+	"strconv"
+
 	appsv1 "k8s.io/api/apps/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,6 +136,8 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 				ClearStatus:    func(ds *appsv1.DaemonSet) { ds.Status = appsv1.DaemonSetStatus{} },
 				KeepStatus:     func(ds, old *appsv1.DaemonSet) { ds.Status = old.Status },
 				SpecEqual:      func(ds, old *appsv1.DaemonSet) bool { return apiequality.Semantic.DeepEqual(ds.Spec, old.Spec) },
+				OnCreate:       func(_ context.Context, ds *appsv1.DaemonSet) { setTemplateGeneration(ds, nil) },
+				OnUpdate:       func(_ context.Context, ds, old *appsv1.DaemonSet) { setTemplateGeneration(ds, old) },
 				ValidateObject: func(ds *appsv1.DaemonSet) field.ErrorList { return ValidateDaemonSet(ds, pod) },
 				ValidateChange: func(ds, old *appsv1.DaemonSet) field.ErrorList {
 					return validateSelectorUnchanged(ds.Spec.Selector, old.Spec.Selector)
@@ -162,4 +167,29 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 			},
 		},
 	}
+}
+
+// templateGenerationAnnotation carries a DaemonSet's template generation in apps/v1, where the
+// field no longer exists; Kubernetes still maintains it and older tooling reads it.
+const templateGenerationAnnotation = "deprecated.daemonset.template.generation"
+
+// setTemplateGeneration starts the template generation at 1 and bumps it when the template changes.
+func setTemplateGeneration(ds, old *appsv1.DaemonSet) {
+	gen := int64(1)
+	if old != nil {
+		prev, err := strconv.ParseInt(old.Annotations[templateGenerationAnnotation], 10, 64)
+		if err != nil || prev < 1 {
+			prev = 1
+		}
+		gen = prev
+		if !apiequality.Semantic.DeepEqual(ds.Spec.Template, old.Spec.Template) {
+			gen++
+		}
+	} else if cur, err := strconv.ParseInt(ds.Annotations[templateGenerationAnnotation], 10, 64); err == nil && cur > 1 {
+		gen = cur
+	}
+	if ds.Annotations == nil {
+		ds.Annotations = map[string]string{}
+	}
+	ds.Annotations[templateGenerationAnnotation] = strconv.FormatInt(gen, 10)
 }

@@ -40,6 +40,8 @@ type Strategy[T Object] struct {
 	SpecEqual func(obj, old T) bool
 	// OnCreate is extra type-specific preparation on create (for example a Job's generated selector).
 	OnCreate func(ctx context.Context, obj T)
+	// OnUpdate is extra type-specific preparation on update, after status and generation.
+	OnUpdate func(ctx context.Context, obj, old T)
 	// ValidateObject checks the type's own fields on create and update.
 	ValidateObject func(obj T) field.ErrorList
 	// ValidateChange checks what may not change on update (immutable fields); ValidateObject has
@@ -76,7 +78,7 @@ func (s *Strategy[T]) PrepareForCreate(ctx context.Context, obj runtime.Object) 
 }
 
 // PrepareForUpdate keeps the stored status and bumps generation when the spec changed.
-func (s *Strategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+func (s *Strategy[T]) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	o, ok := obj.(T)
 	if !ok {
 		return
@@ -93,6 +95,9 @@ func (s *Strategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Objec
 		if !s.SpecEqual(o, prev) {
 			o.SetGeneration(prev.GetGeneration() + 1)
 		}
+	}
+	if s.OnUpdate != nil {
+		s.OnUpdate(ctx, o, prev)
 	}
 }
 
