@@ -74,6 +74,7 @@ func runServer(args []string, stderr io.Writer) error {
 	var cfg cluster.Config
 	roles := fs.String("roles", "etcd,controlplane,worker", "comma-separated roles of this node: etcd, controlplane, worker")
 	etcdServers := fs.String("etcd-servers", "", "comma-separated client URLs of an external etcd cluster (instead of an embedded member)")
+	controllers := fs.String("controllers", "*", "controllers to run, as kube-controller-manager's --controllers: \"*\", \"name\", \"-name\"")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "directory for certificates, etcd data and kubeconfigs")
 	fs.IntVar(&cfg.HTTPSPort, "https-port", 6443, "API server HTTPS port")
@@ -83,6 +84,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "address other nodes and clients use (default: bind address, or 127.0.0.1)")
 	fs.StringVar(&cfg.NodeName, "node-name", "", "this node's name (default: host name)")
 	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.43.0.0/16", "range of service cluster IPs")
+	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "10.42.0.0/16", "pod network; every node gets a podCIDR from it")
 	fs.StringVar(&cfg.StorageEncoding, "storage-encoding", "protobuf", "encoding of objects in etcd: protobuf or json")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -102,6 +104,7 @@ func runServer(args []string, stderr io.Writer) error {
 			}
 		}
 	}
+	cfg.Controllers = strings.Split(*controllers, ",")
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)

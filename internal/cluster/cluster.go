@@ -49,8 +49,15 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer node.Stop()
 	cfg.Logger.Info("skiff node ready", "roles", cfg.Roles, "api", node.URL(), "kubeconfig", cfg.AdminKubeconfigPath())
-	errCh := make(chan error, 1)
+	errCh := make(chan error, 3)
 	go func() { errCh <- node.serve() }()
+	if cfg.HasRole(RoleControlPlane) {
+		go func() {
+			if err := runControllerManager(ctx, &node.cfg, clock.RealClock{}.Now()); err != nil {
+				errCh <- err
+			}
+		}()
+	}
 	var failed <-chan struct{}
 	if node.etcdMember != nil {
 		failed = node.etcdMember.Failed()

@@ -63,6 +63,10 @@ type Config struct {
 	NodeName string
 	// ServiceCIDR is the range services' cluster IPs come from.
 	ServiceCIDR string
+	// ClusterCIDR is the pod network; each node gets a podCIDR from it.
+	ClusterCIDR string
+	// Controllers selects controllers as kube-controller-manager's --controllers does.
+	Controllers []string
 	// StorageEncoding is "protobuf" or "json" (see README: protobuf is the measured default).
 	StorageEncoding string
 	Logger          *slog.Logger
@@ -102,6 +106,9 @@ func (c *Config) Default() {
 	}
 	if c.ServiceCIDR == "" {
 		c.ServiceCIDR = "10.43.0.0/16"
+	}
+	if c.ClusterCIDR == "" {
+		c.ClusterCIDR = "10.42.0.0/16"
 	}
 	if c.StorageEncoding == "" {
 		c.StorageEncoding = "protobuf"

@@ -1,0 +1,98 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/skiff-sh/skiff/internal/controller/manager"
+	"github.com/skiff-sh/skiff/internal/pki"
+)
+
+// componentRESTConfig issues (once) a client certificate for a control-plane component and returns
+// a client-go configuration that reaches the local API server with it. Components talk to the
+// cluster only through this, never through storage.
+func componentRESTConfig(cfg *Config, user string, groups []string, now time.Time) (*rest.Config, error) {
+	dir := filepath.Join(cfg.DataDir, "pki")
+	ca, err := pki.LoadOrCreateCA(dir, "ca", "skiff-ca", now)
+	if err != nil {
+		return nil, err
+	}
+	name := filepath.Base(user)
+	certPath, keyPath, err := ca.EnsureLeaf(dir, "client-"+sanitize(name), pki.Leaf{CommonName: user, Organization: groups, Client: true}, now)
+	if err != nil {
+		return nil, fmt.Errorf("certificate for %s: %w", user, err)
+	}
+	certPEM, err := os.ReadFile(certPath)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := os.ReadFile(keyPath)
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Config{
+		Host:            cfg.LocalURL(),
+		TLSClientConfig: rest.TLSClientConfig{CAData: ca.CertPEM, CertData: certPEM, KeyData: keyPEM},
+		QPS:             200,
+		Burst:           400,
+		UserAgent:       name,
+	}, nil
+}
+
+func sanitize(s string) string {
+	out := []rune{}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			out = append(out, r)
+		default:
+			out = append(out, '-')
+		}
+	}
+	return string(out)
+}
+
+// runControllerManager runs the controller manager until ctx ends, re-entering leader election
+// whenever the Lease is lost, as a restarted kube-controller-manager would.
+func runControllerManager(ctx context.Context, cfg *Config, now time.Time) error {
+	restCfg, err := componentRESTConfig(cfg, "system:kube-controller-manager", nil, now)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	meta, err := metadata.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	for {
+		err := manager.Run(ctx, manager.Config{
+			Client: client, Metadata: meta, Dynamic: dyn,
+			Identity:    cfg.NodeName + "_" + fmt.Sprint(os.Getpid()),
+			Controllers: cfg.Controllers,
+			ClusterCIDR: cfg.ClusterCIDR,
+		})
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil && !errors.Is(err, manager.ErrLeaderElectionLost) {
+			return fmt.Errorf("controller manager: %w", err)
+		}
+		cfg.Logger.Warn("controller manager lost its lease; campaigning again")
+	}
+}
