@@ -362,6 +362,22 @@ func TestKubectl(t *testing.T) {
 	})
 }
 
+// TestControllersThroughTheAPI checks that the controller manager the controlplane role runs reaches
+// the API server through client-go: a Deployment gets a ReplicaSet and its pods.
+func TestControllersThroughTheAPI(t *testing.T) {
+	c := newCluster(t)
+	c.kubectl("create", "deployment", "app", "--image=localhost/busybox:local", "--replicas=3")
+	eventually(t, 30*time.Second, func() error {
+		out, _ := c.kubectlErr("get", "pods", "-l", "app=app", "-o", "name")
+		if strings.Count(out, "pod/app-") != 3 {
+			return errString("pods so far: " + out)
+		}
+		return nil
+	})
+	mustContain(t, c.kubectl("get", "rs", "-l", "app=app"), "3         3")
+	mustContain(t, c.kubectl("get", "lease", "-n", "kube-system"), "kube-controller-manager")
+}
+
 // TestWritesSurviveCrash kills skiff with SIGKILL in the middle of a write load and checks that every
 // acknowledged write is there after a restart.
 func TestWritesSurviveCrash(t *testing.T) {
