@@ -64,12 +64,7 @@ func (s *Server) writeJSON(w http.ResponseWriter, code int, v any) {
 
 // writeEncoded writes obj with an already negotiated encoding. gv is the version obj is served in.
 func (s *Server) writeEncoded(w http.ResponseWriter, code int, choice mediaChoice, gv schema.GroupVersion, obj runtime.Object) error {
-	serializer := choice.info.Serializer
-	if choice.info.PrettySerializer != nil && w.Header().Get("X-Skiff-Pretty") != "" {
-		serializer = choice.info.PrettySerializer
-	}
-	enc := s.codecs.EncoderForVersion(serializer, gv)
-	w.Header().Del("X-Skiff-Pretty")
+	enc := s.codecs.EncoderForVersion(choice.info.Serializer, gv)
 	w.Header().Set("Content-Type", choice.info.MediaType)
 	w.WriteHeader(code)
 	return enc.Encode(obj, w)
