@@ -1,4 +1,3 @@
-// Package e2e drives the real skiff binary with the real kubectl, as a user would.
 package e2e
 
 import (
