@@ -429,3 +429,18 @@ func DefaultNormalizeScore(maxPriority int64, reverse bool, scores []NodeScore) 
 		scores[i].Score = s
 	}
 }
+
+// RunPreFilterPluginsEach runs every PreFilter plugin (not stopping at a
+// rejection) and returns each verdict, for explanations. Skips are recorded
+// in state as in RunPreFilterPlugins.
+func (f *Framework) RunPreFilterPluginsEach(ctx context.Context, state *CycleState, pod *v1.Pod, nodes NodeInfoLister) []PluginVerdict {
+	out := make([]PluginVerdict, 0, len(f.preFilter))
+	for _, p := range f.preFilter {
+		s := p.PreFilter(ctx, state, pod, nodes)
+		if s.IsSkip() {
+			state.SkipFilterPlugins[p.Name()] = true
+		}
+		out = append(out, PluginVerdict{Plugin: p.Name(), Point: "PreFilter", Status: s.WithPlugin(p.Name())})
+	}
+	return out
+}
