@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"k8s.io/utils/clock"
 )
 
@@ -19,10 +18,9 @@ import (
 type Config struct {
 	// Client reaches the API server. Required.
 	Client kubernetes.Interface
-	// Metadata and Dynamic reach every resource by GVR; the garbage collector
-	// and namespace controllers need them and are skipped without them.
-	Metadata metadata.Interface
-	Dynamic  dynamic.Interface
+	// Dynamic reaches every resource by GVR; the garbage collector and the
+	// namespace controller need it and are skipped (with a warning) without it.
+	Dynamic dynamic.Interface
 
 	// Identity names this instance in the leader Lease; default hostname_pid.
 	Identity string

@@ -1,10 +1,14 @@
 package manager
 
 import (
+	"log/slog"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 	"github.com/skiff-sh/skiff/internal/controller/deployment"
+	"github.com/skiff-sh/skiff/internal/controller/garbagecollector"
+	"github.com/skiff-sh/skiff/internal/controller/namespace"
 	"github.com/skiff-sh/skiff/internal/controller/replicaset"
 )
 
@@ -13,6 +17,20 @@ func constructors() map[string]constructor {
 	return map[string]constructor{
 		ReplicaSet: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return replicaset.New(deps) },
 		Deployment: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return deployment.New(deps) },
+		GarbageCollector: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
+			if cfg.Dynamic == nil {
+				slog.Warn("garbage collector needs a dynamic client; not started")
+				return nil, nil
+			}
+			return garbagecollector.New(deps, cfg.Dynamic, ctrlutil.Discovery(cfg.Client.Discovery())), nil
+		},
+		Namespace: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
+			if cfg.Dynamic == nil {
+				slog.Warn("namespace controller needs a dynamic client; not started")
+				return nil, nil
+			}
+			return namespace.New(deps, cfg.Dynamic, ctrlutil.Discovery(cfg.Client.Discovery()))
+		},
 	}
 }
 
