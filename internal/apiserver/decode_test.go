@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -163,17 +164,25 @@ func TestParseDeleteOptions(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !equalJSON(t, got, tt.want) {
-				t.Errorf("parseDeleteOptions = %s, want %s", mustJSON(got), mustJSON(tt.want))
+				t.Errorf("parseDeleteOptions = %s, want %s", jsonOf(got), jsonOf(tt.want))
 			}
 		})
 	}
+}
+
+func jsonOf(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err.Error()
+	}
+	return string(data)
 }
 
 func strp(s string) *string { return &s }
 
 func equalJSON(t *testing.T, a, b any) bool {
 	t.Helper()
-	return string(mustJSON(a)) == string(mustJSON(b))
+	return jsonOf(a) == jsonOf(b)
 }
 
 func TestDecodeObject(t *testing.T) {

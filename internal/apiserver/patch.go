@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -13,9 +14,18 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
 )
+
+// maxJSONPatchOperations bounds the operations of one JSON patch, as Kubernetes does.
+const maxJSONPatchOperations = 10000
+
+// Kubernetes arms the JSON patch library's copy limit when it builds its server; without it a patch of
+// a few dozen "copy" operations doubles the document each time and exhausts memory. The limit is a
+// package variable of the library, so it is set once here rather than per server.
+func init() { jsonpatch.AccumulatedCopySizeLimit = maxBodyBytes }
 
 // patchTypeOf maps a PATCH Content-Type to its patch type.
 func patchTypeOf(contentType string) (types.PatchType, bool) {
@@ -39,6 +49,9 @@ func applyPatch(pt types.PatchType, currentJSON, patch []byte, dataStruct runtim
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
+		if len(p) > maxJSONPatchOperations {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
+		}
 		out, err := p.Apply(currentJSON)
 		if err != nil {
 			return nil, interpretPatchError(err)
@@ -58,7 +71,11 @@ func applyPatch(pt types.PatchType, currentJSON, patch []byte, dataStruct runtim
 		if err != nil {
 			return nil, err
 		}
-		out, err := strategicpatch.StrategicMergePatch(currentJSON, mustJSON(patchMap), dataStruct)
+		patchJSON, err := json.Marshal(patchMap)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("error encoding patch: %v", err))
+		}
+		out, err := strategicpatch.StrategicMergePatch(currentJSON, patchJSON, dataStruct)
 		if err != nil {
 			return nil, interpretPatchError(err)
 		}
@@ -67,8 +84,16 @@ func applyPatch(pt types.PatchType, currentJSON, patch []byte, dataStruct runtim
 	return nil, unsupportedMediaType(string(pt))
 }
 
+// decodePatchMap reads a strategic merge patch. JSON is decoded keeping integers as int64 (a YAML
+// round trip would turn them into float64 and lose precision above 2^53); YAML is still accepted.
 func decodePatchMap(patch []byte) (map[string]interface{}, error) {
 	var m map[string]interface{}
+	if err := utiljson.Unmarshal(patch, &m); err == nil {
+		if m == nil {
+			m = map[string]interface{}{}
+		}
+		return m, nil
+	}
 	if err := yaml.Unmarshal(patch, &m); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
 	}
@@ -78,21 +103,13 @@ func decodePatchMap(patch []byte) (map[string]interface{}, error) {
 	return m, nil
 }
 
-func mustJSON(v interface{}) []byte {
-	data, err := yaml.Marshal(v)
-	if err != nil {
-		return []byte("{}")
-	}
-	j, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return []byte("{}")
-	}
-	return j
-}
-
 // interpretPatchError classifies patch failures as Kubernetes does: a patch that cannot be applied to
 // the object is 422 Invalid; a malformed one is 400.
 func interpretPatchError(err error) error {
+	var copyErr *jsonpatch.AccumulatedCopySizeError
+	if errors.As(err, &copyErr) {
+		return apierrors.NewRequestEntityTooLargeError(err.Error())
+	}
 	switch {
 	case errors.Is(err, jsonpatch.ErrTestFailed), errors.Is(err, jsonpatch.ErrMissing), errors.Is(err, jsonpatch.ErrUnknownType),
 		errors.Is(err, jsonpatch.ErrInvalidIndex), errors.Is(err, jsonpatch.ErrInvalid):
