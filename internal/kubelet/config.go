@@ -1,0 +1,223 @@
+package kubelet
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Config configures one kubelet.
+type Config struct {
+	// NodeName is the Node object's name. Required.
+	NodeName string
+	// Roles become node-role.kubernetes.io/<role> labels.
+	Roles []string
+	// Labels are extra node labels.
+	Labels map[string]string
+	// Taints are set on the Node when it is first registered.
+	Taints []corev1.Taint
+	// Addresses of the node; empty means the detected primary IP
+	// (InternalIP) and the node name (Hostname).
+	Addresses []corev1.NodeAddress
+	// PodCIDRs, when set, are written to a newly registered Node's spec;
+	// otherwise the kubelet waits for the ones assigned to the Node.
+	PodCIDRs []string
+	// SystemReserved is subtracted from capacity to get allocatable.
+	SystemReserved corev1.ResourceList
+	// MaxPods is the pods capacity.
+	MaxPods int
+	// DataDir holds per-pod directories (logs, termination messages).
+	DataDir string
+	// CNIConfDir, when set, receives the bridge network list for the node's
+	// pod CIDRs (the supervised containerd's conf dir). Empty when the runtime
+	// is configured externally.
+	CNIConfDir string
+	// CNIBridge names the bridge in the network list; default "cni0".
+	CNIBridge string
+	// ClusterDNS are the nameservers of ClusterFirst pods; empty means pods
+	// use the host's resolv.conf.
+	ClusterDNS []string
+	// ClusterDomain is the cluster's DNS domain.
+	ClusterDomain string
+	// RuntimeHandler is the CRI runtime handler pods run with ("" default).
+	RuntimeHandler string
+	// KubeletVersion is reported in nodeInfo.
+	KubeletVersion string
+	// Port is the kubelet endpoint port advertised in the Node status.
+	Port int32
+
+	// LeaseDuration is the node Lease's leaseDurationSeconds.
+	LeaseDuration time.Duration
+	// LeaseRenewInterval is how often the Lease is renewed.
+	LeaseRenewInterval time.Duration
+	// NodeStatusUpdateFrequency is how often node status is computed and
+	// posted if changed.
+	NodeStatusUpdateFrequency time.Duration
+	// NodeStatusReportFrequency is how often status is posted even unchanged.
+	NodeStatusReportFrequency time.Duration
+	// RelistPeriod is how often container states are compared with the
+	// previous listing to notice exits.
+	RelistPeriod time.Duration
+	// HousekeepingPeriod is how often runtime pods without an API pod are
+	// cleaned up.
+	HousekeepingPeriod time.Duration
+	// CrashLoopInitialBackoff, CrashLoopMaxBackoff and CrashLoopResetAfter
+	// shape restart back-off of failing containers.
+	CrashLoopInitialBackoff time.Duration
+	CrashLoopMaxBackoff     time.Duration
+	CrashLoopResetAfter     time.Duration
+}
+
+// Default returns a Config for nodeName with every optional field set.
+func Default(nodeName, dataDir string) Config {
+	c := Config{NodeName: nodeName, DataDir: dataDir}
+	return c.WithDefaults()
+}
+
+// WithDefaults returns c with unset optional fields filled in.
+func (c Config) WithDefaults() Config {
+	if c.MaxPods == 0 {
+		c.MaxPods = 110
+	}
+	if c.CNIBridge == "" {
+		c.CNIBridge = "cni0"
+	}
+	if c.ClusterDomain == "" {
+		c.ClusterDomain = "cluster.local"
+	}
+	if c.KubeletVersion == "" {
+		c.KubeletVersion = "v1.32.0"
+	}
+	if c.Port == 0 {
+		c.Port = 10250
+	}
+	durations := []struct {
+		field *time.Duration
+		value time.Duration
+	}{
+		{&c.LeaseDuration, 40 * time.Second},
+		{&c.LeaseRenewInterval, 10 * time.Second},
+		{&c.NodeStatusUpdateFrequency, 10 * time.Second},
+		{&c.NodeStatusReportFrequency, 5 * time.Minute},
+		{&c.RelistPeriod, time.Second},
+		{&c.HousekeepingPeriod, 30 * time.Second},
+		{&c.CrashLoopInitialBackoff, 10 * time.Second},
+		{&c.CrashLoopMaxBackoff, 5 * time.Minute},
+		{&c.CrashLoopResetAfter, 10 * time.Minute},
+	}
+	for _, d := range durations {
+		if *d.field == 0 {
+			*d.field = d.value
+		}
+	}
+	return c
+}
+
+// Validate reports every problem of a defaulted Config.
+func (c Config) Validate() error {
+	var errs []error
+	if c.NodeName == "" {
+		errs = append(errs, errors.New("nodeName: required"))
+	} else if msgs := validation.IsDNS1123Subdomain(c.NodeName); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("nodeName: %q: %v", c.NodeName, msgs))
+	}
+	if c.DataDir == "" || !filepath.IsAbs(c.DataDir) {
+		errs = append(errs, fmt.Errorf("dataDir: %q must be an absolute path", c.DataDir))
+	}
+	for _, role := range c.Roles {
+		if msgs := validation.IsQualifiedName(roleLabelPrefix + role); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("roles: %q: %v", role, msgs))
+		}
+	}
+	for k, v := range c.Labels {
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("labels: key %q: %v", k, msgs))
+		}
+		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("labels: value %q: %v", v, msgs))
+		}
+	}
+	for _, cidr := range c.PodCIDRs {
+		if _, err := netip.ParsePrefix(cidr); err != nil {
+			errs = append(errs, fmt.Errorf("podCIDRs: %q: %w", cidr, err))
+		}
+	}
+	for _, ip := range c.ClusterDNS {
+		if _, err := netip.ParseAddr(ip); err != nil {
+			errs = append(errs, fmt.Errorf("clusterDNS: %q is not an IP address", ip))
+		}
+	}
+	for name, q := range c.SystemReserved {
+		if q.Sign() < 0 {
+			errs = append(errs, fmt.Errorf("systemReserved: %s: %s is negative", name, q.String()))
+		}
+	}
+	if c.MaxPods <= 0 {
+		errs = append(errs, fmt.Errorf("maxPods: %d must be positive", c.MaxPods))
+	}
+	if c.LeaseRenewInterval >= c.LeaseDuration {
+		errs = append(errs, fmt.Errorf("leaseRenewInterval: %v must be shorter than leaseDuration %v", c.LeaseRenewInterval, c.LeaseDuration))
+	}
+	if c.CrashLoopMaxBackoff < c.CrashLoopInitialBackoff {
+		errs = append(errs, fmt.Errorf("crashLoopMaxBackoff: %v must be >= crashLoopInitialBackoff %v", c.CrashLoopMaxBackoff, c.CrashLoopInitialBackoff))
+	}
+	return errors.Join(errs...)
+}
+
+// ParseSystemReserved parses a --system-reserved value such as
+// "cpu=500m,memory=512Mi".
+func ParseSystemReserved(value string) (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	if value == "" {
+		return out, nil
+	}
+	for _, pair := range splitNonEmpty(value, ',') {
+		name, qty, ok := cut(pair, '=')
+		if !ok {
+			return nil, fmt.Errorf("system-reserved: %q is not name=quantity", pair)
+		}
+		switch corev1.ResourceName(name) {
+		case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage, corev1.ResourcePods:
+		default:
+			return nil, fmt.Errorf("system-reserved: unsupported resource %q", name)
+		}
+		q, err := resource.ParseQuantity(qty)
+		if err != nil {
+			return nil, fmt.Errorf("system-reserved: %s: %w", name, err)
+		}
+		if q.Sign() < 0 {
+			return nil, fmt.Errorf("system-reserved: %s: %s is negative", name, qty)
+		}
+		out[corev1.ResourceName(name)] = q
+	}
+	return out, nil
+}
+
+func splitNonEmpty(s string, sep byte) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == sep {
+			if part := s[start:i]; part != "" {
+				out = append(out, part)
+			}
+			start = i + 1
+		}
+	}
+	return out
+}
+
+func cut(s string, sep byte) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == sep {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}

@@ -1,0 +1,17 @@
+// Package kubelet is skiff's node agent: it registers its Node, keeps the
+// node Lease and status fresh, and runs the pods bound to the node in real
+// containers through a CRI runtime (package cri), writing their status back
+// through the pods/status subresource.
+//
+// Design: one goroutine per pod (a pod worker) runs a level-triggered sync
+// that compares the pod's spec with what the runtime reports and takes the
+// next steps (sandbox, init containers in order, containers, restarts with
+// CrashLoopBackOff, termination). Events that may change a pod's state (an
+// informer event, a container exiting seen by the relister, a back-off
+// expiring) only wake the pod's worker. Runtime state is never cached beyond a
+// sync: the runtime's labels and annotations are the source of truth, so a
+// restarted kubelet adopts running pods instead of restarting them.
+//
+// It reaches the cluster only through client-go and must not import the API
+// server, storage or etcd packages. Time comes from the injected clock.
+package kubelet

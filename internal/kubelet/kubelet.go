@@ -1,0 +1,386 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/skiff-sh/skiff/internal/kubelet/containerd"
+	"github.com/skiff-sh/skiff/internal/kubelet/cri"
+)
+
+// Deps are the kubelet's collaborators.
+type Deps struct {
+	// Client reaches the API server. Required.
+	Client kubernetes.Interface
+	// Runtime runs the containers. Required.
+	Runtime cri.Runtime
+	// Clock defaults to the real clock.
+	Clock clock.WithTickerAndDelayedExecution
+	// Log defaults to slog.Default().
+	Log *slog.Logger
+	// Recorder defaults to one that writes Events through Client.
+	Recorder record.EventRecorder
+	// Machine defaults to DetectMachineInfo(cfg.DataDir).
+	Machine *MachineInfo
+}
+
+// Kubelet runs one node's pods.
+type Kubelet struct {
+	cfg      Config
+	client   kubernetes.Interface
+	runtime  cri.Runtime
+	clock    clock.WithTickerAndDelayedExecution
+	log      *slog.Logger
+	recorder record.EventRecorder
+	machine  MachineInfo
+	// broadcaster is set when the kubelet created its own recorder.
+	broadcaster record.EventBroadcaster
+
+	backoff *crashLoopBackoff
+
+	mu sync.Mutex
+	// pods are the pods bound to this node as last seen by the informer;
+	// a pod deleted from the API stays as a tombstone until its worker has
+	// cleaned up.
+	pods    map[types.UID]*podEntry
+	workers map[types.UID]*podWorker
+	// waiting holds the reason a container could not be started, shown in
+	// its status until it starts.
+	waiting map[types.UID]map[string]corev1.ContainerStateWaiting
+	// node is the last Node object written or read.
+	node      *corev1.Node
+	cniCIDRs  []string
+	hostIPs   []corev1.HostIP
+	runtimeID string
+
+	workerWG sync.WaitGroup
+
+	ready     chan struct{}
+	readyOnce sync.Once
+	ctx       context.Context
+}
+
+type podEntry struct {
+	pod     *corev1.Pod
+	deleted bool
+}
+
+// New validates cfg and returns a Kubelet.
+func New(cfg Config, deps Deps) (*Kubelet, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("kubelet config: %w", err)
+	}
+	if deps.Client == nil || deps.Runtime == nil {
+		return nil, errors.New("kubelet: Client and Runtime are required")
+	}
+	k := &Kubelet{
+		cfg: cfg, client: deps.Client, runtime: deps.Runtime, clock: deps.Clock, log: deps.Log, recorder: deps.Recorder,
+		pods: map[types.UID]*podEntry{}, workers: map[types.UID]*podWorker{}, waiting: map[types.UID]map[string]corev1.ContainerStateWaiting{},
+		ready: make(chan struct{}), runtimeID: "containerd",
+	}
+	if k.clock == nil {
+		k.clock = clock.RealClock{}
+	}
+	if k.log == nil {
+		k.log = slog.Default()
+	}
+	k.log = k.log.With("component", "kubelet", "node", cfg.NodeName)
+	if deps.Machine != nil {
+		k.machine = *deps.Machine
+	} else {
+		m, err := DetectMachineInfo(cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		k.machine = m
+	}
+	if k.recorder == nil {
+		k.broadcaster = record.NewBroadcaster()
+		k.recorder = k.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
+	}
+	k.backoff = newCrashLoopBackoff(k.clock, cfg.CrashLoopInitialBackoff, cfg.CrashLoopMaxBackoff)
+	return k, nil
+}
+
+// Ready is closed once the node is registered and the pod informer synced.
+func (k *Kubelet) Ready() <-chan struct{} { return k.ready }
+
+// Run registers the node and runs its pods until ctx ends. Containers keep
+// running after Run returns: a restarted kubelet adopts them.
+func (k *Kubelet) Run(ctx context.Context) error {
+	k.mu.Lock()
+	k.ctx = ctx
+	k.mu.Unlock()
+	if err := os.MkdirAll(k.podsDir(), 0o755); err != nil {
+		return fmt.Errorf("kubelet: %w", err)
+	}
+	if k.broadcaster != nil {
+		k.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.client.CoreV1().Events("")})
+		defer k.broadcaster.Shutdown()
+	}
+	if v, err := k.runtime.Version(ctx); err == nil && v.RuntimeName != "" {
+		k.runtimeID = v.RuntimeName
+	}
+	node, err := k.registerWithRetry(ctx)
+	if err != nil {
+		return err
+	}
+	k.setNode(node)
+
+	factory := informers.NewSharedInformerFactoryWithOptions(k.client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.cfg.NodeName).String()
+		}))
+	podInformer := factory.Core().V1().Pods().Informer()
+	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { k.podSeen(obj) },
+		UpdateFunc: func(_, obj any) { k.podSeen(obj) },
+		DeleteFunc: k.podGone,
+	}); err != nil {
+		return fmt.Errorf("kubelet: pod informer: %w", err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced) {
+		return ctx.Err()
+	}
+	k.cleanupOrphans(ctx)
+	k.readyOnce.Do(func() { close(k.ready) })
+	k.log.Info("kubelet running")
+
+	var wg sync.WaitGroup
+	for _, loop := range []func(context.Context){k.leaseLoop, k.nodeStatusLoop, k.relistLoop, k.housekeepingLoop} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			loop(ctx)
+		}()
+	}
+	<-ctx.Done()
+	wg.Wait()
+	k.waitWorkers()
+	return nil
+}
+
+func (k *Kubelet) registerWithRetry(ctx context.Context) (*corev1.Node, error) {
+	delay := 200 * time.Millisecond
+	for {
+		node, err := k.registerNode(ctx)
+		if err == nil {
+			return node, nil
+		}
+		k.log.Error("node registration failed; retrying", "err", err, "after", delay)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("kubelet: %w (last error: %v)", ctx.Err(), err)
+		case <-k.clock.After(delay):
+		}
+		delay = min(delay*2, 7*time.Second)
+	}
+}
+
+// setNode records the latest Node and reacts to a newly assigned pod CIDR
+// by writing the CNI network list.
+func (k *Kubelet) setNode(node *corev1.Node) {
+	k.mu.Lock()
+	k.node = node
+	var hostIPs []corev1.HostIP
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			hostIPs = append(hostIPs, corev1.HostIP{IP: a.Address})
+		}
+	}
+	if len(hostIPs) == 0 {
+		for _, a := range k.nodeAddresses() {
+			if a.Type == corev1.NodeInternalIP {
+				hostIPs = append(hostIPs, corev1.HostIP{IP: a.Address})
+			}
+		}
+	}
+	k.hostIPs = hostIPs
+	cidrs := node.Spec.PodCIDRs
+	if len(cidrs) == 0 && node.Spec.PodCIDR != "" {
+		cidrs = []string{node.Spec.PodCIDR}
+	}
+	changed := k.cfg.CNIConfDir != "" && len(cidrs) > 0 && !equalStrings(cidrs, k.cniCIDRs)
+	k.mu.Unlock()
+	if !changed {
+		return
+	}
+	if err := containerd.WriteCNIConfig(k.cfg.CNIConfDir, containerd.CNINetwork{Bridge: k.cfg.CNIBridge, PodCIDRs: cidrs}); err != nil {
+		k.log.Error("write CNI config", "err", err)
+		return
+	}
+	k.mu.Lock()
+	k.cniCIDRs = append([]string(nil), cidrs...)
+	k.mu.Unlock()
+	k.log.Info("pod network configured", "podCIDRs", cidrs)
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (k *Kubelet) currentHostIPs() []corev1.HostIP {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]corev1.HostIP(nil), k.hostIPs...)
+}
+
+func (k *Kubelet) currentAllocatable() corev1.ResourceList {
+	_, allocatable := k.capacity()
+	return allocatable
+}
+
+func (k *Kubelet) leaseLoop(ctx context.Context) {
+	ticker := k.clock.NewTicker(k.cfg.LeaseRenewInterval)
+	defer ticker.Stop()
+	for {
+		k.mu.Lock()
+		node := k.node
+		k.mu.Unlock()
+		if err := k.renewLease(ctx, node); err != nil && ctx.Err() == nil {
+			k.log.Error("lease renewal failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+	}
+}
+
+func (k *Kubelet) nodeStatusLoop(ctx context.Context) {
+	ticker := k.clock.NewTicker(k.cfg.NodeStatusUpdateFrequency)
+	defer ticker.Stop()
+	var lastReport time.Time
+	for {
+		k.mu.Lock()
+		node := k.node
+		k.mu.Unlock()
+		status := k.desiredNodeStatus(ctx, &node.Status)
+		if !sameNodeStatus(status, node.Status) || k.clock.Since(lastReport) >= k.cfg.NodeStatusReportFrequency {
+			updated, err := k.postNodeStatus(ctx, node, status)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				k.log.Error("node status update failed", "err", err)
+				if fresh, getErr := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{}); getErr == nil {
+					k.setNode(fresh)
+				} else if reg, regErr := k.registerNode(ctx); regErr == nil {
+					// The Node was deleted: register it again.
+					k.setNode(reg)
+				}
+			} else {
+				lastReport = k.clock.Now()
+				k.setNode(updated)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+	}
+}
+
+func (k *Kubelet) housekeepingLoop(ctx context.Context) {
+	ticker := k.clock.NewTicker(k.cfg.HousekeepingPeriod)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+			k.cleanupOrphans(ctx)
+		}
+	}
+}
+
+func (k *Kubelet) podSeen(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Spec.NodeName != k.cfg.NodeName {
+		return
+	}
+	k.mu.Lock()
+	k.pods[pod.UID] = &podEntry{pod: pod}
+	k.mu.Unlock()
+	k.enqueue(pod.UID)
+}
+
+func (k *Kubelet) podGone(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	k.mu.Lock()
+	if entry, ok := k.pods[pod.UID]; ok {
+		entry.deleted = true
+	} else {
+		k.pods[pod.UID] = &podEntry{pod: pod, deleted: true}
+	}
+	k.mu.Unlock()
+	k.enqueue(pod.UID)
+}
+
+func (k *Kubelet) podByUID(uid types.UID) (*corev1.Pod, bool, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	entry, ok := k.pods[uid]
+	if !ok {
+		return nil, false, false
+	}
+	return entry.pod, entry.deleted, true
+}
+
+func (k *Kubelet) forgetPod(uid types.UID) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if entry, ok := k.pods[uid]; ok && entry.deleted {
+		delete(k.pods, uid)
+	}
+	delete(k.waiting, uid)
+	k.backoff.forgetPod(uid)
+}
+
+func (k *Kubelet) knownPodUIDs() map[types.UID]bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := map[types.UID]bool{}
+	for uid, e := range k.pods {
+		if !e.deleted {
+			out[uid] = true
+		}
+	}
+	return out
+}

@@ -1,0 +1,277 @@
+package kubelet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+const (
+	roleLabelPrefix = "node-role.kubernetes.io/"
+
+	// Condition reasons and messages as the Kubernetes kubelet writes them.
+	reasonReady            = "KubeletReady"
+	messageReady           = "kubelet is posting ready status"
+	reasonNotReady         = "KubeletNotReady"
+	reasonSufficientMemory = "KubeletHasSufficientMemory"
+	messageSufficientMem   = "kubelet has sufficient memory available"
+	reasonNoDiskPressure   = "KubeletHasNoDiskPressure"
+	messageNoDiskPressure  = "kubelet has no disk pressure"
+	reasonSufficientPID    = "KubeletHasSufficientPID"
+	messageSufficientPID   = "kubelet has sufficient PID available"
+
+	maxImagesInNodeStatus = 50
+)
+
+// nodeLabels returns the labels the kubelet owns on its Node.
+func (k *Kubelet) nodeLabels() map[string]string {
+	labels := map[string]string{
+		corev1.LabelHostname:   k.cfg.NodeName,
+		corev1.LabelOSStable:   k.machine.OperatingSystem,
+		corev1.LabelArchStable: k.machine.Architecture,
+	}
+	for _, role := range k.cfg.Roles {
+		labels[roleLabelPrefix+role] = ""
+	}
+	for key, v := range k.cfg.Labels {
+		labels[key] = v
+	}
+	return labels
+}
+
+func (k *Kubelet) nodeAddresses() []corev1.NodeAddress {
+	if len(k.cfg.Addresses) > 0 {
+		return slices.Clone(k.cfg.Addresses)
+	}
+	var out []corev1.NodeAddress
+	if k.machine.PrimaryIP != "" {
+		out = append(out, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: k.machine.PrimaryIP})
+	}
+	return append(out, corev1.NodeAddress{Type: corev1.NodeHostName, Address: k.cfg.NodeName})
+}
+
+// capacity returns the node's capacity and allocatable (capacity minus
+// system-reserved, never below zero).
+func (k *Kubelet) capacity() (corev1.ResourceList, corev1.ResourceList) {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewQuantity(int64(k.machine.CPUs), resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity(k.machine.MemoryBytes, resource.BinarySI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(k.machine.EphemeralBytes, resource.BinarySI),
+		corev1.ResourcePods:             *resource.NewQuantity(int64(k.cfg.MaxPods), resource.DecimalSI),
+		"hugepages-1Gi":                 *resource.NewQuantity(0, resource.DecimalSI),
+		"hugepages-2Mi":                 *resource.NewQuantity(0, resource.DecimalSI),
+	}
+	allocatable := corev1.ResourceList{}
+	for name, q := range capacity {
+		a := q.DeepCopy()
+		if reserved, ok := k.cfg.SystemReserved[name]; ok {
+			a.Sub(reserved)
+			if a.Sign() < 0 {
+				a = *resource.NewQuantity(0, q.Format)
+			}
+		}
+		allocatable[name] = a
+	}
+	return capacity, allocatable
+}
+
+// runtimeReadiness turns the CRI status into the Ready condition's status
+// and message.
+func runtimeReadiness(status *runtimeapi.RuntimeStatus, err error) (bool, string) {
+	if err != nil {
+		return false, fmt.Sprintf("container runtime is down: %v", err)
+	}
+	var problems []string
+	for _, want := range []string{runtimeapi.RuntimeReady, runtimeapi.NetworkReady} {
+		found := false
+		for _, c := range status.GetConditions() {
+			if c.Type != want {
+				continue
+			}
+			found = true
+			if !c.Status {
+				kind := "container runtime"
+				if want == runtimeapi.NetworkReady {
+					kind = "container runtime network"
+				}
+				problems = append(problems, fmt.Sprintf("%s not ready: %s=false reason:%s message:%s", kind, want, c.Reason, c.Message))
+			}
+		}
+		if !found {
+			problems = append(problems, fmt.Sprintf("container runtime status check may not have completed yet: %s missing", want))
+		}
+	}
+	if len(problems) > 0 {
+		return false, strings.Join(problems, ", ")
+	}
+	return true, ""
+}
+
+// desiredNodeStatus computes the node's status; conditions keep their
+// transition time from previous when their status did not change.
+func (k *Kubelet) desiredNodeStatus(ctx context.Context, previous *corev1.NodeStatus) corev1.NodeStatus {
+	now := metav1.NewTime(k.clock.Now())
+	capacity, allocatable := k.capacity()
+	runtimeVersion := "unknown"
+	if v, err := k.runtime.Version(ctx); err == nil {
+		runtimeVersion = v.RuntimeName + "://" + v.RuntimeVersion
+	}
+	ready, notReadyMessage := runtimeReadiness(k.runtime.Status(ctx))
+	readyCondition := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: reasonReady, Message: messageReady}
+	if !ready {
+		readyCondition = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: reasonNotReady, Message: notReadyMessage}
+	}
+	conditions := []corev1.NodeCondition{
+		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: reasonSufficientMemory, Message: messageSufficientMem},
+		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: reasonNoDiskPressure, Message: messageNoDiskPressure},
+		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: reasonSufficientPID, Message: messageSufficientPID},
+		readyCondition,
+	}
+	for i := range conditions {
+		c := &conditions[i]
+		c.LastHeartbeatTime = now
+		c.LastTransitionTime = now
+		if previous == nil {
+			continue
+		}
+		for _, old := range previous.Conditions {
+			if old.Type == c.Type && old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+		}
+	}
+	status := corev1.NodeStatus{
+		Capacity:        capacity,
+		Allocatable:     allocatable,
+		Conditions:      conditions,
+		Addresses:       k.nodeAddresses(),
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: k.cfg.Port}},
+		NodeInfo: corev1.NodeSystemInfo{
+			MachineID:               k.machine.MachineID,
+			SystemUUID:              k.machine.SystemUUID,
+			BootID:                  k.machine.BootID,
+			KernelVersion:           k.machine.KernelVersion,
+			OSImage:                 k.machine.OSImage,
+			ContainerRuntimeVersion: runtimeVersion,
+			KubeletVersion:          k.cfg.KubeletVersion,
+			KubeProxyVersion:        "",
+			OperatingSystem:         k.machine.OperatingSystem,
+			Architecture:            k.machine.Architecture,
+		},
+		Images: k.nodeImages(ctx),
+	}
+	if previous != nil {
+		status.Phase = previous.Phase
+		status.VolumesInUse, status.VolumesAttached = previous.VolumesInUse, previous.VolumesAttached
+	}
+	return status
+}
+
+func (k *Kubelet) nodeImages(ctx context.Context) []corev1.ContainerImage {
+	imgs, err := k.runtime.ListImages(ctx, nil)
+	if err != nil {
+		return nil
+	}
+	slices.SortStableFunc(imgs, func(a, b *runtimeapi.Image) int { return int(b.Size - a.Size) })
+	var out []corev1.ContainerImage
+	for _, img := range imgs {
+		names := append(slices.Clone(img.RepoDigests), img.RepoTags...)
+		if len(names) == 0 {
+			continue
+		}
+		out = append(out, corev1.ContainerImage{Names: names, SizeBytes: int64(img.Size)})
+		if len(out) == maxImagesInNodeStatus {
+			break
+		}
+	}
+	return out
+}
+
+// sameNodeStatus compares statuses ignoring heartbeat times, which change
+// at every computation.
+func sameNodeStatus(a, b corev1.NodeStatus) bool {
+	strip := func(s corev1.NodeStatus) corev1.NodeStatus {
+		s = *s.DeepCopy()
+		for i := range s.Conditions {
+			s.Conditions[i].LastHeartbeatTime = metav1.Time{}
+		}
+		return s
+	}
+	return apiequality.Semantic.DeepEqual(strip(a), strip(b))
+}
+
+// registerNode creates the Node, or adopts an existing one (a restart, or a
+// node re-joining) by merging the kubelet-owned labels into it.
+func (k *Kubelet) registerNode(ctx context.Context) (*corev1.Node, error) {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Labels: k.nodeLabels()},
+		Spec:       corev1.NodeSpec{Taints: slices.Clone(k.cfg.Taints)},
+	}
+	if len(k.cfg.PodCIDRs) > 0 {
+		node.Spec.PodCIDR = k.cfg.PodCIDRs[0]
+		node.Spec.PodCIDRs = slices.Clone(k.cfg.PodCIDRs)
+	}
+	created, err := k.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err == nil {
+		k.log.Info("node registered", "node", k.cfg.NodeName)
+		return created, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("register node %s: %w", k.cfg.NodeName, err)
+	}
+	existing, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("register node %s: get existing: %w", k.cfg.NodeName, err)
+	}
+	missing := map[string]string{}
+	for key, v := range node.Labels {
+		if got, ok := existing.Labels[key]; !ok || got != v {
+			missing[key] = v
+		}
+	}
+	if len(missing) == 0 {
+		return existing, nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": missing}})
+	if err != nil {
+		return nil, err
+	}
+	updated, err := k.client.CoreV1().Nodes().Patch(ctx, k.cfg.NodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("register node %s: update labels: %w", k.cfg.NodeName, err)
+	}
+	return updated, nil
+}
+
+// postNodeStatus writes status to the node's status subresource as a
+// strategic merge patch, the way the Kubernetes kubelet does.
+func (k *Kubelet) postNodeStatus(ctx context.Context, node *corev1.Node, status corev1.NodeStatus) (*corev1.Node, error) {
+	oldData, err := json.Marshal(corev1.Node{Status: node.Status})
+	if err != nil {
+		return nil, err
+	}
+	newData, err := json.Marshal(corev1.Node{Status: status})
+	if err != nil {
+		return nil, err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldData, newData, corev1.Node{})
+	if err != nil {
+		return nil, fmt.Errorf("node status patch: %w", err)
+	}
+	updated, err := k.client.CoreV1().Nodes().Patch(ctx, node.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return nil, fmt.Errorf("post node status of %s: %w", node.Name, err)
+	}
+	return updated, nil
+}

@@ -1,0 +1,225 @@
+package kubelet
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skiff-sh/skiff/internal/kubelet/containerd"
+)
+
+func (h *harness) node() *corev1.Node {
+	n, err := h.client.CoreV1().Nodes().Get(context.Background(), testNode, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return n
+}
+
+func (h *harness) lease() *coordinationv1.Lease {
+	l, err := h.client.CoordinationV1().Leases(NodeLeaseNamespace).Get(context.Background(), testNode, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return l
+}
+
+func nodeCondition(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == t {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func TestNodeRegistration(t *testing.T) {
+	cniDir := filepath.Join(t.TempDir(), "net.d")
+	h := newHarness(t, func(c *Config) {
+		c.SystemReserved = corev1.ResourceList{corev1.ResourceCPU: quantity("500m"), corev1.ResourceMemory: quantity("1Gi")}
+		c.PodCIDRs = []string{"10.244.3.0/24"}
+		c.CNIConfDir = cniDir
+		c.Labels = map[string]string{"zone": "a"}
+	})
+	node := func() *corev1.Node { return h.node() }
+	var n *corev1.Node
+	h.eventually("node status posted", func() bool {
+		n = node()
+		return n != nil && nodeCondition(n, corev1.NodeReady) != nil
+	})
+	wantLabels := map[string]string{
+		"kubernetes.io/hostname": testNode, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+		"node-role.kubernetes.io/worker": "", "zone": "a",
+	}
+	for k, v := range wantLabels {
+		if got, ok := n.Labels[k]; !ok || got != v {
+			t.Errorf("label %s = %q (present %v), want %q", k, got, ok, v)
+		}
+	}
+	checks := []struct {
+		name      string
+		list      corev1.ResourceList
+		resource  corev1.ResourceName
+		wantValue string
+	}{
+		{"capacity cpu", n.Status.Capacity, corev1.ResourceCPU, "4"},
+		{"capacity memory", n.Status.Capacity, corev1.ResourceMemory, "8Gi"},
+		{"capacity pods", n.Status.Capacity, corev1.ResourcePods, "110"},
+		{"allocatable cpu", n.Status.Allocatable, corev1.ResourceCPU, "3500m"},
+		{"allocatable memory", n.Status.Allocatable, corev1.ResourceMemory, "7Gi"},
+		{"allocatable ephemeral", n.Status.Allocatable, corev1.ResourceEphemeralStorage, "100Gi"},
+	}
+	for _, c := range checks {
+		got := c.list[c.resource]
+		if want := quantity(c.wantValue); got.Cmp(want) != 0 {
+			t.Errorf("%s = %s, want %s", c.name, got.String(), c.wantValue)
+		}
+	}
+	info := n.Status.NodeInfo
+	if info.KernelVersion != "6.1.0-test" || info.ContainerRuntimeVersion != "fakecri://1.0.0" || info.KubeletVersion != "v1.32.0" ||
+		info.OSImage != "Debian GNU/Linux 12 (bookworm)" || info.BootID != "b-1" || info.Architecture != "amd64" {
+		t.Errorf("nodeInfo = %+v", info)
+	}
+	wantConditions := map[corev1.NodeConditionType][2]string{
+		corev1.NodeReady:          {"True", "KubeletReady"},
+		corev1.NodeMemoryPressure: {"False", "KubeletHasSufficientMemory"},
+		corev1.NodeDiskPressure:   {"False", "KubeletHasNoDiskPressure"},
+		corev1.NodePIDPressure:    {"False", "KubeletHasSufficientPID"},
+	}
+	for typ, want := range wantConditions {
+		c := nodeCondition(n, typ)
+		if c == nil || string(c.Status) != want[0] || c.Reason != want[1] {
+			t.Errorf("condition %s = %+v, want %v", typ, c, want)
+		}
+	}
+	if len(n.Status.Addresses) != 2 || n.Status.Addresses[0] != (corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.10"}) {
+		t.Errorf("addresses = %v", n.Status.Addresses)
+	}
+	if n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
+		t.Errorf("kubelet port = %d", n.Status.DaemonEndpoints.KubeletEndpoint.Port)
+	}
+	if n.Spec.PodCIDR != "10.244.3.0/24" {
+		t.Errorf("podCIDR = %q", n.Spec.PodCIDR)
+	}
+	conflist, err := os.ReadFile(filepath.Join(cniDir, containerd.CNIConfigFile))
+	if err != nil || !strings.Contains(string(conflist), `"subnet": "10.244.3.0/24"`) {
+		t.Errorf("CNI config = %s, %v", conflist, err)
+	}
+	if len(n.Status.Images) != 1 || n.Status.Images[0].Names[0] != testImage {
+		t.Errorf("images = %v", n.Status.Images)
+	}
+}
+
+func TestNodeLeaseRenewal(t *testing.T) {
+	// A Node that already exists (with the UID an API server gives it) is
+	// adopted, and becomes the Lease's owner.
+	h := newHarnessWithObjects(t, nil, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode, UID: "node-uid"}})
+	var first *coordinationv1.Lease
+	h.eventually("lease created", func() bool { first = h.lease(); return first != nil })
+	if *first.Spec.HolderIdentity != testNode || *first.Spec.LeaseDurationSeconds != 40 {
+		t.Errorf("lease spec = %+v", first.Spec)
+	}
+	if !first.Spec.RenewTime.Time.Equal(h.clock.Now()) {
+		t.Errorf("renewTime = %v, want %v", first.Spec.RenewTime, h.clock.Now())
+	}
+	start := h.clock.Now()
+	h.step(10 * time.Second)
+	h.eventually("lease renewed", func() bool {
+		l := h.lease()
+		return l != nil && l.Spec.RenewTime.Time.Equal(start.Add(10*time.Second))
+	})
+	if l := h.lease(); len(l.OwnerReferences) != 1 || l.OwnerReferences[0].Kind != "Node" || l.OwnerReferences[0].Name != testNode || l.OwnerReferences[0].UID != "node-uid" {
+		t.Errorf("lease owner = %v", l.OwnerReferences)
+	}
+}
+
+func TestNodeNotReadyWhenNetworkIsNot(t *testing.T) {
+	h := newHarness(t, nil)
+	h.eventually("ready", func() bool {
+		n := h.node()
+		return n != nil && nodeCondition(n, corev1.NodeReady) != nil && nodeCondition(n, corev1.NodeReady).Status == corev1.ConditionTrue
+	})
+	readySince := nodeCondition(h.node(), corev1.NodeReady).LastTransitionTime
+	h.runtime.SetNetworkReady(false)
+	h.step(10 * time.Second)
+	h.eventually("not ready", func() bool {
+		c := nodeCondition(h.node(), corev1.NodeReady)
+		return c.Status == corev1.ConditionFalse
+	})
+	c := nodeCondition(h.node(), corev1.NodeReady)
+	if c.Reason != "KubeletNotReady" || !strings.Contains(c.Message, "NetworkReady=false reason:NetworkPluginNotReady") {
+		t.Errorf("not ready condition = %+v", c)
+	}
+	if !c.LastTransitionTime.After(readySince.Time) {
+		t.Errorf("transition time %v not after %v", c.LastTransitionTime, readySince)
+	}
+	mem := nodeCondition(h.node(), corev1.NodeMemoryPressure)
+	if !mem.LastTransitionTime.Equal(&readySince) {
+		t.Errorf("unchanged condition moved its transition time: %v", mem.LastTransitionTime)
+	}
+}
+
+func TestNodeReRegistersLabelsOnExistingNode(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Roles = nil })
+	h.eventually("registered", func() bool { return h.node() != nil })
+	h.stop()
+	h.cfg.Roles = []string{"control-plane"}
+	h.start()
+	h.eventually("role label added", func() bool {
+		_, ok := h.node().Labels["node-role.kubernetes.io/control-plane"]
+		return ok
+	})
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+		want   string
+	}{
+		{"no name", func(c *Config) { c.NodeName = "" }, "nodeName: required"},
+		{"bad name", func(c *Config) { c.NodeName = "Bad_Name" }, "nodeName"},
+		{"relative dir", func(c *Config) { c.DataDir = "data" }, "dataDir"},
+		{"bad cidr", func(c *Config) { c.PodCIDRs = []string{"10.0.0.0/33"} }, "podCIDRs"},
+		{"bad dns", func(c *Config) { c.ClusterDNS = []string{"dns"} }, "clusterDNS"},
+		{"renew too slow", func(c *Config) { c.LeaseRenewInterval = time.Minute }, "leaseRenewInterval"},
+		{"bad role", func(c *Config) { c.Roles = []string{"a b"} }, "roles"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default("node-a", "/data")
+			tc.mutate(&c)
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate = %v, want error about %s", err, tc.want)
+			}
+		})
+	}
+	if err := Default("node-a", "/data").Validate(); err != nil {
+		t.Errorf("default config invalid: %v", err)
+	}
+}
+
+func TestParseSystemReserved(t *testing.T) {
+	got, err := ParseSystemReserved("cpu=500m,memory=512Mi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpu := got[corev1.ResourceCPU]; cpu.MilliValue() != 500 {
+		t.Errorf("cpu = %v", cpu)
+	}
+	if mem := got[corev1.ResourceMemory]; mem.Value() != 512<<20 {
+		t.Errorf("memory = %v", mem)
+	}
+	for _, bad := range []string{"cpu", "gpu=1", "memory=lots", "cpu=-1"} {
+		if _, err := ParseSystemReserved(bad); err == nil {
+			t.Errorf("ParseSystemReserved(%q) succeeded", bad)
+		}
+	}
+}

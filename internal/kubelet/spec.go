@@ -1,0 +1,402 @@
+package kubelet
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Labels and annotations the kubelet puts on sandboxes and containers; the
+// runtime keeps them, so they are how a (restarted) kubelet knows what is
+// what.
+const (
+	labelPodName       = "io.kubernetes.pod.name"
+	labelPodNamespace  = "io.kubernetes.pod.namespace"
+	labelPodUID        = "io.kubernetes.pod.uid"
+	labelContainerName = "io.kubernetes.container.name"
+	labelManagedBy     = "skiff.sh/managed-by"
+	managedByKubelet   = "kubelet"
+
+	annotationRestartCount        = "io.kubernetes.container.restartCount"
+	annotationHash                = "io.kubernetes.container.hash"
+	annotationTerminationMessage  = "io.kubernetes.container.terminationMessagePath"
+	annotationContainerKind       = "skiff.sh/container-kind"
+	annotationTerminationGrace    = "io.kubernetes.pod.terminationGracePeriod"
+	containerKindInit             = "init"
+	containerKindRegular          = "regular"
+	defaultTerminationMessagePath = "/dev/termination-log"
+
+	// cpu.cfs_period_us the kubelet uses for CPU limits.
+	cpuPeriod = 100000
+	minShares = 2
+	// minQuotaPeriod is the smallest CFS quota the kernel accepts (1 ms).
+	minQuota = 1000
+)
+
+// Paths the runtime hides from or makes read-only to unprivileged
+// containers (the usual container defaults; CRI runtimes expect the kubelet
+// to send them).
+func defaultMaskedPaths() []string {
+	return []string{"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap"}
+}
+
+func defaultReadonlyPaths() []string {
+	return []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+}
+
+func (k *Kubelet) podsDir() string { return filepath.Join(k.cfg.DataDir, "pods") }
+
+// podLogDir is where the runtime writes the pod's container logs.
+func (k *Kubelet) podLogDir(pod *corev1.Pod) string {
+	return filepath.Join(k.podsDir(), fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID))
+}
+
+func podLabels(pod *corev1.Pod) map[string]string {
+	return map[string]string{
+		labelPodName: pod.Name, labelPodNamespace: pod.Namespace, labelPodUID: string(pod.UID), labelManagedBy: managedByKubelet,
+	}
+}
+
+// sandboxConfig builds the CRI sandbox config of a pod. It is deterministic
+// for a pod and attempt, so the same config can be sent again with every
+// CreateContainer.
+func (k *Kubelet) sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+	labels := podLabels(pod)
+	for key, v := range pod.Labels {
+		if _, reserved := labels[key]; !reserved {
+			labels[key] = v
+		}
+	}
+	annotations := map[string]string{}
+	for key, v := range pod.Annotations {
+		annotations[key] = v
+	}
+	cfg := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
+		LogDirectory: k.podLogDir(pod),
+		Labels:       labels,
+		Annotations:  annotations,
+		DnsConfig:    k.dnsConfig(pod),
+	}
+	if !pod.Spec.HostNetwork {
+		cfg.Hostname = podHostname(pod)
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort <= 0 {
+				continue
+			}
+			cfg.PortMappings = append(cfg.PortMappings, &runtimeapi.PortMapping{
+				Protocol: criProtocol(p.Protocol), ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIp: p.HostIP,
+			})
+		}
+	}
+	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: podNamespaces(pod)}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		if psc.RunAsUser != nil {
+			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+		}
+		if psc.RunAsGroup != nil {
+			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+		}
+		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
+		if psc.FSGroup != nil {
+			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
+		}
+	}
+	for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+			sc.Privileged = true
+		}
+	}
+	cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc}
+	if psc := pod.Spec.SecurityContext; psc != nil && len(psc.Sysctls) > 0 {
+		cfg.Linux.Sysctls = map[string]string{}
+		for _, s := range psc.Sysctls {
+			cfg.Linux.Sysctls[s.Name] = s.Value
+		}
+	}
+	return cfg
+}
+
+func podHostname(pod *corev1.Pod) string {
+	name := pod.Name
+	if pod.Spec.Hostname != "" {
+		name = pod.Spec.Hostname
+	}
+	if len(name) > 63 {
+		name = strings.TrimRight(name[:63], "-.")
+	}
+	return name
+}
+
+func criProtocol(p corev1.Protocol) runtimeapi.Protocol {
+	switch p {
+	case corev1.ProtocolUDP:
+		return runtimeapi.Protocol_UDP
+	case corev1.ProtocolSCTP:
+		return runtimeapi.Protocol_SCTP
+	}
+	return runtimeapi.Protocol_TCP
+}
+
+func podNamespaces(pod *corev1.Pod) *runtimeapi.NamespaceOption {
+	ns := &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD}
+	if pod.Spec.HostNetwork {
+		ns.Network = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostIPC {
+		ns.Ipc = runtimeapi.NamespaceMode_NODE
+	}
+	switch {
+	case pod.Spec.HostPID:
+		ns.Pid = runtimeapi.NamespaceMode_NODE
+	case pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace:
+		ns.Pid = runtimeapi.NamespaceMode_POD
+	}
+	return ns
+}
+
+// dnsConfig returns the pod's resolv.conf settings; nil lets the runtime
+// copy the host's.
+func (k *Kubelet) dnsConfig(pod *corev1.Pod) *runtimeapi.DNSConfig {
+	policy := pod.Spec.DNSPolicy
+	if policy == "" {
+		policy = corev1.DNSClusterFirst
+	}
+	if policy == corev1.DNSClusterFirst && pod.Spec.HostNetwork {
+		policy = corev1.DNSDefault
+	}
+	var cfg *runtimeapi.DNSConfig
+	switch policy {
+	case corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet:
+		if len(k.cfg.ClusterDNS) > 0 {
+			domain := k.cfg.ClusterDomain
+			cfg = &runtimeapi.DNSConfig{
+				Servers:  append([]string(nil), k.cfg.ClusterDNS...),
+				Searches: []string{pod.Namespace + ".svc." + domain, "svc." + domain, domain},
+				Options:  []string{"ndots:5"},
+			}
+		}
+	case corev1.DNSNone:
+		cfg = &runtimeapi.DNSConfig{}
+	}
+	if extra := pod.Spec.DNSConfig; extra != nil {
+		if cfg == nil {
+			cfg = hostDNSConfig()
+		}
+		cfg.Servers = append(cfg.Servers, extra.Nameservers...)
+		cfg.Searches = append(cfg.Searches, extra.Searches...)
+		for _, o := range extra.Options {
+			opt := o.Name
+			if o.Value != nil {
+				opt += ":" + *o.Value
+			}
+			cfg.Options = mergeDNSOption(cfg.Options, opt)
+		}
+	}
+	return cfg
+}
+
+func mergeDNSOption(options []string, opt string) []string {
+	name, _, _ := strings.Cut(opt, ":")
+	for i, existing := range options {
+		if n, _, _ := strings.Cut(existing, ":"); n == name {
+			options[i] = opt
+			return options
+		}
+	}
+	return append(options, opt)
+}
+
+func hostDNSConfig() *runtimeapi.DNSConfig {
+	cfg := &runtimeapi.DNSConfig{}
+	data, err := os.ReadFile("/etc/resolv.conf")
+	if err != nil {
+		return cfg
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		switch fields[0] {
+		case "nameserver":
+			cfg.Servers = append(cfg.Servers, fields[1])
+		case "search":
+			cfg.Searches = append(cfg.Searches, fields[1:]...)
+		case "options":
+			cfg.Options = append(cfg.Options, fields[1:]...)
+		}
+	}
+	return cfg
+}
+
+// containerHash identifies a container spec; a running container whose
+// spec changed (an image update) is restarted.
+func containerHash(c *corev1.Container) string {
+	data, _ := json.Marshal(c)
+	h := fnv.New32a()
+	_, _ = h.Write(data)
+	return strconv.FormatUint(uint64(h.Sum32()), 16)
+}
+
+// qosClass classifies a pod by its containers' requests and limits.
+func qosClass(pod *corev1.Pod) corev1.PodQOSClass {
+	if pod.Status.QOSClass != "" {
+		return pod.Status.QOSClass
+	}
+	all := append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...)
+	anySet, guaranteed := false, true
+	for _, c := range all {
+		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			req, hasReq := c.Resources.Requests[r]
+			lim, hasLim := c.Resources.Limits[r]
+			if (hasReq && !req.IsZero()) || (hasLim && !lim.IsZero()) {
+				anySet = true
+			}
+			if !hasLim || (hasReq && req.Cmp(lim) != 0) {
+				guaranteed = false
+			}
+		}
+	}
+	switch {
+	case !anySet:
+		return corev1.PodQOSBestEffort
+	case guaranteed:
+		return corev1.PodQOSGuaranteed
+	}
+	return corev1.PodQOSBurstable
+}
+
+// linuxResources maps a container's requests and limits to cgroup settings.
+func linuxResources(pod *corev1.Pod, c *corev1.Container, memoryCapacity int64) *runtimeapi.LinuxContainerResources {
+	r := &runtimeapi.LinuxContainerResources{CpuShares: minShares}
+	cpuRequest, hasRequest := c.Resources.Requests[corev1.ResourceCPU]
+	cpuLimit, hasLimit := c.Resources.Limits[corev1.ResourceCPU]
+	if !hasRequest && hasLimit {
+		cpuRequest, hasRequest = cpuLimit, true
+	}
+	if hasRequest {
+		r.CpuShares = max(cpuRequest.MilliValue()*1024/1000, minShares)
+	}
+	if hasLimit {
+		r.CpuPeriod = cpuPeriod
+		r.CpuQuota = max(cpuLimit.MilliValue()*cpuPeriod/1000, minQuota)
+	}
+	if mem, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+		r.MemoryLimitInBytes = mem.Value()
+	}
+	r.OomScoreAdj = oomScoreAdj(pod, c, memoryCapacity)
+	return r
+}
+
+// oomScoreAdj ranks containers for the OOM killer by QoS class, as
+// Kubernetes does: guaranteed last, best-effort first, burstable in between
+// by memory request.
+func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, memoryCapacity int64) int64 {
+	switch qosClass(pod) {
+	case corev1.PodQOSGuaranteed:
+		return -997
+	case corev1.PodQOSBestEffort:
+		return 1000
+	}
+	request := c.Resources.Requests[corev1.ResourceMemory]
+	if memoryCapacity <= 0 {
+		return 999
+	}
+	adj := 1000 - (1000*request.Value())/memoryCapacity
+	if adj < 2 {
+		adj = 2
+	}
+	if adj >= 1000 {
+		adj = 999
+	}
+	return adj
+}
+
+// securityContext merges pod and container security settings into the CRI
+// container security context.
+func securityContext(pod *corev1.Pod, c *corev1.Container) (*runtimeapi.LinuxContainerSecurityContext, error) {
+	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: podNamespaces(pod)}
+	psc := pod.Spec.SecurityContext
+	if psc == nil {
+		psc = &corev1.PodSecurityContext{}
+	}
+	csc := c.SecurityContext
+	if csc == nil {
+		csc = &corev1.SecurityContext{}
+	}
+	runAsUser := psc.RunAsUser
+	if csc.RunAsUser != nil {
+		runAsUser = csc.RunAsUser
+	}
+	runAsGroup := psc.RunAsGroup
+	if csc.RunAsGroup != nil {
+		runAsGroup = csc.RunAsGroup
+	}
+	runAsNonRoot := psc.RunAsNonRoot
+	if csc.RunAsNonRoot != nil {
+		runAsNonRoot = csc.RunAsNonRoot
+	}
+	if runAsNonRoot != nil && *runAsNonRoot {
+		// skiff's images run as root unless told otherwise, so a non-root
+		// requirement needs an explicit non-zero user.
+		if runAsUser == nil {
+			return nil, fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", pod.Namespace+"/"+pod.Name, c.Name)
+		}
+		if *runAsUser == 0 {
+			return nil, fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", pod.Namespace+"/"+pod.Name, c.Name)
+		}
+	}
+	if runAsUser != nil {
+		sc.RunAsUser = &runtimeapi.Int64Value{Value: *runAsUser}
+	}
+	if runAsGroup != nil {
+		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *runAsGroup}
+	}
+	sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
+	if psc.FSGroup != nil {
+		sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
+	}
+	sc.Privileged = csc.Privileged != nil && *csc.Privileged
+	sc.ReadonlyRootfs = csc.ReadOnlyRootFilesystem != nil && *csc.ReadOnlyRootFilesystem
+	sc.NoNewPrivs = csc.AllowPrivilegeEscalation != nil && !*csc.AllowPrivilegeEscalation
+	if caps := csc.Capabilities; caps != nil {
+		sc.Capabilities = &runtimeapi.Capability{}
+		for _, a := range caps.Add {
+			sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(a))
+		}
+		for _, d := range caps.Drop {
+			sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(d))
+		}
+	}
+	if !sc.Privileged {
+		sc.MaskedPaths, sc.ReadonlyPaths = defaultMaskedPaths(), defaultReadonlyPaths()
+		if csc.ProcMount != nil && *csc.ProcMount == corev1.UnmaskedProcMount {
+			sc.MaskedPaths, sc.ReadonlyPaths = []string{}, []string{}
+		}
+	}
+	seccomp := psc.SeccompProfile
+	if csc.SeccompProfile != nil {
+		seccomp = csc.SeccompProfile
+	}
+	if seccomp != nil {
+		switch seccomp.Type {
+		case corev1.SeccompProfileTypeRuntimeDefault:
+			sc.Seccomp = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
+		case corev1.SeccompProfileTypeLocalhost:
+			if seccomp.LocalhostProfile != nil {
+				sc.Seccomp = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: *seccomp.LocalhostProfile}
+			}
+		}
+	}
+	return sc, nil
+}

@@ -1,0 +1,607 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/skiff-sh/skiff/internal/kubelet/cri"
+)
+
+// Container waiting reasons as Kubernetes reports them.
+const (
+	reasonContainerCreating    = "ContainerCreating"
+	reasonPodInitializing      = "PodInitializing"
+	reasonCrashLoopBackOff     = "CrashLoopBackOff"
+	reasonCreateConfigError    = "CreateContainerConfigError"
+	reasonCreateContainerError = "CreateContainerError"
+	reasonRunContainerError    = "RunContainerError"
+	reasonErrImagePull         = "ErrImagePull"
+	reasonImagePullBackOff     = "ImagePullBackOff"
+	reasonErrImageNeverPull    = "ErrImageNeverPull"
+
+	// minimumGracePeriod is the shortest time containers get to stop when
+	// a pod is deleted, as in Kubernetes.
+	minimumGracePeriod = 2 * time.Second
+	defaultGracePeriod = 30 * time.Second
+)
+
+type syncResult struct {
+	requeueAfter time.Duration
+	finished     bool
+	err          error
+}
+
+// errBackingOff marks a start that was deferred, not failed.
+var errBackingOff = errors.New("backing off") //nolint:gochecknoglobals // sentinel error value.
+
+// syncPod brings the runtime in line with the pod and writes its status.
+func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) syncResult {
+	pod, deleted, known := k.podByUID(uid)
+	state, err := k.runtimeState(ctx, uid)
+	if err != nil {
+		return syncResult{err: err}
+	}
+	if !known || deleted {
+		grace := minimumGracePeriod
+		if pod != nil {
+			grace = gracePeriod(pod)
+		}
+		if err := k.killPod(ctx, pod, state, grace); err != nil {
+			return syncResult{err: err}
+		}
+		if err := k.removePod(ctx, pod, uid, state); err != nil {
+			return syncResult{err: err}
+		}
+		return syncResult{finished: true}
+	}
+	if pod.DeletionTimestamp != nil {
+		return k.terminatePod(ctx, pod, state)
+	}
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		// A finished pod keeps its containers for logs but not its sandbox.
+		return syncResult{err: k.killPod(ctx, pod, state, gracePeriod(pod))}
+	}
+	return k.runPod(ctx, pod, state)
+}
+
+func gracePeriod(pod *corev1.Pod) time.Duration {
+	grace := defaultGracePeriod
+	switch {
+	case pod.DeletionGracePeriodSeconds != nil:
+		grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+	case pod.Spec.TerminationGracePeriodSeconds != nil:
+		grace = time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+	}
+	return max(grace, minimumGracePeriod)
+}
+
+// runPod takes the next steps for a live pod and writes its status.
+func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntimeState) syncResult {
+	var result syncResult
+	requeue := func(d time.Duration) {
+		if d > 0 && (result.requeueAfter == 0 || d < result.requeueAfter) {
+			result.requeueAfter = d
+		}
+	}
+	sandbox := state.readySandbox()
+	if sandbox == nil && len(state.containers) > 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+		// The sandbox died after containers ran; a Never pod is not
+		// recreated: it ends with the state its containers reached.
+		if err := k.killPod(ctx, pod, state, gracePeriod(pod)); err != nil {
+			return syncResult{err: err}
+		}
+		return syncResult{err: k.writeStatus(ctx, pod, state, nil, true)}
+	}
+	if sandbox == nil {
+		var err error
+		sandbox, state, err = k.createSandbox(ctx, pod, state)
+		if err != nil {
+			_ = k.writeStatus(ctx, pod, state, nil, false)
+			return syncResult{err: err}
+		}
+	}
+	sandboxConfig := k.sandboxConfig(pod, sandbox.Metadata.GetAttempt())
+	sandboxStatus, err := k.runtime.PodSandboxStatus(ctx, sandbox.Id)
+	if err != nil {
+		return syncResult{err: err}
+	}
+	podIPs := sandboxIPs(pod, sandboxStatus, k.currentHostIPs())
+	src := newObjectSource(ctx, k.client)
+	start := func(c *corev1.Container, kind string) {
+		if err := k.startContainer(ctx, pod, c, kind, sandbox.Id, sandboxConfig, podIPs, state, src); err != nil {
+			if errors.Is(err, errBackingOff) {
+				return
+			}
+			k.log.Warn("container start failed", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "err", err)
+			_, period := k.backoff.inBackoff(backoffKey(pod.UID, "start", c.Name))
+			requeue(max(period, time.Second))
+		}
+	}
+	changed := false
+
+	initDone := true
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		cur := state.latest(c.Name, sandbox.Id)
+		if exited(cur) && cur.ExitCode == 0 {
+			continue
+		}
+		initDone = false
+		switch {
+		case running(cur):
+		case cur != nil && cur.State == runtimeapi.ContainerState_CONTAINER_CREATED:
+			if err := k.runtime.StartContainer(ctx, cur.Id); err != nil {
+				k.log.Warn("start created init container", "err", err)
+			}
+			changed = true
+		case exited(cur) && pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
+			// The pod failed; its status says so.
+		case exited(cur):
+			if wait := k.crashLoopWait(pod, c, cur, containerKindInit); wait > 0 {
+				requeue(wait)
+				break
+			}
+			start(c, containerKindInit)
+			changed = true
+		default:
+			start(c, containerKindInit)
+			changed = true
+		}
+		break
+	}
+	if initDone {
+		for i := range pod.Spec.Containers {
+			c := &pod.Spec.Containers[i]
+			cur := state.latest(c.Name, sandbox.Id)
+			key := backoffKey(pod.UID, containerKindRegular, c.Name)
+			switch {
+			case cur == nil:
+				start(c, containerKindRegular)
+				changed = true
+			case running(cur):
+				if cur.Annotations[annotationHash] != containerHash(c) {
+					k.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Container %s definition changed, will be restarted", c.Name)
+					if err := k.runtime.StopContainer(ctx, cur.Id, gracePeriod(pod)); err != nil {
+						return syncResult{err: err}
+					}
+					start(c, containerKindRegular)
+					changed = true
+				} else if started := time.Unix(0, cur.StartedAt); k.clock.Since(started) >= k.cfg.CrashLoopResetAfter {
+					k.backoff.reset(key)
+				} else if _, period := k.backoff.inBackoff(key); period > 0 {
+					// Look again once it has run long enough to forget its
+					// back-off.
+					requeue(k.cfg.CrashLoopResetAfter - k.clock.Since(started))
+				}
+			case cur.State == runtimeapi.ContainerState_CONTAINER_CREATED:
+				if err := k.runtime.StartContainer(ctx, cur.Id); err != nil {
+					k.log.Warn("start created container", "err", err)
+				}
+				changed = true
+			case exited(cur):
+				if !shouldRestart(pod.Spec.RestartPolicy, cur.ExitCode) {
+					continue
+				}
+				if wait := k.crashLoopWait(pod, c, cur, containerKindRegular); wait > 0 {
+					requeue(wait)
+					continue
+				}
+				start(c, containerKindRegular)
+				changed = true
+			}
+		}
+	}
+	if changed {
+		fresh, err := k.runtimeState(ctx, pod.UID)
+		if err != nil {
+			return syncResult{err: err}
+		}
+		state = fresh
+	}
+	result.err = k.writeStatus(ctx, pod, state, sandboxStatus, false)
+	if result.err == nil && k.terminalPhase(pod) {
+		// A pod that finished (Never/OnFailure) keeps no sandbox.
+		result.err = k.killPod(ctx, pod, state, gracePeriod(pod))
+	}
+	return result
+}
+
+// terminalPhase reports whether the last written status of pod is final.
+func (k *Kubelet) terminalPhase(pod *corev1.Pod) bool {
+	current, _, _ := k.podByUID(pod.UID)
+	if current == nil {
+		return false
+	}
+	return current.Status.Phase == corev1.PodSucceeded || current.Status.Phase == corev1.PodFailed
+}
+
+func shouldRestart(policy corev1.RestartPolicy, exitCode int32) bool {
+	switch policy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return exitCode != 0
+	}
+	return true
+}
+
+// crashLoopWait returns how long a failed container must wait before its
+// restart, recording CrashLoopBackOff in its status while it waits.
+func (k *Kubelet) crashLoopWait(pod *corev1.Pod, c *corev1.Container, cur *runtimeapi.ContainerStatus, kind string) time.Duration {
+	key := backoffKey(pod.UID, kind, c.Name)
+	if ran := time.Duration(cur.FinishedAt - cur.StartedAt); cur.StartedAt > 0 && ran >= k.cfg.CrashLoopResetAfter {
+		k.backoff.reset(key)
+	}
+	wait, period := k.backoff.inBackoff(key)
+	if wait <= 0 {
+		return 0
+	}
+	message := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", period, c.Name, podDescription(pod))
+	if k.setWaiting(pod.UID, c.Name, reasonCrashLoopBackOff, message) {
+		k.recorder.Eventf(pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, podDescription(pod))
+	}
+	return wait
+}
+
+func podDescription(pod *corev1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}
+
+// setWaiting records why a container is not running; it reports whether
+// the reason changed.
+func (k *Kubelet) setWaiting(uid types.UID, name, reason, message string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	m := k.waiting[uid]
+	if m == nil {
+		m = map[string]corev1.ContainerStateWaiting{}
+		k.waiting[uid] = m
+	}
+	old, had := m[name]
+	m[name] = corev1.ContainerStateWaiting{Reason: reason, Message: message}
+	return !had || old.Reason != reason
+}
+
+func (k *Kubelet) clearWaiting(uid types.UID, name string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.waiting[uid], name)
+}
+
+func (k *Kubelet) waitingFor(uid types.UID, name string) (corev1.ContainerStateWaiting, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	w, ok := k.waiting[uid][name]
+	return w, ok
+}
+
+func sandboxIPs(pod *corev1.Pod, status *runtimeapi.PodSandboxStatus, hostIPs []corev1.HostIP) []string {
+	if pod.Spec.HostNetwork {
+		var out []string
+		for _, ip := range hostIPs {
+			out = append(out, ip.IP)
+		}
+		return out
+	}
+	network := status.GetNetwork()
+	if network.GetIp() == "" {
+		return nil
+	}
+	out := []string{network.GetIp()}
+	for _, extra := range network.GetAdditionalIps() {
+		out = append(out, extra.GetIp())
+	}
+	return out
+}
+
+// createSandbox stops what is left of earlier sandboxes and runs a new one.
+func (k *Kubelet) createSandbox(ctx context.Context, pod *corev1.Pod, state *podRuntimeState) (*runtimeapi.PodSandbox, *podRuntimeState, error) {
+	if err := k.killPod(ctx, nil, state, gracePeriod(pod)); err != nil {
+		return nil, state, err
+	}
+	var attempt uint32
+	if len(state.sandboxes) > 0 {
+		attempt = state.sandboxes[0].Metadata.GetAttempt() + 1
+	}
+	// Old sandboxes beyond the previous one only hold containers nobody
+	// needs: the previous one keeps restart counts and --previous logs.
+	for i, s := range state.sandboxes {
+		if i >= 1 {
+			if err := k.runtime.RemovePodSandbox(ctx, s.Id); err != nil && !cri.IsNotFound(err) {
+				k.log.Warn("remove old sandbox", "id", s.Id, "err", err)
+			}
+		}
+	}
+	if err := os.MkdirAll(k.podLogDir(pod), 0o755); err != nil {
+		return nil, state, fmt.Errorf("pod log dir: %w", err)
+	}
+	config := k.sandboxConfig(pod, attempt)
+	if _, err := k.runtime.RunPodSandbox(ctx, config, k.cfg.RuntimeHandler); err != nil {
+		k.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		return nil, state, err
+	}
+	fresh, err := k.runtimeState(ctx, pod.UID)
+	if err != nil {
+		return nil, state, err
+	}
+	sandbox := fresh.readySandbox()
+	if sandbox == nil {
+		return nil, fresh, fmt.Errorf("pod %s: sandbox not ready right after creation", podDescription(pod))
+	}
+	return sandbox, fresh, nil
+}
+
+// startContainer pulls the image if needed, then creates and starts one
+// container; failures are recorded as the container's waiting reason.
+func (k *Kubelet) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, kind, sandboxID string,
+	sandboxConfig *runtimeapi.PodSandboxConfig, podIPs []string, state *podRuntimeState, src *objectSource,
+) error {
+	startKey := backoffKey(pod.UID, "start", c.Name)
+	if wait, _ := k.backoff.inBackoff(startKey); wait > 0 {
+		return errBackingOff
+	}
+	prev := state.latest(c.Name, "")
+	restarts := int32(0)
+	if prev != nil {
+		restarts = restartCount(prev) + 1
+	}
+	imageRef, err := k.ensureImage(ctx, pod, c, sandboxConfig, src)
+	if err != nil {
+		return err
+	}
+	config, err := k.containerConfig(pod, c, kind, restarts, imageRef, podIPs, src)
+	if err != nil {
+		k.backoff.restarted(startKey)
+		k.setWaiting(pod.UID, c.Name, reasonCreateConfigError, err.Error())
+		k.recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
+		return err
+	}
+	id, err := k.runtime.CreateContainer(ctx, sandboxID, config, sandboxConfig)
+	if err != nil {
+		k.backoff.restarted(startKey)
+		k.setWaiting(pod.UID, c.Name, reasonCreateContainerError, err.Error())
+		k.recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
+		return err
+	}
+	k.recorder.Eventf(pod, corev1.EventTypeNormal, "Created", "Created container %s", c.Name)
+	if err := k.runtime.StartContainer(ctx, id); err != nil {
+		k.backoff.restarted(startKey)
+		k.setWaiting(pod.UID, c.Name, reasonRunContainerError, err.Error())
+		k.recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
+		return err
+	}
+	k.recorder.Eventf(pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	k.backoff.reset(startKey)
+	if prev != nil {
+		k.backoff.restarted(backoffKey(pod.UID, kind, c.Name))
+	}
+	k.clearWaiting(pod.UID, c.Name)
+	// Keep one exited instance per container (for lastState and logs of the
+	// previous run); remove older ones.
+	seenPrevious := false
+	for _, old := range state.containers {
+		if old.Metadata.GetName() != c.Name || !exited(old) {
+			continue
+		}
+		if !seenPrevious {
+			seenPrevious = true
+			continue
+		}
+		if err := k.runtime.RemoveContainer(ctx, old.Id); err != nil && !cri.IsNotFound(err) {
+			k.log.Warn("remove old container", "id", old.Id, "err", err)
+		}
+	}
+	return nil
+}
+
+// containerConfig builds the CRI config of one container run.
+func (k *Kubelet) containerConfig(pod *corev1.Pod, c *corev1.Container, kind string, restarts int32, imageRef string, podIPs []string, src *objectSource) (*runtimeapi.ContainerConfig, error) {
+	var hostIPs []string
+	for _, ip := range k.currentHostIPs() {
+		hostIPs = append(hostIPs, ip.IP)
+	}
+	env, err := resolveEnv(src, envInputs{pod: pod, podIPs: podIPs, hostIPs: hostIPs, allocatable: k.currentAllocatable()}, c)
+	if err != nil {
+		return nil, err
+	}
+	values := map[string]string{}
+	envs := make([]*runtimeapi.KeyValue, 0, len(env))
+	for _, e := range env {
+		values[e.Name] = e.Value
+		envs = append(envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
+	}
+	lookup := func(name string) (string, bool) {
+		v, ok := values[name]
+		return v, ok
+	}
+	expand := func(in []string) []string {
+		out := make([]string, 0, len(in))
+		for _, s := range in {
+			out = append(out, expandVars(s, lookup))
+		}
+		return out
+	}
+	security, err := securityContext(pod, c)
+	if err != nil {
+		return nil, err
+	}
+	labels := podLabels(pod)
+	labels[labelContainerName] = c.Name
+	terminationPath := c.TerminationMessagePath
+	if terminationPath == "" {
+		terminationPath = defaultTerminationMessagePath
+	}
+	hostTermination, err := k.terminationLogFile(pod, c.Name, restarts)
+	if err != nil {
+		return nil, err
+	}
+	config := &runtimeapi.ContainerConfig{
+		Metadata:   &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restarts)},
+		Image:      &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
+		Command:    expand(c.Command),
+		Args:       expand(c.Args),
+		WorkingDir: c.WorkingDir,
+		Envs:       envs,
+		Mounts:     []*runtimeapi.Mount{{ContainerPath: terminationPath, HostPath: hostTermination}},
+		Labels:     labels,
+		Annotations: map[string]string{
+			annotationRestartCount:       strconv.Itoa(int(restarts)),
+			annotationHash:               containerHash(c),
+			annotationTerminationMessage: hostTermination,
+			annotationContainerKind:      kind,
+			annotationTerminationGrace:   strconv.Itoa(int(gracePeriod(pod) / time.Second)),
+		},
+		LogPath:   filepath.Join(c.Name, strconv.Itoa(int(restarts))+".log"),
+		Stdin:     c.Stdin,
+		StdinOnce: c.StdinOnce,
+		Tty:       c.TTY,
+		Linux: &runtimeapi.LinuxContainerConfig{
+			Resources:       linuxResources(pod, c, k.machine.MemoryBytes),
+			SecurityContext: security,
+		},
+	}
+	return config, nil
+}
+
+// podDataDir holds a pod's kubelet-side files other than logs.
+func (k *Kubelet) podDataDir(uid types.UID) string {
+	return filepath.Join(k.cfg.DataDir, "pod-data", string(uid))
+}
+
+func (k *Kubelet) terminationLogFile(pod *corev1.Pod, container string, restarts int32) (string, error) {
+	dir := filepath.Join(k.podDataDir(pod.UID), "containers", container)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("termination log: %w", err)
+	}
+	path := filepath.Join(dir, fmt.Sprintf("termination-log-%d", restarts))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o666)
+	if err != nil {
+		return "", fmt.Errorf("termination log: %w", err)
+	}
+	return path, f.Close()
+}
+
+// killPod stops the pod's running containers in parallel, giving each the
+// grace period, then stops its sandboxes. pod may be nil (no events then).
+func (k *Kubelet) killPod(ctx context.Context, pod *corev1.Pod, state *podRuntimeState, grace time.Duration) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(state.containers))
+	for _, c := range state.containers {
+		if !running(c) && c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+			continue
+		}
+		if pod != nil {
+			k.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Metadata.GetName())
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := k.runtime.StopContainer(ctx, c.Id, grace); err != nil && !cri.IsNotFound(err) {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	for _, s := range state.sandboxes {
+		if s.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+			continue
+		}
+		if err := k.runtime.StopPodSandbox(ctx, s.Id); err != nil && !cri.IsNotFound(err) {
+			all = append(all, err)
+		}
+	}
+	return errors.Join(all...)
+}
+
+// removePod removes the pod's sandboxes (and with them its containers) and
+// its directories.
+func (k *Kubelet) removePod(ctx context.Context, pod *corev1.Pod, uid types.UID, state *podRuntimeState) error {
+	for _, s := range state.sandboxes {
+		if err := k.runtime.RemovePodSandbox(ctx, s.Id); err != nil && !cri.IsNotFound(err) {
+			return err
+		}
+	}
+	_ = os.RemoveAll(k.podDataDir(uid))
+	if pod != nil {
+		_ = os.RemoveAll(k.podLogDir(pod))
+	}
+	return nil
+}
+
+// terminatePod runs a deleted pod's graceful termination: stop its
+// containers within the grace period, write the final status, then delete
+// the pod object for good (grace period 0, guarded by its UID).
+func (k *Kubelet) terminatePod(ctx context.Context, pod *corev1.Pod, state *podRuntimeState) syncResult {
+	if err := k.killPod(ctx, pod, state, gracePeriod(pod)); err != nil {
+		return syncResult{err: err}
+	}
+	fresh, err := k.runtimeState(ctx, pod.UID)
+	if err != nil {
+		return syncResult{err: err}
+	}
+	if err := k.writeStatus(ctx, pod, fresh, nil, true); err != nil && !apierrors.IsNotFound(err) {
+		return syncResult{err: err}
+	}
+	err = k.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr.To[int64](0),
+		Preconditions:      &metav1.Preconditions{UID: &pod.UID},
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return syncResult{err: fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)}
+	}
+	if err := k.removePod(ctx, pod, pod.UID, fresh); err != nil {
+		return syncResult{err: err}
+	}
+	return syncResult{}
+}
+
+// cleanupOrphans stops and removes runtime pods that no API pod accounts
+// for: pods deleted while the kubelet was down, or left by a crash.
+func (k *Kubelet) cleanupOrphans(ctx context.Context) {
+	sandboxes, err := k.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelManagedBy: managedByKubelet}})
+	if err != nil {
+		k.log.Error("list sandboxes for cleanup", "err", err)
+		return
+	}
+	known := k.knownPodUIDs()
+	k.mu.Lock()
+	workers := map[types.UID]bool{}
+	for uid := range k.workers {
+		workers[uid] = true
+	}
+	k.mu.Unlock()
+	orphans := map[types.UID]bool{}
+	for _, s := range sandboxes {
+		uid := types.UID(s.Labels[labelPodUID])
+		if uid != "" && !known[uid] && !workers[uid] {
+			orphans[uid] = true
+		}
+	}
+	for uid := range orphans {
+		k.log.Info("cleaning up pod unknown to the API", "uid", uid)
+		k.mu.Lock()
+		if _, ok := k.pods[uid]; !ok {
+			k.pods[uid] = &podEntry{deleted: true}
+		}
+		k.mu.Unlock()
+		k.enqueue(uid)
+	}
+}
