@@ -50,7 +50,11 @@ func (h *resourceHandler) deleteObject(ctx context.Context, namespace, name stri
 	}
 	dryRun := len(opts.DryRun) > 0
 	key := h.key(namespace, name)
+	requested := opts
 	for attempt := 0; attempt < 16; attempt++ {
+		// The strategy's CheckGracefulDelete fills in the grace period it settled on; each object and each
+		// attempt starts again from what the client asked for.
+		opts := requested.DeepCopy()
 		current := h.res.New()
 		if err := h.store.Get(ctx, key, storage.GetOptions{}, current); err != nil {
 			return nil, false, storage.ToAPIError(err, gr, name)
