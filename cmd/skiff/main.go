@@ -85,6 +85,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.NodeName, "node-name", "", "this node's name (default: host name)")
 	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.43.0.0/16", "range of service cluster IPs")
 	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "10.42.0.0/16", "pod network; every node gets a podCIDR from it")
+	fs.StringVar(&cfg.SchedulerConfig, "scheduler-config", "", "scheduler configuration file (profiles, plugins, weights); default profile when empty")
 	fs.StringVar(&cfg.StorageEncoding, "storage-encoding", "protobuf", "encoding of objects in etcd: protobuf or json")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -57,6 +57,11 @@ func Run(ctx context.Context, cfg Config) error {
 				errCh <- err
 			}
 		}()
+		go func() {
+			if err := runScheduler(ctx, &node.cfg, clock.RealClock{}.Now()); err != nil {
+				errCh <- err
+			}
+		}()
 	}
 	var failed <-chan struct{}
 	if node.etcdMember != nil {

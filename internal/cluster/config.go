@@ -67,6 +67,8 @@ type Config struct {
 	ClusterCIDR string
 	// Controllers selects controllers as kube-controller-manager's --controllers does.
 	Controllers []string
+	// SchedulerConfig is the scheduler's configuration file (profiles and plugins); empty uses defaults.
+	SchedulerConfig string
 	// StorageEncoding is "protobuf" or "json" (see README: protobuf is the measured default).
 	StorageEncoding string
 	Logger          *slog.Logger

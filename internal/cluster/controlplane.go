@@ -10,11 +10,12 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/skiff-sh/skiff/internal/controller/manager"
 	"github.com/skiff-sh/skiff/internal/pki"
+	"github.com/skiff-sh/skiff/internal/scheduler"
+	"github.com/skiff-sh/skiff/internal/scheduler/framework"
 )
 
 // componentRESTConfig issues (once) a client certificate for a control-plane component and returns
@@ -72,17 +73,13 @@ func runControllerManager(ctx context.Context, cfg *Config, now time.Time) error
 	if err != nil {
 		return err
 	}
-	meta, err := metadata.NewForConfig(restCfg)
-	if err != nil {
-		return err
-	}
 	dyn, err := dynamic.NewForConfig(restCfg)
 	if err != nil {
 		return err
 	}
 	for {
 		err := manager.Run(ctx, manager.Config{
-			Client: client, Metadata: meta, Dynamic: dyn,
+			Client: client, Dynamic: dyn,
 			Identity:    cfg.NodeName + "_" + fmt.Sprint(os.Getpid()),
 			Controllers: cfg.Controllers,
 			ClusterCIDR: cfg.ClusterCIDR,
@@ -94,5 +91,37 @@ func runControllerManager(ctx context.Context, cfg *Config, now time.Time) error
 			return fmt.Errorf("controller manager: %w", err)
 		}
 		cfg.Logger.Warn("controller manager lost its lease; campaigning again")
+	}
+}
+
+// runScheduler runs the scheduler under leader election until ctx ends, campaigning again whenever
+// the Lease is lost.
+func runScheduler(ctx context.Context, cfg *Config, now time.Time) error {
+	restCfg, err := componentRESTConfig(cfg, "system:kube-scheduler", nil, now)
+	if err != nil {
+		return err
+	}
+	var conf *framework.Configuration
+	if cfg.SchedulerConfig != "" {
+		if conf, err = framework.LoadConfig(cfg.SchedulerConfig); err != nil {
+			return fmt.Errorf("scheduler config: %w", err)
+		}
+	}
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	for {
+		err := scheduler.Run(ctx, scheduler.Config{
+			Client: client, Configuration: conf, LeaderElect: true,
+			Identity: cfg.NodeName + "_" + fmt.Sprint(os.Getpid()), Logger: cfg.Logger,
+		})
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil && !errors.Is(err, scheduler.ErrLeadershipLost) {
+			return fmt.Errorf("scheduler: %w", err)
+		}
+		cfg.Logger.Warn("scheduler lost its lease; campaigning again")
 	}
 }
