@@ -8,6 +8,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 	"github.com/skiff-sh/skiff/internal/controller/deployment"
 	"github.com/skiff-sh/skiff/internal/controller/garbagecollector"
+	"github.com/skiff-sh/skiff/internal/controller/job"
 	"github.com/skiff-sh/skiff/internal/controller/namespace"
 	"github.com/skiff-sh/skiff/internal/controller/replicaset"
 )
@@ -17,6 +18,7 @@ func constructors() map[string]constructor {
 	return map[string]constructor{
 		ReplicaSet: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return replicaset.New(deps) },
 		Deployment: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return deployment.New(deps) },
+		Job:        func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return job.New(deps) },
 		GarbageCollector: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			if cfg.Dynamic == nil {
 				slog.Warn("garbage collector needs a dynamic client; not started")
