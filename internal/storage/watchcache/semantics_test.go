@@ -2,7 +2,7 @@ package watchcache_test
 
 import (
 	"fmt"
-		"testing"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"

@@ -16,6 +16,10 @@ import (
 	"github.com/skiff-sh/skiff/internal/storage"
 )
 
+// resultBuffer lets the API layer see that more events are ready, so it flushes once per burst
+// rather than once per event (as with the etcd store's watches).
+const resultBuffer = 100
+
 // cacheWatcher is one watch served from a resource cache. The dispatcher feeds input; the watcher's
 // own goroutine filters, copies and delivers, so a slow consumer only ever blocks itself.
 type cacheWatcher struct {
@@ -56,7 +60,7 @@ func newWatcher(ctx context.Context, rc *resourceCache, prefix string, opts stor
 		predicate:      opts.Predicate,
 		progressNotify: opts.ProgressNotify,
 		input:          make(chan *event, rc.cache.cfg.WatcherBuffer),
-		result:         make(chan watch.Event),
+		result:         make(chan watch.Event, min(rc.cache.cfg.WatcherBuffer, resultBuffer)),
 		ctx:            wctx,
 		cancel:         cancel,
 	}
