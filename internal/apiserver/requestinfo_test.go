@@ -134,3 +134,28 @@ func TestParseRequestInfoParts(t *testing.T) {
 		t.Errorf("got %+v", got)
 	}
 }
+
+func TestMetricsVerb(t *testing.T) {
+	tests := []struct {
+		method, target, contentType, want string
+	}{
+		{http.MethodPost, "/api/v1/namespaces/ns/pods", "", "POST"},
+		{http.MethodPut, "/api/v1/namespaces/ns/pods/web", "", "PUT"},
+		{http.MethodPatch, "/api/v1/namespaces/ns/pods/web", "application/merge-patch+json", "PATCH"},
+		{http.MethodPatch, "/api/v1/namespaces/ns/pods/web", "application/apply-patch+yaml", "APPLY"},
+		{http.MethodDelete, "/api/v1/namespaces/ns/pods/web", "", "DELETE"},
+		{http.MethodDelete, "/api/v1/namespaces/ns/pods", "", "DELETECOLLECTION"},
+		{http.MethodGet, "/api/v1/namespaces/ns/pods/web", "", "GET"},
+		{http.MethodGet, "/api/v1/namespaces/ns/pods", "", "LIST"},
+		{http.MethodGet, "/api/v1/namespaces/ns/pods?watch=true", "", "WATCH"},
+		{http.MethodPost, "/api/v1/namespaces/ns/pods/web/eviction", "", "POST"},
+		{http.MethodGet, "/readyz", "", "GET"},
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest(tt.method, tt.target, nil)
+		r.Header.Set("Content-Type", tt.contentType)
+		if got := metricsVerb(ParseRequestInfo(r), r); got != tt.want {
+			t.Errorf("metricsVerb(%s %s %s) = %s, want %s", tt.method, tt.target, tt.contentType, got, tt.want)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/utils/clock"
@@ -201,7 +202,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		elapsed := s.clock.Since(start)
-		s.metrics.observe(info, rec.statusCode(), elapsed)
+		s.metrics.observe(info, metricsVerb(info, r), rec.statusCode(), elapsed)
 		if info.Verb != "watch" || elapsed > time.Second {
 			s.log.Debug("request", "verb", info.Verb, "path", r.URL.Path, "code", rec.statusCode(), "duration", elapsed)
 		}
@@ -373,11 +374,28 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-func (m *metrics) observe(info *RequestInfo, code int, elapsed time.Duration) {
-	verb := strings.ToUpper(info.Verb)
+// metricsVerb is the verb label Kubernetes reports: the HTTP method for writes (POST, PUT, PATCH,
+// DELETE), APPLY for server-side apply, and GET, LIST, WATCH or DELETECOLLECTION for the rest, so
+// the usual dashboards and alerts (verb=~"POST|PUT|PATCH|DELETE") work unchanged.
+func metricsVerb(info *RequestInfo, r *http.Request) string {
 	if !info.IsResourceRequest {
-		verb = info.Verb
+		return strings.ToUpper(r.Method)
 	}
+	switch info.Verb {
+	case "create":
+		return http.MethodPost
+	case "update":
+		return http.MethodPut
+	case "patch":
+		if pt, ok := patchTypeOf(r.Header.Get("Content-Type")); ok && pt == types.ApplyYAMLPatchType {
+			return "APPLY"
+		}
+		return http.MethodPatch
+	}
+	return strings.ToUpper(info.Verb)
+}
+
+func (m *metrics) observe(info *RequestInfo, verb string, code int, elapsed time.Duration) {
 	m.requests.WithLabelValues(verb, info.APIGroup, info.APIVersion, info.Resource, info.Subresource, strconv.Itoa(code)).Inc()
 	if info.Verb != "watch" {
 		m.latency.WithLabelValues(verb, info.APIGroup, info.APIVersion, info.Resource, info.Subresource).Observe(elapsed.Seconds())
