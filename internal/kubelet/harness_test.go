@@ -71,6 +71,7 @@ func newHarnessWithObjects(t *testing.T, mutate func(*Config), objects ...runtim
 
 func (h *harness) start() {
 	h.t.Helper()
+	waitersBefore := h.clock.Waiters()
 	k, err := New(h.cfg, Deps{
 		Client: h.client, Runtime: h.runtime, Clock: h.clock, Recorder: h.recorder, Machine: testMachine(),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -94,6 +95,9 @@ func (h *harness) start() {
 	case <-time.After(10 * time.Second):
 		h.t.Fatal("kubelet not ready")
 	}
+	// The lease, node status, relist and housekeeping loops wait on the
+	// clock before a test may step it.
+	h.eventually("kubelet loops started", func() bool { return h.clock.Waiters() >= waitersBefore+4 })
 }
 
 func (h *harness) stop() {

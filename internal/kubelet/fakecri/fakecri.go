@@ -38,8 +38,6 @@ type container struct {
 	status    *runtimeapi.ContainerStatus
 	config    *runtimeapi.ContainerConfig
 	sandboxID string
-	// stopTimeout is the timeout of the StopContainer that stopped it.
-	stopTimeout time.Duration
 }
 
 // Runtime is the fake. The zero value is not usable; call New.
@@ -57,6 +55,7 @@ type Runtime struct {
 	failures     map[string]error
 	networkReady bool
 	pullCount    map[string]int
+	stopTimeouts map[string]time.Duration
 }
 
 var _ cri.Runtime = (*Runtime)(nil)
@@ -67,7 +66,7 @@ func New(clk clock.Clock, imageRefs ...string) *Runtime {
 	r := &Runtime{
 		clock: clk, sandboxes: map[string]*sandbox{}, containers: map[string]*container{},
 		images: map[string]*runtimeapi.Image{}, failures: map[string]error{}, networkReady: true,
-		pullCount: map[string]int{},
+		pullCount: map[string]int{}, stopTimeouts: map[string]time.Duration{},
 	}
 	for _, ref := range imageRefs {
 		r.AddImage(ref)
@@ -157,10 +156,7 @@ func (r *Runtime) ContainerConfig(containerID string) *runtimeapi.ContainerConfi
 func (r *Runtime) StopTimeout(containerID string) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.containers[containerID]; ok {
-		return c.stopTimeout
-	}
-	return 0
+	return r.stopTimeouts[containerID]
 }
 
 // SandboxConfig returns the config a sandbox was run with.
@@ -423,7 +419,7 @@ func (r *Runtime) StopContainer(_ context.Context, id string, timeout time.Durat
 	if err := r.record("StopContainer", c.config.Metadata.Name); err != nil {
 		return err
 	}
-	c.stopTimeout = timeout
+	r.stopTimeouts[id] = timeout
 	if c.status.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		r.exitLocked(c, 143, "Error")
 	}
