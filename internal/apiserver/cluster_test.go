@@ -39,6 +39,8 @@ type testCluster struct {
 	// admin authenticates with a client certificate of system:masters; anonymous only trusts the CA.
 	admin     *rest.Config
 	anonymous *rest.Config
+	// adminCert lets in-process requests (fuzzing ServeHTTP directly) present the admin's identity.
+	adminCert *x509.Certificate
 	client    kubernetes.Interface
 	dynamic   dynamic.Interface
 }
@@ -114,6 +116,10 @@ func startTestCluster(t testing.TB) *testCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	adminCert, err := pki.ParseCertificate(adminCertPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
 
@@ -131,7 +137,7 @@ func startTestCluster(t testing.TB) *testCluster {
 	admin := rest.CopyConfig(anonymous)
 	admin.CertData, admin.KeyData = adminCertPEM, adminKeyPEM
 	return &testCluster{
-		api: api, server: srv, clock: clock, admin: admin, anonymous: anonymous,
+		api: api, server: srv, clock: clock, admin: admin, anonymous: anonymous, adminCert: adminCert,
 		client:  kubernetes.NewForConfigOrDie(admin),
 		dynamic: dynamic.NewForConfigOrDie(admin),
 	}
