@@ -19,6 +19,8 @@ type CreateOptions struct {
 	PayloadBytes int
 	// NamePrefix keeps names of separate runs in one namespace apart.
 	NamePrefix string
+	// ServerCPU, when set, reads the server's CPU time so the result can show CPU per create.
+	ServerCPU func() (time.Duration, error)
 }
 
 // CreateResult is what one create measurement observed.
@@ -31,6 +33,7 @@ type CreateResult struct {
 	Elapsed     time.Duration
 	PerSecond   float64
 	Latency     latencySummary
+	ServerCPU   time.Duration
 }
 
 // RunCreates creates ConfigMaps from Concurrency workers for Duration, each worker issuing its next
@@ -50,6 +53,10 @@ func RunCreates(ctx context.Context, cfg *rest.Config, opts CreateOptions) (Crea
 		firstErr  error
 	}
 	results := make([]workerResult, opts.Concurrency)
+	cpuBefore, err := readCPU(opts.ServerCPU)
+	if err != nil {
+		return res, err
+	}
 	start := time.Now()
 	deadline := start.Add(opts.Duration)
 	var wg sync.WaitGroup
@@ -75,6 +82,11 @@ func RunCreates(ctx context.Context, cfg *rest.Config, opts CreateOptions) (Crea
 	}
 	wg.Wait()
 	res.Elapsed = time.Since(start)
+	cpuAfter, err := readCPU(opts.ServerCPU)
+	if err != nil {
+		return res, err
+	}
+	res.ServerCPU = cpuAfter - cpuBefore
 	var all []time.Duration
 	for _, r := range results {
 		all = append(all, r.latencies...)

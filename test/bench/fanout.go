@@ -27,12 +27,18 @@ type FanoutOptions struct {
 	SharedConnection bool
 	// DrainTimeout bounds how long to wait, after the last write, for every watcher to see it.
 	DrainTimeout time.Duration
+	// Rate paces the writer (writes per second); 0 writes each object as soon as the previous one is
+	// acknowledged.
+	Rate float64
+	// ServerCPU, when set, reads the server's CPU time so the result can show CPU per event.
+	ServerCPU func() (time.Duration, error)
 }
 
 // FanoutResult is what the fan-out measurement observed.
 type FanoutResult struct {
 	Watchers  int
 	Encoding  string
+	Rate      float64 // the requested write rate (0: as fast as acknowledged)
 	Writes    int
 	WriteRate float64
 	// Expected is Writes x Watchers; Delivered counts distinct (watcher, object) ADDED events seen.
@@ -48,6 +54,9 @@ type FanoutResult struct {
 	// Delay is from the writer's acknowledgement of a create to a watcher receiving its event
 	// (events that arrive before the acknowledgement count as 0).
 	Delay latencySummary
+	// ServerCPU is the server's CPU time from the first write until every watcher was done (0 when
+	// not measured).
+	ServerCPU time.Duration
 }
 
 type delivery struct {
@@ -58,7 +67,7 @@ type delivery struct {
 // RunFanout starts Watchers watches on one namespace's ConfigMaps from a common resourceVersion,
 // then creates ConfigMaps from one writer for Duration and records when each watcher receives each.
 func RunFanout(ctx context.Context, cfg *rest.Config, opts FanoutOptions) (FanoutResult, error) {
-	res := FanoutResult{Watchers: opts.Watchers, Encoding: contentTypeName(opts.ContentType)}
+	res := FanoutResult{Watchers: opts.Watchers, Encoding: contentTypeName(opts.ContentType), Rate: opts.Rate}
 	writer, err := clientFor(cfg, opts.ContentType)
 	if err != nil {
 		return res, err
@@ -93,10 +102,20 @@ func RunFanout(ctx context.Context, cfg *rest.Config, opts FanoutOptions) (Fanou
 		watchers[i] = w
 	}
 
+	cpuBefore, err := readCPU(opts.ServerCPU)
+	if err != nil {
+		return res, err
+	}
 	acks := map[string]time.Time{}
 	start := time.Now()
 	deadline := start.Add(opts.Duration)
 	for i := 0; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
+		if opts.Rate > 0 {
+			next := start.Add(time.Duration(float64(i) / opts.Rate * float64(time.Second)))
+			if wait := time.Until(next); wait > 0 {
+				time.Sleep(wait)
+			}
+		}
 		name := fmt.Sprintf("fanout-%d", i)
 		if _, err := writer.CoreV1().ConfigMaps(opts.Namespace).Create(ctx, configMap(opts.Namespace, name, opts.PayloadBytes), metav1.CreateOptions{}); err != nil {
 			return res, fmt.Errorf("write %s: %w", name, err)
@@ -116,6 +135,11 @@ func RunFanout(ctx context.Context, cfg *rest.Config, opts FanoutOptions) (Fanou
 		}()
 	}
 	wg.Wait()
+	cpuAfter, err := readCPU(opts.ServerCPU)
+	if err != nil {
+		return res, err
+	}
+	res.ServerCPU = cpuAfter - cpuBefore
 	stopWatchers()
 
 	var delays []time.Duration
@@ -145,6 +169,17 @@ func RunFanout(ctx context.Context, cfg *rest.Config, opts FanoutOptions) (Fanou
 	}
 	res.Delay = summarize(delays)
 	return res, ctx.Err()
+}
+
+func readCPU(read func() (time.Duration, error)) (time.Duration, error) {
+	if read == nil {
+		return 0, nil
+	}
+	d, err := read()
+	if err != nil {
+		return 0, fmt.Errorf("server CPU time: %w", err)
+	}
+	return d, nil
 }
 
 // separateConnectionClient builds a clientset with its own transport: client-go shares transports

@@ -38,3 +38,24 @@ func TestPercentileNearestRank(t *testing.T) {
 		})
 	}
 }
+
+func TestParseProcStatCPU(t *testing.T) {
+	tests := []struct {
+		name, line string
+		want       time.Duration
+		wantErr    bool
+	}{
+		{"plain", "4242 (skiff) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 130 0 0 20 0 12 0 100 0 0", 3800 * time.Millisecond, false},
+		{"command with spaces and parentheses", "7 (a (b) c) R 1 7 7 0 -1 0 0 0 0 0 1 2 0 0", 30 * time.Millisecond, false},
+		{"truncated", "7 (x) R 1 2", 0, true},
+		{"no command", "garbage", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseProcStatCPU(tt.line)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Fatalf("parseProcStatCPU = %v, %v; want %v (error %v)", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}

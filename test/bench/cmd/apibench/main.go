@@ -40,6 +40,7 @@ type options struct {
 	encodings      []string
 	watchers       int
 	fanoutDuration time.Duration
+	fanoutRates    []float64
 	drainTimeout   time.Duration
 	sharedConn     bool
 	payload        int
@@ -59,6 +60,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	enc := fs.String("encodings", "json,protobuf", "comma-separated client encodings: json, protobuf")
 	fs.IntVar(&o.watchers, "watchers", 100, "watchers in the fan-out measurement")
 	fs.DurationVar(&o.fanoutDuration, "fanout-duration", 10*time.Second, "how long the fan-out writer writes")
+	rates := fs.String("fanout-rates", "0,100", "comma-separated fan-out writer rates in writes/s, one measurement each; 0 writes as fast as writes are acknowledged")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "how long to wait for watchers after the last write")
 	fs.BoolVar(&o.sharedConn, "shared-connection", false, "multiplex all watches over one HTTP/2 connection instead of one connection per watcher")
 	fs.IntVar(&o.payload, "payload", 1024, "bytes of data in each ConfigMap")
@@ -74,6 +76,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			return o, fmt.Errorf("--concurrency: %q is not a positive integer", part)
 		}
 		o.concurrencies = append(o.concurrencies, n)
+	}
+	for _, part := range strings.Split(*rates, ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+		if err != nil || r < 0 {
+			return o, fmt.Errorf("--fanout-rates: %q is not a rate", part)
+		}
+		o.fanoutRates = append(o.fanoutRates, r)
 	}
 	for _, part := range strings.Split(*enc, ",") {
 		switch e := strings.TrimSpace(part); e {
@@ -136,6 +145,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 				res, err := bench.RunCreates(ctx, cfg, bench.CreateOptions{
 					Concurrency: c, Duration: o.createDuration, ContentType: contentType(enc),
 					Namespace: "bench-creates", PayloadBytes: o.payload, NamePrefix: fmt.Sprintf("%s-c%d", enc, c),
+					ServerCPU: srv.CPUTime,
 				})
 				if err != nil {
 					return err
@@ -144,12 +154,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	if !o.skipFanout && o.watchers > 0 {
+	for i, rate := range o.fanoutRates {
+		if o.skipFanout || o.watchers == 0 {
+			break
+		}
 		enc := o.encodings[0]
-		fmt.Fprintf(stderr, "fan-out: %s, %d watchers, writer for %s ...\n", enc, o.watchers, o.fanoutDuration)
+		fmt.Fprintf(stderr, "fan-out: %s, %d watchers, writer at %v/s (0: closed loop) for %s ...\n", enc, o.watchers, rate, o.fanoutDuration)
 		res, err := bench.RunFanout(ctx, cfg, bench.FanoutOptions{
-			Watchers: o.watchers, Duration: o.fanoutDuration, ContentType: contentType(enc),
-			Namespace: "bench-fanout", PayloadBytes: o.payload, SharedConnection: o.sharedConn, DrainTimeout: o.drainTimeout,
+			Watchers: o.watchers, Duration: o.fanoutDuration, ContentType: contentType(enc), Rate: rate,
+			Namespace: fmt.Sprintf("bench-fanout-%d", i), PayloadBytes: o.payload, SharedConnection: o.sharedConn,
+			DrainTimeout: o.drainTimeout, ServerCPU: srv.CPUTime,
 		})
 		if err != nil {
 			return err
