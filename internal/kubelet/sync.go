@@ -36,6 +36,8 @@ const (
 	// a pod is deleted, as in Kubernetes.
 	minimumGracePeriod = 2 * time.Second
 	defaultGracePeriod = 30 * time.Second
+	// initPollInterval is how often a running init container is checked.
+	initPollInterval = 200 * time.Millisecond
 )
 
 type syncResult struct {
@@ -142,6 +144,9 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 		initDone = false
 		switch {
 		case running(cur):
+			// Init containers are usually short: look again soon rather
+			// than wait for the next relist.
+			requeue(initPollInterval)
 		case cur != nil && cur.State == runtimeapi.ContainerState_CONTAINER_CREATED:
 			if err := k.runtime.StartContainer(ctx, cur.Id); err != nil {
 				k.log.Warn("start created init container", "err", err)
@@ -158,6 +163,7 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 			changed = true
 		default:
 			start(c, containerKindInit)
+			requeue(initPollInterval)
 			changed = true
 		}
 		break

@@ -1,0 +1,201 @@
+package kubelet_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	"github.com/skiff-sh/skiff/internal/images"
+	"github.com/skiff-sh/skiff/internal/kubelet"
+	"github.com/skiff-sh/skiff/internal/kubelet/containerd/containerdtest"
+)
+
+// TestKubeletRunsPodOnRealContainerd runs the kubelet against a real,
+// supervised containerd (and a fake API): a pod serving HTTP reaches
+// Running, answers on its IP, gets its env and memory limit, and stops
+// within its grace period when deleted.
+func TestKubeletRunsPodOnRealContainerd(t *testing.T) {
+	env := containerdtest.Start(t)
+	client := fake.NewClientset()
+	cfg := kubelet.Default("real-node", env.DataDir)
+	cfg.Roles = []string{"worker"}
+	k, err := kubelet.New(cfg, kubelet.Deps{
+		Client: client, Runtime: env.Runtime, Recorder: record.NewFakeRecorder(1000),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := k.Run(ctx); err != nil {
+			t.Errorf("kubelet: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	<-k.Ready()
+
+	if _, err := client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "page", Namespace: "default"}, Data: map[string]string{"greeting": "hello from skiff"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-real-web"},
+		Spec: corev1.PodSpec{
+			NodeName:                      "real-node",
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: ptr.To[int64](3),
+			InitContainers: []corev1.Container{{
+				Name: "prepare", Image: images.BusyboxImage, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"/bin/sh", "-c", "echo init-ran"},
+			}},
+			Containers: []corev1.Container{{
+				Name: "httpd", Image: images.BusyboxImage, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"/bin/sh", "-c", "mkdir -p /www && echo \"$GREETING on $(POD_NAME)\" > /www/index.html && exec httpd -f -p 8080 -h /www"},
+				Env: []corev1.EnvVar{
+					{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+					{Name: "GREETING", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "page"}, Key: "greeting"}}},
+				},
+				Ports:     []corev1.ContainerPort{{ContainerPort: 8080}},
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resourceQuantity("96Mi"), corev1.ResourceCPU: resourceQuantity("500m")}},
+			}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	w, err := client.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	created := time.Now()
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	running := waitForPod(t, w, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	startup := time.Since(created)
+	if running.Status.PodIP == "" {
+		t.Fatalf("running pod without IP: %+v", running.Status)
+	}
+	if !strings.HasPrefix(running.Status.ContainerStatuses[0].ContainerID, "containerd://") {
+		t.Errorf("containerID = %q", running.Status.ContainerStatuses[0].ContainerID)
+	}
+	if running.Status.InitContainerStatuses[0].State.Terminated == nil || running.Status.InitContainerStatuses[0].State.Terminated.Reason != "Completed" {
+		t.Errorf("init status = %+v", running.Status.InitContainerStatuses[0])
+	}
+	body := fetch(t, fmt.Sprintf("http://%s:8080/index.html", running.Status.PodIP))
+	if body != "hello from skiff on web\n" {
+		t.Errorf("GET = %q", body)
+	}
+	containerID := strings.TrimPrefix(running.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	if _, err := os.Stat("/sys/fs/cgroup/memory"); err == nil {
+		out, _, code, err := env.Runtime.ExecSync(ctx, containerID, []string{"cat", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}, 5*time.Second)
+		if err != nil || code != 0 || strings.TrimSpace(string(out)) != fmt.Sprint(96<<20) {
+			t.Errorf("memory limit = %q (code %d, %v)", out, code, err)
+		}
+	}
+	pidNS, _, _, _ := env.Runtime.ExecSync(ctx, containerID, []string{"sh", "-c", "echo $$"}, 5*time.Second)
+	t.Logf("exec in pod: pid %s", strings.TrimSpace(string(pidNS)))
+
+	// Graceful deletion: the kubelet stops the pod and deletes it for good.
+	current, err := client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	current.DeletionTimestamp = &now
+	current.DeletionGracePeriodSeconds = ptr.To[int64](3)
+	deleteStart := time.Now()
+	if _, err := client.CoreV1().Pods("default").Update(ctx, current, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForDeletion(t, w)
+	stopped := time.Since(deleteStart)
+	if stopped > 3*time.Second+5*time.Second {
+		t.Errorf("pod took %v to stop with a 3s grace period", stopped)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		sandboxes, err := env.Runtime.ListPodSandbox(ctx, nil)
+		if err == nil && len(sandboxes) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sandboxes left after deletion: %v %v", sandboxes, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("latency: create to Running (watch) %v; delete to gone %v", startup, stopped)
+}
+
+func waitForPod(t *testing.T, w watch.Interface, cond func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			if p, ok := ev.Object.(*corev1.Pod); ok && cond(p) {
+				return p
+			}
+		case <-timeout:
+			t.Fatal("timed out waiting for the pod")
+		}
+	}
+}
+
+func waitForDeletion(t *testing.T, w watch.Interface) {
+	t.Helper()
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			if ev.Type == watch.Deleted {
+				return
+			}
+		case <-timeout:
+			t.Fatal("timed out waiting for the pod to be deleted")
+		}
+	}
+}
+
+func fetch(t *testing.T, url string) string {
+	t.Helper()
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return string(body)
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
