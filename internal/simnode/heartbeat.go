@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 const (
@@ -22,14 +24,18 @@ func (s *Simulator) scheduleFirstRenewals(start time.Time) {
 	}
 }
 
+// newHeartbeatTicker ticks heartbeatSlots times per interval.
+func (s *Simulator) newHeartbeatTicker() clock.Ticker {
+	return s.cfg.Clock.NewTicker(max(s.cfg.HeartbeatInterval/heartbeatSlots, minHeartbeatTick))
+}
+
 // stagger is node i's offset within an interval.
 func (s *Simulator) stagger(i int) time.Duration {
 	return time.Duration(int64(s.cfg.HeartbeatInterval) * int64(i) / int64(max(len(s.nodes), 1)))
 }
 
 // heartbeatLoop renews, on every tick, the Leases that have come due.
-func (s *Simulator) heartbeatLoop(ctx context.Context) {
-	ticker := s.cfg.Clock.NewTicker(max(s.cfg.HeartbeatInterval/heartbeatSlots, minHeartbeatTick))
+func (s *Simulator) heartbeatLoop(ctx context.Context, ticker clock.Ticker) {
 	defer ticker.Stop()
 	for {
 		select {

@@ -101,7 +101,9 @@ func Start(ctx context.Context, cfg Config) (*Simulator, error) {
 		return nil, errors.Join(errors.New("simnode: pod informer did not sync"), ctx.Err())
 	}
 	s.scheduleFirstRenewals(cfg.Clock.Now())
-	s.wg.Go(func() { s.heartbeatLoop(runCtx) })
+	// The ticker exists before Start returns, so a test's fake clock step is never missed.
+	ticker := s.newHeartbeatTicker()
+	s.wg.Go(func() { s.heartbeatLoop(runCtx, ticker) })
 	for range cfg.Workers {
 		s.wg.Go(func() {
 			for s.processNext(runCtx) {
