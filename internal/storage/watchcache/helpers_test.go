@@ -99,9 +99,11 @@ func (s *countingStore) Watch(ctx context.Context, prefix string, opts storage.L
 	return s.Interface.Watch(ctx, prefix, opts)
 }
 
-// rootFor gives every test its own resource root "/registry/<test>/pods/" in the shared etcd.
+// rootFor gives every test (and every -count run of it) its own resource root
+// "/registry/<test>-<time>/pods/" in the shared etcd.
 func rootFor(t *testing.T) string {
-	return "/registry/" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "/pods/"
+	return "/registry/" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "-" +
+		strconv.FormatInt(time.Now().UnixNano(), 36) + "/pods/"
 }
 
 func ctxFor(t *testing.T) context.Context {
