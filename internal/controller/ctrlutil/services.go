@@ -1,0 +1,65 @@
+package ctrlutil
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	corelisters "k8s.io/client-go/listers/core/v1"
+)
+
+// ServiceKeysForPod returns the keys of the Services in pod's namespace whose
+// selector matches pod's labels.
+func ServiceKeysForPod(lister corelisters.ServiceLister, pod *corev1.Pod) []string {
+	services, err := lister.Services(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for _, svc := range services {
+		if len(svc.Spec.Selector) == 0 {
+			continue
+		}
+		if labels.SelectorFromValidatedSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
+			keys = append(keys, svc.Namespace+"/"+svc.Name)
+		}
+	}
+	return keys
+}
+
+// ResolveTargetPort finds the pod port a service port targets: a number is
+// used as is; a name is looked up among the pod's container ports (same
+// protocol). An unset target port means the service port number.
+func ResolveTargetPort(sp *corev1.ServicePort, pod *corev1.Pod) (int32, bool) {
+	tp := sp.TargetPort
+	switch {
+	case tp.Type == intstr.String && tp.StrVal != "":
+		for _, c := range pod.Spec.Containers {
+			for _, p := range c.Ports {
+				if p.Name == tp.StrVal && protocolOf(p.Protocol) == protocolOf(sp.Protocol) {
+					return p.ContainerPort, true
+				}
+			}
+		}
+		return 0, false
+	case tp.Type == intstr.Int && tp.IntVal != 0:
+		return tp.IntVal, true
+	default:
+		return sp.Port, true
+	}
+}
+
+func protocolOf(p corev1.Protocol) corev1.Protocol {
+	if p == "" {
+		return corev1.ProtocolTCP
+	}
+	return p
+}
+
+// PodServable: the pod has an IP and has not terminated. Pods being deleted
+// are servable only where the caller includes terminating endpoints.
+func PodServable(pod *corev1.Pod) bool {
+	if pod.Status.PodIP == "" {
+		return false
+	}
+	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
