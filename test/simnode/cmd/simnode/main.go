@@ -1,0 +1,156 @@
+// Command simnode attaches simulated nodes to a running skiff (or any Kubernetes) cluster: Nodes
+// with capacity and a Ready condition, Leases renewed on a heartbeat, and a fake kubelet that reports
+// bound pods Running and Ready. It runs until interrupted.
+//
+// With --bench-pods it instead measures how fast the simulator reports pods Running: it creates
+// that many pods already bound round-robin to its nodes in a fresh namespace, prints pods/s, deletes
+// the namespace and exits.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/skiff-sh/skiff/internal/simnode"
+)
+
+func main() {
+	if err := run(); err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "simnode:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	fs := flag.NewFlagSet("simnode", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster (e.g. <data-dir>/admin.kubeconfig)")
+	nodes := fs.Int("nodes", 10, "number of simulated nodes")
+	prefix := fs.String("prefix", "sim-node-", "node name prefix; nodes are named <prefix><index>")
+	firstIndex := fs.Int("first-index", 0, "index of the first node; give simulators sharing a cluster disjoint ranges")
+	heartbeat := fs.Duration("heartbeat", 10*time.Second, "lease renewal interval per node")
+	startDelay := fs.Duration("pod-start-delay", 0, "delay between a pod being bound and reported Running")
+	completeJobPods := fs.Duration("complete-job-pods-after", -1, "finish pods owned by a Job with exit code 0 this long after they start (negative: never)")
+	workers := fs.Int("workers", 8, "pods handled concurrently")
+	qps := fs.Float64("qps", 2000, "client-side request rate limit")
+	benchPods := fs.Int("bench-pods", 0, "measure: create this many bound pods, report pods/s marked Running, clean up and exit")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return err
+	}
+	restCfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return fmt.Errorf("load kubeconfig %q: %w", *kubeconfig, err)
+	}
+	restCfg.QPS, restCfg.Burst = float32(*qps), int(*qps)*2
+	restCfg.UserAgent = "simnode"
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	cfg := simnode.Config{
+		Client: client, Nodes: *nodes, NamePrefix: *prefix, FirstIndex: *firstIndex,
+		HeartbeatInterval: *heartbeat, PodStartDelay: *startDelay, Workers: *workers,
+	}
+	if *completeJobPods >= 0 {
+		after := *completeJobPods
+		cfg.CompletePods = func(pod *corev1.Pod) (int32, time.Duration, bool) {
+			owner := metav1.GetControllerOf(pod)
+			return 0, after, owner != nil && owner.Kind == "Job"
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	began := time.Now()
+	sim, err := simnode.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer sim.Stop()
+	slog.Info("simulated nodes registered", "nodes", *nodes, "took", time.Since(began).Round(time.Millisecond))
+	if *benchPods > 0 {
+		return benchmark(ctx, client, sim.NodeNames(), *benchPods)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// benchmark creates pods already bound to the simulated nodes and times how long until all run.
+func benchmark(ctx context.Context, client kubernetes.Interface, nodes []string, count int) error {
+	if len(nodes) == 0 {
+		return errors.New("--bench-pods needs at least one node")
+	}
+	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "simnode-bench-"}}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("create namespace: %w", err)
+	}
+	defer func() {
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := client.CoreV1().Namespaces().Delete(cleanup, ns.Name, metav1.DeleteOptions{}); err != nil {
+			slog.Warn("delete benchmark namespace", "namespace", ns.Name, "err", err)
+		}
+	}()
+	start := time.Now()
+	if err := createBoundPods(ctx, client, ns.Name, nodes, count); err != nil {
+		return err
+	}
+	created := time.Since(start)
+	for {
+		pods, err := client.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{FieldSelector: "status.phase=Running"})
+		if err != nil {
+			return fmt.Errorf("list running pods: %w", err)
+		}
+		if len(pods.Items) >= count {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	total := time.Since(start)
+	fmt.Printf("pods=%d nodes=%d created_in=%s all_running_in=%s pods_per_second=%.0f\n",
+		count, len(nodes), created.Round(time.Millisecond), total.Round(time.Millisecond), float64(count)/total.Seconds())
+	return nil
+}
+
+func createBoundPods(ctx context.Context, client kubernetes.Interface, namespace string, nodes []string, count int) error {
+	const creators = 16
+	errs := make(chan error, creators)
+	for w := range creators {
+		go func() {
+			for i := w; i < count; i += creators {
+				pod := &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%d", i)},
+					Spec: corev1.PodSpec{
+						NodeName:   nodes[i%len(nodes)],
+						Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+					},
+				}
+				if _, err := client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+					errs <- fmt.Errorf("create pod %d: %w", i, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	var all []error
+	for range creators {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
