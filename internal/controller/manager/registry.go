@@ -9,6 +9,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 	"github.com/skiff-sh/skiff/internal/controller/deployment"
 	"github.com/skiff-sh/skiff/internal/controller/endpoint"
+	"github.com/skiff-sh/skiff/internal/controller/endpointslice"
 	"github.com/skiff-sh/skiff/internal/controller/garbagecollector"
 	"github.com/skiff-sh/skiff/internal/controller/job"
 	"github.com/skiff-sh/skiff/internal/controller/namespace"
@@ -27,6 +28,7 @@ func constructors() map[string]constructor {
 		TTLAfterFinished: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return ttlafterfinished.New(deps) },
 		ServiceAccount:   func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return serviceaccount.New(deps) },
 		Endpoint:         func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpoint.New(deps) },
+		EndpointSlice:    func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpointslice.New(deps) },
 		GarbageCollector: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			if cfg.Dynamic == nil {
 				slog.Warn("garbage collector needs a dynamic client; not started")

@@ -1,0 +1,290 @@
+package endpointslice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
+)
+
+// Name is the controller's name in --controllers and in metrics.
+const Name = "endpointslice"
+
+// ManagedBy is the managed-by label value of the slices this controller owns.
+const ManagedBy = "endpointslice-controller.k8s.io"
+
+// MaxEndpointsPerSlice is Kubernetes' default --max-endpoints-per-slice.
+const MaxEndpointsPerSlice = 100
+
+const headlessLabel = "service.kubernetes.io/headless"
+
+// Controller reconciles EndpointSlices.
+type Controller struct {
+	client      kubernetes.Interface
+	svcLister   corelisters.ServiceLister
+	podLister   corelisters.PodLister
+	sliceLister discoverylisters.EndpointSliceLister
+	loop        *ctrlutil.Loop
+	synced      []cache.InformerSynced
+}
+
+// New builds the controller and registers its informers' handlers.
+func New(deps ctrlutil.Deps) (*Controller, error) {
+	svcInformer := deps.Informers.Core().V1().Services()
+	podInformer := deps.Informers.Core().V1().Pods()
+	sliceInformer := deps.Informers.Discovery().V1().EndpointSlices()
+	c := &Controller{
+		client:      deps.Client,
+		svcLister:   svcInformer.Lister(),
+		podLister:   podInformer.Lister(),
+		sliceLister: sliceInformer.Lister(),
+		synced:      []cache.InformerSynced{svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced},
+	}
+	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
+	podChanged := func(objs ...any) {
+		for _, o := range objs {
+			if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = tomb.Obj
+			}
+			if pod, ok := o.(*corev1.Pod); ok {
+				for _, key := range ctrlutil.ServiceKeysForPod(c.svcLister, pod) {
+					c.loop.Queue.Add(key)
+				}
+			}
+		}
+	}
+	sliceChanged := func(o any) {
+		if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
+			o = tomb.Obj
+		}
+		if s, ok := o.(*discoveryv1.EndpointSlice); ok && s.Labels[discoveryv1.LabelManagedBy] == ManagedBy {
+			if svc := s.Labels[discoveryv1.LabelServiceName]; svc != "" {
+				c.loop.Queue.Add(s.Namespace + "/" + svc)
+			}
+		}
+	}
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandlerFuncs
+	}{
+		{svcInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.loop.Enqueue, UpdateFunc: func(_, o any) { c.loop.Enqueue(o) }, DeleteFunc: c.loop.Enqueue}},
+		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: func(o any) { podChanged(o) }, UpdateFunc: func(old, o any) { podChanged(old, o) }, DeleteFunc: func(o any) { podChanged(o) }}},
+		{sliceInformer.Informer(), cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, o any) { sliceChanged(o) }, DeleteFunc: sliceChanged}},
+	}
+	for _, h := range handlers {
+		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+			return nil, fmt.Errorf("endpointslice controller handler: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// Run runs workers until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) { c.loop.Run(ctx, workers, c.synced...) }
+
+// group is one address type and port set: the endpoints that share them.
+type group struct {
+	addressType discoveryv1.AddressType
+	ports       []discoveryv1.EndpointPort
+	endpoints   []discoveryv1.Endpoint
+}
+
+func (g *group) key() string { return string(g.addressType) + "|" + portsKey(g.ports) }
+
+func portsKey(ports []discoveryv1.EndpointPort) string {
+	parts := make([]string, len(ports))
+	for i, p := range ports {
+		parts[i] = ptr.Deref(p.Name, "") + "/" + string(ptr.Deref(p.Protocol, "")) + "/" + strconv.Itoa(int(ptr.Deref(p.Port, 0)))
+	}
+	return strings.Join(parts, ",")
+}
+
+// DesiredGroups computes the endpoints of svc over its selected pods,
+// grouped by address type and resolved ports, sorted for stable output.
+func DesiredGroups(svc *corev1.Service, pods []*corev1.Pod) []*group {
+	groups := map[string]*group{}
+	for _, pod := range pods {
+		if !ctrlutil.PodServable(pod) {
+			continue
+		}
+		var ports []discoveryv1.EndpointPort
+		for i := range svc.Spec.Ports {
+			sp := &svc.Spec.Ports[i]
+			port, ok := ctrlutil.ResolveTargetPort(sp, pod)
+			if !ok {
+				continue
+			}
+			protocol := sp.Protocol
+			if protocol == "" {
+				protocol = corev1.ProtocolTCP
+			}
+			ports = append(ports, discoveryv1.EndpointPort{Name: ptr.To(sp.Name), Port: ptr.To(port), Protocol: ptr.To(protocol), AppProtocol: sp.AppProtocol})
+		}
+		if len(svc.Spec.Ports) > 0 && len(ports) == 0 {
+			continue
+		}
+		sort.Slice(ports, func(i, j int) bool { return *ports[i].Name < *ports[j].Name })
+		addressType := discoveryv1.AddressTypeIPv4
+		if strings.Contains(pod.Status.PodIP, ":") {
+			addressType = discoveryv1.AddressTypeIPv6
+		}
+		g := &group{addressType: addressType, ports: ports}
+		if existing, ok := groups[g.key()]; ok {
+			g = existing
+		} else {
+			groups[g.key()] = g
+		}
+		podReady := ctrlutil.IsPodReady(pod)
+		terminating := pod.DeletionTimestamp != nil
+		ep := discoveryv1.Endpoint{
+			Addresses: []string{pod.Status.PodIP},
+			Conditions: discoveryv1.EndpointConditions{
+				Ready:       ptr.To((podReady && !terminating) || svc.Spec.PublishNotReadyAddresses),
+				Serving:     ptr.To(podReady || svc.Spec.PublishNotReadyAddresses),
+				Terminating: ptr.To(terminating),
+			},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		}
+		if pod.Spec.NodeName != "" {
+			ep.NodeName = ptr.To(pod.Spec.NodeName)
+		}
+		if pod.Spec.Hostname != "" && pod.Spec.Subdomain == svc.Name {
+			ep.Hostname = ptr.To(pod.Spec.Hostname)
+		}
+		g.endpoints = append(g.endpoints, ep)
+	}
+	out := make([]*group, 0, len(groups))
+	for _, g := range groups {
+		sort.Slice(g.endpoints, func(i, j int) bool { return g.endpoints[i].Addresses[0] < g.endpoints[j].Addresses[0] })
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key() < out[j].key() })
+	return out
+}
+
+// Sync reconciles the EndpointSlices of the Service with the given key.
+func (c *Controller) Sync(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	svc, err := c.svcLister.Services(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil // owner references let the garbage collector remove our slices
+	}
+	if err != nil {
+		return fmt.Errorf("get service %s: %w", key, err)
+	}
+	if len(svc.Spec.Selector) == 0 || svc.DeletionTimestamp != nil {
+		return nil
+	}
+	pods, err := c.podLister.Pods(namespace).List(labels.SelectorFromValidatedSet(svc.Spec.Selector))
+	if err != nil {
+		return fmt.Errorf("list pods for service %s: %w", key, err)
+	}
+	existing, err := c.sliceLister.EndpointSlices(namespace).List(labels.SelectorFromSet(labels.Set{
+		discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ManagedBy}))
+	if err != nil {
+		return fmt.Errorf("list endpointslices of %s: %w", key, err)
+	}
+	var owned []*discoveryv1.EndpointSlice
+	for _, s := range existing {
+		if ref := metav1.GetControllerOf(s); ref != nil && ref.UID == svc.UID {
+			owned = append(owned, s)
+		}
+	}
+	sort.Slice(owned, func(i, j int) bool { return owned[i].Name < owned[j].Name })
+
+	wantLabels := maps.Clone(svc.Labels)
+	if wantLabels == nil {
+		wantLabels = map[string]string{}
+	}
+	wantLabels[discoveryv1.LabelServiceName] = name
+	wantLabels[discoveryv1.LabelManagedBy] = ManagedBy
+	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		wantLabels[headlessLabel] = ""
+	}
+
+	// The desired slices: each group chunked; an empty placeholder if nothing.
+	type desired struct {
+		key         string
+		addressType discoveryv1.AddressType
+		ports       []discoveryv1.EndpointPort
+		endpoints   []discoveryv1.Endpoint
+	}
+	var want []desired
+	for _, g := range DesiredGroups(svc, pods) {
+		for start := 0; start < len(g.endpoints); start += MaxEndpointsPerSlice {
+			end := min(start+MaxEndpointsPerSlice, len(g.endpoints))
+			want = append(want, desired{g.key(), g.addressType, g.ports, g.endpoints[start:end]})
+		}
+	}
+	if len(want) == 0 {
+		want = append(want, desired{key: string(discoveryv1.AddressTypeIPv4) + "|", addressType: discoveryv1.AddressTypeIPv4})
+	}
+
+	// Reuse owned slices of the same address type and port set, in name order.
+	byKey := map[string][]*discoveryv1.EndpointSlice{}
+	for _, s := range owned {
+		k := string(s.AddressType) + "|" + portsKey(s.Ports)
+		byKey[k] = append(byKey[k], s)
+	}
+	ref := ctrlutil.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service"))
+	var errs []error
+	for _, d := range want {
+		if reuse := byKey[d.key]; len(reuse) > 0 {
+			s := reuse[0]
+			byKey[d.key] = reuse[1:]
+			if apiequality.Semantic.DeepEqual(s.Endpoints, d.endpoints) && maps.Equal(s.Labels, wantLabels) {
+				continue
+			}
+			updated := s.DeepCopy()
+			updated.Endpoints = d.endpoints
+			updated.Labels = maps.Clone(wantLabels)
+			if _, err := c.client.DiscoveryV1().EndpointSlices(namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+				errs = append(errs, fmt.Errorf("update endpointslice %s/%s: %w", namespace, s.Name, err))
+			}
+			continue
+		}
+		slice := &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{
+				GenerateName:    name + "-",
+				Namespace:       namespace,
+				Labels:          maps.Clone(wantLabels),
+				OwnerReferences: []metav1.OwnerReference{*ref},
+			},
+			AddressType: d.addressType,
+			Endpoints:   d.endpoints,
+			Ports:       d.ports,
+		}
+		if _, err := c.client.DiscoveryV1().EndpointSlices(namespace).Create(ctx, slice, metav1.CreateOptions{}); err != nil &&
+			!apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			errs = append(errs, fmt.Errorf("create endpointslice for %s: %w", key, err))
+		}
+	}
+	for _, rest := range byKey {
+		for _, s := range rest {
+			if err := c.client.DiscoveryV1().EndpointSlices(namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("delete endpointslice %s/%s: %w", namespace, s.Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
