@@ -40,6 +40,9 @@ type Config struct {
 	CNIConfDir string
 	// CNIBridge names the bridge in the network list; default "cni0".
 	CNIBridge string
+	// CNINetworkName names the network list (and host-local IPAM's state
+	// dir); default "skiff".
+	CNINetworkName string
 	// ClusterDNS are the nameservers of ClusterFirst pods; empty means pods
 	// use the host's resolv.conf.
 	ClusterDNS []string
@@ -87,6 +90,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.CNIBridge == "" {
 		c.CNIBridge = "cni0"
+	}
+	if c.CNINetworkName == "" {
+		c.CNINetworkName = "skiff"
 	}
 	if c.ClusterDomain == "" {
 		c.ClusterDomain = "cluster.local"

@@ -225,7 +225,7 @@ func (k *Kubelet) setNode(node *corev1.Node) {
 	if !changed {
 		return
 	}
-	if err := containerd.WriteCNIConfig(k.cfg.CNIConfDir, containerd.CNINetwork{Bridge: k.cfg.CNIBridge, PodCIDRs: cidrs}); err != nil {
+	if err := containerd.WriteCNIConfig(k.cfg.CNIConfDir, containerd.CNINetwork{Name: k.cfg.CNINetworkName, Bridge: k.cfg.CNIBridge, PodCIDRs: cidrs}); err != nil {
 		k.log.Error("write CNI config", "err", err)
 		return
 	}

@@ -63,14 +63,17 @@ func Require(t testing.TB) {
 	t.Skipf("real runtime not available (missing %v); run hack/install-runtime.sh", missing)
 }
 
+// RandomSuffix returns n random bytes in hex, for unique host-level names.
+func RandomSuffix(n int) string { return randomHex(n) }
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
 
-// freePodCIDR picks a 10.2xx.y.0/24 that no host route overlaps.
-func freePodCIDR() (string, error) {
+// FreePodCIDR picks a 10.2xx.y.0/24 that no host route overlaps.
+func FreePodCIDR() (string, error) {
 	out, err := exec.Command("ip", "-4", "route", "show", "table", "all").Output()
 	if err != nil {
 		return "", fmt.Errorf("ip route: %w", err)
@@ -107,7 +110,7 @@ func Start(t testing.TB) *Env {
 		t.Fatal(err)
 	}
 	suffix := randomHex(3)
-	podCIDR, err := freePodCIDR()
+	podCIDR, err := FreePodCIDR()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,13 +136,13 @@ func Start(t testing.TB) *Env {
 	}()
 	t.Cleanup(func() {
 		if env.Runtime != nil {
-			removeAllPods(t, env.Runtime)
+			RemoveAllPods(t, env.Runtime)
 			env.Runtime.Close()
 		}
 		cancel()
 		<-finished
-		unmountUnder(t, dataDir)
-		restore(env)
+		UnmountUnder(t, dataDir)
+		restore(env.Bridge, env.Network)
 		if err := os.RemoveAll(dataDir); err != nil {
 			t.Errorf("remove %s: %v", dataDir, err)
 		}
@@ -199,7 +202,8 @@ func waitNetworkReady(t testing.TB, rt cri.Runtime) {
 	}
 }
 
-func removeAllPods(t testing.TB, rt cri.Runtime) {
+// RemoveAllPods stops and removes every sandbox of the runtime.
+func RemoveAllPods(t testing.TB, rt cri.Runtime) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	sandboxes, err := rt.ListPodSandbox(ctx, nil)
@@ -217,9 +221,9 @@ func removeAllPods(t testing.TB, rt cri.Runtime) {
 	}
 }
 
-// unmountUnder lazily unmounts anything left mounted below dir (container
+// UnmountUnder lazily unmounts anything left mounted below dir (container
 // rootfs, sandbox shm), deepest first.
-func unmountUnder(t testing.TB, dir string) {
+func UnmountUnder(t testing.TB, dir string) {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return
@@ -242,7 +246,15 @@ func unmountUnder(t testing.TB, dir string) {
 
 // snapshotHost records the host state the CNI plugins change and returns a
 // function restoring it once the test's sandboxes are gone.
-func snapshotHost(t testing.TB) func(*Env) {
+// ProtectHost records the host state CNI changes now and restores it when
+// the test ends: call it before the runtime starts, with the bridge and
+// network names the test's CNI configuration uses.
+func ProtectHost(t testing.TB, bridge, network string) {
+	restore := snapshotHost(t)
+	t.Cleanup(func() { restore(bridge, network) })
+}
+
+func snapshotHost(t testing.TB) func(bridge, network string) {
 	ipForward, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
 	// Directories the CNI plugins create on first use; removed again (when
 	// empty) only if they did not exist before.
@@ -256,18 +268,18 @@ func snapshotHost(t testing.TB) func(*Env) {
 	for _, table := range []string{"nat", "filter"} {
 		chainsBefore[table] = chains(table)
 	}
-	return func(env *Env) {
+	return func(bridge, network string) {
 		if len(ipForward) > 0 {
 			_ = os.WriteFile("/proc/sys/net/ipv4/ip_forward", ipForward, 0o644)
 		}
-		if out, err := exec.Command("ip", "link", "del", env.Bridge).CombinedOutput(); err != nil && !strings.Contains(string(out), "Cannot find device") {
-			t.Logf("delete bridge %s: %v %s", env.Bridge, err, out)
+		if out, err := exec.Command("ip", "link", "del", bridge).CombinedOutput(); err != nil && !strings.Contains(string(out), "Cannot find device") {
+			t.Logf("delete bridge %s: %v %s", bridge, err, out)
 		}
 		for table, before := range chainsBefore {
 			removeNewCNIChains(t, table, before)
 		}
-		_ = os.RemoveAll(filepath.Join("/var/lib/cni/networks", env.Network))
-		results, _ := filepath.Glob(filepath.Join("/var/lib/cni/results", env.Network+"-*"))
+		_ = os.RemoveAll(filepath.Join("/var/lib/cni/networks", network))
+		results, _ := filepath.Glob(filepath.Join("/var/lib/cni/results", network+"-*"))
 		for _, r := range results {
 			_ = os.Remove(r)
 		}
@@ -292,7 +304,7 @@ func chains(table string) []string {
 }
 
 // removeNewCNIChains deletes CNI-* chains that appeared during the test, and
-// the rules jumping to them.
+// the rules jumping to them (by rule number, so comments need no parsing).
 func removeNewCNIChains(t testing.TB, table string, before []string) {
 	var created []string
 	for _, c := range chains(table) {
@@ -303,16 +315,24 @@ func removeNewCNIChains(t testing.TB, table string, before []string) {
 	if len(created) == 0 {
 		return
 	}
-	out, _ := exec.Command("iptables", "-t", table, "-S").Output()
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 || f[0] != "-A" {
+	all := append(builtinChains(table), chains(table)...)
+	for _, chain := range all {
+		out, err := exec.Command("iptables", "-t", table, "-L", chain, "-n", "--line-numbers").Output()
+		if err != nil {
 			continue
 		}
-		if i := slices.Index(f, "-j"); i >= 0 && i+1 < len(f) && slices.Contains(created, f[i+1]) {
-			args := append([]string{"-t", table, "-D"}, unquote(f[1:])...)
-			if out, err := exec.Command("iptables", args...).CombinedOutput(); err != nil {
-				t.Logf("iptables %v: %v %s", args, err, out)
+		var numbers []string
+		for _, line := range strings.Split(string(out), "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 2 && slices.Contains(created, f[1]) {
+				numbers = append(numbers, f[0])
+			}
+		}
+		// Highest first, so earlier numbers stay valid.
+		slices.Reverse(numbers)
+		for _, n := range numbers {
+			if out, err := exec.Command("iptables", "-t", table, "-D", chain, n).CombinedOutput(); err != nil {
+				t.Logf("iptables -t %s -D %s %s: %v %s", table, chain, n, err, out)
 			}
 		}
 	}
@@ -326,24 +346,9 @@ func removeNewCNIChains(t testing.TB, table string, before []string) {
 	}
 }
 
-// unquote strips the quotes iptables -S puts around comments; the fields
-// were split on spaces, so a quoted comment with spaces is rejoined.
-func unquote(fields []string) []string {
-	var out []string
-	for i := 0; i < len(fields); i++ {
-		f := fields[i]
-		if strings.HasPrefix(f, `"`) {
-			joined := f
-			for !strings.HasSuffix(joined, `"`) || joined == `"` {
-				i++
-				if i >= len(fields) {
-					break
-				}
-				joined += " " + fields[i]
-			}
-			f = strings.Trim(joined, `"`)
-		}
-		out = append(out, f)
+func builtinChains(table string) []string {
+	if table == "nat" {
+		return []string{"PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"}
 	}
-	return out
+	return []string{"INPUT", "FORWARD", "OUTPUT"}
 }
