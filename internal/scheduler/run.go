@@ -44,8 +44,10 @@ func RunWithHook(ctx context.Context, cfg Config, started func(*Scheduler)) erro
 		return err
 	}
 	defer s.Shutdown()
-	factory.Start(ctx.Done())
+	informerCtx, stopInformers := context.WithCancel(ctx)
 	defer factory.Shutdown()
+	defer stopInformers()
+	factory.Start(informerCtx.Done())
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("scheduler: informer cache for %v did not sync: %w", typ, context.Cause(ctx))

@@ -172,6 +172,9 @@ func (s *Scheduler) addEventHandlers(factory informers.SharedInformerFactory) er
 				return
 			}
 			if pod.Spec.NodeName != "" {
+				if terminal(pod) {
+					return
+				}
 				s.cache.AddPod(pod)
 				s.queue.DeleteNominatedPodIfExists(pod)
 				s.queue.MoveAllToActiveOrBackoffQueue(framework.ClusterEvent{Resource: framework.KindAssignedPod, ActionType: framework.Add})
@@ -188,6 +191,12 @@ func (s *Scheduler) addEventHandlers(factory informers.SharedInformerFactory) er
 				return
 			}
 			switch {
+			case pod.Spec.NodeName != "" && terminal(pod):
+				// A finished pod frees its resources.
+				if s.cache.Has(pod) {
+					s.cache.RemovePod(pod)
+					s.queue.MoveAllToActiveOrBackoffQueue(framework.ClusterEvent{Resource: framework.KindAssignedPod, ActionType: framework.Delete})
+				}
 			case pod.Spec.NodeName != "" && oldPod.Spec.NodeName == "":
 				s.queue.Delete(pod)
 				s.cache.AddPod(pod)

@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -27,6 +28,11 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 
 // startScheduler runs a scheduler (no leader election) against cs until the test ends.
 func startScheduler(t *testing.T, cs *fake.Clientset, reg *prometheus.Registry) *Scheduler {
+	s, _ := startSchedulerWithFactory(t, cs, reg)
+	return s
+}
+
+func startSchedulerWithFactory(t *testing.T, cs *fake.Clientset, reg *prometheus.Registry) (*Scheduler, informers.SharedInformerFactory) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	factory := informers.NewSharedInformerFactory(cs, 0)
@@ -48,7 +54,7 @@ func startScheduler(t *testing.T, cs *fake.Clientset, reg *prometheus.Registry) 
 		s.Shutdown()
 		factory.Shutdown()
 	})
-	return s
+	return s, factory
 }
 
 func create(t *testing.T, cs *fake.Clientset, objs ...any) {
@@ -200,13 +206,13 @@ func TestFailedSchedulingMessageAndRetryOnNodeAdd(t *testing.T) {
 func TestPreemption(t *testing.T) {
 	cs := fake.NewClientset()
 	st.InstallBindingReactor(cs, nil)
-	startScheduler(t, cs, nil)
+	s := startScheduler(t, cs, nil)
 	create(t, cs, st.MakeNode().Name("n1").Capacity(st.Res{"cpu": "2"}).Obj())
 	create(t, cs,
 		st.MakePod().Name("low").Node("n1").Priority(0).Req(st.Res{"cpu": "1500m"}).GracePeriod(30).Obj(),
 		st.MakePod().Name("keeper").Node("n1").Priority(2000).Req(st.Res{"cpu": "500m"}).Obj(),
 	)
-	waitFor(t, "cache has the running pods", func() bool { _, pods, _ := cacheCounts(cs); return pods == 2 })
+	waitFor(t, "cache has the running pods", func() bool { _, pods, _ := s.Cache().Counts(); return pods == 2 })
 	create(t, cs, st.MakePod().Name("high").Priority(1000).Req(st.Res{"cpu": "1"}).Obj())
 	waitFor(t, "high bound to n1", func() bool { return boundTo(cs, t, "high") == "n1" })
 	if getPod(t, cs, "low") != nil {
@@ -236,14 +242,6 @@ func TestPreemption(t *testing.T) {
 	waitFor(t, "Preempted event", func() bool { return len(eventsWithReason(t, cs, "Preempted")) == 1 })
 }
 
-func cacheCounts(cs *fake.Clientset) (nodes, pods, assumed int) {
-	list, err := cs.Tracker().List(v1.SchemeGroupVersion.WithResource("pods"), v1.SchemeGroupVersion.WithKind("Pod"), "")
-	if err != nil {
-		return 0, 0, 0
-	}
-	return 0, len(list.(*v1.PodList).Items), 0
-}
-
 func TestPreemptionPolicyNever(t *testing.T) {
 	cs := fake.NewClientset()
 	st.InstallBindingReactor(cs, nil)
@@ -264,7 +262,7 @@ func TestPreemptionPolicyNever(t *testing.T) {
 func TestPreemptionPrefersVictimsWithoutPDBViolation(t *testing.T) {
 	cs := fake.NewClientset()
 	st.InstallBindingReactor(cs, nil)
-	startScheduler(t, cs, nil)
+	s, factory := startSchedulerWithFactory(t, cs, nil)
 	create(t, cs,
 		st.MakeNode().Name("n1").Capacity(st.Res{"cpu": "1"}).Obj(),
 		st.MakeNode().Name("n2").Capacity(st.Res{"cpu": "1"}).Obj(),
@@ -277,11 +275,11 @@ func TestPreemptionPrefersVictimsWithoutPDBViolation(t *testing.T) {
 		// Lower priority would be the better victim, were it not for the PDB on the other.
 		st.MakePod().Name("unprotected").Node("n2").Priority(10).Req(st.Res{"cpu": "1"}).Obj(),
 	)
-	waitFor(t, "pdb in cache", func() bool {
-		l, _ := cs.PolicyV1().PodDisruptionBudgets("default").List(context.Background(), metav1.ListOptions{})
-		return len(l.Items) == 1
+	waitFor(t, "fixtures in the scheduler's informers", func() bool {
+		pdbs, _ := factory.Policy().V1().PodDisruptionBudgets().Lister().List(labels.Everything())
+		_, pods, _ := s.Cache().Counts()
+		return len(pdbs) == 1 && pods == 2
 	})
-	time.Sleep(50 * time.Millisecond) // let the informers deliver the fixtures before the preemptor arrives
 	create(t, cs, st.MakePod().Name("high").Priority(1000).Req(st.Res{"cpu": "1"}).Obj())
 	waitFor(t, "high bound", func() bool { return boundTo(cs, t, "high") != "" })
 	if got := boundTo(cs, t, "high"); got != "n2" || getPod(t, cs, "protected") == nil || getPod(t, cs, "unprotected") != nil {
