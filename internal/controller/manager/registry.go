@@ -13,6 +13,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/garbagecollector"
 	"github.com/skiff-sh/skiff/internal/controller/job"
 	"github.com/skiff-sh/skiff/internal/controller/namespace"
+	"github.com/skiff-sh/skiff/internal/controller/podgc"
 	"github.com/skiff-sh/skiff/internal/controller/replicaset"
 	"github.com/skiff-sh/skiff/internal/controller/serviceaccount"
 	"github.com/skiff-sh/skiff/internal/controller/ttlafterfinished"
@@ -29,6 +30,9 @@ func constructors() map[string]constructor {
 		ServiceAccount:   func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return serviceaccount.New(deps) },
 		Endpoint:         func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpoint.New(deps) },
 		EndpointSlice:    func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpointslice.New(deps) },
+		PodGC: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
+			return podgc.New(deps, cfg.TerminatedPodGCThreshold), nil
+		},
 		GarbageCollector: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			if cfg.Dynamic == nil {
 				slog.Warn("garbage collector needs a dynamic client; not started")
