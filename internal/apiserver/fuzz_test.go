@@ -104,8 +104,13 @@ func FuzzParseRequestInfo(f *testing.F) {
 		}
 		// Empty path segments are read as empty names (as Kubernetes does) and end in a 404; any other
 		// resource request names its version and resource.
-		if !strings.Contains(strings.Trim(u.Path, "/"), "//") && (info.APIVersion == "" || info.Resource == "") {
-			t.Errorf("resource request without a version or resource: %+v", info)
+		if !strings.Contains(strings.Trim(u.Path, "/"), "//") {
+			if info.APIVersion == "" || info.Resource == "" {
+				t.Errorf("resource request without a version or resource: %+v", info)
+			}
+			if info.Subresource != "" && info.Name == "" {
+				t.Errorf("subresource %q without a name", info.Subresource)
+			}
 		}
 		if info.APIPrefix == "api" && info.APIGroup != "" {
 			t.Errorf("legacy API with group %q", info.APIGroup)
@@ -117,9 +122,6 @@ func FuzzParseRequestInfo(f *testing.F) {
 		}
 		if info.Resource == "namespaces" && info.Namespace != "" {
 			t.Errorf("namespace object request with namespace %q", info.Namespace)
-		}
-		if info.Subresource != "" && info.Name == "" {
-			t.Errorf("subresource %q without a name", info.Subresource)
 		}
 		switch method {
 		case http.MethodGet, http.MethodHead:
