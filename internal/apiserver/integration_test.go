@@ -513,6 +513,16 @@ func TestAPIServer(t *testing.T) {
 		if _, err := c.client.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		// A dry-run eviction checks the budget but neither spends it nor touches the pod.
+		if err := pods.EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: ns}, DeleteOptions: &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}}); err != nil {
+			t.Fatal(err)
+		}
+		if budget, err := c.client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "db", metav1.GetOptions{}); err != nil || budget.Status.DisruptionsAllowed != 1 || len(budget.Status.DisruptedPods) != 0 {
+			t.Fatalf("budget after a dry-run eviction: %v %+v", err, budget.Status)
+		}
+		if still, err := pods.Get(ctx, "guarded", metav1.GetOptions{}); err != nil || still.DeletionTimestamp != nil {
+			t.Fatalf("pod after a dry-run eviction: %v", err)
+		}
 		if err := evict(); err != nil {
 			t.Fatal(err)
 		}

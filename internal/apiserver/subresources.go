@@ -265,16 +265,17 @@ func servePodEviction(h *resourceHandler, w http.ResponseWriter, r *http.Request
 		return
 	}
 	// Pods that are not running (or already going away) are evicted without consulting budgets.
-	needsBudget := pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed && pod.Status.Phase != corev1.PodPending
-	if needsBudget {
-		if err := h.s.consumeDisruption(ctx, pod); err != nil {
-			h.s.writeError(w, r, err)
-			return
-		}
-	}
 	opts := eviction.DeleteOptions
 	if opts == nil {
 		opts = &metav1.DeleteOptions{}
+	}
+	dryRun := len(opts.DryRun) > 0
+	needsBudget := pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed && pod.Status.Phase != corev1.PodPending
+	if needsBudget {
+		if err := h.s.consumeDisruption(ctx, pod, dryRun); err != nil {
+			h.s.writeError(w, r, err)
+			return
+		}
 	}
 	if _, _, err := h.deleteObject(ctx, info.Namespace, info.Name, opts); err != nil {
 		h.s.writeError(w, r, err)
@@ -283,8 +284,9 @@ func servePodEviction(h *resourceHandler, w http.ResponseWriter, r *http.Request
 	h.s.writeStatus(w, r, &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated})
 }
 
-// consumeDisruption finds the budget covering pod and takes one allowed disruption from it.
-func (s *Server) consumeDisruption(ctx context.Context, pod *corev1.Pod) error {
+// consumeDisruption finds the budget covering pod and takes one allowed disruption from it; a dry run
+// only checks that one is allowed.
+func (s *Server) consumeDisruption(ctx context.Context, pod *corev1.Pod, dryRun bool) error {
 	h := s.handlerForGroupResource(schema.GroupResource{Group: "policy", Resource: "poddisruptionbudgets"})
 	if h == nil {
 		return nil
@@ -315,6 +317,9 @@ func (s *Server) consumeDisruption(ctx context.Context, pod *corev1.Pod) error {
 	}}
 	if pdb.Status.ObservedGeneration < pdb.Generation || pdb.Status.DisruptionsAllowed <= 0 {
 		return tooMany
+	}
+	if dryRun {
+		return nil
 	}
 	out := &policyv1.PodDisruptionBudget{}
 	rv := pdb.ResourceVersion
