@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,6 +65,8 @@ type Kubelet struct {
 	// waiting holds the reason a container could not be started, shown in
 	// its status until it starts.
 	waiting map[types.UID]map[string]corev1.ContainerStateWaiting
+	// tokens caches service account tokens of projected volumes.
+	tokens map[string]cachedToken
 	// node is the last Node object written or read.
 	node      *corev1.Node
 	cniCIDRs  []string
@@ -94,7 +97,7 @@ func New(cfg Config, deps Deps) (*Kubelet, error) {
 	k := &Kubelet{
 		cfg: cfg, client: deps.Client, runtime: deps.Runtime, clock: deps.Clock, log: deps.Log, recorder: deps.Recorder,
 		pods: map[types.UID]*podEntry{}, workers: map[types.UID]*podWorker{}, waiting: map[types.UID]map[string]corev1.ContainerStateWaiting{},
-		ready: make(chan struct{}), runtimeID: "containerd",
+		ready: make(chan struct{}), runtimeID: "containerd", tokens: map[string]cachedToken{},
 	}
 	if k.clock == nil {
 		k.clock = clock.RealClock{}
@@ -370,6 +373,11 @@ func (k *Kubelet) forgetPod(uid types.UID) {
 		delete(k.pods, uid)
 	}
 	delete(k.waiting, uid)
+	for key := range k.tokens {
+		if strings.HasPrefix(key, string(uid)+"/") {
+			delete(k.tokens, key)
+		}
+	}
 	k.backoff.forgetPod(uid)
 }
 

@@ -55,7 +55,8 @@ func TestKubeletRunsPodOnRealContainerd(t *testing.T) {
 	<-k.Ready()
 
 	if _, err := client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "page", Namespace: "default"}, Data: map[string]string{"greeting": "hello from skiff"},
+		ObjectMeta: metav1.ObjectMeta{Name: "page", Namespace: "default"},
+		Data:       map[string]string{"greeting": "hello from skiff", "index.html": "served from a configMap volume\n"},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,12 @@ func TestKubeletRunsPodOnRealContainerd(t *testing.T) {
 			}},
 			Containers: []corev1.Container{{
 				Name: "httpd", Image: images.BusyboxImage, ImagePullPolicy: corev1.PullIfNotPresent,
-				Command: []string{"/bin/sh", "-c", "mkdir -p /www && echo \"$GREETING on $(POD_NAME)\" > /www/index.html && exec httpd -f -p 8080 -h /www"},
+				Command: []string{"/bin/sh", "-c", "echo \"$GREETING on $(POD_NAME)\" > /scratch/env.html && exec httpd -f -p 8080 -h /www"},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "site", MountPath: "/www"},
+					{Name: "scratch", MountPath: "/scratch"},
+					{Name: "info", MountPath: "/etc/podinfo"},
+				},
 				Env: []corev1.EnvVar{
 					{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 					{Name: "GREETING", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "page"}, Key: "greeting"}}},
@@ -81,6 +87,13 @@ func TestKubeletRunsPodOnRealContainerd(t *testing.T) {
 			}},
 		},
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "site", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "page"}, Items: []corev1.KeyToPath{{Key: "index.html", Path: "index.html"}}}}},
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+		{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+			{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}},
 	}
 	w, err := client.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -103,10 +116,24 @@ func TestKubeletRunsPodOnRealContainerd(t *testing.T) {
 		t.Errorf("init status = %+v", running.Status.InitContainerStatuses[0])
 	}
 	body := fetch(t, fmt.Sprintf("http://%s:8080/index.html", running.Status.PodIP))
-	if body != "hello from skiff on web\n" {
+	if body != "served from a configMap volume\n" {
 		t.Errorf("GET = %q", body)
 	}
 	containerID := strings.TrimPrefix(running.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	for _, check := range []struct {
+		cmd  string
+		want string
+	}{
+		{"cat /scratch/env.html", "hello from skiff on web"},
+		{"cat /etc/podinfo/name", "web"},
+		{"grep ' /scratch ' /proc/mounts | cut -d' ' -f3", "tmpfs"},
+		{"touch /www/x 2>/dev/null && echo writable || echo read-only", "read-only"},
+	} {
+		out, stderr, code, err := env.Runtime.ExecSync(ctx, containerID, []string{"sh", "-c", check.cmd}, 5*time.Second)
+		if err != nil || code != 0 || strings.TrimSpace(string(out)) != check.want {
+			t.Errorf("%s = %q (stderr %q, code %d, %v), want %q", check.cmd, out, stderr, code, err, check.want)
+		}
+	}
 	if _, err := os.Stat("/sys/fs/cgroup/memory"); err == nil {
 		out, _, code, err := env.Runtime.ExecSync(ctx, containerID, []string{"cat", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}, 5*time.Second)
 		if err != nil || code != 0 || strings.TrimSpace(string(out)) != fmt.Sprint(96<<20) {

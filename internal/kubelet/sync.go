@@ -122,8 +122,19 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 	}
 	podIPs := sandboxIPs(pod, sandboxStatus, k.currentHostIPs())
 	src := newObjectSource(ctx, k.client)
+	volumes, err := k.setupVolumes(ctx, pod, src, k.envInputs(pod, podIPs))
+	if err != nil {
+		k.recorder.Event(pod, corev1.EventTypeWarning, "FailedMount", err.Error())
+		if werr := k.writeStatus(ctx, pod, state, sandboxStatus, false); werr != nil {
+			return syncResult{err: werr}
+		}
+		return syncResult{requeueAfter: 2 * time.Second}
+	}
+	if hasRefreshedVolumes(pod) {
+		requeue(volumeResyncPeriod)
+	}
 	start := func(c *corev1.Container, kind string) {
-		if err := k.startContainer(ctx, pod, c, kind, sandbox.Id, sandboxConfig, podIPs, state, src); err != nil {
+		if err := k.startContainer(ctx, pod, c, kind, sandbox.Id, sandboxConfig, podIPs, state, src, volumes); err != nil {
 			if errors.Is(err, errBackingOff) {
 				return
 			}
@@ -353,7 +364,7 @@ func (k *Kubelet) createSandbox(ctx context.Context, pod *corev1.Pod, state *pod
 // startContainer pulls the image if needed, then creates and starts one
 // container; failures are recorded as the container's waiting reason.
 func (k *Kubelet) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, kind, sandboxID string,
-	sandboxConfig *runtimeapi.PodSandboxConfig, podIPs []string, state *podRuntimeState, src *objectSource,
+	sandboxConfig *runtimeapi.PodSandboxConfig, podIPs []string, state *podRuntimeState, src *objectSource, volumes map[string]volume,
 ) error {
 	startKey := backoffKey(pod.UID, "start", c.Name)
 	if wait, _ := k.backoff.inBackoff(startKey); wait > 0 {
@@ -368,7 +379,7 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1
 	if err != nil {
 		return err
 	}
-	config, err := k.containerConfig(pod, c, kind, restarts, imageRef, podIPs, src)
+	config, err := k.containerConfig(pod, c, kind, restarts, imageRef, podIPs, src, volumes)
 	if err != nil {
 		k.backoff.restarted(startKey)
 		k.setWaiting(pod.UID, c.Name, reasonCreateConfigError, err.Error())
@@ -414,12 +425,16 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1
 }
 
 // containerConfig builds the CRI config of one container run.
-func (k *Kubelet) containerConfig(pod *corev1.Pod, c *corev1.Container, kind string, restarts int32, imageRef string, podIPs []string, src *objectSource) (*runtimeapi.ContainerConfig, error) {
+func (k *Kubelet) envInputs(pod *corev1.Pod, podIPs []string) envInputs {
 	var hostIPs []string
 	for _, ip := range k.currentHostIPs() {
 		hostIPs = append(hostIPs, ip.IP)
 	}
-	env, err := resolveEnv(src, envInputs{pod: pod, podIPs: podIPs, hostIPs: hostIPs, allocatable: k.currentAllocatable()}, c)
+	return envInputs{pod: pod, podIPs: podIPs, hostIPs: hostIPs, allocatable: k.currentAllocatable()}
+}
+
+func (k *Kubelet) containerConfig(pod *corev1.Pod, c *corev1.Container, kind string, restarts int32, imageRef string, podIPs []string, src *objectSource, volumes map[string]volume) (*runtimeapi.ContainerConfig, error) {
+	env, err := resolveEnv(src, k.envInputs(pod, podIPs), c)
 	if err != nil {
 		return nil, err
 	}
@@ -454,6 +469,11 @@ func (k *Kubelet) containerConfig(pod *corev1.Pod, c *corev1.Container, kind str
 	if err != nil {
 		return nil, err
 	}
+	mounts, err := containerMounts(c, volumes, lookup)
+	if err != nil {
+		return nil, err
+	}
+	mounts = append(mounts, &runtimeapi.Mount{ContainerPath: terminationPath, HostPath: hostTermination})
 	config := &runtimeapi.ContainerConfig{
 		Metadata:   &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restarts)},
 		Image:      &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
@@ -461,7 +481,7 @@ func (k *Kubelet) containerConfig(pod *corev1.Pod, c *corev1.Container, kind str
 		Args:       expand(c.Args),
 		WorkingDir: c.WorkingDir,
 		Envs:       envs,
-		Mounts:     []*runtimeapi.Mount{{ContainerPath: terminationPath, HostPath: hostTermination}},
+		Mounts:     mounts,
 		Labels:     labels,
 		Annotations: map[string]string{
 			annotationRestartCount:       strconv.Itoa(int(restarts)),
@@ -545,6 +565,7 @@ func (k *Kubelet) removePod(ctx context.Context, pod *corev1.Pod, uid types.UID,
 			return err
 		}
 	}
+	k.teardownVolumes(string(uid))
 	_ = os.RemoveAll(k.podDataDir(uid))
 	if pod != nil {
 		_ = os.RemoveAll(k.podLogDir(pod))

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/skiff-sh/skiff/internal/images"
 	"github.com/skiff-sh/skiff/internal/kubelet/containerd"
