@@ -13,6 +13,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/garbagecollector"
 	"github.com/skiff-sh/skiff/internal/controller/job"
 	"github.com/skiff-sh/skiff/internal/controller/namespace"
+	"github.com/skiff-sh/skiff/internal/controller/nodelifecycle"
 	"github.com/skiff-sh/skiff/internal/controller/podgc"
 	"github.com/skiff-sh/skiff/internal/controller/replicaset"
 	"github.com/skiff-sh/skiff/internal/controller/serviceaccount"
@@ -32,6 +33,9 @@ func constructors() map[string]constructor {
 		EndpointSlice:    func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpointslice.New(deps) },
 		PodGC: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			return podgc.New(deps, cfg.TerminatedPodGCThreshold), nil
+		},
+		NodeLifecycle: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
+			return nodelifecycle.New(deps, cfg.NodeMonitorGracePeriod)
 		},
 		GarbageCollector: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			if cfg.Dynamic == nil {
