@@ -22,6 +22,7 @@ const usage = `skiff: a Kubernetes-compatible cluster in one binary.
 Usage:
   skiff server [flags]      run a node (all roles by default: a whole single-node cluster)
   skiff kubeconfig [flags]  print the admin kubeconfig of a node's data dir
+  skiff images ...          import image archives into the node's runtime; build an offline busybox image
   skiff version             print the version
 
 Run "skiff server -h" for the server's flags.
@@ -46,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runServer(args[1:], stderr)
 	case "kubeconfig":
 		return runKubeconfig(args[1:], stdout, stderr)
+	case "images":
+		return runImages(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, cluster.Version.GitVersion)
 		return nil
@@ -86,6 +89,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.43.0.0/16", "range of service cluster IPs")
 	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "10.42.0.0/16", "pod network; every node gets a podCIDR from it")
 	fs.StringVar(&cfg.SchedulerConfig, "scheduler-config", "", "scheduler configuration file (profiles, plugins, weights); default profile when empty")
+	fs.StringVar(&cfg.ContainerRuntimeEndpoint, "container-runtime-endpoint", "", "CRI socket of an existing runtime; empty: skiff supervises its own containerd")
 	fs.StringVar(&cfg.StorageEncoding, "storage-encoding", "protobuf", "encoding of objects in etcd: protobuf or json")
 	if err := fs.Parse(args); err != nil {
 		return err

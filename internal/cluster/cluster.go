@@ -63,6 +63,13 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}()
 	}
+	if cfg.HasRole(RoleWorker) {
+		go func() {
+			if err := runWorker(ctx, &node.cfg, clock.RealClock{}.Now()); err != nil && ctx.Err() == nil {
+				errCh <- fmt.Errorf("worker: %w", err)
+			}
+		}()
+	}
 	var failed <-chan struct{}
 	if node.etcdMember != nil {
 		failed = node.etcdMember.Failed()

@@ -67,6 +67,9 @@ type Config struct {
 	ClusterCIDR string
 	// Controllers selects controllers as kube-controller-manager's --controllers does.
 	Controllers []string
+	// ContainerRuntimeEndpoint is an existing CRI socket for the kubelet; empty means skiff starts and
+	// supervises its own containerd under the data dir.
+	ContainerRuntimeEndpoint string
 	// SchedulerConfig is the scheduler's configuration file (profiles and plugins); empty uses defaults.
 	SchedulerConfig string
 	// StorageEncoding is "protobuf" or "json" (see README: protobuf is the measured default).
@@ -147,8 +150,8 @@ func (c *Config) Validate() error {
 	if c.StorageEncoding != "protobuf" && c.StorageEncoding != "json" {
 		errs = append(errs, fmt.Errorf("storage encoding %q: want protobuf or json", c.StorageEncoding))
 	}
-	if c.HasRole(RoleWorker) {
-		errs = append(errs, errors.New("the worker role is not available yet (the kubelet is in progress); use --roles etcd,controlplane"))
+	if c.HasRole(RoleWorker) && !c.HasRole(RoleControlPlane) {
+		errs = append(errs, errors.New("a worker-only node is not available yet (joining a cluster is a later issue); run it with the controlplane role"))
 	}
 	if c.HasRole(RoleEtcd) && len(c.EtcdServers) > 0 {
 		errs = append(errs, errors.New("--etcd-servers names an external etcd: drop the etcd role or the flag"))
