@@ -13,6 +13,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/garbagecollector"
 	"github.com/skiff-sh/skiff/internal/controller/job"
 	"github.com/skiff-sh/skiff/internal/controller/namespace"
+	"github.com/skiff-sh/skiff/internal/controller/nodeipam"
 	"github.com/skiff-sh/skiff/internal/controller/nodelifecycle"
 	"github.com/skiff-sh/skiff/internal/controller/podgc"
 	"github.com/skiff-sh/skiff/internal/controller/replicaset"
@@ -36,6 +37,13 @@ func constructors() map[string]constructor {
 		},
 		NodeLifecycle: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			return nodelifecycle.New(deps, cfg.NodeMonitorGracePeriod)
+		},
+		NodeIPAM: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
+			if cfg.ClusterCIDR == "" {
+				slog.Info("nodeipam needs --cluster-cidr; not started")
+				return nil, nil
+			}
+			return nodeipam.New(deps, cfg.ClusterCIDR, cfg.NodeCIDRMaskSize)
 		},
 		GarbageCollector: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			if cfg.Dynamic == nil {
