@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The test suite: installs what the tests need (etcd-server for the external-etcd tests, kubectl is
-# already on every machine), vets, runs every package's tests, then the end-to-end suite that drives
+# The test suite: installs what the tests need (etcd-server for the external-etcd tests; containerd,
+# runc, CNI plugins and busybox-static for the kubelet; kubectl is already on every machine), vets, runs every package's tests, then the end-to-end suite that drives
 # the real skiff binary with the real kubectl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./hack/install-etcd.sh >/dev/null
+./hack/install-runtime.sh >/dev/null
 if ! command -v kubectl >/dev/null; then
 	echo "kubectl is required on PATH (v1.32)" >&2
 	exit 1
