@@ -21,7 +21,7 @@ const (
 	defaultNamePrefix        = "sim-node-"
 	defaultHeartbeatInterval = 10 * time.Second
 	defaultLeaseDuration     = 40 * time.Second
-	defaultWorkers           = 8
+	defaultWorkers           = 16
 	defaultKubeletVersion    = "v1.32.0-skiff-sim"
 )
 
@@ -57,7 +57,7 @@ type Config struct {
 	PodStartDelay time.Duration
 	// CompletePods, when set, makes pods finish (see CompletePodsFunc). Nil: pods run forever.
 	CompletePods CompletePodsFunc
-	// Workers is how many pods are handled at once (default 8).
+	// Workers is how many pods are handled at once (default 16).
 	Workers int
 	// KubeletVersion is reported in each node's nodeInfo.
 	KubeletVersion string

@@ -13,7 +13,7 @@ const (
 	// nodes at 10s renew 50 at a time every 100ms instead of 5,000 at once.
 	heartbeatSlots = 100
 	// renewConcurrency bounds the Lease writes in flight at once.
-	renewConcurrency = 16
+	renewConcurrency = 64
 	minHeartbeatTick = time.Millisecond
 )
 

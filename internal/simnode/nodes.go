@@ -175,7 +175,18 @@ func (s *Simulator) registerNode(ctx context.Context, n *simNode) error {
 		return fmt.Errorf("register node %s: %w", n.name, err)
 	}
 	n.uid = created.UID
-	return s.renewLease(ctx, n)
+	// Usually the Lease does not exist yet: create it without looking first.
+	lease, err := s.cfg.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx,
+		s.leaseObject(n, metav1.NewMicroTime(s.cfg.Clock.Now())), metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		n.lease = lease
+		return nil
+	case apierrors.IsAlreadyExists(err):
+		return s.renewLease(ctx, n)
+	default:
+		return fmt.Errorf("create lease for node %s: %w", n.name, err)
+	}
 }
 
 // renewLease creates or renews n's Lease. The Lease last written is kept, so a renewal is a single

@@ -7,11 +7,14 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -142,14 +145,18 @@ func TestRegistersNodesAndLeases(t *testing.T) {
 }
 
 func TestReregistersExistingNodeKeepingSpec(t *testing.T) {
+	staleRenewal := metav1.NewMicroTime(testEpoch.Add(-time.Hour))
 	client := fake.NewClientset(&corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "sim-node-0"},
 		Spec:       corev1.NodeSpec{Unschedulable: true},
 		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}}},
+	}, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "sim-node-0", Namespace: corev1.NamespaceNodeLease},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("someone-else"), RenewTime: &staleRenewal},
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sim, err := Start(ctx, Config{Client: client, Nodes: 1})
+	sim, err := Start(ctx, Config{Client: client, Nodes: 1, Clock: clocktesting.NewFakeClock(testEpoch)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +170,13 @@ func TestReregistersExistingNodeKeepingSpec(t *testing.T) {
 	}
 	if len(node.Status.Conditions) != 4 || node.Status.Capacity.Pods().Value() != 110 {
 		t.Errorf("status not refreshed: %+v", node.Status)
+	}
+	lease, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "sim-node-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *lease.Spec.HolderIdentity != "sim-node-0" || !lease.Spec.RenewTime.Time.Equal(testEpoch) {
+		t.Errorf("existing lease not taken over: %+v", lease.Spec)
 	}
 }
 
