@@ -48,6 +48,8 @@ type Config struct {
 	// closing them; negative closes them at once.
 	SlowWatcherTimeout time.Duration
 	Logger             *slog.Logger
+	// Metrics, when set, records the cache's Prometheus metrics (see NewMetrics).
+	Metrics *Metrics
 }
 
 func (c *Config) setDefaults() {
@@ -205,6 +207,7 @@ func (c *Cache) Watch(ctx context.Context, prefix string, opts storage.ListOptio
 		// Older than the history (or the resource's cache just failed): etcd answers, with events
 		// or with 410 Expired.
 		w.cancel()
+		c.cfg.Metrics.passedThroughWatch(root)
 		return c.store.Watch(ctx, prefix, opts)
 	}
 	go w.run()

@@ -164,6 +164,7 @@ func (rc *resourceCache) init(requested int64) (watch.Interface, error) {
 		rc.state[key] = obj
 	}
 	rc.rev, rc.historyFrom = rev, rev
+	c.cfg.Metrics.initialized(rc.root)
 	// The underlying watch outlives this request: it belongs to the cache.
 	return c.store.Watch(c.base, rc.root, storage.ListOptions{
 		ResourceVersion: strconv.FormatInt(rev, 10), Recursive: true, ProgressNotify: true,
@@ -197,6 +198,7 @@ func (rc *resourceCache) dispatchLoop(underlying watch.Interface) {
 
 // process applies one underlying event to the state and history and hands it to the watchers.
 func (rc *resourceCache) process(ev watch.Event) error {
+	c := rc.cache
 	switch ev.Type {
 	case watch.Error:
 		if status, ok := ev.Object.(*metav1.Status); ok {
@@ -224,6 +226,7 @@ func (rc *resourceCache) process(ev watch.Event) error {
 	if err != nil {
 		return fmt.Errorf("underlying watch event: %w", err)
 	}
+	c.cfg.Metrics.eventReceived(rc.root)
 	rc.mu.Lock()
 	prev, existed := rc.state[key]
 	e := &event{typ: ev.Type, key: key, rev: rev, obj: ev.Object}
@@ -292,10 +295,14 @@ func (rc *resourceCache) waitForSlowWatchers(e *event, blocked []*cacheWatcher) 
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	closed := 0
 	for _, w := range slow {
-		rc.terminateLocked(w)
+		if rc.terminateLocked(w) {
+			closed++
+		}
 	}
-	rc.cache.cfg.Logger.Info("closed watchers that fell behind", "resource", rc.root, "count", len(slow), "revision", e.rev)
+	rc.cache.cfg.Metrics.watchersTerminated(rc.root, closed)
+	rc.cache.cfg.Logger.Info("closed watchers that fell behind", "resource", rc.root, "count", closed, "revision", e.rev)
 }
 
 // tick offers every watcher that allows bookmarks a bookmark at the cache's revision; a watcher sends
@@ -328,7 +335,7 @@ func (rc *resourceCache) register(w *cacheWatcher, rev int64) bool {
 	}
 	w.backlog = rc.hist.after(rev)
 	w.position = rev
-	rc.watchers[w] = struct{}{}
+	rc.addLocked(w)
 	return true
 }
 
@@ -356,25 +363,36 @@ func (rc *resourceCache) registerFromState(w *cacheWatcher) bool {
 	}
 	w.initialShared = true
 	w.position = rc.rev
-	rc.watchers[w] = struct{}{}
+	rc.addLocked(w)
 	return true
+}
+
+func (rc *resourceCache) addLocked(w *cacheWatcher) {
+	rc.watchers[w] = struct{}{}
+	rc.cache.cfg.Metrics.watcherAdded(rc.root)
 }
 
 // unregister removes a watcher that stopped by itself.
 func (rc *resourceCache) unregister(w *cacheWatcher) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	delete(rc.watchers, w)
+	if _, ok := rc.watchers[w]; ok {
+		delete(rc.watchers, w)
+		rc.cache.cfg.Metrics.watcherRemoved(rc.root)
+	}
 }
 
 // terminateLocked closes a watcher's input: it delivers what is buffered and ends. Only the cache
-// closes inputs, and only for registered watchers, so an input is closed at most once.
-func (rc *resourceCache) terminateLocked(w *cacheWatcher) {
+// closes inputs, and only for registered watchers, so an input is closed at most once. False when w
+// had already gone.
+func (rc *resourceCache) terminateLocked(w *cacheWatcher) bool {
 	if _, ok := rc.watchers[w]; !ok {
-		return
+		return false
 	}
 	delete(rc.watchers, w)
+	rc.cache.cfg.Metrics.watcherRemoved(rc.root)
 	close(w.input)
+	return true
 }
 
 // fail ends every watcher (they deliver what they have and close, so clients resume from their last
