@@ -55,6 +55,7 @@ type Kubelet struct {
 	broadcaster record.EventBroadcaster
 
 	backoff *crashLoopBackoff
+	prober  *prober
 
 	mu sync.Mutex
 	// pods are the pods bound to this node as last seen by the informer;
@@ -119,6 +120,7 @@ func New(cfg Config, deps Deps) (*Kubelet, error) {
 		k.broadcaster = record.NewBroadcaster()
 		k.recorder = k.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
 	}
+	k.prober = newProber(k)
 	k.backoff = newCrashLoopBackoff(k.clock, cfg.CrashLoopInitialBackoff, cfg.CrashLoopMaxBackoff)
 	return k, nil
 }
@@ -180,6 +182,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	<-ctx.Done()
 	wg.Wait()
 	k.waitWorkers()
+	k.prober.stopAll()
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
@@ -82,7 +83,15 @@ func TestKubeletRunsPodOnRealContainerd(t *testing.T) {
 					{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 					{Name: "GREETING", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "page"}, Key: "greeting"}}},
 				},
-				Ports:     []corev1.ContainerPort{{ContainerPort: 8080}},
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/index.html", Port: intstr.FromString("http")}},
+					PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 3, SuccessThreshold: 1,
+				},
+				LivenessProbe: &corev1.Probe{
+					ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-f", "/www/index.html"}}},
+					PeriodSeconds: 1, TimeoutSeconds: 2, FailureThreshold: 3, SuccessThreshold: 1,
+				},
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resourceQuantity("96Mi"), corev1.ResourceCPU: resourceQuantity("500m")}},
 			}},
 		},
@@ -105,7 +114,21 @@ func TestKubeletRunsPodOnRealContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	running := waitForPod(t, w, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
-	startup := time.Since(created)
+	runningAt := time.Since(created)
+	// Ready only once the kubelet's HTTP readiness probe reached the pod.
+	ready := waitForPod(t, w, func(p *corev1.Pod) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("ready (HTTP readiness probe passed) after %v", time.Since(created))
+	if ready.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("restarted although the liveness probe passes: %+v", ready.Status.ContainerStatuses[0])
+	}
+	startup := runningAt
 	if running.Status.PodIP == "" {
 		t.Fatalf("running pod without IP: %+v", running.Status)
 	}

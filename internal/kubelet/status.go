@@ -159,9 +159,8 @@ func (k *Kubelet) containerStatus(pod *corev1.Pod, c *corev1.Container, kind str
 	switch cur.State {
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Unix(0, cur.StartedAt))}
-		cs.Started = ptrBool(true)
-		// Without probes (not implemented yet) a running container is ready.
-		cs.Ready = kind == containerKindRegular
+		cs.Started = ptrBool(k.prober.started(pod.UID, c, cur.Id))
+		cs.Ready = kind == containerKindRegular && k.prober.ready(pod.UID, c, cur.Id)
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
 		terminated := k.terminatedState(c, cur)
 		if hasWaiting {

@@ -57,6 +57,7 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) syncResult {
 		return syncResult{err: err}
 	}
 	if !known || deleted {
+		k.prober.removePod(uid)
 		grace := minimumGracePeriod
 		if pod != nil {
 			grace = gracePeriod(pod)
@@ -228,6 +229,7 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 		}
 		state = fresh
 	}
+	k.prober.syncPod(pod, state, podIPs)
 	result.err = k.writeStatus(ctx, pod, state, sandboxStatus, false)
 	if result.err == nil && k.terminalPhase(pod) {
 		// A pod that finished (Never/OnFailure) keeps no sandbox.
@@ -577,6 +579,7 @@ func (k *Kubelet) removePod(ctx context.Context, pod *corev1.Pod, uid types.UID,
 // containers within the grace period, write the final status, then delete
 // the pod object for good (grace period 0, guarded by its UID).
 func (k *Kubelet) terminatePod(ctx context.Context, pod *corev1.Pod, state *podRuntimeState) syncResult {
+	k.prober.removePod(pod.UID)
 	if err := k.killPod(ctx, pod, state, gracePeriod(pod)); err != nil {
 		return syncResult{err: err}
 	}

@@ -56,6 +56,8 @@ type Runtime struct {
 	networkReady bool
 	pullCount    map[string]int
 	stopTimeouts map[string]time.Duration
+	// execCodes maps a command line to the exit code ExecSync reports.
+	execCodes map[string]int32
 }
 
 var _ cri.Runtime = (*Runtime)(nil)
@@ -66,7 +68,7 @@ func New(clk clock.Clock, imageRefs ...string) *Runtime {
 	r := &Runtime{
 		clock: clk, sandboxes: map[string]*sandbox{}, containers: map[string]*container{},
 		images: map[string]*runtimeapi.Image{}, failures: map[string]error{}, networkReady: true,
-		pullCount: map[string]int{}, stopTimeouts: map[string]time.Duration{},
+		pullCount: map[string]int{}, stopTimeouts: map[string]time.Duration{}, execCodes: map[string]int32{},
 	}
 	for _, ref := range imageRefs {
 		r.AddImage(ref)
@@ -492,7 +494,14 @@ func (r *Runtime) ExecSync(_ context.Context, id string, cmd []string, _ time.Du
 	if err := r.record("ExecSync", c.config.Metadata.Name+":"+strings.Join(cmd, " ")); err != nil {
 		return nil, nil, 0, err
 	}
-	return []byte(strings.Join(cmd, " ")), nil, 0, nil
+	return []byte(strings.Join(cmd, " ")), nil, r.execCodes[strings.Join(cmd, " ")], nil
+}
+
+// SetExecExitCode makes ExecSync of this command line exit with code.
+func (r *Runtime) SetExecExitCode(command string, code int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.execCodes[command] = code
 }
 
 func (r *Runtime) Exec(_ context.Context, req *runtimeapi.ExecRequest) (string, error) {
