@@ -2,7 +2,6 @@ package deployment
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -429,14 +428,19 @@ func (c *Controller) syncNewReplicaSet(ctx context.Context, d *appsv1.Deployment
 }
 
 // syncDeploymentRevision writes the new ReplicaSet's revision onto the
-// deployment (kubectl rollout history reads it). A metadata patch, so it
-// works whatever the server's status strategy does with annotations.
+// deployment (kubectl rollout history reads it) through /status, as
+// Kubernetes' controller does: annotation changes there do not bump the
+// deployment's generation, so observedGeneration stays meaningful.
 func (c *Controller) syncDeploymentRevision(ctx context.Context, d *appsv1.Deployment, revision string) error {
 	if revision == "" || d.Annotations[RevisionAnnotation] == revision {
 		return nil
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{RevisionAnnotation: revision}}})
-	updated, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	next := d.DeepCopy()
+	if next.Annotations == nil {
+		next.Annotations = map[string]string{}
+	}
+	next.Annotations[RevisionAnnotation] = revision
+	updated, err := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("set revision of deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}

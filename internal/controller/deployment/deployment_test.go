@@ -444,13 +444,17 @@ func TestRollbackReusesOldReplicaSet(t *testing.T) {
 	if revived == nil || revived.Annotations[RevisionAnnotation] != "3" || revived.Annotations[RevisionHistoryAnnotation] != "1" {
 		t.Fatalf("revived %v (%q)", revived, ctrltest.Describe(actions))
 	}
-	patched := false
+	revisionSet := false
 	for _, a := range actions {
-		if p, ok := a.(clienttesting.PatchAction); ok && strings.Contains(string(p.GetPatch()), `"deployment.kubernetes.io/revision":"3"`) {
-			patched = true
+		u, ok := a.(clienttesting.UpdateAction)
+		if !ok || a.GetResource().Resource != "deployments" || a.GetSubresource() != "status" {
+			continue
+		}
+		if d, ok := u.GetObject().(*appsv1.Deployment); ok && d.Annotations[RevisionAnnotation] == "3" {
+			revisionSet = true
 		}
 	}
-	if !patched {
+	if !revisionSet {
 		t.Fatalf("deployment revision not set to 3: %q", ctrltest.Describe(actions))
 	}
 	if got := scaledTo(t, actions); got[v1.Name] != 1 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/skiff-sh/skiff/internal/controller/cronjob"
 	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
+	"github.com/skiff-sh/skiff/internal/controller/daemonset"
 	"github.com/skiff-sh/skiff/internal/controller/deployment"
 	"github.com/skiff-sh/skiff/internal/controller/endpoint"
 	"github.com/skiff-sh/skiff/internal/controller/endpointslice"
@@ -26,6 +27,7 @@ func constructors() map[string]constructor {
 	return map[string]constructor{
 		ReplicaSet:       func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return replicaset.New(deps) },
 		Deployment:       func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return deployment.New(deps) },
+		DaemonSet:        func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return daemonset.New(deps) },
 		Job:              func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return job.New(deps) },
 		CronJob:          func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return cronjob.New(deps) },
 		TTLAfterFinished: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return ttlafterfinished.New(deps) },

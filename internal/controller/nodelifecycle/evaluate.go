@@ -7,6 +7,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 )
 
 // Taint keys Kubernetes uses for node conditions.
@@ -141,24 +143,7 @@ func Evaluate(node *corev1.Node, lease *coordinationv1.Lease, now time.Time, gra
 }
 
 // Tolerates reports whether toleration t tolerates taint.
-func Tolerates(t *corev1.Toleration, taint *corev1.Taint) bool {
-	if t.Effect != "" && t.Effect != taint.Effect {
-		return false
-	}
-	if t.Key == "" {
-		return t.Operator == corev1.TolerationOpExists
-	}
-	if t.Key != taint.Key {
-		return false
-	}
-	switch t.Operator {
-	case corev1.TolerationOpExists:
-		return true
-	case "", corev1.TolerationOpEqual:
-		return t.Value == taint.Value
-	}
-	return false
-}
+func Tolerates(t *corev1.Toleration, taint *corev1.Taint) bool { return ctrlutil.Tolerates(t, taint) }
 
 // EvictionTime decides, for a pod on a node with the given taints, whether it
 // must go: never (ok false), now, or when its shortest matching

@@ -1,0 +1,108 @@
+package ctrlutil
+
+import (
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Tolerates reports whether toleration t tolerates taint.
+func Tolerates(t *corev1.Toleration, taint *corev1.Taint) bool {
+	if t.Effect != "" && t.Effect != taint.Effect {
+		return false
+	}
+	if t.Key == "" {
+		return t.Operator == corev1.TolerationOpExists
+	}
+	if t.Key != taint.Key {
+		return false
+	}
+	switch t.Operator {
+	case corev1.TolerationOpExists:
+		return true
+	case "", corev1.TolerationOpEqual:
+		return t.Value == taint.Value
+	}
+	return false
+}
+
+// ToleratesNode reports whether tolerations tolerate every NoSchedule and
+// NoExecute taint of node (PreferNoSchedule never keeps a pod off a node).
+func ToleratesNode(tolerations []corev1.Toleration, node *corev1.Node) bool {
+	for i := range node.Spec.Taints {
+		taint := &node.Spec.Taints[i]
+		if taint.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		if !slices.ContainsFunc(tolerations, func(t corev1.Toleration) bool { return Tolerates(&t, taint) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// MatchesNodeSelectorAndAffinity reports whether a pod spec's nodeSelector
+// and required node affinity admit node.
+func MatchesNodeSelectorAndAffinity(spec *corev1.PodSpec, node *corev1.Node) bool {
+	if len(spec.NodeSelector) > 0 && !labels.SelectorFromSet(spec.NodeSelector).Matches(labels.Set(node.Labels)) {
+		return false
+	}
+	if spec.Affinity == nil || spec.Affinity.NodeAffinity == nil || spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return true
+	}
+	terms := spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	for i := range terms {
+		if termMatches(&terms[i], node) {
+			return true
+		}
+	}
+	return false
+}
+
+// termMatches: all expressions and fields of one term hold (an empty term matches nothing).
+func termMatches(term *corev1.NodeSelectorTerm, node *corev1.Node) bool {
+	if len(term.MatchExpressions) == 0 && len(term.MatchFields) == 0 {
+		return false
+	}
+	for _, r := range term.MatchExpressions {
+		v, has := node.Labels[r.Key]
+		if !requirementHolds(r, v, has) {
+			return false
+		}
+	}
+	for _, r := range term.MatchFields {
+		if r.Key != "metadata.name" || !requirementHolds(r, node.Name, true) {
+			return false
+		}
+	}
+	return true
+}
+
+func requirementHolds(r corev1.NodeSelectorRequirement, value string, has bool) bool {
+	switch r.Operator {
+	case corev1.NodeSelectorOpIn:
+		return has && slices.Contains(r.Values, value)
+	case corev1.NodeSelectorOpNotIn:
+		return !has || !slices.Contains(r.Values, value)
+	case corev1.NodeSelectorOpExists:
+		return has
+	case corev1.NodeSelectorOpDoesNotExist:
+		return !has
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+		if !has || len(r.Values) != 1 {
+			return false
+		}
+		got, err1 := strconv.ParseInt(value, 10, 64)
+		want, err2 := strconv.ParseInt(r.Values[0], 10, 64)
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		if r.Operator == corev1.NodeSelectorOpGt {
+			return got > want
+		}
+		return got < want
+	}
+	return false
+}

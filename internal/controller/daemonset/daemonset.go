@@ -1,0 +1,654 @@
+package daemonset
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"reflect"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
+)
+
+// Name is the controller's name in --controllers and in metrics.
+const Name = "daemonset"
+
+// RevisionHashLabel ties pods and ControllerRevisions to a template version.
+const RevisionHashLabel = appsv1.ControllerRevisionHashLabelKey
+
+func controllerKind() schema.GroupVersionKind { return appsv1.SchemeGroupVersion.WithKind("DaemonSet") }
+
+// DaemonTolerations are added to every daemon pod, as Kubernetes does: a
+// daemon stays on a node through not-ready, unreachable, pressure and
+// cordoned states.
+func DaemonTolerations(hostNetwork bool) []corev1.Toleration {
+	t := []corev1.Toleration{
+		{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+		{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+		{Key: "node.kubernetes.io/disk-pressure", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+		{Key: "node.kubernetes.io/memory-pressure", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+		{Key: "node.kubernetes.io/pid-pressure", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+		{Key: "node.kubernetes.io/unschedulable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	}
+	if hostNetwork {
+		t = append(t, corev1.Toleration{Key: "node.kubernetes.io/network-unavailable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+	}
+	return t
+}
+
+// withDaemonTolerations returns tolerations plus the daemon ones it lacks.
+func withDaemonTolerations(spec *corev1.PodSpec) []corev1.Toleration {
+	out := append([]corev1.Toleration(nil), spec.Tolerations...)
+	for _, d := range DaemonTolerations(spec.HostNetwork) {
+		have := false
+		for _, t := range out {
+			have = have || (t.Key == d.Key && t.Effect == d.Effect)
+		}
+		if !have {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// ShouldRun reports whether ds wants a pod on node.
+func ShouldRun(ds *appsv1.DaemonSet, node *corev1.Node) bool {
+	if node.DeletionTimestamp != nil {
+		return false
+	}
+	spec := &ds.Spec.Template.Spec
+	return ctrlutil.MatchesNodeSelectorAndAffinity(spec, node) && ctrlutil.ToleratesNode(withDaemonTolerations(spec), node)
+}
+
+// templateHash identifies a template version (and names its ControllerRevision).
+func templateHash(t *corev1.PodTemplateSpec, collisionCount *int32) string {
+	h := fnv.New32a()
+	data, _ := json.Marshal(t)
+	h.Write(data)
+	if collisionCount != nil {
+		h.Write([]byte(strconv.Itoa(int(*collisionCount))))
+	}
+	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
+}
+
+// Controller reconciles DaemonSets.
+type Controller struct {
+	client       kubernetes.Interface
+	dsLister     appslisters.DaemonSetLister
+	crLister     appslisters.ControllerRevisionLister
+	podLister    corelisters.PodLister
+	nodeLister   corelisters.NodeLister
+	recorder     record.EventRecorder
+	clock        clock.PassiveClock
+	expectations *ctrlutil.Expectations
+	loop         *ctrlutil.Loop
+	synced       []cache.InformerSynced
+}
+
+// New builds the controller and registers its informers' handlers.
+func New(deps ctrlutil.Deps) (*Controller, error) {
+	dsInformer := deps.Informers.Apps().V1().DaemonSets()
+	crInformer := deps.Informers.Apps().V1().ControllerRevisions()
+	podInformer := deps.Informers.Core().V1().Pods()
+	nodeInformer := deps.Informers.Core().V1().Nodes()
+	c := &Controller{
+		client:       deps.Client,
+		dsLister:     dsInformer.Lister(),
+		crLister:     crInformer.Lister(),
+		podLister:    podInformer.Lister(),
+		nodeLister:   nodeInformer.Lister(),
+		recorder:     deps.Recorder,
+		clock:        deps.Clock,
+		expectations: ctrlutil.NewExpectations(deps.Clock),
+		synced: []cache.InformerSynced{dsInformer.Informer().HasSynced, crInformer.Informer().HasSynced,
+			podInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced},
+	}
+	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
+	enqueueAll := func(any) {
+		all, err := c.dsLister.List(labels.Everything())
+		if err != nil {
+			return
+		}
+		for _, ds := range all {
+			c.loop.Enqueue(ds)
+		}
+	}
+	podEvent := func(o any, observe func(key string, pod *corev1.Pod)) {
+		if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
+			o = tomb.Obj
+		}
+		pod, ok := o.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		ref := metav1.GetControllerOf(pod)
+		if ref == nil || ref.Kind != "DaemonSet" {
+			return
+		}
+		key := pod.Namespace + "/" + ref.Name
+		if observe != nil {
+			observe(key, pod)
+		}
+		c.loop.Queue.Add(key)
+	}
+	for _, h := range []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandlerFuncs
+	}{
+		{dsInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.loop.Enqueue, UpdateFunc: func(_, o any) { c.loop.Enqueue(o) },
+			DeleteFunc: func(o any) {
+				if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(o); err == nil {
+					c.expectations.Delete(key)
+				}
+			}}},
+		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { podEvent(o, func(key string, _ *corev1.Pod) { c.expectations.CreationObserved(key) }) },
+			UpdateFunc: func(_, o any) { podEvent(o, nil) },
+			DeleteFunc: func(o any) {
+				podEvent(o, func(key string, p *corev1.Pod) { c.expectations.DeletionObserved(key, p.Namespace+"/"+p.Name) })
+			},
+		}},
+		// Node labels, taints and membership decide where daemons run.
+		{nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: enqueueAll, UpdateFunc: func(_, o any) { enqueueAll(o) }, DeleteFunc: enqueueAll}},
+	} {
+		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+			return nil, fmt.Errorf("daemonset controller handler: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// Run runs workers until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) { c.loop.Run(ctx, workers, c.synced...) }
+
+// Sync reconciles the DaemonSet with the given namespace/name key.
+func (c *Controller) Sync(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	cached, err := c.dsLister.DaemonSets(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.expectations.Delete(key)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get daemonset %s: %w", key, err)
+	}
+	ds := cached.DeepCopy()
+	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil || selector.Empty() {
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, "SelectingAll", "This daemon set is selecting all pods. A non-empty selector is required.")
+		return nil
+	}
+	nodes, err := c.nodeLister.List(labels.Everything())
+	if err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	hash, err := c.syncRevisions(ctx, ds)
+	if err != nil {
+		return err
+	}
+	pods, err := c.claimPods(ctx, ds, selector)
+	if err != nil {
+		return err
+	}
+	podsByNode := map[string][]*corev1.Pod{}
+	for _, p := range pods {
+		if node := nodeOf(p); node != "" {
+			podsByNode[node] = append(podsByNode[node], p)
+		}
+	}
+	var manageErr error
+	if c.expectations.Satisfied(key) && ds.DeletionTimestamp == nil {
+		manageErr = c.manage(ctx, key, ds, nodes, podsByNode, hash)
+	}
+	if err := c.updateStatus(ctx, ds, nodes, podsByNode, hash); err != nil {
+		return errors.Join(manageErr, err)
+	}
+	return manageErr
+}
+
+// nodeOf is the node a daemon pod is for: where it is bound, else the node
+// its affinity pins it to.
+func nodeOf(p *corev1.Pod) string {
+	if p.Spec.NodeName != "" {
+		return p.Spec.NodeName
+	}
+	a := p.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
+				return f.Values[0]
+			}
+		}
+	}
+	return ""
+}
+
+func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector) ([]*corev1.Pod, error) {
+	all, err := c.podLister.Pods(ds.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list pods of daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
+	}
+	var owned []*corev1.Pod
+	var errs []error
+	for _, p := range all {
+		switch ctrlutil.DecideClaim(p, ds.UID, selector, ds.DeletionTimestamp != nil) {
+		case ctrlutil.Keep:
+			owned = append(owned, p)
+		case ctrlutil.Adopt:
+			patch, err := ctrlutil.AdoptPatch(p, ctrlutil.NewControllerRef(ds, controllerKind()))
+			if err == nil {
+				_, err = c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			}
+			if err == nil {
+				owned = append(owned, p)
+			} else if !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("adopt pod %s/%s: %w", p.Namespace, p.Name, err))
+			}
+		case ctrlutil.Release:
+			patch, err := ctrlutil.ReleasePatch(p, ds.UID)
+			if err == nil {
+				_, err = c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			}
+			if err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("release pod %s/%s: %w", p.Namespace, p.Name, err))
+			}
+		}
+	}
+	return owned, errors.Join(errs...)
+}
+
+// syncRevisions makes sure a ControllerRevision holds the current template
+// (reusing one with the same template, e.g. after `kubectl rollout undo`, by
+// bumping its revision) and returns its hash.
+func (c *Controller) syncRevisions(ctx context.Context, ds *appsv1.DaemonSet) (string, error) {
+	hash := templateHash(&ds.Spec.Template, ds.Status.CollisionCount)
+	all, err := c.crLister.ControllerRevisions(ds.Namespace).List(labels.Everything())
+	if err != nil {
+		return "", fmt.Errorf("list controllerrevisions: %w", err)
+	}
+	var owned []*appsv1.ControllerRevision
+	var maxRevision int64
+	for _, cr := range all {
+		if ref := metav1.GetControllerOf(cr); ref != nil && ref.UID == ds.UID {
+			owned = append(owned, cr)
+			maxRevision = max(maxRevision, cr.Revision)
+		}
+	}
+	data, err := revisionData(&ds.Spec.Template)
+	if err != nil {
+		return "", err
+	}
+	for _, cr := range owned {
+		if cr.Labels[RevisionHashLabel] != hash {
+			continue
+		}
+		if cr.Revision < maxRevision {
+			cp := cr.DeepCopy()
+			cp.Revision = maxRevision + 1
+			if _, err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
+				return "", fmt.Errorf("bump controllerrevision %s/%s: %w", cp.Namespace, cp.Name, err)
+			}
+		}
+		return hash, c.truncateHistory(ctx, ds, owned, hash)
+	}
+	labelsCopy := map[string]string{RevisionHashLabel: hash}
+	for k, v := range ds.Spec.Template.Labels {
+		labelsCopy[k] = v
+	}
+	cr := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: ds.Name + "-" + hash, Namespace: ds.Namespace, Labels: labelsCopy,
+			Annotations:     ds.Annotations,
+			OwnerReferences: []metav1.OwnerReference{*ctrlutil.NewControllerRef(ds, controllerKind())},
+		},
+		Data:     runtime.RawExtension{Raw: data},
+		Revision: maxRevision + 1,
+	}
+	if _, err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Create(ctx, cr, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("create controllerrevision for %s/%s: %w", ds.Namespace, ds.Name, err)
+	}
+	return hash, c.truncateHistory(ctx, ds, owned, hash)
+}
+
+// revisionData is the strategic-merge patch kubectl rollout undo applies.
+func revisionData(t *corev1.PodTemplateSpec) ([]byte, error) {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("encode template: %w", err)
+	}
+	var tmpl map[string]any
+	if err := json.Unmarshal(raw, &tmpl); err != nil {
+		return nil, fmt.Errorf("decode template: %w", err)
+	}
+	tmpl["$patch"] = "replace"
+	return json.Marshal(map[string]any{"spec": map[string]any{"template": tmpl}})
+}
+
+// truncateHistory deletes the oldest revisions beyond revisionHistoryLimit
+// (never the current one).
+func (c *Controller) truncateHistory(ctx context.Context, ds *appsv1.DaemonSet, owned []*appsv1.ControllerRevision, current string) error {
+	limit := 10
+	if ds.Spec.RevisionHistoryLimit != nil {
+		limit = int(*ds.Spec.RevisionHistoryLimit)
+	}
+	var old []*appsv1.ControllerRevision
+	for _, cr := range owned {
+		if cr.Labels[RevisionHashLabel] != current {
+			old = append(old, cr)
+		}
+	}
+	if len(old) <= limit {
+		return nil
+	}
+	sort.Slice(old, func(i, j int) bool { return old[i].Revision < old[j].Revision })
+	var errs []error
+	for _, cr := range old[:len(old)-limit] {
+		if err := c.client.AppsV1().ControllerRevisions(cr.Namespace).Delete(ctx, cr.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete controllerrevision %s/%s: %w", cr.Namespace, cr.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func maxUnavailable(ds *appsv1.DaemonSet, desired int) (unavailable, surge int) {
+	ru := ds.Spec.UpdateStrategy.RollingUpdate
+	u, s := intstr.FromInt32(1), intstr.FromInt32(0)
+	if ru != nil && ru.MaxUnavailable != nil {
+		u = *ru.MaxUnavailable
+	}
+	if ru != nil && ru.MaxSurge != nil {
+		s = *ru.MaxSurge
+	}
+	uv, err := intstr.GetScaledValueFromIntOrPercent(&u, desired, true)
+	if err != nil {
+		uv = 1
+	}
+	sv, err := intstr.GetScaledValueFromIntOrPercent(&s, desired, true)
+	if err != nil {
+		sv = 0
+	}
+	if uv == 0 && sv == 0 {
+		uv = 1
+	}
+	return uv, sv
+}
+
+// manage computes, node by node, which daemon pods to create and delete.
+func (c *Controller) manage(ctx context.Context, key string, ds *appsv1.DaemonSet, nodes []*corev1.Node, podsByNode map[string][]*corev1.Pod, hash string) error {
+	now := c.clock.Now()
+	var createOn []string
+	var remove []*corev1.Pod
+	rolling := ds.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType
+	desired := 0
+	for _, n := range nodes {
+		if ShouldRun(ds, n) {
+			desired++
+		}
+	}
+	maxUnav, maxSurge := maxUnavailable(ds, desired)
+	unavailable := 0
+	type oldOnNode struct {
+		node      string
+		pod       *corev1.Pod
+		available bool
+		newReady  bool // a new pod on the node is available (surge)
+		hasNew    bool
+	}
+	var olds []oldOnNode
+	for _, n := range nodes {
+		var live []*corev1.Pod
+		for _, p := range podsByNode[n.Name] {
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			if p.Status.Phase == corev1.PodFailed {
+				remove = append(remove, p) // replaced on a later sync
+				continue
+			}
+			live = append(live, p)
+		}
+		if !ShouldRun(ds, n) {
+			remove = append(remove, live...)
+			continue
+		}
+		var newPods, oldPods []*corev1.Pod
+		for _, p := range live {
+			if p.Labels[RevisionHashLabel] == hash {
+				newPods = append(newPods, p)
+			} else {
+				oldPods = append(oldPods, p)
+			}
+		}
+		if len(newPods) > 1 { // keep one
+			sort.Slice(newPods, func(i, j int) bool { return newPods[i].CreationTimestamp.Before(&newPods[j].CreationTimestamp) })
+			remove = append(remove, newPods[1:]...)
+			newPods = newPods[:1]
+		}
+		switch {
+		case len(live) == 0:
+			createOn = append(createOn, n.Name)
+			unavailable++
+		case !rolling:
+			// OnDelete: whatever runs stays.
+			if !anyAvailable(live, ds.Spec.MinReadySeconds, now) {
+				unavailable++
+			}
+		default:
+			newAvailable := len(newPods) == 1 && ctrlutil.IsPodAvailable(newPods[0], ds.Spec.MinReadySeconds, now)
+			if len(oldPods) == 0 {
+				if !newAvailable {
+					unavailable++
+				}
+				continue
+			}
+			oldAvailable := anyAvailable(oldPods, ds.Spec.MinReadySeconds, now)
+			if !oldAvailable && !newAvailable {
+				unavailable++
+			}
+			for _, p := range oldPods {
+				olds = append(olds, oldOnNode{node: n.Name, pod: p, available: ctrlutil.IsPodAvailable(p, ds.Spec.MinReadySeconds, now),
+					newReady: newAvailable, hasNew: len(newPods) == 1})
+			}
+		}
+	}
+	if rolling {
+		budget := maxUnav - unavailable
+		surged := 0
+		for _, o := range olds {
+			switch {
+			case o.newReady: // surge finished on this node
+				remove = append(remove, o.pod)
+			case !o.available: // an unavailable old pod costs nothing to replace
+				remove = append(remove, o.pod)
+			case maxSurge > 0:
+				if !o.hasNew && surged < maxSurge {
+					createOn = append(createOn, o.node)
+					surged++
+				}
+			case budget > 0:
+				remove = append(remove, o.pod)
+				budget--
+			}
+		}
+	}
+	return errors.Join(c.deletePods(ctx, key, ds, remove), c.createPods(ctx, key, ds, createOn, hash))
+}
+
+func anyAvailable(pods []*corev1.Pod, minReady int32, now time.Time) bool {
+	for _, p := range pods {
+		if ctrlutil.IsPodAvailable(p, minReady, now) {
+			return true
+		}
+	}
+	return false
+}
+
+// podForNode builds a daemon pod pinned to node through node affinity.
+func podForNode(ds *appsv1.DaemonSet, node, hash string) *corev1.Pod {
+	pod := ctrlutil.PodFromTemplate(&ds.Spec.Template, ds.Namespace, ds.Name, ctrlutil.NewControllerRef(ds, controllerKind()))
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[RevisionHashLabel] = hash
+	pod.Spec.Tolerations = withDaemonTolerations(&pod.Spec)
+	pin := corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}
+	if pod.Spec.Affinity == nil {
+		pod.Spec.Affinity = &corev1.Affinity{}
+	}
+	if pod.Spec.Affinity.NodeAffinity == nil {
+		pod.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	req := pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	if req == nil || len(req.NodeSelectorTerms) == 0 {
+		pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{pin}}}}
+		return pod
+	}
+	// Keep the user's expressions, replace any field terms with the pin.
+	for i := range req.NodeSelectorTerms {
+		req.NodeSelectorTerms[i].MatchFields = []corev1.NodeSelectorRequirement{pin}
+	}
+	return pod
+}
+
+func (c *Controller) createPods(ctx context.Context, key string, ds *appsv1.DaemonSet, nodes []string, hash string) error {
+	if len(nodes) == 0 {
+		return nil
+	}
+	nodes = nodes[:min(len(nodes), 250)]
+	c.expectations.ExpectCreations(key, len(nodes))
+	var mu sync.Mutex
+	next := 0
+	successes, err := ctrlutil.SlowStartBatch(len(nodes), 1, func() error {
+		mu.Lock()
+		node := nodes[next]
+		next++
+		mu.Unlock()
+		created, err := c.client.CoreV1().Pods(ds.Namespace).Create(ctx, podForNode(ds, node, hash), metav1.CreateOptions{})
+		if err != nil {
+			c.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+			return err
+		}
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", created.Name)
+		return nil
+	})
+	if skipped := len(nodes) - successes; skipped > 0 {
+		c.expectations.LowerCreations(key, skipped)
+	}
+	if err != nil {
+		return fmt.Errorf("create daemon pods for %s: %w", key, err)
+	}
+	return nil
+}
+
+func (c *Controller) deletePods(ctx context.Context, key string, ds *appsv1.DaemonSet, pods []*corev1.Pod) error {
+	if len(pods) == 0 {
+		return nil
+	}
+	keys := make([]string, len(pods))
+	for i, p := range pods {
+		keys[i] = p.Namespace + "/" + p.Name
+	}
+	c.expectations.ExpectDeletions(key, keys)
+	var errs []error
+	for _, p := range pods {
+		err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		if err != nil {
+			c.expectations.DeletionObserved(key, p.Namespace+"/"+p.Name)
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("delete pod %s/%s: %w", p.Namespace, p.Name, err))
+			}
+			continue
+		}
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Controller) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, podsByNode map[string][]*corev1.Pod, hash string) error {
+	now := c.clock.Now()
+	var desired, current, misscheduled, ready, available, updated int32
+	for _, n := range nodes {
+		var live []*corev1.Pod
+		for _, p := range podsByNode[n.Name] {
+			if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodSucceeded {
+				live = append(live, p)
+			}
+		}
+		should := ShouldRun(ds, n)
+		if !should {
+			if len(live) > 0 {
+				misscheduled++
+			}
+			continue
+		}
+		desired++
+		if len(live) == 0 {
+			continue
+		}
+		current++
+		sort.Slice(live, func(i, j int) bool { return live[i].CreationTimestamp.After(live[j].CreationTimestamp.Time) })
+		p := live[0]
+		for _, q := range live {
+			if q.Labels[RevisionHashLabel] == hash {
+				p = q
+				updated++
+				break
+			}
+		}
+		if ctrlutil.IsPodReady(p) {
+			ready++
+			if ctrlutil.IsPodAvailable(p, ds.Spec.MinReadySeconds, now) {
+				available++
+			}
+		}
+	}
+	status := ds.Status
+	status.DesiredNumberScheduled = desired
+	status.CurrentNumberScheduled = current
+	status.NumberMisscheduled = misscheduled
+	status.NumberReady = ready
+	status.NumberAvailable = available
+	status.NumberUnavailable = max(desired-available, 0)
+	status.UpdatedNumberScheduled = updated
+	status.ObservedGeneration = ds.Generation
+	if reflect.DeepEqual(status, ds.Status) {
+		return nil
+	}
+	ds.Status = status
+	if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, ds, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update status of daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
+	}
+	if ds.Spec.MinReadySeconds > 0 && ready != available {
+		c.loop.EnqueueAfter(ds.Namespace+"/"+ds.Name, time.Duration(ds.Spec.MinReadySeconds)*time.Second)
+	}
+	return nil
+}
