@@ -94,6 +94,8 @@ type envInputs struct {
 	podIPs      []string
 	hostIPs     []string
 	allocatable corev1.ResourceList
+	// services are visible to the pod as environment variables.
+	services []*corev1.Service
 }
 
 // resolveEnv computes a container's environment: envFrom sources in order,
@@ -108,6 +110,9 @@ func resolveEnv(src *objectSource, in envInputs, c *corev1.Container) ([]corev1.
 			order = append(order, name)
 		}
 		values[name] = value
+	}
+	for _, e := range serviceEnv(pod, in.services) {
+		set(e.Name, e.Value)
 	}
 	for _, from := range c.EnvFrom {
 		switch {

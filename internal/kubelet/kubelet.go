@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -66,6 +67,8 @@ type Kubelet struct {
 	// waiting holds the reason a container could not be started, shown in
 	// its status until it starts.
 	waiting map[types.UID]map[string]corev1.ContainerStateWaiting
+	// services lists Services for the pods' environment.
+	services corelisters.ServiceLister
 	// tokens caches service account tokens of projected volumes.
 	tokens map[string]cachedToken
 	// node is the last Node object written or read.
@@ -162,9 +165,15 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("kubelet: pod informer: %w", err)
 	}
+	serviceFactory := informers.NewSharedInformerFactory(k.client, 0)
+	serviceInformer := serviceFactory.Core().V1().Services()
+	k.services = serviceInformer.Lister()
+	serviceSynced := serviceInformer.Informer().HasSynced
 	factory.Start(ctx.Done())
+	serviceFactory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced) {
+	defer serviceFactory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, serviceSynced) {
 		return ctx.Err()
 	}
 	k.cleanupOrphans(ctx)

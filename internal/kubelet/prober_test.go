@@ -60,7 +60,9 @@ func TestLivenessProbeRestartsContainer(t *testing.T) {
 	h.step(time.Second) // failure 1
 	h.eventually("one failure", func() bool { return h.hasEvent("Liveness probe failed") })
 	h.step(time.Second) // failure 2: killed
-	h.eventually("kill", func() bool { return h.hasEvent("Normal Killing Container app failed liveness probe, will be restarted") })
+	h.eventually("kill", func() bool {
+		return h.hasEvent("Normal Killing Container app failed liveness probe, will be restarted")
+	})
 	h.runtime.SetExecExitCode("alive", 0)
 	h.step(time.Second)
 	pod := h.waitPod("default", "sick", "restarted", func(p *corev1.Pod) bool {

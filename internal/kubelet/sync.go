@@ -432,7 +432,7 @@ func (k *Kubelet) envInputs(pod *corev1.Pod, podIPs []string) envInputs {
 	for _, ip := range k.currentHostIPs() {
 		hostIPs = append(hostIPs, ip.IP)
 	}
-	return envInputs{pod: pod, podIPs: podIPs, hostIPs: hostIPs, allocatable: k.currentAllocatable()}
+	return envInputs{pod: pod, podIPs: podIPs, hostIPs: hostIPs, allocatable: k.currentAllocatable(), services: servicesFor(k.services, pod.Namespace)}
 }
 
 func (k *Kubelet) containerConfig(pod *corev1.Pod, c *corev1.Container, kind string, restarts int32, imageRef string, podIPs []string, src *objectSource, volumes map[string]volume) (*runtimeapi.ContainerConfig, error) {
