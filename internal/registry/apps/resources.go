@@ -52,8 +52,9 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 				UnconditionalUpdate: true,
 			},
 			Status: &vu.StatusStrategy[*appsv1.Deployment]{
-				APIVersion: gv.String(),
-				KeepSpec:   func(d, old *appsv1.Deployment) { d.Spec = old.Spec },
+				APIVersion:            gv.String(),
+				KeepSpec:              func(d, old *appsv1.Deployment) { d.Spec = old.Spec },
+				KeepAnnotationChanges: true,
 				ValidateStatus: func(d, old *appsv1.Deployment) field.ErrorList {
 					return ValidateDeploymentStatus(&d.Status, &old.Status)
 				},

@@ -174,6 +174,9 @@ type StatusStrategy[T Object] struct {
 	KeepSpec func(obj, old T)
 	// ValidateStatus checks the new status (and its change from the old one).
 	ValidateStatus func(obj, old T) field.ErrorList
+	// KeepAnnotationChanges lets /status change annotations, as Kubernetes allows for Deployments:
+	// their controller records the revision there without bumping the generation.
+	KeepAnnotationChanges bool
 }
 
 var (
@@ -199,7 +202,11 @@ func (s *StatusStrategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime
 	if s.KeepSpec != nil {
 		s.KeepSpec(o, prev)
 	}
+	annotations := o.GetAnnotations()
 	metav1.ResetObjectMetaForStatus(o, prev)
+	if s.KeepAnnotationChanges {
+		o.SetAnnotations(annotations)
+	}
 }
 
 // ValidateUpdate checks the metadata change and the new status.
