@@ -2,13 +2,10 @@ package daemonset
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"reflect"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -17,11 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -36,7 +31,7 @@ import (
 const Name = "daemonset"
 
 // RevisionHashLabel ties pods and ControllerRevisions to a template version.
-const RevisionHashLabel = appsv1.ControllerRevisionHashLabelKey
+const RevisionHashLabel = ctrlutil.RevisionHashLabel
 
 func controllerKind() schema.GroupVersionKind { return appsv1.SchemeGroupVersion.WithKind("DaemonSet") }
 
@@ -80,17 +75,6 @@ func ShouldRun(ds *appsv1.DaemonSet, node *corev1.Node) bool {
 	}
 	spec := &ds.Spec.Template.Spec
 	return ctrlutil.MatchesNodeSelectorAndAffinity(spec, node) && ctrlutil.ToleratesNode(withDaemonTolerations(spec), node)
-}
-
-// templateHash identifies a template version (and names its ControllerRevision).
-func templateHash(t *corev1.PodTemplateSpec, collisionCount *int32) string {
-	h := fnv.New32a()
-	data, _ := json.Marshal(t)
-	h.Write(data)
-	if collisionCount != nil {
-		h.Write([]byte(strconv.Itoa(int(*collisionCount))))
-	}
-	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
 }
 
 // Controller reconciles DaemonSets.
@@ -285,97 +269,18 @@ func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, select
 	return owned, errors.Join(errs...)
 }
 
-// syncRevisions makes sure a ControllerRevision holds the current template
-// (reusing one with the same template, e.g. after `kubectl rollout undo`, by
-// bumping its revision) and returns its hash.
+// syncRevisions records the current template in a ControllerRevision and
+// returns its hash.
 func (c *Controller) syncRevisions(ctx context.Context, ds *appsv1.DaemonSet) (string, error) {
-	hash := templateHash(&ds.Spec.Template, ds.Status.CollisionCount)
-	all, err := c.crLister.ControllerRevisions(ds.Namespace).List(labels.Everything())
-	if err != nil {
-		return "", fmt.Errorf("list controllerrevisions: %w", err)
-	}
-	var owned []*appsv1.ControllerRevision
-	var maxRevision int64
-	for _, cr := range all {
-		if ref := metav1.GetControllerOf(cr); ref != nil && ref.UID == ds.UID {
-			owned = append(owned, cr)
-			maxRevision = max(maxRevision, cr.Revision)
-		}
-	}
-	data, err := revisionData(&ds.Spec.Template)
-	if err != nil {
-		return "", err
-	}
-	for _, cr := range owned {
-		if cr.Labels[RevisionHashLabel] != hash {
-			continue
-		}
-		if cr.Revision < maxRevision {
-			cp := cr.DeepCopy()
-			cp.Revision = maxRevision + 1
-			if _, err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-				return "", fmt.Errorf("bump controllerrevision %s/%s: %w", cp.Namespace, cp.Name, err)
-			}
-		}
-		return hash, c.truncateHistory(ctx, ds, owned, hash)
-	}
-	labelsCopy := map[string]string{RevisionHashLabel: hash}
-	for k, v := range ds.Spec.Template.Labels {
-		labelsCopy[k] = v
-	}
-	cr := &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: ds.Name + "-" + hash, Namespace: ds.Namespace, Labels: labelsCopy,
-			Annotations:     ds.Annotations,
-			OwnerReferences: []metav1.OwnerReference{*ctrlutil.NewControllerRef(ds, controllerKind())},
-		},
-		Data:     runtime.RawExtension{Raw: data},
-		Revision: maxRevision + 1,
-	}
-	if _, err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Create(ctx, cr, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", fmt.Errorf("create controllerrevision for %s/%s: %w", ds.Namespace, ds.Name, err)
-	}
-	return hash, c.truncateHistory(ctx, ds, owned, hash)
-}
-
-// revisionData is the strategic-merge patch kubectl rollout undo applies.
-func revisionData(t *corev1.PodTemplateSpec) ([]byte, error) {
-	raw, err := json.Marshal(t)
-	if err != nil {
-		return nil, fmt.Errorf("encode template: %w", err)
-	}
-	var tmpl map[string]any
-	if err := json.Unmarshal(raw, &tmpl); err != nil {
-		return nil, fmt.Errorf("decode template: %w", err)
-	}
-	tmpl["$patch"] = "replace"
-	return json.Marshal(map[string]any{"spec": map[string]any{"template": tmpl}})
-}
-
-// truncateHistory deletes the oldest revisions beyond revisionHistoryLimit
-// (never the current one).
-func (c *Controller) truncateHistory(ctx context.Context, ds *appsv1.DaemonSet, owned []*appsv1.ControllerRevision, current string) error {
 	limit := 10
 	if ds.Spec.RevisionHistoryLimit != nil {
 		limit = int(*ds.Spec.RevisionHistoryLimit)
 	}
-	var old []*appsv1.ControllerRevision
-	for _, cr := range owned {
-		if cr.Labels[RevisionHashLabel] != current {
-			old = append(old, cr)
-		}
+	revs, err := ctrlutil.SyncRevisions(ctx, c.client, c.crLister, ds, controllerKind(), &ds.Spec.Template, ds.Status.CollisionCount, limit)
+	if err != nil {
+		return "", err
 	}
-	if len(old) <= limit {
-		return nil
-	}
-	sort.Slice(old, func(i, j int) bool { return old[i].Revision < old[j].Revision })
-	var errs []error
-	for _, cr := range old[:len(old)-limit] {
-		if err := c.client.AppsV1().ControllerRevisions(cr.Namespace).Delete(ctx, cr.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("delete controllerrevision %s/%s: %w", cr.Namespace, cr.Name, err))
-		}
-	}
-	return errors.Join(errs...)
+	return revs.Update.Labels[RevisionHashLabel], nil
 }
 
 func maxUnavailable(ds *appsv1.DaemonSet, desired int) (unavailable, surge int) {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/internal/controller/ctrltest"
+	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 )
 
 func agent() map[string]string { return map[string]string{"app": "agent"} }
@@ -120,7 +121,7 @@ func daemonPod(ds *appsv1.DaemonSet, node, image string) *corev1.Pod {
 	tmpl := ds.Spec.Template.DeepCopy()
 	tmpl.Spec.Containers[0].Image = image
 	p := ctrltest.MakePod("agent-"+node+"-"+strings.ReplaceAll(image, ":", "")).Labels(map[string]string{"app": "agent",
-		RevisionHashLabel: templateHash(tmpl, nil)}).OwnedBy(ds, "apps/v1", "DaemonSet").Node(node).Ready(ctrltest.Epoch().Add(-60e9)).Obj()
+		RevisionHashLabel: ctrlutil.TemplateHash(tmpl, nil)}).OwnedBy(ds, "apps/v1", "DaemonSet").Node(node).Ready(ctrltest.Epoch().Add(-60e9)).Obj()
 	p.UID = types.UID("uid-" + p.Name)
 	return p
 }
@@ -155,7 +156,7 @@ func TestCreatesOnePodPerEligibleNode(t *testing.T) {
 	if got := podCreates(actions); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("pods created on %v", got)
 	}
-	if got := ctrltest.Describe(actions); got[0] != "create controllerrevisions agent-"+templateHash(&ds.Spec.Template, nil) {
+	if got := ctrltest.Describe(actions); got[0] != "create controllerrevisions agent-"+ctrlutil.TemplateHash(&ds.Spec.Template, nil) {
 		t.Fatalf("first action %q", got[0])
 	}
 	for _, a := range actions {
@@ -236,7 +237,7 @@ func TestRollingUpdate(t *testing.T) {
 }
 
 func TestRevisionDataIsAReplacePatch(t *testing.T) {
-	data, err := revisionData(&makeDaemonSet().Spec.Template)
+	data, err := ctrlutil.RevisionData(&makeDaemonSet().Spec.Template)
 	if err != nil {
 		t.Fatal(err)
 	}
