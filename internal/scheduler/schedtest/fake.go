@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 )
@@ -21,6 +22,12 @@ type BindHook func(pod *v1.Pod, nodeName string) error
 // the API server does: it sets spec.nodeName and PodScheduled=True, and
 // refuses (409) a pod that is already bound or whose UID differs.
 func InstallBindingReactor(cs *fake.Clientset, hook BindHook) {
+	InstallBindingReactorWithHub(cs, hook, nil)
+}
+
+// InstallBindingReactorWithHub is InstallBindingReactor for a clientset whose
+// watches go through hub (InstallBufferedWatches).
+func InstallBindingReactorWithHub(cs *fake.Clientset, hook BindHook, hub *WatchHub) {
 	cs.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		create, ok := action.(clienttesting.CreateAction)
 		if !ok || create.GetSubresource() != "binding" {
@@ -47,6 +54,11 @@ func InstallBindingReactor(cs *fake.Clientset, hook BindHook) {
 		setCondition(pod, v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: metav1.Now()})
 		if err := cs.Tracker().Update(podsResource, pod, pod.Namespace); err != nil {
 			return true, nil, err
+		}
+		if hub != nil {
+			if updated, err := cs.Tracker().Get(podsResource, pod.Namespace, pod.Name); err == nil {
+				hub.Emit(podsResource, watch.Modified, updated)
+			}
 		}
 		return true, binding, nil
 	})
