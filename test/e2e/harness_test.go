@@ -22,8 +22,10 @@ type cluster struct {
 	kubeconfig string
 	ports      [3]int
 	extraArgs  []string
-	cmd        *exec.Cmd
-	logFile    *os.File
+	// roles overrides the default etcd,controlplane (controlplane alone with --etcd-servers).
+	roles   string
+	cmd     *exec.Cmd
+	logFile *os.File
 }
 
 var skiffBinary string
@@ -74,6 +76,9 @@ func newCluster(t *testing.T, extraArgs ...string) *cluster {
 func (c *cluster) start() {
 	c.t.Helper()
 	roles := "etcd,controlplane"
+	if c.roles != "" {
+		roles = c.roles
+	}
 	for _, a := range c.extraArgs {
 		if strings.HasPrefix(a, "--etcd-servers") {
 			roles = "controlplane"

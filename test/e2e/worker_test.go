@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// requireRuntime skips (or, under CI, fails) when containerd is not installed.
+func requireRuntime(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the worker role needs root")
+	}
+	for _, bin := range []string{"containerd", "runc", "ctr"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s missing under CI: hack/install-runtime.sh should have installed it", bin)
+			}
+			t.Skipf("%s not installed (run hack/install-runtime.sh)", bin)
+		}
+	}
+}
+
+// newWorkerCluster starts a whole single-node cluster (all roles) with the busybox image imported,
+// and deletes its pods before stopping it, so no container outlives the test.
+func newWorkerCluster(t *testing.T) *cluster {
+	t.Helper()
+	requireRuntime(t)
+	// A short data dir keeps containerd's socket path under the unix-socket limit.
+	dir, err := os.MkdirTemp("/tmp", "skw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, bin: skiffBinary, dataDir: dir, roles: "etcd,controlplane,worker"}
+	c.ports = [3]int{freePort(t), freePort(t), freePort(t)}
+	c.kubeconfig = filepath.Join(c.dataDir, "admin.kubeconfig")
+	c.start()
+	t.Cleanup(func() {
+		_, _ = c.kubectlErr("delete", "pods", "--all", "--all-namespaces", "--grace-period=1", "--timeout=60s")
+		c.stop()
+		os.RemoveAll(dir)
+	})
+	eventually(t, 90*time.Second, func() error {
+		out, err := c.kubectlErr("wait", "--for=condition=Ready", "node", "--all", "--timeout=2s")
+		if err != nil {
+			return errString(out)
+		}
+		return nil
+	})
+	archive, err := execOutput(skiffBinary, "images", "build-busybox", "--out", dir)
+	if err != nil {
+		t.Fatalf("build image: %v\n%s", err, archive)
+	}
+	if out, err := execOutput(skiffBinary, "images", "import", "--data-dir", dir, strings.TrimSpace(archive)); err != nil {
+		t.Fatalf("import image: %v\n%s", err, out)
+	}
+	return c
+}
+
+// TestSingleNodeRunsPods is the README's promise: `skiff server` alone is a cluster on which
+// `kubectl run` of an imported image reaches Running and serves on its pod IP.
+func TestSingleNodeRunsPods(t *testing.T) {
+	c := newWorkerCluster(t)
+	out := c.kubectl("get", "nodes", "-o", "wide")
+	mustContain(t, out, "Ready", "control-plane,etcd,worker", "containerd://")
+	c.kubectl("run", "web", "--image=localhost/busybox:local", "--", "httpd", "-f", "-p", "8080")
+	c.kubectl("wait", "--for=condition=Ready", "pod/web", "--timeout=60s")
+	ip := c.kubectl("get", "pod", "web", "-o", "jsonpath={.status.podIP}")
+	if ip == "" {
+		t.Fatal("running pod has no IP")
+	}
+	var body string
+	eventually(t, 20*time.Second, func() error {
+		resp, err := http.Get("http://" + ip + ":8080/")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		body = string(data)
+		return nil
+	})
+	mustContain(t, body, "404 Not Found") // busybox httpd with an empty document root answers
+	mustContain(t, c.kubectl("get", "pod", "web"), "1/1", "Running")
+	c.kubectl("delete", "pod", "web", "--timeout=60s")
+}
