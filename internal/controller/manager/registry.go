@@ -19,6 +19,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/podgc"
 	"github.com/skiff-sh/skiff/internal/controller/replicaset"
 	"github.com/skiff-sh/skiff/internal/controller/serviceaccount"
+	"github.com/skiff-sh/skiff/internal/controller/statefulset"
 	"github.com/skiff-sh/skiff/internal/controller/ttlafterfinished"
 )
 
@@ -28,6 +29,7 @@ func constructors() map[string]constructor {
 		ReplicaSet:       func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return replicaset.New(deps) },
 		Deployment:       func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return deployment.New(deps) },
 		DaemonSet:        func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return daemonset.New(deps) },
+		StatefulSet:      func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return statefulset.New(deps) },
 		Job:              func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return job.New(deps) },
 		CronJob:          func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return cronjob.New(deps) },
 		TTLAfterFinished: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return ttlafterfinished.New(deps) },
