@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +22,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/registry/builtin"
 	"github.com/skiff-sh/skiff/internal/storage"
 	"github.com/skiff-sh/skiff/internal/storage/etcd3"
+	"github.com/skiff-sh/skiff/internal/storage/watchcache"
 )
 
 // newAPIServer assembles the API server over an etcd client and seeds the built-in objects.
@@ -33,12 +37,21 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client) (*a
 		return nil, fmt.Errorf("build OpenAPI documents: %w", err)
 	}
 	disc := discovery.New(resources, builtin.ExtraSubresources())
+	metricsRegistry := prometheus.NewRegistry()
+	metricsRegistry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cacheMetrics, err := watchcache.NewMetrics(metricsRegistry)
+	if err != nil {
+		return nil, err
+	}
+	// Every resource's watches share one etcd watch through a watch cache; reads and writes go to etcd.
 	storageFactory := func(res *registry.Resource) (storage.Interface, error) {
 		codec, err := builtin.StorageCodec(scheme, res, cfg.StorageEncoding)
 		if err != nil {
 			return nil, err
 		}
-		return etcd3.New(client, codec, res.New, res.NewList), nil
+		return watchcache.New(etcd3.New(client, codec, res.New, res.NewList), watchcache.Config{
+			NewFunc: res.New, NewListFunc: res.NewList, Logger: cfg.Logger, Metrics: cacheMetrics,
+		})
 	}
 	_, serviceRange, err := net.ParseCIDR(cfg.ServiceCIDR)
 	if err != nil {
@@ -46,18 +59,20 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client) (*a
 	}
 	srv, err := apiserver.New(apiserver.Config{
 		ServiceClusterIPRange: serviceRange,
-		Scheme:        scheme,
-		Resources:     resources,
-		Storage:       storageFactory,
-		Ready:         func(ctx context.Context) error { _, err := client.Get(ctx, "/registry/health"); return err },
-		Authenticator: apiserver.ClientCertAuthenticator{},
-		Admission:     apiserver.DefaultAdmission(),
-		OpenAPI:       oapi,
-		Discovery:     disc,
-		TypeConverter: oapi.TypeConverter(),
-		Version:       Version,
-		Clock:         clock.RealClock{},
-		Logger:        cfg.Logger,
+		Scheme:                scheme,
+		Resources:             resources,
+		Storage:               storageFactory,
+		Ready:                 func(ctx context.Context) error { _, err := client.Get(ctx, "/registry/health"); return err },
+		Authenticator:         apiserver.ClientCertAuthenticator{},
+		Admission:             apiserver.DefaultAdmission(),
+		OpenAPI:               oapi,
+		Discovery:             disc,
+		TypeConverter:         oapi.TypeConverter(),
+		Version:               Version,
+		Registry:              metricsRegistry,
+		Gatherer:              metricsRegistry,
+		Clock:                 clock.RealClock{},
+		Logger:                cfg.Logger,
 	})
 	if err != nil {
 		return nil, err
@@ -110,4 +125,3 @@ func bootstrap(ctx context.Context, srv *apiserver.Server, cfg *Config) error {
 	}
 	return srv.EnsureObject(ctx, schema.GroupResource{Resource: "endpoints"}, ep)
 }
-
