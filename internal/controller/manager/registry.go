@@ -9,6 +9,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 	"github.com/skiff-sh/skiff/internal/controller/daemonset"
 	"github.com/skiff-sh/skiff/internal/controller/deployment"
+	"github.com/skiff-sh/skiff/internal/controller/disruption"
 	"github.com/skiff-sh/skiff/internal/controller/endpoint"
 	"github.com/skiff-sh/skiff/internal/controller/endpointslice"
 	"github.com/skiff-sh/skiff/internal/controller/garbagecollector"
@@ -30,6 +31,7 @@ func constructors() map[string]constructor {
 		Deployment:       func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return deployment.New(deps) },
 		DaemonSet:        func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return daemonset.New(deps) },
 		StatefulSet:      func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return statefulset.New(deps) },
+		Disruption:       func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return disruption.New(deps) },
 		Job:              func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return job.New(deps) },
 		CronJob:          func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return cronjob.New(deps) },
 		TTLAfterFinished: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return ttlafterfinished.New(deps) },
