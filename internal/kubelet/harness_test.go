@@ -147,11 +147,17 @@ func (h *harness) create(pod *corev1.Pod) *corev1.Pod {
 func (h *harness) waitPod(namespace, name, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	h.t.Helper()
 	var last *corev1.Pod
-	h.eventually(what, func() bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
 		last = h.pod(namespace, name)
-		return last != nil && cond(last)
-	})
-	return last
+		if last != nil && cond(last) {
+			return last
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s; pod status: %+v", what, last.Status)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func (h *harness) drainEvents() []string {

@@ -458,15 +458,20 @@ func TestImagePullPolicies(t *testing.T) {
 	}
 
 	h.create(makePod("unreachable").container(corev1.Container{Name: "app", Image: "example.com/app:v1"}).obj())
-	h.waitPod("default", "unreachable", "ErrImagePull", func(p *corev1.Pod) bool {
-		s := statusOf(p, "app")
-		return s != nil && s.State.Waiting != nil && s.State.Waiting.Reason == "ErrImagePull"
-	})
-	h.step(time.Second)
+	// The failed pull shows as ErrImagePull, and at the next sync (which
+	// our own status write may trigger at once) as ImagePullBackOff.
 	h.waitPod("default", "unreachable", "ImagePullBackOff", func(p *corev1.Pod) bool {
 		s := statusOf(p, "app")
 		return s != nil && s.State.Waiting != nil && s.State.Waiting.Reason == "ImagePullBackOff"
 	})
+	if !h.hasEvent(`Warning Failed Failed to pull image "example.com/app:v1"`) {
+		t.Errorf("no pull failure event in %v", h.drainEvents())
+	}
+	if n := h.runtime.Pulls("example.com/app:v1"); n != 1 {
+		t.Errorf("pulled %d times during the back-off, want 1", n)
+	}
+	h.step(10 * time.Second)
+	h.eventually("pull retried after the back-off", func() bool { return h.runtime.Pulls("example.com/app:v1") == 2 })
 
 	h.create(makePod("pulled").container(corev1.Container{Name: "app", Image: "registry.test/app:v2"}).obj())
 	h.waitPod("default", "pulled", "running", podRunning)
