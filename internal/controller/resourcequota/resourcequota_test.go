@@ -1,0 +1,91 @@
+package resourcequota
+
+import (
+	"context"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/skiff-sh/skiff/internal/controller/ctrltest"
+)
+
+func withResources(p *corev1.Pod, cpuReq, memLimit string) *corev1.Pod {
+	p.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpuReq)},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(memLimit)},
+	}
+	return p
+}
+
+func TestUsage(t *testing.T) {
+	big := withResources(ctrltest.MakePod("big").Obj(), "500m", "1Gi")
+	big.Spec.InitContainers = []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}}
+	small := withResources(ctrltest.MakePod("small").Obj(), "250m", "256Mi")
+	done := withResources(ctrltest.MakePod("done").Phase(corev1.PodSucceeded).Obj(), "4", "4Gi")
+	plain := ctrltest.MakePod("plain").Obj()
+	deadline := ctrltest.MakePod("batch").Obj()
+	deadline.Spec.ActiveDeadlineSeconds = ptr.To[int64](60)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "default"}}
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "default"}}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
+		Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}}}
+
+	tests := []struct {
+		name   string
+		hard   []string
+		scopes []corev1.ResourceQuotaScope
+		want   map[string]string
+	}{
+		{"counts", []string{"pods", "configmaps", "count/deployments.apps", "persistentvolumeclaims", "requests.storage"}, nil,
+			map[string]string{"pods": "4", "configmaps": "1", "count/deployments.apps": "1", "persistentvolumeclaims": "1", "requests.storage": "10Gi"}},
+		// big holds 2 CPUs (its init container), small 250m; terminated pods hold nothing.
+		{"compute", []string{"requests.cpu", "limits.memory", "cpu"}, nil,
+			map[string]string{"requests.cpu": "2250m", "limits.memory": "1280Mi", "cpu": "2250m"}},
+		{"BestEffort scope", []string{"pods"}, []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}, map[string]string{"pods": "2"}},
+		{"Terminating scope", []string{"pods"}, []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeTerminating}, map[string]string{"pods": "1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hard := corev1.ResourceList{}
+			for _, h := range tt.hard {
+				hard[corev1.ResourceName(h)] = resource.MustParse("100")
+			}
+			quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "default"}, Spec: corev1.ResourceQuotaSpec{Hard: hard, Scopes: tt.scopes}}
+			objs := []runtime.Object{quota, big, small, done, plain, deadline, cm, deploy, pvc}
+			env := ctrltest.NewEnv(objs...)
+			c, err := New(env.Deps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := env.Factory
+			ctrltest.Seed(t, f.Core().V1().ResourceQuotas().Informer(), quota)
+			ctrltest.Seed(t, f.Core().V1().Pods().Informer(), big, small, done, plain, deadline)
+			ctrltest.Seed(t, f.Core().V1().ConfigMaps().Informer(), cm)
+			ctrltest.Seed(t, f.Apps().V1().Deployments().Informer(), deploy)
+			ctrltest.Seed(t, f.Core().V1().PersistentVolumeClaims().Informer(), pvc)
+			if err := c.Sync(context.Background(), "default/q"); err != nil {
+				t.Fatal(err)
+			}
+			w := env.Writes()
+			if len(w) != 1 {
+				t.Fatalf("writes %q", ctrltest.Describe(w))
+			}
+			status := w[0].(clienttesting.UpdateAction).GetObject().(*corev1.ResourceQuota).Status
+			for name, want := range tt.want {
+				got := status.Used[corev1.ResourceName(name)]
+				if got.Cmp(resource.MustParse(want)) != 0 {
+					t.Errorf("%s used %s, want %s", name, got.String(), want)
+				}
+			}
+			if len(status.Hard) != len(hard) {
+				t.Fatalf("hard %v", status.Hard)
+			}
+		})
+	}
+}
