@@ -2,21 +2,25 @@ package kubelet_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
@@ -163,8 +167,7 @@ func TestKubeletRunsPodOnRealContainerd(t *testing.T) {
 			t.Errorf("memory limit = %q (code %d, %v)", out, code, err)
 		}
 	}
-	pidNS, _, _, _ := env.Runtime.ExecSync(ctx, containerID, []string{"sh", "-c", "echo $$"}, 5*time.Second)
-	t.Logf("exec in pod: pid %s", strings.TrimSpace(string(pidNS)))
+	checkKubeletEndpoint(t, ctx, k)
 
 	// Graceful deletion: the kubelet stops the pod and deletes it for good.
 	current, err := client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
@@ -249,3 +252,80 @@ func fetch(t *testing.T, url string) string {
 }
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+// checkKubeletEndpoint serves the kubelet API over TLS with client
+// certificates and uses it as the API server would: logs, and exec through
+// the runtime's streaming server with client-go's SPDY executor.
+func checkKubeletEndpoint(t *testing.T, ctx context.Context, k *kubelet.Kubelet) {
+	t.Helper()
+	pki := newTestPKI(t)
+	srv := httptest.NewUnstartedServer(k.Handler())
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pki.serverCert}, ClientCAs: pki.pool, ClientAuth: tls.VerifyClientCertIfGiven}
+	srv.StartTLS()
+	defer srv.Close()
+
+	anonymous := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.pool}}}
+	resp, err := anonymous.Get(srv.URL + "/containerLogs/default/web/prepare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("anonymous request = %d, want 401", resp.StatusCode)
+	}
+
+	restConfig := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: pki.caPEM, CertData: pki.clientCert, KeyData: pki.clientKey}}
+	transport, err := rest.TransportFor(restConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err = (&http.Client{Transport: transport}).Get(srv.URL + "/containerLogs/default/web/prepare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(logs) != "init-ran\n" {
+		t.Errorf("init container logs = %d %q", resp.StatusCode, logs)
+	}
+
+	// Exec over the websocket protocol (channel.k8s.io: the first byte of
+	// each message names the stream), proxied to containerd's streaming server.
+	dialer := websocket.Dialer{
+		TLSClientConfig: &tls.Config{RootCAs: pki.pool, Certificates: []tls.Certificate{clientCertificate(t, pki)}},
+		Subprotocols:    []string{"v4.channel.k8s.io", "channel.k8s.io"},
+	}
+	wsURL := "wss" + strings.TrimPrefix(srv.URL, "https") + "/exec/default/web/httpd?command=cat&command=/etc/podinfo/name&output=1&error=1"
+	conn, resp, err := dialer.DialContext(ctx, wsURL, nil)
+	if err != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		t.Fatalf("exec websocket through the kubelet: %v (HTTP %d)", err, status)
+	}
+	defer conn.Close()
+	var stdout strings.Builder
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	for {
+		_, message, err := conn.ReadMessage()
+		if err != nil {
+			break
+		}
+		if len(message) > 0 && message[0] == 1 {
+			stdout.Write(message[1:])
+		}
+	}
+	if stdout.String() != "web" {
+		t.Errorf("exec stdout = %q, want %q", stdout.String(), "web")
+	}
+}
+
+func clientCertificate(t *testing.T, pki *testPKI) tls.Certificate {
+	t.Helper()
+	cert, err := tls.X509KeyPair(pki.clientCert, pki.clientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}

@@ -9,6 +9,7 @@ package fakecri
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -387,7 +388,7 @@ func (r *Runtime) CreateContainer(_ context.Context, sandboxID string, config *r
 		status: &runtimeapi.ContainerStatus{
 			Id: id, Metadata: config.Metadata, State: runtimeapi.ContainerState_CONTAINER_CREATED,
 			CreatedAt: r.clock.Now().UnixNano(), Image: config.Image, ImageRef: img.Id,
-			Labels: config.Labels, Annotations: config.Annotations, LogPath: config.LogPath,
+			Labels: config.Labels, Annotations: config.Annotations, LogPath: filepath.Join(s.config.LogDirectory, config.LogPath),
 		},
 	}
 	return id, nil

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -276,7 +277,7 @@ func snapshotHost(t testing.TB) func(bridge, network string) {
 			t.Logf("delete bridge %s: %v %s", bridge, err, out)
 		}
 		for table, before := range chainsBefore {
-			removeNewCNIChains(t, table, before)
+			removeNewCNIChains(t, table, before, network)
 		}
 		_ = os.RemoveAll(filepath.Join("/var/lib/cni/networks", network))
 		results, _ := filepath.Glob(filepath.Join("/var/lib/cni/results", network+"-*"))
@@ -303,45 +304,85 @@ func chains(table string) []string {
 	return names
 }
 
-// removeNewCNIChains deletes CNI-* chains that appeared during the test, and
-// the rules jumping to them (by rule number, so comments need no parsing).
-func removeNewCNIChains(t testing.TB, table string, before []string) {
-	var created []string
-	for _, c := range chains(table) {
-		if strings.HasPrefix(c, "CNI-") && !slices.Contains(before, c) {
-			created = append(created, c)
-		}
-	}
-	if len(created) == 0 {
-		return
-	}
+// removeNewCNIChains deletes what the CNI plugins left for this test's
+// network only: the rules whose comment names the network, the per-container
+// CNI-* chains they jump to, and shared CNI-* chains that appeared during the
+// test and are empty. Other tests' networks on the same host are left alone.
+func removeNewCNIChains(t testing.TB, table string, before []string, network string) {
+	owned := map[string]bool{}
 	all := append(builtinChains(table), chains(table)...)
 	for _, chain := range all {
-		out, err := exec.Command("iptables", "-t", table, "-L", chain, "-n", "--line-numbers").Output()
-		if err != nil {
-			continue
-		}
-		var numbers []string
-		for _, line := range strings.Split(string(out), "\n") {
-			f := strings.Fields(line)
-			if len(f) >= 2 && slices.Contains(created, f[1]) {
-				numbers = append(numbers, f[0])
+		rules := appendRules(table, chain)
+		var numbers []int
+		for i, rule := range rules {
+			if !strings.Contains(rule, `\"`+network+`\"`) {
+				continue
+			}
+			numbers = append(numbers, i+1)
+			if target := jumpTarget(rule); strings.HasPrefix(target, "CNI-") && !slices.Contains(before, target) {
+				owned[target] = true
 			}
 		}
-		// Highest first, so earlier numbers stay valid.
-		slices.Reverse(numbers)
-		for _, n := range numbers {
-			if out, err := exec.Command("iptables", "-t", table, "-D", chain, n).CombinedOutput(); err != nil {
-				t.Logf("iptables -t %s -D %s %s: %v %s", table, chain, n, err, out)
-			}
+		deleteRules(t, table, chain, numbers)
+	}
+	for chain := range owned {
+		_ = exec.Command("iptables", "-t", table, "-F", chain).Run()
+	}
+	// Shared chains (CNI-HOSTPORT-*, ...) created during the test: removed
+	// once empty, with the jumps to them.
+	for _, c := range chains(table) {
+		if strings.HasPrefix(c, "CNI-") && !slices.Contains(before, c) && !owned[c] && len(appendRules(table, c)) == 0 {
+			owned[c] = true
 		}
 	}
-	for _, c := range created {
-		_ = exec.Command("iptables", "-t", table, "-F", c).Run()
+	for _, chain := range all {
+		var numbers []int
+		for i, rule := range appendRules(table, chain) {
+			if owned[jumpTarget(rule)] {
+				numbers = append(numbers, i+1)
+			}
+		}
+		deleteRules(t, table, chain, numbers)
 	}
-	for _, c := range created {
-		if out, err := exec.Command("iptables", "-t", table, "-X", c).CombinedOutput(); err != nil {
-			t.Logf("iptables -X %s: %v %s", c, err, out)
+	for chain := range owned {
+		if out, err := exec.Command("iptables", "-t", table, "-X", chain).CombinedOutput(); err != nil {
+			t.Logf("iptables -t %s -X %s: %v %s", table, chain, err, out)
+		}
+	}
+}
+
+// appendRules returns a chain's rules in order ("-A ..." lines of -S), so
+// rule N is element N-1.
+func appendRules(table, chain string) []string {
+	out, err := exec.Command("iptables", "-t", table, "-S", chain).Output()
+	if err != nil {
+		return nil
+	}
+	var rules []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "-A ") {
+			rules = append(rules, line)
+		}
+	}
+	return rules
+}
+
+func jumpTarget(rule string) string {
+	f := strings.Fields(rule)
+	if i := slices.Index(f, "-j"); i >= 0 && i+1 < len(f) {
+		return f[i+1]
+	}
+	return ""
+}
+
+// deleteRules deletes rules by number, highest first so the others keep
+// their numbers.
+func deleteRules(t testing.TB, table, chain string, numbers []int) {
+	slices.Sort(numbers)
+	slices.Reverse(numbers)
+	for _, n := range numbers {
+		if out, err := exec.Command("iptables", "-t", table, "-D", chain, strconv.Itoa(n)).CombinedOutput(); err != nil {
+			t.Logf("iptables -t %s -D %s %d: %v %s", table, chain, n, err, out)
 		}
 	}
 }

@@ -1,0 +1,426 @@
+package kubelet
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// logFollowPoll is how often a followed log file is checked for new lines.
+const logFollowPoll = 100 * time.Millisecond
+
+// Handler serves the kubelet API the API server calls for logs, exec,
+// attach and port-forward:
+//
+//	GET /healthz
+//	GET /containerLogs/{namespace}/{pod}/{container}?follow&previous&tailLines&sinceSeconds&sinceTime&timestamps&limitBytes
+//	    /exec/{namespace}/{pod}/{container}?command=...&input&output&error&tty
+//	    /attach/{namespace}/{pod}/{container}?input&output&error&tty
+//	    /portForward/{namespace}/{pod}?port=...
+//
+// Streaming requests are proxied (with their protocol upgrade) to the
+// runtime's streaming server. Every request must come with a client
+// certificate verified by the TLS layer; anonymous callers get 401.
+func (k *Kubelet) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.serveLogs)
+	mux.HandleFunc("/exec/{namespace}/{pod}/{container}", k.serveExec)
+	mux.HandleFunc("/attach/{namespace}/{pod}/{container}", k.serveAttach)
+	mux.HandleFunc("/portForward/{namespace}/{pod}", k.servePortForward)
+	return requireClientCertificate(mux)
+}
+
+func requireClientCertificate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Serve serves Handler over TLS on address until ctx ends. tlsConfig must
+// carry the kubelet's serving certificate and verify client certificates
+// (ClientAuth: tls.RequireAndVerifyClientCert with the API server's CA).
+func (k *Kubelet) Serve(ctx context.Context, address string, tlsConfig *tls.Config) error {
+	if tlsConfig == nil || tlsConfig.ClientCAs == nil {
+		return errors.New("kubelet server: a TLS config with ClientCAs is required")
+	}
+	server := &http.Server{Addr: address, Handler: k.Handler(), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second}
+	errs := make(chan error, 1)
+	go func() { errs <- server.ListenAndServeTLS("", "") }()
+	select {
+	case <-ctx.Done():
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = server.Shutdown(shutdown)
+		return nil
+	case err := <-errs:
+		return fmt.Errorf("kubelet server: %w", err)
+	}
+}
+
+// podByName finds a live pod of this node.
+func (k *Kubelet) podByName(namespace, name string) *corev1.Pod {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, e := range k.pods {
+		if !e.deleted && e.pod != nil && e.pod.Namespace == namespace && e.pod.Name == name {
+			return e.pod
+		}
+	}
+	return nil
+}
+
+func (k *Kubelet) containerFor(w http.ResponseWriter, r *http.Request) (*corev1.Pod, *podRuntimeState, string, bool) {
+	namespace, name, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
+	pod := k.podByName(namespace, name)
+	if pod == nil {
+		http.Error(w, fmt.Sprintf("pod %q not found", namespace+"/"+name), http.StatusNotFound)
+		return nil, nil, "", false
+	}
+	if container != "" && findContainer(pod, container) == nil {
+		http.Error(w, fmt.Sprintf("container %s is not valid for pod %s", container, name), http.StatusBadRequest)
+		return nil, nil, "", false
+	}
+	state, err := k.runtimeState(r.Context(), pod.UID)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return nil, nil, "", false
+	}
+	return pod, state, container, true
+}
+
+// logOptions are the query parameters of a log request.
+type logOptions struct {
+	follow, previous, timestamps bool
+	tailLines                    int64
+	limitBytes                   int64
+	since                        time.Time
+}
+
+func parseLogOptions(q url.Values, now time.Time) (logOptions, error) {
+	opts := logOptions{follow: q.Get("follow") == "true", previous: q.Get("previous") == "true", timestamps: q.Get("timestamps") == "true", tailLines: -1}
+	if v := q.Get("tailLines"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return opts, fmt.Errorf("tailLines: %q must be a non-negative integer", v)
+		}
+		opts.tailLines = n
+	}
+	if v := q.Get("limitBytes"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return opts, fmt.Errorf("limitBytes: %q must be a positive integer", v)
+		}
+		opts.limitBytes = n
+	}
+	if v := q.Get("sinceSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return opts, fmt.Errorf("sinceSeconds: %q must be a positive integer", v)
+		}
+		opts.since = now.Add(-time.Duration(n) * time.Second)
+	}
+	if v := q.Get("sinceTime"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return opts, fmt.Errorf("sinceTime: %w", err)
+		}
+		opts.since = t
+	}
+	return opts, nil
+}
+
+// criLogLine is one line of a CRI log file:
+// "<RFC3339Nano time> <stdout|stderr> <F|P> <content>".
+type criLogLine struct {
+	time    time.Time
+	partial bool
+	content []byte
+}
+
+func parseCRILogLine(line []byte) (criLogLine, bool) {
+	parts := bytes.SplitN(line, []byte(" "), 4)
+	if len(parts) < 3 {
+		return criLogLine{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(parts[0]))
+	if err != nil {
+		return criLogLine{}, false
+	}
+	var content []byte
+	if len(parts) == 4 {
+		content = parts[3]
+	}
+	return criLogLine{time: t, partial: string(parts[2]) == "P", content: content}, true
+}
+
+func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
+	pod, state, container, ok := k.containerFor(w, r)
+	if !ok {
+		return
+	}
+	opts, err := parseLogOptions(r.URL.Query(), k.clock.Now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	cur := state.latest(container, "")
+	if opts.previous && cur != nil {
+		cur = state.previous(cur)
+		if cur == nil {
+			http.Error(w, fmt.Sprintf("previous terminated container %q in pod %q not found", container, pod.Name), http.StatusBadRequest)
+			return
+		}
+	}
+	if cur == nil {
+		http.Error(w, fmt.Sprintf("container %q in pod %q is waiting to start: ContainerCreating", container, pod.Name), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	if err := k.writeLogs(r.Context(), w, cur.Id, cur.LogPath, opts); err != nil {
+		k.log.Warn("serve logs", "pod", pod.Namespace+"/"+pod.Name, "container", container, "err", err)
+	}
+}
+
+// writeLogs copies a container's log to w as the options say, following
+// the file while the container runs when asked to.
+func (k *Kubelet) writeLogs(ctx context.Context, w io.Writer, containerID, path string, opts logOptions) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	out := &limitedWriter{w: w, remaining: opts.limitBytes}
+	emit := func(l criLogLine) error {
+		if !opts.since.IsZero() && l.time.Before(opts.since) {
+			return nil
+		}
+		if opts.timestamps {
+			if _, err := io.WriteString(out, l.time.Format(time.RFC3339Nano)+" "); err != nil {
+				return err
+			}
+		}
+		if _, err := out.Write(l.content); err != nil {
+			return err
+		}
+		if !l.partial {
+			_, err := out.Write([]byte{'\n'})
+			return err
+		}
+		return nil
+	}
+	reader := bufio.NewReader(f)
+	var lines []criLogLine
+	var pending []byte
+	readAvailable := func(collect bool) error {
+		for {
+			chunk, err := reader.ReadBytes('\n')
+			pending = append(pending, chunk...)
+			if err != nil {
+				return nil // EOF: keep the partial line for later
+			}
+			line := bytes.TrimRight(pending, "\n")
+			pending = nil
+			l, ok := parseCRILogLine(line)
+			if !ok {
+				continue
+			}
+			if collect {
+				lines = append(lines, l)
+			} else if err := emit(l); err != nil {
+				return err
+			}
+		}
+	}
+	if err := readAvailable(true); err != nil {
+		return err
+	}
+	if opts.tailLines >= 0 && int64(len(lines)) > opts.tailLines {
+		lines = lines[int64(len(lines))-opts.tailLines:]
+	}
+	for _, l := range lines {
+		if err := emit(l); err != nil {
+			return ignoreLimit(err)
+		}
+	}
+	if flusher, ok := w.(http.Flusher); ok {
+		flusher.Flush()
+	}
+	if !opts.follow {
+		return nil
+	}
+	for {
+		status, err := k.runtime.ContainerStatus(ctx, containerID)
+		finished := err != nil || status.State != runtimeapi.ContainerState_CONTAINER_RUNNING
+		if err := readAvailable(false); err != nil {
+			return ignoreLimit(err)
+		}
+		if flusher, ok := w.(http.Flusher); ok {
+			flusher.Flush()
+		}
+		if finished {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-k.clock.After(logFollowPoll):
+		}
+	}
+}
+
+var errLimitReached = errors.New("limitBytes reached") //nolint:gochecknoglobals // sentinel error value.
+
+func ignoreLimit(err error) error {
+	if errors.Is(err, errLimitReached) {
+		return nil
+	}
+	return err
+}
+
+type limitedWriter struct {
+	w         io.Writer
+	remaining int64 // 0 means unlimited
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	switch {
+	case l.remaining == 0:
+		return l.w.Write(p)
+	case l.remaining < 0:
+		return 0, errLimitReached
+	case int64(len(p)) >= l.remaining:
+		n, err := l.w.Write(p[:l.remaining])
+		l.remaining = -1
+		if err == nil {
+			err = errLimitReached
+		}
+		return n, err
+	}
+	l.remaining -= int64(len(p))
+	return l.w.Write(p)
+}
+
+func queryBool(q url.Values, names ...string) bool {
+	for _, n := range names {
+		if v := q.Get(n); v == "1" || v == "true" {
+			return true
+		}
+	}
+	return false
+}
+
+func runningContainerID(state *podRuntimeState, container string) string {
+	cur := state.latest(container, "")
+	if !running(cur) {
+		return ""
+	}
+	return cur.Id
+}
+
+func (k *Kubelet) serveExec(w http.ResponseWriter, r *http.Request) {
+	_, state, container, ok := k.containerFor(w, r)
+	if !ok {
+		return
+	}
+	id := runningContainerID(state, container)
+	if id == "" {
+		http.Error(w, fmt.Sprintf("container %s is not running", container), http.StatusBadRequest)
+		return
+	}
+	q := r.URL.Query()
+	if len(q["command"]) == 0 {
+		http.Error(w, "you must specify at least 1 command", http.StatusBadRequest)
+		return
+	}
+	target, err := k.runtime.Exec(r.Context(), &runtimeapi.ExecRequest{
+		ContainerId: id, Cmd: q["command"], Tty: queryBool(q, "tty"),
+		Stdin: queryBool(q, "input", "stdin"), Stdout: queryBool(q, "output", "stdout"), Stderr: queryBool(q, "error", "stderr"),
+	})
+	k.proxyStream(w, r, target, err)
+}
+
+func (k *Kubelet) serveAttach(w http.ResponseWriter, r *http.Request) {
+	_, state, container, ok := k.containerFor(w, r)
+	if !ok {
+		return
+	}
+	id := runningContainerID(state, container)
+	if id == "" {
+		http.Error(w, fmt.Sprintf("container %s is not running", container), http.StatusBadRequest)
+		return
+	}
+	q := r.URL.Query()
+	target, err := k.runtime.Attach(r.Context(), &runtimeapi.AttachRequest{
+		ContainerId: id, Tty: queryBool(q, "tty"),
+		Stdin: queryBool(q, "input", "stdin"), Stdout: queryBool(q, "output", "stdout"), Stderr: queryBool(q, "error", "stderr"),
+	})
+	k.proxyStream(w, r, target, err)
+}
+
+func (k *Kubelet) servePortForward(w http.ResponseWriter, r *http.Request) {
+	_, state, _, ok := k.containerFor(w, r)
+	if !ok {
+		return
+	}
+	sandbox := state.readySandbox()
+	if sandbox == nil {
+		http.Error(w, "pod sandbox is not ready", http.StatusBadRequest)
+		return
+	}
+	var ports []int32
+	for _, p := range r.URL.Query()["port"] {
+		n, err := strconv.ParseInt(p, 10, 32)
+		if err != nil || n <= 0 || n > 65535 {
+			http.Error(w, fmt.Sprintf("invalid port %q", p), http.StatusBadRequest)
+			return
+		}
+		ports = append(ports, int32(n))
+	}
+	target, err := k.runtime.PortForward(r.Context(), &runtimeapi.PortForwardRequest{PodSandboxId: sandbox.Id, Port: ports})
+	k.proxyStream(w, r, target, err)
+}
+
+// proxyStream forwards a (to be upgraded) streaming request to the
+// runtime's streaming server URL.
+func (k *Kubelet) proxyStream(w http.ResponseWriter, r *http.Request, target string, err error) {
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("runtime streaming URL %q: %v", target, err), http.StatusInternalServerError)
+		return
+	}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL = u
+			pr.Out.Host = u.Host
+			pr.Out.Header.Del("Authorization")
+		},
+		Transport: &http.Transport{DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext},
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			http.Error(w, "proxy to container runtime: "+err.Error(), http.StatusBadGateway)
+		},
+	}
+	proxy.ServeHTTP(w, r)
+}

@@ -1,0 +1,109 @@
+package kubelet
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func authenticated(r *http.Request) *http.Request {
+	r.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{}}}}
+	return r
+}
+
+func (h *harness) get(path string, auth bool) (int, string) {
+	h.t.Helper()
+	r := httptest.NewRequest(http.MethodGet, path, nil)
+	if auth {
+		r = authenticated(r)
+	}
+	w := httptest.NewRecorder()
+	h.kubelet.Handler().ServeHTTP(w, r)
+	body, _ := io.ReadAll(w.Result().Body)
+	return w.Code, string(body)
+}
+
+func TestContainerLogs(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(makePod("talker").obj())
+	h.waitPod("default", "talker", "running", podRunning)
+	first := h.runtime.RunningContainer("uid-talker", "app")
+	status, err := h.runtime.ContainerStatus(t.Context(), first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(status.LogPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base := h.clock.Now()
+	stamp := func(d time.Duration) string { return base.Add(d).Format(time.RFC3339Nano) }
+	log := stamp(-time.Hour) + " stdout F old line\n" +
+		stamp(-time.Minute) + " stderr P partial \n" +
+		stamp(-time.Minute) + " stderr F end\n" +
+		stamp(0) + " stdout F newest\n"
+	if err := os.WriteFile(status.LogPath, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		query string
+		want  string
+	}{
+		{"", "old line\npartial end\nnewest\n"},
+		{"?tailLines=1", "newest\n"},
+		{"?sinceSeconds=120", "partial end\nnewest\n"},
+		{"?limitBytes=5", "old l"},
+		{"?timestamps=true&tailLines=1", stamp(0) + " newest\n"},
+	}
+	for _, tc := range tests {
+		code, body := h.get("/containerLogs/default/talker/app"+tc.query, true)
+		if code != http.StatusOK || body != tc.want {
+			t.Errorf("logs%s = %d %q, want %q", tc.query, code, body, tc.want)
+		}
+	}
+	if code, body := h.get("/containerLogs/default/talker/app?previous=true", true); code != http.StatusBadRequest || !strings.Contains(body, `previous terminated container "app" in pod "talker" not found`) {
+		t.Errorf("previous without a previous container = %d %q", code, body)
+	}
+	if code, _ := h.get("/containerLogs/default/talker/app", false); code != http.StatusUnauthorized {
+		t.Errorf("anonymous logs request = %d, want 401", code)
+	}
+	if code, _ := h.get("/containerLogs/default/nobody/app", true); code != http.StatusNotFound {
+		t.Errorf("unknown pod = %d", code)
+	}
+	if code, _ := h.get("/containerLogs/default/talker/app?tailLines=-3", true); code != http.StatusBadRequest {
+		t.Errorf("bad tailLines = %d", code)
+	}
+
+	// After a restart, previous=true reads the exited container's log.
+	if err := h.runtime.Exit(first, 1); err != nil {
+		t.Fatal(err)
+	}
+	h.step(time.Second)
+	h.waitPod("default", "talker", "restarted", func(p *corev1.Pod) bool { return statusOf(p, "app").RestartCount == 1 })
+	if code, body := h.get("/containerLogs/default/talker/app?previous=true&tailLines=1", true); code != http.StatusOK || body != "newest\n" {
+		t.Errorf("previous logs = %d %q", code, body)
+	}
+}
+
+func TestStreamingEndpointsRequireRunningContainer(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(makePod("box").obj())
+	h.waitPod("default", "box", "running", podRunning)
+	if code, body := h.get("/exec/default/box/app", true); code != http.StatusBadRequest || !strings.Contains(body, "at least 1 command") {
+		t.Errorf("exec without command = %d %q", code, body)
+	}
+	if code, _ := h.get("/exec/default/box/nope?command=ls", true); code != http.StatusBadRequest {
+		t.Errorf("exec into unknown container = %d", code)
+	}
+	if code, _ := h.get("/portForward/default/box?port=99999", true); code != http.StatusBadRequest {
+		t.Errorf("port-forward to a bad port = %d", code)
+	}
+}
