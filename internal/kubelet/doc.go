@@ -12,6 +12,12 @@
 // sync: the runtime's labels and annotations are the source of truth, so a
 // restarted kubelet adopts running pods instead of restarting them.
 //
+// Entry points: RunWorker runs a node's runtime (a supervised containerd,
+// package containerd, unless an external CRI endpoint is given) and its
+// kubelet; New and Run run a kubelet on a given cri.Runtime; Handler and
+// Serve expose the HTTPS API (logs, exec, attach, port-forward) the API
+// server calls with its client certificate.
+//
 // It reaches the cluster only through client-go and must not import the API
 // server, storage or etcd packages. Time comes from the injected clock.
 package kubelet
