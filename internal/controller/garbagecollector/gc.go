@@ -119,7 +119,7 @@ func (c *Controller) AddResources(resources []ctrlutil.APIResource) error {
 		if _, ok := c.kinds[gk]; !ok {
 			c.kinds[gk] = r
 		}
-		if !r.Verbs.HasAll("list", "watch", "delete") {
+		if !r.Verbs.HasAll("list", "watch", "delete") || ignored(r.GVR.GroupResource()) {
 			continue
 		}
 		if _, ok := c.monitors[r.GVR]; ok {
@@ -140,6 +140,12 @@ func (c *Controller) AddResources(resources []ctrlutil.APIResource) error {
 		c.monitors[r.GVR] = &monitor{res: r, informer: inf}
 	}
 	return nil
+}
+
+// ignored: Events churn constantly and are never owners or dependants worth
+// tracking, as in Kubernetes' garbage collector.
+func ignored(gr schema.GroupResource) bool {
+	return gr.Resource == "events" && (gr.Group == "" || gr.Group == "events.k8s.io")
 }
 
 // Informer exposes the cache of one tracked resource (tests seed it).
