@@ -192,7 +192,7 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 			case running(cur):
 				if cur.Annotations[annotationHash] != containerHash(c) {
 					k.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Container %s definition changed, will be restarted", c.Name)
-					if err := k.runtime.StopContainer(ctx, cur.Id, gracePeriod(pod)); err != nil {
+					if err := k.stopContainer(ctx, pod, c, cur, podIPs, gracePeriod(pod)); err != nil {
 						return syncResult{err: err}
 					}
 					start(c, containerKindRegular)
@@ -403,6 +403,16 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1
 		return err
 	}
 	k.recorder.Eventf(pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		// Like Kubernetes, the container counts as started only once its
+		// postStart hook returned; a failing hook kills it.
+		if err := k.runHook(ctx, c, id, c.Lifecycle.PostStart, podIPs, gracePeriod(pod)); err != nil {
+			k.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedPostStartHook", "PostStartHook failed: %v", err)
+			if stopErr := k.runtime.StopContainer(ctx, id, gracePeriod(pod)); stopErr != nil {
+				k.log.Warn("stop container after failed postStart hook", "err", stopErr)
+			}
+		}
+	}
 	k.backoff.reset(startKey)
 	if prev != nil {
 		k.backoff.restarted(backoffKey(pod.UID, kind, c.Name))
@@ -527,17 +537,23 @@ func (k *Kubelet) terminationLogFile(pod *corev1.Pod, container string, restarts
 func (k *Kubelet) killPod(ctx context.Context, pod *corev1.Pod, state *podRuntimeState, grace time.Duration) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, len(state.containers))
+	var podIPs []string
+	if pod != nil {
+		podIPs = k.currentPodIPs(ctx, pod, state)
+	}
 	for _, c := range state.containers {
 		if !running(c) && c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
 			continue
 		}
+		var spec *corev1.Container
 		if pod != nil {
 			k.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Metadata.GetName())
+			spec = findContainer(pod, c.Metadata.GetName())
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := k.runtime.StopContainer(ctx, c.Id, grace); err != nil && !cri.IsNotFound(err) {
+			if err := k.stopContainer(ctx, pod, spec, c, podIPs, grace); err != nil && !cri.IsNotFound(err) {
 				errs <- err
 			}
 		}()
