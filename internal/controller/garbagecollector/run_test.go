@@ -1,0 +1,55 @@
+package garbagecollector
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/skiff-sh/skiff/internal/controller/ctrltest"
+	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
+)
+
+// TestRunCollectsOrphansOfADeletedOwner runs the collector with live
+// (fake) watches: deleting an owner makes its dependant go.
+func TestRunCollectsOrphansOfADeletedOwner(t *testing.T) {
+	listKinds := map[schema.GroupVersionResource]string{podsGVR(): "PodList", replicasetsGVR(): "ReplicaSetList", deploymentsGVR(): "DeploymentList"}
+	owner, dependant := replicaSet("rs"), pod("p", "ReplicaSet/rs")
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, owner, dependant)
+	env := ctrltest.NewEnv()
+	gc := New(env.Deps, client, func(context.Context) ([]ctrlutil.APIResource, error) { return resources(), nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go gc.Run(ctx, 2)
+
+	deadline := time.Now().Add(10 * time.Second)
+	for gc.Informer(podsGVR()) == nil || !gc.synced() {
+		if time.Now().After(deadline) {
+			t.Fatal("monitors never synced")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The dependant has a live owner: it must survive.
+	time.Sleep(100 * time.Millisecond)
+	if _, err := client.Resource(podsGVR()).Namespace("default").Get(ctx, "p", metav1.GetOptions{}); err != nil {
+		t.Fatalf("dependant of a live owner was collected: %v", err)
+	}
+	if err := client.Resource(replicasetsGVR()).Namespace("default").Delete(ctx, "rs", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, err := client.Resource(podsGVR()).Namespace("default").Get(ctx, "p", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dependant not collected after its owner was deleted (err %v)", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
