@@ -41,7 +41,7 @@ type Config struct {
 	ClusterCIDR      string
 	NodeCIDRMaskSize int
 	// TerminatedPodGCThreshold: podgc deletes terminated pods beyond this
-	// many (default 12500; 0 disables that part).
+	// many (default 12500, as kube-controller-manager).
 	TerminatedPodGCThreshold int
 
 	// Clock drives every controller's time; default the real clock.
