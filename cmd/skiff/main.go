@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/skiff-sh/skiff/internal/cluster"
 )
@@ -90,6 +91,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "10.42.0.0/16", "pod network; every node gets a podCIDR from it")
 	fs.StringVar(&cfg.SchedulerConfig, "scheduler-config", "", "scheduler configuration file (profiles, plugins, weights); default profile when empty")
 	fs.StringVar(&cfg.ContainerRuntimeEndpoint, "container-runtime-endpoint", "", "CRI socket of an existing runtime; empty: skiff supervises its own containerd")
+	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how long a node may go unheard before it is marked Ready=Unknown and tainted unreachable")
 	fs.StringVar(&cfg.StorageEncoding, "storage-encoding", "protobuf", "encoding of objects in etcd: protobuf or json")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Role names a node role.
@@ -67,6 +68,9 @@ type Config struct {
 	ClusterCIDR string
 	// Controllers selects controllers as kube-controller-manager's --controllers does.
 	Controllers []string
+	// NodeMonitorGracePeriod is how long a node may go unheard before the node lifecycle
+	// controller marks it Ready=Unknown (0: the controller manager's default, 40s).
+	NodeMonitorGracePeriod time.Duration
 	// ContainerRuntimeEndpoint is an existing CRI socket for the kubelet; empty means skiff starts and
 	// supervises its own containerd under the data dir.
 	ContainerRuntimeEndpoint string
@@ -146,6 +150,9 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := net.ParseCIDR(c.ServiceCIDR); err != nil {
 		errs = append(errs, fmt.Errorf("service CIDR %q: %w", c.ServiceCIDR, err))
+	}
+	if c.NodeMonitorGracePeriod < 0 {
+		errs = append(errs, fmt.Errorf("--node-monitor-grace-period %s must not be negative", c.NodeMonitorGracePeriod))
 	}
 	if c.StorageEncoding != "protobuf" && c.StorageEncoding != "json" {
 		errs = append(errs, fmt.Errorf("storage encoding %q: want protobuf or json", c.StorageEncoding))

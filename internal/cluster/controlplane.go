@@ -80,9 +80,10 @@ func runControllerManager(ctx context.Context, cfg *Config, now time.Time) error
 	for {
 		err := manager.Run(ctx, manager.Config{
 			Client: client, Dynamic: dyn,
-			Identity:    cfg.NodeName + "_" + fmt.Sprint(os.Getpid()),
-			Controllers: cfg.Controllers,
-			ClusterCIDR: cfg.ClusterCIDR,
+			Identity:               cfg.NodeName + "_" + fmt.Sprint(os.Getpid()),
+			Controllers:            cfg.Controllers,
+			ClusterCIDR:            cfg.ClusterCIDR,
+			NodeMonitorGracePeriod: cfg.NodeMonitorGracePeriod,
 		})
 		if ctx.Err() != nil {
 			return nil
