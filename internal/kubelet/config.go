@@ -54,6 +54,11 @@ type Config struct {
 	KubeletVersion string
 	// Port is the kubelet endpoint port advertised in the Node status.
 	Port int32
+	// PodManifestPath is a directory of static pod manifests, mirrored
+	// into the API; empty disables static pods.
+	PodManifestPath string
+	// StaticPodResyncPeriod is how often the manifest directory is read.
+	StaticPodResyncPeriod time.Duration
 
 	// LeaseDuration is the node Lease's leaseDurationSeconds.
 	LeaseDuration time.Duration
@@ -113,6 +118,7 @@ func (c Config) WithDefaults() Config {
 		{&c.NodeStatusReportFrequency, 5 * time.Minute},
 		{&c.RelistPeriod, time.Second},
 		{&c.HousekeepingPeriod, 30 * time.Second},
+		{&c.StaticPodResyncPeriod, 20 * time.Second},
 		{&c.CrashLoopInitialBackoff, 10 * time.Second},
 		{&c.CrashLoopMaxBackoff, 5 * time.Minute},
 		{&c.CrashLoopResetAfter, 10 * time.Minute},
@@ -163,6 +169,9 @@ func (c Config) Validate() error {
 		if q.Sign() < 0 {
 			errs = append(errs, fmt.Errorf("systemReserved: %s: %s is negative", name, q.String()))
 		}
+	}
+	if c.PodManifestPath != "" && !filepath.IsAbs(c.PodManifestPath) {
+		errs = append(errs, fmt.Errorf("podManifestPath: %q must be an absolute path", c.PodManifestPath))
 	}
 	if c.MaxPods <= 0 {
 		errs = append(errs, fmt.Errorf("maxPods: %d must be positive", c.MaxPods))

@@ -14,7 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -59,6 +61,15 @@ func newHarnessWithObjects(t *testing.T, mutate func(*Config), objects ...runtim
 	t.Helper()
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	h := &harness{t: t, client: fake.NewClientset(objects...), clock: clk, recorder: record.NewFakeRecorder(10000)}
+	// Like an API server, give created objects a UID when they have none.
+	h.client.PrependReactor("create", "*", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if create, ok := action.(k8stesting.CreateAction); ok {
+			if obj, ok := create.GetObject().(metav1.Object); ok && obj.GetUID() == "" {
+				obj.SetUID(uuid.NewUUID())
+			}
+		}
+		return false, nil, nil
+	})
 	h.runtime = fakecri.New(clk, testImage)
 	h.cfg = Default(testNode, t.TempDir())
 	h.cfg.Roles = []string{"worker"}

@@ -181,7 +181,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.log.Info("kubelet running")
 
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context){k.leaseLoop, k.nodeStatusLoop, k.relistLoop, k.housekeepingLoop} {
+	for _, loop := range []func(context.Context){k.leaseLoop, k.nodeStatusLoop, k.relistLoop, k.housekeepingLoop, k.staticPodLoop} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
