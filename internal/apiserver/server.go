@@ -53,6 +53,9 @@ type Config struct {
 	// TypeConverter gives server-side apply the schema of every type; nil deduces it from objects.
 	TypeConverter managedfields.TypeConverter
 
+	// Kubelet reaches kubelets for pods/log, exec, attach and portforward; nil answers 503.
+	Kubelet *KubeletClientConfig
+
 	// ExtraSubresources serves subresources the API server proxies elsewhere (pods/log, exec, ...).
 	ExtraSubresources func(gr schema.GroupResource, subresource string) func(w http.ResponseWriter, r *http.Request, info *RequestInfo)
 

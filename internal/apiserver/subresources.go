@@ -36,6 +36,8 @@ func (s *Server) extraSubresource(gr schema.GroupResource, name string) subresou
 		return servePodEviction
 	case "namespaces/finalize":
 		return serveNamespaceFinalize
+	case "pods/log", "pods/exec", "pods/attach", "pods/portforward":
+		return servePodConnect
 	}
 	if s.cfg.ExtraSubresources != nil {
 		if f := s.cfg.ExtraSubresources(gr, name); f != nil {

@@ -57,7 +57,12 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client) (*a
 	if err != nil {
 		return nil, fmt.Errorf("service CIDR: %w", err)
 	}
+	kubeletTLS, err := kubeletClientTLS(cfg, clock.RealClock{}.Now())
+	if err != nil {
+		return nil, err
+	}
 	srv, err := apiserver.New(apiserver.Config{
+		Kubelet:               &apiserver.KubeletClientConfig{TLS: kubeletTLS, DefaultPort: 10250},
 		ServiceClusterIPRange: serviceRange,
 		Scheme:                scheme,
 		Resources:             resources,

@@ -2,10 +2,15 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"path/filepath"
+	"strconv"
 	"time"
+
+	"github.com/skiff-sh/skiff/internal/pki"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -66,5 +71,59 @@ func runWorker(ctx context.Context, cfg *Config, now time.Time) error {
 	if ip := net.ParseIP(cfg.AdvertiseAddress); ip != nil && !ip.IsLoopback() {
 		kcfg.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: cfg.AdvertiseAddress}, {Type: corev1.NodeHostName, Address: cfg.NodeName}}
 	}
-	return kubelet.RunWorker(ctx, kubelet.WorkerConfig{Kubelet: kcfg, RuntimeEndpoint: cfg.ContainerRuntimeEndpoint}, client, cfg.Logger)
+	serverTLS, err := kubeletServingTLS(cfg, now)
+	if err != nil {
+		return err
+	}
+	kcfg = kcfg.WithDefaults()
+	return kubelet.RunWorker(ctx, kubelet.WorkerConfig{
+		Kubelet: kcfg, RuntimeEndpoint: cfg.ContainerRuntimeEndpoint,
+		ServerTLS: serverTLS, ServerAddress: net.JoinHostPort(cfg.BindAddress, strconv.Itoa(int(kcfg.Port))),
+	}, client, cfg.Logger)
+}
+
+// kubeletServingTLS is the kubelet API's TLS: a serving certificate for the node's names and
+// addresses signed by the cluster CA, and client certificates (the API server's) required.
+func kubeletServingTLS(cfg *Config, now time.Time) (*tls.Config, error) {
+	dir := filepath.Join(cfg.DataDir, "pki")
+	ca, err := pki.LoadOrCreateCA(dir, "ca", "skiff-ca", now)
+	if err != nil {
+		return nil, err
+	}
+	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(cfg.AdvertiseAddress)}
+	if ip := net.ParseIP(cfg.BindAddress); ip != nil && !ip.IsUnspecified() {
+		ips = append(ips, ip)
+	}
+	certPath, keyPath, err := ca.EnsureLeaf(dir, "kubelet", pki.Leaf{CommonName: "system:node:" + cfg.NodeName, Organization: []string{"system:nodes"}, DNSNames: []string{cfg.NodeName, "localhost"}, IPs: ips, Server: true}, now)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet serving certificate: %w", err)
+	}
+	cert, err := tls.LoadX509KeyPair(certPath, keyPath)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}, nil
+}
+
+// kubeletClientTLS is the API server's side of that connection: its own client certificate and
+// the cluster CA to verify kubelets.
+func kubeletClientTLS(cfg *Config, now time.Time) (*tls.Config, error) {
+	dir := filepath.Join(cfg.DataDir, "pki")
+	ca, err := pki.LoadOrCreateCA(dir, "ca", "skiff-ca", now)
+	if err != nil {
+		return nil, err
+	}
+	certPath, keyPath, err := ca.EnsureLeaf(dir, "apiserver-kubelet-client", pki.Leaf{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}, Client: true}, now)
+	if err != nil {
+		return nil, fmt.Errorf("API server kubelet-client certificate: %w", err)
+	}
+	cert, err := tls.LoadX509KeyPair(certPath, keyPath)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,6 +27,11 @@ type WorkerConfig struct {
 	// Containerd configures the supervised containerd; its DataDir defaults
 	// to Kubelet.DataDir. Ignored with RuntimeEndpoint.
 	Containerd containerd.Config
+	// ServerTLS, when set, serves the kubelet API (logs, exec, attach,
+	// port-forward) on ServerAddress with this serving certificate and
+	// client-certificate verification (see Kubelet.Serve).
+	ServerTLS     *tls.Config
+	ServerAddress string
 }
 
 // RunWorker runs a node's container runtime and kubelet until ctx ends.
@@ -75,6 +81,14 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, client kubernetes.Interfac
 	k, err := New(cfg.Kubelet, Deps{Client: client, Runtime: runtime, Log: log})
 	if err != nil {
 		return err
+	}
+	if cfg.ServerTLS != nil {
+		go func() {
+			if err := k.Serve(ctx, cfg.ServerAddress, cfg.ServerTLS); err != nil {
+				log.Error("kubelet API server stopped", "err", err)
+				cancel()
+			}
+		}()
 	}
 	runErr := k.Run(ctx)
 	cancel()

@@ -84,6 +84,10 @@ func ExtraSubresources() map[schema.GroupResource][]discovery.Subresource {
 		{Resource: "pods"}: {
 			{Name: "binding", Kind: schema.GroupVersionKind{Kind: "Binding"}, Verbs: []string{"create"}},
 			{Name: "eviction", Kind: schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, Verbs: []string{"create"}},
+			{Name: "log", Kind: schema.GroupVersionKind{Kind: "Pod"}, Verbs: []string{"get"}},
+			{Name: "exec", Kind: schema.GroupVersionKind{Kind: "PodExecOptions"}, Verbs: []string{"create", "get"}},
+			{Name: "attach", Kind: schema.GroupVersionKind{Kind: "PodAttachOptions"}, Verbs: []string{"create", "get"}},
+			{Name: "portforward", Kind: schema.GroupVersionKind{Kind: "PodPortForwardOptions"}, Verbs: []string{"create", "get"}},
 		},
 		{Resource: "namespaces"}: {
 			{Name: "finalize", Kind: schema.GroupVersionKind{Kind: "Namespace"}, Verbs: []string{"update"}},
