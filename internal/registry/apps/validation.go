@@ -2,6 +2,7 @@ package apps
 
 import (
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -259,7 +260,26 @@ func ValidateStatefulSet(ss *appsv1.StatefulSet, pod vu.PodTemplate) field.Error
 	if spec.RevisionHistoryLimit != nil {
 		errs = append(errs, vu.NonNegative(*spec.RevisionHistoryLimit, specPath.Child("revisionHistoryLimit"))...)
 	}
-	return append(errs, validateReplicatedTemplate(pod, selectorAndTemplate{spec.Selector, &spec.Template}, "StatefulSet")...)
+	return append(errs, validateReplicatedTemplate(pod, selectorAndTemplate{spec.Selector, withClaimVolumes(spec)}, "StatefulSet")...)
+}
+
+// withClaimVolumes is the template as the StatefulSet controller turns it into pods: every
+// volumeClaimTemplate becomes a volume of the same name (unless the template already has one), so
+// containers may mount claims the template itself does not list, as Kubernetes allows.
+func withClaimVolumes(spec *appsv1.StatefulSetSpec) *corev1.PodTemplateSpec {
+	if len(spec.VolumeClaimTemplates) == 0 {
+		return &spec.Template
+	}
+	tmpl := spec.Template.DeepCopy()
+	for _, claim := range spec.VolumeClaimTemplates {
+		if slices.ContainsFunc(tmpl.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == claim.Name }) {
+			continue
+		}
+		tmpl.Spec.Volumes = append(tmpl.Spec.Volumes, corev1.Volume{Name: claim.Name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim.Name},
+		}})
+	}
+	return tmpl
 }
 
 // validateStatefulSetChange allows only the fields Kubernetes lets change after creation.
