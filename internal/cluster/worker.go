@@ -68,7 +68,8 @@ func runWorker(ctx context.Context, cfg *Config, now time.Time) error {
 		DataDir:  filepath.Join(cfg.DataDir, "kubelet"),
 		PodCIDRs: []string{podCIDR},
 	}
-	if ip := net.ParseIP(cfg.AdvertiseAddress); ip != nil && !ip.IsLoopback() {
+	if ip := net.ParseIP(cfg.AdvertiseAddress); ip != nil {
+		// The node is reached where the kubelet listens: a loopback-only node says so.
 		kcfg.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: cfg.AdvertiseAddress}, {Type: corev1.NodeHostName, Address: cfg.NodeName}}
 	}
 	serverTLS, err := kubeletServingTLS(cfg, now)

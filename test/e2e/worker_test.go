@@ -88,5 +88,42 @@ func TestSingleNodeRunsPods(t *testing.T) {
 	})
 	mustContain(t, body, "404 Not Found") // busybox httpd with an empty document root answers
 	mustContain(t, c.kubectl("get", "pod", "web"), "1/1", "Running")
-	c.kubectl("delete", "pod", "web", "--timeout=60s")
+
+	// Logs, exec, port-forward and cp go API server -> kubelet HTTPS -> CRI streaming.
+	c.kubectl("run", "talker", "--image=localhost/busybox:local", "--", "sh", "-c", "echo hello-from-the-log; exec httpd -f -p 8081")
+	c.kubectl("wait", "--for=condition=Ready", "pod/talker", "--timeout=60s")
+	eventually(t, 10*time.Second, func() error {
+		if out, _ := c.kubectlErr("logs", "talker"); !strings.Contains(out, "hello-from-the-log") {
+			return errString("logs: " + out)
+		}
+		return nil
+	})
+	mustContain(t, c.kubectl("exec", "talker", "--", "echo", "exec-works"), "exec-works")
+	mustContain(t, c.stdin("piped-through-stdin\n", "exec", "-i", "talker", "--", "cat"), "piped-through-stdin")
+	local := filepath.Join(c.dataDir, "cp-source.txt")
+	if err := os.WriteFile(local, []byte("copied-in\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.kubectl("cp", local, "talker:/tmp/copied.txt")
+	mustContain(t, c.kubectl("exec", "talker", "--", "cat", "/tmp/copied.txt"), "copied-in")
+	port := freePort(t)
+	pf := c.kubectlCmd(t.Context(), "", "port-forward", "pod/talker", itoa(port)+":8081")
+	if err := pf.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = pf.Process.Kill(); _, _ = pf.Process.Wait() }()
+	eventually(t, 20*time.Second, func() error {
+		resp, err := http.Get("http://127.0.0.1:" + itoa(port) + "/")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	})
+	out, err := c.kubectlErr("logs", "talker", "-c", "nope")
+	if err == nil {
+		t.Fatal("logs of a missing container succeeded")
+	}
+	mustContain(t, out, "container nope is not valid for pod talker")
+	c.kubectl("delete", "pod", "web", "talker", "--timeout=60s")
 }
