@@ -138,8 +138,17 @@ func (s *Scheduler) Cache() *schedcache.Cache { return s.cache }
 func (s *Scheduler) Profile(name string) *framework.Framework { return s.profiles[name] }
 
 func (s *Scheduler) responsibleFor(pod *v1.Pod) bool {
-	_, ok := s.profiles[pod.Spec.SchedulerName]
-	return ok
+	return s.profileFor(pod) != nil
+}
+
+// profileFor returns the pod's profile; an empty schedulerName (a client
+// that skipped defaulting) means the default scheduler.
+func (s *Scheduler) profileFor(pod *v1.Pod) *framework.Framework {
+	name := pod.Spec.SchedulerName
+	if name == "" {
+		name = v1.DefaultSchedulerName
+	}
+	return s.profiles[name]
 }
 
 func asPod(obj any) (*v1.Pod, bool) {
@@ -319,8 +328,8 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) {
 		return
 	}
 	pod := pInfo.Pod
-	fwk, ok := s.profiles[pod.Spec.SchedulerName]
-	if !ok || pod.DeletionTimestamp != nil || s.cache.Has(pod) {
+	fwk := s.profileFor(pod)
+	if fwk == nil || pod.DeletionTimestamp != nil || s.cache.Has(pod) {
 		return
 	}
 	start := s.clock.Now()
@@ -484,9 +493,12 @@ func (s *Scheduler) findNodesThatFit(ctx context.Context, fwk *framework.Framewo
 	defer cancel()
 	start := s.nextStartNodeIndex
 	prio := podPriority(pod)
+	nominated := s.queue.NominatedPodsByNode()
 	fwk.Parallelizer().Until(cctx, len(all), func(i int) {
 		ni := all[(start+i)%len(all)]
-		ni = s.withNominatedPods(pod, prio, ni)
+		if nominated != nil {
+			ni = withNominatedPods(pod, prio, ni, nominated[ni.Node().Name])
+		}
 		st := fwk.RunFilterPlugins(cctx, state, pod, ni)
 		processed.Add(1)
 		if st.IsSuccess() {
@@ -530,8 +542,7 @@ func (s *Scheduler) findNodesThatFit(ctx context.Context, fwk *framework.Framewo
 
 // withNominatedPods adds pods nominated to the node with at least pod's
 // priority, so the room a preemptor freed is not taken by a lesser pod.
-func (s *Scheduler) withNominatedPods(pod *v1.Pod, prio int32, ni *framework.NodeInfo) *framework.NodeInfo {
-	nominated := s.queue.NominatedPodsForNode(ni.Node().Name)
+func withNominatedPods(pod *v1.Pod, prio int32, ni *framework.NodeInfo, nominated []*v1.Pod) *framework.NodeInfo {
 	if len(nominated) == 0 {
 		return ni
 	}

@@ -87,11 +87,11 @@ func New(opts Options) *PriorityQueue {
 		opts.MaxInUnschedulable = DefaultMaxInUnschedulable
 	}
 	q := &PriorityQueue{
-		opts:            opts,
-		unschedulable:   map[string]*QueuedPodInfo{},
-		gated:           map[string]*QueuedPodInfo{},
-		nominatedByNode: map[string][]*v1.Pod{},
-		nominatedNode:   map[types.UID]string{},
+		opts:             opts,
+		unschedulable:    map[string]*QueuedPodInfo{},
+		gated:            map[string]*QueuedPodInfo{},
+		nominatedByNode:  map[string][]*v1.Pod{},
+		nominatedNode:    map[types.UID]string{},
 		moveRequestCycle: -1,
 	}
 	q.cond = sync.NewCond(&q.mu)
@@ -478,6 +478,21 @@ func (q *PriorityQueue) deleteNominatedLocked(pod *v1.Pod) {
 	} else {
 		q.nominatedByNode[node] = list
 	}
+}
+
+// NominatedPodsByNode copies the nominations (nil when there are none), so a
+// scheduling cycle reads them without taking the queue lock per node.
+func (q *PriorityQueue) NominatedPodsByNode() map[string][]*v1.Pod {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.nominatedByNode) == 0 {
+		return nil
+	}
+	out := make(map[string][]*v1.Pod, len(q.nominatedByNode))
+	for node, pods := range q.nominatedByNode {
+		out[node] = append([]*v1.Pod(nil), pods...)
+	}
+	return out
 }
 
 // NominatedPodsForNode returns the pods nominated to nodeName.

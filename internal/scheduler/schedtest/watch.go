@@ -3,9 +3,12 @@ package schedtest
 import (
 	"sync"
 
+	"github.com/google/uuid"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -21,6 +24,7 @@ type WatchHub struct {
 }
 
 // InstallBufferedWatches routes cs's writes and watches through a WatchHub.
+// Like the API server, it gives created objects a UID when they have none.
 // Install it before InstallBindingReactor and pass the hub to it.
 func InstallBufferedWatches(cs *fake.Clientset) *WatchHub {
 	hub := &WatchHub{tracker: cs.Tracker(), watchers: map[*hubWatch]struct{}{}}
@@ -32,6 +36,11 @@ func InstallBufferedWatches(cs *fake.Clientset) *WatchHub {
 		}
 		if a.GetSubresource() == "binding" {
 			return false, nil, nil
+		}
+		if c, ok := a.(clienttesting.CreateAction); ok && a.GetSubresource() == "" {
+			if m, err := meta.Accessor(c.GetObject()); err == nil && m.GetUID() == "" {
+				m.SetUID(types.UID(uuid.NewString()))
+			}
 		}
 		var before runtime.Object
 		if d, ok := a.(clienttesting.DeleteAction); ok {

@@ -371,7 +371,7 @@ func (pl *DefaultPreemption) evict(ctx context.Context, preemptor *v1.Pod, c Can
 	for _, victim := range c.Victims {
 		cond := map[string]any{"status": map[string]any{"conditions": []map[string]any{{
 			"type": string(v1.DisruptionTarget), "status": "True", "reason": v1.PodReasonPreemptionByScheduler,
-			"message": fmt.Sprintf("%s: preempting to accommodate a higher priority pod", pl.h.ProfileName()),
+			"message":            fmt.Sprintf("%s: preempting to accommodate a higher priority pod", pl.h.ProfileName()),
 			"lastTransitionTime": metav1.Now().UTC().Format("2006-01-02T15:04:05Z"),
 		}}}}
 		patch, err := json.Marshal(cond)

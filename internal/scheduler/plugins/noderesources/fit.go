@@ -48,7 +48,7 @@ var defaultResources = []ResourceSpec{{Name: v1.ResourceCPU, Weight: 1}, {Name: 
 
 const preFilterStateKey framework.StateKey = "PreFilter" + FitName
 
-type preFilterState struct{ requests *framework.Resource }
+type preFilterState struct{ requests, nonZero *framework.Resource }
 
 func (s *preFilterState) Clone() framework.StateData { return s }
 
@@ -109,7 +109,7 @@ func (*Fit) Name() string { return FitName }
 
 // PreFilter computes the pod's requests once.
 func (*Fit) PreFilter(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ framework.NodeInfoLister) *framework.Status {
-	state.Write(preFilterStateKey, &preFilterState{requests: framework.PodRequests(pod, false)})
+	state.Write(preFilterStateKey, &preFilterState{requests: framework.PodRequests(pod, false), nonZero: framework.PodRequests(pod, true)})
 	return nil
 }
 
@@ -155,8 +155,13 @@ func InsufficientResources(req *framework.Resource, ni *framework.NodeInfo, igno
 }
 
 // Score applies the configured strategy to requested/allocatable.
-func (f *Fit) Score(_ context.Context, _ *framework.CycleState, pod *v1.Pod, ni *framework.NodeInfo) (int64, *framework.Status) {
-	podNonZero := framework.PodRequests(pod, true)
+func (f *Fit) Score(_ context.Context, state *framework.CycleState, pod *v1.Pod, ni *framework.NodeInfo) (int64, *framework.Status) {
+	var podNonZero *framework.Resource
+	if d, err := state.Read(preFilterStateKey); err == nil {
+		podNonZero = d.(*preFilterState).nonZero
+	} else {
+		podNonZero = framework.PodRequests(pod, true)
+	}
 	var total, weights int64
 	for _, r := range f.resources {
 		alloc, requested := allocatableAndRequested(ni, podNonZero, r.Name, true)
@@ -237,11 +242,18 @@ func NewBalancedAllocation(raw json.RawMessage, _ framework.Handle) (framework.P
 // Name returns the plugin name.
 func (*BalancedAllocation) Name() string { return BalancedAllocationName }
 
+const balancedStateKey framework.StateKey = "PreScore" + BalancedAllocationName
+
+type balancedState struct{ requests *framework.Resource }
+
+func (s *balancedState) Clone() framework.StateData { return s }
+
 // PreScore skips pods that request none of the balanced resources.
-func (b *BalancedAllocation) PreScore(_ context.Context, _ *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo, _ framework.NodeInfoLister) *framework.Status {
+func (b *BalancedAllocation) PreScore(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo, _ framework.NodeInfoLister) *framework.Status {
 	req := framework.PodRequests(pod, false)
 	for _, r := range b.resources {
 		if req.Get(r.Name) > 0 {
+			state.Write(balancedStateKey, &balancedState{requests: req})
 			return nil
 		}
 	}
@@ -249,8 +261,13 @@ func (b *BalancedAllocation) PreScore(_ context.Context, _ *framework.CycleState
 }
 
 // Score is 100 * (1 - standard deviation of the per-resource utilization fractions).
-func (b *BalancedAllocation) Score(_ context.Context, _ *framework.CycleState, pod *v1.Pod, ni *framework.NodeInfo) (int64, *framework.Status) {
-	req := framework.PodRequests(pod, false)
+func (b *BalancedAllocation) Score(_ context.Context, state *framework.CycleState, pod *v1.Pod, ni *framework.NodeInfo) (int64, *framework.Status) {
+	var req *framework.Resource
+	if d, err := state.Read(balancedStateKey); err == nil {
+		req = d.(*balancedState).requests
+	} else {
+		req = framework.PodRequests(pod, false)
+	}
 	fractions := make([]float64, 0, len(b.resources))
 	for _, r := range b.resources {
 		alloc, requested := allocatableAndRequested(ni, req, r.Name, false)

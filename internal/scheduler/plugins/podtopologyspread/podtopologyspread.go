@@ -154,7 +154,9 @@ var (
 )
 
 // New builds the plugin.
-func New(json.RawMessage, framework.Handle) (framework.Plugin, error) { return PodTopologySpread{}, nil }
+func New(json.RawMessage, framework.Handle) (framework.Plugin, error) {
+	return PodTopologySpread{}, nil
+}
 
 // Name returns the plugin name.
 func (PodTopologySpread) Name() string { return Name }

@@ -1,0 +1,326 @@
+// Package bench measures end-to-end scheduling throughput through the API:
+// it creates fake nodes (Node objects with capacity and a Ready condition, no
+// kubelet) and pending pods up front, then times until every pod is bound.
+// It only talks to the cluster through client-go, so the integrator can point
+// it at a real skiff API server; the tests here run it against client-go's
+// fake clientset.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Workload kinds.
+const (
+	// Plain pods request cpu and memory only.
+	Plain = "plain"
+	// Mixed pods add preferred pod anti-affinity per app on hostname, a
+	// ScheduleAnyway zone spread, and (every other pod) a required node
+	// affinity to half of the zones.
+	Mixed = "mixed"
+)
+
+// Label put on every object the benchmark creates.
+const benchLabel = "skiff.sh/scheduler-bench"
+
+// Options describe one run.
+type Options struct {
+	Nodes     int
+	Pods      int
+	Workload  string
+	Namespace string
+	// Workers create objects concurrently (default 32).
+	Workers int
+	Timeout time.Duration
+	// KeepObjects leaves nodes and pods behind (default: delete them).
+	KeepObjects bool
+	// Now is the clock (default time.Now); latency figures use it.
+	Now func() time.Time
+}
+
+func (o *Options) setDefaults() {
+	if o.Workload == "" {
+		o.Workload = Plain
+	}
+	if o.Namespace == "" {
+		o.Namespace = "default"
+	}
+	if o.Workers <= 0 {
+		o.Workers = 32
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+func (o *Options) validate() error {
+	var errs []error
+	if o.Nodes <= 0 || o.Pods <= 0 {
+		errs = append(errs, errors.New("bench: nodes and pods must be positive"))
+	}
+	if o.Workload != Plain && o.Workload != Mixed {
+		errs = append(errs, fmt.Errorf("bench: workload must be %q or %q, got %q", Plain, Mixed, o.Workload))
+	}
+	return errors.Join(errs...)
+}
+
+// Result is what a run measured.
+type Result struct {
+	Nodes, Pods int
+	Workload    string
+	// CreatePods is how long creating all pods took.
+	CreatePods time.Duration
+	// Total is from the first pod creation to the last binding observed.
+	Total         time.Duration
+	PodsPerSecond float64
+	// P50, P99 and Max are per-pod times from creation to binding observed.
+	P50, P99, Max time.Duration
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("%s: %d nodes, %d pods: all bound in %s (%.0f pods/s); creation-to-binding p50 %s, p99 %s, max %s; pod creation took %s",
+		r.Workload, r.Nodes, r.Pods, r.Total.Round(time.Millisecond), r.PodsPerSecond,
+		r.P50.Round(time.Millisecond), r.P99.Round(time.Millisecond), r.Max.Round(time.Millisecond), r.CreatePods.Round(time.Millisecond))
+}
+
+// RunBenchmark creates the nodes, starts watching pods, creates every pod up
+// front, and waits until all are bound (a scheduler must be running).
+func RunBenchmark(ctx context.Context, client kubernetes.Interface, opts Options) (Result, error) {
+	opts.setDefaults()
+	if err := opts.validate(); err != nil {
+		return Result{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	runID := fmt.Sprintf("%d", opts.Now().UnixNano())
+	if !opts.KeepObjects {
+		defer cleanup(context.WithoutCancel(ctx), client, opts, runID)
+	}
+	if err := ensureNamespace(ctx, client, opts.Namespace); err != nil {
+		return Result{}, err
+	}
+	if err := parallel(ctx, opts.Nodes, opts.Workers, func(i int) error {
+		return createNode(ctx, client, i, runID)
+	}); err != nil {
+		return Result{}, fmt.Errorf("bench: create nodes: %w", err)
+	}
+
+	w, err := client.CoreV1().Pods(opts.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: benchLabel + "=" + runID})
+	if err != nil {
+		return Result{}, fmt.Errorf("bench: watch pods: %w", err)
+	}
+	defer w.Stop()
+
+	created := make([]time.Time, opts.Pods)
+	bound := make([]time.Time, opts.Pods)
+	var mu sync.Mutex
+	boundCount := 0
+	allBound := make(chan struct{})
+	watchErr := make(chan error, 1)
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				watchErr <- fmt.Errorf("bench: pod watch error: %v", apierrors.FromObject(ev.Object))
+				return
+			}
+			pod, ok := ev.Object.(*v1.Pod)
+			if !ok || pod.Spec.NodeName == "" {
+				continue
+			}
+			var idx int
+			if _, err := fmt.Sscanf(pod.Name[strings.LastIndexByte(pod.Name, '-')+1:], "%d", &idx); err != nil || idx < 0 || idx >= opts.Pods {
+				continue
+			}
+			now := opts.Now()
+			mu.Lock()
+			if bound[idx].IsZero() {
+				bound[idx] = now
+				boundCount++
+				if boundCount == opts.Pods {
+					close(allBound)
+				}
+			}
+			mu.Unlock()
+		}
+		watchErr <- errors.New("bench: pod watch closed before all pods were bound")
+	}()
+
+	start := opts.Now()
+	if err := parallel(ctx, opts.Pods, opts.Workers, func(i int) error {
+		pod := makePod(opts, i, runID)
+		t := opts.Now()
+		if _, err := client.CoreV1().Pods(opts.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		mu.Lock()
+		created[i] = t
+		mu.Unlock()
+		return nil
+	}); err != nil {
+		return Result{}, fmt.Errorf("bench: create pods: %w", err)
+	}
+	createdAll := opts.Now()
+	select {
+	case <-allBound:
+	case err := <-watchErr:
+		return Result{}, err
+	case <-ctx.Done():
+		mu.Lock()
+		n := boundCount
+		mu.Unlock()
+		return Result{}, fmt.Errorf("bench: %d of %d pods bound before %w", n, opts.Pods, ctx.Err())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	latencies := make([]time.Duration, opts.Pods)
+	last := start
+	for i := range bound {
+		latencies[i] = bound[i].Sub(created[i])
+		if bound[i].After(last) {
+			last = bound[i]
+		}
+	}
+	slices.Sort(latencies)
+	total := last.Sub(start)
+	return Result{
+		Nodes: opts.Nodes, Pods: opts.Pods, Workload: opts.Workload,
+		CreatePods: createdAll.Sub(start), Total: total, PodsPerSecond: float64(opts.Pods) / total.Seconds(),
+		P50: percentile(latencies, 0.50), P99: percentile(latencies, 0.99), Max: latencies[len(latencies)-1],
+	}, nil
+}
+
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func parallel(ctx context.Context, n, workers int, fn func(i int) error) error {
+	next := make(chan int)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var firstErr error
+feed:
+	for i := 0; i < n; i++ {
+		select {
+		case next <- i:
+		case firstErr = <-errs:
+			break feed
+		case <-ctx.Done():
+			firstErr = ctx.Err()
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if firstErr == nil {
+		select {
+		case firstErr = <-errs:
+		default:
+		}
+	}
+	return firstErr
+}
+
+func ensureNamespace(ctx context.Context, client kubernetes.Interface, ns string) error {
+	_, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("bench: create namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+const zones = 10
+
+func createNode(ctx context.Context, client kubernetes.Interface, i int, runID string) error {
+	name := fmt.Sprintf("bench-node-%05d", i)
+	capacity := v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse("32"), v1.ResourceMemory: resource.MustParse("128Gi"),
+		v1.ResourcePods: resource.MustParse("110"), v1.ResourceEphemeralStorage: resource.MustParse("500Gi"),
+	}
+	node := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			benchLabel: runID, v1.LabelHostname: name, v1.LabelTopologyZone: fmt.Sprintf("zone-%d", i%zones),
+		}},
+		Status: v1.NodeStatus{
+			Capacity: capacity, Allocatable: capacity,
+			Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(), Reason: "KubeletReady", Message: "fake node for the scheduler benchmark"}},
+		},
+	}
+	created, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	// An API server that drops status on create gets it through nodes/status.
+	if len(created.Status.Allocatable) == 0 {
+		created.Status = node.Status
+		if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("set status of node %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func makePod(opts Options, i int, runID string) *v1.Pod {
+	app := fmt.Sprintf("app-%d", i%50)
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-pod-%d", i), Namespace: opts.Namespace, Labels: map[string]string{benchLabel: runID, "app": app}},
+		Spec: v1.PodSpec{SchedulerName: v1.DefaultSchedulerName, Containers: []v1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10", Resources: v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("128Mi")},
+		}}}},
+	}
+	if opts.Workload == Mixed {
+		sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
+		pod.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.WeightedPodAffinityTerm{{
+			Weight: 50, PodAffinityTerm: v1.PodAffinityTerm{TopologyKey: v1.LabelHostname, LabelSelector: sel},
+		}}}}
+		pod.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: v1.LabelTopologyZone, WhenUnsatisfiable: v1.ScheduleAnyway, LabelSelector: sel}}
+		if i%2 == 0 {
+			var half []string
+			for z := 0; z < zones/2; z++ {
+				half = append(half, fmt.Sprintf("zone-%d", z))
+			}
+			pod.Spec.Affinity.NodeAffinity = &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+				MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelTopologyZone, Operator: v1.NodeSelectorOpIn, Values: half}},
+			}}}}
+		}
+	}
+	return pod
+}
+
+func cleanup(ctx context.Context, client kubernetes.Interface, opts Options, runID string) {
+	sel := metav1.ListOptions{LabelSelector: benchLabel + "=" + runID}
+	zero := int64(0)
+	_ = client.CoreV1().Pods(opts.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel)
+	_ = client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, sel)
+}
