@@ -27,7 +27,8 @@ const (
 
 // CompletePodsFunc decides whether and when a running simulated pod finishes: ok reports that it
 // does, after is how long after it started, exitCode 0 makes it Succeeded and anything else Failed.
-// It is called once per pod and must not modify the pod.
+// It is called once per pod and must not modify the pod. Pods finish as told whatever their
+// restartPolicy: the simulator never restarts containers.
 type CompletePodsFunc func(pod *corev1.Pod) (exitCode int32, after time.Duration, ok bool)
 
 // Config describes a set of simulated nodes.

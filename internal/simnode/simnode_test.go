@@ -389,3 +389,17 @@ func findCondition(conditions []corev1.PodCondition, t corev1.PodConditionType) 
 	}
 	return nil
 }
+
+func TestCacheDropsManagedFields(t *testing.T) {
+	pod := makePod("tracked").node("sim-node-0").obj()
+	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
+	h := startHarness(t, Config{Nodes: 1}, pod)
+	h.eventually("tracked runs", nil, podPhaseIs(h, "tracked", corev1.PodRunning))
+	cached, err := h.sim.lister.Pods("default").Get("tracked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cached.ManagedFields != nil {
+		t.Errorf("cached pod keeps managedFields %+v", cached.ManagedFields)
+	}
+}

@@ -79,6 +79,12 @@ func Start(ctx context.Context, cfg Config) (*Simulator, error) {
 		func(opts *metav1.ListOptions) {
 			opts.FieldSelector = fields.OneTermNotEqualSelector("spec.nodeName", "").String()
 		})
+	// The cache holds every bound pod in the cluster, not only this simulator's: managedFields are
+	// a large share of each and never needed. A status update without them keeps the server's.
+	if err := s.informer.SetTransform(dropManagedFields); err != nil {
+		cancel()
+		return nil, fmt.Errorf("simnode: pod informer transform: %w", err)
+	}
 	s.lister = corelisters.NewPodLister(s.informer.GetIndexer())
 	if _, err := s.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: s.onPod,
@@ -162,4 +168,11 @@ func (s *Simulator) processNext(ctx context.Context) bool {
 	}
 	s.queue.Forget(key)
 	return true
+}
+
+func dropManagedFields(obj any) (any, error) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		pod.ManagedFields = nil
+	}
+	return obj, nil
 }

@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/internal/simnode"
 )
@@ -115,6 +116,12 @@ func benchmark(ctx context.Context, cfg simnode.Config, count int, counts *reque
 	defer func() {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
+		// Without grace: once this simulator is gone no kubelet would finish a graceful deletion,
+		// and the namespace would stay Terminating.
+		if err := client.CoreV1().Pods(ns.Name).DeleteCollection(cleanup,
+			metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
+			slog.Warn("delete benchmark pods", "namespace", ns.Name, "err", err)
+		}
 		if err := client.CoreV1().Namespaces().Delete(cleanup, ns.Name, metav1.DeleteOptions{}); err != nil {
 			slog.Warn("delete benchmark namespace", "namespace", ns.Name, "err", err)
 		}
@@ -125,6 +132,18 @@ func benchmark(ctx context.Context, cfg simnode.Config, count int, counts *reque
 	}
 	created := time.Since(began)
 
+	// Count transitions on a watch rather than listing: listing thousands of pods in a loop would
+	// load the API server more than the simulator does.
+	list, err := client.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return fmt.Errorf("list pods: %w", err)
+	}
+	watcher, err := client.CoreV1().Pods(ns.Name).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		return fmt.Errorf("watch pods: %w", err)
+	}
+	defer watcher.Stop()
+
 	began = time.Now()
 	counts.reset()
 	sim, err := simnode.Start(ctx, cfg)
@@ -133,19 +152,18 @@ func benchmark(ctx context.Context, cfg simnode.Config, count int, counts *reque
 	}
 	defer sim.Stop()
 	registered := time.Since(began)
-	began = time.Now()
-	for {
-		pods, err := client.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{FieldSelector: "status.phase=Running"})
-		if err != nil {
-			return fmt.Errorf("list running pods: %w", err)
-		}
-		if len(pods.Items) >= count {
-			break
-		}
+	runningPods := map[string]bool{}
+	for len(runningPods) < count {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case ev, ok := <-watcher.ResultChan():
+			if !ok {
+				return fmt.Errorf("pod watch ended after %d running pods", len(runningPods))
+			}
+			if pod, isPod := ev.Object.(*corev1.Pod); isPod && pod.Status.Phase == corev1.PodRunning {
+				runningPods[pod.Name] = true
+			}
 		}
 	}
 	running := time.Since(began)
