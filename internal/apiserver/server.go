@@ -53,6 +53,9 @@ type Config struct {
 	// TypeConverter gives server-side apply the schema of every type; nil deduces it from objects.
 	TypeConverter managedfields.TypeConverter
 
+	// ServiceAccountTokens issues tokens (serviceaccounts/token) and accepts them as bearer tokens.
+	ServiceAccountTokens *ServiceAccountTokens
+
 	// Kubelet reaches kubelets for pods/log, exec, attach and portforward; nil answers 503.
 	Kubelet *KubeletClientConfig
 
@@ -138,6 +141,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if cfg.ServiceAccountTokens != nil && cfg.ServiceAccountTokens.Verifier != nil {
+		s.cfg.Authenticator = UnionAuthenticator{cfg.Authenticator, serviceAccountAuthenticator{s: s}}
+	}
 	if cfg.ServiceClusterIPRange != nil {
 		if s.services, err = newServiceAllocator(cfg.ServiceClusterIPRange, cfg.Storage); err != nil {
 			return nil, err

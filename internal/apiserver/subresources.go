@@ -38,6 +38,8 @@ func (s *Server) extraSubresource(gr schema.GroupResource, name string) subresou
 		return serveNamespaceFinalize
 	case "pods/log", "pods/exec", "pods/attach", "pods/portforward":
 		return servePodConnect
+	case "serviceaccounts/token":
+		return serveServiceAccountToken
 	}
 	if s.cfg.ExtraSubresources != nil {
 		if f := s.cfg.ExtraSubresources(gr, name); f != nil {

@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
+
+	"github.com/skiff-sh/skiff/internal/pki"
+	"github.com/skiff-sh/skiff/internal/serviceaccount"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -61,7 +65,19 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client) (*a
 	if err != nil {
 		return nil, err
 	}
+	saKey, err := pki.LoadOrCreateKey(filepath.Join(cfg.DataDir, "pki", "sa.key"))
+	if err != nil {
+		return nil, fmt.Errorf("service account key: %w", err)
+	}
+	saIssuer, err := serviceaccount.NewIssuer(saKey, serviceaccount.DefaultIssuer)
+	if err != nil {
+		return nil, err
+	}
+	audiences := []string{serviceaccount.DefaultIssuer}
 	srv, err := apiserver.New(apiserver.Config{
+		ServiceAccountTokens: &apiserver.ServiceAccountTokens{
+			Issuer: saIssuer, Verifier: serviceaccount.NewVerifier(saKey.Public(), serviceaccount.DefaultIssuer, audiences), Audiences: audiences,
+		},
 		Kubelet:               &apiserver.KubeletClientConfig{TLS: kubeletTLS, DefaultPort: 10250},
 		ServiceClusterIPRange: serviceRange,
 		Scheme:                scheme,

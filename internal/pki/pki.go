@@ -263,3 +263,25 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	}
 	return nil
 }
+
+// LoadOrCreateKey reads the PEM private key at path, creating an ECDSA P-256 key there when absent
+// (the service-account signing key).
+func LoadOrCreateKey(path string) (crypto.Signer, error) {
+	if data, err := os.ReadFile(path); err == nil {
+		return ParseKey(data)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read key %s: %w", path, err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate key: %w", err)
+	}
+	pemBytes, err := encodeKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := WriteFileAtomic(path, pemBytes, 0o600); err != nil {
+		return nil, err
+	}
+	return key, nil
+}

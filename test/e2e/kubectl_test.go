@@ -348,6 +348,28 @@ func TestKubectl(t *testing.T) {
 		mustContain(t, c.stdin("apiVersion: v1\nkind: Service\nmetadata: {name: reuse}\nspec:\n  clusterIP: "+ip+"\n  ports: [{port: 80}]\n", "create", "-f", "-"), "service/reuse created")
 	})
 
+	t.Run("service account tokens", func(t *testing.T) {
+		eventually(t, 20*time.Second, func() error {
+			_, err := c.kubectlErr("get", "serviceaccount", "default")
+			return err
+		})
+		token := strings.TrimSpace(c.kubectl("create", "token", "default", "--duration=15m"))
+		ca := filepath.Join(c.dataDir, "pki", "ca.crt")
+		url := "https://127.0.0.1:" + itoa(c.ports[0]) + "/api/v1/namespaces/default/configmaps"
+		out, err := execOutput("curl", "-s", "--cacert", ca, "-H", "Authorization: Bearer "+token, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, out, `"kind":"ConfigMapList"`)
+		out, _ = execOutput("curl", "-s", "--cacert", ca, "-H", "Authorization: Bearer "+token[:len(token)-3]+"xyz", url)
+		mustContain(t, out, `"code":401`)
+		out, err = c.kubectlErr("create", "token", "default", "--duration=5m")
+		if err == nil {
+			t.Fatal("a 5-minute token was issued")
+		}
+		mustContain(t, out, "may not specify a duration less than 10 minutes")
+	})
+
 	t.Run("pods defaults and table", func(t *testing.T) {
 		mustContain(t, c.kubectl("run", "sleeper", "--image=localhost/busybox:local", "--restart=Never", "--", "sleep", "3600"), "pod/sleeper created")
 		out := c.kubectl("get", "pods", "-o", "wide")

@@ -89,6 +89,9 @@ func ExtraSubresources() map[schema.GroupResource][]discovery.Subresource {
 			{Name: "attach", Kind: schema.GroupVersionKind{Kind: "PodAttachOptions"}, Verbs: []string{"create", "get"}},
 			{Name: "portforward", Kind: schema.GroupVersionKind{Kind: "PodPortForwardOptions"}, Verbs: []string{"create", "get"}},
 		},
+		{Resource: "serviceaccounts"}: {
+			{Name: "token", Kind: schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}, Verbs: []string{"create"}},
+		},
 		{Resource: "namespaces"}: {
 			{Name: "finalize", Kind: schema.GroupVersionKind{Kind: "Namespace"}, Verbs: []string{"update"}},
 		},

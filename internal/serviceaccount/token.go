@@ -1,0 +1,139 @@
+// Package serviceaccount issues and verifies service account tokens: JWTs signed with the cluster's
+// service-account key, with Kubernetes' claims (issuer, subject system:serviceaccount:<ns>:<name>,
+// audiences, expiry, and the kubernetes.io claim naming the account and the object the token is bound
+// to). It is pure: looking up whether the account or bound object still exists is the caller's job.
+package serviceaccount
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// DefaultIssuer is the issuer Kubernetes clusters use by default.
+const DefaultIssuer = "https://kubernetes.default.svc.cluster.local"
+
+// Ref names an object a token belongs to or is bound to.
+type Ref struct {
+	Name string    `json:"name"`
+	UID  types.UID `json:"uid"`
+}
+
+// KubernetesClaim is the "kubernetes.io" private claim.
+type KubernetesClaim struct {
+	Namespace      string `json:"namespace"`
+	ServiceAccount Ref    `json:"serviceaccount"`
+	Pod            *Ref   `json:"pod,omitempty"`
+	Secret         *Ref   `json:"secret,omitempty"`
+	Node           *Ref   `json:"node,omitempty"`
+}
+
+type claims struct {
+	jwt.RegisteredClaims
+	Kubernetes KubernetesClaim `json:"kubernetes.io"`
+}
+
+// Request describes a token to issue.
+type Request struct {
+	Namespace      string
+	ServiceAccount Ref
+	Audiences      []string
+	Expiration     time.Duration
+	BoundPod       *Ref
+	BoundSecret    *Ref
+	BoundNode      *Ref
+}
+
+// Issuer signs tokens.
+type Issuer struct {
+	key    crypto.Signer
+	issuer string
+}
+
+// NewIssuer signs with key (ECDSA P-256: ES256) as issuer.
+func NewIssuer(key crypto.Signer, issuer string) (*Issuer, error) {
+	if _, ok := key.(*ecdsa.PrivateKey); !ok {
+		return nil, fmt.Errorf("service account signing key must be ECDSA, got %T", key)
+	}
+	return &Issuer{key: key, issuer: issuer}, nil
+}
+
+// Issue signs a token for req valid from now.
+func (i *Issuer) Issue(req Request, now time.Time) (string, time.Time, error) {
+	exp := now.Add(req.Expiration)
+	c := claims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer:    i.issuer,
+			Subject:   fmt.Sprintf("system:serviceaccount:%s:%s", req.Namespace, req.ServiceAccount.Name),
+			Audience:  req.Audiences,
+			ExpiresAt: jwt.NewNumericDate(exp),
+			IssuedAt:  jwt.NewNumericDate(now),
+			NotBefore: jwt.NewNumericDate(now),
+			ID:        string(types.UID(fmt.Sprintf("%d", now.UnixNano()))),
+		},
+		Kubernetes: KubernetesClaim{Namespace: req.Namespace, ServiceAccount: req.ServiceAccount, Pod: req.BoundPod, Secret: req.BoundSecret, Node: req.BoundNode},
+	}
+	token, err := jwt.NewWithClaims(jwt.SigningMethodES256, c).SignedString(i.key)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("sign service account token: %w", err)
+	}
+	return token, exp, nil
+}
+
+// Verified is what a valid token says.
+type Verified struct {
+	Namespace      string
+	ServiceAccount Ref
+	Audiences      []string
+	Claim          KubernetesClaim
+}
+
+// Verifier checks tokens against the public key.
+type Verifier struct {
+	key       crypto.PublicKey
+	issuer    string
+	audiences []string
+}
+
+// NewVerifier accepts tokens from issuer signed by key, for one of audiences (none: any).
+func NewVerifier(key crypto.PublicKey, issuer string, audiences []string) *Verifier {
+	return &Verifier{key: key, issuer: issuer, audiences: audiences}
+}
+
+// ErrNotServiceAccountToken means the token is not ours (another authenticator may know it).
+var ErrNotServiceAccountToken = errors.New("not a service account token")
+
+// Verify checks signature, issuer, time and audience at now.
+func (v *Verifier) Verify(token string, now time.Time) (*Verified, error) {
+	if strings.Count(token, ".") != 2 {
+		return nil, ErrNotServiceAccountToken
+	}
+	var c claims
+	parsed, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) { return v.key, nil },
+		jwt.WithValidMethods([]string{"ES256"}), jwt.WithIssuer(v.issuer), jwt.WithTimeFunc(func() time.Time { return now }),
+		jwt.WithExpirationRequired())
+	if err != nil {
+		if errors.Is(err, jwt.ErrTokenInvalidIssuer) || errors.Is(err, jwt.ErrTokenMalformed) {
+			return nil, ErrNotServiceAccountToken
+		}
+		return nil, fmt.Errorf("invalid service account token: %w", err)
+	}
+	if !parsed.Valid {
+		return nil, errors.New("invalid service account token")
+	}
+	if len(v.audiences) > 0 && !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(v.audiences, a) }) {
+		return nil, errors.New("invalid service account token: token audiences do not match the API server's")
+	}
+	prefix := "system:serviceaccount:" + c.Kubernetes.Namespace + ":"
+	if !strings.HasPrefix(c.Subject, prefix) || strings.TrimPrefix(c.Subject, prefix) != c.Kubernetes.ServiceAccount.Name {
+		return nil, errors.New("invalid service account token: subject does not match its kubernetes.io claim")
+	}
+	return &Verified{Namespace: c.Kubernetes.Namespace, ServiceAccount: c.Kubernetes.ServiceAccount, Audiences: c.Audience, Claim: c.Kubernetes}, nil
+}
