@@ -28,16 +28,23 @@ type Cache struct {
 	generation int64
 	// imagesGeneration changes when any node's image list may have changed.
 	imagesGeneration int64
+	// dirty holds nodes changed since the last UpdateSnapshot, so a cycle
+	// copies only those instead of scanning every node.
+	dirty          map[string]struct{}
+	nodeSetChanged bool
 }
 
 // New returns an empty cache.
 func New() *Cache {
-	return &Cache{nodes: map[string]*framework.NodeInfo{}, pods: map[types.UID]*podState{}}
+	return &Cache{nodes: map[string]*framework.NodeInfo{}, pods: map[types.UID]*podState{}, dirty: map[string]struct{}{}}
 }
 
 func (c *Cache) bump(ni *framework.NodeInfo) {
 	c.generation++
 	ni.Generation = c.generation
+	if n := ni.Node(); n != nil {
+		c.dirty[n.Name] = struct{}{}
+	}
 }
 
 func (c *Cache) nodeInfo(name string) *framework.NodeInfo {
@@ -57,6 +64,7 @@ func (c *Cache) AddNode(node *v1.Node) {
 	if ni.Node() == nil {
 		i, _ := slices.BinarySearch(c.nodeNames, node.Name)
 		c.nodeNames = slices.Insert(c.nodeNames, i, node.Name)
+		c.nodeSetChanged = true
 	}
 	ni.SetNode(node)
 	c.imagesGeneration++
@@ -84,6 +92,8 @@ func (c *Cache) RemoveNode(node *v1.Node) {
 	}
 	c.imagesGeneration++
 	c.generation++
+	c.nodeSetChanged = true
+	delete(c.dirty, node.Name)
 }
 
 // AssumePod counts pod (with spec.nodeName set) on its node before it is bound.
@@ -200,35 +210,63 @@ func (c *Cache) removePodLocked(pod *v1.Pod) error {
 	return nil
 }
 
-// UpdateSnapshot brings snap up to date, copying only nodes changed since its
-// last update.
+// UpdateSnapshot brings snap up to date, copying only nodes changed since
+// the previous update. Incremental updates assume one long-lived snapshot per
+// cache (the scheduler's); a fresh snapshot gets a full copy.
 func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if snap.generation == c.generation {
 		return
 	}
-	for name, ni := range c.nodes {
-		if ni.Node() == nil {
-			continue
+	full := snap.generation < 0 || snap.owner != c
+	imagesChanged := snap.imagesGeneration != c.imagesGeneration
+	affinityChanged := false
+	if full {
+		clear(snap.nodeInfoMap)
+		for _, name := range c.nodeNames {
+			snap.nodeInfoMap[name] = c.nodes[name].Clone()
 		}
-		if existing, ok := snap.nodeInfoMap[name]; !ok || existing.Generation != ni.Generation {
-			snap.nodeInfoMap[name] = ni.Clone()
+	} else {
+		for name := range c.dirty {
+			ni, ok := c.nodes[name]
+			if !ok || ni.Node() == nil {
+				continue
+			}
+			old := snap.nodeInfoMap[name]
+			clone := ni.Clone()
+			snap.nodeInfoMap[name] = clone
+			if old == nil || len(old.PodsWithAffinity) > 0 || len(clone.PodsWithAffinity) > 0 {
+				affinityChanged = true
+			}
+			if idx, ok := snap.index[name]; ok && !c.nodeSetChanged {
+				snap.nodeInfoList[idx] = clone
+			}
+			if !imagesChanged {
+				snap.applyImageCountsTo(clone)
+			}
 		}
-	}
-	if len(snap.nodeInfoMap) != len(c.nodeNames) {
-		for name := range snap.nodeInfoMap {
-			if ni, ok := c.nodes[name]; !ok || ni.Node() == nil {
-				delete(snap.nodeInfoMap, name)
+		if c.nodeSetChanged {
+			for name := range snap.nodeInfoMap {
+				if ni, ok := c.nodes[name]; !ok || ni.Node() == nil {
+					delete(snap.nodeInfoMap, name)
+				}
 			}
 		}
 	}
-	snap.rebuildLists(c.nodeNames)
-	if snap.imagesGeneration != c.imagesGeneration {
+	if full || c.nodeSetChanged {
+		snap.rebuildLists(c.nodeNames)
+	} else if affinityChanged {
+		snap.rebuildAffinityLists()
+	}
+	if full || imagesChanged {
 		snap.imagesGeneration = c.imagesGeneration
 		snap.imageNodeCounts = countImages(snap.nodeInfoList)
+		snap.applyImageCounts()
 	}
-	snap.applyImageCounts()
+	clear(c.dirty)
+	c.nodeSetChanged = false
+	snap.owner = c
 	snap.generation = c.generation
 }
 

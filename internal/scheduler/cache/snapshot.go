@@ -16,6 +16,10 @@ type Snapshot struct {
 	havePodsWithRequiredAntiAff  []*framework.NodeInfo
 	imageNodeCounts              map[string]int
 	generation, imagesGeneration int64
+	// index maps node names to positions in nodeInfoList.
+	index map[string]int
+	// owner is the cache this snapshot follows incrementally.
+	owner *Cache
 }
 
 var _ framework.NodeInfoLister = &Snapshot{}
@@ -57,14 +61,26 @@ func (s *Snapshot) WithNodeInfo(ni *framework.NodeInfo) *Snapshot {
 
 func (s *Snapshot) rebuildLists(order []string) {
 	s.nodeInfoList = s.nodeInfoList[:0]
-	s.havePodsWithAffinity = s.havePodsWithAffinity[:0]
-	s.havePodsWithRequiredAntiAff = s.havePodsWithRequiredAntiAff[:0]
+	if s.index == nil {
+		s.index = make(map[string]int, len(order))
+	} else {
+		clear(s.index)
+	}
 	for _, name := range order {
 		ni, ok := s.nodeInfoMap[name]
 		if !ok {
 			continue
 		}
+		s.index[name] = len(s.nodeInfoList)
 		s.nodeInfoList = append(s.nodeInfoList, ni)
+	}
+	s.rebuildAffinityLists()
+}
+
+func (s *Snapshot) rebuildAffinityLists() {
+	s.havePodsWithAffinity = s.havePodsWithAffinity[:0]
+	s.havePodsWithRequiredAntiAff = s.havePodsWithRequiredAntiAff[:0]
+	for _, ni := range s.nodeInfoList {
 		if len(ni.PodsWithAffinity) > 0 {
 			s.havePodsWithAffinity = append(s.havePodsWithAffinity, ni)
 		}
@@ -76,9 +92,13 @@ func (s *Snapshot) rebuildLists(order []string) {
 
 func (s *Snapshot) applyImageCounts() {
 	for _, ni := range s.nodeInfoList {
-		for name, st := range ni.ImageStates {
-			st.NumNodes = s.imageNodeCounts[name]
-		}
+		s.applyImageCountsTo(ni)
+	}
+}
+
+func (s *Snapshot) applyImageCountsTo(ni *framework.NodeInfo) {
+	for name, st := range ni.ImageStates {
+		st.NumNodes = s.imageNodeCounts[name]
 	}
 }
 
