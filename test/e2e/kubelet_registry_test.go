@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"archive/tar"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -69,12 +70,24 @@ func newLoopbackRegistry(t *testing.T, archivePath, repo, tag string) *loopbackR
 		t.Fatalf("archive %s lacks its config %s", archivePath, archiveManifest[0].Config)
 	}
 	var layers []map[string]any
-	for _, name := range archiveManifest[0].Layers {
+	var diffIDs []string
+	for i, name := range archiveManifest[0].Layers {
 		layer, ok := entries[name]
 		if !ok {
 			t.Fatalf("archive %s lacks layer %s", archivePath, name)
 		}
+		if i == len(archiveManifest[0].Layers)-1 {
+			// A file of its own makes the image differ from the imported one, so the node
+			// really fetches the layer instead of finding its content already present.
+			if layer, err = withFile(layer, registryMarkerPath, []byte(repo+":"+tag+"\n")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		diffIDs = append(diffIDs, sha256Digest(layer))
 		layers = append(layers, descriptor("application/vnd.oci.image.layer.v1.tar", layer))
+	}
+	if config, err = withDiffIDs(config, diffIDs); err != nil {
+		t.Fatalf("archive %s: config: %v", archivePath, err)
 	}
 	r.manifest, err = json.Marshal(map[string]any{
 		"schemaVersion": 2,
@@ -158,6 +171,55 @@ func (r *loopbackRegistry) trustPlainHTTP(t *testing.T, registryConfigDir string
 	if err := os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(hosts), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// registryMarkerPath is the file, inside images the registry serves, that imported images lack.
+const registryMarkerPath = "etc/served-by-registry"
+
+// withFile returns the uncompressed layer tar with one more regular file.
+func withFile(layer []byte, name string, data []byte) ([]byte, error) {
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	tr := tar.NewReader(bytes.NewReader(layer))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read layer: %w", err)
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(data))}); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(data); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// withDiffIDs returns the image config with its rootfs.diff_ids replaced.
+func withDiffIDs(config []byte, diffIDs []string) ([]byte, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(config, &doc); err != nil {
+		return nil, err
+	}
+	rootfs, ok := doc["rootfs"].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("no rootfs")
+	}
+	rootfs["diff_ids"] = diffIDs
+	return json.Marshal(doc)
 }
 
 func sha256Digest(data []byte) string {
