@@ -211,6 +211,16 @@ func TestRollingUpdateSteps(t *testing.T) {
 			// maxUnavailable 0: only one old pod may go (5 total, 4 must stay available).
 			wantScaled: map[string]int32{"web-" + hashOf("v1"): 3},
 		},
+		{
+			// Just scaled down, the old ReplicaSet's status still counts the pods it is deleting.
+			name: "stale availability above size never scales an old set up",
+			sets: func(d *appsv1.Deployment) []*appsv1.ReplicaSet {
+				return []*appsv1.ReplicaSet{rsFor(d, "v1", 3, 4, 1, time.Hour), rsFor(d, "v2", 2, 2, 2, time.Minute)}
+			},
+			wantCreate: -1,
+			// Its availability counts as at most its size: 3 + 2 available, 4 must stay.
+			wantScaled: map[string]int32{"web-" + hashOf("v1"): 2},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -90,7 +90,9 @@ func (c *Controller) cleanupUnhealthyReplicas(ctx context.Context, oldRSs []*app
 			break
 		}
 		size := replicasOf(rs.Spec.Replicas)
-		if size == 0 || size == rs.Status.AvailableReplicas {
+		// Status may still count pods of a set just scaled down (available > size): then it has
+		// no unhealthy replicas, and size-available would scale it up.
+		if size == 0 || size <= rs.Status.AvailableReplicas {
 			continue
 		}
 		down := min(maxCleanup-total, size-rs.Status.AvailableReplicas)
@@ -104,7 +106,11 @@ func (c *Controller) cleanupUnhealthyReplicas(ctx context.Context, oldRSs []*app
 
 func (c *Controller) scaleDownOldForRollingUpdate(ctx context.Context, all, oldRSs []*appsv1.ReplicaSet, d *appsv1.Deployment) (int32, error) {
 	minAvailable := replicasOf(d.Spec.Replicas) - maxUnavailable(d)
-	available := sumStatus(all, func(s *appsv1.ReplicaSetStatus) int32 { return s.AvailableReplicas })
+	// A set's status can lag its scale-down; its available pods will not outnumber its size.
+	var available int32
+	for _, rs := range all {
+		available += min(rs.Status.AvailableReplicas, replicasOf(rs.Spec.Replicas))
+	}
 	if available <= minAvailable {
 		return 0, nil
 	}
