@@ -3,6 +3,9 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"strings"
+
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -60,7 +63,7 @@ type ServiceAccountDefault struct{}
 
 func (ServiceAccountDefault) Name() string { return "ServiceAccount" }
 
-func (ServiceAccountDefault) Admit(_ context.Context, a *AdmissionAttributes, _ Lookup) error {
+func (ServiceAccountDefault) Admit(ctx context.Context, a *AdmissionAttributes, lookup Lookup) error {
 	pod, ok := isPodCreate(a)
 	if !ok {
 		return nil
@@ -71,7 +74,60 @@ func (ServiceAccountDefault) Admit(_ context.Context, a *AdmissionAttributes, _ 
 	if pod.Spec.DeprecatedServiceAccount == "" {
 		pod.Spec.DeprecatedServiceAccount = pod.Spec.ServiceAccountName
 	}
+	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return nil
+	}
+	automount := pod.Spec.AutomountServiceAccountToken == nil || *pod.Spec.AutomountServiceAccountToken
+	if pod.Spec.AutomountServiceAccountToken == nil {
+		if obj, err := lookup.Get(ctx, "", "serviceaccounts", a.Namespace, pod.Spec.ServiceAccountName); err == nil {
+			if sa, ok := obj.(*corev1.ServiceAccount); ok && sa.AutomountServiceAccountToken != nil {
+				automount = *sa.AutomountServiceAccountToken
+			}
+		}
+	}
+	if automount {
+		mountServiceAccountToken(pod)
+	}
 	return nil
+}
+
+// ServiceAccountMountPath is where pods find their token, CA bundle and namespace.
+const ServiceAccountMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// mountServiceAccountToken adds the projected kube-api-access volume (a bound token the kubelet
+// refreshes, the cluster CA bundle and the namespace) and mounts it in every container that does
+// not already mount something there, as Kubernetes' ServiceAccount admission does.
+func mountServiceAccountToken(pod *corev1.Pod) {
+	for _, v := range pod.Spec.Volumes {
+		if strings.HasPrefix(v.Name, "kube-api-access-") {
+			return
+		}
+	}
+	name := "kube-api-access-" + utilrand.String(5)
+	expiration := int64(3607)
+	mode := int32(0o644)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		DefaultMode: &mode,
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: &expiration, Path: "token"}},
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		},
+	}}})
+	mount := func(containers []corev1.Container) {
+		for i := range containers {
+			c := &containers[i]
+			has := false
+			for _, m := range c.VolumeMounts {
+				has = has || m.MountPath == ServiceAccountMountPath
+			}
+			if !has {
+				c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, ReadOnly: true, MountPath: ServiceAccountMountPath})
+			}
+		}
+	}
+	mount(pod.Spec.InitContainers)
+	mount(pod.Spec.Containers)
 }
 
 func (ServiceAccountDefault) Validate(context.Context, *AdmissionAttributes, Lookup) error {

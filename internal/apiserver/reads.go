@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -139,6 +140,11 @@ func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, info *Req
 		h.s.writeError(w, r, storage.ToAPIError(err, h.res.GroupResource(), ""))
 		return
 	}
+	// List items carry no apiVersion/kind of their own, as Kubernetes serves them.
+	_ = meta.EachListItem(list, func(item runtime.Object) error {
+		item.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		return nil
+	})
 	h.writeObject(w, r, http.StatusOK, choice, list)
 }
 

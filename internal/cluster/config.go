@@ -71,6 +71,8 @@ type Config struct {
 	// NodeMonitorGracePeriod is how long a node may go unheard before the node lifecycle
 	// controller marks it Ready=Unknown (0: the controller manager's default, 40s).
 	NodeMonitorGracePeriod time.Duration
+	// KubeletPort is where the kubelet serves its API (logs, exec, attach, port-forward).
+	KubeletPort int
 	// ContainerRuntimeEndpoint is an existing CRI socket for the kubelet; empty means skiff starts and
 	// supervises its own containerd under the data dir.
 	ContainerRuntimeEndpoint string
@@ -108,6 +110,9 @@ func (c *Config) Default() {
 	if c.EtcdPeerPort == 0 {
 		c.EtcdPeerPort = 2380
 	}
+	if c.KubeletPort == 0 {
+		c.KubeletPort = 10250
+	}
 	if c.NodeName == "" {
 		if h, err := os.Hostname(); err == nil {
 			c.NodeName = strings.ToLower(h)
@@ -143,7 +148,7 @@ func (c *Config) Validate() error {
 	if net.ParseIP(c.AdvertiseAddress) == nil {
 		errs = append(errs, fmt.Errorf("advertise address %q is not an IP address", c.AdvertiseAddress))
 	}
-	for name, port := range map[string]int{"--https-port": c.HTTPSPort, "--etcd-client-port": c.EtcdClientPort, "--etcd-peer-port": c.EtcdPeerPort} {
+	for name, port := range map[string]int{"--https-port": c.HTTPSPort, "--etcd-client-port": c.EtcdClientPort, "--etcd-peer-port": c.EtcdPeerPort, "--kubelet-port": c.KubeletPort} {
 		if port < 1 || port > 65535 {
 			errs = append(errs, fmt.Errorf("%s %d is out of range 1-65535", name, port))
 		}

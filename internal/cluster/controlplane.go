@@ -79,7 +79,7 @@ func runControllerManager(ctx context.Context, cfg *Config, now time.Time) error
 	}
 	for {
 		err := manager.Run(ctx, manager.Config{
-			Client: client, Dynamic: dyn,
+			Client: client, Dynamic: dyn, RootCA: restCfg.TLSClientConfig.CAData,
 			Identity:               cfg.NodeName + "_" + fmt.Sprint(os.Getpid()),
 			Controllers:            cfg.Controllers,
 			ClusterCIDR:            cfg.ClusterCIDR,

@@ -67,6 +67,7 @@ func runWorker(ctx context.Context, cfg *Config, now time.Time) error {
 		Roles:    kubeletRoles(cfg.Roles),
 		DataDir:  filepath.Join(cfg.DataDir, "kubelet"),
 		PodCIDRs: []string{podCIDR},
+		Port:     int32(cfg.KubeletPort),
 	}
 	if ip := net.ParseIP(cfg.AdvertiseAddress); ip != nil {
 		// The node is reached where the kubelet listens: a loopback-only node says so.

@@ -21,7 +21,9 @@ type cluster struct {
 	dataDir    string
 	kubeconfig string
 	ports      [3]int
-	extraArgs  []string
+	// kubeletPort is chosen once, so a restarted node keeps it.
+	kubeletPort int
+	extraArgs   []string
 	// roles overrides the default etcd,controlplane (controlplane alone with --etcd-servers).
 	roles   string
 	cmd     *exec.Cmd
@@ -84,9 +86,12 @@ func (c *cluster) start() {
 			roles = "controlplane"
 		}
 	}
+	if c.kubeletPort == 0 {
+		c.kubeletPort = freePort(c.t)
+	}
 	args := append([]string{"server", "--data-dir", c.dataDir, "--roles", roles, "--bind-address", "127.0.0.1",
 		"--https-port", strconv.Itoa(c.ports[0]), "--etcd-client-port", strconv.Itoa(c.ports[1]),
-		"--etcd-peer-port", strconv.Itoa(c.ports[2])}, c.extraArgs...)
+		"--etcd-peer-port", strconv.Itoa(c.ports[2]), "--kubelet-port", strconv.Itoa(c.kubeletPort)}, c.extraArgs...)
 	logFile, err := os.OpenFile(filepath.Join(c.dataDir, "skiff.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		c.t.Fatal(err)

@@ -89,6 +89,19 @@ func TestSingleNodeRunsPods(t *testing.T) {
 	mustContain(t, body, "404 Not Found") // busybox httpd with an empty document root answers
 	mustContain(t, c.kubectl("get", "pod", "web"), "1/1", "Running")
 
+	// Every pod gets a bound service-account token, the CA bundle and its namespace, and the token
+	// authenticates against the API server.
+	sa := "/var/run/secrets/kubernetes.io/serviceaccount"
+	mustContain(t, c.kubectl("exec", "web", "--", "ls", sa), "ca.crt", "namespace", "token")
+	mustContain(t, c.kubectl("exec", "web", "--", "cat", sa+"/namespace"), "default")
+	token := c.kubectl("exec", "web", "--", "cat", sa+"/token")
+	podsURL := "https://127.0.0.1:" + itoa(c.ports[0]) + "/api/v1/namespaces/default/pods"
+	out, err := execOutput("curl", "-s", "--cacert", filepath.Join(c.dataDir, "pki", "ca.crt"), "-H", "Authorization: Bearer "+token, podsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, out, `"kind":"PodList"`, `"name":"web"`)
+
 	// Logs, exec, port-forward and cp go API server -> kubelet HTTPS -> CRI streaming.
 	c.kubectl("run", "talker", "--image=localhost/busybox:local", "--", "sh", "-c", "echo hello-from-the-log; exec httpd -f -p 8081")
 	c.kubectl("wait", "--for=condition=Ready", "pod/talker", "--timeout=60s")
@@ -120,7 +133,7 @@ func TestSingleNodeRunsPods(t *testing.T) {
 		resp.Body.Close()
 		return nil
 	})
-	out, err := c.kubectlErr("logs", "talker", "-c", "nope")
+	out, err = c.kubectlErr("logs", "talker", "-c", "nope")
 	if err == nil {
 		t.Fatal("logs of a missing container succeeded")
 	}

@@ -44,6 +44,9 @@ type Config struct {
 	// many (default 12500, as kube-controller-manager).
 	TerminatedPodGCThreshold int
 
+	// RootCA is the cluster CA bundle (PEM) root-ca-cert-publisher puts in every namespace.
+	RootCA []byte
+
 	// Clock drives every controller's time; default the real clock.
 	Clock clock.WithTicker
 	// Registerer receives the metrics; default a fresh registry (discarded).

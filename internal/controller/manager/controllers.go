@@ -27,12 +27,15 @@ const (
 	NodeIPAM         = "nodeipam"
 	TTLAfterFinished = "ttl-after-finished"
 	Disruption       = "disruption"
+	// RootCACertPublisher keeps kube-root-ca.crt in every namespace.
+	RootCACertPublisher = "root-ca-cert-publisher"
 )
 
 // KnownControllers lists every controller name --controllers accepts.
 func KnownControllers() []string {
 	return []string{ReplicaSet, Deployment, DaemonSet, StatefulSet, Job, CronJob, GarbageCollector, Namespace,
-		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption}
+		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption,
+		RootCACertPublisher}
 }
 
 // ParseControllers turns --controllers values into the set of enabled

@@ -20,6 +20,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/podgc"
 	"github.com/skiff-sh/skiff/internal/controller/replicaset"
 	"github.com/skiff-sh/skiff/internal/controller/resourcequota"
+	"github.com/skiff-sh/skiff/internal/controller/rootcacertpublisher"
 	"github.com/skiff-sh/skiff/internal/controller/serviceaccount"
 	"github.com/skiff-sh/skiff/internal/controller/statefulset"
 	"github.com/skiff-sh/skiff/internal/controller/ttlafterfinished"
@@ -38,8 +39,15 @@ func constructors() map[string]constructor {
 		CronJob:          func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return cronjob.New(deps) },
 		TTLAfterFinished: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return ttlafterfinished.New(deps) },
 		ServiceAccount:   func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return serviceaccount.New(deps) },
-		Endpoint:         func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpoint.New(deps) },
-		EndpointSlice:    func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpointslice.New(deps) },
+		RootCACertPublisher: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
+			if len(cfg.RootCA) == 0 {
+				slog.Warn("root-ca-cert-publisher needs the cluster CA bundle; not started")
+				return nil, nil
+			}
+			return rootcacertpublisher.New(deps, cfg.RootCA)
+		},
+		Endpoint:      func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpoint.New(deps) },
+		EndpointSlice: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpointslice.New(deps) },
 		PodGC: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			return podgc.New(deps, cfg.TerminatedPodGCThreshold), nil
 		},
