@@ -61,6 +61,8 @@ func TestLeaderElectionOnlyLeaderBinds(t *testing.T) {
 		create(t, cs, st.MakePod().Name(fmt.Sprintf("first%d", i)).Req(st.Res{"cpu": "100m"}).Obj())
 	}
 	waitFor(t, "first pods bound", func() bool { return len(st.Bindings(cs)) == 5 })
+	// The attempt metric is recorded just after the Binding call returns.
+	waitFor(t, "first attempts recorded", func() bool { return leader.scheduled(t)+standby.scheduled(t) == 5 })
 	if leader.scheduled(t) != 5 || standby.scheduled(t) != 0 {
 		t.Fatalf("leader scheduled %v, standby %v", leader.scheduled(t), standby.scheduled(t))
 	}
@@ -76,6 +78,7 @@ func TestLeaderElectionOnlyLeaderBinds(t *testing.T) {
 		create(t, cs, st.MakePod().Name(fmt.Sprintf("second%d", i)).Req(st.Res{"cpu": "100m"}).Obj())
 	}
 	waitFor(t, "second pods bound", func() bool { return len(st.Bindings(cs)) == 8 })
+	waitFor(t, "second attempts recorded", func() bool { return leader.scheduled(t)+standby.scheduled(t) == 8 })
 	if leader.scheduled(t) != 5 || standby.scheduled(t) != 3 {
 		t.Fatalf("after takeover: old leader %v, new leader %v", leader.scheduled(t), standby.scheduled(t))
 	}

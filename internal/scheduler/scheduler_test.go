@@ -348,12 +348,10 @@ func TestMetrics(t *testing.T) {
 	waitFor(t, "unschedulable attempt", func() bool {
 		return counterValue(t, reg, "scheduler_schedule_attempts_total", map[string]string{"result": "unschedulable"}) == 1
 	})
-	if got := counterValue(t, reg, "scheduler_schedule_attempts_total", map[string]string{"result": "scheduled", "profile": "default-scheduler"}); got != 1 {
-		t.Fatalf("scheduled attempts %v", got)
-	}
-	if got := counterValue(t, reg, "scheduler_pod_scheduling_sli_duration_seconds", nil); got != 1 {
-		t.Fatalf("e2e latency samples %v", got)
-	}
+	waitFor(t, "scheduled attempt and e2e latency sample", func() bool {
+		return counterValue(t, reg, "scheduler_schedule_attempts_total", map[string]string{"result": "scheduled", "profile": "default-scheduler"}) == 1 &&
+			counterValue(t, reg, "scheduler_pod_scheduling_sli_duration_seconds", nil) == 1
+	})
 	waitFor(t, "pending gauge", func() bool {
 		families, _ := reg.Gather()
 		for _, f := range families {
