@@ -151,6 +151,11 @@ func (q *PriorityQueue) Add(pod *v1.Pod) {
 	key := PodKey(pod)
 	q.removeLocked(key)
 	p := q.newInfo(pod)
+	// A nomination made by a previous leader keeps reserving its node.
+	if nn := pod.Status.NominatedNodeName; nn != "" {
+		q.deleteNominatedLocked(pod)
+		q.addNominatedLocked(pod, nn)
+	}
 	if len(pod.Spec.SchedulingGates) > 0 {
 		q.gated[key] = p
 	} else {

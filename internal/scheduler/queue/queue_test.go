@@ -270,3 +270,13 @@ func gaugeValue(t *testing.T, g prometheus.Gauge) float64 {
 	}
 	return m.GetGauge().GetValue()
 }
+
+func TestNominationFromStatusSurvivesRestart(t *testing.T) {
+	q := newQueue(clocktesting.NewFakeClock(start), nil)
+	p := st.MakePod().Name("preemptor").Obj()
+	p.Status.NominatedNodeName = "n7"
+	q.Add(p)
+	if got := q.NominatedPodsByNode()["n7"]; len(got) != 1 || got[0].Name != "preemptor" {
+		t.Fatalf("nominations %v", q.NominatedPodsByNode())
+	}
+}
