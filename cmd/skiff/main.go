@@ -24,6 +24,7 @@ Usage:
   skiff server [flags]      run a node (all roles by default: a whole single-node cluster)
   skiff kubeconfig [flags]  print the admin kubeconfig of a node's data dir
   skiff images ...          import image archives into the node's runtime; build an offline busybox image
+  skiff explain --node N P  why pod P does or does not fit node N (the scheduler's per-plugin verdicts)
   skiff version             print the version
 
 Run "skiff server -h" for the server's flags.
@@ -50,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runKubeconfig(args[1:], stdout, stderr)
 	case "images":
 		return runImages(args[1:], stdout, stderr)
+	case "explain":
+		return runExplain(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, cluster.Version.GitVersion)
 		return nil
