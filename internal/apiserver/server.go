@@ -242,6 +242,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	switch {
+	case strings.HasPrefix(r.URL.Path, "/debug/pprof"):
+		// Profiling, as kube-apiserver's --profiling serves it, for authenticated callers only.
+		servePprof(rec, r)
 	case r.URL.Path == "/metrics":
 		promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}).ServeHTTP(rec, r)
 	case r.URL.Path == "/openapi/v2":
