@@ -191,7 +191,7 @@ type report struct {
 	burstCPU               time.Duration
 	// machineBusy and machineTotal are all CPUs' busy and elapsed time during the burst.
 	machineBusy, machineTotal time.Duration
-	steady                 nodeSample
+	steady                    nodeSample
 }
 
 func (r report) write(w io.Writer) {
