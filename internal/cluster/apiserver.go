@@ -9,9 +9,6 @@ import (
 	"github.com/skiff-sh/skiff/internal/pki"
 	"github.com/skiff-sh/skiff/internal/serviceaccount"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,7 +27,7 @@ import (
 )
 
 // newAPIServer assembles the API server over an etcd client and seeds the built-in objects.
-func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client) (*apiserver.Server, error) {
+func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, metrics *componentMetrics) (*apiserver.Server, error) {
 	scheme, err := builtin.NewScheme()
 	if err != nil {
 		return nil, err
@@ -41,8 +38,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client) (*a
 		return nil, fmt.Errorf("build OpenAPI documents: %w", err)
 	}
 	disc := discovery.New(resources, builtin.ExtraSubresources())
-	metricsRegistry := prometheus.NewRegistry()
-	metricsRegistry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metricsRegistry := metrics.base
 	cacheMetrics, err := watchcache.NewMetrics(metricsRegistry)
 	if err != nil {
 		return nil, err
@@ -91,7 +87,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client) (*a
 		TypeConverter:         oapi.TypeConverter(),
 		Version:               Version,
 		Registry:              metricsRegistry,
-		Gatherer:              metricsRegistry,
+		Gatherer:              metrics,
 		Clock:                 clock.RealClock{},
 		Logger:                cfg.Logger,
 	})

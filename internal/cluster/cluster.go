@@ -13,6 +13,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/utils/clock"
@@ -37,6 +40,8 @@ type Node struct {
 	api        *apiserver.Server
 	httpServer *http.Server
 	listener   net.Listener
+	// metrics gathers every component's metrics for the API server's /metrics.
+	metrics *componentMetrics
 	// stopCompaction ends the periodic etcd compaction loop.
 	stopCompaction context.CancelFunc
 }
@@ -53,12 +58,12 @@ func Run(ctx context.Context, cfg Config) error {
 	go func() { errCh <- node.serve() }()
 	if cfg.HasRole(RoleControlPlane) {
 		go func() {
-			if err := runControllerManager(ctx, &node.cfg, clock.RealClock{}.Now()); err != nil {
+			if err := runControllerManager(ctx, &node.cfg, node.metrics, clock.RealClock{}.Now()); err != nil {
 				errCh <- err
 			}
 		}()
 		go func() {
-			if err := runScheduler(ctx, &node.cfg, clock.RealClock{}.Now()); err != nil {
+			if err := runScheduler(ctx, &node.cfg, node.metrics, clock.RealClock{}.Now()); err != nil {
 				errCh <- err
 			}
 		}()
@@ -107,7 +112,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := n.startStorage(ctx); err != nil {
 		return nil, err
 	}
-	api, err := newAPIServer(ctx, &cfg, n.etcdClient)
+	base := prometheus.NewRegistry()
+	base.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	n.metrics = newComponentMetrics(base)
+	api, err := newAPIServer(ctx, &cfg, n.etcdClient, n.metrics)
 	if err != nil {
 		return nil, err
 	}

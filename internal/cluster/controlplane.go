@@ -64,7 +64,7 @@ func sanitize(s string) string {
 
 // runControllerManager runs the controller manager until ctx ends, re-entering leader election
 // whenever the Lease is lost, as a restarted kube-controller-manager would.
-func runControllerManager(ctx context.Context, cfg *Config, now time.Time) error {
+func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMetrics, now time.Time) error {
 	restCfg, err := componentRESTConfig(cfg, "system:kube-controller-manager", nil, now)
 	if err != nil {
 		return err
@@ -79,7 +79,7 @@ func runControllerManager(ctx context.Context, cfg *Config, now time.Time) error
 	}
 	for {
 		err := manager.Run(ctx, manager.Config{
-			Client: client, Dynamic: dyn, RootCA: restCfg.TLSClientConfig.CAData,
+			Client: client, Dynamic: dyn, RootCA: restCfg.TLSClientConfig.CAData, Registerer: metrics.fresh("controller-manager"),
 			Identity:               cfg.NodeName + "_" + fmt.Sprint(os.Getpid()),
 			Controllers:            cfg.Controllers,
 			ClusterCIDR:            cfg.ClusterCIDR,
@@ -97,7 +97,7 @@ func runControllerManager(ctx context.Context, cfg *Config, now time.Time) error
 
 // runScheduler runs the scheduler under leader election until ctx ends, campaigning again whenever
 // the Lease is lost.
-func runScheduler(ctx context.Context, cfg *Config, now time.Time) error {
+func runScheduler(ctx context.Context, cfg *Config, metrics *componentMetrics, now time.Time) error {
 	restCfg, err := componentRESTConfig(cfg, "system:kube-scheduler", nil, now)
 	if err != nil {
 		return err
@@ -114,7 +114,7 @@ func runScheduler(ctx context.Context, cfg *Config, now time.Time) error {
 	}
 	for {
 		err := scheduler.Run(ctx, scheduler.Config{
-			Client: client, Configuration: conf, LeaderElect: true,
+			Client: client, Configuration: conf, LeaderElect: true, Registerer: metrics.fresh("scheduler"),
 			Identity: cfg.NodeName + "_" + fmt.Sprint(os.Getpid()), Logger: cfg.Logger,
 		})
 		if ctx.Err() != nil {
