@@ -121,11 +121,11 @@ func RunBenchmark(ctx context.Context, client kubernetes.Interface, opts Options
 		return Result{}, fmt.Errorf("bench: create nodes: %w", err)
 	}
 
-	w, err := client.CoreV1().Pods(opts.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: benchLabel + "=" + runID})
+	sel := metav1.ListOptions{LabelSelector: benchLabel + "=" + runID}
+	w, err := client.CoreV1().Pods(opts.Namespace).Watch(ctx, sel)
 	if err != nil {
 		return Result{}, fmt.Errorf("bench: watch pods: %w", err)
 	}
-	defer w.Stop()
 
 	created := make([]time.Time, opts.Pods)
 	bound := make([]time.Time, opts.Pods)
@@ -133,32 +133,71 @@ func RunBenchmark(ctx context.Context, client kubernetes.Interface, opts Options
 	boundCount := 0
 	allBound := make(chan struct{})
 	watchErr := make(chan error, 1)
+	markBound := func(pod *v1.Pod) {
+		if pod.Spec.NodeName == "" {
+			return
+		}
+		var idx int
+		if _, err := fmt.Sscanf(pod.Name[strings.LastIndexByte(pod.Name, '-')+1:], "%d", &idx); err != nil || idx < 0 || idx >= opts.Pods {
+			return
+		}
+		now := opts.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		if bound[idx].IsZero() {
+			bound[idx] = now
+			boundCount++
+			if boundCount == opts.Pods {
+				close(allBound)
+			}
+		}
+	}
+	// The goroutine owns w. API servers end watches (their timeouts, a client's request
+	// timeout) and a large run takes minutes: a closed stream resumes from the last
+	// resourceVersion seen, or from a fresh list when that is too old (or unknown).
 	go func() {
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Error {
-				watchErr <- fmt.Errorf("bench: pod watch error: %v", apierrors.FromObject(ev.Object))
-				return
-			}
-			pod, ok := ev.Object.(*v1.Pod)
-			if !ok || pod.Spec.NodeName == "" {
-				continue
-			}
-			var idx int
-			if _, err := fmt.Sscanf(pod.Name[strings.LastIndexByte(pod.Name, '-')+1:], "%d", &idx); err != nil || idx < 0 || idx >= opts.Pods {
-				continue
-			}
-			now := opts.Now()
-			mu.Lock()
-			if bound[idx].IsZero() {
-				bound[idx] = now
-				boundCount++
-				if boundCount == opts.Pods {
-					close(allBound)
+		defer func() { w.Stop() }()
+		lastRV := ""
+		for {
+			expired := false
+			for ev := range w.ResultChan() {
+				if ev.Type == watch.Error {
+					if status := apierrors.FromObject(ev.Object); apierrors.IsResourceExpired(status) || apierrors.IsGone(status) {
+						expired = true
+						break
+					}
+					watchErr <- fmt.Errorf("bench: pod watch error: %v", apierrors.FromObject(ev.Object))
+					return
+				}
+				if pod, ok := ev.Object.(*v1.Pod); ok {
+					lastRV = pod.ResourceVersion
+					markBound(pod)
 				}
 			}
-			mu.Unlock()
+			w.Stop()
+			if ctx.Err() != nil {
+				return
+			}
+			if expired || lastRV == "" {
+				list, err := client.CoreV1().Pods(opts.Namespace).List(ctx, sel)
+				if err != nil {
+					watchErr <- fmt.Errorf("bench: relist pods after the watch closed: %w", err)
+					return
+				}
+				for i := range list.Items {
+					markBound(&list.Items[i])
+				}
+				lastRV = list.ResourceVersion
+			}
+			resume := sel
+			resume.ResourceVersion = lastRV
+			resumed, err := client.CoreV1().Pods(opts.Namespace).Watch(ctx, resume)
+			if err != nil {
+				watchErr <- fmt.Errorf("bench: resume pod watch: %w", err)
+				return
+			}
+			w = resumed
 		}
-		watchErr <- errors.New("bench: pod watch closed before all pods were bound")
 	}()
 
 	start := opts.Now()
