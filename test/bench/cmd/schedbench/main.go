@@ -189,7 +189,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 func startServerProfile(ctx context.Context, client kubernetes.Interface, path string, stderr io.Writer) func() error {
 	done := make(chan error, 1)
 	go func() {
-		body, err := client.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "30").Timeout(2*time.Minute).DoRaw(ctx)
+		body, err := client.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "30").Timeout(2 * time.Minute).DoRaw(ctx)
 		if err != nil {
 			done <- fmt.Errorf("fetch profile: %w", err)
 			return
