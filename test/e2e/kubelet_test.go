@@ -170,8 +170,9 @@ spec:
   - name: c
     image: localhost/busybox:local
     # Unhealthy on its first run only: the emptyDir outlives the container and marks the restart.
+    # A long probe timeout keeps a slow exec on a loaded machine from counting as a failure.
     command: [sh, -c, 'if [ -e /state/ran-before ]; then touch /tmp/healthy; else touch /state/ran-before; fi; exec sleep inf']
-    livenessProbe: {exec: {command: [cat, /tmp/healthy]}, periodSeconds: 1, failureThreshold: 2}
+    livenessProbe: {exec: {command: [cat, /tmp/healthy]}, periodSeconds: 1, failureThreshold: 2, timeoutSeconds: 10}
     volumeMounts: [{name: state, mountPath: /state}]
   volumes: [{name: state, emptyDir: {}}]
 ---
@@ -184,7 +185,7 @@ spec:
   - name: c
     image: localhost/busybox:local
     command: [sleep, inf]
-    readinessProbe: {exec: {command: [cat, /tmp/ready]}, periodSeconds: 1}
+    readinessProbe: {exec: {command: [cat, /tmp/ready]}, periodSeconds: 1, timeoutSeconds: 10}
 ---
 apiVersion: v1
 kind: Pod
