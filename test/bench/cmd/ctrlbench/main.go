@@ -115,7 +115,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		serverLog = f
 	}
 	logf("starting %s ...", o.binary)
-	srv, err := bench.StartServer(ctx, bench.ServerOptions{Binary: o.binary, Log: serverLog})
+	// The default cluster CIDR holds 256 node /24s; a larger one gives every simulated node a podCIDR.
+	srv, err := bench.StartServer(ctx, bench.ServerOptions{Binary: o.binary, Log: serverLog,
+		ExtraArgs: []string{"--cluster-cidr", "10.0.0.0/10"}})
 	if err != nil {
 		return err
 	}
