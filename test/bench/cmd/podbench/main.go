@@ -177,7 +177,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 
 	fmt.Fprintf(stderr, "creating %d pods at once (%d parallel creates) ...\n", o.pods, o.concurrency)
-	cpuBefore, _ := nodeCPU(dataDir)
+	cpuBefore := nodeCPU(dataDir)
 	busyBefore, totalBefore := machineCPU()
 	burstStart := time.Now()
 	report.burst, err = startPods(ctx, client, "burst", o.pods, o.concurrency, o.timeout)
@@ -185,9 +185,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	report.burstWall = time.Since(burstStart)
-	cpuAfter, _ := nodeCPU(dataDir)
+	cpuAfter := nodeCPU(dataDir)
 	busyAfter, totalAfter := machineCPU()
-	report.burstCPU = cpuAfter - cpuBefore
+	report.burstCPUByKind = map[string]time.Duration{}
+	for kind, used := range cpuAfter {
+		report.burstCPUByKind[kind] = used - cpuBefore[kind]
+		report.burstCPU += used - cpuBefore[kind]
+	}
 	report.machineBusy, report.machineTotal = busyAfter-busyBefore, totalAfter-totalBefore
 
 	fmt.Fprintf(stderr, "sampling the node with %d pods running for %s ...\n", o.pods, o.sampleFor)

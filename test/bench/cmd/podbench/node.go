@@ -102,13 +102,13 @@ func statusField(path, name string) (int64, error) {
 	return 0, fmt.Errorf("no %s in %s", name, path)
 }
 
-// nodeCPU is the CPU time the node's live processes have used so far.
-func nodeCPU(dataDir string) (time.Duration, error) {
-	var total time.Duration
+// nodeCPU is the CPU time the node's live processes have used so far, by kind.
+func nodeCPU(dataDir string) map[string]time.Duration {
+	byKind := map[string]time.Duration{}
 	for _, p := range nodeProcesses(dataDir) {
-		total += p.cpu
+		byKind[p.kind] += p.cpu
 	}
-	return total, nil
+	return byKind
 }
 
 // nodeSample is the node's footprint over a window: CPU used per kind, RSS at the end.
@@ -189,6 +189,7 @@ type report struct {
 	burst, sequential      stages
 	burstWall, deleteWall  time.Duration
 	burstCPU               time.Duration
+	burstCPUByKind         map[string]time.Duration
 	// machineBusy and machineTotal are all CPUs' busy and elapsed time during the burst.
 	machineBusy, machineTotal time.Duration
 	steady                    nodeSample
@@ -227,6 +228,8 @@ func (r report) write(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "All %d pods Running %s after the first create; the node (skiff, containerd, shims, and the runc and CNI processes they ran) used %s of CPU meanwhile, %s per pod; deleting them took %s.\n",
 		r.pods, r.burstWall.Round(10*time.Millisecond), r.burstCPU.Round(10*time.Millisecond), (r.burstCPU / time.Duration(r.pods)).Round(time.Millisecond), r.deleteWall.Round(10*time.Millisecond))
+	fmt.Fprintf(w, "Of that: skiff %s (API server, etcd, controllers, scheduler, kubelet), containerd with the CNI plugins %s, shims with runc %s.\n",
+		r.burstCPUByKind["skiff"].Round(10*time.Millisecond), r.burstCPUByKind["containerd"].Round(10*time.Millisecond), r.burstCPUByKind["shim"].Round(10*time.Millisecond))
 	fmt.Fprintf(w, "During the burst the machine's CPUs were %.0f%% busy (everything running on it), the node's share of the machine's CPU time was %.0f%%.\n",
 		100*float64(r.machineBusy)/float64(max(r.machineTotal, 1)), 100*float64(r.burstCPU)/float64(max(r.machineTotal, 1)))
 	fmt.Fprintln(w)
