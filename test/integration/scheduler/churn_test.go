@@ -383,7 +383,7 @@ wait:
 			}
 		}
 	}
-	t.Logf("final state: %d fill pods stillPending on saturated nodes; every node within its allocatable", stillPending)
+	t.Logf("final state: %d fill pods pending on saturated nodes; every node within its allocatable", stillPending)
 
 	// Let the watches catch up with the fill phase, then replay.
 	time.Sleep(time.Second)
