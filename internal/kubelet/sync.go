@@ -109,6 +109,18 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 		return syncResult{err: k.writeStatus(ctx, pod, state, nil, true)}
 	}
 	if sandbox == nil {
+		if len(state.sandboxes) == 0 && pod.Status.StartTime == nil {
+			// Like Kubernetes' kubelet, say the pod is being set up (startTime,
+			// containers waiting in ContainerCreating) before the sandbox,
+			// the slowest step: a pod is not left without status while its
+			// node works on it.
+			if err := k.writeStatus(ctx, pod, state, nil, false); err != nil {
+				return syncResult{err: err}
+			}
+			if current, deleted, known := k.podByUID(pod.UID); known && !deleted {
+				pod = current
+			}
+		}
 		var err error
 		sandbox, state, err = k.createSandbox(ctx, pod, state)
 		if err != nil {
