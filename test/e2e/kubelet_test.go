@@ -460,6 +460,19 @@ func TestKubelet(t *testing.T) {
 			t.Errorf("imageID = %q", id)
 		}
 
+		// IfNotPresent with the image now present: no registry traffic; Always: pulled again.
+		asked := len(registry.Requests())
+		c.kubectl("run", "present", "--image="+registry.Image(), "--image-pull-policy=IfNotPresent", "--", "sleep", "inf")
+		c.kubectl("wait", "--for=condition=Ready", "pod/present", "--timeout=60s")
+		mustContain(t, strings.Join(podEvents(t, c, "present"), "\n"), "Pulled: Container image \""+registry.Image()+"\" already present on machine")
+		if len(registry.Requests()) != asked {
+			t.Errorf("IfNotPresent with the image present asked the registry: %v", registry.Requests()[asked:])
+		}
+		c.kubectl("run", "always", "--image="+registry.Image(), "--image-pull-policy=Always", "--", "sleep", "inf")
+		c.kubectl("wait", "--for=condition=Ready", "pod/always", "--timeout=60s")
+		mustContain(t, strings.Join(podEvents(t, c, "always"), "\n"), "Pulled: Successfully pulled image")
+		mustContain(t, strings.Join(registry.Requests()[asked:], "\n"), "/v2/busybox/manifests/pulled")
+
 		// Never: an absent image is not pulled.
 		c.kubectl("run", "never", "--image="+registry.Host()+"/busybox:absent", "--image-pull-policy=Never", "--", "sleep", "inf")
 		eventually(t, 30*time.Second, func() error {
@@ -471,7 +484,7 @@ func TestKubelet(t *testing.T) {
 			return nil
 		})
 		mustNotContain(t, strings.Join(registry.Requests(), "\n"), "absent")
-		c.kubectl("delete", "pod", "pulled", "never", "--grace-period=1", "--timeout=60s")
+		c.kubectl("delete", "pod", "pulled", "present", "always", "never", "--grace-period=1", "--timeout=60s")
 	})
 
 	t.Run("deleted pod stops within its grace period", func(t *testing.T) {
