@@ -87,6 +87,8 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.IntVar(&cfg.HTTPSPort, "https-port", 6443, "API server HTTPS port")
 	fs.IntVar(&cfg.EtcdClientPort, "etcd-client-port", 2379, "embedded etcd client port")
 	fs.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 2380, "embedded etcd peer port")
+	fs.StringVar(&cfg.SystemReserved, "system-reserved", "", "resources kept for the system, subtracted from the node's allocatable (e.g. cpu=500m,memory=512Mi)")
+	fs.StringVar(&cfg.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests the kubelet runs and mirrors into the API")
 	fs.IntVar(&cfg.KubeletPort, "kubelet-port", 10250, "kubelet API port (logs, exec, attach, port-forward)")
 	fs.StringVar(&cfg.BindAddress, "bind-address", "0.0.0.0", "address the API server listens on")
 	fs.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "address other nodes and clients use (default: bind address, or 127.0.0.1)")

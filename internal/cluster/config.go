@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skiff-sh/skiff/internal/kubelet"
 )
 
 // Role names a node role.
@@ -73,6 +75,10 @@ type Config struct {
 	NodeMonitorGracePeriod time.Duration
 	// KubeletPort is where the kubelet serves its API (logs, exec, attach, port-forward).
 	KubeletPort int
+	// SystemReserved is subtracted from the node's capacity to give its allocatable ("cpu=500m,memory=512Mi").
+	SystemReserved string
+	// PodManifestPath holds static pod manifests the kubelet runs (and mirrors into the API).
+	PodManifestPath string
 	// ContainerRuntimeEndpoint is an existing CRI socket for the kubelet; empty means skiff starts and
 	// supervises its own containerd under the data dir.
 	ContainerRuntimeEndpoint string
@@ -164,6 +170,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HasRole(RoleWorker) && !c.HasRole(RoleControlPlane) {
 		errs = append(errs, errors.New("a worker-only node is not available yet (joining a cluster is a later issue); run it with the controlplane role"))
+	}
+	if _, err := kubelet.ParseSystemReserved(c.SystemReserved); err != nil {
+		errs = append(errs, fmt.Errorf("--system-reserved: %w", err))
 	}
 	if c.HasRole(RoleEtcd) && len(c.EtcdServers) > 0 {
 		errs = append(errs, errors.New("--etcd-servers names an external etcd: drop the etcd role or the flag"))

@@ -62,12 +62,18 @@ func runWorker(ctx context.Context, cfg *Config, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("cluster CIDR: %w", err)
 	}
+	reserved, err := kubelet.ParseSystemReserved(cfg.SystemReserved)
+	if err != nil {
+		return fmt.Errorf("--system-reserved: %w", err)
+	}
 	kcfg := kubelet.Config{
-		NodeName: cfg.NodeName,
-		Roles:    kubeletRoles(cfg.Roles),
-		DataDir:  filepath.Join(cfg.DataDir, "kubelet"),
-		PodCIDRs: []string{podCIDR},
-		Port:     int32(cfg.KubeletPort),
+		SystemReserved:  reserved,
+		PodManifestPath: cfg.PodManifestPath,
+		NodeName:        cfg.NodeName,
+		Roles:           kubeletRoles(cfg.Roles),
+		DataDir:         filepath.Join(cfg.DataDir, "kubelet"),
+		PodCIDRs:        []string{podCIDR},
+		Port:            int32(cfg.KubeletPort),
 	}
 	if ip := net.ParseIP(cfg.AdvertiseAddress); ip != nil {
 		// The node is reached where the kubelet listens: a loopback-only node says so.
