@@ -1,0 +1,84 @@
+package cluster
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseRoles(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    string
+		wantErr string
+	}{
+		{in: "etcd,controlplane,worker", want: "etcd,controlplane,worker"},
+		{in: " worker , etcd,worker", want: "worker,etcd"},
+		{in: "etcd,master", wantErr: `unknown role "master"`},
+		{in: ",", wantErr: "at least one role"},
+	}
+	for _, tt := range tests {
+		roles, err := ParseRoles(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("ParseRoles(%q) error %v, want %q", tt.in, err, tt.wantErr)
+			}
+			continue
+		}
+		var got []string
+		for _, r := range roles {
+			got = append(got, string(r))
+		}
+		if err != nil || strings.Join(got, ",") != tt.want {
+			t.Errorf("ParseRoles(%q) = %v, %v; want %s", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     Config
+		wantErr string
+	}{
+		{name: "defaults are a whole single node", cfg: Config{DataDir: "/tmp/x"}},
+		{name: "control plane on external etcd", cfg: Config{DataDir: "/tmp/x", Roles: []Role{RoleControlPlane}, EtcdServers: []string{"http://127.0.0.1:2379"}}},
+		{name: "control plane needs etcd", cfg: Config{DataDir: "/tmp/x", Roles: []Role{RoleControlPlane}}, wantErr: "needs --etcd-servers"},
+		{name: "embedded and external etcd", cfg: Config{DataDir: "/tmp/x", EtcdServers: []string{"http://e:2379"}}, wantErr: "drop the etcd role or the flag"},
+		{name: "worker-only needs joining", cfg: Config{DataDir: "/tmp/x", Roles: []Role{RoleWorker}}, wantErr: "worker-only node is not available yet"},
+		{name: "bad port", cfg: Config{DataDir: "/tmp/x", HTTPSPort: 70000}, wantErr: "--https-port 70000 is out of range"},
+		{name: "bad bind address", cfg: Config{DataDir: "/tmp/x", BindAddress: "localhost"}, wantErr: "is not an IP address"},
+		{name: "bad service CIDR", cfg: Config{DataDir: "/tmp/x", ServiceCIDR: "10.0.0.0"}, wantErr: "service CIDR"},
+		{name: "bad encoding", cfg: Config{DataDir: "/tmp/x", StorageEncoding: "xml"}, wantErr: "want protobuf or json"},
+		{name: "bad reservation", cfg: Config{DataDir: "/tmp/x", SystemReserved: "cpu=lots"}, wantErr: "--system-reserved"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := tt.cfg
+			cfg.Default()
+			err := cfg.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestFirstAddresses(t *testing.T) {
+	ip, err := firstServiceIP("10.43.0.0/16")
+	if err != nil || ip.String() != "10.43.0.1" {
+		t.Fatalf("firstServiceIP = %v, %v", ip, err)
+	}
+	cidr, err := firstPodCIDR("10.42.0.0/16")
+	if err != nil || cidr != "10.42.0.0/24" {
+		t.Fatalf("firstPodCIDR = %v, %v", cidr, err)
+	}
+	if got := kubeletRoles([]Role{RoleEtcd, RoleControlPlane, RoleWorker}); strings.Join(got, ",") != "etcd,control-plane,worker" {
+		t.Fatalf("kubeletRoles = %v", got)
+	}
+}
