@@ -233,3 +233,19 @@ func unprocessable(msg string) error {
 		Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity, Reason: metav1.StatusReasonInvalid, Message: msg,
 	}}
 }
+
+// readWrite reads what every write request starts with, its options and its body, answering the
+// client itself when either is bad.
+func (h *resourceHandler) readWrite(w http.ResponseWriter, r *http.Request) (writeOptions, []byte, bool) {
+	opts, err := parseWriteOptions(r)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return opts, nil, false
+	}
+	body, err := readBody(r)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return opts, nil, false
+	}
+	return opts, body, true
+}

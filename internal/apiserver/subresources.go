@@ -84,14 +84,8 @@ func (h *resourceHandler) serveScale(w http.ResponseWriter, r *http.Request, inf
 		}
 		writeScale(http.StatusOK, obj)
 	case "update", "patch":
-		opts, err := parseWriteOptions(r)
-		if err != nil {
-			h.s.writeError(w, r, err)
-			return
-		}
-		body, err := readBody(r)
-		if err != nil {
-			h.s.writeError(w, r, err)
+		opts, body, ok := h.readWrite(w, r)
+		if !ok {
 			return
 		}
 		uc := &updateContext{subresource: "scale", opts: opts}
@@ -170,14 +164,8 @@ func servePodBinding(h *resourceHandler, w http.ResponseWriter, r *http.Request,
 		h.s.writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "pods/binding"}, info.Verb))
 		return
 	}
-	opts, err := parseWriteOptions(r)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	body, err := readBody(r)
-	if err != nil {
-		h.s.writeError(w, r, err)
+	opts, body, ok := h.readWrite(w, r)
+	if !ok {
 		return
 	}
 	binding := &corev1.Binding{}
@@ -199,7 +187,7 @@ func servePodBinding(h *resourceHandler, w http.ResponseWriter, r *http.Request,
 			field.ErrorList{field.NotSupported(field.NewPath("target", "kind"), binding.Target.Kind, []string{"Node", "<empty>"})}))
 		return
 	}
-	_, err = h.guaranteedUpdate(r.Context(), info.Namespace, info.Name, opts.dryRun, false, func(current runtime.Object) (runtime.Object, error) {
+	_, err := h.guaranteedUpdate(r.Context(), info.Namespace, info.Name, opts.dryRun, false, func(current runtime.Object) (runtime.Object, error) {
 		pod, ok := current.DeepCopyObject().(*corev1.Pod)
 		if !ok {
 			return nil, fmt.Errorf("binding: stored object is %T", current)
@@ -358,14 +346,8 @@ func serveNamespaceFinalize(h *resourceHandler, w http.ResponseWriter, r *http.R
 		h.s.writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "namespaces/finalize"}, info.Verb))
 		return
 	}
-	opts, err := parseWriteOptions(r)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	body, err := readBody(r)
-	if err != nil {
-		h.s.writeError(w, r, err)
+	opts, body, ok := h.readWrite(w, r)
+	if !ok {
 		return
 	}
 	obj, _, err := h.decodeObject(body, r.Header.Get("Content-Type"), "Ignore")

@@ -30,14 +30,8 @@ func (h *resourceHandler) invalid(name string, errs field.ErrorList) error {
 }
 
 func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
-	opts, err := parseWriteOptions(r)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	body, err := readBody(r)
-	if err != nil {
-		h.s.writeError(w, r, err)
+	opts, body, ok := h.readWrite(w, r)
+	if !ok {
 		return
 	}
 	obj, warnings, err := h.decodeObject(body, r.Header.Get("Content-Type"), opts.fieldValidation)
@@ -276,14 +270,8 @@ func (h *resourceHandler) guaranteedUpdate(ctx context.Context, namespace, name 
 }
 
 func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, info *RequestInfo, subresource string) {
-	opts, err := parseWriteOptions(r)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	body, err := readBody(r)
-	if err != nil {
-		h.s.writeError(w, r, err)
+	opts, body, ok := h.readWrite(w, r)
+	if !ok {
 		return
 	}
 	obj, warnings, err := h.decodeObject(body, r.Header.Get("Content-Type"), opts.fieldValidation)
