@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -19,6 +22,14 @@ import (
 // way say nothing about the API server: the fake client serializes every
 // call under one lock.
 func fakeCluster(tb testing.TB) *fake.Clientset {
+	cs, start := heldFakeCluster(tb)
+	start()
+	return cs
+}
+
+// heldFakeCluster is fakeCluster with the scheduler's caches synced but its
+// loop not started until start is called.
+func heldFakeCluster(tb testing.TB) (*fake.Clientset, func()) {
 	tb.Helper()
 	cs := fake.NewSimpleClientset() //nolint:staticcheck // the managed-fields tracker is too slow for thousands of objects
 	hub := st.InstallBufferedWatches(cs)
@@ -32,14 +43,49 @@ func fakeCluster(tb testing.TB) *fake.Clientset {
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	done := make(chan struct{})
-	go func() { s.Run(ctx); close(done) }()
+	var once sync.Once
+	start := func() { once.Do(func() { go func() { s.Run(ctx); close(done) }() }) }
 	tb.Cleanup(func() {
 		cancel()
+		start() // Run returns at once on a cancelled context
 		<-done
 		s.Shutdown()
 		factory.Shutdown()
 	})
-	return cs
+	return cs, start
+}
+
+// With Release, every pod is pending before the scheduler starts, and the
+// figures count from the release.
+func TestRunBenchmarkRelease(t *testing.T) {
+	cs, start := heldFakeCluster(t)
+	released := false
+	r, err := RunBenchmark(context.Background(), cs, Options{Nodes: 50, Pods: 300, KeepObjects: true, Release: func(context.Context) error {
+		pods, err := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				t.Errorf("pod %s bound before release", p.Name)
+			}
+		}
+		if len(pods.Items) != 300 {
+			t.Errorf("%d pods exist at release, want 300", len(pods.Items))
+		}
+		released = true
+		start()
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !released || !r.Released || r.PodsPerSecond <= 0 || r.P99 < r.P50 || len(st.Bindings(cs)) != 300 {
+		t.Fatalf("implausible result %+v (released %v)", r, released)
+	}
+	if !strings.Contains(r.String(), "all pending before scheduling began") {
+		t.Errorf("report %q does not say the pods were pending up front", r)
+	}
 }
 
 func TestRunBenchmarkFakeClientset(t *testing.T) {

@@ -4,7 +4,11 @@
 // since 5,000 nodes exhaust the default /16 cluster CIDR and it would retry them), then for each
 // scenario creates fake nodes (Node objects with capacity and Ready=True, no kubelet) and every
 // pending pod up front, and reports the time until all are bound (pods/s) and the p50/p99 time
-// from a pod's creation to its binding, as seen by a watch.
+// to binding, as seen by a watch. By default (--hold) the benchmark holds the scheduler's leader
+// Lease while it creates the pods, so all are pending when skiff's scheduler takes the Lease back
+// and the clock starts: the figures are then the scheduler's (with its API writes), not the rate
+// at which this machine's API server accepts pod creations. --hold=false streams pods in while
+// the scheduler runs and times from each pod's creation.
 //
 //	go build -o bin/skiff ./cmd/skiff && go run ./test/bench/cmd/schedbench --skiff bin/skiff
 //
@@ -30,7 +34,11 @@ import (
 	"syscall"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	schedbench "github.com/skiff-sh/skiff/internal/scheduler/bench"
 	"github.com/skiff-sh/skiff/test/bench"
@@ -59,7 +67,9 @@ type options struct {
 	serverLog  string
 	serverArgs []string
 	cpuProfile string
+	profileAt  time.Duration
 	label      string
+	hold       bool
 }
 
 func parseScenarios(s string) ([]scenario, error) {
@@ -94,6 +104,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.serverLog, "server-log", "", "file for skiff's log (default: discarded)")
 	serverArgs := fs.String("server-args", "--controllers=*,-nodelifecycle,-nodeipam", "extra arguments for skiff server, space-separated")
 	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile of the server (API server and scheduler, one process) during the first scenario's scheduling to this file")
+	fs.DurationVar(&o.profileAt, "cpu-profile-after", 0, "start the 30s CPU profile this long after the first scenario starts (skip node creation)")
+	fs.BoolVar(&o.hold, "hold", true, "keep skiff's scheduler from binding (by holding its leader Lease) until every pod exists, so the figures are the scheduler's and not the pod creation rate; false measures with pods streaming in")
 	fs.StringVar(&o.label, "label", "", "a note printed with the figures")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -162,12 +174,20 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "%s: %d nodes, %d pods ...\n", sc.workload, sc.nodes, o.pods)
 		var stopProfile func() error
 		if i == 0 && o.cpuProfile != "" {
-			stopProfile = startServerProfile(ctx, client, o.cpuProfile, stderr)
+			stopProfile = startServerProfile(ctx, client, o.cpuProfile, o.profileAt, stderr)
+		}
+		opts := schedbench.Options{
+			Nodes: sc.nodes, Pods: o.pods, Workload: sc.workload, Namespace: "schedbench", Workers: o.workers, Timeout: o.timeout,
+		}
+		if o.hold {
+			fmt.Fprintln(stderr, "holding the scheduler's Lease until all pods exist ...")
+			if err := holdScheduler(ctx, client); err != nil {
+				return err
+			}
+			opts.Release = func(ctx context.Context) error { return releaseScheduler(ctx, client) }
 		}
 		cpuBefore, _ := srv.CPUTime()
-		res, err := schedbench.RunBenchmark(ctx, client, schedbench.Options{
-			Nodes: sc.nodes, Pods: o.pods, Workload: sc.workload, Namespace: "schedbench", Workers: o.workers, Timeout: o.timeout,
-		})
+		res, err := schedbench.RunBenchmark(ctx, client, opts)
 		cpuAfter, _ := srv.CPUTime()
 		if stopProfile != nil {
 			if perr := stopProfile(); perr != nil {
@@ -186,9 +206,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 // startServerProfile collects a 30 s CPU profile of the skiff process through the API server's
 // /debug/pprof/profile (the scheduler runs in the same process) and returns a function that waits
 // for it and writes it out.
-func startServerProfile(ctx context.Context, client kubernetes.Interface, path string, stderr io.Writer) func() error {
+func startServerProfile(ctx context.Context, client kubernetes.Interface, path string, after time.Duration, stderr io.Writer) func() error {
 	done := make(chan error, 1)
 	go func() {
+		select {
+		case <-time.After(after):
+		case <-ctx.Done():
+			done <- ctx.Err()
+			return
+		}
 		body, err := client.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "30").Timeout(2 * time.Minute).DoRaw(ctx)
 		if err != nil {
 			done <- fmt.Errorf("fetch profile: %w", err)
@@ -196,8 +222,73 @@ func startServerProfile(ctx context.Context, client kubernetes.Interface, path s
 		}
 		done <- os.WriteFile(path, body, 0o644)
 	}()
-	fmt.Fprintln(stderr, "profiling the server for 30s into", path)
+	fmt.Fprintln(stderr, "profiling the server for 30s, starting in", after, "into", path)
 	return func() error { return <-done }
+}
+
+// The scheduler's leader Lease, as skiff's defaults name it, and who holds it while pods are made.
+const (
+	leaseNamespace = "kube-system"
+	leaseName      = "kube-scheduler"
+	holdIdentity   = "schedbench-hold"
+	// schedulerRenewDeadline is skiff's (Kubernetes') default: a leader that cannot renew for this
+	// long stops scheduling.
+	schedulerRenewDeadline = 10 * time.Second
+)
+
+// holdScheduler takes the scheduler's Lease for an hour. skiff's scheduler keeps its informers
+// and queue but, unable to renew, stops binding within its renew deadline; this waits that out.
+func holdScheduler(ctx context.Context, client kubernetes.Interface) error {
+	leases := client.CoordinationV1().Leases(leaseNamespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		now := metav1.NewMicroTime(time.Now())
+		hour := int32(3600)
+		holder := holdIdentity
+		l, err := leases.Get(ctx, leaseName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: leaseNamespace},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &hour, AcquireTime: &now, RenewTime: &now}}, metav1.CreateOptions{})
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.AcquireTime, l.Spec.RenewTime = &holder, &hour, &now, &now
+		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("hold the scheduler Lease: %w", err)
+	}
+	select {
+	case <-time.After(schedulerRenewDeadline + 2*time.Second):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// releaseScheduler deletes the held Lease and returns once skiff's scheduler has taken it (it
+// campaigns every retry period), so the measurement starts when scheduling can.
+func releaseScheduler(ctx context.Context, client kubernetes.Interface) error {
+	leases := client.CoordinationV1().Leases(leaseNamespace)
+	if err := leases.Delete(ctx, leaseName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("release the scheduler Lease: %w", err)
+	}
+	for {
+		l, err := leases.Get(ctx, leaseName, metav1.GetOptions{})
+		if err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != holdIdentity {
+			return nil
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("wait for the scheduler to take its Lease: %w", err)
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func loadAverage() string {
