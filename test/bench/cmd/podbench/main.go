@@ -211,12 +211,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 	if o.sequential > 0 {
 		fmt.Fprintf(stderr, "creating %d pods one after another ...\n", o.sequential)
+		before := nodeCPU(dataDir)
 		for i := range o.sequential {
 			lat, err := startPods(ctx, client, fmt.Sprintf("seq%03d", i), 1, 1, o.timeout)
 			if err != nil {
 				return err
 			}
 			report.sequential.add(lat)
+		}
+		for kind, used := range nodeCPU(dataDir) {
+			report.sequentialCPU += used - before[kind]
 		}
 		if err := deletePods(ctx, client, o.timeout); err != nil {
 			return err

@@ -190,6 +190,7 @@ type report struct {
 	burstWall, deleteWall  time.Duration
 	burstCPU               time.Duration
 	burstCPUByKind         map[string]time.Duration
+	sequentialCPU          time.Duration
 	// machineBusy and machineTotal are all CPUs' busy and elapsed time during the burst.
 	machineBusy, machineTotal time.Duration
 	steady                    nodeSample
@@ -230,6 +231,9 @@ func (r report) write(w io.Writer) {
 		r.pods, r.burstWall.Round(10*time.Millisecond), r.burstCPU.Round(10*time.Millisecond), (r.burstCPU / time.Duration(r.pods)).Round(time.Millisecond), r.deleteWall.Round(10*time.Millisecond))
 	fmt.Fprintf(w, "Of that: skiff %s (API server, etcd, controllers, scheduler, kubelet), containerd with the CNI plugins %s, shims with runc %s.\n",
 		r.burstCPUByKind["skiff"].Round(10*time.Millisecond), r.burstCPUByKind["containerd"].Round(10*time.Millisecond), r.burstCPUByKind["shim"].Round(10*time.Millisecond))
+	if n := len(r.sequential.running); n > 0 {
+		fmt.Fprintf(w, "One after another, the node used %s of CPU per pod.\n", (r.sequentialCPU / time.Duration(n)).Round(time.Millisecond))
+	}
 	fmt.Fprintf(w, "During the burst the machine's CPUs were %.0f%% busy (everything running on it), the node's share of the machine's CPU time was %.0f%%.\n",
 		100*float64(r.machineBusy)/float64(max(r.machineTotal, 1)), 100*float64(r.burstCPU)/float64(max(r.machineTotal, 1)))
 	fmt.Fprintln(w)
