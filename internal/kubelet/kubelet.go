@@ -345,6 +345,13 @@ func (k *Kubelet) podSeen(obj any) {
 		return
 	}
 	k.mu.Lock()
+	if entry, ok := k.pods[pod.UID]; ok && entry.deleted && pod.DeletionTimestamp != nil {
+		// A late update of a terminating pod whose object the kubelet has
+		// deleted: it must not start the termination over.
+		entry.pod = pod
+		k.mu.Unlock()
+		return
+	}
 	k.pods[pod.UID] = &podEntry{pod: pod}
 	k.mu.Unlock()
 	k.enqueue(pod.UID)

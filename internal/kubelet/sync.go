@@ -589,23 +589,29 @@ func (k *Kubelet) killPod(ctx context.Context, pod *corev1.Pod, state *podRuntim
 
 // removePod removes the pod's sandboxes (and with them its containers) and
 // its directories.
+// Its containers are stopped already; its volumes go first, so that a
+// sandbox removal that fails (the kubelet shutting down, the runtime gone)
+// leaves no mounts behind.
 func (k *Kubelet) removePod(ctx context.Context, pod *corev1.Pod, uid types.UID, state *podRuntimeState) error {
-	for _, s := range state.sandboxes {
-		if err := k.runtime.RemovePodSandbox(ctx, s.Id); err != nil && !cri.IsNotFound(err) {
-			return err
-		}
-	}
 	k.teardownVolumes(string(uid))
 	_ = os.RemoveAll(k.podDataDir(uid))
 	if pod != nil {
 		_ = os.RemoveAll(k.podLogDir(pod))
 	}
+	for _, s := range state.sandboxes {
+		if err := k.runtime.RemovePodSandbox(ctx, s.Id); err != nil && !cri.IsNotFound(err) {
+			return err
+		}
+	}
 	return nil
 }
 
 // terminatePod runs a deleted pod's graceful termination: stop its
-// containers within the grace period, write the final status, then delete
-// the pod object for good (grace period 0, guarded by its UID).
+// containers within the grace period, write the final status, reclaim its
+// sandbox and volumes, then delete the pod object for good (grace period 0,
+// guarded by its UID). As in Kubernetes, the object goes only once nothing
+// of the pod is left on the node, so a client that saw it go may stop the
+// node at once.
 func (k *Kubelet) terminatePod(ctx context.Context, pod *corev1.Pod, state *podRuntimeState) syncResult {
 	k.prober.removePod(pod.UID)
 	if err := k.killPod(ctx, pod, state, gracePeriod(pod)); err != nil {
@@ -615,7 +621,14 @@ func (k *Kubelet) terminatePod(ctx context.Context, pod *corev1.Pod, state *podR
 	if err != nil {
 		return syncResult{err: err}
 	}
-	if err := k.writeStatus(ctx, pod, fresh, nil, true); err != nil && !apierrors.IsNotFound(err) {
+	// An empty runtime state is a retry after the pod was reclaimed: its final
+	// status is written already, and computing it again would lose it.
+	if len(fresh.sandboxes) > 0 || len(fresh.containers) > 0 {
+		if err := k.writeStatus(ctx, pod, fresh, nil, true); err != nil && !apierrors.IsNotFound(err) {
+			return syncResult{err: err}
+		}
+	}
+	if err := k.removePod(ctx, pod, pod.UID, fresh); err != nil {
 		return syncResult{err: err}
 	}
 	err = k.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
@@ -625,9 +638,13 @@ func (k *Kubelet) terminatePod(ctx context.Context, pod *corev1.Pod, state *podR
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return syncResult{err: fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)}
 	}
-	if err := k.removePod(ctx, pod, pod.UID, fresh); err != nil {
-		return syncResult{err: err}
+	// The object is gone: the sync its delete event brings finishes the
+	// worker, and no late update may start the termination over.
+	k.mu.Lock()
+	if entry, ok := k.pods[pod.UID]; ok {
+		entry.deleted = true
 	}
+	k.mu.Unlock()
 	return syncResult{}
 }
 
