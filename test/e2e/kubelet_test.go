@@ -238,6 +238,9 @@ func TestKubelet(t *testing.T) {
 			if leftovers := processesMentioning(dataDir); len(leftovers) > 0 {
 				t.Errorf("processes of the node outlived the test:\n%s", strings.Join(leftovers, "\n"))
 			}
+			if mounts, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mounts), dataDir) {
+				t.Errorf("mounts of the node outlived the test:\n%s", lineWith(string(mounts), dataDir))
+			}
 		}
 	})
 	c := newWorkerCluster(t)
