@@ -87,7 +87,7 @@ func TestGenerateName(t *testing.T) {
 	for _, tt := range tests {
 		seen := map[string]bool{}
 		for range 20 {
-			got := generateName(tt.base)
+			got := generateName(tt.base, randomNameSuffix)
 			if !strings.HasPrefix(got, tt.wantPrefix) || len(got) != len(tt.wantPrefix)+5 {
 				t.Fatalf("generateName(%q) = %q, want %q + 5 random characters", tt.base, got, tt.wantPrefix)
 			}

@@ -95,6 +95,9 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 
+	// nameSuffix makes generated names' random part (a seam for tests of name collisions).
+	nameSuffix func() string
+
 	// services allocates cluster IPs and node ports (nil when no service range is configured).
 	services *serviceAllocator
 
@@ -133,8 +136,9 @@ func New(cfg Config) (*Server, error) {
 		strict:   serializer.NewCodecFactory(cfg.Scheme, serializer.EnableStrict),
 		clock:    cfg.Clock,
 		log:      cfg.Logger,
-		handlers: map[schema.GroupVersionResource]*resourceHandler{},
-		byKind:   map[schema.GroupVersionKind]*resourceHandler{},
+		handlers:   map[schema.GroupVersionResource]*resourceHandler{},
+		byKind:     map[schema.GroupVersionKind]*resourceHandler{},
+		nameSuffix: randomNameSuffix,
 	}
 	m, err := newMetrics(cfg.Registry)
 	if err != nil {

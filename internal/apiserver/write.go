@@ -93,7 +93,7 @@ func (h *resourceHandler) prepareCreate(ctx context.Context, obj runtime.Object,
 		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
 	}
 	if m.GetName() == "" && m.GetGenerateName() != "" {
-		m.SetName(generateName(m.GetGenerateName()))
+		m.SetName(generateName(m.GetGenerateName(), h.s.nameSuffix))
 	}
 	m.SetUID(newUID())
 	m.SetCreationTimestamp(metav1.NewTime(h.s.clock.Now().Truncate(1e9)))
@@ -118,7 +118,27 @@ func (h *resourceHandler) prepareCreate(ctx context.Context, obj runtime.Object,
 	return obj, h.s.validateAdmission(ctx, attrs)
 }
 
+// generateNameAttempts is how often a create whose generated name is taken is tried with a new
+// one, as Kubernetes retries (five random characters collide within a few thousand objects).
+const generateNameAttempts = 8
+
 func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, opts writeOptions) (runtime.Object, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if m.GetName() != "" || m.GetGenerateName() == "" {
+		return h.createOnce(ctx, obj, opts)
+	}
+	for attempt := 1; ; attempt++ {
+		out, err := h.createOnce(ctx, obj.DeepCopyObject(), opts)
+		if !apierrors.IsAlreadyExists(err) || attempt == generateNameAttempts {
+			return out, err
+		}
+	}
+}
+
+func (h *resourceHandler) createOnce(ctx context.Context, obj runtime.Object, opts writeOptions) (runtime.Object, error) {
 	obj, err := h.prepareCreate(ctx, obj, opts, true)
 	if err != nil {
 		return nil, err
@@ -355,14 +375,20 @@ func (h *resourceHandler) finishIfFinalized(ctx context.Context, obj runtime.Obj
 	}
 }
 
-// generateName appends Kubernetes' five random characters to a generateName prefix, trimming the
-// prefix so the result stays within 63 characters.
-func generateName(base string) string {
-	const maxNameLength, randomLength = 63, 5
-	if len(base) > maxNameLength-randomLength {
-		base = base[:maxNameLength-randomLength]
+// nameSuffixLength is how many random characters generateName appends, as Kubernetes does.
+const nameSuffixLength = 5
+
+// randomNameSuffix is Kubernetes' generated-name suffix.
+func randomNameSuffix() string { return utilrand.String(nameSuffixLength) }
+
+// generateName appends a suffix to a generateName prefix, trimming the prefix so the result stays
+// within 63 characters.
+func generateName(base string, suffix func() string) string {
+	const maxNameLength = 63
+	if len(base) > maxNameLength-nameSuffixLength {
+		base = base[:maxNameLength-nameSuffixLength]
 	}
-	return base + utilrand.String(randomLength)
+	return base + suffix()
 }
 
 func newUID() types.UID { return types.UID(uuid.NewString()) }
