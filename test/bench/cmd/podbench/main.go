@@ -18,11 +18,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -73,7 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.sequential, "sequential", 30, "pods created one after another, each after the previous one runs (0 skips)")
 	fs.DurationVar(&o.sampleFor, "sample", 10*time.Second, "how long to sample CPU with the pods running")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long all pods may take to run")
-	fs.StringVar(&o.serverLog, "server-log", "", "file for skiff's log (default: discarded)")
+	fs.StringVar(&o.serverLog, "server-log", "", "file for skiff's log (default: the data dir's name + .log in /tmp)")
 	fs.StringVar(&o.label, "label", "", "a note printed with the figures")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -117,29 +119,42 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dataDir)
-	var serverLog io.Writer
-	if o.serverLog != "" {
-		f, err := os.Create(o.serverLog)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		serverLog = f
+	logPath := o.serverLog
+	if logPath == "" {
+		logPath = dataDir + ".log"
 	}
-
-	fmt.Fprintln(stderr, "starting", o.binary, "with every role ...")
-	srv, err := bench.StartServer(ctx, bench.ServerOptions{Binary: o.binary, DataDir: dataDir, Log: serverLog,
-		ExtraArgs: []string{"--roles", "etcd,controlplane,worker"}})
+	logFile, err := os.Create(logPath)
 	if err != nil {
 		return err
 	}
+	defer logFile.Close()
+	succeeded := false
 	defer func() {
-		srv.Stop()
-		if left := processesMentioning(dataDir); len(left) > 0 {
-			fmt.Fprintf(stderr, "WARNING: processes of the node outlived it:\n%s\n", strings.Join(left, "\n"))
+		if succeeded && o.serverLog == "" {
+			os.Remove(logPath)
+		} else if !succeeded {
+			fmt.Fprintln(stderr, "skiff's log:", logPath)
 		}
 	}()
+	// Fixed ports (the last of a repeated flag wins), so that skiff can be started again on the
+	// same data dir if it dies, to remove the pods it left.
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	opts := bench.ServerOptions{Binary: o.binary, DataDir: dataDir, Log: logFile, ExtraArgs: []string{
+		"--roles", "etcd,controlplane,worker", "--https-port", strconv.Itoa(ports[0]),
+		"--etcd-client-port", strconv.Itoa(ports[1]), "--etcd-peer-port", strconv.Itoa(ports[2]),
+	}}
+
+	fmt.Fprintln(stderr, "starting", o.binary, "with every role; its log:", logPath)
+	srv, err := bench.StartServer(ctx, opts)
+	if err != nil {
+		os.RemoveAll(dataDir)
+		return err
+	}
+	// Pods go before skiff stops, so no container outlives the benchmark.
+	defer func() { cleanUp(context.WithoutCancel(ctx), srv, opts, stderr) }()
 	cfg, err := srv.RESTConfig()
 	if err != nil {
 		return err
@@ -148,8 +163,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// Pods go before skiff stops, so no container outlives the benchmark.
-	defer deleteAllPods(context.WithoutCancel(ctx), client, stderr)
 
 	if err := waitNodeReady(ctx, client, 2*time.Minute); err != nil {
 		return err
@@ -227,6 +240,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	report.write(stdout)
+	succeeded = true
 	return nil
 }
 
@@ -372,14 +386,46 @@ func deletePods(ctx context.Context, client kubernetes.Interface, timeout time.D
 	return fmt.Errorf("pods still present %s after deleting them", timeout)
 }
 
-// deleteAllPods is the exit path's cleanup: every pod in every namespace, best effort.
-func deleteAllPods(ctx context.Context, client kubernetes.Interface, stderr io.Writer) {
+// cleanUp is the exit path: every pod deleted (the kubelet reclaims each before its object
+// goes), skiff stopped, and the data dir removed only when nothing of the node runs any more. A
+// skiff that died is started again on the same data dir and ports to remove its pods.
+func cleanUp(ctx context.Context, srv *bench.Server, opts bench.ServerOptions, stderr io.Writer) {
+	if err := deleteAllPods(ctx, srv); err != nil {
+		fmt.Fprintln(stderr, "cleanup:", err, "- starting skiff again to remove the pods")
+		srv.Stop()
+		again, err := bench.StartServer(ctx, opts)
+		if err != nil {
+			fmt.Fprintln(stderr, "cleanup: start skiff again:", err)
+		} else {
+			srv = again
+			if err := deleteAllPods(ctx, srv); err != nil {
+				fmt.Fprintln(stderr, "cleanup:", err)
+			}
+		}
+	}
+	srv.Stop()
+	if left := processesMentioning(opts.DataDir); len(left) > 0 {
+		fmt.Fprintf(stderr, "WARNING: processes of the node outlived it; keeping %s:\n%s\n", opts.DataDir, strings.Join(left, "\n"))
+		return
+	}
+	os.RemoveAll(opts.DataDir)
+}
+
+// deleteAllPods deletes every pod in every namespace and waits until they are gone.
+func deleteAllPods(ctx context.Context, srv *bench.Server) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	cfg, err := srv.RESTConfig()
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
 	namespaces, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		fmt.Fprintln(stderr, "cleanup: list namespaces:", err)
-		return
+		return fmt.Errorf("list namespaces: %w", err)
 	}
 	for _, ns := range namespaces.Items {
 		_ = client.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](1)}, metav1.ListOptions{})
@@ -387,11 +433,25 @@ func deleteAllPods(ctx context.Context, client kubernetes.Interface, stderr io.W
 	for ctx.Err() == nil {
 		pods, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 		if err == nil && len(pods.Items) == 0 {
-			return
+			return nil
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	fmt.Fprintln(stderr, "cleanup: pods still present after 2 minutes")
+	return errors.New("pods still present after 2 minutes")
+}
+
+// freePorts reserves n distinct loopback ports by listening on them together, then releases them.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
 
 func waitNodeReady(ctx context.Context, client kubernetes.Interface, timeout time.Duration) error {
