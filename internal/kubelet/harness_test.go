@@ -103,7 +103,7 @@ func (h *harness) start() {
 	h.t.Cleanup(h.stop)
 	select {
 	case <-k.Ready():
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		h.t.Fatal("kubelet not ready")
 	}
 	// The lease, node status, relist and housekeeping loops wait on the
@@ -120,7 +120,7 @@ func (h *harness) stop() {
 // so tests wait for its effects instead of sleeping a fixed time.
 func (h *harness) eventually(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			h.t.Fatalf("timed out waiting for %s", what)
@@ -158,7 +158,7 @@ func (h *harness) create(pod *corev1.Pod) *corev1.Pod {
 func (h *harness) waitPod(namespace, name, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	h.t.Helper()
 	var last *corev1.Pod
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		last = h.pod(namespace, name)
 		if last != nil && cond(last) {
