@@ -402,6 +402,32 @@ func TestControllersThroughTheAPI(t *testing.T) {
 	})
 	mustContain(t, c.kubectl("get", "rs", "-l", "app=app"), "3         3")
 	mustContain(t, c.kubectl("get", "lease", "-n", "kube-system"), "kube-controller-manager")
+
+	// A claim is bound to the smallest fitting volume of its class.
+	c.stdin(`apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-big}
+spec: {capacity: {storage: 5Gi}, accessModes: [ReadWriteOnce], storageClassName: local, hostPath: {path: /tmp/pv-big}}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-small}
+spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], storageClassName: local, hostPath: {path: /tmp/pv-small}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec: {accessModes: [ReadWriteOnce], storageClassName: local, resources: {requests: {storage: 500Mi}}}
+`, "apply", "-f", "-")
+	eventually(t, 30*time.Second, func() error {
+		got := c.kubectl("get", "pvc", "data", "-o", "jsonpath={.status.phase} {.spec.volumeName}")
+		if got != "Bound pv-small" {
+			return errString("claim: " + got)
+		}
+		return nil
+	})
+	mustContain(t, c.kubectl("get", "pv", "pv-small"), "Bound", "default/data")
+	mustContain(t, c.kubectl("get", "pv", "pv-big"), "Available")
 }
 
 // TestWritesSurviveCrash kills skiff with SIGKILL in the middle of a write load and checks that every

@@ -29,13 +29,15 @@ const (
 	Disruption       = "disruption"
 	// RootCACertPublisher keeps kube-root-ca.crt in every namespace.
 	RootCACertPublisher = "root-ca-cert-publisher"
+	// PersistentVolumeBinder binds claims to statically provisioned volumes.
+	PersistentVolumeBinder = "persistentvolume-binder"
 )
 
 // KnownControllers lists every controller name --controllers accepts.
 func KnownControllers() []string {
 	return []string{ReplicaSet, Deployment, DaemonSet, StatefulSet, Job, CronJob, GarbageCollector, Namespace,
 		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption,
-		RootCACertPublisher}
+		RootCACertPublisher, PersistentVolumeBinder}
 }
 
 // ParseControllers turns --controllers values into the set of enabled

@@ -18,6 +18,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/nodeipam"
 	"github.com/skiff-sh/skiff/internal/controller/nodelifecycle"
 	"github.com/skiff-sh/skiff/internal/controller/podgc"
+	"github.com/skiff-sh/skiff/internal/controller/pvbinder"
 	"github.com/skiff-sh/skiff/internal/controller/replicaset"
 	"github.com/skiff-sh/skiff/internal/controller/resourcequota"
 	"github.com/skiff-sh/skiff/internal/controller/rootcacertpublisher"
@@ -29,16 +30,17 @@ import (
 // constructors maps each implemented controller to its constructor.
 func constructors() map[string]constructor {
 	return map[string]constructor{
-		ReplicaSet:       func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return replicaset.New(deps) },
-		Deployment:       func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return deployment.New(deps) },
-		DaemonSet:        func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return daemonset.New(deps) },
-		StatefulSet:      func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return statefulset.New(deps) },
-		Disruption:       func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return disruption.New(deps) },
-		ResourceQuota:    func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return resourcequota.New(deps) },
-		Job:              func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return job.New(deps) },
-		CronJob:          func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return cronjob.New(deps) },
-		TTLAfterFinished: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return ttlafterfinished.New(deps) },
-		ServiceAccount:   func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return serviceaccount.New(deps) },
+		ReplicaSet:             func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return replicaset.New(deps) },
+		Deployment:             func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return deployment.New(deps) },
+		DaemonSet:              func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return daemonset.New(deps) },
+		StatefulSet:            func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return statefulset.New(deps) },
+		Disruption:             func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return disruption.New(deps) },
+		ResourceQuota:          func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return resourcequota.New(deps) },
+		Job:                    func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return job.New(deps) },
+		CronJob:                func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return cronjob.New(deps) },
+		TTLAfterFinished:       func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return ttlafterfinished.New(deps) },
+		ServiceAccount:         func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return serviceaccount.New(deps) },
+		PersistentVolumeBinder: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return pvbinder.New(deps) },
 		RootCACertPublisher: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			if len(cfg.RootCA) == 0 {
 				slog.Warn("root-ca-cert-publisher needs the cluster CA bundle; not started")

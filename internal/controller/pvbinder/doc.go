@@ -1,0 +1,6 @@
+// Package pvbinder binds PersistentVolumeClaims to PersistentVolumes, as Kubernetes' persistent
+// volume controller does for statically provisioned volumes: a pending claim gets the smallest
+// available volume of its storage class that offers its access modes, volume mode and capacity (or
+// the volume it names), and both sides are marked Bound. It reaches the cluster only through client-go
+// and does not provision volumes.
+package pvbinder

@@ -1,0 +1,273 @@
+package pvbinder
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
+)
+
+// Name is the controller's name in --controllers and in metrics.
+const Name = "persistentvolume-binder"
+
+// Controller binds claims to volumes.
+type Controller struct {
+	client    kubernetes.Interface
+	pvLister  corelisters.PersistentVolumeLister
+	pvcLister corelisters.PersistentVolumeClaimLister
+	loop      *ctrlutil.Loop
+	volumes   *ctrlutil.Loop
+	synced    []cache.InformerSynced
+}
+
+// New builds the controller.
+func New(deps ctrlutil.Deps) (*Controller, error) {
+	pvInformer := deps.Informers.Core().V1().PersistentVolumes()
+	pvcInformer := deps.Informers.Core().V1().PersistentVolumeClaims()
+	c := &Controller{
+		client: deps.Client, pvLister: pvInformer.Lister(), pvcLister: pvcInformer.Lister(),
+		synced: []cache.InformerSynced{pvInformer.Informer().HasSynced, pvcInformer.Informer().HasSynced},
+	}
+	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
+	c.volumes = ctrlutil.NewLoop(Name+"-volumes", deps, c.SyncVolume)
+	if _, err := pvcInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.loop.Enqueue, UpdateFunc: func(_, o any) { c.loop.Enqueue(o) },
+	}); err != nil {
+		return nil, fmt.Errorf("claim informer handler: %w", err)
+	}
+	// A deleted claim releases its volume.
+	if _, err := pvcInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(o any) {
+			if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = tomb.Obj
+			}
+			if pvc, ok := o.(*corev1.PersistentVolumeClaim); ok && pvc.Spec.VolumeName != "" {
+				c.volumes.Queue.Add(pvc.Spec.VolumeName)
+			}
+		},
+	}); err != nil {
+		return nil, fmt.Errorf("claim informer handler: %w", err)
+	}
+	// A new or released volume may satisfy a waiting claim: look at every pending claim again.
+	requeuePending := func(any) {
+		claims, err := c.pvcLister.List(labels.Everything())
+		if err != nil {
+			return
+		}
+		for _, pvc := range claims {
+			if pvc.Status.Phase != corev1.ClaimBound {
+				c.loop.Enqueue(pvc)
+			}
+		}
+	}
+	if _, err := pvInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { requeuePending(o); c.volumes.Enqueue(o) },
+		UpdateFunc: func(_, o any) { requeuePending(o); c.volumes.Enqueue(o) },
+	}); err != nil {
+		return nil, fmt.Errorf("volume informer handler: %w", err)
+	}
+	return c, nil
+}
+
+// Run runs workers until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	go c.volumes.Run(ctx, 1, c.synced...)
+	c.loop.Run(ctx, workers, c.synced...)
+}
+
+// SyncVolume keeps a volume's phase: Available while unclaimed, Released once its bound claim is gone
+// (the data stays until an administrator reclaims it, as the Retain policy promises).
+func (c *Controller) SyncVolume(ctx context.Context, name string) error {
+	pv, err := c.pvLister.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	phase := VolumePhase(pv, func(namespace, name string) (*corev1.PersistentVolumeClaim, bool) {
+		pvc, err := c.pvcLister.PersistentVolumeClaims(namespace).Get(name)
+		return pvc, err == nil
+	})
+	if phase == pv.Status.Phase {
+		return nil
+	}
+	next := pv.DeepCopy()
+	next.Status.Phase = phase
+	if _, err := c.client.CoreV1().PersistentVolumes().UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("set volume %s %s: %w", name, phase, err)
+	}
+	return nil
+}
+
+// VolumePhase is the phase a volume should have given its claim reference; getClaim looks a claim up.
+func VolumePhase(pv *corev1.PersistentVolume, getClaim func(namespace, name string) (*corev1.PersistentVolumeClaim, bool)) corev1.PersistentVolumePhase {
+	ref := pv.Spec.ClaimRef
+	switch {
+	case pv.Status.Phase == corev1.VolumeFailed:
+		return corev1.VolumeFailed
+	case ref == nil:
+		return corev1.VolumeAvailable
+	case ref.UID == "":
+		// Pre-bound by an administrator to a claim that has not bound yet.
+		return corev1.VolumeAvailable
+	}
+	pvc, ok := getClaim(ref.Namespace, ref.Name)
+	if !ok || pvc.UID != ref.UID {
+		return corev1.VolumeReleased
+	}
+	return corev1.VolumeBound
+}
+
+// Sync binds the claim named by key ("namespace/name") if it is pending and a volume fits.
+func (c *Controller) Sync(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return err
+	}
+	pvc, err := c.pvcLister.PersistentVolumeClaims(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if pvc.DeletionTimestamp != nil || pvc.Status.Phase == corev1.ClaimBound {
+		return nil
+	}
+	volumes, err := c.pvLister.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	pv := Match(pvc, volumes)
+	if pv == nil {
+		return nil
+	}
+	return c.bind(ctx, pvc, pv)
+}
+
+// bind claims the volume first (its claimRef is the lock: a volume claimed for another claim is
+// not taken), then points the claim at it and marks both Bound.
+func (c *Controller) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) error {
+	volume := pv.DeepCopy()
+	if volume.Spec.ClaimRef == nil || volume.Spec.ClaimRef.UID == "" {
+		volume.Spec.ClaimRef = &corev1.ObjectReference{
+			Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: pvc.Namespace, Name: pvc.Name,
+			UID: pvc.UID, ResourceVersion: pvc.ResourceVersion,
+		}
+		updated, err := c.client.CoreV1().PersistentVolumes().Update(ctx, volume, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("claim volume %s for %s/%s: %w", pv.Name, pvc.Namespace, pvc.Name, err)
+		}
+		volume = updated
+	}
+	if volume.Status.Phase != corev1.VolumeBound {
+		volume = volume.DeepCopy()
+		volume.Status.Phase = corev1.VolumeBound
+		if _, err := c.client.CoreV1().PersistentVolumes().UpdateStatus(ctx, volume, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("mark volume %s bound: %w", pv.Name, err)
+		}
+	}
+	claim := pvc.DeepCopy()
+	if claim.Spec.VolumeName != volume.Name {
+		claim.Spec.VolumeName = volume.Name
+		if claim.Annotations == nil {
+			claim.Annotations = map[string]string{}
+		}
+		claim.Annotations["pv.kubernetes.io/bind-completed"] = "yes"
+		updated, err := c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, claim, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("point claim %s/%s at %s: %w", pvc.Namespace, pvc.Name, volume.Name, err)
+		}
+		claim = updated.DeepCopy()
+	}
+	claim.Status.Phase = corev1.ClaimBound
+	claim.Status.AccessModes = volume.Spec.AccessModes
+	claim.Status.Capacity = volume.Spec.Capacity
+	if _, err := c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("mark claim %s/%s bound: %w", pvc.Namespace, pvc.Name, err)
+	}
+	return nil
+}
+
+// Match picks the volume for a claim: the one it names, else the smallest Available volume of its
+// storage class (and selector) that offers its access modes, volume mode and requested storage.
+// Volumes already claimed for this claim win, so an interrupted bind resumes. It is pure.
+func Match(pvc *corev1.PersistentVolumeClaim, volumes []*corev1.PersistentVolume) *corev1.PersistentVolume {
+	var best *corev1.PersistentVolume
+	for _, pv := range volumes {
+		if ref := pv.Spec.ClaimRef; ref != nil && ref.Namespace == pvc.Namespace && ref.Name == pvc.Name && (ref.UID == "" || ref.UID == pvc.UID) {
+			return pv
+		}
+	}
+	for _, pv := range volumes {
+		if !fits(pvc, pv) {
+			continue
+		}
+		if pvc.Spec.VolumeName != "" {
+			if pv.Name == pvc.Spec.VolumeName {
+				return pv
+			}
+			continue
+		}
+		if best == nil || storage(pv).Cmp(*storage(best)) < 0 {
+			best = pv
+		}
+	}
+	return best
+}
+
+func fits(pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) bool {
+	if pv.DeletionTimestamp != nil || pv.Spec.ClaimRef != nil || (pv.Status.Phase != "" && pv.Status.Phase != corev1.VolumeAvailable && pv.Status.Phase != corev1.VolumePending) {
+		return false
+	}
+	if storageClass(pvc) != pv.Spec.StorageClassName {
+		return false
+	}
+	claimMode, volumeMode := corev1.PersistentVolumeFilesystem, corev1.PersistentVolumeFilesystem
+	if pvc.Spec.VolumeMode != nil {
+		claimMode = *pvc.Spec.VolumeMode
+	}
+	if pv.Spec.VolumeMode != nil {
+		volumeMode = *pv.Spec.VolumeMode
+	}
+	if claimMode != volumeMode {
+		return false
+	}
+	for _, m := range pvc.Spec.AccessModes {
+		if !slices.Contains(pv.Spec.AccessModes, m) {
+			return false
+		}
+	}
+	if sel := pvc.Spec.Selector; sel != nil {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil || !s.Matches(labels.Set(pv.Labels)) {
+			return false
+		}
+	}
+	want := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	have := storage(pv)
+	return have.Cmp(want) >= 0
+}
+
+func storage(pv *corev1.PersistentVolume) *resource.Quantity {
+	q := pv.Spec.Capacity[corev1.ResourceStorage]
+	return &q
+}
+
+func storageClass(pvc *corev1.PersistentVolumeClaim) string {
+	if pvc.Spec.StorageClassName != nil {
+		return *pvc.Spec.StorageClassName
+	}
+	return ""
+}

@@ -1,0 +1,153 @@
+package pvbinder
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/skiff-sh/skiff/internal/controller/ctrltest"
+)
+
+func volume(name, class, size string, modes ...corev1.PersistentVolumeAccessMode) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"size": size}},
+		Spec: corev1.PersistentVolumeSpec{
+			StorageClassName: class, AccessModes: modes,
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data/" + name}},
+		},
+		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeAvailable},
+	}
+}
+
+func claim(name, class, size string, modes ...corev1.PersistentVolumeAccessMode) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: &class, AccessModes: modes,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}},
+		},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
+	}
+}
+
+func TestMatch(t *testing.T) {
+	rwo := corev1.ReadWriteOnce
+	small, big := volume("small", "local", "1Gi", rwo), volume("big", "local", "10Gi", rwo)
+	other := volume("other", "fast", "5Gi", rwo)
+	taken := volume("taken", "local", "2Gi", rwo)
+	taken.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "ns", Name: "someone", UID: "x"}
+	mine := volume("mine", "local", "20Gi", rwo)
+	mine.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "ns", Name: "c", UID: "uid-c"}
+	rwx := volume("rwx", "local", "3Gi", corev1.ReadWriteMany)
+	named := claim("c", "local", "1Gi", rwo)
+	named.Spec.VolumeName = "big"
+	selected := claim("c", "local", "1Gi", rwo)
+	selected.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"size": "10Gi"}}
+	tests := []struct {
+		name    string
+		pvc     *corev1.PersistentVolumeClaim
+		volumes []*corev1.PersistentVolume
+		want    string
+	}{
+		{"smallest that fits", claim("c", "local", "500Mi", rwo), []*corev1.PersistentVolume{big, small}, "small"},
+		{"too small skipped", claim("c", "local", "2Gi", rwo), []*corev1.PersistentVolume{small, big}, "big"},
+		{"other class skipped", claim("c", "fast", "1Gi", rwo), []*corev1.PersistentVolume{small, other}, "other"},
+		{"claimed volume skipped", claim("c", "local", "2Gi", rwo), []*corev1.PersistentVolume{taken}, ""},
+		{"access mode must be offered", claim("c", "local", "1Gi", corev1.ReadWriteMany), []*corev1.PersistentVolume{small, rwx}, "rwx"},
+		{"named volume", named, []*corev1.PersistentVolume{small, big}, "big"},
+		{"selector", selected, []*corev1.PersistentVolume{small, big}, "big"},
+		{"interrupted bind resumes", claim("c", "local", "1Gi", rwo), []*corev1.PersistentVolume{small, mine}, "mine"},
+		{"nothing fits", claim("c", "local", "50Gi", rwo), []*corev1.PersistentVolume{small, big}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Match(tt.pvc, tt.volumes)
+			name := ""
+			if got != nil {
+				name = got.Name
+			}
+			if name != tt.want {
+				t.Fatalf("matched %q, want %q", name, tt.want)
+			}
+		})
+	}
+}
+
+func TestSyncBindsBothSides(t *testing.T) {
+	pv := volume("data", "local", "1Gi", corev1.ReadWriteOnce)
+	pvc := claim("c", "local", "1Gi", corev1.ReadWriteOnce)
+	env := ctrltest.NewEnv(pv, pvc)
+	c, err := New(env.Deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Seed(t, env.Factory.Core().V1().PersistentVolumes().Informer(), pv)
+	ctrltest.Seed(t, env.Factory.Core().V1().PersistentVolumeClaims().Informer(), pvc)
+	if err := c.Sync(context.Background(), "ns/c"); err != nil {
+		t.Fatal(err)
+	}
+	writes := env.Writes()
+	want := []string{"update persistentvolumes data", "update persistentvolumes/status data", "update persistentvolumeclaims c", "update persistentvolumeclaims/status c"}
+	if got := ctrltest.Describe(writes); !slices.Equal(got, want) {
+		t.Fatalf("actions %q, want %q", got, want)
+	}
+	obj := func(i int) runtime.Object { return writes[i].(clienttesting.UpdateAction).GetObject() }
+	if ref := obj(0).(*corev1.PersistentVolume).Spec.ClaimRef; ref == nil || ref.UID != "uid-c" || ref.Name != "c" {
+		t.Fatalf("claimRef %+v", ref)
+	}
+	if p := obj(1).(*corev1.PersistentVolume).Status.Phase; p != corev1.VolumeBound {
+		t.Fatalf("volume phase %s", p)
+	}
+	if v := obj(2).(*corev1.PersistentVolumeClaim).Spec.VolumeName; v != "data" {
+		t.Fatalf("claim volumeName %q", v)
+	}
+	st := obj(3).(*corev1.PersistentVolumeClaim).Status
+	if st.Phase != corev1.ClaimBound || st.Capacity.Storage().String() != "1Gi" || len(st.AccessModes) != 1 {
+		t.Fatalf("claim status %+v", st)
+	}
+
+	bound := pvc.DeepCopy()
+	bound.Status.Phase = corev1.ClaimBound
+	env = ctrltest.NewEnv(pv, bound)
+	c, _ = New(env.Deps)
+	ctrltest.Seed(t, env.Factory.Core().V1().PersistentVolumeClaims().Informer(), bound)
+	if err := c.Sync(context.Background(), "ns/c"); err != nil || len(env.Writes()) != 0 {
+		t.Fatalf("bound claim touched: %v %q", err, ctrltest.Describe(env.Writes()))
+	}
+}
+
+func TestVolumePhase(t *testing.T) {
+	pvc := claim("c", "local", "1Gi")
+	lookup := func(ns, name string) (*corev1.PersistentVolumeClaim, bool) {
+		if ns == "ns" && name == "c" {
+			return pvc, true
+		}
+		return nil, false
+	}
+	tests := []struct {
+		name string
+		ref  *corev1.ObjectReference
+		want corev1.PersistentVolumePhase
+	}{
+		{"unclaimed", nil, corev1.VolumeAvailable},
+		{"pre-bound, waiting for its claim", &corev1.ObjectReference{Namespace: "ns", Name: "later"}, corev1.VolumeAvailable},
+		{"bound", &corev1.ObjectReference{Namespace: "ns", Name: "c", UID: "uid-c"}, corev1.VolumeBound},
+		{"claim deleted", &corev1.ObjectReference{Namespace: "ns", Name: "gone", UID: "uid-gone"}, corev1.VolumeReleased},
+		{"claim recreated", &corev1.ObjectReference{Namespace: "ns", Name: "c", UID: "old"}, corev1.VolumeReleased},
+	}
+	for _, tt := range tests {
+		pv := volume("v", "local", "1Gi")
+		pv.Spec.ClaimRef = tt.ref
+		if got := VolumePhase(pv, lookup); got != tt.want {
+			t.Errorf("%s: phase %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
