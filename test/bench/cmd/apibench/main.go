@@ -12,9 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -103,20 +101,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 
-	if o.binary == "" {
-		dir, err := os.MkdirTemp("", "apibench-bin-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		o.binary = filepath.Join(dir, "skiff")
-		fmt.Fprintln(stderr, "building ./cmd/skiff ...")
-		build := exec.CommandContext(ctx, "go", "build", "-o", o.binary, "./cmd/skiff")
-		build.Stdout, build.Stderr = stderr, stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("go build ./cmd/skiff (run from the repository root or pass --skiff): %w", err)
-		}
+	binary, cleanupBinary, err := bench.EnsureBinary(ctx, o.binary, stderr)
+	if err != nil {
+		return err
 	}
+	defer cleanupBinary()
+	o.binary = binary
 	var serverLog io.Writer
 	if o.serverLog != "" {
 		f, err := os.Create(o.serverLog)

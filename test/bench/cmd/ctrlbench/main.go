@@ -19,9 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -91,20 +89,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 	}
 
-	if o.binary == "" {
-		dir, err := os.MkdirTemp("", "ctrlbench-bin-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		o.binary = filepath.Join(dir, "skiff")
-		logf("building ./cmd/skiff ...")
-		build := exec.CommandContext(ctx, "go", "build", "-o", o.binary, "./cmd/skiff")
-		build.Stdout, build.Stderr = stderr, stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("go build ./cmd/skiff (run from the repository root or pass --skiff): %w", err)
-		}
+	binary, cleanupBinary, err := bench.EnsureBinary(ctx, o.binary, stderr)
+	if err != nil {
+		return err
 	}
+	defer cleanupBinary()
+	o.binary = binary
 	var serverLog io.Writer
 	if o.serverLog != "" {
 		f, err := os.Create(o.serverLog)
