@@ -28,7 +28,7 @@ type instance struct {
 	identity string
 	bindings atomic.Int64
 	dead     atomic.Bool
-	// stoppedLeading is closed when Run returns (leadership lost or context done).
+	// stopped is closed when Run returns (leadership lost or context done).
 	stopped     chan struct{}
 	stoppedAt   atomic.Pointer[time.Time]
 	runErr      error
@@ -153,6 +153,29 @@ func TestLeaderElection(t *testing.T) {
 	createBatch("second", 10)
 	if got, old := b.bindings.Load(), a.bindings.Load(); got != 10 || old != 10 {
 		t.Fatalf("bindings after takeover: new leader %d, old leader %d; want 10 and 10", got, old)
+	}
+
+	// A clean stop releases the Lease: a standby takes over on its next retry, well within the
+	// lease duration.
+	c := startInstance(t, "sched-c", name, e.ns, lt)
+	time.Sleep(2 * lt.retry)
+	stopAt := time.Now()
+	b.cancel()
+	<-b.stopped
+	e.eventually("sched-c takes over", 3*lt.duration, func() error {
+		if h := e.leaseHolder(e.ns, "it-scheduler"); h != "sched-c" {
+			return fmt.Errorf("holder %q", h)
+		}
+		return nil
+	})
+	if took := time.Since(stopAt); took >= lt.duration {
+		t.Errorf("after a clean stop the standby took over in %s, not within the lease duration %s", took, lt.duration)
+	} else {
+		t.Logf("standby took over %s after a clean stop", took)
+	}
+	createBatch("third", 10)
+	if got, prev := c.bindings.Load(), b.bindings.Load(); got != 10 || prev != 10 {
+		t.Fatalf("bindings after clean handover: new leader %d, previous %d; want 10 and 10", got, prev)
 	}
 }
 
