@@ -22,14 +22,8 @@ import (
 var protectedNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true}
 
 func (h *resourceHandler) delete(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
-	body, err := readBody(r)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	opts, err := parseDeleteOptions(r, body, h)
-	if err != nil {
-		h.s.writeError(w, r, err)
+	opts, ok := h.readDeleteOptions(w, r)
+	if !ok {
 		return
 	}
 	out, _, err := h.deleteObject(r.Context(), info.Namespace, info.Name, opts)
@@ -238,14 +232,8 @@ func checkPreconditions(gr schema.GroupResource, name string, p *metav1.Precondi
 }
 
 func (h *resourceHandler) deleteCollection(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
-	body, err := readBody(r)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	opts, err := parseDeleteOptions(r, body, h)
-	if err != nil {
-		h.s.writeError(w, r, err)
+	opts, ok := h.readDeleteOptions(w, r)
+	if !ok {
 		return
 	}
 	listOpts, err := h.listOptions(r.URL.Query(), true)
@@ -283,4 +271,18 @@ func (h *resourceHandler) deleteCollection(w http.ResponseWriter, r *http.Reques
 		return
 	}
 	h.respond(w, r, http.StatusOK, list)
+}
+
+// readDeleteOptions reads a delete's options from its body and query, answering the client itself
+// when they are bad.
+func (h *resourceHandler) readDeleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.DeleteOptions, bool) {
+	body, err := readBody(r)
+	if err == nil {
+		var opts *metav1.DeleteOptions
+		if opts, err = parseDeleteOptions(r, body, h); err == nil {
+			return opts, true
+		}
+	}
+	h.s.writeError(w, r, err)
+	return nil, false
 }

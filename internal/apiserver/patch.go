@@ -161,17 +161,7 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, info *Re
 		h.s.writeError(w, r, err)
 		return
 	}
-	out, err = h.finishIfFinalized(ctx, out, opts.dryRun)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	warningHeader(w, warnings)
-	code := http.StatusOK
-	if uc.created {
-		code = http.StatusCreated
-	}
-	h.respond(w, r, code, out)
+	h.finishUpdate(w, r, out, opts, warnings, uc.created)
 }
 
 // patchObject applies a JSON, merge or strategic merge patch to current and decodes the result

@@ -30,17 +30,8 @@ func (h *resourceHandler) invalid(name string, errs field.ErrorList) error {
 }
 
 func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
-	opts, body, ok := h.readWrite(w, r)
+	opts, obj, warnings, ok := h.readObject(w, r, info)
 	if !ok {
-		return
-	}
-	obj, warnings, err := h.decodeObject(body, r.Header.Get("Content-Type"), opts.fieldValidation)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	if err := h.checkNamespace(obj, info.Namespace); err != nil {
-		h.s.writeError(w, r, err)
 		return
 	}
 	out, err := h.createObject(r.Context(), obj, opts)
@@ -290,17 +281,8 @@ func (h *resourceHandler) guaranteedUpdate(ctx context.Context, namespace, name 
 }
 
 func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, info *RequestInfo, subresource string) {
-	opts, body, ok := h.readWrite(w, r)
+	opts, obj, warnings, ok := h.readObject(w, r, info)
 	if !ok {
-		return
-	}
-	obj, warnings, err := h.decodeObject(body, r.Header.Get("Content-Type"), opts.fieldValidation)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	if err := h.checkNamespace(obj, info.Namespace); err != nil {
-		h.s.writeError(w, r, err)
 		return
 	}
 	m, _ := meta.Accessor(obj)
@@ -332,14 +314,38 @@ func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, info *R
 		h.s.writeError(w, r, err)
 		return
 	}
-	out, err = h.finishIfFinalized(r.Context(), out, opts.dryRun)
+	h.finishUpdate(w, r, out, opts, warnings, uc.created)
+}
+
+// readObject reads a create or update body into an object of the resource in the request's
+// namespace, answering the client itself when that fails.
+func (h *resourceHandler) readObject(w http.ResponseWriter, r *http.Request, info *RequestInfo) (writeOptions, runtime.Object, []string, bool) {
+	opts, body, ok := h.readWrite(w, r)
+	if !ok {
+		return opts, nil, nil, false
+	}
+	obj, warnings, err := h.decodeObject(body, r.Header.Get("Content-Type"), opts.fieldValidation)
+	if err == nil {
+		err = h.checkNamespace(obj, info.Namespace)
+	}
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return opts, nil, nil, false
+	}
+	return opts, obj, warnings, true
+}
+
+// finishUpdate ends a PUT or PATCH: an object whose last finalizer went is deleted, and the result
+// is written (201 when the update created it).
+func (h *resourceHandler) finishUpdate(w http.ResponseWriter, r *http.Request, out runtime.Object, opts writeOptions, warnings []string, created bool) {
+	out, err := h.finishIfFinalized(r.Context(), out, opts.dryRun)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
 	}
 	warningHeader(w, warnings)
 	code := http.StatusOK
-	if uc.created {
+	if created {
 		code = http.StatusCreated
 	}
 	h.respond(w, r, code, out)
