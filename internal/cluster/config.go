@@ -82,6 +82,9 @@ type Config struct {
 	// ContainerRuntimeEndpoint is an existing CRI socket for the kubelet; empty means skiff starts and
 	// supervises its own containerd under the data dir.
 	ContainerRuntimeEndpoint string
+	// LeaderElection tunes the Leases the scheduler and controller manager elect their leader with;
+	// zero values take Kubernetes' defaults (15 s, 10 s, 2 s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// SchedulerConfig is the scheduler's configuration file (profiles and plugins); empty uses defaults.
 	SchedulerConfig string
 	// StorageEncoding is "protobuf" or "json" (see README: protobuf is the measured default).
@@ -173,6 +176,12 @@ func (c *Config) Validate() error {
 	}
 	if _, err := kubelet.ParseSystemReserved(c.SystemReserved); err != nil {
 		errs = append(errs, fmt.Errorf("--system-reserved: %w", err))
+	}
+	if c.LeaseDuration < 0 || c.RenewDeadline < 0 || c.RetryPeriod < 0 {
+		errs = append(errs, errors.New("leader election durations must not be negative"))
+	}
+	if c.LeaseDuration > 0 && c.RenewDeadline > 0 && c.RenewDeadline >= c.LeaseDuration {
+		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline %s must be shorter than --leader-elect-lease-duration %s", c.RenewDeadline, c.LeaseDuration))
 	}
 	if c.HasRole(RoleEtcd) && len(c.EtcdServers) > 0 {
 		errs = append(errs, errors.New("--etcd-servers names an external etcd: drop the etcd role or the flag"))

@@ -83,6 +83,7 @@ func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMe
 	for {
 		err := manager.Run(ctx, manager.Config{
 			Client: client, Dynamic: dyn, RootCA: restCfg.TLSClientConfig.CAData, Registerer: metrics.fresh("controller-manager"),
+			LeaderElection: manager.LeaderElection{LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod},
 			Identity:               cfg.NodeName + "_" + fmt.Sprint(os.Getpid()),
 			Controllers:            cfg.Controllers,
 			ClusterCIDR:            cfg.ClusterCIDR,
@@ -118,6 +119,7 @@ func runScheduler(ctx context.Context, cfg *Config, metrics *componentMetrics, n
 	for {
 		err := scheduler.Run(ctx, scheduler.Config{
 			Client: client, Configuration: conf, LeaderElect: true, Registerer: metrics.fresh("scheduler"),
+			LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
 			Identity: cfg.NodeName + "_" + fmt.Sprint(os.Getpid()), Logger: cfg.Logger,
 		})
 		if ctx.Err() != nil {

@@ -391,7 +391,7 @@ func TestKubectl(t *testing.T) {
 // TestControllersThroughTheAPI checks that the controller manager the controlplane role runs reaches
 // the API server through client-go: a Deployment gets a ReplicaSet and its pods.
 func TestControllersThroughTheAPI(t *testing.T) {
-	c := newCluster(t)
+	c := newCluster(t, "--leader-elect-lease-duration=7s", "--leader-elect-renew-deadline=5s", "--leader-elect-retry-period=1s")
 	c.kubectl("create", "deployment", "app", "--image=localhost/busybox:local", "--replicas=3")
 	eventually(t, 30*time.Second, func() error {
 		out, _ := c.kubectlErr("get", "pods", "-l", "app=app", "-o", "name")
@@ -402,6 +402,11 @@ func TestControllersThroughTheAPI(t *testing.T) {
 	})
 	mustContain(t, c.kubectl("get", "rs", "-l", "app=app"), "3         3")
 	mustContain(t, c.kubectl("get", "lease", "-n", "kube-system"), "kube-controller-manager")
+	for _, lease := range []string{"kube-controller-manager", "kube-scheduler"} {
+		if got := c.kubectl("get", "lease", "-n", "kube-system", lease, "-o", "jsonpath={.spec.leaseDurationSeconds}"); got != "7" {
+			t.Fatalf("lease %s lasts %ss, want the flag's 7s", lease, got)
+		}
+	}
 
 	// A claim is bound to the smallest fitting volume of its class.
 	c.stdin(`apiVersion: v1

@@ -522,6 +522,46 @@ func TestKubelet(t *testing.T) {
 		t.Logf("new configMap data reached the file %v after the change", time.Since(configChanged).Round(time.Second))
 	})
 
+	t.Run("securityContext", func(t *testing.T) {
+		c.stdin(`apiVersion: v1
+kind: Pod
+metadata: {name: sec}
+spec:
+  securityContext: {runAsUser: 1000, runAsGroup: 2000}
+  containers:
+  - name: c
+    image: localhost/busybox:local
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+    securityContext:
+      readOnlyRootFilesystem: true
+      capabilities: {drop: ["ALL"], add: ["NET_BIND_SERVICE"]}
+  - name: priv
+    image: localhost/busybox:local
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+    securityContext: {privileged: true, runAsUser: 0}
+`, "apply", "-f", "-")
+		c.kubectl("wait", "--for=condition=Ready", "pod/sec", "--timeout=60s")
+		mustContain(t, c.kubectl("exec", "sec", "-c", "c", "--", "id"), "uid=1000", "gid=2000")
+		out, err := c.kubectlErr("exec", "sec", "-c", "c", "--", "touch", "/written")
+		if err == nil {
+			t.Fatal("wrote to a read-only root filesystem")
+		}
+		mustContain(t, out, "Read-only file system")
+		// Only NET_BIND_SERVICE (bit 10) stays in the bounding set.
+		mustContain(t, c.kubectl("exec", "sec", "-c", "c", "--", "grep", "CapBnd", "/proc/self/status"), "0000000000000400")
+		// A privileged container gets every capability the node itself has.
+		priv := c.kubectl("exec", "sec", "-c", "priv", "--", "grep", "CapBnd", "/proc/self/status")
+		status, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, priv, lineWith(string(status), "CapBnd"))
+		mustContain(t, c.kubectl("exec", "sec", "-c", "priv", "--", "id"), "uid=0")
+		c.kubectl("delete", "pod", "sec", "--grace-period=1", "--timeout=60s")
+	})
+
 	t.Run("restarting skiff keeps pods running", func(t *testing.T) {
 		before := containerStates(t, c, "env", "volumes", "readiness")
 		c.terminate()
