@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,7 +117,7 @@ func RunFanout(ctx context.Context, cfg *rest.Config, opts FanoutOptions) (Fanou
 				time.Sleep(wait)
 			}
 		}
-		name := fmt.Sprintf("fanout-%d", i)
+		name := fmt.Sprintf("%s%d", fanoutPrefix, i)
 		if _, err := writer.CoreV1().ConfigMaps(opts.Namespace).Create(ctx, configMap(opts.Namespace, name, opts.PayloadBytes), metav1.CreateOptions{}); err != nil {
 			return res, fmt.Errorf("write %s: %w", name, err)
 		}
@@ -289,7 +290,9 @@ func (w *fanoutWatcher) consume(ctx context.Context, wi watch.Interface, rv *str
 					continue
 				}
 				*rv = cm.ResourceVersion
-				if w.skip[cm.Name] {
+				// Only the writer's objects count: controllers add their own ConfigMaps to the
+				// namespace (kube-root-ca.crt), which must not stand in for a missing write.
+				if w.skip[cm.Name] || !strings.HasPrefix(cm.Name, fanoutPrefix) {
 					continue
 				}
 				w.mu.Lock()
@@ -312,6 +315,9 @@ func (w *fanoutWatcher) notify() {
 }
 
 // waitFor returns once the watcher has seen n objects or after timeout.
+// fanoutPrefix names the writer's ConfigMaps.
+const fanoutPrefix = "fanout-"
+
 func (w *fanoutWatcher) waitFor(n int, timeout time.Duration) {
 	deadline := time.After(timeout)
 	for {

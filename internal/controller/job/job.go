@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -668,6 +669,9 @@ func (c *Controller) deletePods(ctx context.Context, key string, job *batchv1.Jo
 	if len(pods) == 0 {
 		return nil
 	}
+	// Listers return pods in no particular order; deleting by name keeps runs repeatable.
+	pods = slices.Clone(pods)
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	keys := make([]string, len(pods))
 	for i, p := range pods {
 		keys[i] = p.Namespace + "/" + p.Name
