@@ -171,6 +171,21 @@ func (h *harness) waitPod(namespace, name, what string, cond func(*corev1.Pod) b
 	}
 }
 
+// waitPodStepping is waitPod for conditions a crash-loop back-off may delay: while cond does not hold
+// it advances the fake clock a second at a time (up to a back-off period), since a clock that never
+// moves would never end the back-off.
+func (h *harness) waitPodStepping(namespace, name, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
+	h.t.Helper()
+	for i := 0; i < 12; i++ {
+		if p := h.pod(namespace, name); p != nil && cond(p) {
+			return p
+		}
+		time.Sleep(200 * time.Millisecond)
+		h.step(time.Second)
+	}
+	return h.waitPod(namespace, name, what, cond)
+}
+
 func (h *harness) drainEvents() []string {
 	h.eventsMu.Lock()
 	defer h.eventsMu.Unlock()

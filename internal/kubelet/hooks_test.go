@@ -43,7 +43,7 @@ func TestFailingPostStartHookRestartsContainer(t *testing.T) {
 	h.eventually("hook failure", func() bool { return h.hasEvent("Warning FailedPostStartHook PostStartHook failed") })
 	h.runtime.SetExecExitCode("warm-up", 0)
 	h.step(time.Second)
-	h.waitPod("default", "warm", "restarted and running", func(p *corev1.Pod) bool {
+	h.waitPodStepping("default", "warm", "restarted and running", func(p *corev1.Pod) bool {
 		s := statusOf(p, "app")
 		return podRunning(p) && s.RestartCount >= 1 && s.State.Running != nil
 	})

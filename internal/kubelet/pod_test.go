@@ -351,16 +351,8 @@ func TestRestartPolicies(t *testing.T) {
 			h.step(time.Second)
 			if tc.wantRestart {
 				// The restart may land in a back-off period first (rarely, when the exit is seen by two
-				// syncs); advance the fake clock past it rather than waiting on a clock that never moves.
-				restarted := func(p *corev1.Pod) bool { return statusOf(p, "app").RestartCount == 1 }
-				for i := 0; i < 12; i++ {
-					if p := h.pod("default", "job"); p != nil && restarted(p) {
-						break
-					}
-					time.Sleep(200 * time.Millisecond)
-					h.step(time.Second)
-				}
-				pod := h.waitPod("default", "job", "restart", restarted)
+				// syncs).
+				pod := h.waitPodStepping("default", "job", "restart", func(p *corev1.Pod) bool { return statusOf(p, "app").RestartCount == 1 })
 				if pod.Status.Phase != tc.wantPhase {
 					t.Errorf("phase = %s, want %s", pod.Status.Phase, tc.wantPhase)
 				}
