@@ -450,7 +450,7 @@ func (c *Controller) writeStatus(ctx context.Context, job *batchv1.Job, status *
 func (c *Controller) removeFinalizers(ctx context.Context, pods []*corev1.Pod) (sets.Set[types.UID], error) {
 	done := sets.New[types.UID]()
 	var errs []error
-	for _, p := range pods {
+	for _, p := range byName(pods) {
 		if !hasTrackingFinalizer(p) {
 			continue
 		}
@@ -473,7 +473,7 @@ func (c *Controller) claimPods(ctx context.Context, job *batchv1.Job, selector l
 	}
 	var owned []*corev1.Pod
 	var errs []error
-	for _, p := range all {
+	for _, p := range byName(all) {
 		switch ctrlutil.DecideClaim(p, job.UID, selector, job.DeletionTimestamp != nil) {
 		case ctrlutil.Keep:
 			owned = append(owned, p)
@@ -669,9 +669,7 @@ func (c *Controller) deletePods(ctx context.Context, key string, job *batchv1.Jo
 	if len(pods) == 0 {
 		return nil
 	}
-	// Listers return pods in no particular order; deleting by name keeps runs repeatable.
-	pods = slices.Clone(pods)
-	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	pods = byName(pods)
 	keys := make([]string, len(pods))
 	for i, p := range pods {
 		keys[i] = p.Namespace + "/" + p.Name
@@ -691,4 +689,12 @@ func (c *Controller) deletePods(ctx context.Context, key string, job *batchv1.Jo
 		c.recorder.Eventf(job, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 	}
 	return errors.Join(errs...)
+}
+
+// byName orders pods by name: listers return them in no particular order, and writing in name
+// order keeps the controller's actions repeatable.
+func byName(pods []*corev1.Pod) []*corev1.Pod {
+	out := slices.Clone(pods)
+	slices.SortFunc(out, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
