@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 )
 
 // NewControllerRef is the ownerReference a controller sets on what it creates
@@ -95,4 +98,35 @@ func ReleasePatch(obj metav1.Object, ownerUID types.UID) ([]byte, error) {
 		return nil, fmt.Errorf("release patch for %s: %w", obj.GetName(), err)
 	}
 	return data, nil
+}
+
+// ClaimPod carries out an Adopt or Release decision for one pod with a strategic merge patch
+// (adopting under ref, releasing from ref's owner) and reports whether the pod belongs to the owner
+// afterwards. A pod deleted meanwhile is not an error. Keep and Ignore need no write.
+func ClaimPod(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, decision ClaimDecision, ref *metav1.OwnerReference) (bool, error) {
+	var patch []byte
+	var err error
+	switch decision {
+	case Keep:
+		return true, nil
+	case Adopt:
+		patch, err = AdoptPatch(pod, ref)
+	case Release:
+		patch, err = ReleasePatch(pod, ref.UID)
+	default:
+		return false, nil
+	}
+	if err == nil {
+		_, err = client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	}
+	switch {
+	case err == nil:
+		return decision == Adopt, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case decision == Adopt:
+		return false, fmt.Errorf("adopt pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	default:
+		return false, fmt.Errorf("release pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
 }

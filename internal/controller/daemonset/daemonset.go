@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -243,27 +242,13 @@ func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, select
 	var owned []*corev1.Pod
 	var errs []error
 	for _, p := range all {
-		switch ctrlutil.DecideClaim(p, ds.UID, selector, ds.DeletionTimestamp != nil) {
-		case ctrlutil.Keep:
+		decision := ctrlutil.DecideClaim(p, ds.UID, selector, ds.DeletionTimestamp != nil)
+		mine, err := ctrlutil.ClaimPod(ctx, c.client, p, decision, ctrlutil.NewControllerRef(ds, controllerKind()))
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if mine {
 			owned = append(owned, p)
-		case ctrlutil.Adopt:
-			patch, err := ctrlutil.AdoptPatch(p, ctrlutil.NewControllerRef(ds, controllerKind()))
-			if err == nil {
-				_, err = c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-			}
-			if err == nil {
-				owned = append(owned, p)
-			} else if !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("adopt pod %s/%s: %w", p.Namespace, p.Name, err))
-			}
-		case ctrlutil.Release:
-			patch, err := ctrlutil.ReleasePatch(p, ds.UID)
-			if err == nil {
-				_, err = c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-			}
-			if err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("release pod %s/%s: %w", p.Namespace, p.Name, err))
-			}
 		}
 	}
 	return owned, errors.Join(errs...)

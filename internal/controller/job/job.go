@@ -474,30 +474,16 @@ func (c *Controller) claimPods(ctx context.Context, job *batchv1.Job, selector l
 	var owned []*corev1.Pod
 	var errs []error
 	for _, p := range byName(all) {
-		switch ctrlutil.DecideClaim(p, job.UID, selector, job.DeletionTimestamp != nil) {
-		case ctrlutil.Keep:
+		decision := ctrlutil.DecideClaim(p, job.UID, selector, job.DeletionTimestamp != nil)
+		if decision == ctrlutil.Adopt && !ctrlutil.IsPodActive(p) {
+			continue // a finished orphan is history, not ours to count
+		}
+		mine, err := ctrlutil.ClaimPod(ctx, c.client, p, decision, ctrlutil.NewControllerRef(job, controllerKind()))
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if mine {
 			owned = append(owned, p)
-		case ctrlutil.Adopt:
-			if !ctrlutil.IsPodActive(p) {
-				continue // a finished orphan is history, not ours to count
-			}
-			patch, err := ctrlutil.AdoptPatch(p, ctrlutil.NewControllerRef(job, controllerKind()))
-			if err == nil {
-				_, err = c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-			}
-			if err == nil {
-				owned = append(owned, p)
-			} else if !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("adopt pod %s/%s: %w", p.Namespace, p.Name, err))
-			}
-		case ctrlutil.Release:
-			patch, err := ctrlutil.ReleasePatch(p, job.UID)
-			if err == nil {
-				_, err = c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-			}
-			if err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("release pod %s/%s: %w", p.Namespace, p.Name, err))
-			}
 		}
 	}
 	return owned, errors.Join(errs...)

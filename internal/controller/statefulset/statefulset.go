@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -195,27 +194,13 @@ func (c *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, sel
 		if _, ok := ordinalOf(set, p); !ok {
 			continue // only pods named like ours can be ours
 		}
-		switch ctrlutil.DecideClaim(p, set.UID, selector, set.DeletionTimestamp != nil) {
-		case ctrlutil.Keep:
+		decision := ctrlutil.DecideClaim(p, set.UID, selector, set.DeletionTimestamp != nil)
+		mine, err := ctrlutil.ClaimPod(ctx, c.client, p, decision, ctrlutil.NewControllerRef(set, controllerKind()))
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if mine {
 			owned = append(owned, p)
-		case ctrlutil.Adopt:
-			patch, err := ctrlutil.AdoptPatch(p, ctrlutil.NewControllerRef(set, controllerKind()))
-			if err == nil {
-				_, err = c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-			}
-			if err == nil {
-				owned = append(owned, p)
-			} else if !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("adopt pod %s/%s: %w", p.Namespace, p.Name, err))
-			}
-		case ctrlutil.Release:
-			patch, err := ctrlutil.ReleasePatch(p, set.UID)
-			if err == nil {
-				_, err = c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-			}
-			if err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("release pod %s/%s: %w", p.Namespace, p.Name, err))
-			}
 		}
 	}
 	return owned, errors.Join(errs...)
