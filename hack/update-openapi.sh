@@ -29,6 +29,13 @@ input_packages=(
   k8s.io/api/autoscaling/v1
   k8s.io/api/authentication/v1
   k8s.io/api/authorization/v1
+  k8s.io/api/autoscaling/v2
+  k8s.io/api/admissionregistration/v1
+  k8s.io/api/certificates/v1
+  k8s.io/api/flowcontrol/v1
+  k8s.io/api/networking/v1
+  k8s.io/api/node/v1
+  k8s.io/api/storage/v1
   k8s.io/api/apidiscovery/v2
   k8s.io/api/apidiscovery/v2beta1
   k8s.io/apimachinery/pkg/apis/meta/v1
