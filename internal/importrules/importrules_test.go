@@ -1,0 +1,113 @@
+package importrules
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/skiff-sh/skiff/"
+
+// apiClientForbidden is what a component that reaches the cluster only through client-go must never
+// link: skiff's server side and any upstream component's implementation.
+var apiClientForbidden = []string{
+	module + "internal/apiserver",
+	module + "internal/storage",
+	module + "internal/etcd",
+	module + "internal/registry",
+	module + "internal/cluster",
+	"go.etcd.io/etcd/",
+	"k8s.io/apiserver/",
+	"k8s.io/kubernetes/",
+}
+
+// upstreamComponents may not be linked by anything in skiff: we write the components ourselves.
+var upstreamComponents = []string{"k8s.io/apiserver/", "k8s.io/kubernetes/", "k8s.io/kube-proxy/", "k8s.io/controller-manager/", "k8s.io/kube-scheduler/"}
+
+// rules: the packages matching pattern (and their dependencies) must not include any forbidden path.
+// A forbidden entry ending in "/" forbids that tree; otherwise it forbids the package and its
+// subpackages. exact entries forbid that one package only.
+var rules = []struct {
+	name      string
+	pattern   string
+	forbidden []string
+	exact     []string
+}{
+	{name: "the scheduler is an API client", pattern: "./internal/scheduler/...", forbidden: apiClientForbidden},
+	{name: "controllers are API clients", pattern: "./internal/controller/...", forbidden: apiClientForbidden},
+	{name: "the kubelet is an API client", pattern: "./internal/kubelet/...", forbidden: apiClientForbidden},
+	{name: "simulated nodes are API clients", pattern: "./internal/simnode/...", forbidden: apiClientForbidden},
+	{name: "storage never reaches up into the API server or registry", pattern: "./internal/storage/...",
+		forbidden: []string{module + "internal/apiserver", module + "internal/registry", module + "internal/cluster"}},
+	// The registry may share the API server's small model packages (discovery) but never its HTTP layer.
+	{name: "the registry never imports the HTTP layer", pattern: "./internal/registry/...",
+		forbidden: []string{module + "internal/cluster"}, exact: []string{module + "internal/apiserver"}},
+	{name: "the API server does not assemble nodes", pattern: "./internal/apiserver/...", forbidden: []string{module + "internal/cluster"}},
+	{name: "no upstream component anywhere", pattern: "./...", forbidden: upstreamComponents},
+}
+
+func TestImportRules(t *testing.T) {
+	for _, rule := range rules {
+		t.Run(rule.name, func(t *testing.T) {
+			for _, dep := range goList(t, "-deps", "-test=false", rule.pattern) {
+				for _, f := range rule.forbidden {
+					if within(dep, f) {
+						t.Errorf("%s depends on %s", rule.pattern, dep)
+					}
+				}
+				for _, f := range rule.exact {
+					if dep == f {
+						t.Errorf("%s depends on %s", rule.pattern, dep)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestOnlyCommandsAssembleNodes: internal/cluster is the one place that composes a node, and only
+// the command (and tests that drive it) may import it.
+func TestOnlyCommandsAssembleNodes(t *testing.T) {
+	for _, line := range goList(t, "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		pkg := fields[0]
+		if strings.HasPrefix(pkg, module+"cmd/") || strings.HasPrefix(pkg, module+"test/") {
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if imp == module+"internal/cluster" {
+				t.Errorf("%s imports internal/cluster; only cmd/ may", pkg)
+			}
+		}
+	}
+}
+
+func within(pkg, forbidden string) bool {
+	if strings.HasSuffix(forbidden, "/") {
+		return strings.HasPrefix(pkg, forbidden) || pkg == strings.TrimSuffix(forbidden, "/")
+	}
+	return pkg == forbidden || strings.HasPrefix(pkg, forbidden+"/")
+}
+
+// goList runs `go list` from the module root; a failure fails the test, since a rule that cannot be
+// checked is not kept.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	}
+	if f := strings.Fields(string(out)); args[0] != "-f" {
+		return f
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
