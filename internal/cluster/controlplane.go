@@ -83,7 +83,7 @@ func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMe
 	for {
 		err := manager.Run(ctx, manager.Config{
 			Client: client, Dynamic: dyn, RootCA: restCfg.TLSClientConfig.CAData, Registerer: metrics.fresh("controller-manager"),
-			LeaderElection: manager.LeaderElection{LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod},
+			LeaderElection:         manager.LeaderElection{LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod},
 			Identity:               cfg.NodeName + "_" + fmt.Sprint(os.Getpid()),
 			Controllers:            cfg.Controllers,
 			ClusterCIDR:            cfg.ClusterCIDR,

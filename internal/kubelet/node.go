@@ -165,7 +165,6 @@ func (k *Kubelet) desiredNodeStatus(ctx context.Context, previous *corev1.NodeSt
 			OSImage:                 k.machine.OSImage,
 			ContainerRuntimeVersion: runtimeVersion,
 			KubeletVersion:          k.cfg.KubeletVersion,
-			KubeProxyVersion:        "",
 			OperatingSystem:         k.machine.OperatingSystem,
 			Architecture:            k.machine.Architecture,
 		},

@@ -96,7 +96,7 @@ func TestStartupProbeHoldsLivenessAndStarted(t *testing.T) {
 	h.runtime.SetExecExitCode("started", 0)
 	h.runtime.SetExecExitCode("alive", 0)
 	h.step(time.Second)
-	pod = h.waitPod("default", "slow", "started", func(p *corev1.Pod) bool {
+	h.waitPod("default", "slow", "started", func(p *corev1.Pod) bool {
 		s := statusOf(p, "app")
 		return s.Started != nil && *s.Started && s.Ready
 	})

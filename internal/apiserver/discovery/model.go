@@ -50,8 +50,6 @@ type groupModel struct {
 	byVer    map[string][]servedResource
 }
 
-func (g *groupModel) preferred() string { return g.versions[0] }
-
 // model is the discovery view of a set of resources: groups in order of first appearance (core
 // first when present), versions by Kubernetes version priority, resources by name.
 type model struct {

@@ -102,15 +102,13 @@ func Describe(actions []clienttesting.Action) []string {
 		name := ""
 		switch act := a.(type) {
 		case clienttesting.CreateAction:
+			// UpdateAction has the same method set, so updates land here too; only a create's
+			// generated name is random.
 			if m, err := meta.Accessor(act.GetObject()); err == nil {
 				name = m.GetName()
-				if m.GetGenerateName() != "" {
+				if a.GetVerb() == "create" && m.GetGenerateName() != "" {
 					name = m.GetGenerateName() + "*"
 				}
-			}
-		case clienttesting.UpdateAction:
-			if m, err := meta.Accessor(act.GetObject()); err == nil {
-				name = m.GetName()
 			}
 		case clienttesting.DeleteAction:
 			name = act.GetName()

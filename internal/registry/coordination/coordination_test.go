@@ -41,7 +41,9 @@ func TestValidateLease(t *testing.T) {
 		}), nil},
 		{"zero duration", lease(func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = ptr.To[int32](0) }), &errtest.Want{Field: "spec.leaseDurationSeconds", Type: field.ErrorTypeInvalid, Detail: "must be greater than 0"}},
 		{"negative transitions", lease(func(l *coordinationv1.Lease) { l.Spec.LeaseTransitions = ptr.To[int32](-1) }), &errtest.Want{Field: "spec.leaseTransitions", Type: field.ErrorTypeInvalid, Detail: "must be greater than or equal to 0"}},
-		{"unknown strategy", lease(func(l *coordinationv1.Lease) { l.Spec.Strategy = ptr.To(coordinationv1.CoordinatedLeaseStrategy("Newest")) }), &errtest.Want{Field: "spec.strategy", Type: field.ErrorTypeNotSupported}},
+		{"unknown strategy", lease(func(l *coordinationv1.Lease) {
+			l.Spec.Strategy = ptr.To(coordinationv1.CoordinatedLeaseStrategy("Newest"))
+		}), &errtest.Want{Field: "spec.strategy", Type: field.ErrorTypeNotSupported}},
 		{"preferred without strategy", lease(func(l *coordinationv1.Lease) { l.Spec.PreferredHolder = ptr.To("b") }), &errtest.Want{Field: "spec.preferredHolder", Type: field.ErrorTypeForbidden, Detail: "may only be specified if `strategy` is defined"}},
 		{"no namespace", lease(func(l *coordinationv1.Lease) { l.Namespace = "" }), &errtest.Want{Field: "metadata.namespace", Type: field.ErrorTypeRequired}},
 	}

@@ -1,5 +1,7 @@
 package core
 
+//lint:file-ignore SA1019 core/v1 Endpoints are deprecated, not removed: Kubernetes still serves them and so does skiff.
+
 import (
 	"testing"
 

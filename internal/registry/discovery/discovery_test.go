@@ -61,8 +61,14 @@ func TestValidateEndpointSlice(t *testing.T) {
 		want *errtest.Want
 	}{
 		{"valid", slice(), nil},
-		{"ipv6", slice(func(s *discoveryv1.EndpointSlice) { s.AddressType = discoveryv1.AddressTypeIPv6; s.Endpoints[0].Addresses = []string{"fd00::5"} }), nil},
-		{"fqdn", slice(func(s *discoveryv1.EndpointSlice) { s.AddressType = discoveryv1.AddressTypeFQDN; s.Endpoints[0].Addresses = []string{"db.example.com"} }), nil},
+		{"ipv6", slice(func(s *discoveryv1.EndpointSlice) {
+			s.AddressType = discoveryv1.AddressTypeIPv6
+			s.Endpoints[0].Addresses = []string{"fd00::5"}
+		}), nil},
+		{"fqdn", slice(func(s *discoveryv1.EndpointSlice) {
+			s.AddressType = discoveryv1.AddressTypeFQDN
+			s.Endpoints[0].Addresses = []string{"db.example.com"}
+		}), nil},
 		{"no address type", slice(func(s *discoveryv1.EndpointSlice) { s.AddressType = "" }), &errtest.Want{Field: "addressType", Type: field.ErrorTypeRequired}},
 		{"bad address type", slice(func(s *discoveryv1.EndpointSlice) { s.AddressType = "IPX" }), &errtest.Want{Field: "addressType", Type: field.ErrorTypeNotSupported}},
 		{"no addresses", slice(func(s *discoveryv1.EndpointSlice) { s.Endpoints[0].Addresses = nil }), &errtest.Want{Field: "endpoints[0].addresses", Type: field.ErrorTypeRequired, Detail: "must contain at least 1 address"}},

@@ -91,7 +91,9 @@ func TestValidateEventCreate(t *testing.T) {
 		{"bad type", event(func(e *eventsv1.Event) { e.Type = "Info" }), &errtest.Want{Field: "type", Type: field.ErrorTypeInvalid, Detail: "has invalid value: Info"}},
 		{"deprecated count", event(func(e *eventsv1.Event) { e.DeprecatedCount = 2 }), &errtest.Want{Field: "count", Type: field.ErrorTypeInvalid, Detail: "needs to be unset"}},
 		{"deprecated source", event(func(e *eventsv1.Event) { e.DeprecatedSource.Host = "a" }), &errtest.Want{Field: "source", Type: field.ErrorTypeInvalid, Detail: "needs to be unset"}},
-		{"short series", event(func(e *eventsv1.Event) { e.Series = &eventsv1.EventSeries{Count: 1, LastObservedTime: metav1.NewMicroTime(when)} }), &errtest.Want{Field: "series.count", Type: field.ErrorTypeInvalid, Detail: "should be at least 2"}},
+		{"short series", event(func(e *eventsv1.Event) {
+			e.Series = &eventsv1.EventSeries{Count: 1, LastObservedTime: metav1.NewMicroTime(when)}
+		}), &errtest.Want{Field: "series.count", Type: field.ErrorTypeInvalid, Detail: "should be at least 2"}},
 		{"namespace mismatch", event(func(e *eventsv1.Event) { e.Namespace = "other" }), nil},
 		{"cluster object outside default", event(func(e *eventsv1.Event) { e.Namespace = "team"; e.Regarding.Namespace = "" }), &errtest.Want{Field: "involvedObject.namespace", Type: field.ErrorTypeInvalid, Detail: "does not match event.namespace"}},
 		{"bad name", event(func(e *eventsv1.Event) { e.Name = "Bad_Name" }), &errtest.Want{Field: "metadata.name", Type: field.ErrorTypeInvalid}},

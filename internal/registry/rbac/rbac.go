@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,7 +26,7 @@ func Resources() []*registry.Resource {
 			New:     func() runtime.Object { return &rbacv1.Role{} },
 			NewList: func() runtime.Object { return &rbacv1.RoleList{} },
 			Strategy: &vu.Strategy[*rbacv1.Role]{
-				Namespaced: true, NameFn: path.ValidatePathSegmentName,
+				Namespaced: true, NameFn: vu.PathSegmentName,
 				ValidateObject: func(r *rbacv1.Role) field.ErrorList { return validateRules(r.Rules, true) },
 				CreateOnUpdate: true, UnconditionalUpdate: true,
 			},
@@ -37,7 +36,7 @@ func Resources() []*registry.Resource {
 			New:     func() runtime.Object { return &rbacv1.ClusterRole{} },
 			NewList: func() runtime.Object { return &rbacv1.ClusterRoleList{} },
 			Strategy: &vu.Strategy[*rbacv1.ClusterRole]{
-				NameFn:         path.ValidatePathSegmentName,
+				NameFn:         vu.PathSegmentName,
 				ValidateObject: ValidateClusterRole,
 				CreateOnUpdate: true, UnconditionalUpdate: true,
 			},
@@ -47,7 +46,7 @@ func Resources() []*registry.Resource {
 			New:     func() runtime.Object { return &rbacv1.RoleBinding{} },
 			NewList: func() runtime.Object { return &rbacv1.RoleBindingList{} },
 			Strategy: &vu.Strategy[*rbacv1.RoleBinding]{
-				Namespaced: true, NameFn: path.ValidatePathSegmentName,
+				Namespaced: true, NameFn: vu.PathSegmentName,
 				ValidateObject: func(b *rbacv1.RoleBinding) field.ErrorList {
 					return validateBinding(b.RoleRef, b.Subjects, true)
 				},
@@ -60,7 +59,7 @@ func Resources() []*registry.Resource {
 			New:     func() runtime.Object { return &rbacv1.ClusterRoleBinding{} },
 			NewList: func() runtime.Object { return &rbacv1.ClusterRoleBindingList{} },
 			Strategy: &vu.Strategy[*rbacv1.ClusterRoleBinding]{
-				NameFn: path.ValidatePathSegmentName,
+				NameFn: vu.PathSegmentName,
 				ValidateObject: func(b *rbacv1.ClusterRoleBinding) field.ErrorList {
 					return validateBinding(b.RoleRef, b.Subjects, false)
 				},
@@ -184,7 +183,7 @@ func validateBinding(ref rbacv1.RoleRef, subjects []rbacv1.Subject, namespaced b
 	if ref.Name == "" {
 		errs = append(errs, field.Required(roleRefPath.Child("name"), ""))
 	} else {
-		for _, msg := range path.ValidatePathSegmentName(ref.Name, false) {
+		for _, msg := range vu.PathSegmentName(ref.Name, false) {
 			errs = append(errs, field.Invalid(roleRefPath.Child("name"), ref.Name, msg))
 		}
 	}

@@ -143,3 +143,24 @@ func QualifiedName(value string, fldPath *field.Path) field.ErrorList {
 	}
 	return errs
 }
+
+// PathSegmentName is Kubernetes' name rule for objects whose names only need to be usable as one
+// URL path segment (RBAC roles and bindings, whose names hold ':'): not "." or "..", and no '/' or
+// '%'. With prefix (a generateName), only the characters are checked. apimachinery's own copy is
+// deprecated in favour of local ones, so this is ours.
+func PathSegmentName(name string, prefix bool) []string {
+	if !prefix {
+		for _, reserved := range []string{".", ".."} {
+			if name == reserved {
+				return []string{fmt.Sprintf("may not be '%s'", reserved)}
+			}
+		}
+	}
+	var errs []string
+	for _, illegal := range []string{"/", "%"} {
+		if strings.Contains(name, illegal) {
+			errs = append(errs, fmt.Sprintf("may not contain '%s'", illegal))
+		}
+	}
+	return errs
+}

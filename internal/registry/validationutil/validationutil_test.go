@@ -2,6 +2,7 @@ package validationutil
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -111,4 +112,24 @@ func TestWorkloadSelector(t *testing.T) {
 	errtest.Check(t, WorkloadSelector(match, map[string]string{"app": "c"}, "deployment", sel, lbl), &errtest.Want{Field: "spec.template.metadata.labels", Type: field.ErrorTypeInvalid, Detail: SelectorMismatchMsg})
 	errtest.Check(t, WorkloadSelector(nil, nil, "deployment", sel, lbl), &errtest.Want{Field: "spec.selector", Type: field.ErrorTypeRequired})
 	errtest.Check(t, WorkloadSelector(&metav1.LabelSelector{}, nil, "daemonset", sel, lbl), &errtest.Want{Field: "spec.selector", Type: field.ErrorTypeInvalid, Detail: "empty selector is invalid for daemonset"})
+}
+
+func TestPathSegmentName(t *testing.T) {
+	tests := []struct {
+		name   string
+		prefix bool
+		want   []string
+	}{
+		{"system:node", false, nil},
+		{".", false, []string{"may not be '.'"}},
+		{"..", false, []string{"may not be '..'"}},
+		{"..", true, nil},
+		{"a/b%c", false, []string{"may not contain '/'", "may not contain '%'"}},
+		{"a%", true, []string{"may not contain '%'"}},
+	}
+	for _, tt := range tests {
+		if got := PathSegmentName(tt.name, tt.prefix); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("PathSegmentName(%q, %v) = %q, want %q", tt.name, tt.prefix, got, tt.want)
+		}
+	}
 }

@@ -15,7 +15,6 @@ func BenchmarkFanout(b *testing.B) {
 	const watchers = 100
 	store := &fakeStore{revision: 1}
 	cache := newCache(b, store, watchcache.Config{})
-	var ws []<-chan struct{}
 	var wg sync.WaitGroup
 	for i := range watchers {
 		opts := storage.ListOptions{Recursive: true, ResourceVersion: "1"}
@@ -23,12 +22,9 @@ func BenchmarkFanout(b *testing.B) {
 			opts.Predicate = selectLabels(b, "app=web")
 		}
 		w := startWatch(b, cache, fakeRoot, opts)
-		done := make(chan struct{})
-		ws = append(ws, done)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer close(done)
 			for n := 0; n < b.N; n++ {
 				if _, ok := <-w.ResultChan(); !ok {
 					return

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -104,12 +103,6 @@ func (s *countingStore) Watch(ctx context.Context, prefix string, opts storage.L
 func rootFor(t *testing.T) string {
 	return "/registry/" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "-" +
 		strconv.FormatInt(time.Now().UnixNano(), 36) + "/pods/"
-}
-
-func ctxFor(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // podBuilder builds test pods.
@@ -330,16 +323,3 @@ func waitClosed(t testing.TB, w watch.Interface) []watch.Event {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// syncBuffer guards a slice appended from several goroutines.
-type syncBuffer[T any] struct {
-	mu    sync.Mutex
-	items []T
-}
-
-func (b *syncBuffer[T]) add(v T) { b.mu.Lock(); b.items = append(b.items, v); b.mu.Unlock() }
-func (b *syncBuffer[T]) get() []T {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]T(nil), b.items...)
-}

@@ -61,7 +61,6 @@ type recorder struct {
 	// that were bound at least once.
 	bound     map[string]bool
 	everBound map[string]bool
-	pending   atomic.Int64
 	changed   chan struct{}
 }
 
