@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/skiff-sh/skiff/internal/queryparam"
 )
 
 // writeOptions are the query parameters every write accepts.
@@ -53,13 +55,7 @@ func parseWriteOptions(r *http.Request) (writeOptions, error) {
 	default:
 		return opts, apierrors.NewBadRequest(fmt.Sprintf("fieldValidation: Unsupported value: %q: supported values: \"Ignore\", \"Strict\", \"Warn\"", v))
 	}
-	if f := q.Get("force"); f != "" {
-		b, err := strconv.ParseBool(f)
-		if err != nil {
-			return opts, apierrors.NewBadRequest(fmt.Sprintf("invalid force value %q", f))
-		}
-		opts.force = b
-	}
+	opts.force = queryparam.Bool(q, "force")
 	return opts, nil
 }
 
@@ -208,13 +204,7 @@ func queryDeleteOptions(q url.Values, opts *metav1.DeleteOptions) error {
 		pp := metav1.DeletionPropagation(p)
 		opts.PropagationPolicy = &pp
 	}
-	if o := q.Get("orphanDependents"); o != "" {
-		b, err := strconv.ParseBool(o)
-		if err != nil {
-			return apierrors.NewBadRequest(fmt.Sprintf("invalid orphanDependents %q", o))
-		}
-		opts.OrphanDependents = &b
-	}
+	opts.OrphanDependents = queryparam.OptionalBool(q, "orphanDependents")
 	if d := q["dryRun"]; len(d) > 0 {
 		opts.DryRun = d
 	}

@@ -33,7 +33,9 @@ func TestParseWriteOptions(t *testing.T) {
 		{name: "bad dry run", query: "dryRun=Some", wantErr: `Invalid dryRun value: "Some"`},
 		{name: "one bad dry run among good ones", query: "dryRun=All&dryRun=x", wantErr: `Invalid dryRun value: "x"`},
 		{name: "bad field validation", query: "fieldValidation=strict", wantErr: `fieldValidation: Unsupported value: "strict"`},
-		{name: "bad force", query: "force=maybe", wantErr: `invalid force value "maybe"`},
+		// Booleans read as Kubernetes reads them: anything but "0" and "false" (any case) is true.
+		{name: "force as Kubernetes reads it", query: "force=True&fieldManager=m", want: writeOptions{force: true, fieldManager: "m", fieldValidation: "Warn"}},
+		{name: "force FALSE", query: "force=FALSE", want: writeOptions{fieldValidation: "Warn"}},
 		{name: "manager too long", query: "fieldManager=" + strings.Repeat("m", 129), wantErr: "fieldManager: Too long"},
 		{name: "manager not printable", query: "fieldManager=a%00b", wantErr: "fieldManager: Invalid value"},
 	}
@@ -142,7 +144,8 @@ func TestParseDeleteOptions(t *testing.T) {
 		{name: "bad grace", query: "gracePeriodSeconds=soon", wantErr: `invalid gracePeriodSeconds "soon"`},
 		{name: "bad propagation", query: "propagationPolicy=Sideways", wantErr: `propagationPolicy: Unsupported value: "Sideways"`},
 		{name: "bad propagation in body", body: `{"propagationPolicy":"sideways"}`, wantErr: `propagationPolicy: Unsupported value: "sideways"`},
-		{name: "bad orphan", query: "orphanDependents=perhaps", wantErr: `invalid orphanDependents "perhaps"`},
+		{name: "orphan as Kubernetes reads it", query: "orphanDependents=True", want: &metav1.DeleteOptions{OrphanDependents: boolp(true)}},
+		{name: "orphan False", query: "orphanDependents=False", want: &metav1.DeleteOptions{OrphanDependents: boolp(false)}},
 		{name: "orphan and propagation", query: "orphanDependents=false&propagationPolicy=Background", wantErr: "orphanDependents and deletionPropagation cannot be both set"},
 		{name: "bad dry run", query: "dryRun=Most", wantErr: `Invalid dryRun value: "Most"`},
 		{name: "bad dry run in body", body: `{"dryRun":["Most"]}`, wantErr: `Invalid dryRun value: "Most"`},

@@ -236,7 +236,7 @@ func (h *resourceHandler) deleteCollection(w http.ResponseWriter, r *http.Reques
 	if !ok {
 		return
 	}
-	listOpts, err := h.listOptions(r.URL.Query(), true)
+	listOpts, err := h.listOptions(r.URL.Query(), true, false)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return

@@ -54,7 +54,13 @@ func applyPatch(pt types.PatchType, currentJSON, patch []byte, dataStruct runtim
 		}
 		out, err := p.Apply(currentJSON)
 		if err != nil {
-			return nil, interpretPatchError(err)
+			var copyErr *jsonpatch.AccumulatedCopySizeError
+			if errors.As(err, &copyErr) {
+				return nil, apierrors.NewRequestEntityTooLargeError(err.Error())
+			}
+			// A decoded JSON patch that cannot be applied (a failed test, a missing path, an
+			// unknown op) is 422, as in Kubernetes; only an undecodable one is 400.
+			return nil, unprocessable(err.Error())
 		}
 		return out, nil
 	case types.MergePatchType:

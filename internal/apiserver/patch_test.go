@@ -72,7 +72,7 @@ func TestApplyPatch(t *testing.T) {
 		{name: "json patch failed test", pt: types.JSONPatchType, patch: `[{"op":"test","path":"/metadata/name","value":"other"}]`, wantCode: 422},
 		{name: "json patch missing path", pt: types.JSONPatchType, patch: `[{"op":"remove","path":"/metadata/annotations/x"}]`, wantCode: 422},
 		{name: "json patch bad index", pt: types.JSONPatchType, patch: `[{"op":"replace","path":"/spec/containers/9/image","value":"x"}]`, wantCode: 422},
-		{name: "json patch unknown op", pt: types.JSONPatchType, patch: `[{"op":"frobnicate","path":"/metadata/name"}]`, wantCode: 400},
+		{name: "json patch unknown op", pt: types.JSONPatchType, patch: `[{"op":"frobnicate","path":"/metadata/name","value":"x"}]`, wantCode: 422},
 		{name: "json patch not a list", pt: types.JSONPatchType, patch: `{"op":"add"}`, wantCode: 400},
 		{name: "json patch not JSON", pt: types.JSONPatchType, patch: `[{`, wantCode: 400},
 		{

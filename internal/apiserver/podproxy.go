@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/skiff-sh/skiff/internal/queryparam"
 	"github.com/skiff-sh/skiff/internal/storage"
 )
 
@@ -37,6 +38,13 @@ var podConnectSubresources = map[string]string{
 
 // streamingParams renames kubectl's exec/attach parameters to the kubelet's, as Kubernetes does.
 var streamingParams = map[string]string{"stdin": "input", "stdout": "output", "stderr": "error"}
+
+// boolParams are the connect options' booleans; they reach the kubelet as "true" or "false", read
+// with Kubernetes' rules (so "True" or an empty value from a client library means true).
+var boolParams = map[string]bool{
+	"follow": true, "previous": true, "timestamps": true, "insecureSkipTLSVerifyBackend": true,
+	"stdin": true, "stdout": true, "stderr": true, "tty": true,
+}
 
 // servePodConnect proxies pods/log, exec, attach and portforward to the kubelet of the pod's node,
 // protocol upgrades (SPDY and WebSocket streams) included.
@@ -97,6 +105,9 @@ func servePodConnect(h *resourceHandler, w http.ResponseWriter, r *http.Request,
 	for k, vs := range q {
 		if k == "container" {
 			continue
+		}
+		if boolParams[k] {
+			vs = []string{strconv.FormatBool(queryparam.Bool(q, k))}
 		}
 		if renamed, ok := streamingParams[k]; ok && info.Subresource != "log" {
 			k = renamed

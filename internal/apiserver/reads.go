@@ -17,8 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/skiff-sh/skiff/internal/queryparam"
 	"github.com/skiff-sh/skiff/internal/storage"
 )
 
@@ -68,10 +70,11 @@ func (h *resourceHandler) predicate(q url.Values) (storage.Predicate, error) {
 	}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.ParseInt(l, 10, 64)
-		if err != nil || n < 0 {
+		if err != nil {
 			return p, apierrors.NewBadRequest(fmt.Sprintf("invalid limit %q", l))
 		}
-		p.Limit = n
+		// A negative limit asks for no limit, as Kubernetes reads it.
+		p.Limit = max(n, 0)
 	}
 	p.Continue = q.Get("continue")
 	return p, nil
@@ -94,7 +97,9 @@ func (h *resourceHandler) attrs(obj runtime.Object) (labels.Set, fields.Set, err
 	return labels.Set(m.GetLabels()), set, nil
 }
 
-func (h *resourceHandler) listOptions(q url.Values, recursive bool) (storage.ListOptions, error) {
+// listOptions reads a list's, watch's or deletecollection's query. Bad combinations are a 422 on
+// kind ListOptions with Kubernetes' field errors, as kube-apiserver validates them.
+func (h *resourceHandler) listOptions(q url.Values, recursive, watch bool) (storage.ListOptions, error) {
 	pred, err := h.predicate(q)
 	if err != nil {
 		return storage.ListOptions{}, err
@@ -104,24 +109,60 @@ func (h *resourceHandler) listOptions(q url.Values, recursive bool) (storage.Lis
 		ResourceVersionMatch: q.Get("resourceVersionMatch"),
 		Predicate:            pred,
 		Recursive:            recursive,
-		ProgressNotify:       q.Get("allowWatchBookmarks") == "true",
-	}
-	if sie := q.Get("sendInitialEvents"); sie != "" {
-		b := sie == "true"
-		opts.SendInitialEvents = &b
+		ProgressNotify:       queryparam.Bool(q, "allowWatchBookmarks"),
+		SendInitialEvents:    queryparam.OptionalBool(q, "sendInitialEvents"),
 	}
 	if pred.Continue != "" && opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 		return opts, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
 	}
-	switch opts.ResourceVersionMatch {
-	case "", string(metav1.ResourceVersionMatchNotOlderThan), string(metav1.ResourceVersionMatchExact):
-	default:
-		return opts, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersionMatch %q", opts.ResourceVersionMatch))
-	}
-	if opts.ResourceVersionMatch != "" && opts.ResourceVersion == "" {
-		return opts, apierrors.NewBadRequest("resourceVersionMatch is forbidden unless resourceVersion is provided")
+	if errs := validateListOptions(opts, watch); len(errs) > 0 {
+		return opts, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
 	}
 	return opts, nil
+}
+
+// validateListOptions applies Kubernetes' rules for resourceVersionMatch and sendInitialEvents. A
+// watch may ask for its initial state as events (a WatchList request: sendInitialEvents with
+// resourceVersionMatch=NotOlderThan, with or without a resourceVersion); a list may not.
+func validateListOptions(opts storage.ListOptions, watch bool) field.ErrorList {
+	var errs field.ErrorList
+	matchPath := field.NewPath("resourceVersionMatch")
+	match := metav1.ResourceVersionMatch(opts.ResourceVersionMatch)
+	if watch {
+		if opts.SendInitialEvents != nil && match != metav1.ResourceVersionMatchNotOlderThan {
+			errs = append(errs, field.Forbidden(matchPath, fmt.Sprintf("sendInitialEvents requires setting resourceVersionMatch to %s", metav1.ResourceVersionMatchNotOlderThan)))
+		}
+		if match != "" {
+			if opts.SendInitialEvents == nil {
+				errs = append(errs, field.Forbidden(matchPath, "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+			}
+			if match != metav1.ResourceVersionMatchNotOlderThan {
+				errs = append(errs, field.NotSupported(matchPath, match, []string{string(metav1.ResourceVersionMatchNotOlderThan)}))
+			}
+			if opts.Predicate.Continue != "" {
+				errs = append(errs, field.Forbidden(matchPath, "resourceVersionMatch is forbidden when continue is provided"))
+			}
+		}
+		return errs
+	}
+	if match != "" {
+		if opts.ResourceVersion == "" {
+			errs = append(errs, field.Forbidden(matchPath, "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+		}
+		if opts.Predicate.Continue != "" {
+			errs = append(errs, field.Forbidden(matchPath, "resourceVersionMatch is forbidden when continue is provided"))
+		}
+		if match != metav1.ResourceVersionMatchExact && match != metav1.ResourceVersionMatchNotOlderThan {
+			errs = append(errs, field.NotSupported(matchPath, match, []string{string(metav1.ResourceVersionMatchExact), string(metav1.ResourceVersionMatchNotOlderThan), ""}))
+		}
+		if match == metav1.ResourceVersionMatchExact && opts.ResourceVersion == "0" {
+			errs = append(errs, field.Forbidden(matchPath, `resourceVersionMatch "exact" is forbidden for resourceVersion "0"`))
+		}
+	}
+	if opts.SendInitialEvents != nil {
+		errs = append(errs, field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for list"))
+	}
+	return errs
 }
 
 func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
@@ -130,7 +171,7 @@ func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, info *Req
 		h.s.writeError(w, r, notAcceptable(err))
 		return
 	}
-	opts, err := h.listOptions(r.URL.Query(), true)
+	opts, err := h.listOptions(r.URL.Query(), true, false)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
@@ -159,7 +200,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info *Re
 		return
 	}
 	q := r.URL.Query()
-	opts, err := h.listOptions(q, info.Name == "")
+	opts, err := h.listOptions(q, info.Name == "", true)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return

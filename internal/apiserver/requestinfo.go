@@ -3,6 +3,8 @@ package apiserver
 import (
 	"net/http"
 	"strings"
+
+	"github.com/skiff-sh/skiff/internal/queryparam"
 )
 
 // RequestInfo is what a resource request path and method say: the API group/version, the namespace,
@@ -111,10 +113,7 @@ func ParseRequestInfo(r *http.Request) *RequestInfo {
 	return info
 }
 
-func isWatchQuery(r *http.Request) bool {
-	v := r.URL.Query().Get("watch")
-	return v == "true" || v == "1"
-}
+func isWatchQuery(r *http.Request) bool { return queryparam.Bool(r.URL.Query(), "watch") }
 
 func splitPath(path string) []string {
 	path = strings.Trim(path, "/")

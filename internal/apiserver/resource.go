@@ -134,8 +134,8 @@ func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *Re
 		h.serveSubresource(w, r, info)
 		return
 	}
-	if !h.allowsVerb(info.Verb) {
-		h.s.writeError(w, r, apierrors.NewMethodNotSupported(h.res.GroupResource(), info.Verb))
+	if !h.allowsVerb(info.Verb) || !routed(info) {
+		h.s.writeError(w, r, methodNotAllowed())
 		return
 	}
 	switch info.Verb {
@@ -158,6 +158,24 @@ func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *Re
 	default:
 		h.s.writeError(w, r, apierrors.NewMethodNotSupported(h.res.GroupResource(), info.Verb))
 	}
+}
+
+// routed reports whether kube-apiserver has a route for the request's method on its path: POST
+// goes to collections, PUT and PATCH to named objects. Its other paths answer 405.
+func routed(info *RequestInfo) bool {
+	switch info.Verb {
+	case "create":
+		return info.Name == ""
+	case "update", "patch":
+		return info.Name != ""
+	}
+	return true
+}
+
+// methodNotAllowed is kube-apiserver's answer to a method it serves no route for (a verb the
+// resource does not support, POST to a named object, PUT to a collection).
+func methodNotAllowed() error {
+	return apierrors.NewGenericServerResponse(http.StatusMethodNotAllowed, "", schema.GroupResource{}, "", "405: Method Not Allowed", 0, false)
 }
 
 func (h *resourceHandler) serveSubresource(w http.ResponseWriter, r *http.Request, info *RequestInfo) {

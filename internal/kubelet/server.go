@@ -18,6 +18,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/skiff-sh/skiff/internal/queryparam"
 )
 
 // logFollowPoll is how often a followed log file is checked for new lines.
@@ -116,7 +118,7 @@ type logOptions struct {
 }
 
 func parseLogOptions(q url.Values, now time.Time) (logOptions, error) {
-	opts := logOptions{follow: q.Get("follow") == "true", previous: q.Get("previous") == "true", timestamps: q.Get("timestamps") == "true", tailLines: -1}
+	opts := logOptions{follow: queryparam.Bool(q, "follow"), previous: queryparam.Bool(q, "previous"), timestamps: queryparam.Bool(q, "timestamps"), tailLines: -1}
 	if v := q.Get("tailLines"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
@@ -319,15 +321,6 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-func queryBool(q url.Values, names ...string) bool {
-	for _, n := range names {
-		if v := q.Get(n); v == "1" || v == "true" {
-			return true
-		}
-	}
-	return false
-}
-
 func runningContainerID(state *podRuntimeState, container string) string {
 	cur := state.latest(container, "")
 	if !running(cur) {
@@ -352,8 +345,8 @@ func (k *Kubelet) serveExec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	target, err := k.runtime.Exec(r.Context(), &runtimeapi.ExecRequest{
-		ContainerId: id, Cmd: q["command"], Tty: queryBool(q, "tty"),
-		Stdin: queryBool(q, "input", "stdin"), Stdout: queryBool(q, "output", "stdout"), Stderr: queryBool(q, "error", "stderr"),
+		ContainerId: id, Cmd: q["command"], Tty: queryparam.AnyBool(q, "tty"),
+		Stdin: queryparam.AnyBool(q, "input", "stdin"), Stdout: queryparam.AnyBool(q, "output", "stdout"), Stderr: queryparam.AnyBool(q, "error", "stderr"),
 	})
 	k.proxyStream(w, r, target, err)
 }
@@ -370,8 +363,8 @@ func (k *Kubelet) serveAttach(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	target, err := k.runtime.Attach(r.Context(), &runtimeapi.AttachRequest{
-		ContainerId: id, Tty: queryBool(q, "tty"),
-		Stdin: queryBool(q, "input", "stdin"), Stdout: queryBool(q, "output", "stdout"), Stderr: queryBool(q, "error", "stderr"),
+		ContainerId: id, Tty: queryparam.AnyBool(q, "tty"),
+		Stdin: queryparam.AnyBool(q, "input", "stdin"), Stdout: queryparam.AnyBool(q, "output", "stdout"), Stderr: queryparam.AnyBool(q, "error", "stderr"),
 	})
 	k.proxyStream(w, r, target, err)
 }

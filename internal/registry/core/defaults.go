@@ -62,6 +62,26 @@ func DefaultPod(pod *corev1.Pod) {
 	for i := range pod.Spec.Containers {
 		defaultRequestsFromLimits(&pod.Spec.Containers[i].Resources)
 	}
+	syncStatusIPs(&pod.Status)
+}
+
+// syncStatusIPs does what Kubernetes' v1 pod status conversion does on every request: the singular
+// podIP and hostIP win over their lists when both are set and disagree (older clients and simple
+// kubelets set only the singular field), a list is filled from a lone singular field, and a lone
+// list fills the singular field.
+func syncStatusIPs(st *corev1.PodStatus) {
+	switch {
+	case st.PodIP != "" && (len(st.PodIPs) == 0 || st.PodIPs[0].IP != st.PodIP):
+		st.PodIPs = []corev1.PodIP{{IP: st.PodIP}}
+	case st.PodIP == "" && len(st.PodIPs) > 0:
+		st.PodIP = st.PodIPs[0].IP
+	}
+	switch {
+	case st.HostIP != "" && (len(st.HostIPs) == 0 || st.HostIPs[0].IP != st.HostIP):
+		st.HostIPs = []corev1.HostIP{{IP: st.HostIP}}
+	case st.HostIP == "" && len(st.HostIPs) > 0:
+		st.HostIP = st.HostIPs[0].IP
+	}
 }
 
 // defaultRequestsFromLimits: a resource with a limit and no request requests its limit.

@@ -223,3 +223,34 @@ func TestResourceQuantitiesRoundUpToMilli(t *testing.T) {
 		t.Fatalf("cpu limit = %s, want 1m", got)
 	}
 }
+
+func TestPodStatusIPsFollowTheSingularFields(t *testing.T) {
+	tests := []struct {
+		name string
+		in   corev1.PodStatus
+		want corev1.PodStatus
+	}{
+		{"podIP alone fills podIPs",
+			corev1.PodStatus{PodIP: "10.42.0.5", HostIP: "192.0.2.1"},
+			corev1.PodStatus{PodIP: "10.42.0.5", PodIPs: []corev1.PodIP{{IP: "10.42.0.5"}}, HostIP: "192.0.2.1", HostIPs: []corev1.HostIP{{IP: "192.0.2.1"}}}},
+		{"lists alone fill the singular fields",
+			corev1.PodStatus{PodIPs: []corev1.PodIP{{IP: "10.42.0.5"}, {IP: "fd00::5"}}, HostIPs: []corev1.HostIP{{IP: "192.0.2.1"}}},
+			corev1.PodStatus{PodIP: "10.42.0.5", PodIPs: []corev1.PodIP{{IP: "10.42.0.5"}, {IP: "fd00::5"}}, HostIP: "192.0.2.1", HostIPs: []corev1.HostIP{{IP: "192.0.2.1"}}}},
+		{"agreeing dual-stack lists are kept",
+			corev1.PodStatus{PodIP: "10.42.0.5", PodIPs: []corev1.PodIP{{IP: "10.42.0.5"}, {IP: "fd00::5"}}},
+			corev1.PodStatus{PodIP: "10.42.0.5", PodIPs: []corev1.PodIP{{IP: "10.42.0.5"}, {IP: "fd00::5"}}}},
+		{"a disagreeing singular field wins",
+			corev1.PodStatus{PodIP: "10.42.0.9", PodIPs: []corev1.PodIP{{IP: "10.42.0.5"}}, HostIP: "192.0.2.9", HostIPs: []corev1.HostIP{{IP: "192.0.2.1"}}},
+			corev1.PodStatus{PodIP: "10.42.0.9", PodIPs: []corev1.PodIP{{IP: "10.42.0.9"}}, HostIP: "192.0.2.9", HostIPs: []corev1.HostIP{{IP: "192.0.2.9"}}}},
+		{"no addresses", corev1.PodStatus{}, corev1.PodStatus{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &corev1.Pod{Status: tt.in}
+			DefaultPod(pod)
+			if !equality.Semantic.DeepEqual(pod.Status, tt.want) {
+				t.Errorf("status = %+v, want %+v", pod.Status, tt.want)
+			}
+		})
+	}
+}

@@ -24,10 +24,13 @@ func Resources() []*registry.Resource {
 		{
 			GroupVersion: gv, Kind: "Namespace", ListKind: "NamespaceList", Plural: "namespaces", Singular: "namespace",
 			ShortNames: []string{"ns"},
-			New:        func() runtime.Object { return &corev1.Namespace{} },
-			NewList:    func() runtime.Object { return &corev1.NamespaceList{} },
-			Strategy:   newNamespaceStrategy(),
-			Status:     newNamespaceStatusStrategy(),
+			// No deletecollection: DELETE on the collection is a 405, as in Kubernetes, never a
+			// sweep of every namespace.
+			Verbs:    []string{"create", "delete", "get", "list", "patch", "update", "watch"},
+			New:      func() runtime.Object { return &corev1.Namespace{} },
+			NewList:  func() runtime.Object { return &corev1.NamespaceList{} },
+			Strategy: newNamespaceStrategy(),
+			Status:   newNamespaceStatusStrategy(),
 			SelectableFields: func(obj runtime.Object) fields.Set {
 				ns, ok := obj.(*corev1.Namespace)
 				if !ok {
