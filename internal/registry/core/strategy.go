@@ -476,8 +476,9 @@ func newResourceQuotaStrategy() *typedStrategy[*corev1.ResourceQuota] {
 		prepareUpdate:  func(q, old *corev1.ResourceQuota) { q.Status = old.Status },
 		validate:       ValidateResourceQuota,
 		validateUpdate: ValidateResourceQuotaUpdate,
-		// Quota accounting depends on compare-and-swap: writes must name a resourceVersion.
-		unconditional: false,
+		// As in Kubernetes, a PUT without a resourceVersion is accepted; the quota controller and
+		// admission always name one, so their accounting stays compare-and-swap.
+		unconditional: true,
 		resetFields:   []string{"status"},
 	}
 }

@@ -107,7 +107,8 @@ func TestAllowCreateAndUnconditionalUpdate(t *testing.T) {
 		if got := r.Strategy.AllowCreateOnUpdate(); got != createOnUpdate[r.Plural] {
 			t.Errorf("%s: AllowCreateOnUpdate = %v", r.Plural, got)
 		}
-		if got := r.Strategy.AllowUnconditionalUpdate(); got != (r.Plural != "resourcequotas") {
+		// Every core resource accepts a PUT without a resourceVersion, as in Kubernetes.
+		if got := r.Strategy.AllowUnconditionalUpdate(); !got {
 			t.Errorf("%s: AllowUnconditionalUpdate = %v", r.Plural, got)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -39,7 +40,30 @@ func Resources() []*registry.Resource {
 			CreateOnUpdate:       true,
 			UnconditionalUpdate:  true,
 		},
+		SelectableFields: SelectableFields,
 	}}
+}
+
+// SelectableFields are the field-selector fields of events.k8s.io/v1 events, the names Kubernetes
+// maps onto the core fields (regarding.* for involvedObject.*, reportingController for
+// reportingComponent).
+func SelectableFields(obj runtime.Object) fields.Set {
+	e, ok := obj.(*eventsv1.Event)
+	if !ok {
+		return nil
+	}
+	return fields.Set{
+		"regarding.kind":            e.Regarding.Kind,
+		"regarding.namespace":       e.Regarding.Namespace,
+		"regarding.name":            e.Regarding.Name,
+		"regarding.uid":             string(e.Regarding.UID),
+		"regarding.apiVersion":      e.Regarding.APIVersion,
+		"regarding.resourceVersion": e.Regarding.ResourceVersion,
+		"regarding.fieldPath":       e.Regarding.FieldPath,
+		"reason":                    e.Reason,
+		"reportingController":       e.ReportingController,
+		"type":                      e.Type,
+	}
 }
 
 // RegisterDefaults exists for symmetry with the other groups: events.k8s.io/v1 sets no defaults.

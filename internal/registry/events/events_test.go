@@ -133,3 +133,24 @@ func TestResource(t *testing.T) {
 		t.Fatalf("resource = %+v", r)
 	}
 }
+
+func TestSelectableFields(t *testing.T) {
+	e := &eventsv1.Event{
+		Regarding:           corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web", UID: "u1", APIVersion: "v1", FieldPath: "spec.containers{app}"},
+		Reason:              "Started",
+		ReportingController: "skiff.dev/kubelet",
+		Type:                corev1.EventTypeNormal,
+	}
+	got := SelectableFields(e)
+	for k, want := range map[string]string{
+		"regarding.kind": "Pod", "regarding.namespace": "default", "regarding.name": "web", "regarding.uid": "u1",
+		"regarding.fieldPath": "spec.containers{app}", "reason": "Started", "reportingController": "skiff.dev/kubelet", "type": "Normal",
+	} {
+		if got[k] != want {
+			t.Errorf("%s = %q, want %q", k, got[k], want)
+		}
+	}
+	if SelectableFields(&corev1.Event{}) != nil {
+		t.Error("a core event has no events.k8s.io fields")
+	}
+}
