@@ -131,13 +131,16 @@ func (s ServiceStrategy) BeginCreate(ctx context.Context, obj runtime.Object, op
 	return finishWith(release), nil
 }
 
-// BeginUpdate allocates what the updated service newly needs.
+// BeginUpdate allocates what the updated service newly needs. What the service already holds and
+// the update leaves out (a PUT of a manifest without clusterIP) is carried over first, as
+// Kubernetes does, so it is neither allocated again nor seen as a change of an immutable field.
 func (s ServiceStrategy) BeginUpdate(ctx context.Context, obj, old runtime.Object, options *metav1.UpdateOptions) (registry.FinishFunc, error) {
 	svc, ok1 := obj.(*corev1.Service)
 	oldSvc, ok2 := old.(*corev1.Service)
 	if !ok1 || !ok2 || s.alloc == nil {
 		return nil, nil
 	}
+	carryAllocatedValues(svc, oldSvc)
 	release, err := s.alloc.AllocateUpdate(ctx, svc, oldSvc, len(options.DryRun) > 0)
 	if err != nil {
 		return nil, err

@@ -135,6 +135,15 @@ func TestAllocationThroughTheStore(t *testing.T) {
 	}
 	want("update that failed validation", 2, 1)
 
+	// A PUT of the manifest without the allocated clusterIP keeps the one the service has.
+	replaced := service("web", corev1.ServiceTypeClusterIP)
+	replaced.ResourceVersion = out.(*corev1.Service).ResourceVersion
+	got, _, err := st.Update(ctx, "default", "web", func(context.Context, runtime.Object) (runtime.Object, error) { return replaced.DeepCopy(), nil }, store.UpdateOptions{})
+	if err != nil || got.(*corev1.Service).Spec.ClusterIP != out.(*corev1.Service).Spec.ClusterIP {
+		t.Fatalf("PUT without clusterIP = %v, %+v", err, got)
+	}
+	want("PUT without clusterIP", 2, 1)
+
 	for _, name := range []string{"web", "np"} {
 		if _, _, err := st.Delete(ctx, "default", name, nil, nil); err != nil {
 			t.Fatal(err)
