@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/store"
 	"github.com/skiff-sh/skiff/internal/storage"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,13 +24,13 @@ func (s *Server) EnsureObject(ctx context.Context, gr schema.GroupResource, obj 
 	if err != nil {
 		return err
 	}
-	existing := h.res.New()
-	if err := h.store.Get(ctx, h.key(m.GetNamespace(), m.GetName()), storage.GetOptions{}, existing); err == nil {
+	if _, err := h.st.Get(ctx, m.GetNamespace(), m.GetName(), storage.GetOptions{}); err == nil {
 		return nil
 	}
 	s.cfg.Scheme.Default(obj)
 	ctx = withUser(ctx, &UserInfo{Name: "system:apiserver", Groups: []string{"system:masters"}})
-	_, err = h.createObject(ctx, obj, writeOptions{fieldManager: "skiff-apiserver", fieldValidation: "Strict"})
+	opts := writeOptions{fieldManager: "skiff-apiserver", fieldValidation: "Strict"}
+	_, err = h.st.Create(ctx, obj, store.CreateOptions{Admission: h.createAdmission(opts, true)})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}

@@ -64,6 +64,10 @@ func startTestCluster(t testing.TB) *testCluster {
 		t.Fatal(err)
 	}
 	clock := clocktesting.NewFakeClock(testEpoch)
+	_, serviceCIDR, err := net.ParseCIDR("10.43.0.0/16")
+	if err != nil {
+		t.Fatal(err)
+	}
 	api, err := New(Config{
 		Scheme:    scheme,
 		Resources: resources,
@@ -80,9 +84,11 @@ func startTestCluster(t testing.TB) *testCluster {
 		OpenAPI:       oapi,
 		Discovery:     discovery.New(resources, builtin.ExtraSubresources()),
 		TypeConverter: oapi.TypeConverter(),
-		Version:       version.Info{Major: "1", Minor: "32", GitVersion: "v1.32.0-skiff.test"},
-		Clock:         clock,
-		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// Services get cluster IPs and node ports through the services strategy's hooks.
+		ServiceClusterIPRange: serviceCIDR,
+		Version:               version.Info{Major: "1", Minor: "32", GitVersion: "v1.32.0-skiff.test"},
+		Clock:                 clock,
+		Logger:                slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)

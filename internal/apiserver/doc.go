@@ -1,11 +1,15 @@
 // Package apiserver is skiff's HTTP API server: request parsing, authentication, authorization,
 // admission, content negotiation (JSON, YAML, protobuf, Table, PartialObjectMetadata), and the generic
 // REST verbs (get, list, watch, create, update, patch in all four kinds, delete, deletecollection)
-// over any registry.Resource, plus the status, scale, binding, eviction and finalize subresources and
-// the allocation of service cluster IPs and node ports.
+// over any registry.Resource, plus the scale, binding and eviction subresources; subresources that
+// are views of the whole object (status, namespaces/finalize, ...) are served generically from
+// registry.Resource.SubresourceStrategy.
 //
-// It is the only component that touches storage; everything else in skiff reaches it through
-// client-go. It knows no resource type by heart except where Kubernetes itself special-cases one
-// (pod binding and eviction, namespace deletion, service allocation), so CustomResourceDefinitions
-// can plug in later.
+// Handlers only speak HTTP: they decode, read options, wire admission (which needs the user from the
+// request context) and call the resource's store (internal/apiserver/store), which owns the write
+// semantics: system fields, strategies and their hooks, preconditions and conflicts, deletion and
+// finalizers. It is the only component that touches storage; everything else in skiff reaches it
+// through client-go. It knows no resource type by heart except where Kubernetes itself special-cases
+// one (pod binding and eviction, wiring the service allocator into the services strategy), so
+// CustomResourceDefinitions can plug in later.
 package apiserver

@@ -157,7 +157,7 @@ func FuzzDecodeObject(f *testing.F) {
 		// Everything a create does short of storage: system fields, strategy, validation (no admission
 		// is configured, so nothing is looked up).
 		ctx := withUser(t.Context(), &UserInfo{Name: "fuzz"})
-		if _, err := h.prepareCreate(ctx, obj, writeOptions{fieldManager: "fuzz", fieldValidation: "Strict"}, true); err != nil {
+		if _, err := h.st.PrepareCreate(ctx, obj, h.createAdmission(writeOptions{fieldManager: "fuzz", fieldValidation: "Strict"}, true)); err != nil {
 			wantAPIError(t, err, 400, 403, 422)
 		}
 	})
@@ -202,7 +202,7 @@ func FuzzApplyPatch(f *testing.F) {
 			return
 		}
 		ctx := withUser(t.Context(), &UserInfo{Name: "fuzz"})
-		if _, err := pods.beforeUpdate(ctx, next, current.DeepCopy(), &updateContext{opts: writeOptions{fieldManager: "fuzz"}}); err != nil {
+		if _, err := pods.st.PrepareUpdate(ctx, next, current.DeepCopy(), pods.updateOptions(&updateContext{opts: writeOptions{fieldManager: "fuzz"}})); err != nil {
 			wantAPIError(t, err, 400, 403, 409, 422)
 		}
 	})

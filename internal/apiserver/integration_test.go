@@ -599,6 +599,43 @@ func TestAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("service allocation", func(t *testing.T) {
+		ns := c.namespace(t, "services")
+		services := c.client.CoreV1().Services(ns)
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "web"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "web"},
+				Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+		}
+		created, err := services.Create(ctx, svc, metav1.CreateOptions{})
+		if err != nil || !strings.HasPrefix(created.Spec.ClusterIP, "10.43.") || created.Spec.Ports[0].NodePort < 30000 {
+			t.Fatalf("create: %v %+v", err, created)
+		}
+		_, err = services.Create(ctx, svc, metav1.CreateOptions{})
+		wantStatus(t, err, 409, `services "web" already exists`)
+		// A PUT of the manifest without the allocated values keeps them.
+		replaced := svc.DeepCopy()
+		replaced.ResourceVersion = created.ResourceVersion
+		replaced.Labels = map[string]string{"v": "2"}
+		updated, err := services.Update(ctx, replaced, metav1.UpdateOptions{})
+		if err != nil || updated.Spec.ClusterIP != created.Spec.ClusterIP || updated.Spec.Ports[0].NodePort != created.Spec.Ports[0].NodePort {
+			t.Fatalf("update without allocated values: %v %+v", err, updated)
+		}
+		// The IP and port are taken while web holds them and free once it is deleted.
+		taken := svc.DeepCopy()
+		taken.Name = "taken"
+		taken.Spec.ClusterIP = created.Spec.ClusterIP
+		_, err = services.Create(ctx, taken, metav1.CreateOptions{})
+		wantStatus(t, err, 422, "provided IP is already allocated")
+		if err := services.Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		taken.Spec.Ports[0].NodePort = created.Spec.Ports[0].NodePort
+		if got, err := services.Create(ctx, taken, metav1.CreateOptions{}); err != nil || got.Spec.ClusterIP != created.Spec.ClusterIP {
+			t.Fatalf("reuse after delete: %v %+v", err, got)
+		}
+	})
+
 	t.Run("protobuf", func(t *testing.T) {
 		ns := c.namespace(t, "protobuf")
 		cfg := rest.CopyConfig(c.admin)

@@ -17,6 +17,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
+
+	"github.com/skiff-sh/skiff/internal/apiserver/store"
 )
 
 // maxJSONPatchOperations bounds the operations of one JSON patch, as Kubernetes does.
@@ -148,26 +150,28 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, info *Re
 		h.s.writeError(w, r, apierrors.NewBadRequest("force: Invalid value: force flag is only valid for apply requests"))
 		return
 	}
-	uc := &updateContext{subresource: subresource, opts: opts}
+	uc := &updateContext{subresource: subresource, opts: opts, forceAllowCreate: pt == types.ApplyYAMLPatchType}
 	var warnings []string
-	ctx := r.Context()
-	allowCreate := pt == types.ApplyYAMLPatchType && subresource == ""
-	out, err := h.guaranteedUpdate(ctx, info.Namespace, info.Name, opts.dryRun, allowCreate, func(current runtime.Object) (runtime.Object, error) {
+	out, created, err := h.st.Update(r.Context(), info.Namespace, info.Name, func(_ context.Context, current runtime.Object) (runtime.Object, error) {
 		if pt == types.ApplyYAMLPatchType {
-			return h.applyServerSide(ctx, current, body, info, uc)
+			return h.applyServerSide(current, body, info, uc)
+		}
+		if current == nil {
+			// Only server-side apply creates through PATCH.
+			return nil, apierrors.NewNotFound(h.res.GroupResource(), info.Name)
 		}
 		next, w, err := h.patchObject(current, pt, body, info, opts.fieldValidation)
 		if err != nil {
 			return nil, err
 		}
 		warnings = w
-		return h.beforeUpdate(ctx, next, current, uc)
-	})
+		return next, nil
+	}, h.updateOptions(uc))
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
 	}
-	h.finishUpdate(w, r, out, opts, warnings, uc.created)
+	h.finishUpdate(w, r, out, warnings, created)
 }
 
 // patchObject applies a JSON, merge or strategic merge patch to current and decodes the result
@@ -196,15 +200,16 @@ func (h *resourceHandler) patchObject(current runtime.Object, pt types.PatchType
 	if h.res.Namespaced && nm.GetNamespace() != cm.GetNamespace() {
 		return nil, nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
-	if rv := nm.GetResourceVersion(); rv != cm.GetResourceVersion() {
-		return nil, nil, apierrors.NewConflict(h.res.GroupResource(), info.Name, errors.New(optimisticLockErrorMsg))
+	// The patched resourceVersion (the stored one unless the patch set it) is the precondition.
+	if err := store.CheckResourceVersion(h.res.GroupResource(), info.Name, nm.GetResourceVersion(), cm.GetResourceVersion()); err != nil {
+		return nil, nil, err
 	}
 	return next, warnings, nil
 }
 
 // applyServerSide merges an apply configuration into current (nil: the object does not exist yet)
 // with the structured-merge field manager, which records ownership and reports conflicts.
-func (h *resourceHandler) applyServerSide(ctx context.Context, current runtime.Object, body []byte, info *RequestInfo, uc *updateContext) (runtime.Object, error) {
+func (h *resourceHandler) applyServerSide(current runtime.Object, body []byte, info *RequestInfo, uc *updateContext) (runtime.Object, error) {
 	patchObj := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal(body, &patchObj.Object); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
@@ -225,10 +230,7 @@ func (h *resourceHandler) applyServerSide(ctx context.Context, current runtime.O
 		}
 		patchObj.SetNamespace(info.Namespace)
 	}
-	fm := h.fieldManager
-	if uc.subresource == "status" {
-		fm = h.statusFieldManager
-	}
+	fm := h.fieldManagerFor(uc.subresource)
 	live := current
 	if live == nil {
 		live = h.res.New()
@@ -242,11 +244,5 @@ func (h *resourceHandler) applyServerSide(ctx context.Context, current runtime.O
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	uc.skipManagedFields = true
-	if current == nil {
-		uc.created = true
-		m, _ := meta.Accessor(merged)
-		m.SetResourceVersion("")
-		return h.prepareCreate(ctx, merged, uc.opts, false)
-	}
-	return h.beforeUpdate(ctx, merged, current, uc)
+	return merged, nil
 }

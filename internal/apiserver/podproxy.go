@@ -64,9 +64,14 @@ func servePodConnect(h *resourceHandler, w http.ResponseWriter, r *http.Request,
 		return
 	}
 	ctx := r.Context()
-	pod := &corev1.Pod{}
-	if err := h.store.Get(ctx, h.key(info.Namespace, info.Name), storage.GetOptions{}, pod); err != nil {
-		h.s.writeError(w, r, storage.ToAPIError(err, h.res.GroupResource(), info.Name))
+	obj, err := h.st.Get(ctx, info.Namespace, info.Name, storage.GetOptions{})
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		h.s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("pods store returned %T", obj)))
 		return
 	}
 	q := r.URL.Query()
@@ -85,14 +90,19 @@ func servePodConnect(h *resourceHandler, w http.ResponseWriter, r *http.Request,
 		h.s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name)))
 		return
 	}
-	node := &corev1.Node{}
 	nodes := h.s.handlerForGroupResource(schema.GroupResource{Resource: "nodes"})
 	if nodes == nil {
 		h.s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("nodes are not served")))
 		return
 	}
-	if err := nodes.store.Get(ctx, nodes.key("", pod.Spec.NodeName), storage.GetOptions{}, node); err != nil {
-		h.s.writeError(w, r, storage.ToAPIError(err, nodes.res.GroupResource(), pod.Spec.NodeName))
+	nodeObj, err := nodes.st.Get(ctx, "", pod.Spec.NodeName, storage.GetOptions{})
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	node, ok := nodeObj.(*corev1.Node)
+	if !ok {
+		h.s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("nodes store returned %T", nodeObj)))
 		return
 	}
 	host, err := kubeletHost(node, h.s.cfg.Kubelet.DefaultPort)

@@ -36,10 +36,9 @@ func (h *resourceHandler) get(w http.ResponseWriter, r *http.Request, info *Requ
 		h.s.writeError(w, r, notAcceptable(err))
 		return
 	}
-	obj := h.res.New()
-	opts := storage.GetOptions{ResourceVersion: r.URL.Query().Get("resourceVersion")}
-	if err := h.store.Get(r.Context(), h.key(info.Namespace, info.Name), opts, obj); err != nil {
-		h.s.writeError(w, r, storage.ToAPIError(err, h.res.GroupResource(), info.Name))
+	obj, err := h.st.Get(r.Context(), info.Namespace, info.Name, storage.GetOptions{ResourceVersion: r.URL.Query().Get("resourceVersion")})
+	if err != nil {
+		h.s.writeError(w, r, err)
 		return
 	}
 	h.writeObject(w, r, http.StatusOK, choice, obj)
@@ -48,7 +47,7 @@ func (h *resourceHandler) get(w http.ResponseWriter, r *http.Request, info *Requ
 // predicate turns the list/watch query into a storage predicate, refusing unsupported field labels
 // with Kubernetes' message.
 func (h *resourceHandler) predicate(q url.Values) (storage.Predicate, error) {
-	p := storage.Predicate{Attrs: h.attrs}
+	p := storage.Predicate{Attrs: h.st.Attrs}
 	if ls := q.Get("labelSelector"); ls != "" {
 		sel, err := labels.Parse(ls)
 		if err != nil {
@@ -78,23 +77,6 @@ func (h *resourceHandler) predicate(q url.Values) (storage.Predicate, error) {
 	}
 	p.Continue = q.Get("continue")
 	return p, nil
-}
-
-func (h *resourceHandler) attrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, nil, err
-	}
-	set := fields.Set{"metadata.name": m.GetName()}
-	if h.res.Namespaced {
-		set["metadata.namespace"] = m.GetNamespace()
-	}
-	if h.res.SelectableFields != nil {
-		for k, v := range h.res.SelectableFields(obj) {
-			set[k] = v
-		}
-	}
-	return labels.Set(m.GetLabels()), set, nil
 }
 
 // listOptions reads a list's, watch's or deletecollection's query. Bad combinations are a 422 on
@@ -176,9 +158,9 @@ func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, info *Req
 		h.s.writeError(w, r, err)
 		return
 	}
-	list := h.res.NewList()
-	if err := h.store.List(r.Context(), h.collectionPrefix(info.Namespace), opts, list); err != nil {
-		h.s.writeError(w, r, storage.ToAPIError(err, h.res.GroupResource(), ""))
+	list, err := h.st.List(r.Context(), info.Namespace, opts)
+	if err != nil {
+		h.s.writeError(w, r, err)
 		return
 	}
 	// List items carry no apiVersion/kind of their own, as Kubernetes serves them.
@@ -205,11 +187,6 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info *Re
 		h.s.writeError(w, r, err)
 		return
 	}
-	prefix := h.collectionPrefix(info.Namespace)
-	if info.Name != "" {
-		// The legacy /watch/namespaces/ns/pods/name form watches one object.
-		prefix = h.key(info.Namespace, info.Name)
-	}
 	timeout := h.s.cfg.MinRequestTimeout + time.Duration(rand.Int64N(int64(h.s.cfg.MinRequestTimeout)))
 	if ts := q.Get("timeoutSeconds"); ts != "" {
 		n, err := strconv.ParseInt(ts, 10, 64)
@@ -221,9 +198,10 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info *Re
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
-	wi, err := h.store.Watch(ctx, prefix, opts)
+	// info.Name is set by the legacy /watch/namespaces/ns/pods/name form, which watches one object.
+	wi, err := h.st.Watch(ctx, info.Namespace, info.Name, opts)
 	if err != nil {
-		h.s.writeError(w, r, storage.ToAPIError(err, h.res.GroupResource(), info.Name))
+		h.s.writeError(w, r, err)
 		return
 	}
 	defer wi.Stop()

@@ -3,12 +3,14 @@ package apiserver
 import (
 	"fmt"
 	"net/http"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/store"
 	"github.com/skiff-sh/skiff/internal/registry"
 	"github.com/skiff-sh/skiff/internal/storage"
 )
@@ -17,38 +19,31 @@ import (
 // rather than memory pressure.
 const maxBodyBytes = 3 * 1024 * 1024
 
-// resourceHandler serves every verb of one resource and its subresources.
+// resourceHandler serves every verb of one resource and its subresources over HTTP; the store does
+// the rest.
 type resourceHandler struct {
-	s     *Server
-	res   *registry.Resource
-	store storage.Interface
-	// prefix is the etcd key prefix ending in "/".
-	prefix string
+	s   *Server
+	res *registry.Resource
+	st  *store.Store
 	// selectable are the field-selector fields the resource supports.
 	selectable map[string]bool
 
-	fieldManager       *managedfields.FieldManager
-	statusFieldManager *managedfields.FieldManager
+	fieldManager *managedfields.FieldManager
+	// subresourceFieldManagers record managed fields of writes through a subresource ("status").
+	subresourceFieldManagers map[string]*managedfields.FieldManager
 }
 
-func newResourceHandler(s *Server, res *registry.Resource, store storage.Interface) (*resourceHandler, error) {
-	if res.Strategy == nil || res.New == nil || res.NewList == nil {
-		return nil, fmt.Errorf("resource %s: Strategy, New and NewList are required", res.GroupResource())
-	}
-	group := res.GroupVersion.Group
-	if res.StorageGroup != "" || res.StorageResource != "" {
-		group = res.StorageGroup
-	}
-	if group == "" {
-		group = "core"
-	}
-	storageResource := res.StorageResource
-	if storageResource == "" {
-		storageResource = res.Plural
+func newResourceHandler(s *Server, res *registry.Resource, storage storage.Interface) (*resourceHandler, error) {
+	st, err := store.New(store.Config{
+		Resource: res, Storage: storage, Clock: s.clock,
+		// Called on every create, so a test may swap the server's suffix after start.
+		NameSuffix: func() string { return s.nameSuffix() },
+	})
+	if err != nil {
+		return nil, err
 	}
 	h := &resourceHandler{
-		s: s, res: res, store: store,
-		prefix:     "/registry/" + group + "/" + storageResource + "/",
+		s: s, res: res, st: st,
 		selectable: map[string]bool{"metadata.name": true},
 	}
 	if res.Namespaced {
@@ -85,28 +80,32 @@ func (h *resourceHandler) initFieldManagers() error {
 		return fmt.Errorf("field manager for %s: %w", h.res.GroupResource(), err)
 	}
 	h.fieldManager = fm
-	if h.res.Status != nil {
-		sfm, err := managedfields.NewDefaultFieldManager(tc, scheme, scheme, scheme, gvk, gvk.GroupVersion(), "status", reset(h.res.Status))
-		if err != nil {
-			return fmt.Errorf("status field manager for %s: %w", h.res.GroupResource(), err)
+	h.subresourceFieldManagers = map[string]*managedfields.FieldManager{}
+	names := make([]string, 0, len(h.res.Subresources)+1)
+	names = append(names, "status")
+	for name := range h.res.Subresources {
+		names = append(names, name)
+	}
+	for _, name := range names {
+		strategy, _, ok := h.res.SubresourceStrategy(name)
+		if !ok {
+			continue
 		}
-		h.statusFieldManager = sfm
+		sfm, err := managedfields.NewDefaultFieldManager(tc, scheme, scheme, scheme, gvk, gvk.GroupVersion(), name, reset(strategy))
+		if err != nil {
+			return fmt.Errorf("%s field manager for %s: %w", name, h.res.GroupResource(), err)
+		}
+		h.subresourceFieldManagers[name] = sfm
 	}
 	return nil
 }
 
-func (h *resourceHandler) key(namespace, name string) string {
-	if h.res.Namespaced {
-		return h.prefix + namespace + "/" + name
+// fieldManagerFor is the field manager of writes through subresource ("" the main resource).
+func (h *resourceHandler) fieldManagerFor(subresource string) *managedfields.FieldManager {
+	if subresource == "" {
+		return h.fieldManager
 	}
-	return h.prefix + name
-}
-
-func (h *resourceHandler) collectionPrefix(namespace string) string {
-	if h.res.Namespaced && namespace != "" {
-		return h.prefix + namespace + "/"
-	}
-	return h.prefix
+	return h.subresourceFieldManagers[subresource]
 }
 
 func (h *resourceHandler) allowsVerb(verb string) bool {
@@ -179,25 +178,34 @@ func methodNotAllowed() error {
 }
 
 func (h *resourceHandler) serveSubresource(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
-	switch {
-	case info.Subresource == "status" && h.res.Status != nil:
+	if _, verbs, ok := h.res.SubresourceStrategy(info.Subresource); ok {
+		// A view of the whole object written through its own strategy (status, finalize, ...).
+		if verbs == nil {
+			verbs = []string{"get", "update", "patch"}
+		}
+		if !slices.Contains(verbs, info.Verb) {
+			h.s.writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Group: h.res.GroupVersion.Group, Resource: h.res.Plural + "/" + info.Subresource}, info.Verb))
+			return
+		}
 		switch info.Verb {
 		case "get":
 			h.get(w, r, info)
 		case "update":
-			h.update(w, r, info, "status")
+			h.update(w, r, info, info.Subresource)
 		case "patch":
-			h.patch(w, r, info, "status")
+			h.patch(w, r, info, info.Subresource)
 		default:
-			h.s.writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Group: h.res.GroupVersion.Group, Resource: h.res.Plural + "/status"}, info.Verb))
+			h.s.writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Group: h.res.GroupVersion.Group, Resource: h.res.Plural + "/" + info.Subresource}, info.Verb))
 		}
-	case info.Subresource == "scale" && h.res.Scale != nil:
-		h.serveScale(w, r, info)
-	default:
-		if sub := h.s.extraSubresource(h.res.GroupResource(), info.Subresource); sub != nil {
-			sub(h, w, r, info)
-			return
-		}
-		h.s.writeError(w, r, apierrors.NewNotFound(schema.GroupResource{Group: h.res.GroupVersion.Group, Resource: h.res.Plural + "/" + info.Subresource}, info.Name))
+		return
 	}
+	if info.Subresource == "scale" && h.res.Scale != nil {
+		h.serveScale(w, r, info)
+		return
+	}
+	if sub := h.s.extraSubresource(h.res.GroupResource(), info.Subresource); sub != nil {
+		sub(h, w, r, info)
+		return
+	}
+	h.s.writeError(w, r, apierrors.NewNotFound(schema.GroupResource{Group: h.res.GroupVersion.Group, Resource: h.res.Plural + "/" + info.Subresource}, info.Name))
 }

@@ -27,7 +27,9 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/utils/clock"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/store/servicealloc"
 	"github.com/skiff-sh/skiff/internal/registry"
+	"github.com/skiff-sh/skiff/internal/registry/core"
 	"github.com/skiff-sh/skiff/internal/storage"
 )
 
@@ -98,8 +100,9 @@ type Server struct {
 	// nameSuffix makes generated names' random part (a seam for tests of name collisions).
 	nameSuffix func() string
 
-	// services allocates cluster IPs and node ports (nil when no service range is configured).
-	services *serviceAllocator
+	// services allocates cluster IPs and node ports (nil when no service range is configured); the
+	// services strategy's hooks call it.
+	services *servicealloc.Allocator
 
 	mu       sync.RWMutex
 	handlers map[schema.GroupVersionResource]*resourceHandler
@@ -131,11 +134,11 @@ func New(cfg Config) (*Server, error) {
 		cfg.Registry, cfg.Gatherer = reg, reg
 	}
 	s := &Server{
-		cfg:      cfg,
-		codecs:   serializer.NewCodecFactory(cfg.Scheme),
-		strict:   serializer.NewCodecFactory(cfg.Scheme, serializer.EnableStrict),
-		clock:    cfg.Clock,
-		log:      cfg.Logger,
+		cfg:        cfg,
+		codecs:     serializer.NewCodecFactory(cfg.Scheme),
+		strict:     serializer.NewCodecFactory(cfg.Scheme, serializer.EnableStrict),
+		clock:      cfg.Clock,
+		log:        cfg.Logger,
 		handlers:   map[schema.GroupVersionResource]*resourceHandler{},
 		byKind:     map[schema.GroupVersionKind]*resourceHandler{},
 		nameSuffix: randomNameSuffix,
@@ -149,9 +152,11 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.Authenticator = UnionAuthenticator{cfg.Authenticator, serviceAccountAuthenticator{s: s}}
 	}
 	if cfg.ServiceClusterIPRange != nil {
-		if s.services, err = newServiceAllocator(cfg.ServiceClusterIPRange, cfg.Storage); err != nil {
-			return nil, err
+		ranges, err := cfg.Storage(servicealloc.StorageResource())
+		if err != nil {
+			return nil, fmt.Errorf("service allocation storage: %w", err)
 		}
+		s.services = servicealloc.New(cfg.ServiceClusterIPRange, ranges)
 	}
 	for _, res := range cfg.Resources {
 		if err := s.AddResource(res); err != nil {
@@ -163,6 +168,11 @@ func New(cfg Config) (*Server, error) {
 
 // AddResource starts serving res.
 func (s *Server) AddResource(res *registry.Resource) error {
+	if s.services != nil {
+		// The services strategy allocates through the server's allocator (a copy of res; the
+		// registry's Resource is shared and never changed).
+		res = core.WithServiceAllocator(res, s.services)
+	}
 	store, err := s.cfg.Storage(res)
 	if err != nil {
 		return fmt.Errorf("open storage for %s: %w", res.GroupResource(), err)

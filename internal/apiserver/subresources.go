@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,8 +35,6 @@ func (s *Server) extraSubresource(gr schema.GroupResource, name string) subresou
 		return servePodBinding
 	case "pods/eviction":
 		return servePodEviction
-	case "namespaces/finalize":
-		return serveNamespaceFinalize
 	case "pods/log", "pods/exec", "pods/attach", "pods/portforward":
 		return servePodConnect
 	case "serviceaccounts/token":
@@ -77,9 +76,9 @@ func (h *resourceHandler) serveScale(w http.ResponseWriter, r *http.Request, inf
 	}
 	switch info.Verb {
 	case "get":
-		obj := h.res.New()
-		if err := h.store.Get(r.Context(), h.key(info.Namespace, info.Name), storage.GetOptions{}, obj); err != nil {
-			h.s.writeError(w, r, storage.ToAPIError(err, h.res.GroupResource(), info.Name))
+		obj, err := h.st.Get(r.Context(), info.Namespace, info.Name, storage.GetOptions{})
+		if err != nil {
+			h.s.writeError(w, r, err)
 			return
 		}
 		writeScale(http.StatusOK, obj)
@@ -88,8 +87,11 @@ func (h *resourceHandler) serveScale(w http.ResponseWriter, r *http.Request, inf
 		if !ok {
 			return
 		}
-		uc := &updateContext{subresource: "scale", opts: opts}
-		out, err := h.guaranteedUpdate(r.Context(), info.Namespace, info.Name, opts.dryRun, false, func(current runtime.Object) (runtime.Object, error) {
+		// A scale writes the main resource: its strategy, admission and managed fields.
+		out, _, err := h.st.Update(r.Context(), info.Namespace, info.Name, func(_ context.Context, current runtime.Object) (runtime.Object, error) {
+			if current == nil {
+				return nil, apierrors.NewNotFound(h.res.GroupResource(), info.Name)
+			}
 			scale, err := h.res.Scale.Get(current)
 			if err != nil {
 				return nil, err
@@ -102,16 +104,21 @@ func (h *resourceHandler) serveScale(w http.ResponseWriter, r *http.Request, inf
 				return nil, apierrors.NewInvalid(schema.GroupKind{Group: "autoscaling", Kind: "Scale"}, info.Name,
 					field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), next.Spec.Replicas, "must be greater than or equal to 0")})
 			}
-			if next.ResourceVersion != "" && next.ResourceVersion != scale.ResourceVersion {
-				return nil, apierrors.NewConflict(h.res.GroupResource(), info.Name, errors.New(optimisticLockErrorMsg))
-			}
 			obj := current.DeepCopyObject()
 			if err := h.res.Scale.SetReplicas(obj, next.Spec.Replicas); err != nil {
 				return nil, err
 			}
-			uc.skipManagedFields = false
-			return h.beforeUpdate(r.Context(), obj, current, &updateContext{opts: uc.opts})
-		})
+			// The Scale's resourceVersion, when given, is the precondition; none updates the
+			// object as it is now.
+			if next.ResourceVersion != "" {
+				m, err := meta.Accessor(obj)
+				if err != nil {
+					return nil, err
+				}
+				m.SetResourceVersion(next.ResourceVersion)
+			}
+			return obj, nil
+		}, h.updateOptions(&updateContext{opts: opts}))
 		if err != nil {
 			h.s.writeError(w, r, err)
 			return
@@ -187,7 +194,11 @@ func servePodBinding(h *resourceHandler, w http.ResponseWriter, r *http.Request,
 			field.ErrorList{field.NotSupported(field.NewPath("target", "kind"), binding.Target.Kind, []string{"Node", "<empty>"})}))
 		return
 	}
-	_, err := h.guaranteedUpdate(r.Context(), info.Namespace, info.Name, opts.dryRun, false, func(current runtime.Object) (runtime.Object, error) {
+	var preconditions *metav1.Preconditions
+	if binding.UID != "" {
+		preconditions = &metav1.Preconditions{UID: &binding.UID}
+	}
+	_, err := h.st.GuaranteedUpdate(r.Context(), info.Namespace, info.Name, preconditions, opts.dryRun, func(current runtime.Object) (runtime.Object, error) {
 		pod, ok := current.DeepCopyObject().(*corev1.Pod)
 		if !ok {
 			return nil, fmt.Errorf("binding: stored object is %T", current)
@@ -197,9 +208,6 @@ func servePodBinding(h *resourceHandler, w http.ResponseWriter, r *http.Request,
 		}
 		if pod.Spec.NodeName != "" {
 			return nil, apierrors.NewConflict(h.res.GroupResource(), info.Name, fmt.Errorf("pod %s is already assigned to node %q", info.Name, pod.Spec.NodeName))
-		}
-		if binding.UID != "" && binding.UID != pod.UID {
-			return nil, apierrors.NewConflict(h.res.GroupResource(), info.Name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", binding.UID, pod.UID))
 		}
 		pod.Spec.NodeName = binding.Target.Name
 		for k, v := range binding.Annotations {
@@ -251,9 +259,14 @@ func servePodEviction(h *resourceHandler, w http.ResponseWriter, r *http.Request
 		return
 	}
 	ctx := r.Context()
-	pod := &corev1.Pod{}
-	if err := h.store.Get(ctx, h.key(info.Namespace, info.Name), storage.GetOptions{}, pod); err != nil {
-		h.s.writeError(w, r, storage.ToAPIError(err, h.res.GroupResource(), info.Name))
+	obj, err := h.st.Get(ctx, info.Namespace, info.Name, storage.GetOptions{})
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		h.s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("pods store returned %T", obj)))
 		return
 	}
 	// Pods that are not running (or already going away) are evicted without consulting budgets.
@@ -269,7 +282,7 @@ func servePodEviction(h *resourceHandler, w http.ResponseWriter, r *http.Request
 			return
 		}
 	}
-	if _, _, err := h.deleteObject(ctx, info.Namespace, info.Name, opts); err != nil {
+	if _, _, err := h.st.Delete(ctx, info.Namespace, info.Name, opts, h.deleteAdmission(opts)); err != nil {
 		h.s.writeError(w, r, err)
 		return
 	}
@@ -283,9 +296,13 @@ func (s *Server) consumeDisruption(ctx context.Context, pod *corev1.Pod, dryRun 
 	if h == nil {
 		return nil
 	}
-	list := &policyv1.PodDisruptionBudgetList{}
-	if err := h.store.List(ctx, h.collectionPrefix(pod.Namespace), storage.ListOptions{Recursive: true}, list); err != nil {
-		return storage.ToAPIError(err, h.res.GroupResource(), "")
+	listObj, err := h.st.List(ctx, pod.Namespace, storage.ListOptions{Recursive: true})
+	if err != nil {
+		return err
+	}
+	list, ok := listObj.(*policyv1.PodDisruptionBudgetList)
+	if !ok {
+		return apierrors.NewInternalError(fmt.Errorf("poddisruptionbudgets store returned %T", listObj))
 	}
 	var matching []policyv1.PodDisruptionBudget
 	for _, pdb := range list.Items {
@@ -313,9 +330,8 @@ func (s *Server) consumeDisruption(ctx context.Context, pod *corev1.Pod, dryRun 
 	if dryRun {
 		return nil
 	}
-	out := &policyv1.PodDisruptionBudget{}
 	rv := pdb.ResourceVersion
-	err := h.store.GuaranteedUpdate(ctx, h.key(pdb.Namespace, pdb.Name), out, false, &storage.Preconditions{ResourceVersion: &rv}, func(current runtime.Object) (runtime.Object, error) {
+	_, err = h.st.GuaranteedUpdate(ctx, pdb.Namespace, pdb.Name, &metav1.Preconditions{ResourceVersion: &rv}, false, func(current runtime.Object) (runtime.Object, error) {
 		next := current.DeepCopyObject().(*policyv1.PodDisruptionBudget)
 		if next.Status.DisruptionsAllowed <= 0 {
 			return nil, tooMany
@@ -327,73 +343,11 @@ func (s *Server) consumeDisruption(ctx context.Context, pod *corev1.Pod, dryRun 
 		next.Status.DisruptedPods[pod.Name] = metav1.NewTime(s.clock.Now())
 		return next, nil
 	})
-	if storage.IsConflict(err) {
+	if apierrors.IsConflict(err) {
+		// The budget changed since it was read: its answer may have changed too.
 		return tooMany
 	}
-	var status apierrors.APIStatus
-	if err != nil && !errors.As(err, &status) {
-		return storage.ToAPIError(err, h.res.GroupResource(), pdb.Name)
-	}
 	return err
-}
-
-// ---- namespaces/finalize ----
-
-// serveNamespaceFinalize lets the namespace controller clear spec.finalizers once a namespace is empty;
-// with none left and the namespace terminating, the namespace is removed.
-func serveNamespaceFinalize(h *resourceHandler, w http.ResponseWriter, r *http.Request, info *RequestInfo) {
-	if info.Verb != "update" {
-		h.s.writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "namespaces/finalize"}, info.Verb))
-		return
-	}
-	opts, body, ok := h.readWrite(w, r)
-	if !ok {
-		return
-	}
-	obj, _, err := h.decodeObject(body, r.Header.Get("Content-Type"), "Ignore")
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	want, ok := obj.(*corev1.Namespace)
-	if !ok {
-		h.s.writeError(w, r, apierrors.NewBadRequest("finalize takes a Namespace"))
-		return
-	}
-	if errs := validateFinalizerNames(want.Spec.Finalizers); len(errs) > 0 {
-		h.s.writeError(w, r, h.invalid(info.Name, errs))
-		return
-	}
-	out, err := h.guaranteedUpdate(r.Context(), "", info.Name, opts.dryRun, false, func(current runtime.Object) (runtime.Object, error) {
-		ns := current.DeepCopyObject().(*corev1.Namespace)
-		if want.ResourceVersion != "" && want.ResourceVersion != ns.ResourceVersion {
-			return nil, apierrors.NewConflict(h.res.GroupResource(), info.Name, errors.New(optimisticLockErrorMsg))
-		}
-		ns.Spec.Finalizers = want.Spec.Finalizers
-		return ns, nil
-	})
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	if ns := out.(*corev1.Namespace); ns.DeletionTimestamp != nil && len(ns.Spec.Finalizers) == 0 && len(ns.Finalizers) == 0 && !opts.dryRun {
-		rv := ns.ResourceVersion
-		removed := &corev1.Namespace{}
-		if err := h.store.Delete(r.Context(), h.key("", info.Name), removed, &storage.Preconditions{ResourceVersion: &rv}, nil); err == nil {
-			out = removed
-		}
-	}
-	h.respond(w, r, http.StatusOK, out)
-}
-
-func validateFinalizerNames(finalizers []corev1.FinalizerName) field.ErrorList {
-	var errs field.ErrorList
-	for i, f := range finalizers {
-		if f == "" {
-			errs = append(errs, field.Required(field.NewPath("spec", "finalizers").Index(i), ""))
-		}
-	}
-	return errs
 }
 
 // ---- Lookup for admission ----
@@ -417,11 +371,7 @@ func (s *Server) Get(ctx context.Context, group, resource, namespace, name strin
 	if h == nil {
 		return nil, apierrors.NewNotFound(schema.GroupResource{Group: group, Resource: resource}, name)
 	}
-	obj := h.res.New()
-	if err := h.store.Get(ctx, h.key(namespace, name), storage.GetOptions{ResourceVersion: "0"}, obj); err != nil {
-		return nil, storage.ToAPIError(err, h.res.GroupResource(), name)
-	}
-	return obj, nil
+	return h.st.Get(ctx, namespace, name, storage.GetOptions{ResourceVersion: "0"})
 }
 
 // List reads a collection from storage for admission plugins.
@@ -430,9 +380,5 @@ func (s *Server) List(ctx context.Context, group, resource, namespace string) (r
 	if h == nil {
 		return nil, apierrors.NewNotFound(schema.GroupResource{Group: group, Resource: resource}, "")
 	}
-	list := h.res.NewList()
-	if err := h.store.List(ctx, h.collectionPrefix(namespace), storage.ListOptions{Recursive: true, ResourceVersion: "0"}, list); err != nil {
-		return nil, storage.ToAPIError(err, h.res.GroupResource(), "")
-	}
-	return list, nil
+	return h.st.List(ctx, namespace, storage.ListOptions{Recursive: true, ResourceVersion: "0"})
 }

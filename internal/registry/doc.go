@@ -1,7 +1,9 @@
 // Package registry describes served resources: their kinds, names, scope, create/update strategies
-// (validation, status handling, generation), subresources and table printing. The group packages
-// below it declare the built-in resources; the API server serves any Resource generically, so
-// CustomResourceDefinitions can plug in later without new handler code.
+// (validation, status handling, generation), subresources and table printing, and the optional hooks
+// a strategy offers the generic store (hooks.go: BeginCreate/AfterCreate, BeginUpdate/AfterUpdate,
+// AfterDelete, DeleteValidator, DeletionHolder). The group packages below it declare the built-in
+// resources; the API server serves any Resource generically through one store, so
+// CustomResourceDefinitions can plug in later as one more strategy without new handler code.
 //
-// It must not import the API server's HTTP layer or storage.
+// It must not import the API server's HTTP layer, its store, or storage.
 package registry

@@ -99,3 +99,7 @@ func IsExpired(err error) bool          { return hasCode(err, ErrCodeExpired) }
 func IsTooLargeRevision(err error) bool { return hasCode(err, ErrCodeTooLargeRevision) }
 func IsInvalidObject(err error) bool    { return hasCode(err, ErrCodeInvalidObject) }
 func IsUnreachable(err error) bool      { return hasCode(err, ErrCodeUnreachable) }
+
+// DetailContinueExpired is the Detail of an Expired list error whose continue token is too old and
+// for which no inconsistent continuation could be offered.
+const DetailContinueExpired = "continue token expired"

@@ -105,7 +105,23 @@ func serve(r *registry.Resource, extra []Subresource) servedResource {
 	if r.Scale != nil {
 		out.subresources = append(out.subresources, servedSubresource{name: "scale", kind: scaleKind, verbs: subresourceVerbs})
 	}
+	declared := map[string]bool{"status": r.Status != nil, "scale": r.Scale != nil}
+	for name, sub := range r.Subresources {
+		if declared[name] || sub == nil || sub.Strategy == nil {
+			continue
+		}
+		declared[name] = true
+		verbs := subresourceVerbs
+		if sub.Verbs != nil {
+			verbs = sortedCopy(sub.Verbs)
+		}
+		out.subresources = append(out.subresources, servedSubresource{name: name, kind: r.GroupVersionKind(), verbs: verbs})
+	}
 	for _, sub := range extra {
+		if declared[sub.Name] {
+			// The Resource declares it already (an extra list written before it did).
+			continue
+		}
 		kind := sub.Kind
 		if kind.Group == "" && kind.Version == "" {
 			kind.Group, kind.Version = r.GroupVersion.Group, r.GroupVersion.Version

@@ -31,6 +31,9 @@ func Resources() []*registry.Resource {
 			NewList:  func() runtime.Object { return &corev1.NamespaceList{} },
 			Strategy: newNamespaceStrategy(),
 			Status:   newNamespaceStatusStrategy(),
+			Subresources: map[string]*registry.Subresource{
+				"finalize": {Strategy: NamespaceFinalizeStrategy{}, Verbs: []string{"update"}},
+			},
 			SelectableFields: func(obj runtime.Object) fields.Set {
 				ns, ok := obj.(*corev1.Namespace)
 				if !ok {

@@ -209,8 +209,8 @@ func newPodStatusStrategy() *typedStatusStrategy[*corev1.Pod] {
 
 // --- namespaces ---
 
-func newNamespaceStrategy() *typedStrategy[*corev1.Namespace] {
-	return &typedStrategy[*corev1.Namespace]{
+func newNamespaceStrategy() NamespaceStrategy {
+	return NamespaceStrategy{&typedStrategy[*corev1.Namespace]{
 		prepareCreate: func(ns *corev1.Namespace) {
 			ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
 			// The kubernetes finalizer is required on create; it is removed later through /finalize.
@@ -232,7 +232,7 @@ func newNamespaceStrategy() *typedStrategy[*corev1.Namespace] {
 		validateUpdate: ValidateNamespaceUpdate,
 		unconditional:  true,
 		resetFields:    []string{"status"},
-	}
+	}}
 }
 
 func newNamespaceStatusStrategy() *typedStatusStrategy[*corev1.Namespace] {
@@ -384,8 +384,8 @@ func dropTypeDependentFields(svc, old *corev1.Service) {
 	}
 }
 
-func newServiceStrategy() *typedStrategy[*corev1.Service] {
-	return &typedStrategy[*corev1.Service]{
+func newServiceStrategy() ServiceStrategy {
+	return ServiceStrategy{typedStrategy: &typedStrategy[*corev1.Service]{
 		prepareCreate: func(svc *corev1.Service) {
 			svc.Status = corev1.ServiceStatus{}
 			normalizeClusterIPs(svc)
@@ -401,7 +401,7 @@ func newServiceStrategy() *typedStrategy[*corev1.Service] {
 		createOnUpdate: true,
 		unconditional:  true,
 		resetFields:    []string{"status"},
-	}
+	}}
 }
 
 func newServiceStatusStrategy() *typedStatusStrategy[*corev1.Service] {

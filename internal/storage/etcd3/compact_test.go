@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/store"
 	"github.com/skiff-sh/skiff/internal/etcd/etcdtest"
 	"github.com/skiff-sh/skiff/internal/storage"
 	"github.com/skiff-sh/skiff/internal/storage/etcd3"
@@ -61,7 +62,7 @@ func TestCompactionExpiresContinueListAndWatch(t *testing.T) {
 		if !storage.IsExpired(err) {
 			t.Fatalf("continue after compaction = %v, want Expired", err)
 		}
-		status := storage.ToAPIError(err, podsResource, "")
+		status := store.ToAPIError(err, podsResource, "")
 		var statusErr *apierrors.StatusError
 		if !errors.As(status, &statusErr) || statusErr.ErrStatus.Code != 410 || statusErr.ErrStatus.ListMeta.Continue == "" {
 			t.Fatalf("api error = %#v, want 410 with an inconsistent continue token", status)
@@ -79,7 +80,7 @@ func TestCompactionExpiresContinueListAndWatch(t *testing.T) {
 
 	t.Run("list at compacted revision", func(t *testing.T) {
 		err := s.List(ctx, prefix, storage.ListOptions{Recursive: true, ResourceVersion: first.ResourceVersion, ResourceVersionMatch: string(metav1.ResourceVersionMatchExact)}, &corev1.PodList{})
-		status := storage.ToAPIError(err, podsResource, "")
+		status := store.ToAPIError(err, podsResource, "")
 		if !apierrors.IsResourceExpired(status) || status.Error() != "The resourceVersion for the provided list is too old." {
 			t.Fatalf("exact list at compacted revision = %v", status)
 		}

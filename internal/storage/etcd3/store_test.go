@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/store"
 	"github.com/skiff-sh/skiff/internal/storage"
 )
 
@@ -44,7 +45,7 @@ func TestCreateGetAndDuplicate(t *testing.T) {
 			if !storage.IsExists(err) {
 				t.Fatalf("duplicate create error = %v, want Exists", err)
 			}
-			if status := storage.ToAPIError(err, podsResource, "web"); !apierrors.IsAlreadyExists(status) {
+			if status := store.ToAPIError(err, podsResource, "web"); !apierrors.IsAlreadyExists(status) {
 				t.Fatalf("api error = %v, want AlreadyExists", status)
 			}
 
@@ -131,7 +132,7 @@ func TestGuaranteedUpdate(t *testing.T) {
 		if !storage.IsConflict(err) {
 			t.Fatalf("stale update = %v, want Conflict", err)
 		}
-		status := storage.ToAPIError(err, podsResource, "web")
+		status := store.ToAPIError(err, podsResource, "web")
 		want := `Operation cannot be fulfilled on pods "web": the object has been modified; please apply your changes to the latest version and try again`
 		if !apierrors.IsConflict(status) || status.Error() != want {
 			t.Fatalf("api error = %q, want %q", status, want)
@@ -147,7 +148,7 @@ func TestGuaranteedUpdate(t *testing.T) {
 		}
 		want := `Operation cannot be fulfilled on pods "web": StorageError: invalid object, Code: 4, Key: ` + key +
 			`, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: other, UID in object meta: uid-web`
-		if got := storage.ToAPIError(err, podsResource, "web").Error(); got != want {
+		if got := store.ToAPIError(err, podsResource, "web").Error(); got != want {
 			t.Fatalf("message = %q\nwant      %q", got, want)
 		}
 	})
@@ -267,7 +268,7 @@ func TestDelete(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := s.Delete(ctx, key, &corev1.Pod{}, tt.preconditions, tt.validate)
-			if got := storage.ToAPIError(err, podsResource, "web"); got == nil || got.Error() != tt.wantMsg {
+			if got := store.ToAPIError(err, podsResource, "web"); got == nil || got.Error() != tt.wantMsg {
 				t.Fatalf("delete error = %v\nwant %s", got, tt.wantMsg)
 			}
 		})

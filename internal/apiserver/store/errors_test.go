@@ -1,4 +1,4 @@
-package storage_test
+package store_test
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/store"
 	"github.com/skiff-sh/skiff/internal/storage"
 )
 
@@ -146,7 +147,7 @@ func TestToAPIError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := storage.ToAPIError(tt.err, tt.gr, "x")
+			got := store.ToAPIError(tt.err, tt.gr, "x")
 			var status apierrors.APIStatus
 			if !errors.As(got, &status) {
 				t.Fatalf("ToAPIError returned %T (%v), want an API status error", got, got)
@@ -163,7 +164,7 @@ func TestToAPIError(t *testing.T) {
 			}
 		})
 	}
-	if storage.ToAPIError(nil, pods, "x") != nil {
+	if store.ToAPIError(nil, pods, "x") != nil {
 		t.Error("ToAPIError(nil) != nil")
 	}
 }

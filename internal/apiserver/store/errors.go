@@ -1,4 +1,4 @@
-package storage
+package store
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/skiff-sh/skiff/internal/storage"
 )
 
 // User-visible messages that clients (kubectl, client-go reflectors) match on; they are
@@ -29,6 +31,48 @@ const (
 	unreachableRetrySeconds = 2
 )
 
+// ---- The one place a failed precondition becomes a 409 Conflict. ----
+
+// errStale is the conflict of a write computed from an object that has changed since.
+func errStale(gr schema.GroupResource, name string) error {
+	return apierrors.NewConflict(gr, name, errors.New(OptimisticLockErrorMsg))
+}
+
+// CheckResourceVersion refuses a write computed from stored revision want when the object is at
+// stored now; an empty want is no precondition. Update checks it on every attempt; a handler may
+// check it earlier (a patch) to fail before decoding further.
+func CheckResourceVersion(gr schema.GroupResource, name, want, stored string) error {
+	if want != "" && want != stored {
+		return errStale(gr, name)
+	}
+	return nil
+}
+
+// checkPreconditions compares a request's uid/resourceVersion preconditions with the stored object
+// (m) and words a mismatch as Kubernetes does.
+func checkPreconditions(gr schema.GroupResource, name string, p *metav1.Preconditions, m metav1.Object) error {
+	if p == nil {
+		return nil
+	}
+	if p.UID != nil && *p.UID != m.GetUID() {
+		return apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, m.GetUID()))
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
+		return apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
+	}
+	return nil
+}
+
+// storageConflict words a Conflict storage reported: a failed storage precondition with
+// Kubernetes' storage error text, a lost compare-and-swap as a stale write.
+func storageConflict(se *storage.Error, gr schema.GroupResource, name string) error {
+	if se.Precondition {
+		return apierrors.NewConflict(gr, name, fmt.Errorf(
+			"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: %s", se.Key, se.Detail))
+	}
+	return errStale(gr, name)
+}
+
 // ToAPIError maps a storage error to the Kubernetes Status error the API returns for it. Errors that
 // already are API status errors (for example from an UpdateFunc) pass through; anything else is an
 // internal error. name is the object's name ("" for collection operations).
@@ -40,25 +84,20 @@ func ToAPIError(err error, gr schema.GroupResource, name string) error {
 	if errors.As(err, &status) {
 		return err
 	}
-	var se *Error
+	var se *storage.Error
 	if !errors.As(err, &se) {
 		return apierrors.NewInternalError(err)
 	}
 	switch se.Code {
-	case ErrCodeNotFound:
+	case storage.ErrCodeNotFound:
 		return apierrors.NewNotFound(gr, name)
-	case ErrCodeExists:
+	case storage.ErrCodeExists:
 		return apierrors.NewAlreadyExists(gr, name)
-	case ErrCodeConflict:
-		if se.Precondition {
-			// Kubernetes reports failed preconditions with its storage error text.
-			return apierrors.NewConflict(gr, name, fmt.Errorf(
-				"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: %s", se.Key, se.Detail))
-		}
-		return apierrors.NewConflict(gr, name, errors.New(OptimisticLockErrorMsg))
-	case ErrCodeExpired:
+	case storage.ErrCodeConflict:
+		return storageConflict(se, gr, name)
+	case storage.ErrCodeExpired:
 		return expiredError(se)
-	case ErrCodeTooLargeRevision:
+	case storage.ErrCodeTooLargeRevision:
 		tooLarge := apierrors.NewTimeoutError(
 			fmt.Sprintf("Too large resource version: %d, current: %d", se.Requested, se.Revision), tooLargeRetrySeconds)
 		tooLarge.ErrStatus.Details.Causes = []metav1.StatusCause{{
@@ -66,34 +105,28 @@ func ToAPIError(err error, gr schema.GroupResource, name string) error {
 			Message: "Too large resource version",
 		}}
 		return tooLarge
-	case ErrCodeUnreachable:
+	case storage.ErrCodeUnreachable:
 		op := se.Op
 		if op == "" {
 			op = "request"
 		}
 		return apierrors.NewServerTimeout(gr, op, unreachableRetrySeconds)
-	case ErrCodeInvalidObject:
-		return apierrors.NewInternalError(err)
 	default:
 		return apierrors.NewInternalError(err)
 	}
 }
 
-func expiredError(se *Error) error {
+func expiredError(se *storage.Error) error {
 	switch {
 	case se.Continue != "":
 		expired := apierrors.NewResourceExpired(inconsistentContinueMsg)
 		expired.ErrStatus.ListMeta.Continue = se.Continue
 		return expired
-	case se.Op == OpList && se.Detail == DetailContinueExpired:
+	case se.Op == storage.OpList && se.Detail == storage.DetailContinueExpired:
 		return apierrors.NewResourceExpired(continueExpiredMsg)
-	case se.Op == OpList:
+	case se.Op == storage.OpList:
 		return apierrors.NewResourceExpired(listExpiredMsg)
 	default:
 		return apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", se.Requested, se.Revision))
 	}
 }
-
-// DetailContinueExpired is the Detail of an Expired list error whose continue token is too old and
-// for which no inconsistent continuation could be offered.
-const DetailContinueExpired = "continue token expired"

@@ -1,4 +1,4 @@
-package apiserver
+package servicealloc
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/skiff-sh/skiff/internal/registry"
+	"github.com/skiff-sh/skiff/internal/registry/core"
 	"github.com/skiff-sh/skiff/internal/storage"
 )
 
@@ -90,35 +91,41 @@ func (b *bitmapRange) release(ctx context.Context, offset int) error {
 	})
 }
 
-// serviceAllocator gives services their cluster IPs and node ports.
-type serviceAllocator struct {
+// Allocator gives services their cluster IPs and node ports; it implements core.ServiceAllocator,
+// whose hooks on the services strategy call it.
+type Allocator struct {
 	cidr      *net.IPNet
 	ips       *bitmapRange
 	nodePorts *bitmapRange
 }
 
-func newServiceAllocator(cidr *net.IPNet, factory StorageFactory) (*serviceAllocator, error) {
-	res := &registry.Resource{
+var _ core.ServiceAllocator = &Allocator{}
+
+// StorageResource is the resource whose storage keeps the allocation bitmaps (RangeAllocation
+// objects under /registry/ranges/); it is not served.
+func StorageResource() *registry.Resource {
+	return &registry.Resource{
 		GroupVersion: corev1.SchemeGroupVersion, Kind: "RangeAllocation", Plural: "rangeallocations",
 		New: func() runtime.Object { return &corev1.RangeAllocation{} }, NewList: func() runtime.Object { return &corev1.PodList{} },
 	}
-	store, err := factory(res)
-	if err != nil {
-		return nil, fmt.Errorf("service allocation storage: %w", err)
-	}
+}
+
+// New allocates cluster IPs from cidr and node ports from Kubernetes' default range, keeping the state
+// in store (opened for StorageResource) so every API server shares it.
+func New(cidr *net.IPNet, store storage.Interface) *Allocator {
 	ones, bits := cidr.Mask.Size()
 	size := 1 << uint(bits-ones)
 	if size > 1<<20 {
 		size = 1 << 20
 	}
-	return &serviceAllocator{
+	return &Allocator{
 		cidr:      cidr,
 		ips:       &bitmapRange{store: store, key: "/registry/ranges/serviceips", size: size, desc: cidr.String()},
 		nodePorts: &bitmapRange{store: store, key: "/registry/ranges/servicenodeports", size: nodePortSize, desc: fmt.Sprintf("%d-%d", nodePortBase, nodePortBase+nodePortSize-1)},
-	}, nil
+	}
 }
 
-func (a *serviceAllocator) ipOffset(ip net.IP) (int, bool) {
+func (a *Allocator) ipOffset(ip net.IP) (int, bool) {
 	if !a.cidr.Contains(ip) {
 		return 0, false
 	}
@@ -128,7 +135,7 @@ func (a *serviceAllocator) ipOffset(ip net.IP) (int, bool) {
 	return o, o > 0 && o < a.ips.size-1 // network and broadcast addresses are never handed out
 }
 
-func (a *serviceAllocator) ipAt(offset int) net.IP {
+func (a *Allocator) ipAt(offset int) net.IP {
 	base := new(big.Int).SetBytes(a.cidr.IP.To16())
 	ip := new(big.Int).Add(base, big.NewInt(int64(offset))).Bytes()
 	out := make(net.IP, net.IPv6len)
@@ -145,7 +152,7 @@ type allocation struct {
 	ports []int
 }
 
-func (a *serviceAllocator) rollback(ctx context.Context, done *allocation) {
+func (a *Allocator) rollback(ctx context.Context, done *allocation) {
 	for _, o := range done.ips {
 		_ = a.ips.release(ctx, o)
 	}
@@ -158,8 +165,38 @@ func wantsNodePorts(t corev1.ServiceType) bool {
 	return t == corev1.ServiceTypeNodePort || t == corev1.ServiceTypeLoadBalancer
 }
 
+// AllocateCreate fills in a new service's cluster IP and node ports; release gives them back.
+func (a *Allocator) AllocateCreate(ctx context.Context, svc *corev1.Service, dryRun bool) (release func(context.Context), err error) {
+	done, err := a.allocateForCreate(ctx, svc, dryRun)
+	if err != nil {
+		return nil, err
+	}
+	return a.releaser(done, dryRun), nil
+}
+
+// AllocateUpdate gives an updated service what its new shape needs and the stored one lacked.
+func (a *Allocator) AllocateUpdate(ctx context.Context, svc, _ *corev1.Service, dryRun bool) (release func(context.Context), err error) {
+	done, err := a.allocateForUpdate(ctx, svc, dryRun)
+	if err != nil {
+		return nil, err
+	}
+	return a.releaser(done, dryRun), nil
+}
+
+// Release gives back everything a deleted service held.
+func (a *Allocator) Release(ctx context.Context, svc *corev1.Service) { a.releaseService(ctx, svc) }
+
+// releaser gives back done; a dry run held nothing.
+func (a *Allocator) releaser(done *allocation, dryRun bool) func(context.Context) {
+	return func(ctx context.Context) {
+		if !dryRun {
+			a.rollback(ctx, done)
+		}
+	}
+}
+
 // allocateForCreate fills in a new service's cluster IP and node ports.
-func (a *serviceAllocator) allocateForCreate(ctx context.Context, svc *corev1.Service, dryRun bool) (*allocation, error) {
+func (a *Allocator) allocateForCreate(ctx context.Context, svc *corev1.Service, dryRun bool) (*allocation, error) {
 	done := &allocation{}
 	fail := func(errs field.ErrorList) (*allocation, error) {
 		if !dryRun {
@@ -206,7 +243,7 @@ func (a *serviceAllocator) allocateForCreate(ctx context.Context, svc *corev1.Se
 }
 
 // allocateNodePorts gives every port of a NodePort or LoadBalancer service without a nodePort one.
-func (a *serviceAllocator) allocateNodePorts(ctx context.Context, svc *corev1.Service, done *allocation, dryRun bool) error {
+func (a *Allocator) allocateNodePorts(ctx context.Context, svc *corev1.Service, done *allocation, dryRun bool) error {
 	if !wantsNodePorts(svc.Spec.Type) {
 		return nil
 	}
@@ -235,7 +272,7 @@ func (a *serviceAllocator) allocateNodePorts(ctx context.Context, svc *corev1.Se
 }
 
 // releaseService gives back everything a deleted service held.
-func (a *serviceAllocator) releaseService(ctx context.Context, svc *corev1.Service) {
+func (a *Allocator) releaseService(ctx context.Context, svc *corev1.Service) {
 	for _, s := range svc.Spec.ClusterIPs {
 		if o, ok := a.ipOffset(net.ParseIP(s)); ok {
 			_ = a.ips.release(ctx, o)
@@ -252,19 +289,19 @@ func (a *serviceAllocator) releaseService(ctx context.Context, svc *corev1.Servi
 // cluster IP when it stops being ExternalName, node ports when it becomes NodePort or LoadBalancer.
 // Specific node ports chosen in an update are not reserved, and ports an update drops are not given
 // back (see README: known gaps).
-func (a *serviceAllocator) allocateForUpdate(ctx context.Context, svc *corev1.Service, dryRun bool) error {
+func (a *Allocator) allocateForUpdate(ctx context.Context, svc *corev1.Service, dryRun bool) (*allocation, error) {
 	done := &allocation{}
 	if svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP == "" {
 		o, err := a.ips.allocate(ctx, -1, dryRun)
 		if err != nil {
-			return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.InternalError(field.NewPath("spec", "clusterIPs").Index(0), fmt.Errorf("failed to allocate a serviceIP: %v", err))})
+			return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.InternalError(field.NewPath("spec", "clusterIPs").Index(0), fmt.Errorf("failed to allocate a serviceIP: %v", err))})
 		}
 		done.ips = append(done.ips, o)
 		svc.Spec.ClusterIP = a.ipAt(o).String()
 		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
 	}
 	if !wantsNodePorts(svc.Spec.Type) {
-		return nil
+		return done, nil
 	}
 	for i := range svc.Spec.Ports {
 		p := &svc.Spec.Ports[i]
@@ -276,10 +313,10 @@ func (a *serviceAllocator) allocateForUpdate(ctx context.Context, svc *corev1.Se
 			if !dryRun {
 				a.rollback(ctx, done)
 			}
-			return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.InternalError(field.NewPath("spec", "ports").Index(i).Child("nodePort"), fmt.Errorf("failed to allocate a nodePort: %v", err))})
+			return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.InternalError(field.NewPath("spec", "ports").Index(i).Child("nodePort"), fmt.Errorf("failed to allocate a nodePort: %v", err))})
 		}
 		done.ports = append(done.ports, o)
 		p.NodePort = int32(nodePortBase + o)
 	}
-	return nil
+	return done, nil
 }
