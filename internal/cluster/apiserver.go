@@ -8,21 +8,22 @@ import (
 	"net"
 	"path/filepath"
 
-	"github.com/skiff-sh/skiff/internal/pki"
-	"github.com/skiff-sh/skiff/internal/serviceaccount"
-
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
 	"github.com/skiff-sh/skiff/internal/apiserver/discovery"
 	"github.com/skiff-sh/skiff/internal/openapi"
+	"github.com/skiff-sh/skiff/internal/pki"
 	"github.com/skiff-sh/skiff/internal/registry"
 	"github.com/skiff-sh/skiff/internal/registry/builtin"
+	"github.com/skiff-sh/skiff/internal/serviceaccount"
 	"github.com/skiff-sh/skiff/internal/storage"
 	"github.com/skiff-sh/skiff/internal/storage/etcd3"
 	"github.com/skiff-sh/skiff/internal/storage/watchcache"
@@ -142,5 +143,19 @@ func bootstrap(ctx context.Context, srv *apiserver.Server, cfg *Config) error {
 			Ports:     []corev1.EndpointPort{{Name: "https", Port: int32(cfg.HTTPSPort), Protocol: corev1.ProtocolTCP}},
 		}},
 	}
-	return srv.EnsureObject(ctx, schema.GroupResource{Resource: "endpoints"}, ep)
+	if err := srv.EnsureObject(ctx, schema.GroupResource{Resource: "endpoints"}, ep); err != nil {
+		return err
+	}
+	// The Endpoints above are not mirrored (skip-mirror), so the slice that proxies and DNS read is
+	// written here, as kube-apiserver writes its own.
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "kubernetes", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{cfg.AdvertiseAddress}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(int32(cfg.HTTPSPort)), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
+	if ip := net.ParseIP(cfg.AdvertiseAddress); ip.To4() == nil {
+		slice.AddressType = discoveryv1.AddressTypeIPv6
+	}
+	return srv.EnsureObject(ctx, schema.GroupResource{Group: discoveryv1.GroupName, Resource: "endpointslices"}, slice)
 }

@@ -53,6 +53,7 @@ func TestControllers(t *testing.T) {
 		t.Run("daemonset", func(t *testing.T) { t.Parallel(); testDaemonSet(ctl{c: c, t: t}) })
 		t.Run("statefulset", func(t *testing.T) { t.Parallel(); testStatefulSet(ctl{c: c, t: t}) })
 		t.Run("endpoints", func(t *testing.T) { t.Parallel(); testEndpoints(ctl{c: c, t: t}) })
+		t.Run("endpointslice mirroring", func(t *testing.T) { t.Parallel(); testEndpointSliceMirroring(ctl{c: c, t: t}) })
 	})
 }
 
@@ -438,6 +439,49 @@ spec:
 		t.Fatalf("endpointslice ready conditions = %v, want 3 x true", ready)
 	}
 	mustContain(t, k.run("get", "endpoints", "ep"), "ep", ":8080")
+}
+
+// testEndpointSliceMirroring: hand-written Endpoints of a selectorless Service appear as an
+// EndpointSlice, follow an update and go with the Endpoints, as the conformance mirroring spec checks.
+func testEndpointSliceMirroring(root ctl) {
+	k := root.namespace("mirror")
+	k.apply(`apiVersion: v1
+kind: Service
+metadata: {name: ext}
+spec:
+  ports: [{name: http, port: 80}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: ext, labels: {team: a}}
+subsets:
+- addresses: [{ip: 192.0.2.10}]
+  ports: [{name: http, port: 8080}]
+`)
+	slice := func() string {
+		return k.jsonpath("{.items[*].metadata.labels.endpointslice\\.kubernetes\\.io/managed-by} {.items[*].metadata.labels.team} {.items[*].endpoints[*].addresses[*]} {.items[*].ports[*].port}",
+			"endpointslices", "-l", "kubernetes.io/service-name=ext")
+	}
+	k.eventually(30*time.Second, func() error {
+		if got := slice(); got != "endpointslicemirroring-controller.k8s.io a 192.0.2.10 8080" {
+			return fmt.Errorf("mirrored slice = %q", got)
+		}
+		return nil
+	})
+	k.run("patch", "endpoints", "ext", "--type=json", `-p=[{"op":"replace","path":"/subsets/0/addresses/0/ip","value":"192.0.2.11"}]`)
+	k.eventually(30*time.Second, func() error {
+		if got := slice(); got != "endpointslicemirroring-controller.k8s.io a 192.0.2.11 8080" {
+			return fmt.Errorf("mirrored slice after the update = %q", got)
+		}
+		return nil
+	})
+	k.run("delete", "endpoints", "ext")
+	k.eventually(30*time.Second, func() error {
+		if got := strings.TrimSpace(slice()); got != "" {
+			return fmt.Errorf("mirrored slice after the delete = %q", got)
+		}
+		return nil
+	})
 }
 
 func testNodeLifecycle(root ctl) {

@@ -339,6 +339,13 @@ func TestKubectl(t *testing.T) {
 			t.Fatalf("node port %q not in 30000-32767", port)
 		}
 		mustContain(t, c.kubectl("get", "svc"), "kubernetes", "10.43.0.1", "443/TCP", "80:"+port+"/TCP")
+		// The API server's own endpoints have a slice too (it is not mirrored: skip-mirror).
+		if epIP, err := c.kubectlErr("get", "endpoints", "kubernetes", "-n", "default", "-o", "jsonpath={.subsets[0].addresses[0].ip}"); err == nil {
+			sliceIP := c.kubectl("get", "endpointslice", "kubernetes", "-n", "default", "-o", "jsonpath={.endpoints[0].addresses[0]} {.ports[0].name}")
+			if sliceIP != strings.TrimSpace(epIP)+" https" {
+				t.Fatalf("kubernetes endpointslice = %q, endpoints IP %q", sliceIP, epIP)
+			}
+		}
 		out, err := c.kubectlIn("apiVersion: v1\nkind: Service\nmetadata: {name: taken}\nspec:\n  clusterIP: "+ip+"\n  ports: [{port: 80}]\n", "create", "-f", "-")
 		if err == nil {
 			t.Fatal("a service took an allocated cluster IP")

@@ -2,16 +2,13 @@ package endpointslice
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"sort"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -106,15 +103,7 @@ type group struct {
 	endpoints   []discoveryv1.Endpoint
 }
 
-func (g *group) key() string { return string(g.addressType) + "|" + portsKey(g.ports) }
-
-func portsKey(ports []discoveryv1.EndpointPort) string {
-	parts := make([]string, len(ports))
-	for i, p := range ports {
-		parts[i] = ptr.Deref(p.Name, "") + "/" + string(ptr.Deref(p.Protocol, "")) + "/" + strconv.Itoa(int(ptr.Deref(p.Port, 0)))
-	}
-	return strings.Join(parts, ",")
-}
+func (g *group) key() string { return ctrlutil.SliceKey(g.addressType, g.ports) }
 
 // DesiredGroups computes the endpoints of svc over its selected pods,
 // grouped by address type and resolved ports, sorted for stable output.
@@ -223,68 +212,22 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	}
 
 	// The desired slices: each group chunked; an empty placeholder if nothing.
-	type desired struct {
-		key         string
-		addressType discoveryv1.AddressType
-		ports       []discoveryv1.EndpointPort
-		endpoints   []discoveryv1.Endpoint
-	}
-	var want []desired
+	var want []ctrlutil.DesiredSlice
 	for _, g := range DesiredGroups(svc, pods) {
 		for start := 0; start < len(g.endpoints); start += MaxEndpointsPerSlice {
 			end := min(start+MaxEndpointsPerSlice, len(g.endpoints))
-			want = append(want, desired{g.key(), g.addressType, g.ports, g.endpoints[start:end]})
+			want = append(want, ctrlutil.DesiredSlice{AddressType: g.addressType, Ports: g.ports, Endpoints: g.endpoints[start:end]})
 		}
 	}
 	if len(want) == 0 {
-		want = append(want, desired{key: string(discoveryv1.AddressTypeIPv4) + "|", addressType: discoveryv1.AddressTypeIPv4})
+		want = append(want, ctrlutil.DesiredSlice{AddressType: discoveryv1.AddressTypeIPv4})
 	}
-
-	// Reuse owned slices of the same address type and port set, in name order.
-	byKey := map[string][]*discoveryv1.EndpointSlice{}
-	for _, s := range owned {
-		k := string(s.AddressType) + "|" + portsKey(s.Ports)
-		byKey[k] = append(byKey[k], s)
-	}
-	ref := ctrlutil.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service"))
-	var errs []error
-	for _, d := range want {
-		if reuse := byKey[d.key]; len(reuse) > 0 {
-			s := reuse[0]
-			byKey[d.key] = reuse[1:]
-			if apiequality.Semantic.DeepEqual(s.Endpoints, d.endpoints) && maps.Equal(s.Labels, wantLabels) {
-				continue
-			}
-			updated := s.DeepCopy()
-			updated.Endpoints = d.endpoints
-			updated.Labels = maps.Clone(wantLabels)
-			if _, err := c.client.DiscoveryV1().EndpointSlices(namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
-				errs = append(errs, fmt.Errorf("update endpointslice %s/%s: %w", namespace, s.Name, err))
-			}
-			continue
-		}
-		slice := &discoveryv1.EndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{
-				GenerateName:    name + "-",
-				Namespace:       namespace,
-				Labels:          maps.Clone(wantLabels),
-				OwnerReferences: []metav1.OwnerReference{*ref},
-			},
-			AddressType: d.addressType,
-			Endpoints:   d.endpoints,
-			Ports:       d.ports,
-		}
-		if _, err := c.client.DiscoveryV1().EndpointSlices(namespace).Create(ctx, slice, metav1.CreateOptions{}); err != nil &&
-			!apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			errs = append(errs, fmt.Errorf("create endpointslice for %s: %w", key, err))
-		}
-	}
-	for _, rest := range byKey {
-		for _, s := range rest {
-			if err := c.client.DiscoveryV1().EndpointSlices(namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("delete endpointslice %s/%s: %w", namespace, s.Name, err))
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return ctrlutil.ReconcileSlices(ctx, c.client, ctrlutil.SliceSet{
+		Namespace:    namespace,
+		GenerateName: name + "-",
+		Labels:       wantLabels,
+		Owner:        ctrlutil.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service")),
+		Want:         want,
+		Owned:        owned,
+	})
 }

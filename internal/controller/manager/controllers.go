@@ -21,12 +21,14 @@ const (
 	NodeLifecycle    = "nodelifecycle"
 	Endpoint         = "endpoint"
 	EndpointSlice    = "endpointslice"
-	ServiceAccount   = "serviceaccount"
-	PodGC            = "podgc"
-	ResourceQuota    = "resourcequota"
-	NodeIPAM         = "nodeipam"
-	TTLAfterFinished = "ttl-after-finished"
-	Disruption       = "disruption"
+	// EndpointSliceMirroring mirrors custom Endpoints (of selectorless Services) into slices.
+	EndpointSliceMirroring = "endpointslicemirroring"
+	ServiceAccount         = "serviceaccount"
+	PodGC                  = "podgc"
+	ResourceQuota          = "resourcequota"
+	NodeIPAM               = "nodeipam"
+	TTLAfterFinished       = "ttl-after-finished"
+	Disruption             = "disruption"
 	// RootCACertPublisher keeps kube-root-ca.crt in every namespace.
 	RootCACertPublisher = "root-ca-cert-publisher"
 	// PersistentVolumeBinder binds claims to statically provisioned volumes.
@@ -37,7 +39,7 @@ const (
 func KnownControllers() []string {
 	return []string{ReplicaSet, Deployment, DaemonSet, StatefulSet, Job, CronJob, GarbageCollector, Namespace,
 		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption,
-		RootCACertPublisher, PersistentVolumeBinder}
+		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring}
 }
 
 // ParseControllers turns --controllers values into the set of enabled

@@ -12,6 +12,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/disruption"
 	"github.com/skiff-sh/skiff/internal/controller/endpoint"
 	"github.com/skiff-sh/skiff/internal/controller/endpointslice"
+	"github.com/skiff-sh/skiff/internal/controller/endpointslicemirroring"
 	"github.com/skiff-sh/skiff/internal/controller/garbagecollector"
 	"github.com/skiff-sh/skiff/internal/controller/job"
 	"github.com/skiff-sh/skiff/internal/controller/namespace"
@@ -50,6 +51,9 @@ func constructors() map[string]constructor {
 		},
 		Endpoint:      func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpoint.New(deps) },
 		EndpointSlice: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpointslice.New(deps) },
+		EndpointSliceMirroring: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) {
+			return endpointslicemirroring.New(deps)
+		},
 		PodGC: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			return podgc.New(deps, cfg.TerminatedPodGCThreshold), nil
 		},
