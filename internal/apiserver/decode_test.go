@@ -1,5 +1,7 @@
 package apiserver
 
+//lint:file-ignore SA1019 DeleteOptions.orphanDependents is deprecated but still accepted from clients, as Kubernetes accepts it.
+
 import (
 	"encoding/json"
 	"net/http"

@@ -377,7 +377,6 @@ func writePlain(w http.ResponseWriter, code int, body string) {
 type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
-	inflight prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {

@@ -316,6 +316,7 @@ func (s *Server) consumeDisruption(ctx context.Context, pod *corev1.Pod, dryRun 
 		return nil
 	}
 	if len(matching) > 1 {
+		//lint:ignore ST1005 Kubernetes' wording, which clients match.
 		return apierrors.NewInternalError(errors.New("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."))
 	}
 	pdb := matching[0]

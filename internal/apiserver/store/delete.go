@@ -1,5 +1,7 @@
 package store
 
+//lint:file-ignore SA1019 DeleteOptions.orphanDependents is deprecated but still accepted from clients, as Kubernetes accepts it.
+
 import (
 	"context"
 	"fmt"

@@ -55,9 +55,11 @@ func checkPreconditions(gr schema.GroupResource, name string, p *metav1.Precondi
 		return nil
 	}
 	if p.UID != nil && *p.UID != m.GetUID() {
+		//lint:ignore ST1005 Kubernetes' wording, which clients match.
 		return apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, m.GetUID()))
 	}
 	if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
+		//lint:ignore ST1005 Kubernetes' wording, which clients match.
 		return apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
 	}
 	return nil
