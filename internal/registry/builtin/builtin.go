@@ -23,6 +23,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/registry/printers"
 	"github.com/skiff-sh/skiff/internal/registry/rbac"
 	"github.com/skiff-sh/skiff/internal/registry/scheduling"
+	storagereg "github.com/skiff-sh/skiff/internal/registry/storage"
 	"github.com/skiff-sh/skiff/internal/storage"
 )
 
@@ -44,6 +45,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		"policy":       policy.RegisterDefaults,
 		"rbac":         rbac.RegisterDefaults,
 		"scheduling":   scheduling.RegisterDefaults,
+		"storage":      storagereg.RegisterDefaults,
 	} {
 		if err := register(s); err != nil {
 			return nil, fmt.Errorf("register %s defaults: %w", name, err)
@@ -64,6 +66,7 @@ func Resources() []*registry.Resource {
 	all = append(all, policy.Resources()...)
 	all = append(all, rbac.Resources()...)
 	all = append(all, scheduling.Resources()...)
+	all = append(all, storagereg.Resources()...)
 	for _, r := range all {
 		if r.Printer == nil {
 			r.Printer = printers.ForResource(r.GroupResource())

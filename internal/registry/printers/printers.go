@@ -24,6 +24,7 @@ const (
 	groupPolicy      = "policy"
 	groupRBAC        = "rbac.authorization.k8s.io"
 	groupScheduling  = "scheduling.k8s.io"
+	groupStorage     = "storage.k8s.io"
 	noneCell         = "<none>"
 	unknownCell      = "<unknown>"
 	unsetCell        = "<unset>"
@@ -65,6 +66,8 @@ func ForResource(gr schema.GroupResource) *registry.TablePrinter {
 		if gr.Resource == "priorityclasses" {
 			return priorityClassPrinter()
 		}
+	case groupStorage:
+		return storagePrinter(gr.Resource)
 	}
 	return nil
 }
