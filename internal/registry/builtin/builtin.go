@@ -19,6 +19,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/registry/core"
 	discoveryreg "github.com/skiff-sh/skiff/internal/registry/discovery"
 	"github.com/skiff-sh/skiff/internal/registry/events"
+	nodereg "github.com/skiff-sh/skiff/internal/registry/node"
 	"github.com/skiff-sh/skiff/internal/registry/policy"
 	"github.com/skiff-sh/skiff/internal/registry/printers"
 	"github.com/skiff-sh/skiff/internal/registry/rbac"
@@ -46,6 +47,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		"rbac":         rbac.RegisterDefaults,
 		"scheduling":   scheduling.RegisterDefaults,
 		"storage":      storagereg.RegisterDefaults,
+		"node":         nodereg.RegisterDefaults,
 	} {
 		if err := register(s); err != nil {
 			return nil, fmt.Errorf("register %s defaults: %w", name, err)
@@ -67,6 +69,7 @@ func Resources() []*registry.Resource {
 	all = append(all, rbac.Resources()...)
 	all = append(all, scheduling.Resources()...)
 	all = append(all, storagereg.Resources()...)
+	all = append(all, nodereg.Resources()...)
 	for _, r := range all {
 		if r.Printer == nil {
 			r.Printer = printers.ForResource(r.GroupResource())

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ func groupGoldenCases() []goldenCase {
 		{"csinodes.storage.k8s.io", group("storage.k8s.io", "csinodes"), goldenCSINodes()},
 		{"csistoragecapacities.storage.k8s.io", group("storage.k8s.io", "csistoragecapacities"), goldenCSIStorageCapacities()},
 		{"volumeattachments.storage.k8s.io", group("storage.k8s.io", "volumeattachments"), goldenVolumeAttachments()},
+		{"runtimeclasses.node.k8s.io", group("node.k8s.io", "runtimeclasses"), goldenRuntimeClasses()},
 	}
 }
 
@@ -99,5 +101,12 @@ func goldenVolumeAttachments() []runtime.Object {
 				Source: storagev1.VolumeAttachmentSource{InlineVolumeSpec: &corev1.PersistentVolumeSpec{}},
 			},
 		},
+	}
+}
+
+func goldenRuntimeClasses() []runtime.Object {
+	return []runtime.Object{
+		&nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor", CreationTimestamp: ago(8 * 24 * time.Hour)}, Handler: "runsc"},
+		&nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "kata", CreationTimestamp: ago(90 * time.Second)}, Handler: "kata-qemu"},
 	}
 }

@@ -25,6 +25,7 @@ const (
 	groupRBAC        = "rbac.authorization.k8s.io"
 	groupScheduling  = "scheduling.k8s.io"
 	groupStorage     = "storage.k8s.io"
+	groupNode        = "node.k8s.io"
 	noneCell         = "<none>"
 	unknownCell      = "<unknown>"
 	unsetCell        = "<unset>"
@@ -68,6 +69,10 @@ func ForResource(gr schema.GroupResource) *registry.TablePrinter {
 		}
 	case groupStorage:
 		return storagePrinter(gr.Resource)
+	case groupNode:
+		if gr.Resource == "runtimeclasses" {
+			return runtimeClassPrinter()
+		}
 	}
 	return nil
 }
