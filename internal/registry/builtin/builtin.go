@@ -19,6 +19,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/registry/core"
 	discoveryreg "github.com/skiff-sh/skiff/internal/registry/discovery"
 	"github.com/skiff-sh/skiff/internal/registry/events"
+	"github.com/skiff-sh/skiff/internal/registry/networking"
 	nodereg "github.com/skiff-sh/skiff/internal/registry/node"
 	"github.com/skiff-sh/skiff/internal/registry/policy"
 	"github.com/skiff-sh/skiff/internal/registry/printers"
@@ -48,6 +49,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		"scheduling":   scheduling.RegisterDefaults,
 		"storage":      storagereg.RegisterDefaults,
 		"node":         nodereg.RegisterDefaults,
+		"networking":   networking.RegisterDefaults,
 	} {
 		if err := register(s); err != nil {
 			return nil, fmt.Errorf("register %s defaults: %w", name, err)
@@ -70,6 +72,7 @@ func Resources() []*registry.Resource {
 	all = append(all, scheduling.Resources()...)
 	all = append(all, storagereg.Resources()...)
 	all = append(all, nodereg.Resources()...)
+	all = append(all, networking.Resources()...)
 	for _, r := range all {
 		if r.Printer == nil {
 			r.Printer = printers.ForResource(r.GroupResource())

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -24,6 +25,9 @@ func groupGoldenCases() []goldenCase {
 		{"csistoragecapacities.storage.k8s.io", group("storage.k8s.io", "csistoragecapacities"), goldenCSIStorageCapacities()},
 		{"volumeattachments.storage.k8s.io", group("storage.k8s.io", "volumeattachments"), goldenVolumeAttachments()},
 		{"runtimeclasses.node.k8s.io", group("node.k8s.io", "runtimeclasses"), goldenRuntimeClasses()},
+		{"ingresses.networking.k8s.io", group("networking.k8s.io", "ingresses"), goldenIngresses()},
+		{"ingressclasses.networking.k8s.io", group("networking.k8s.io", "ingressclasses"), goldenIngressClasses()},
+		{"networkpolicies.networking.k8s.io", group("networking.k8s.io", "networkpolicies"), goldenNetworkPolicies()},
 	}
 }
 
@@ -108,5 +112,59 @@ func goldenRuntimeClasses() []runtime.Object {
 	return []runtime.Object{
 		&nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor", CreationTimestamp: ago(8 * 24 * time.Hour)}, Handler: "runsc"},
 		&nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "kata", CreationTimestamp: ago(90 * time.Second)}, Handler: "kata-qemu"},
+	}
+}
+
+func goldenIngresses() []runtime.Object {
+	rule := func(host string) networkingv1.IngressRule { return networkingv1.IngressRule{Host: host} }
+	return []runtime.Object{
+		&networkingv1.Ingress{
+			ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "default", CreationTimestamp: ago(6 * 24 * time.Hour)},
+			Spec: networkingv1.IngressSpec{
+				IngressClassName: ptr.To("nginx"),
+				Rules:            []networkingv1.IngressRule{rule("shop.example.com"), rule("www.shop.example.com")},
+				TLS:              []networkingv1.IngressTLS{{Hosts: []string{"shop.example.com"}, SecretName: "shop-tls"}},
+			},
+			Status: networkingv1.IngressStatus{LoadBalancer: networkingv1.IngressLoadBalancerStatus{Ingress: []networkingv1.IngressLoadBalancerIngress{
+				{IP: "203.0.113.10"}, {IP: "198.51.100.7"}, {Hostname: "lb-123.elb.example.com"}, {IP: "203.0.113.10"},
+			}}},
+		},
+		&networkingv1.Ingress{
+			ObjectMeta: metav1.ObjectMeta{Name: "many-hosts", Namespace: "default", CreationTimestamp: ago(5 * time.Minute)},
+			Spec:       networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{rule("a.example.com"), rule(""), rule("b.example.com"), rule("c.example.com"), rule("d.example.com")}},
+		},
+		&networkingv1.Ingress{
+			ObjectMeta: metav1.ObjectMeta{Name: "catch-all", Namespace: "default", CreationTimestamp: ago(40 * time.Second)},
+			Spec:       networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}},
+		},
+	}
+}
+
+func goldenIngressClasses() []runtime.Object {
+	return []runtime.Object{
+		&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "nginx", CreationTimestamp: ago(30 * 24 * time.Hour)}, Spec: networkingv1.IngressClassSpec{Controller: "k8s.io/ingress-nginx"}},
+		&networkingv1.IngressClass{
+			ObjectMeta: metav1.ObjectMeta{Name: "external-lb", CreationTimestamp: ago(2 * time.Hour)},
+			Spec: networkingv1.IngressClassSpec{Controller: "example.com/ingress-controller", Parameters: &networkingv1.IngressClassParametersReference{
+				APIGroup: ptr.To("k8s.example.com"), Kind: "IngressParameters", Name: "external-lb", Scope: ptr.To("Cluster"),
+			}},
+		},
+		&networkingv1.IngressClass{
+			ObjectMeta: metav1.ObjectMeta{Name: "core-params", CreationTimestamp: ago(time.Minute)},
+			Spec:       networkingv1.IngressClassSpec{Controller: "example.com/other", Parameters: &networkingv1.IngressClassParametersReference{Kind: "ConfigMap", Name: "params"}},
+		},
+	}
+}
+
+func goldenNetworkPolicies() []runtime.Object {
+	return []runtime.Object{
+		&networkingv1.NetworkPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "allow-web", Namespace: "default", CreationTimestamp: ago(3 * time.Hour)},
+			Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{
+				MatchLabels:      map[string]string{"app": "web"},
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"frontend", "edge"}}},
+			}},
+		},
+		&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "default-deny", Namespace: "default", CreationTimestamp: ago(10 * 24 * time.Hour)}},
 	}
 }

@@ -26,6 +26,7 @@ const (
 	groupScheduling  = "scheduling.k8s.io"
 	groupStorage     = "storage.k8s.io"
 	groupNode        = "node.k8s.io"
+	groupNetworking  = "networking.k8s.io"
 	noneCell         = "<none>"
 	unknownCell      = "<unknown>"
 	unsetCell        = "<unset>"
@@ -69,6 +70,8 @@ func ForResource(gr schema.GroupResource) *registry.TablePrinter {
 		}
 	case groupStorage:
 		return storagePrinter(gr.Resource)
+	case groupNetworking:
+		return networkingPrinter(gr.Resource)
 	case groupNode:
 		if gr.Resource == "runtimeclasses" {
 			return runtimeClassPrinter()
