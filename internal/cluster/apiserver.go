@@ -45,6 +45,9 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 	}
 	// Every resource's watches share one etcd watch through a watch cache; reads and writes go to etcd.
 	storageFactory := func(res *registry.Resource) (storage.Interface, error) {
+		if res.GroupResource() == componentStatusesResource {
+			return newComponentStatusStore(client, scheme, resources, cfg.StorageEncoding, clock.RealClock{})
+		}
 		codec, err := builtin.StorageCodec(scheme, res, cfg.StorageEncoding)
 		if err != nil {
 			return nil, err

@@ -17,8 +17,11 @@ import (
 // groupGoldenCases are the tables of the groups served since issue 11 (storage, node, networking,
 // flowcontrol, autoscaling and the later core resources).
 func groupGoldenCases() []goldenCase {
+	core := func(r string) schema.GroupResource { return schema.GroupResource{Resource: r} }
 	group := func(g, r string) schema.GroupResource { return schema.GroupResource{Group: g, Resource: r} }
 	return []goldenCase{
+		{"podtemplates", core("podtemplates"), goldenPodTemplates()},
+		{"componentstatuses", core("componentstatuses"), goldenComponentStatuses()},
 		{"storageclasses.storage.k8s.io", group("storage.k8s.io", "storageclasses"), goldenStorageClasses()},
 		{"csidrivers.storage.k8s.io", group("storage.k8s.io", "csidrivers"), goldenCSIDrivers()},
 		{"csinodes.storage.k8s.io", group("storage.k8s.io", "csinodes"), goldenCSINodes()},
@@ -166,5 +169,28 @@ func goldenNetworkPolicies() []runtime.Object {
 			}},
 		},
 		&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "default-deny", Namespace: "default", CreationTimestamp: ago(10 * 24 * time.Hour)}},
+	}
+}
+
+func goldenPodTemplates() []runtime.Object {
+	tmpl := podTemplate("web", "sidecar")
+	tmpl.Labels = map[string]string{"app": "web", "tier": "frontend"}
+	return []runtime.Object{
+		&corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "web-template", Namespace: "default", CreationTimestamp: ago(time.Hour)}, Template: tmpl},
+		&corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: "default"}, Template: podTemplate("app")},
+	}
+}
+
+func goldenComponentStatuses() []runtime.Object {
+	healthy := func(name, msg string) *corev1.ComponentStatus {
+		return &corev1.ComponentStatus{ObjectMeta: metav1.ObjectMeta{Name: name}, Conditions: []corev1.ComponentCondition{{Type: corev1.ComponentHealthy, Status: corev1.ConditionTrue, Message: msg}}}
+	}
+	return []runtime.Object{
+		healthy("scheduler", "ok"),
+		&corev1.ComponentStatus{ObjectMeta: metav1.ObjectMeta{Name: "controller-manager"}, Conditions: []corev1.ComponentCondition{{
+			Type: corev1.ComponentHealthy, Status: corev1.ConditionFalse, Error: "no instance holds the leader lease",
+		}}},
+		healthy("etcd-0", "ok"),
+		&corev1.ComponentStatus{ObjectMeta: metav1.ObjectMeta{Name: "no-conditions"}},
 	}
 }

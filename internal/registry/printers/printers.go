@@ -108,6 +108,10 @@ func corePrinter(resource string) *registry.TablePrinter {
 		return persistentVolumePrinter()
 	case "persistentvolumeclaims":
 		return persistentVolumeClaimPrinter()
+	case "podtemplates":
+		return podTemplatePrinter()
+	case "componentstatuses":
+		return componentStatusPrinter()
 	}
 	return nil
 }
