@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,6 +20,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/registry/core"
 	discoveryreg "github.com/skiff-sh/skiff/internal/registry/discovery"
 	"github.com/skiff-sh/skiff/internal/registry/events"
+	"github.com/skiff-sh/skiff/internal/registry/flowcontrol"
 	"github.com/skiff-sh/skiff/internal/registry/networking"
 	nodereg "github.com/skiff-sh/skiff/internal/registry/node"
 	"github.com/skiff-sh/skiff/internal/registry/policy"
@@ -50,6 +52,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		"storage":      storagereg.RegisterDefaults,
 		"node":         nodereg.RegisterDefaults,
 		"networking":   networking.RegisterDefaults,
+		"flowcontrol":  flowcontrol.RegisterDefaults,
 	} {
 		if err := register(s); err != nil {
 			return nil, fmt.Errorf("register %s defaults: %w", name, err)
@@ -73,6 +76,7 @@ func Resources() []*registry.Resource {
 	all = append(all, storagereg.Resources()...)
 	all = append(all, nodereg.Resources()...)
 	all = append(all, networking.Resources()...)
+	all = append(all, flowcontrol.Resources()...)
 	for _, r := range all {
 		if r.Printer == nil {
 			r.Printer = printers.ForResource(r.GroupResource())
@@ -86,6 +90,14 @@ func Resources() []*registry.Resource {
 
 // SystemPriorityClasses are created by the API server at start.
 func SystemPriorityClasses() []*schedulingv1.PriorityClass { return scheduling.SystemPriorityClasses() }
+
+// FlowControlConfiguration is the mandatory and suggested priority levels and flow schemas the API
+// server creates at start, levels first so that every schema's level exists when it appears.
+func FlowControlConfiguration() (levels []*flowcontrolv1.PriorityLevelConfiguration, schemas []*flowcontrolv1.FlowSchema) {
+	levels = append(flowcontrol.MandatoryPriorityLevelConfigurations(), flowcontrol.SuggestedPriorityLevelConfigurations()...)
+	schemas = append(flowcontrol.MandatoryFlowSchemas(), flowcontrol.SuggestedFlowSchemas()...)
+	return levels, schemas
+}
 
 // ExtraSubresources are the subresources served beyond status and scale, for discovery.
 func ExtraSubresources() map[schema.GroupResource][]discovery.Subresource {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -31,6 +32,8 @@ func groupGoldenCases() []goldenCase {
 		{"ingresses.networking.k8s.io", group("networking.k8s.io", "ingresses"), goldenIngresses()},
 		{"ingressclasses.networking.k8s.io", group("networking.k8s.io", "ingressclasses"), goldenIngressClasses()},
 		{"networkpolicies.networking.k8s.io", group("networking.k8s.io", "networkpolicies"), goldenNetworkPolicies()},
+		{"flowschemas.flowcontrol.apiserver.k8s.io", group("flowcontrol.apiserver.k8s.io", "flowschemas"), goldenFlowSchemas()},
+		{"prioritylevelconfigurations.flowcontrol.apiserver.k8s.io", group("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"), goldenPriorityLevels()},
 	}
 }
 
@@ -192,5 +195,53 @@ func goldenComponentStatuses() []runtime.Object {
 		}}},
 		healthy("etcd-0", "ok"),
 		&corev1.ComponentStatus{ObjectMeta: metav1.ObjectMeta{Name: "no-conditions"}},
+	}
+}
+
+func goldenFlowSchemas() []runtime.Object {
+	fs := func(name, level string, precedence int32, method flowcontrolv1.FlowDistinguisherMethodType, dangling flowcontrolv1.ConditionStatus) *flowcontrolv1.FlowSchema {
+		obj := &flowcontrolv1.FlowSchema{
+			ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: ago(37 * time.Hour)},
+			Spec:       flowcontrolv1.FlowSchemaSpec{PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: level}, MatchingPrecedence: precedence},
+		}
+		if method != "" {
+			obj.Spec.DistinguisherMethod = &flowcontrolv1.FlowDistinguisherMethod{Type: method}
+		}
+		if dangling != "" {
+			obj.Status.Conditions = []flowcontrolv1.FlowSchemaCondition{{Type: flowcontrolv1.FlowSchemaConditionDangling, Status: dangling}}
+		}
+		return obj
+	}
+	return []runtime.Object{
+		fs("exempt", "exempt", 1, "", flowcontrolv1.ConditionFalse),
+		fs("kube-scheduler", "workload-high", 800, flowcontrolv1.FlowDistinguisherMethodByNamespaceType, flowcontrolv1.ConditionFalse),
+		fs("team-a", "team-a-level", 5000, flowcontrolv1.FlowDistinguisherMethodByUserType, flowcontrolv1.ConditionTrue),
+		fs("fresh", "global-default", 9000, flowcontrolv1.FlowDistinguisherMethodByUserType, ""),
+	}
+}
+
+func goldenPriorityLevels() []runtime.Object {
+	return []runtime.Object{
+		&flowcontrolv1.PriorityLevelConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: "catch-all", CreationTimestamp: ago(37 * time.Hour)},
+			Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited, Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
+				NominalConcurrencyShares: ptr.To[int32](5), LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject},
+			}},
+		},
+		&flowcontrolv1.PriorityLevelConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: "exempt", CreationTimestamp: ago(37 * time.Hour)},
+			Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementExempt, Exempt: &flowcontrolv1.ExemptPriorityLevelConfiguration{
+				NominalConcurrencyShares: ptr.To[int32](0),
+			}},
+		},
+		&flowcontrolv1.PriorityLevelConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: "leader-election", CreationTimestamp: ago(37 * time.Hour)},
+			Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited, Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
+				NominalConcurrencyShares: ptr.To[int32](10),
+				LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue, Queuing: &flowcontrolv1.QueuingConfiguration{
+					Queues: 16, HandSize: 4, QueueLengthLimit: 50,
+				}},
+			}},
+		},
 	}
 }

@@ -27,6 +27,7 @@ const (
 	groupStorage     = "storage.k8s.io"
 	groupNode        = "node.k8s.io"
 	groupNetworking  = "networking.k8s.io"
+	groupFlowcontrol = "flowcontrol.apiserver.k8s.io"
 	noneCell         = "<none>"
 	unknownCell      = "<unknown>"
 	unsetCell        = "<unset>"
@@ -72,6 +73,8 @@ func ForResource(gr schema.GroupResource) *registry.TablePrinter {
 		return storagePrinter(gr.Resource)
 	case groupNetworking:
 		return networkingPrinter(gr.Resource)
+	case groupFlowcontrol:
+		return flowcontrolPrinter(gr.Resource)
 	case groupNode:
 		if gr.Resource == "runtimeclasses" {
 			return runtimeClassPrinter()
