@@ -1,0 +1,154 @@
+package apiserver
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	"github.com/skiff-sh/skiff/internal/registry/builtin"
+)
+
+// TestServedGroups drives the groups added for issue 11 through client-go: defaults on create,
+// Kubernetes' validation errors, immutable fields, table columns and the flow-control bootstrap.
+func TestServedGroups(t *testing.T) {
+	c := startTestCluster(t)
+	ctx := context.Background()
+
+	t.Run("storage class defaults and immutability", func(t *testing.T) {
+		scs := c.client.StorageV1().StorageClasses()
+		sc, err := scs.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: "ebs.csi.aws.com"}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *sc.ReclaimPolicy != corev1.PersistentVolumeReclaimDelete || *sc.VolumeBindingMode != storagev1.VolumeBindingImmediate {
+			t.Fatalf("defaults = %v %v", *sc.ReclaimPolicy, *sc.VolumeBindingMode)
+		}
+		sc.Parameters = map[string]string{"type": "io2"}
+		_, err = scs.Update(ctx, sc, metav1.UpdateOptions{})
+		wantStatus(t, err, 422, "parameters: Forbidden: updates to parameters are forbidden.")
+		_, err = scs.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "none"}}, metav1.CreateOptions{})
+		wantStatus(t, err, 422, "provisioner: Required value")
+
+		table := &metav1.Table{}
+		if err := c.client.StorageV1().RESTClient().Get().Resource("storageclasses").
+			SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Do(ctx).Into(table); err != nil {
+			t.Fatal(err)
+		}
+		var columns []string
+		for _, col := range table.ColumnDefinitions {
+			columns = append(columns, col.Name)
+		}
+		if got := strings.Join(columns, ","); got != "Name,Provisioner,ReclaimPolicy,VolumeBindingMode,AllowVolumeExpansion,Age" || len(table.Rows) != 1 {
+			t.Fatalf("columns %s, rows %+v", got, table.Rows)
+		}
+	})
+
+	t.Run("volume attachment status", func(t *testing.T) {
+		vas := c.client.StorageV1().VolumeAttachments()
+		va, err := vas.Create(ctx, &storagev1.VolumeAttachment{
+			ObjectMeta: metav1.ObjectMeta{Name: "csi-1"},
+			Spec: storagev1.VolumeAttachmentSpec{Attacher: "ebs.csi.aws.com", NodeName: "worker-1",
+				Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To("pv-1")}},
+			Status: storagev1.VolumeAttachmentStatus{Attached: true},
+		}, metav1.CreateOptions{})
+		if err != nil || va.Status.Attached {
+			t.Fatalf("create: %v %+v", err, va.Status)
+		}
+		va.Status.Attached = true
+		if va, err = vas.UpdateStatus(ctx, va, metav1.UpdateOptions{}); err != nil || !va.Status.Attached {
+			t.Fatalf("status: %v %+v", err, va)
+		}
+	})
+
+	t.Run("runtime class handler", func(t *testing.T) {
+		rcs := c.client.NodeV1().RuntimeClasses()
+		_, err := rcs.Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Handler: "run.sc"}, metav1.CreateOptions{})
+		wantStatus(t, err, 422, "handler: Invalid value")
+		rc, err := rcs.Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Handler: "runsc"}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc.Handler = "kata"
+		_, err = rcs.Update(ctx, rc, metav1.UpdateOptions{})
+		wantStatus(t, err, 422, "handler: Invalid value: \"kata\": field is immutable")
+	})
+
+	t.Run("ingress and network policy", func(t *testing.T) {
+		ns := c.namespace(t, "net")
+		ing := &networkingv1.Ingress{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+			Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "web.example.com", IngressRuleValue: networkingv1.IngressRuleValue{
+				HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{Path: "/", Backend: networkingv1.IngressBackend{
+					Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}},
+				}}}},
+			}}}},
+		}
+		_, err := c.client.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{})
+		wantStatus(t, err, 422, "spec.rules[0].http.paths[0].pathType: Required value: pathType must be specified")
+		ing.Spec.Rules[0].HTTP.Paths[0].PathType = ptr.To(networkingv1.PathTypePrefix)
+		if _, err := c.client.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		np, err := c.client.NetworkingV1().NetworkPolicies(ns).Create(ctx, &networkingv1.NetworkPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "deny", Namespace: ns},
+			Spec:       networkingv1.NetworkPolicySpec{Egress: []networkingv1.NetworkPolicyEgressRule{{}}},
+		}, metav1.CreateOptions{})
+		if err != nil || len(np.Spec.PolicyTypes) != 2 {
+			t.Fatalf("network policy: %v %+v", err, np)
+		}
+	})
+
+	t.Run("pod template", func(t *testing.T) {
+		ns := c.namespace(t, "templates")
+		pt, err := c.client.CoreV1().PodTemplates(ns).Create(ctx, &corev1.PodTemplate{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+			Template:   corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}},
+		}, metav1.CreateOptions{})
+		if err != nil || pt.Template.Spec.RestartPolicy != corev1.RestartPolicyAlways || pt.Generation != 1 {
+			t.Fatalf("pod template: %v %+v", err, pt)
+		}
+		_, err = c.client.CoreV1().PodTemplates(ns).Create(ctx, &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "empty", Namespace: ns}}, metav1.CreateOptions{})
+		wantStatus(t, err, 422, "template.spec.containers: Required value")
+	})
+
+	t.Run("componentstatuses are read-only", func(t *testing.T) {
+		_, err := c.client.CoreV1().ComponentStatuses().Create(ctx, &corev1.ComponentStatus{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+		if !apierrors.IsMethodNotSupported(err) {
+			t.Fatalf("create componentstatus: %v", err)
+		}
+	})
+
+	t.Run("flow-control bootstrap", func(t *testing.T) {
+		levels, schemas := builtin.FlowControlConfiguration()
+		for _, pl := range levels {
+			if err := c.api.EnsureObject(ctx, schema.GroupResource{Group: "flowcontrol.apiserver.k8s.io", Resource: "prioritylevelconfigurations"}, pl); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, fs := range schemas {
+			if err := c.api.EnsureObject(ctx, schema.GroupResource{Group: "flowcontrol.apiserver.k8s.io", Resource: "flowschemas"}, fs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		list, err := c.client.FlowcontrolV1().FlowSchemas().List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) != 13 {
+			t.Fatalf("flowschemas: %v %d", err, len(list.Items))
+		}
+		catchAll, err := c.client.FlowcontrolV1().FlowSchemas().Get(ctx, "catch-all", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		catchAll.Spec.MatchingPrecedence = 9999
+		_, err = c.client.FlowcontrolV1().FlowSchemas().Update(ctx, catchAll, metav1.UpdateOptions{})
+		wantStatus(t, err, 422, "spec of 'catch-all' must equal the fixed value")
+	})
+}
