@@ -22,10 +22,13 @@ func Resources() []*registry.Resource {
 		{
 			GroupVersion: gv, Kind: "Namespace", ListKind: "NamespaceList", Plural: "namespaces", Singular: "namespace",
 			ShortNames: []string{"ns"},
-			New:        func() runtime.Object { return &corev1.Namespace{} },
-			NewList:    func() runtime.Object { return &corev1.NamespaceList{} },
-			Strategy:   newNamespaceStrategy(),
-			Status:     newNamespaceStatusStrategy(),
+			// Kubernetes serves no deletecollection on namespaces: deleting every namespace at once
+			// is never what a client means.
+			Verbs:    []string{"create", "delete", "get", "list", "patch", "update", "watch"},
+			New:      func() runtime.Object { return &corev1.Namespace{} },
+			NewList:  func() runtime.Object { return &corev1.NamespaceList{} },
+			Strategy: newNamespaceStrategy(),
+			Status:   newNamespaceStatusStrategy(),
 			SelectableFields: func(obj runtime.Object) fields.Set {
 				ns, ok := obj.(*corev1.Namespace)
 				if !ok {
