@@ -5,11 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -125,6 +128,51 @@ func TestServedGroups(t *testing.T) {
 		if !apierrors.IsMethodNotSupported(err) {
 			t.Fatalf("create componentstatus: %v", err)
 		}
+	})
+
+	t.Run("horizontal pod autoscalers in two versions", func(t *testing.T) {
+		ns := c.namespace(t, "hpa")
+		v1 := c.client.AutoscalingV1().HorizontalPodAutoscalers(ns)
+		v2 := c.client.AutoscalingV2().HorizontalPodAutoscalers(ns)
+		created, err := v1.Create(ctx, &autoscalingv1.HorizontalPodAutoscaler{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+			Spec: autoscalingv1.HorizontalPodAutoscalerSpec{
+				ScaleTargetRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+				MaxReplicas:    5, TargetCPUUtilizationPercentage: ptr.To[int32](60),
+			},
+		}, metav1.CreateOptions{})
+		if err != nil || *created.Spec.MinReplicas != 1 {
+			t.Fatalf("create v1: %v %+v", err, created)
+		}
+		asV2, err := v2.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil || len(asV2.Spec.Metrics) != 1 || *asV2.Spec.Metrics[0].Resource.Target.AverageUtilization != 60 {
+			t.Fatalf("read as v2: %v %+v", err, asV2)
+		}
+		// A v2-only metric survives an update through v1.
+		asV2.Spec.Metrics = append(asV2.Spec.Metrics, autoscalingv2.MetricSpec{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricSource{
+			Metric: autoscalingv2.MetricIdentifier{Name: "rps"},
+			Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: ptr.To(resource.MustParse("10"))},
+		}})
+		if _, err := v2.Update(ctx, asV2, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		asV1, err := v1.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil || *asV1.Spec.TargetCPUUtilizationPercentage != 60 {
+			t.Fatalf("read as v1: %v %+v", err, asV1)
+		}
+		asV1.Spec.MaxReplicas = 8
+		if _, err := v1.Update(ctx, asV1, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		final, err := v2.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil || final.Spec.MaxReplicas != 8 || len(final.Spec.Metrics) != 2 {
+			t.Fatalf("after the v1 update: %v %+v", err, final)
+		}
+		_, err = v2.Create(ctx, &autoscalingv2.HorizontalPodAutoscaler{
+			ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: ns},
+			Spec:       autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{Kind: "Deployment", Name: "web"}},
+		}, metav1.CreateOptions{})
+		wantStatus(t, err, 422, "spec.maxReplicas: Invalid value: 0: must be greater than 0")
 	})
 
 	t.Run("flow-control bootstrap", func(t *testing.T) {

@@ -35,8 +35,6 @@ var notYetServed = []string{
 	"authorization.k8s.io/v1 selfsubjectaccessreviews",
 	"authorization.k8s.io/v1 selfsubjectrulesreviews",
 	"authorization.k8s.io/v1 subjectaccessreviews",
-	"autoscaling/v1 horizontalpodautoscalers",
-	"autoscaling/v2 horizontalpodautoscalers",
 	"certificates.k8s.io/v1 certificatesigningrequests",
 }
 

@@ -3,6 +3,8 @@ package builtin
 import (
 	"fmt"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -15,6 +17,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/apiserver/discovery"
 	"github.com/skiff-sh/skiff/internal/registry"
 	"github.com/skiff-sh/skiff/internal/registry/apps"
+	"github.com/skiff-sh/skiff/internal/registry/autoscaling"
 	"github.com/skiff-sh/skiff/internal/registry/batch"
 	"github.com/skiff-sh/skiff/internal/registry/coordination"
 	"github.com/skiff-sh/skiff/internal/registry/core"
@@ -53,6 +56,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		"node":         nodereg.RegisterDefaults,
 		"networking":   networking.RegisterDefaults,
 		"flowcontrol":  flowcontrol.RegisterDefaults,
+		"autoscaling":  autoscaling.RegisterDefaults,
 	} {
 		if err := register(s); err != nil {
 			return nil, fmt.Errorf("register %s defaults: %w", name, err)
@@ -77,6 +81,7 @@ func Resources() []*registry.Resource {
 	all = append(all, nodereg.Resources()...)
 	all = append(all, networking.Resources()...)
 	all = append(all, flowcontrol.Resources()...)
+	all = append(all, autoscaling.Resources()...)
 	for _, r := range all {
 		if r.Printer == nil {
 			r.Printer = printers.ForResource(r.GroupResource())
@@ -120,8 +125,16 @@ func ExtraSubresources() map[schema.GroupResource][]discovery.Subresource {
 }
 
 // StorageCodec is the codec a resource's objects are kept in etcd with. events.k8s.io/v1 events
-// share core/v1 events' storage, so they are converted on the way in and out.
+// share core/v1 events' storage and autoscaling/v1 horizontal pod autoscalers autoscaling/v2's, so
+// they are converted on the way in and out.
 func StorageCodec(scheme *runtime.Scheme, res *registry.Resource, encoding string) (runtime.Codec, error) {
+	if res.GroupVersion == autoscalingv1.SchemeGroupVersion && res.Kind == "HorizontalPodAutoscaler" {
+		inner, err := storage.NewCodec(scheme, autoscalingv2.SchemeGroupVersion, encoding)
+		if err != nil {
+			return nil, err
+		}
+		return hpaV1Codec{inner: inner}, nil
+	}
 	if res.GroupVersion == eventsv1.SchemeGroupVersion && res.Kind == "Event" {
 		inner, err := storage.NewCodec(scheme, corev1.SchemeGroupVersion, encoding)
 		if err != nil {

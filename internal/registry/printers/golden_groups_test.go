@@ -3,6 +3,8 @@ package printers
 import (
 	"time"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -34,6 +36,7 @@ func groupGoldenCases() []goldenCase {
 		{"networkpolicies.networking.k8s.io", group("networking.k8s.io", "networkpolicies"), goldenNetworkPolicies()},
 		{"flowschemas.flowcontrol.apiserver.k8s.io", group("flowcontrol.apiserver.k8s.io", "flowschemas"), goldenFlowSchemas()},
 		{"prioritylevelconfigurations.flowcontrol.apiserver.k8s.io", group("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"), goldenPriorityLevels()},
+		{"horizontalpodautoscalers.autoscaling", group("autoscaling", "horizontalpodautoscalers"), goldenHPAs()},
 	}
 }
 
@@ -242,6 +245,51 @@ func goldenPriorityLevels() []runtime.Object {
 					Queues: 16, HandSize: 4, QueueLengthLimit: 50,
 				}},
 			}},
+		},
+	}
+}
+
+func goldenHPAs() []runtime.Object {
+	ref := autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+	cpu := func(pct int32) autoscalingv2.MetricSpec {
+		return autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+			Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To(pct)},
+		}}
+	}
+	memory := autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+		Name: corev1.ResourceMemory, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: ptr.To(resource.MustParse("500Mi"))},
+	}}
+	pods := autoscalingv2.MetricSpec{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricSource{
+		Metric: autoscalingv2.MetricIdentifier{Name: "requests_per_second"},
+		Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: ptr.To(resource.MustParse("1k"))},
+	}}
+	external := autoscalingv2.MetricSpec{Type: autoscalingv2.ExternalMetricSourceType, External: &autoscalingv2.ExternalMetricSource{
+		Metric: autoscalingv2.MetricIdentifier{Name: "queue_depth"},
+		Target: autoscalingv2.MetricTarget{Type: autoscalingv2.ValueMetricType, Value: ptr.To(resource.MustParse("30"))},
+	}}
+	return []runtime.Object{
+		&autoscalingv2.HorizontalPodAutoscaler{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", CreationTimestamp: ago(2 * 24 * time.Hour)},
+			Spec:       autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: ref, MinReplicas: ptr.To[int32](2), MaxReplicas: 10, Metrics: []autoscalingv2.MetricSpec{cpu(80)}},
+			Status: autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 3, CurrentMetrics: []autoscalingv2.MetricStatus{{
+				Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricStatus{Name: corev1.ResourceCPU, Current: autoscalingv2.MetricValueStatus{AverageUtilization: ptr.To[int32](45)}},
+			}}},
+		},
+		&autoscalingv2.HorizontalPodAutoscaler{
+			ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "default", CreationTimestamp: ago(10 * time.Minute)},
+			Spec:       autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: ref, MaxReplicas: 20, Metrics: []autoscalingv2.MetricSpec{memory, pods, external}},
+		},
+		&autoscalingv2.HorizontalPodAutoscaler{
+			ObjectMeta: metav1.ObjectMeta{Name: "no-metrics", Namespace: "default", CreationTimestamp: ago(time.Minute)},
+			Spec:       autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: ref, MinReplicas: ptr.To[int32](1), MaxReplicas: 3},
+		},
+		&autoscalingv1.HorizontalPodAutoscaler{
+			ObjectMeta: metav1.ObjectMeta{Name: "legacy", Namespace: "default", CreationTimestamp: ago(5 * time.Hour)},
+			Spec: autoscalingv1.HorizontalPodAutoscalerSpec{
+				ScaleTargetRef: autoscalingv1.CrossVersionObjectReference{Kind: "StatefulSet", Name: "db"},
+				MinReplicas:    ptr.To[int32](1), MaxReplicas: 4, TargetCPUUtilizationPercentage: ptr.To[int32](60),
+			},
+			Status: autoscalingv1.HorizontalPodAutoscalerStatus{CurrentReplicas: 1, CurrentCPUUtilizationPercentage: ptr.To[int32](12)},
 		},
 	}
 }

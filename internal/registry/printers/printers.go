@@ -28,6 +28,7 @@ const (
 	groupNode        = "node.k8s.io"
 	groupNetworking  = "networking.k8s.io"
 	groupFlowcontrol = "flowcontrol.apiserver.k8s.io"
+	groupAutoscaling = "autoscaling"
 	noneCell         = "<none>"
 	unknownCell      = "<unknown>"
 	unsetCell        = "<unset>"
@@ -75,6 +76,10 @@ func ForResource(gr schema.GroupResource) *registry.TablePrinter {
 		return networkingPrinter(gr.Resource)
 	case groupFlowcontrol:
 		return flowcontrolPrinter(gr.Resource)
+	case groupAutoscaling:
+		if gr.Resource == "horizontalpodautoscalers" {
+			return horizontalPodAutoscalerPrinter()
+		}
 	case groupNode:
 		if gr.Resource == "runtimeclasses" {
 			return runtimeClassPrinter()
