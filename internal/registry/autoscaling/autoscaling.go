@@ -7,8 +7,8 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
-	pathvalidation "k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -217,7 +217,7 @@ func validateReference(ref autoscalingv2.CrossVersionObjectReference, fldPath *f
 			errs = append(errs, field.Required(fldPath.Child(f.name), ""))
 			continue
 		}
-		for _, msg := range pathvalidation.IsValidPathSegmentName(f.value) {
+		for _, msg := range content.IsPathSegmentName(f.value) {
 			errs = append(errs, field.Invalid(fldPath.Child(f.name), f.value, msg))
 		}
 	}
@@ -274,7 +274,7 @@ func validateMetricIdentifier(id autoscalingv2.MetricIdentifier, fldPath *field.
 		return field.ErrorList{field.Required(fldPath.Child("name"), "must specify a metric name")}
 	}
 	var errs field.ErrorList
-	for _, msg := range pathvalidation.IsValidPathSegmentName(id.Name) {
+	for _, msg := range content.IsPathSegmentName(id.Name) {
 		errs = append(errs, field.Invalid(fldPath.Child("name"), id.Name, msg))
 	}
 	return errs
