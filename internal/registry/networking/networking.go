@@ -2,7 +2,6 @@ package networking
 
 import (
 	"fmt"
-	"net"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	netutils "k8s.io/utils/net"
 
 	"github.com/skiff-sh/skiff/internal/registry"
 	vu "github.com/skiff-sh/skiff/internal/registry/validationutil"
@@ -162,7 +162,7 @@ func validateHost(host string, fldPath *field.Path) field.ErrorList {
 func validateIngressRule(rule networkingv1.IngressRule, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if rule.Host != "" {
-		if net.ParseIP(rule.Host) != nil {
+		if netutils.ParseIPSloppy(rule.Host) != nil {
 			errs = append(errs, field.Invalid(fldPath.Child("host"), rule.Host, "must be a DNS name, not an IP address"))
 		}
 		errs = append(errs, validateHost(rule.Host, fldPath.Child("host"))...)
@@ -283,14 +283,14 @@ func validateIngressLoadBalancerStatus(s, old *networkingv1.IngressLoadBalancerS
 	for i, ing := range s.Ingress {
 		p := fldPath.Child("ingress").Index(i)
 		// An address already stored stays acceptable, as Kubernetes allows for legacy values.
-		if ing.IP != "" && !existing[ing.IP] && net.ParseIP(ing.IP) == nil {
+		if ing.IP != "" && !existing[ing.IP] && netutils.ParseIPSloppy(ing.IP) == nil {
 			errs = append(errs, field.Invalid(p.Child("ip"), ing.IP, "must be a valid IP address"))
 		}
 		if ing.Hostname != "" {
 			for _, msg := range validation.IsDNS1123Subdomain(ing.Hostname) {
 				errs = append(errs, field.Invalid(p.Child("hostname"), ing.Hostname, msg))
 			}
-			if net.ParseIP(ing.Hostname) != nil {
+			if netutils.ParseIPSloppy(ing.Hostname) != nil {
 				errs = append(errs, field.Invalid(p.Child("hostname"), ing.Hostname, "must be a DNS name, not an IP address"))
 			}
 		}
@@ -434,13 +434,14 @@ func validateNetworkPolicyPeer(peer *networkingv1.NetworkPolicyPeer, fldPath *fi
 	return errs
 }
 
-// validateIPBlock requires a CIDR and exceptions strictly inside it.
+// validateIPBlock requires a CIDR and exceptions strictly inside it. Addresses are parsed the
+// lenient way Kubernetes v1.32 still accepts (leading zeros), so stored policies stay valid.
 func validateIPBlock(ipb *networkingv1.IPBlock, fldPath *field.Path) field.ErrorList {
 	cidrPath := fldPath.Child("cidr")
 	if ipb.CIDR == "" {
 		return field.ErrorList{field.Required(cidrPath, "")}
 	}
-	_, block, err := net.ParseCIDR(ipb.CIDR)
+	_, block, err := netutils.ParseCIDRSloppy(ipb.CIDR)
 	if err != nil {
 		return field.ErrorList{field.Invalid(cidrPath, ipb.CIDR, "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)")}
 	}
@@ -448,7 +449,7 @@ func validateIPBlock(ipb *networkingv1.IPBlock, fldPath *field.Path) field.Error
 	blockLen, _ := block.Mask.Size()
 	for i, s := range ipb.Except {
 		p := fldPath.Child("except").Index(i)
-		_, except, err := net.ParseCIDR(s)
+		_, except, err := netutils.ParseCIDRSloppy(s)
 		if err != nil {
 			errs = append(errs, field.Invalid(p, s, "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"))
 			continue
