@@ -48,6 +48,9 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 	}
 	// Every resource's watches share one etcd watch through a watch cache; reads and writes go to etcd.
 	storageFactory := func(res *registry.Resource) (storage.Interface, error) {
+		if res.GroupResource() == componentStatusesResource {
+			return newComponentStatusStore(client, scheme, resources, cfg.StorageEncoding, clock.RealClock{})
+		}
 		codec, err := builtin.StorageCodec(scheme, res, cfg.StorageEncoding)
 		if err != nil {
 			return nil, err
@@ -104,7 +107,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 }
 
 // bootstrap creates what every cluster has from its first start: the system namespaces, the system
-// priority classes and the "kubernetes" service.
+// priority classes, the flow-control levels and schemas and the "kubernetes" service.
 func bootstrap(ctx context.Context, srv *apiserver.Server, cfg *Config) error {
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
 		if err := srv.EnsureObject(ctx, schema.GroupResource{Resource: "namespaces"}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
@@ -113,6 +116,19 @@ func bootstrap(ctx context.Context, srv *apiserver.Server, cfg *Config) error {
 	}
 	for _, pc := range builtin.SystemPriorityClasses() {
 		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, pc); err != nil {
+			return err
+		}
+	}
+	// API Priority and Fairness is not enforced yet, but its configuration objects exist from the
+	// first start, as in Kubernetes, so that tools reading them find the usual set.
+	levels, schemas := builtin.FlowControlConfiguration()
+	for _, pl := range levels {
+		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: "flowcontrol.apiserver.k8s.io", Resource: "prioritylevelconfigurations"}, pl); err != nil {
+			return err
+		}
+	}
+	for _, fs := range schemas {
+		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: "flowcontrol.apiserver.k8s.io", Resource: "flowschemas"}, fs); err != nil {
 			return err
 		}
 	}

@@ -3,8 +3,11 @@ package builtin
 import (
 	"fmt"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,15 +17,20 @@ import (
 	"github.com/skiff-sh/skiff/internal/apiserver/discovery"
 	"github.com/skiff-sh/skiff/internal/registry"
 	"github.com/skiff-sh/skiff/internal/registry/apps"
+	"github.com/skiff-sh/skiff/internal/registry/autoscaling"
 	"github.com/skiff-sh/skiff/internal/registry/batch"
 	"github.com/skiff-sh/skiff/internal/registry/coordination"
 	"github.com/skiff-sh/skiff/internal/registry/core"
 	discoveryreg "github.com/skiff-sh/skiff/internal/registry/discovery"
 	"github.com/skiff-sh/skiff/internal/registry/events"
+	"github.com/skiff-sh/skiff/internal/registry/flowcontrol"
+	"github.com/skiff-sh/skiff/internal/registry/networking"
+	nodereg "github.com/skiff-sh/skiff/internal/registry/node"
 	"github.com/skiff-sh/skiff/internal/registry/policy"
 	"github.com/skiff-sh/skiff/internal/registry/printers"
 	"github.com/skiff-sh/skiff/internal/registry/rbac"
 	"github.com/skiff-sh/skiff/internal/registry/scheduling"
+	storagereg "github.com/skiff-sh/skiff/internal/registry/storage"
 	"github.com/skiff-sh/skiff/internal/storage"
 )
 
@@ -44,6 +52,11 @@ func NewScheme() (*runtime.Scheme, error) {
 		"policy":       policy.RegisterDefaults,
 		"rbac":         rbac.RegisterDefaults,
 		"scheduling":   scheduling.RegisterDefaults,
+		"storage":      storagereg.RegisterDefaults,
+		"node":         nodereg.RegisterDefaults,
+		"networking":   networking.RegisterDefaults,
+		"flowcontrol":  flowcontrol.RegisterDefaults,
+		"autoscaling":  autoscaling.RegisterDefaults,
 	} {
 		if err := register(s); err != nil {
 			return nil, fmt.Errorf("register %s defaults: %w", name, err)
@@ -64,6 +77,11 @@ func Resources() []*registry.Resource {
 	all = append(all, policy.Resources()...)
 	all = append(all, rbac.Resources()...)
 	all = append(all, scheduling.Resources()...)
+	all = append(all, storagereg.Resources()...)
+	all = append(all, nodereg.Resources()...)
+	all = append(all, networking.Resources()...)
+	all = append(all, flowcontrol.Resources()...)
+	all = append(all, autoscaling.Resources()...)
 	for _, r := range all {
 		if r.Printer == nil {
 			r.Printer = printers.ForResource(r.GroupResource())
@@ -77,6 +95,14 @@ func Resources() []*registry.Resource {
 
 // SystemPriorityClasses are created by the API server at start.
 func SystemPriorityClasses() []*schedulingv1.PriorityClass { return scheduling.SystemPriorityClasses() }
+
+// FlowControlConfiguration is the mandatory and suggested priority levels and flow schemas the API
+// server creates at start, levels first so that every schema's level exists when it appears.
+func FlowControlConfiguration() (levels []*flowcontrolv1.PriorityLevelConfiguration, schemas []*flowcontrolv1.FlowSchema) {
+	levels = append(flowcontrol.MandatoryPriorityLevelConfigurations(), flowcontrol.SuggestedPriorityLevelConfigurations()...)
+	schemas = append(flowcontrol.MandatoryFlowSchemas(), flowcontrol.SuggestedFlowSchemas()...)
+	return levels, schemas
+}
 
 // ExtraSubresources are the subresources served beyond status and scale, for discovery.
 func ExtraSubresources() map[schema.GroupResource][]discovery.Subresource {
@@ -92,15 +118,20 @@ func ExtraSubresources() map[schema.GroupResource][]discovery.Subresource {
 		{Resource: "serviceaccounts"}: {
 			{Name: "token", Kind: schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}, Verbs: []string{"create"}},
 		},
-		{Resource: "namespaces"}: {
-			{Name: "finalize", Kind: schema.GroupVersionKind{Kind: "Namespace"}, Verbs: []string{"update"}},
-		},
 	}
 }
 
 // StorageCodec is the codec a resource's objects are kept in etcd with. events.k8s.io/v1 events
-// share core/v1 events' storage, so they are converted on the way in and out.
+// share core/v1 events' storage and autoscaling/v1 horizontal pod autoscalers autoscaling/v2's, so
+// they are converted on the way in and out.
 func StorageCodec(scheme *runtime.Scheme, res *registry.Resource, encoding string) (runtime.Codec, error) {
+	if res.GroupVersion == autoscalingv1.SchemeGroupVersion && res.Kind == "HorizontalPodAutoscaler" {
+		inner, err := storage.NewCodec(scheme, autoscalingv2.SchemeGroupVersion, encoding)
+		if err != nil {
+			return nil, err
+		}
+		return hpaV1Codec{inner: inner}, nil
+	}
 	if res.GroupVersion == eventsv1.SchemeGroupVersion && res.Kind == "Event" {
 		inner, err := storage.NewCodec(scheme, corev1.SchemeGroupVersion, encoding)
 		if err != nil {

@@ -34,6 +34,11 @@ func RegisterDefaults(s *runtime.Scheme) error {
 		}
 	})
 	s.AddTypeDefaultingFunc(&corev1.PodTemplate{}, func(obj interface{}) { DefaultPodTemplateSpec(&obj.(*corev1.PodTemplate).Template) })
+	s.AddTypeDefaultingFunc(&corev1.PodTemplateList{}, func(obj interface{}) {
+		for i := range obj.(*corev1.PodTemplateList).Items {
+			DefaultPodTemplateSpec(&obj.(*corev1.PodTemplateList).Items[i].Template)
+		}
+	})
 	s.AddTypeDefaultingFunc(&corev1.Service{}, func(obj interface{}) { DefaultService(obj.(*corev1.Service)) })
 	s.AddTypeDefaultingFunc(&corev1.Namespace{}, func(obj interface{}) { DefaultNamespace(obj.(*corev1.Namespace)) })
 	s.AddTypeDefaultingFunc(&corev1.Secret{}, func(obj interface{}) { DefaultSecret(obj.(*corev1.Secret)) })

@@ -90,6 +90,23 @@ func Resources() []*registry.Resource {
 			Strategy: newConfigMapStrategy(),
 		},
 		{
+			// Computed on every read from probes, never stored: the cluster wires a read-only
+			// store for it, and only get and list are served, as in Kubernetes.
+			GroupVersion: gv, Kind: "ComponentStatus", ListKind: "ComponentStatusList", Plural: "componentstatuses", Singular: "componentstatus",
+			ShortNames: []string{"cs"},
+			New:        func() runtime.Object { return &corev1.ComponentStatus{} },
+			NewList:    func() runtime.Object { return &corev1.ComponentStatusList{} },
+			Strategy:   newComponentStatusStrategy(),
+			Verbs:      []string{"get", "list"},
+		},
+		{
+			GroupVersion: gv, Kind: "PodTemplate", ListKind: "PodTemplateList", Plural: "podtemplates", Singular: "podtemplate",
+			Namespaced: true,
+			New:        func() runtime.Object { return &corev1.PodTemplate{} },
+			NewList:    func() runtime.Object { return &corev1.PodTemplateList{} },
+			Strategy:   newPodTemplateStrategy(),
+		},
+		{
 			GroupVersion: gv, Kind: "Secret", ListKind: "SecretList", Plural: "secrets", Singular: "secret",
 			Namespaced: true,
 			New:        func() runtime.Object { return &corev1.Secret{} },

@@ -39,6 +39,8 @@ func TestResourcesDiscoveryNames(t *testing.T) {
 		"services":               {"Service", "service", []string{"svc"}, []string{"all"}, true, true},
 		"endpoints":              {"Endpoints", "endpoints", []string{"ep"}, nil, true, false},
 		"configmaps":             {"ConfigMap", "configmap", []string{"cm"}, nil, true, false},
+		"podtemplates":           {"PodTemplate", "podtemplate", nil, nil, true, false},
+		"componentstatuses":      {"ComponentStatus", "componentstatus", []string{"cs"}, nil, false, false},
 		"secrets":                {"Secret", "secret", nil, nil, true, false},
 		"serviceaccounts":        {"ServiceAccount", "serviceaccount", []string{"sa"}, nil, true, false},
 		"events":                 {"Event", "event", []string{"ev"}, nil, true, false},
@@ -107,8 +109,9 @@ func TestAllowCreateAndUnconditionalUpdate(t *testing.T) {
 		if got := r.Strategy.AllowCreateOnUpdate(); got != createOnUpdate[r.Plural] {
 			t.Errorf("%s: AllowCreateOnUpdate = %v", r.Plural, got)
 		}
-		// Every core resource accepts a PUT without a resourceVersion, as in Kubernetes.
-		if got := r.Strategy.AllowUnconditionalUpdate(); !got {
+		// Every core resource accepts a PUT without a resourceVersion, as in Kubernetes; computed
+		// componentstatuses take no writes at all.
+		if got := r.Strategy.AllowUnconditionalUpdate(); got != (r.Plural != "componentstatuses") {
 			t.Errorf("%s: AllowUnconditionalUpdate = %v", r.Plural, got)
 		}
 	}

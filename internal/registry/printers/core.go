@@ -465,3 +465,45 @@ func derefOr(s *string, fallback string) string {
 	}
 	return *s
 }
+
+func podTemplatePrinter() *registry.TablePrinter {
+	return &registry.TablePrinter{
+		// Kubernetes prints no age for pod templates.
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn(),
+			column("Containers", columnTypeString, "Names of each container in the template."),
+			column("Images", columnTypeString, "Images referenced by each container in the template."),
+			column("Pod Labels", columnTypeString, "The labels for the pod template."),
+		},
+		Row: typedRow("podtemplates", func(pt *corev1.PodTemplate, _ time.Time) ([]interface{}, error) {
+			names, images := containerCells(pt.Template.Spec.Containers)
+			return []interface{}{pt.Name, names, images, labels.FormatLabels(pt.Template.Labels)}, nil
+		}),
+	}
+}
+
+func componentStatusPrinter() *registry.TablePrinter {
+	return &registry.TablePrinter{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn(),
+			column("Status", columnTypeString, "Status of the component conditions"),
+			column("Message", columnTypeString, "Message of the component conditions"),
+			column("Error", columnTypeString, "Error of the component conditions"),
+		},
+		Row: typedRow("componentstatuses", func(cs *corev1.ComponentStatus, _ time.Time) ([]interface{}, error) {
+			status, message, errText := "Unknown", "", ""
+			for _, c := range cs.Conditions {
+				if c.Type != corev1.ComponentHealthy {
+					continue
+				}
+				status = "Unhealthy"
+				if c.Status == corev1.ConditionTrue {
+					status = "Healthy"
+				}
+				message, errText = c.Message, c.Error
+				break
+			}
+			return []interface{}{cs.Name, status, message, errText}, nil
+		}),
+	}
+}

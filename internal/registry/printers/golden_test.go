@@ -141,7 +141,7 @@ func orDash(s string) string {
 func goldenCases() []goldenCase {
 	core := func(r string) schema.GroupResource { return schema.GroupResource{Resource: r} }
 	group := func(g, r string) schema.GroupResource { return schema.GroupResource{Group: g, Resource: r} }
-	return []goldenCase{
+	return append([]goldenCase{
 		{"pods", core("pods"), goldenPods()},
 		{"nodes", core("nodes"), goldenNodes()},
 		{"namespaces", core("namespaces"), goldenNamespaces()},
@@ -171,7 +171,7 @@ func goldenCases() []goldenCase {
 		{"rolebindings.rbac.authorization.k8s.io", group("rbac.authorization.k8s.io", "rolebindings"), goldenRoleBindings()},
 		{"clusterrolebindings.rbac.authorization.k8s.io", group("rbac.authorization.k8s.io", "clusterrolebindings"), goldenClusterRoleBindings()},
 		{"priorityclasses.scheduling.k8s.io", group("scheduling.k8s.io", "priorityclasses"), goldenPriorityClasses()},
-	}
+	}, groupGoldenCases()...)
 }
 
 func goldenPods() []runtime.Object {

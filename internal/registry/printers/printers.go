@@ -24,6 +24,11 @@ const (
 	groupPolicy      = "policy"
 	groupRBAC        = "rbac.authorization.k8s.io"
 	groupScheduling  = "scheduling.k8s.io"
+	groupStorage     = "storage.k8s.io"
+	groupNode        = "node.k8s.io"
+	groupNetworking  = "networking.k8s.io"
+	groupFlowcontrol = "flowcontrol.apiserver.k8s.io"
+	groupAutoscaling = "autoscaling"
 	noneCell         = "<none>"
 	unknownCell      = "<unknown>"
 	unsetCell        = "<unset>"
@@ -65,6 +70,20 @@ func ForResource(gr schema.GroupResource) *registry.TablePrinter {
 		if gr.Resource == "priorityclasses" {
 			return priorityClassPrinter()
 		}
+	case groupStorage:
+		return storagePrinter(gr.Resource)
+	case groupNetworking:
+		return networkingPrinter(gr.Resource)
+	case groupFlowcontrol:
+		return flowcontrolPrinter(gr.Resource)
+	case groupAutoscaling:
+		if gr.Resource == "horizontalpodautoscalers" {
+			return horizontalPodAutoscalerPrinter()
+		}
+	case groupNode:
+		if gr.Resource == "runtimeclasses" {
+			return runtimeClassPrinter()
+		}
 	}
 	return nil
 }
@@ -97,6 +116,10 @@ func corePrinter(resource string) *registry.TablePrinter {
 		return persistentVolumePrinter()
 	case "persistentvolumeclaims":
 		return persistentVolumeClaimPrinter()
+	case "podtemplates":
+		return podTemplatePrinter()
+	case "componentstatuses":
+		return componentStatusPrinter()
 	}
 	return nil
 }
