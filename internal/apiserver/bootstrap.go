@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/storage"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,7 +29,7 @@ func (s *Server) EnsureObject(ctx context.Context, gr schema.GroupResource, obj 
 		return nil
 	}
 	s.cfg.Scheme.Default(obj)
-	ctx = withUser(ctx, &UserInfo{Name: "system:apiserver", Groups: []string{"system:masters"}})
+	ctx = request.WithUser(ctx, &UserInfo{Name: "system:apiserver", Groups: []string{"system:masters"}})
 	_, err = h.createObject(ctx, obj, writeOptions{fieldManager: "skiff-apiserver", fieldValidation: "Strict"})
 	if apierrors.IsAlreadyExists(err) {
 		return nil

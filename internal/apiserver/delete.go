@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/registry"
 	"github.com/skiff-sh/skiff/internal/storage"
 )
@@ -60,7 +61,7 @@ func (h *resourceHandler) deleteObject(ctx context.Context, namespace, name stri
 		if err := checkPreconditions(gr, name, opts.Preconditions, m); err != nil {
 			return nil, false, err
 		}
-		user, _ := UserFrom(ctx)
+		user, _ := request.UserFrom(ctx)
 		attrs := &AdmissionAttributes{Verb: "delete", Resource: h.res, Namespace: namespace, Name: name, OldObject: current, User: user, DryRun: dryRun}
 		if err := h.s.validateAdmission(ctx, attrs); err != nil {
 			return nil, false, err

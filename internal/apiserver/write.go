@@ -17,6 +17,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/storage"
 )
 
@@ -97,7 +98,7 @@ func (h *resourceHandler) prepareCreate(ctx context.Context, obj runtime.Object,
 			return nil, err
 		}
 	}
-	user, _ := UserFrom(ctx)
+	user, _ := request.UserFrom(ctx)
 	attrs := &AdmissionAttributes{Verb: "create", Resource: h.res, Namespace: m.GetNamespace(), Name: m.GetName(), Object: obj, User: user, DryRun: opts.dryRun}
 	if err := h.s.admit(ctx, attrs); err != nil {
 		return nil, err
@@ -224,7 +225,7 @@ func (h *resourceHandler) beforeUpdate(ctx context.Context, obj, old runtime.Obj
 			return nil, err
 		}
 	}
-	user, _ := UserFrom(ctx)
+	user, _ := request.UserFrom(ctx)
 	attrs := &AdmissionAttributes{Verb: "update", Resource: h.res, Subresource: uc.subresource, Namespace: m.GetNamespace(), Name: m.GetName(), Object: obj, OldObject: old, User: user, DryRun: uc.opts.dryRun}
 	if err := h.s.admit(ctx, attrs); err != nil {
 		return nil, err
