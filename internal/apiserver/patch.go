@@ -220,8 +220,8 @@ func (h *resourceHandler) applyServerSide(ctx context.Context, current runtime.O
 		patchObj.SetNamespace(info.Namespace)
 	}
 	fm := h.fieldManager
-	if uc.subresource == "status" {
-		fm = h.statusFieldManager
+	if _, partialFM := h.partialUpdate(uc.subresource); partialFM != nil {
+		fm = partialFM
 	}
 	live := current
 	if live == nil {

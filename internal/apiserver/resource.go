@@ -27,8 +27,9 @@ type resourceHandler struct {
 	// selectable are the field-selector fields the resource supports.
 	selectable map[string]bool
 
-	fieldManager       *managedfields.FieldManager
-	statusFieldManager *managedfields.FieldManager
+	fieldManager         *managedfields.FieldManager
+	statusFieldManager   *managedfields.FieldManager
+	approvalFieldManager *managedfields.FieldManager
 }
 
 func newResourceHandler(s *Server, res *registry.Resource, store storage.Interface) (*resourceHandler, error) {
@@ -92,7 +93,26 @@ func (h *resourceHandler) initFieldManagers() error {
 		}
 		h.statusFieldManager = sfm
 	}
+	if h.res.Approval != nil {
+		afm, err := managedfields.NewDefaultFieldManager(tc, scheme, scheme, scheme, gvk, gvk.GroupVersion(), "approval", reset(h.res.Approval))
+		if err != nil {
+			return fmt.Errorf("approval field manager for %s: %w", h.res.GroupResource(), err)
+		}
+		h.approvalFieldManager = afm
+	}
 	return nil
+}
+
+// partialUpdate returns the strategy and field manager of a subresource that updates part of the
+// object the way /status does (status, and CSRs' approval); nil for the main resource and others.
+func (h *resourceHandler) partialUpdate(subresource string) (registry.StatusStrategy, *managedfields.FieldManager) {
+	switch {
+	case subresource == "status" && h.res.Status != nil:
+		return h.res.Status, h.statusFieldManager
+	case subresource == "approval" && h.res.Approval != nil:
+		return h.res.Approval, h.approvalFieldManager
+	}
+	return nil, nil
 }
 
 func (h *resourceHandler) key(namespace, name string) string {
@@ -161,17 +181,17 @@ func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *Re
 }
 
 func (h *resourceHandler) serveSubresource(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
-	switch {
-	case info.Subresource == "status" && h.res.Status != nil:
+	switch strategy, _ := h.partialUpdate(info.Subresource); {
+	case strategy != nil:
 		switch info.Verb {
 		case "get":
 			h.get(w, r, info)
 		case "update":
-			h.update(w, r, info, "status")
+			h.update(w, r, info, info.Subresource)
 		case "patch":
-			h.patch(w, r, info, "status")
+			h.patch(w, r, info, info.Subresource)
 		default:
-			h.s.writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Group: h.res.GroupVersion.Group, Resource: h.res.Plural + "/status"}, info.Verb))
+			h.s.writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Group: h.res.GroupVersion.Group, Resource: h.res.Plural + "/" + info.Subresource}, info.Verb))
 		}
 	case info.Subresource == "scale" && h.res.Scale != nil:
 		h.serveScale(w, r, info)

@@ -213,9 +213,10 @@ func (h *resourceHandler) beforeUpdate(ctx context.Context, obj, old runtime.Obj
 		}
 	}
 	fm := h.fieldManager
-	if uc.subresource == "status" {
-		fm = h.statusFieldManager
-		h.res.Status.PrepareForUpdate(ctx, obj, old)
+	partial, partialFM := h.partialUpdate(uc.subresource)
+	if partial != nil {
+		fm = partialFM
+		partial.PrepareForUpdate(ctx, obj, old)
 	} else {
 		h.res.Strategy.PrepareForUpdate(ctx, obj, old)
 	}
@@ -231,8 +232,8 @@ func (h *resourceHandler) beforeUpdate(ctx context.Context, obj, old runtime.Obj
 		return nil, err
 	}
 	var errs field.ErrorList
-	if uc.subresource == "status" {
-		errs = h.res.Status.ValidateUpdate(ctx, obj, old)
+	if partial != nil {
+		errs = partial.ValidateUpdate(ctx, obj, old)
 	} else {
 		errs = h.res.Strategy.ValidateUpdate(ctx, obj, old)
 	}

@@ -42,6 +42,10 @@ type Resource struct {
 	// Status, when set, serves the /status subresource with these semantics.
 	Status StatusStrategy
 
+	// Approval, when set, serves the /approval subresource (certificates.k8s.io
+	// CertificateSigningRequests): an update, like /status, that may change only part of the object.
+	Approval StatusStrategy
+
 	// Scale, when set, serves the /scale subresource (autoscaling/v1 Scale).
 	Scale *ScaleAccessor
 

@@ -15,6 +15,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/registry"
 	"github.com/skiff-sh/skiff/internal/registry/apps"
 	"github.com/skiff-sh/skiff/internal/registry/batch"
+	"github.com/skiff-sh/skiff/internal/registry/certificates"
 	"github.com/skiff-sh/skiff/internal/registry/coordination"
 	"github.com/skiff-sh/skiff/internal/registry/core"
 	discoveryreg "github.com/skiff-sh/skiff/internal/registry/discovery"
@@ -38,6 +39,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		"core":         core.RegisterDefaults,
 		"apps":         apps.RegisterDefaults,
 		"batch":        batch.RegisterDefaults,
+		"certificates": certificates.RegisterDefaults,
 		"coordination": coordination.RegisterDefaults,
 		"discovery":    discoveryreg.RegisterDefaults,
 		"events":       events.RegisterDefaults,
@@ -58,6 +60,7 @@ func Resources() []*registry.Resource {
 	all = append(all, core.Resources()...)
 	all = append(all, apps.Resources()...)
 	all = append(all, batch.Resources()...)
+	all = append(all, certificates.Resources()...)
 	all = append(all, coordination.Resources()...)
 	all = append(all, discoveryreg.Resources()...)
 	all = append(all, events.Resources()...)
@@ -94,6 +97,9 @@ func ExtraSubresources() map[schema.GroupResource][]discovery.Subresource {
 		},
 		{Resource: "namespaces"}: {
 			{Name: "finalize", Kind: schema.GroupVersionKind{Kind: "Namespace"}, Verbs: []string{"update"}},
+		},
+		{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: {
+			{Name: "approval", Kind: schema.GroupVersionKind{Group: "certificates.k8s.io", Version: "v1", Kind: "CertificateSigningRequest"}, Verbs: []string{"get", "patch", "update"}},
 		},
 	}
 }
