@@ -209,6 +209,14 @@ func addResourcePaths(gvp *groupVersionPaths, resource *registry.Resource, defs 
 		status.Patch = ops.patch("patch"+ops.opPrefix+namespaced+resource.Kind+"Status", "partially update status of the specified "+resource.Kind, kindDefinition, ops.gvkExtension)
 		putPath(gvp, item+"/status", status)
 	}
+	if resource.Approval != nil {
+		approval := spec.PathItem{}
+		approval.Parameters = append(append([]spec.Parameter(nil), itemParams...), prettyParameter())
+		approval.Get = ops.read("read"+ops.opPrefix+namespaced+resource.Kind+"Approval", "read approval of the specified "+resource.Kind, kindDefinition, ops.gvkExtension)
+		approval.Put = ops.replace("replace"+ops.opPrefix+namespaced+resource.Kind+"Approval", "replace approval of the specified "+resource.Kind, kindDefinition, ops.gvkExtension)
+		approval.Patch = ops.patch("patch"+ops.opPrefix+namespaced+resource.Kind+"Approval", "partially update approval of the specified "+resource.Kind, kindDefinition, ops.gvkExtension)
+		putPath(gvp, item+"/approval", approval)
+	}
 	if resource.Scale != nil {
 		gvp.roots[scaleDefinition] = true
 		scaleGVK := gvkExtensionValue(scaleKind)[0]

@@ -179,6 +179,16 @@ func TestCertificateSigningRequests(t *testing.T) {
 	ctx := context.Background()
 	csrs := e.client.CertificatesV1().CertificateSigningRequests()
 
+	t.Run("discovery", func(t *testing.T) {
+		if out := e.kubectl(t, "get", "--raw", "/apis/certificates.k8s.io/v1"); !strings.Contains(out, `"certificatesigningrequests/approval"`) ||
+			!strings.Contains(out, `"certificatesigningrequests/status"`) {
+			t.Fatalf("certificates.k8s.io/v1 discovery:\n%s", out)
+		}
+		if out := e.kubectl(t, "api-resources", "--api-group", "certificates.k8s.io"); !strings.Contains(out, "csr") || !strings.Contains(out, "false") {
+			t.Fatalf("kubectl api-resources:\n%s", out)
+		}
+	})
+
 	t.Run("approve and issue", func(t *testing.T) {
 		requested := time.Now()
 		created, err := csrs.Create(ctx, kubeletClientCSR("node-csr-approve", request(t, "system:node:worker-1", "system:nodes"), 3600), metav1.CreateOptions{})
