@@ -3,6 +3,7 @@ package apiserver
 import (
 	"fmt"
 	"net/http"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,9 +28,10 @@ type resourceHandler struct {
 	// selectable are the field-selector fields the resource supports.
 	selectable map[string]bool
 
-	fieldManager         *managedfields.FieldManager
-	statusFieldManager   *managedfields.FieldManager
-	approvalFieldManager *managedfields.FieldManager
+	fieldManager *managedfields.FieldManager
+	// subresourceFieldManagers record ownership of writes through status and the other
+	// subresources that update the whole object (Resource.Subresources), by subresource name.
+	subresourceFieldManagers map[string]*managedfields.FieldManager
 }
 
 func newResourceHandler(s *Server, res *registry.Resource, store storage.Interface) (*resourceHandler, error) {
@@ -86,33 +88,37 @@ func (h *resourceHandler) initFieldManagers() error {
 		return fmt.Errorf("field manager for %s: %w", h.res.GroupResource(), err)
 	}
 	h.fieldManager = fm
-	if h.res.Status != nil {
-		sfm, err := managedfields.NewDefaultFieldManager(tc, scheme, scheme, scheme, gvk, gvk.GroupVersion(), "status", reset(h.res.Status))
-		if err != nil {
-			return fmt.Errorf("status field manager for %s: %w", h.res.GroupResource(), err)
-		}
-		h.statusFieldManager = sfm
+	h.subresourceFieldManagers = map[string]*managedfields.FieldManager{}
+	names := []string{"status"}
+	for name := range h.res.Subresources {
+		names = append(names, name)
 	}
-	if h.res.Approval != nil {
-		afm, err := managedfields.NewDefaultFieldManager(tc, scheme, scheme, scheme, gvk, gvk.GroupVersion(), "approval", reset(h.res.Approval))
-		if err != nil {
-			return fmt.Errorf("approval field manager for %s: %w", h.res.GroupResource(), err)
+	for _, name := range names {
+		strategy, _, ok := h.res.SubresourceStrategy(name)
+		if !ok {
+			continue
 		}
-		h.approvalFieldManager = afm
+		sfm, err := managedfields.NewDefaultFieldManager(tc, scheme, scheme, scheme, gvk, gvk.GroupVersion(), name, reset(strategy))
+		if err != nil {
+			return fmt.Errorf("%s field manager for %s: %w", name, h.res.GroupResource(), err)
+		}
+		h.subresourceFieldManagers[name] = sfm
 	}
 	return nil
 }
 
-// partialUpdate returns the strategy and field manager of a subresource that updates part of the
-// object the way /status does (status, and CSRs' approval); nil for the main resource and others.
+// partialUpdate returns the strategy and field manager of a subresource that updates the whole
+// object through a strategy of its own (status, CSRs' approval, ...); nil for the main resource and
+// for subresources with handlers of their own (scale, binding, ...).
 func (h *resourceHandler) partialUpdate(subresource string) (registry.StatusStrategy, *managedfields.FieldManager) {
-	switch {
-	case subresource == "status" && h.res.Status != nil:
-		return h.res.Status, h.statusFieldManager
-	case subresource == "approval" && h.res.Approval != nil:
-		return h.res.Approval, h.approvalFieldManager
+	if subresource == "" {
+		return nil, nil
 	}
-	return nil, nil
+	strategy, _, ok := h.res.SubresourceStrategy(subresource)
+	if !ok {
+		return nil, nil
+	}
+	return strategy, h.subresourceFieldManagers[subresource]
 }
 
 func (h *resourceHandler) key(namespace, name string) string {
@@ -181,8 +187,10 @@ func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *Re
 }
 
 func (h *resourceHandler) serveSubresource(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
-	switch strategy, _ := h.partialUpdate(info.Subresource); {
-	case strategy != nil:
+	switch _, verbs, ok := h.res.SubresourceStrategy(info.Subresource); {
+	case ok && verbs != nil && !slices.Contains(verbs, info.Verb):
+		h.s.writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Group: h.res.GroupVersion.Group, Resource: h.res.Plural + "/" + info.Subresource}, info.Verb))
+	case ok:
 		switch info.Verb {
 		case "get":
 			h.get(w, r, info)

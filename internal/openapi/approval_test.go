@@ -23,7 +23,7 @@ func TestApprovalPaths(t *testing.T) {
 	csrs := makeResource(certificatesv1.SchemeGroupVersion, "CertificateSigningRequest", "certificatesigningrequests",
 		func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
 		func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} }).status().obj()
-	csrs.Approval = noopStatusStrategy{}
+	csrs.Subresources = map[string]*registry.Subresource{"approval": {Strategy: noopStatusStrategy{}}}
 	svc, err := New(scheme, []*registry.Resource{csrs})
 	if err != nil {
 		t.Fatal(err)

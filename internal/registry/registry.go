@@ -42,9 +42,10 @@ type Resource struct {
 	// Status, when set, serves the /status subresource with these semantics.
 	Status StatusStrategy
 
-	// Approval, when set, serves the /approval subresource (certificates.k8s.io
-	// CertificateSigningRequests): an update, like /status, that may change only part of the object.
-	Approval StatusStrategy
+	// Subresources serves further subresources that update the whole object through a strategy of
+	// their own (namespaces/finalize; later certificatesigningrequests/approval, pods/resize), with
+	// no handler code of their own. "status" may be given here instead of in Status.
+	Subresources map[string]*Subresource
 
 	// Scale, when set, serves the /scale subresource (autoscaling/v1 Scale).
 	Scale *ScaleAccessor

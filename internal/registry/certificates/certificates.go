@@ -74,7 +74,8 @@ func NewResources(clk clock.PassiveClock) []*registry.Resource {
 				return validateUpdateContent(c, old, opts)
 			},
 		},
-		Approval: &vu.StatusStrategy[*certificatesv1.CertificateSigningRequest]{
+		// /approval: kubectl certificate approve|deny and the csrapproving controller.
+		Subresources: map[string]*registry.Subresource{"approval": {Strategy: &vu.StatusStrategy[*certificatesv1.CertificateSigningRequest]{
 			APIVersion: apiVersion,
 			KeepSpec: func(c, old *certificatesv1.CertificateSigningRequest) {
 				c.Spec = old.Spec
@@ -87,7 +88,7 @@ func NewResources(clk clock.PassiveClock) []*registry.Resource {
 				opts.allowSettingApprovalConditions = true
 				return validateUpdateContent(c, old, opts)
 			},
-		},
+		}}},
 	}}
 }
 

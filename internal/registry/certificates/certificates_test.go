@@ -254,7 +254,7 @@ func TestApprovalUpdate(t *testing.T) {
 	next := old.DeepCopy()
 	next.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{cond(certificatesv1.CertificateApproved, corev1.ConditionTrue)}
 	next.Status.Certificate = certPEM(t)
-	r.Approval.PrepareForUpdate(context.Background(), next, old)
+	r.Subresources["approval"].Strategy.PrepareForUpdate(context.Background(), next, old)
 	if len(next.Status.Certificate) != 0 {
 		t.Fatal("/approval set the certificate")
 	}
@@ -264,22 +264,22 @@ func TestApprovalUpdate(t *testing.T) {
 	if got := next.Status.Conditions[1]; !got.LastUpdateTime.Time.Equal(epoch.Add(time.Minute)) || !got.LastTransitionTime.Time.Equal(epoch.Add(time.Minute)) {
 		t.Fatalf("times not stamped: %+v", got)
 	}
-	errtest.Check(t, r.Approval.ValidateUpdate(context.Background(), next, old), nil)
+	errtest.Check(t, r.Subresources["approval"].Strategy.ValidateUpdate(context.Background(), next, old), nil)
 
 	// Denying what was approved both adds a Denied and removes (or contradicts) the Approved.
 	deny := next.DeepCopy()
 	deny.Status.Conditions = append(deny.Status.Conditions, cond(certificatesv1.CertificateDenied, corev1.ConditionTrue))
-	r.Approval.PrepareForUpdate(context.Background(), deny, next)
-	errtest.Check(t, r.Approval.ValidateUpdate(context.Background(), deny, next), &errtest.Want{Field: "status.conditions[2].type", Type: field.ErrorTypeInvalid, Detail: "Approved and Denied conditions are mutually exclusive"})
+	r.Subresources["approval"].Strategy.PrepareForUpdate(context.Background(), deny, next)
+	errtest.Check(t, r.Subresources["approval"].Strategy.ValidateUpdate(context.Background(), deny, next), &errtest.Want{Field: "status.conditions[2].type", Type: field.ErrorTypeInvalid, Detail: "Approved and Denied conditions are mutually exclusive"})
 	replace := next.DeepCopy()
 	replace.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{cond(certificatesv1.CertificateDenied, corev1.ConditionTrue)}
-	r.Approval.PrepareForUpdate(context.Background(), replace, next)
-	errtest.Check(t, r.Approval.ValidateUpdate(context.Background(), replace, next), &errtest.Want{Field: "status.conditions", Type: field.ErrorTypeForbidden, Detail: `updates may not remove a condition of type "Approved"`})
+	r.Subresources["approval"].Strategy.PrepareForUpdate(context.Background(), replace, next)
+	errtest.Check(t, r.Subresources["approval"].Strategy.ValidateUpdate(context.Background(), replace, next), &errtest.Want{Field: "status.conditions", Type: field.ErrorTypeForbidden, Detail: `updates may not remove a condition of type "Approved"`})
 }
 
 func TestResource(t *testing.T) {
 	r := Resources()[0]
-	if r.Namespaced || r.Plural != "certificatesigningrequests" || r.ShortNames[0] != "csr" || r.Status == nil || r.Approval == nil {
+	if r.Namespaced || r.Plural != "certificatesigningrequests" || r.ShortNames[0] != "csr" || r.Status == nil || r.Subresources["approval"] == nil {
 		t.Fatalf("resource = %+v", r)
 	}
 	if err := RegisterDefaults(runtime.NewScheme()); err != nil {
