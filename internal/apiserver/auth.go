@@ -8,14 +8,14 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/skiff-sh/skiff/internal/apiserver/request"
 )
 
-// UserInfo is an authenticated caller.
-type UserInfo struct {
-	Name   string
-	UID    string
-	Groups []string
-}
+// UserInfo is an authenticated caller. It lives in package request so the registry can read it
+// from a request's context without importing the HTTP layer; the alias keeps the authenticators'
+// signatures as they were.
+type UserInfo = request.UserInfo
 
 // Authenticator identifies the caller of a request. ok is false for an anonymous request.
 type Authenticator interface {
@@ -67,18 +67,6 @@ type AuthenticatedAllowed struct{}
 
 func (AuthenticatedAllowed) Authorize(context.Context, *UserInfo, *RequestInfo) (bool, string) {
 	return true, ""
-}
-
-type userKey struct{}
-
-func withUser(ctx context.Context, u *UserInfo) context.Context {
-	return context.WithValue(ctx, userKey{}, u)
-}
-
-// UserFrom returns the authenticated caller of a request context.
-func UserFrom(ctx context.Context) (*UserInfo, bool) {
-	u, ok := ctx.Value(userKey{}).(*UserInfo)
-	return u, ok
 }
 
 func forbidden(info *RequestInfo, user *UserInfo, reason string) error {

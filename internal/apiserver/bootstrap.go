@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/apiserver/store"
 	"github.com/skiff-sh/skiff/internal/storage"
 
@@ -28,7 +29,7 @@ func (s *Server) EnsureObject(ctx context.Context, gr schema.GroupResource, obj 
 		return nil
 	}
 	s.cfg.Scheme.Default(obj)
-	ctx = withUser(ctx, &UserInfo{Name: "system:apiserver", Groups: []string{"system:masters"}})
+	ctx = request.WithUser(ctx, &UserInfo{Name: "system:apiserver", Groups: []string{"system:masters"}})
 	opts := writeOptions{fieldManager: "skiff-apiserver", fieldValidation: "Strict"}
 	_, err = h.st.Create(ctx, obj, store.CreateOptions{Admission: h.createAdmission(opts, true)})
 	if apierrors.IsAlreadyExists(err) {

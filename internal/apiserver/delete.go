@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/apiserver/store"
 )
 
@@ -31,7 +32,7 @@ func (h *resourceHandler) deleteAdmission(opts *metav1.DeleteOptions) store.Vali
 		if err != nil {
 			return err
 		}
-		user, _ := UserFrom(ctx)
+		user, _ := request.UserFrom(ctx)
 		attrs := &AdmissionAttributes{Verb: "delete", Resource: h.res, Namespace: m.GetNamespace(), Name: m.GetName(), OldObject: current, User: user, DryRun: len(opts.DryRun) > 0}
 		return h.s.validateAdmission(ctx, attrs)
 	}

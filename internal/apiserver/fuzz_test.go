@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/skiff-sh/skiff/internal/apiserver/request"
 )
 
 // Fuzz inputs pick among these with a byte, so every fuzzed body is tried in every combination.
@@ -156,7 +158,7 @@ func FuzzDecodeObject(f *testing.F) {
 		}
 		// Everything a create does short of storage: system fields, strategy, validation (no admission
 		// is configured, so nothing is looked up).
-		ctx := withUser(t.Context(), &UserInfo{Name: "fuzz"})
+		ctx := request.WithUser(t.Context(), &UserInfo{Name: "fuzz"})
 		if _, err := h.st.PrepareCreate(ctx, obj, h.createAdmission(writeOptions{fieldManager: "fuzz", fieldValidation: "Strict"}, true)); err != nil {
 			wantAPIError(t, err, 400, 403, 422)
 		}
@@ -201,7 +203,7 @@ func FuzzApplyPatch(f *testing.F) {
 			wantAPIError(t, err, 400, 409, 413, 415, 422)
 			return
 		}
-		ctx := withUser(t.Context(), &UserInfo{Name: "fuzz"})
+		ctx := request.WithUser(t.Context(), &UserInfo{Name: "fuzz"})
 		if _, err := pods.st.PrepareUpdate(ctx, next, current.DeepCopy(), pods.updateOptions(&updateContext{opts: writeOptions{fieldManager: "fuzz"}})); err != nil {
 			wantAPIError(t, err, 400, 403, 409, 422)
 		}

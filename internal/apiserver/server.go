@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/utils/clock"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/apiserver/store/servicealloc"
 	"github.com/skiff-sh/skiff/internal/registry"
 	"github.com/skiff-sh/skiff/internal/registry/core"
@@ -248,7 +249,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(rec, r, apierrors.NewUnauthorized("Unauthorized"))
 		return
 	}
-	ctx := withUser(r.Context(), user)
+	ctx := request.WithUser(r.Context(), user)
 	r = r.WithContext(ctx)
 	if allowed, reason := s.cfg.Authorizer.Authorize(ctx, user, info); !allowed {
 		s.writeError(rec, r, forbidden(info, user, reason))

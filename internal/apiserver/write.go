@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/apiserver/store"
 )
 
@@ -71,7 +72,7 @@ func (h *resourceHandler) createAdmission(opts writeOptions, managed bool) store
 			if err != nil {
 				return nil, err
 			}
-			user, _ := UserFrom(ctx)
+			user, _ := request.UserFrom(ctx)
 			attrs = &AdmissionAttributes{Verb: "create", Resource: h.res, Namespace: m.GetNamespace(), Name: m.GetName(), Object: obj, User: user, DryRun: opts.dryRun}
 			return obj, h.s.admit(ctx, attrs)
 		},
@@ -117,7 +118,7 @@ func (h *resourceHandler) updateOptions(uc *updateContext) store.UpdateOptions {
 				if err != nil {
 					return nil, err
 				}
-				user, _ := UserFrom(ctx)
+				user, _ := request.UserFrom(ctx)
 				attrs = &AdmissionAttributes{Verb: "update", Resource: h.res, Subresource: uc.subresource, Namespace: m.GetNamespace(), Name: m.GetName(), Object: obj, OldObject: old, User: user, DryRun: uc.opts.dryRun}
 				return obj, h.s.admit(ctx, attrs)
 			},

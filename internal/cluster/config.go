@@ -73,6 +73,9 @@ type Config struct {
 	// NodeMonitorGracePeriod is how long a node may go unheard before the node lifecycle
 	// controller marks it Ready=Unknown (0: the controller manager's default, 40s).
 	NodeMonitorGracePeriod time.Duration
+	// ClusterSigningDuration is the longest certificate the csrsigning controller issues from the
+	// cluster CA (0: the controller manager's default, one year).
+	ClusterSigningDuration time.Duration
 	// KubeletPort is where the kubelet serves its API (logs, exec, attach, port-forward).
 	KubeletPort int
 	// SystemReserved is subtracted from the node's capacity to give its allocatable ("cpu=500m,memory=512Mi").
@@ -167,6 +170,9 @@ func (c *Config) Validate() error {
 	}
 	if c.NodeMonitorGracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("--node-monitor-grace-period %s must not be negative", c.NodeMonitorGracePeriod))
+	}
+	if c.ClusterSigningDuration < 0 {
+		errs = append(errs, fmt.Errorf("--cluster-signing-duration %s must not be negative", c.ClusterSigningDuration))
 	}
 	if c.StorageEncoding != "protobuf" && c.StorageEncoding != "json" {
 		errs = append(errs, fmt.Errorf("storage encoding %q: want protobuf or json", c.StorageEncoding))

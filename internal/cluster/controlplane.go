@@ -72,6 +72,12 @@ func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMe
 	if err != nil {
 		return err
 	}
+	// The cluster CA signs approved CertificateSigningRequests, as kube-controller-manager's
+	// --cluster-signing-cert-file and --cluster-signing-key-file point at the cluster CA in kubeadm.
+	signingCA, err := pki.LoadOrCreateCA(filepath.Join(cfg.DataDir, "pki"), "ca", "skiff-ca", now)
+	if err != nil {
+		return fmt.Errorf("cluster signing CA: %w", err)
+	}
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return err
@@ -83,6 +89,7 @@ func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMe
 	for {
 		err := manager.Run(ctx, manager.Config{
 			Client: client, Dynamic: dyn, RootCA: restCfg.TLSClientConfig.CAData, Registerer: metrics.fresh("controller-manager"),
+			ClusterSigningCA: signingCA, ClusterSigningDuration: cfg.ClusterSigningDuration,
 			LeaderElection:         manager.LeaderElection{LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod},
 			Identity:               cfg.NodeName + "_" + fmt.Sprint(os.Getpid()),
 			Controllers:            cfg.Controllers,

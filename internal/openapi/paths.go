@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -208,6 +210,37 @@ func addResourcePaths(gvp *groupVersionPaths, resource *registry.Resource, defs 
 		status.Put = ops.replace("replace"+ops.opPrefix+namespaced+resource.Kind+"Status", "replace status of the specified "+resource.Kind, kindDefinition, ops.gvkExtension)
 		status.Patch = ops.patch("patch"+ops.opPrefix+namespaced+resource.Kind+"Status", "partially update status of the specified "+resource.Kind, kindDefinition, ops.gvkExtension)
 		putPath(gvp, item+"/status", status)
+	}
+	// Subresources that update the whole object through their own strategy (approval, finalize)
+	// read and write the resource's own kind, as /status does; sorted so the document is stable.
+	subNames := make([]string, 0, len(resource.Subresources))
+	for name := range resource.Subresources {
+		if name != "status" {
+			subNames = append(subNames, name)
+		}
+	}
+	sort.Strings(subNames)
+	for _, name := range subNames {
+		_, verbs, ok := resource.SubresourceStrategy(name)
+		if !ok {
+			continue
+		}
+		if verbs == nil {
+			verbs = []string{"get", "update", "patch"}
+		}
+		suffix := strings.ToUpper(name[:1]) + name[1:]
+		sub := spec.PathItem{}
+		sub.Parameters = append(append([]spec.Parameter(nil), itemParams...), prettyParameter())
+		if slices.Contains(verbs, "get") {
+			sub.Get = ops.read("read"+ops.opPrefix+namespaced+resource.Kind+suffix, "read "+name+" of the specified "+resource.Kind, kindDefinition, ops.gvkExtension)
+		}
+		if slices.Contains(verbs, "update") {
+			sub.Put = ops.replace("replace"+ops.opPrefix+namespaced+resource.Kind+suffix, "replace "+name+" of the specified "+resource.Kind, kindDefinition, ops.gvkExtension)
+		}
+		if slices.Contains(verbs, "patch") {
+			sub.Patch = ops.patch("patch"+ops.opPrefix+namespaced+resource.Kind+suffix, "partially update "+name+" of the specified "+resource.Kind, kindDefinition, ops.gvkExtension)
+		}
+		putPath(gvp, item+"/"+name, sub)
 	}
 	if resource.Scale != nil {
 		gvp.roots[scaleDefinition] = true

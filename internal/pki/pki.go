@@ -285,3 +285,25 @@ func LoadOrCreateKey(path string) (crypto.Signer, error) {
 	}
 	return key, nil
 }
+
+// NewCA builds a CA from a PEM certificate and its PEM private key, for callers that hold the pair
+// already (the controller manager's signer).
+func NewCA(certPEM, keyPEM []byte) (*CA, error) { return parseCA(certPEM, keyPEM) }
+
+// SignPublicKey issues a certificate for pub from tmpl: what the certificate says (subject,
+// names, usages, validity) is the caller's decision, checked before it asks. The CA only fills
+// the serial number, marks the leaf as no CA, and never lets it outlive the CA itself, as
+// Kubernetes' signer caps a certificate at its signer's expiry.
+func (ca *CA) SignPublicKey(tmpl *x509.Certificate, pub crypto.PublicKey) ([]byte, error) {
+	leaf := *tmpl
+	leaf.SerialNumber = newSerial()
+	leaf.BasicConstraintsValid, leaf.IsCA = true, false
+	if leaf.NotAfter.After(ca.Cert.NotAfter) {
+		leaf.NotAfter = ca.Cert.NotAfter
+	}
+	der, err := x509.CreateCertificate(rand.Reader, &leaf, ca.Cert, pub, ca.key)
+	if err != nil {
+		return nil, fmt.Errorf("sign certificate for %q: %w", leaf.Subject.CommonName, err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}

@@ -1,7 +1,11 @@
 package pki
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"net"
 	"os"
 	"path/filepath"
@@ -109,5 +113,41 @@ func TestKubeconfigLoads(t *testing.T) {
 	}
 	if cfg.Host != "https://127.0.0.1:6443" || len(cfg.TLSClientConfig.CertData) == 0 {
 		t.Fatalf("unexpected rest config %+v", cfg)
+	}
+}
+
+func TestSignPublicKeyCapsAtTheCA(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	dir := t.TempDir()
+	ca, err := LoadOrCreateCA(dir, "ca", "test-ca", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, "ca.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := NewCA(ca.CertPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: "system:node:a"}, NotBefore: now, NotAfter: now.Add(100 * 365 * 24 * time.Hour)}
+	certPEM, err := again.SignPublicKey(tmpl, key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ParseCertificate(certPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cert.CheckSignatureFrom(ca.Cert); err != nil {
+		t.Fatal(err)
+	}
+	if !cert.NotAfter.Equal(ca.Cert.NotAfter) || cert.IsCA || cert.Subject.CommonName != "system:node:a" {
+		t.Fatalf("certificate: notAfter %s (CA %s), isCA %v, CN %q", cert.NotAfter, ca.Cert.NotAfter, cert.IsCA, cert.Subject.CommonName)
 	}
 }

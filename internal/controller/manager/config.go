@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+
+	"github.com/skiff-sh/skiff/internal/pki"
 )
 
 // Config is everything the controller manager needs. Fill what you know, call
@@ -46,6 +48,13 @@ type Config struct {
 
 	// RootCA is the cluster CA bundle (PEM) root-ca-cert-publisher puts in every namespace.
 	RootCA []byte
+	// ClusterSigningCA issues the certificates of approved CertificateSigningRequests (what
+	// kube-controller-manager reads from --cluster-signing-cert-file and --cluster-signing-key-file);
+	// without it csrsigning is not started.
+	ClusterSigningCA *pki.CA
+	// ClusterSigningDuration is the longest certificate csrsigning issues (--cluster-signing-duration,
+	// default 8760h, one year); a request's spec.expirationSeconds may only shorten it.
+	ClusterSigningDuration time.Duration
 
 	// Clock drives every controller's time; default the real clock.
 	Clock clock.WithTicker
@@ -104,6 +113,9 @@ func (c *Config) Default() {
 	if c.TerminatedPodGCThreshold == 0 {
 		c.TerminatedPodGCThreshold = 12500
 	}
+	if c.ClusterSigningDuration == 0 {
+		c.ClusterSigningDuration = 365 * 24 * time.Hour
+	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
 	}
@@ -150,6 +162,9 @@ func (c *Config) Validate() error {
 		} else if ones, bits := cidr.Mask.Size(); c.NodeCIDRMaskSize < ones || c.NodeCIDRMaskSize > bits {
 			errs = append(errs, fmt.Errorf("node CIDR mask size %d must be between %d and %d for cluster CIDR %s", c.NodeCIDRMaskSize, ones, bits, c.ClusterCIDR))
 		}
+	}
+	if c.ClusterSigningDuration < 0 {
+		errs = append(errs, fmt.Errorf("cluster signing duration must not be negative, got %s", c.ClusterSigningDuration))
 	}
 	if c.TerminatedPodGCThreshold < 0 {
 		errs = append(errs, fmt.Errorf("terminated pod GC threshold must not be negative, got %d", c.TerminatedPodGCThreshold))

@@ -33,13 +33,19 @@ const (
 	RootCACertPublisher = "root-ca-cert-publisher"
 	// PersistentVolumeBinder binds claims to statically provisioned volumes.
 	PersistentVolumeBinder = "persistentvolume-binder"
+	// CSRSigning issues certificates for approved CertificateSigningRequests from the cluster CA.
+	CSRSigning = "csrsigning"
+	// CSRApproving approves kubelet client CertificateSigningRequests of joining and renewing nodes.
+	CSRApproving = "csrapproving"
+	// CSRCleaner deletes finished and abandoned CertificateSigningRequests.
+	CSRCleaner = "csrcleaner"
 )
 
 // KnownControllers lists every controller name --controllers accepts.
 func KnownControllers() []string {
 	return []string{ReplicaSet, Deployment, DaemonSet, StatefulSet, Job, CronJob, GarbageCollector, Namespace,
 		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption,
-		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring}
+		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring, CSRSigning, CSRApproving, CSRCleaner}
 }
 
 // ParseControllers turns --controllers values into the set of enabled

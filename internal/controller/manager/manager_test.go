@@ -165,7 +165,8 @@ func TestDefaults(t *testing.T) {
 		le.LeaseDuration != 15*time.Second || le.RenewDeadline != 10*time.Second || le.RetryPeriod != 2*time.Second {
 		t.Fatalf("leader election defaults: %+v", le)
 	}
-	if c.NodeMonitorGracePeriod != 40*time.Second || c.Workers != 5 || len(c.Controllers) != 1 || c.Controllers[0] != "*" {
+	if c.NodeMonitorGracePeriod != 40*time.Second || c.Workers != 5 || len(c.Controllers) != 1 || c.Controllers[0] != "*" ||
+		c.ClusterSigningDuration != 8760*time.Hour {
 		t.Fatalf("defaults: %+v", c)
 	}
 }

@@ -6,6 +6,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-sh/skiff/internal/controller/cronjob"
+	"github.com/skiff-sh/skiff/internal/controller/csrapproving"
+	"github.com/skiff-sh/skiff/internal/controller/csrcleaner"
+	"github.com/skiff-sh/skiff/internal/controller/csrsigning"
 	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 	"github.com/skiff-sh/skiff/internal/controller/daemonset"
 	"github.com/skiff-sh/skiff/internal/controller/deployment"
@@ -48,6 +51,19 @@ func constructors() map[string]constructor {
 				return nil, nil
 			}
 			return rootcacertpublisher.New(deps, cfg.RootCA)
+		},
+		CSRSigning: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
+			if cfg.ClusterSigningCA == nil {
+				slog.Warn("csrsigning needs the cluster signing CA; not started")
+				return nil, nil
+			}
+			return csrsigning.New(deps, csrsigning.Config{CA: cfg.ClusterSigningCA, Duration: cfg.ClusterSigningDuration, Logger: slog.Default()})
+		},
+		CSRApproving: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) {
+			return csrapproving.New(deps, csrapproving.Config{Logger: slog.Default()})
+		},
+		CSRCleaner: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) {
+			return csrcleaner.New(deps, csrcleaner.Config{Logger: slog.Default()}), nil
 		},
 		Endpoint:      func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpoint.New(deps) },
 		EndpointSlice: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpointslice.New(deps) },

@@ -35,7 +35,6 @@ var notYetServed = []string{
 	"authorization.k8s.io/v1 selfsubjectaccessreviews",
 	"authorization.k8s.io/v1 selfsubjectrulesreviews",
 	"authorization.k8s.io/v1 subjectaccessreviews",
-	"certificates.k8s.io/v1 certificatesigningrequests",
 }
 
 // apiResourceLine is one line of the file, in its own column order.

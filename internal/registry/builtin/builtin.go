@@ -19,6 +19,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/registry/apps"
 	"github.com/skiff-sh/skiff/internal/registry/autoscaling"
 	"github.com/skiff-sh/skiff/internal/registry/batch"
+	"github.com/skiff-sh/skiff/internal/registry/certificates"
 	"github.com/skiff-sh/skiff/internal/registry/coordination"
 	"github.com/skiff-sh/skiff/internal/registry/core"
 	discoveryreg "github.com/skiff-sh/skiff/internal/registry/discovery"
@@ -46,6 +47,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		"core":         core.RegisterDefaults,
 		"apps":         apps.RegisterDefaults,
 		"batch":        batch.RegisterDefaults,
+		"certificates": certificates.RegisterDefaults,
 		"coordination": coordination.RegisterDefaults,
 		"discovery":    discoveryreg.RegisterDefaults,
 		"events":       events.RegisterDefaults,
@@ -71,6 +73,7 @@ func Resources() []*registry.Resource {
 	all = append(all, core.Resources()...)
 	all = append(all, apps.Resources()...)
 	all = append(all, batch.Resources()...)
+	all = append(all, certificates.Resources()...)
 	all = append(all, coordination.Resources()...)
 	all = append(all, discoveryreg.Resources()...)
 	all = append(all, events.Resources()...)

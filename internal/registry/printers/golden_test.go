@@ -164,6 +164,7 @@ func goldenCases() []goldenCase {
 		{"jobs.batch", group("batch", "jobs"), goldenJobs()},
 		{"cronjobs.batch", group("batch", "cronjobs"), goldenCronJobs()},
 		{"leases.coordination.k8s.io", group("coordination.k8s.io", "leases"), goldenLeases()},
+		{"certificatesigningrequests.certificates.k8s.io", group("certificates.k8s.io", "certificatesigningrequests"), goldenCSRs()},
 		{"endpointslices.discovery.k8s.io", group("discovery.k8s.io", "endpointslices"), goldenEndpointSlices()},
 		{"poddisruptionbudgets.policy", group("policy", "poddisruptionbudgets"), goldenPodDisruptionBudgets()},
 		{"roles.rbac.authorization.k8s.io", group("rbac.authorization.k8s.io", "roles"), goldenRoles()},

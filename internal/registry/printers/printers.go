@@ -48,6 +48,10 @@ func ForResource(gr schema.GroupResource) *registry.TablePrinter {
 		return appsPrinter(gr.Resource)
 	case groupBatch:
 		return batchPrinter(gr.Resource)
+	case groupCertificates:
+		if gr.Resource == "certificatesigningrequests" {
+			return certificateSigningRequestPrinter()
+		}
 	case groupCoordinate:
 		if gr.Resource == "leases" {
 			return leasePrinter()

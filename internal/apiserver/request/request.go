@@ -1,0 +1,26 @@
+package request
+
+import "context"
+
+// UserInfo is an authenticated caller, as Kubernetes' user.Info describes one.
+type UserInfo struct {
+	Name   string
+	UID    string
+	Groups []string
+	// Extra holds authenticator-specific attributes (for service account tokens, the pod bound to
+	// the token); CertificateSigningRequests record it as spec.extra.
+	Extra map[string][]string
+}
+
+type userKey struct{}
+
+// WithUser returns a copy of ctx carrying u as the request's authenticated caller.
+func WithUser(ctx context.Context, u *UserInfo) context.Context {
+	return context.WithValue(ctx, userKey{}, u)
+}
+
+// UserFrom returns the authenticated caller of a request context.
+func UserFrom(ctx context.Context) (*UserInfo, bool) {
+	u, ok := ctx.Value(userKey{}).(*UserInfo)
+	return u, ok && u != nil
+}

@@ -1,0 +1,150 @@
+package csrapproving
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	certificateslisters "k8s.io/client-go/listers/certificates/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
+)
+
+// Name is the controller's name in --controllers and in metrics.
+const Name = "csrapproving"
+
+const (
+	// ReasonAutoApproved is the Approved condition's reason, as Kubernetes writes it.
+	ReasonAutoApproved = "AutoApproved"
+	// BootstrappersGroup holds every user authenticated by a bootstrap token.
+	BootstrappersGroup = "system:bootstrappers"
+	// NodesGroup holds every node's user.
+	NodesGroup = "system:nodes"
+)
+
+// recognizer is one kind of request the controller may approve: the subresource Kubernetes'
+// SubjectAccessReview asks about, whether a request is of this kind, and the condition's message.
+type recognizer struct {
+	subresource string
+	recognize   func(csr *certificatesv1.CertificateSigningRequest, req *x509.CertificateRequest) bool
+	message     string
+}
+
+// recognizers lists the kinds in Kubernetes' order: a node renewing its own certificate first.
+func recognizers() []recognizer {
+	return []recognizer{
+		{subresource: "selfnodeclient", recognize: isSelfNodeClientCert, message: "Auto approving self kubelet client certificate."},
+		{subresource: "nodeclient", recognize: isNodeClientCert, message: "Auto approving kubelet client certificate."},
+	}
+}
+
+func isNodeClientCert(csr *certificatesv1.CertificateSigningRequest, req *x509.CertificateRequest) bool {
+	return csr.Spec.SignerName == certificatesv1.KubeAPIServerClientKubeletSignerName &&
+		ctrlutil.ValidateKubeletClientCSR(req, csr.Spec.Usages) == nil
+}
+
+func isSelfNodeClientCert(csr *certificatesv1.CertificateSigningRequest, req *x509.CertificateRequest) bool {
+	return csr.Spec.Username == req.Subject.CommonName && isNodeClientCert(csr, req)
+}
+
+// Config is what the approver needs besides the common controller dependencies.
+type Config struct {
+	// Logger receives the controller's log lines; nil discards them.
+	Logger *slog.Logger
+}
+
+// Controller approves node client requests.
+type Controller struct {
+	client kubernetes.Interface
+	lister certificateslisters.CertificateSigningRequestLister
+	clock  clock.PassiveClock
+	log    *slog.Logger
+	loop   *ctrlutil.Loop
+	synced []cache.InformerSynced
+}
+
+// New builds the approver.
+func New(deps ctrlutil.Deps, cfg Config) (*Controller, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	informer := deps.Informers.Certificates().V1().CertificateSigningRequests()
+	c := &Controller{
+		client: deps.Client, lister: informer.Lister(), clock: deps.Clock, log: cfg.Logger.With("controller", Name),
+		synced: []cache.InformerSynced{informer.Informer().HasSynced},
+	}
+	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
+	if _, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.loop.Enqueue, UpdateFunc: func(_, o any) { c.loop.Enqueue(o) },
+	}); err != nil {
+		return nil, fmt.Errorf("csr informer handler: %w", err)
+	}
+	return c, nil
+}
+
+// Run runs workers until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) { c.loop.Run(ctx, workers, c.synced...) }
+
+// Sync approves the request named key when it is undecided, unissued and a node client request
+// its requestor may have approved automatically.
+func (c *Controller) Sync(ctx context.Context, key string) error {
+	csr, err := c.lister.Get(key)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get csr %s: %w", key, err)
+	}
+	if approved, denied := ctrlutil.CSRApprovedOrDenied(csr); approved || denied || len(csr.Status.Certificate) > 0 {
+		return nil
+	}
+	req, err := ctrlutil.ParseCSR(csr.Spec.Request)
+	if err != nil {
+		// The API server validated the request; one that does not parse is left for a person.
+		c.log.Info("cannot parse certificate request; leaving it", "csr", csr.Name, "err", err)
+		return nil
+	}
+	for _, r := range recognizers() {
+		if !r.recognize(csr, req) || !authorized(csr, r.subresource) {
+			continue
+		}
+		now := metav1.NewTime(c.clock.Now())
+		next := csr.DeepCopy()
+		next.Status.Conditions = append(next.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
+			Reason: ReasonAutoApproved, Message: r.message, LastUpdateTime: now, LastTransitionTime: now,
+		})
+		if _, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, next, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("approve csr %s: %w", csr.Name, err)
+		}
+		c.log.Info("approved certificate request", "csr", csr.Name, "requestor", csr.Spec.Username, "kind", r.subresource)
+		return nil
+	}
+	return nil
+}
+
+// authorized stands in for Kubernetes' SubjectAccessReview: may the requestor have a
+// certificatesigningrequests/<subresource> "create" approved automatically? kubeadm binds
+// "nodeclient" to system:bootstrappers and "selfnodeclient" to system:nodes, so those groups
+// answer here. When skiff gains RBAC this becomes a SubjectAccessReview built from the request's
+// username, uid, groups and extra (the spec fields the API server filled in), with verb "create",
+// group "certificates.k8s.io", resource "certificatesigningrequests" and this subresource.
+func authorized(csr *certificatesv1.CertificateSigningRequest, subresource string) bool {
+	switch subresource {
+	case "selfnodeclient":
+		return slices.Contains(csr.Spec.Groups, NodesGroup)
+	case "nodeclient":
+		return slices.Contains(csr.Spec.Groups, BootstrappersGroup)
+	}
+	return false
+}
