@@ -453,6 +453,10 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	if status.UncountedTerminatedPods == nil {
 		status.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{}
 	}
+	if status.StartTime == nil && !ptr.Deref(job.Spec.Suspend, false) {
+		// Even a Job that fails or succeeds in its first sync has started.
+		status.StartTime = ptr.To(metav1.NewTime(now))
+	}
 	s := observe(job, status, pods, c.releasing.get(key))
 	v := decideTerminal(job, status, s, now)
 	active, terminating := s.active, s.terminating

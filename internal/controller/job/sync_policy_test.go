@@ -342,3 +342,13 @@ func TestReleasedPodIsNotCountedTwiceFromAStaleCache(t *testing.T) {
 		t.Fatal("expectation kept after the finalizer was seen gone")
 	}
 }
+
+func TestJobFailingInItsFirstSyncHasStarted(t *testing.T) {
+	j := makeJob(1, 1)
+	j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{exitRule(batchv1.PodFailurePolicyActionFailJob, 42)}}
+	f := newFixture(t, j, failedWith(jobPod(j, "f"), 42))
+	s := lastStatus(t, f.sync(t))
+	if !slices.Contains(conditionTypes(s), "Failed/PodFailurePolicy") || s.StartTime == nil {
+		t.Fatalf("status %+v", s)
+	}
+}
