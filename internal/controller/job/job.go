@@ -710,7 +710,18 @@ func (c *Controller) claimPods(ctx context.Context, job *batchv1.Job, selector l
 		if decision == ctrlutil.Adopt && !ctrlutil.IsPodActive(p) {
 			continue // a finished orphan is history, not ours to count
 		}
-		mine, err := ctrlutil.ClaimPod(ctx, c.client, p, decision, ctrlutil.NewControllerRef(job, controllerKind()))
+		ref := ctrlutil.NewControllerRef(job, controllerKind())
+		if decision == ctrlutil.Adopt {
+			adopted, err := c.adopt(ctx, p, ref)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if adopted != nil {
+				owned = append(owned, adopted)
+			}
+			continue
+		}
+		mine, err := ctrlutil.ClaimPod(ctx, c.client, p, decision, ref)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -719,6 +730,34 @@ func (c *Controller) claimPods(ctx context.Context, job *batchv1.Job, selector l
 		}
 	}
 	return owned, errors.Join(errs...)
+}
+
+// adopt makes an orphan pod the Job's and puts the tracking finalizer back
+// on it in the same patch: an orphan loses the finalizer (see
+// syncOrphanPod), and without it the Job could not count the pod when it
+// finishes. It returns the pod as adopted, nil when it is gone.
+func (c *Controller) adopt(ctx context.Context, p *corev1.Pod, ref *metav1.OwnerReference) (*corev1.Pod, error) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"ownerReferences": []any{ref},
+		"uid":             p.UID,
+		"finalizers":      []string{batchv1.JobTrackingFinalizer},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("adopt patch for pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	_, err = c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("adopt pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	adopted := p.DeepCopy()
+	adopted.OwnerReferences = append(adopted.OwnerReferences, *ref)
+	if !hasTrackingFinalizer(adopted) {
+		adopted.Finalizers = append(adopted.Finalizers, batchv1.JobTrackingFinalizer)
+	}
+	return adopted, nil
 }
 
 // manage creates and deletes pods so the right number (and, for Indexed

@@ -352,3 +352,22 @@ func TestJobFailingInItsFirstSyncHasStarted(t *testing.T) {
 		t.Fatalf("status %+v", s)
 	}
 }
+
+func TestAdoptionPutsTheTrackingFinalizerBack(t *testing.T) {
+	j := started(makeJob(2, 1), time.Minute)
+	orphan := withoutFinalizer(ctrltest.MakePod("orphan").Labels(jobLabels()).Running().Obj())
+	f := newFixture(t, j, orphan)
+	actions := f.sync(t)
+	describe(t, actions, "patch pods orphan", "update jobs/status pi")
+	patch := string(actions[0].(clienttesting.PatchAction).GetPatch())
+	if !strings.Contains(patch, batchv1.JobTrackingFinalizer) || !strings.Contains(patch, `"uid":"uid-pi"`) {
+		t.Fatalf("adopt patch %s", patch)
+	}
+	if s := lastStatus(t, actions); s.Active != 1 {
+		t.Fatalf("adopted pod not active: %+v", s)
+	}
+	pod, err := f.env.Client.CoreV1().Pods("default").Get(context.Background(), "orphan", metav1.GetOptions{})
+	if err != nil || !slices.Contains(pod.Finalizers, batchv1.JobTrackingFinalizer) || metav1.GetControllerOf(pod) == nil {
+		t.Fatalf("pod after adoption %+v, %v", pod.ObjectMeta, err)
+	}
+}
