@@ -34,7 +34,8 @@ func parseIndexes(s string, limit int) map[int]bool {
 }
 
 // formatIndexes writes a set of indexes as Kubernetes does: sorted, with
-// runs of consecutive indexes collapsed into "a-b".
+// runs of three or more consecutive indexes collapsed into "a-b" and a pair
+// written "a,b" (clients and conformance specs compare the exact string).
 func formatIndexes(set map[int]bool) string {
 	idx := make([]int, 0, len(set))
 	for i := range set {
@@ -47,9 +48,12 @@ func formatIndexes(set map[int]bool) string {
 		for j+1 < len(idx) && idx[j+1] == idx[j]+1 {
 			j++
 		}
-		if j == i {
+		switch j - i {
+		case 0:
 			parts = append(parts, strconv.Itoa(idx[i]))
-		} else {
+		case 1:
+			parts = append(parts, strconv.Itoa(idx[i]), strconv.Itoa(idx[j]))
+		default:
 			parts = append(parts, fmt.Sprintf("%d-%d", idx[i], idx[j]))
 		}
 		i = j + 1

@@ -47,6 +47,9 @@ const (
 	msgDeadline        = "Job was active longer than specified deadline"
 	msgSuspended       = "Job suspended"
 	msgResumed         = "Job resumed"
+	// Kubernetes words these two differently from the backoff-limit message.
+	msgMaxFailedIndexes = "Job has exceeded the specified maximal number of failed indexes"
+	msgFailedIndexes    = "Job has failed indexes"
 )
 
 func controllerKind() schema.GroupVersionKind { return batchv1.SchemeGroupVersion.WithKind("Job") }
@@ -59,8 +62,11 @@ type Controller struct {
 	recorder     record.EventRecorder
 	clock        clock.PassiveClock
 	expectations *ctrlutil.Expectations
-	loop         *ctrlutil.Loop
-	synced       []cache.InformerSynced
+	// releasing remembers the pods whose finalizer removal was issued until
+	// the cache shows it, so a stale cache cannot count them twice.
+	releasing *releaseExpectations
+	loop      *ctrlutil.Loop
+	synced    []cache.InformerSynced
 }
 
 // New builds the controller and registers its informers' handlers.
@@ -74,45 +80,21 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 		recorder:     deps.Recorder,
 		clock:        deps.Clock,
 		expectations: ctrlutil.NewExpectations(deps.Clock),
+		releasing:    newReleaseExpectations(),
 		synced:       []cache.InformerSynced{jobInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
 	}
 	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
 	if _, err := jobInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.loop.Enqueue,
 		UpdateFunc: func(_, o any) { c.loop.Enqueue(o) },
-		DeleteFunc: func(o any) {
-			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(o); err == nil {
-				c.expectations.Delete(key)
-			}
-		},
+		DeleteFunc: c.deleteJob,
 	}); err != nil {
 		return nil, fmt.Errorf("job informer handler: %w", err)
 	}
 	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(o any) {
-			if key := c.ownerKey(o); key != "" {
-				c.expectations.CreationObserved(key)
-				c.loop.Queue.Add(key)
-			}
-		},
-		UpdateFunc: func(old, o any) {
-			if key := c.ownerKey(old); key != "" {
-				c.loop.Queue.Add(key)
-			}
-			if key := c.ownerKey(o); key != "" {
-				c.loop.Queue.Add(key)
-			}
-		},
-		DeleteFunc: func(o any) {
-			if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
-				o = tomb.Obj
-			}
-			if key := c.ownerKey(o); key != "" {
-				pod := o.(*corev1.Pod)
-				c.expectations.DeletionObserved(key, pod.Namespace+"/"+pod.Name)
-				c.loop.Queue.Add(key)
-			}
-		},
+		AddFunc:    c.addPod,
+		UpdateFunc: c.updatePod,
+		DeleteFunc: c.deletePod,
 	}); err != nil {
 		return nil, fmt.Errorf("pod informer handler: %w", err)
 	}
@@ -206,8 +188,237 @@ func podIndex(p *corev1.Pod) (int, bool) {
 	return i, err == nil && i >= 0
 }
 
-// Sync reconciles the Job with the given namespace/name key.
+// syncState is what one sync learned from the Job's pods, before acting.
+type syncState struct {
+	job  *batchv1.Job
+	pods []*corev1.Pod
+	// active pods are neither finished nor being deleted.
+	active []*corev1.Pod
+	// terminating pods are being deleted but not yet Succeeded or Failed.
+	terminating    int
+	terminatingIdx map[int]bool
+	// succeeded and failed count finished pods, recorded or not; failures an
+	// Ignore rule matched are not counted.
+	succeeded, failed int
+	// completed are the succeeded indexes of an Indexed Job.
+	completed map[int]bool
+	// failedIdx are the failed indexes; nil unless backoffLimitPerIndex is set.
+	failedIdx map[int]bool
+	// delayed holds, per index, the failed pod whose finalizer stays until its
+	// replacement exists, so the replacement can inherit its failure count.
+	delayed map[int]*corev1.Pod
+	// failJobMsg is set when a failed pod matched a FailJob rule.
+	failJobMsg string
+	// releasing are pods whose finalizer removal was issued but not yet seen
+	// in the cache: they are counted already.
+	releasing sets.Set[types.UID]
+}
+
+// tracked reports whether the pod still holds the tracking finalizer as far
+// as the controller knows.
+func (s *syncState) tracked(p *corev1.Pod) bool {
+	return hasTrackingFinalizer(p) && !s.releasing.Has(p.UID)
+}
+
+// index is the pod's completion index and whether the Job counts it: always
+// for NonIndexed Jobs, only for an index below completions otherwise.
+func (s *syncState) index(p *corev1.Pod) (int, bool) {
+	if !isIndexed(s.job) {
+		return -1, true
+	}
+	i, ok := podIndex(p)
+	return i, ok && i < int(ptr.Deref(s.job.Spec.Completions, 0))
+}
+
+// onlyReplaceFailedPods: with a podFailurePolicy or podReplacementPolicy
+// Failed, a terminating pod is neither failed nor replaced until it reaches a
+// terminal phase, so the policy can judge its exit codes and conditions.
+func onlyReplaceFailedPods(job *batchv1.Job) bool {
+	return job.Spec.PodFailurePolicy != nil || ptr.Deref(job.Spec.PodReplacementPolicy, "") == batchv1.Failed
+}
+
+// isPodFailed: a Failed pod, or (unless only failed pods are replaced) one
+// deleted before it succeeded, which may never reach the Failed phase.
+func isPodFailed(p *corev1.Pod, job *batchv1.Job) bool {
+	if p.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	if onlyReplaceFailedPods(job) {
+		return false
+	}
+	return p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded
+}
+
+// observe classifies the Job's pods and counts what finished.
+func observe(job *batchv1.Job, status *batchv1.JobStatus, pods []*corev1.Pod, releasing sets.Set[types.UID]) *syncState {
+	s := &syncState{job: job, pods: pods, terminatingIdx: map[int]bool{}, completed: map[int]bool{}, releasing: releasing}
+	indexed := isIndexed(job)
+	completions := int(ptr.Deref(job.Spec.Completions, 0))
+	if indexed {
+		s.completed = parseIndexes(status.CompletedIndexes, completions)
+		if job.Spec.BackoffLimitPerIndex != nil {
+			s.failedIdx = parseIndexes(ptr.Deref(status.FailedIndexes, ""), completions)
+		}
+	}
+	uncSucceeded := sets.New(status.UncountedTerminatedPods.Succeeded...)
+	uncFailed := sets.New(status.UncountedTerminatedPods.Failed...)
+	newSucceeded, newFailed := 0, 0
+	for _, p := range byName(pods) {
+		failed := isPodFailed(p, job)
+		switch {
+		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		case p.DeletionTimestamp != nil:
+			s.terminating++
+			if i, ok := podIndex(p); ok {
+				s.terminatingIdx[i] = true
+			}
+		default:
+			s.active = append(s.active, p)
+		}
+		if failed && s.failJobMsg == "" && job.Spec.PodFailurePolicy != nil {
+			s.failJobMsg = matchPodFailurePolicy(job.Spec.PodFailurePolicy, p).failJobMsg
+		}
+		i, valid := s.index(p)
+		if !s.tracked(p) || !valid {
+			continue
+		}
+		switch {
+		case p.Status.Phase == corev1.PodSucceeded:
+			if indexed {
+				s.completed[i] = true
+			} else if !uncSucceeded.Has(p.UID) {
+				newSucceeded++
+			}
+		case failed:
+			if !uncFailed.Has(p.UID) && matchPodFailurePolicy(job.Spec.PodFailurePolicy, p).count {
+				newFailed++
+			}
+			if s.failedIdx != nil && indexFailed(job, p) {
+				s.failedIdx[i] = true
+			}
+		}
+	}
+	if indexed {
+		s.succeeded = len(s.completed)
+	} else {
+		s.succeeded = int(status.Succeeded) + uncSucceeded.Len() + newSucceeded
+	}
+	s.failed = int(status.Failed) + uncFailed.Len() + newFailed
+	if s.failedIdx != nil {
+		s.delayed = delayedPerIndex(s)
+	}
+	return s
+}
+
+// delayedPerIndex picks, for each index still to run with no active pod, its
+// latest failed pod: its finalizer is kept until the replacement is created.
+func delayedPerIndex(s *syncState) map[int]*corev1.Pod {
+	activeIdx := map[int]bool{}
+	for _, p := range s.active {
+		if i, ok := podIndex(p); ok {
+			activeIdx[i] = true
+		}
+	}
+	absolute := func(p *corev1.Pod) int32 {
+		return annotationCount(p, batchv1.JobIndexFailureCountAnnotation) + annotationCount(p, batchv1.JobIndexIgnoredFailureCountAnnotation)
+	}
+	out := map[int]*corev1.Pod{}
+	for _, p := range byName(s.pods) {
+		i, valid := s.index(p)
+		if !s.tracked(p) || !valid || !isPodFailed(p, s.job) || s.completed[i] || s.failedIdx[i] || activeIdx[i] {
+			continue
+		}
+		if last, ok := out[i]; !ok || (absolute(last) <= absolute(p) && !finishedTime(p).Before(finishedTime(last))) {
+			out[i] = p
+		}
+	}
+	return out
+}
+
+// verdict is the terminal state a Job reached: the interim condition
+// (FailureTarget or SuccessCriteriaMet) comes first; Failed or Complete
+// follow, with the same reason and message, once no pod is left running.
+type verdict struct {
+	interim         batchv1.JobConditionType
+	reason, message string
+}
+
+func (v verdict) final() batchv1.JobConditionType {
+	switch v.interim {
+	case batchv1.JobFailureTarget:
+		return batchv1.JobFailed
+	case batchv1.JobSuccessCriteriaMet:
+		return batchv1.JobComplete
+	}
+	return ""
+}
+
+// decideTerminal is the verdict the Job has reached before managing pods, in
+// Kubernetes' order: a recorded interim condition stands; then a FailJob
+// rule, the backoff limit, the active deadline, failed indexes, and last the
+// successPolicy. Completion by count is decided after pods are managed.
+func decideTerminal(job *batchv1.Job, status *batchv1.JobStatus, s *syncState, now time.Time) verdict {
+	for _, t := range []batchv1.JobConditionType{batchv1.JobSuccessCriteriaMet, batchv1.JobFailureTarget} {
+		if c := getCondition(status, t); c != nil && c.Status == corev1.ConditionTrue {
+			return verdict{interim: t, reason: c.Reason, message: c.Message}
+		}
+	}
+	failure := func(reason, msg string) verdict {
+		return verdict{interim: batchv1.JobFailureTarget, reason: reason, message: msg}
+	}
+	switch {
+	case s.failJobMsg != "":
+		return failure(batchv1.JobReasonPodFailurePolicy, s.failJobMsg)
+	case (job.Spec.BackoffLimit != nil && s.failed > int(*job.Spec.BackoffLimit)) || pastBackoffLimitOnFailure(job, s.pods):
+		return failure(batchv1.JobReasonBackoffLimitExceeded, msgBackoffExceeded)
+	case deadlinePassed(job, status, now):
+		return failure(batchv1.JobReasonDeadlineExceeded, msgDeadline)
+	}
+	if !isIndexed(job) {
+		return verdict{}
+	}
+	completions := int(ptr.Deref(job.Spec.Completions, 0))
+	if s.failedIdx != nil {
+		if job.Spec.MaxFailedIndexes != nil && len(s.failedIdx) > int(*job.Spec.MaxFailedIndexes) {
+			return failure(batchv1.JobReasonMaxFailedIndexesExceeded, msgMaxFailedIndexes)
+		}
+		if len(s.failedIdx) > 0 && len(s.failedIdx)+len(s.completed) >= completions {
+			return failure(batchv1.JobReasonFailedIndexes, msgFailedIndexes)
+		}
+	}
+	if msg, ok := matchSuccessPolicy(job.Spec.SuccessPolicy, completions, s.completed); ok {
+		return verdict{interim: batchv1.JobSuccessCriteriaMet, reason: batchv1.JobReasonSuccessPolicy, message: msg}
+	}
+	return verdict{}
+}
+
+// pastBackoffLimitOnFailure: with restartPolicy OnFailure pods restart in
+// place, so their container restarts count against backoffLimit.
+func pastBackoffLimitOnFailure(job *batchv1.Job, pods []*corev1.Pod) bool {
+	if job.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyOnFailure || job.Spec.BackoffLimit == nil {
+		return false
+	}
+	var restarts int32
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodPending {
+			continue
+		}
+		for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+			restarts += cs.RestartCount
+		}
+	}
+	if *job.Spec.BackoffLimit == 0 {
+		return restarts > 0
+	}
+	return restarts >= *job.Spec.BackoffLimit
+}
+
+// Sync reconciles the Job with the given namespace/name key, or releases an
+// orphaned pod for a key made by orphanKey.
 func (c *Controller) Sync(ctx context.Context, key string) error {
+	if podKey, ok := strings.CutPrefix(key, orphanKeyPrefix); ok {
+		return c.syncOrphanPod(ctx, podKey)
+	}
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil
@@ -215,6 +426,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	cached, err := c.jobLister.Jobs(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.expectations.Delete(key)
+		c.releasing.forget(key)
 		return nil
 	}
 	if err != nil {
@@ -232,7 +444,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	}
 	if finishedCondition(job) != nil {
 		// Finished: only let go of pods still held by the tracking finalizer.
-		_, err := c.removeFinalizers(ctx, filter(pods, hasTrackingFinalizer))
+		_, err := c.removeFinalizers(ctx, key, filter(pods, hasTrackingFinalizer))
 		return err
 	}
 	needsSync := c.expectations.Satisfied(key)
@@ -241,155 +453,66 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	if status.UncountedTerminatedPods == nil {
 		status.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{}
 	}
-	completions := int(ptr.Deref(job.Spec.Completions, 0))
-	completed := map[int]bool{}
-	if isIndexed(job) {
-		completed = parseIndexes(status.CompletedIndexes, completions)
+	if status.StartTime == nil && !ptr.Deref(job.Spec.Suspend, false) {
+		// Even a Job that fails or succeeds in its first sync has started.
+		status.StartTime = ptr.To(metav1.NewTime(now))
 	}
-
-	// Finished pods are counted exactly once: first recorded by UID in
-	// uncountedTerminatedPods (durable in status), then their finalizer is
-	// removed, then they move into succeeded/failed.
-	uncSucceeded := sets.New(status.UncountedTerminatedPods.Succeeded...)
-	uncFailed := sets.New(status.UncountedTerminatedPods.Failed...)
-	var release []*corev1.Pod
-	recorded := false
-	for _, p := range pods {
-		if !hasTrackingFinalizer(p) {
-			continue
-		}
-		switch {
-		case p.Status.Phase == corev1.PodSucceeded:
-			if !uncSucceeded.Has(p.UID) {
-				uncSucceeded.Insert(p.UID)
-				recorded = true
-			}
-			if i, ok := podIndex(p); ok && isIndexed(job) && i < completions {
-				completed[i] = true
-			}
-			release = append(release, p)
-		case p.Status.Phase == corev1.PodFailed:
-			if !uncFailed.Has(p.UID) {
-				uncFailed.Insert(p.UID)
-				recorded = true
-			}
-			release = append(release, p)
-		case p.DeletionTimestamp != nil:
-			release = append(release, p)
-		}
-	}
-	if isIndexed(job) {
-		status.CompletedIndexes = formatIndexes(completed)
-	}
-	if recorded {
-		status.UncountedTerminatedPods.Succeeded = sortedUIDs(uncSucceeded)
-		status.UncountedTerminatedPods.Failed = sortedUIDs(uncFailed)
-		if err := c.writeStatus(ctx, job, status); err != nil {
-			return err
-		}
-	}
-	released, releaseErr := c.removeFinalizers(ctx, release)
-	byUID := map[types.UID]*corev1.Pod{}
-	for _, p := range pods {
-		byUID[p.UID] = p
-	}
-	settled := func(uid types.UID) bool {
-		p, ok := byUID[uid]
-		return !ok || !hasTrackingFinalizer(p) || released.Has(uid)
-	}
-	for uid := range uncSucceeded {
-		if settled(uid) {
-			uncSucceeded.Delete(uid)
-			status.Succeeded++
-		}
-	}
-	for uid := range uncFailed {
-		if settled(uid) {
-			uncFailed.Delete(uid)
-			status.Failed++
-		}
-	}
-	status.UncountedTerminatedPods.Succeeded = sortedUIDs(uncSucceeded)
-	status.UncountedTerminatedPods.Failed = sortedUIDs(uncFailed)
-
-	succeeded := int(status.Succeeded) + uncSucceeded.Len()
-	failed := int(status.Failed) + uncFailed.Len()
-	var active []*corev1.Pod
-	terminating := 0
-	for _, p := range pods {
-		switch {
-		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
-		case p.DeletionTimestamp != nil:
-			terminating++
-		default:
-			active = append(active, p)
-		}
-	}
-
+	s := observe(job, status, pods, c.releasing.get(key))
+	v := decideTerminal(job, status, s, now)
+	active, terminating := s.active, s.terminating
 	var manageErr error
-	failureReason, failureMsg := "", ""
-	if ft := getCondition(status, batchv1.JobFailureTarget); ft != nil && ft.Status == corev1.ConditionTrue {
-		failureReason, failureMsg = ft.Reason, ft.Message
-	} else if job.Spec.BackoffLimit != nil && failed > int(*job.Spec.BackoffLimit) {
-		failureReason, failureMsg = batchv1.JobReasonBackoffLimitExceeded, msgBackoffExceeded
-	} else if deadlinePassed(job, status, now) {
-		failureReason, failureMsg = batchv1.JobReasonDeadlineExceeded, msgDeadline
-	}
-	complete := false
-	if smc := getCondition(status, batchv1.JobSuccessCriteriaMet); smc != nil && smc.Status == corev1.ConditionTrue {
-		complete = true
-	} else if isIndexed(job) {
-		complete = len(completed) >= completions
-	} else if job.Spec.Completions != nil {
-		complete = succeeded >= completions
+	if v.interim != "" {
+		// Pods are deleted with their finalizers kept: the tracking below
+		// counts them (as failed, for a failing Job) before releasing them.
+		var deleted int
+		active, deleted, manageErr = c.deletePods(ctx, key, job, active, false)
+		terminating += deleted
+		if len(active) > 0 || !needsSync {
+			// Pods may still run, or be missing from the cache: not a verdict yet.
+			v = verdict{}
+		}
 	} else {
-		complete = succeeded > 0 && len(active) == 0
-	}
-	suspended := ptr.Deref(job.Spec.Suspend, false)
-
-	switch {
-	case failureReason != "":
-		manageErr = c.deletePods(ctx, key, job, active)
-		setCondition(status, batchv1.JobFailureTarget, corev1.ConditionTrue, failureReason, failureMsg, now)
-		if len(active) == 0 && terminating == 0 {
-			setCondition(status, batchv1.JobFailed, corev1.ConditionTrue, failureReason, failureMsg, now)
-			c.recorder.Event(job, corev1.EventTypeWarning, failureReason, failureMsg)
-		}
-		active = nil
-	case complete:
-		manageErr = c.deletePods(ctx, key, job, active)
-		setCondition(status, batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, batchv1.JobReasonCompletionsReached, msgCompleted, now)
-		if len(active) == 0 && terminating == 0 {
-			setCondition(status, batchv1.JobComplete, corev1.ConditionTrue, batchv1.JobReasonCompletionsReached, msgCompleted, now)
-			status.CompletionTime = ptr.To(metav1.NewTime(now))
-			c.recorder.Event(job, corev1.EventTypeNormal, "Completed", "Job completed")
-		}
-		active = nil
-	case suspended:
-		manageErr = c.deletePods(ctx, key, job, active)
-		if setCondition(status, batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", msgSuspended, now) {
-			c.recorder.Event(job, corev1.EventTypeNormal, "Suspended", msgSuspended)
-		}
-		status.StartTime = nil
-		active = nil
-	default:
-		if cond := getCondition(status, batchv1.JobSuspended); cond != nil && cond.Status == corev1.ConditionTrue {
-			setCondition(status, batchv1.JobSuspended, corev1.ConditionFalse, "JobResumed", msgResumed, now)
-			c.recorder.Event(job, corev1.EventTypeNormal, "Resumed", msgResumed)
+		if ptr.Deref(job.Spec.Suspend, false) {
+			var deleted int
+			active, deleted, manageErr = c.deletePods(ctx, key, job, active, true)
+			terminating += deleted
+			if setCondition(status, batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", msgSuspended, now) {
+				c.recorder.Event(job, corev1.EventTypeNormal, "Suspended", msgSuspended)
+			}
 			status.StartTime = nil
+		} else {
+			if cond := getCondition(status, batchv1.JobSuspended); cond != nil && cond.Status == corev1.ConditionTrue {
+				setCondition(status, batchv1.JobSuspended, corev1.ConditionFalse, "JobResumed", msgResumed, now)
+				c.recorder.Event(job, corev1.EventTypeNormal, "Resumed", msgResumed)
+				status.StartTime = nil
+			}
+			if status.StartTime == nil {
+				status.StartTime = ptr.To(metav1.NewTime(now))
+			}
+			if needsSync && job.DeletionTimestamp == nil {
+				var deleted int
+				active, deleted, manageErr = c.manage(ctx, key, s, defaulted, now)
+				terminating += deleted
+			}
+			if job.Spec.ActiveDeadlineSeconds != nil {
+				left := status.StartTime.Add(time.Duration(*job.Spec.ActiveDeadlineSeconds) * time.Second).Sub(now)
+				c.loop.EnqueueAfter(key, max(left, 0))
+			}
 		}
-		if status.StartTime == nil {
-			status.StartTime = ptr.To(metav1.NewTime(now))
+		complete := false
+		if job.Spec.Completions == nil {
+			// A work queue: done once a pod succeeded and the rest have finished.
+			complete = s.succeeded > 0 && len(active) == 0
+		} else {
+			complete = s.succeeded >= int(*job.Spec.Completions) && len(active) == 0
 		}
-		if needsSync {
-			active, manageErr = c.manage(ctx, key, job, defaulted, active, succeeded, failed, completed, pods, now)
-		}
-		if job.Spec.ActiveDeadlineSeconds != nil {
-			left := status.StartTime.Add(time.Duration(*job.Spec.ActiveDeadlineSeconds) * time.Second).Sub(now)
-			c.loop.EnqueueAfter(key, max(left, 0))
+		if complete {
+			v = verdict{interim: batchv1.JobSuccessCriteriaMet, reason: batchv1.JobReasonCompletionsReached, message: msgCompleted}
 		}
 	}
 
+	// Pods stopped above without their finalizer are no longer tracked.
+	s.releasing = c.releasing.get(key)
 	status.Active = int32(len(active))
 	var ready int32
 	for _, p := range active {
@@ -399,10 +522,104 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	}
 	status.Ready = &ready
 	status.Terminating = ptr.To(int32(terminating))
-	if err := c.writeStatus(ctx, job, status); err != nil {
-		return errors.Join(manageErr, releaseErr, err)
+	trackErr := c.track(ctx, key, job, status, s, v, terminating, now)
+	return errors.Join(manageErr, trackErr)
+}
+
+// track counts finished pods exactly once: first recorded by UID in
+// uncountedTerminatedPods (durable in status) together with any interim
+// condition, then their finalizer is removed, then they move into
+// succeeded/failed. The final condition is set once nothing is left
+// uncounted or terminating.
+func (c *Controller) track(ctx context.Context, key string, job *batchv1.Job, status *batchv1.JobStatus, s *syncState, v verdict, terminating int, now time.Time) error {
+	indexed := isIndexed(job)
+	uncSucceeded := sets.New(status.UncountedTerminatedPods.Succeeded...)
+	uncFailed := sets.New(status.UncountedTerminatedPods.Failed...)
+	failing := v.interim == batchv1.JobFailureTarget
+	var release []*corev1.Pod
+	for _, p := range byName(s.pods) {
+		if !s.tracked(p) {
+			continue
+		}
+		failed := isPodFailed(p, job)
+		i, valid := s.index(p)
+		delayed := failed && valid && s.delayed[i] == p
+		if !(job.DeletionTimestamp != nil || v.interim != "" || p.Status.Phase == corev1.PodSucceeded || (failed && !delayed)) {
+			continue
+		}
+		release = append(release, p)
+		switch {
+		case p.Status.Phase == corev1.PodSucceeded && !uncFailed.Has(p.UID):
+			// An Indexed Job's completed index already records it.
+			if !indexed {
+				uncSucceeded.Insert(p.UID)
+			}
+		case failed || failing:
+			// A failing Job counts every pod it stops as failed.
+			if valid && matchPodFailurePolicy(job.Spec.PodFailurePolicy, p).count {
+				uncFailed.Insert(p.UID)
+			}
+		}
 	}
-	return errors.Join(manageErr, releaseErr)
+	if indexed {
+		status.CompletedIndexes = formatIndexes(s.completed)
+		status.Succeeded = int32(len(s.completed))
+		if s.failedIdx != nil {
+			status.FailedIndexes = ptr.To(formatIndexes(s.failedIdx))
+		}
+	}
+	if v.interim != "" {
+		setCondition(status, v.interim, corev1.ConditionTrue, v.reason, v.message, now)
+	}
+	byUID := map[types.UID]*corev1.Pod{}
+	for _, p := range s.pods {
+		byUID[p.UID] = p
+	}
+	// settle moves recorded pods whose finalizer is gone into the counters.
+	settle := func(released sets.Set[types.UID]) {
+		settled := func(uid types.UID) bool {
+			p, ok := byUID[uid]
+			return !ok || !s.tracked(p) || released.Has(uid)
+		}
+		for uid := range uncSucceeded {
+			if settled(uid) {
+				uncSucceeded.Delete(uid)
+				if !indexed {
+					status.Succeeded++
+				}
+			}
+		}
+		for uid := range uncFailed {
+			if settled(uid) {
+				uncFailed.Delete(uid)
+				status.Failed++
+			}
+		}
+		status.UncountedTerminatedPods.Succeeded = sortedUIDs(uncSucceeded)
+		status.UncountedTerminatedPods.Failed = sortedUIDs(uncFailed)
+	}
+	settle(nil)
+	// Written before any finalizer goes: a released pod may vanish at once,
+	// and then only the status remembers it.
+	if err := c.writeStatus(ctx, job, status); err != nil {
+		return err
+	}
+	released, releaseErr := c.removeFinalizers(ctx, key, release)
+	settle(released)
+	if final := v.final(); final != "" && uncSucceeded.Len()+uncFailed.Len() == 0 && terminating == 0 {
+		if setCondition(status, final, corev1.ConditionTrue, v.reason, v.message, now) {
+			if final == batchv1.JobComplete {
+				status.CompletionTime = ptr.To(metav1.NewTime(now))
+				c.recorder.Event(job, corev1.EventTypeNormal, "Completed", "Job completed")
+			} else {
+				c.recorder.Event(job, corev1.EventTypeWarning, v.reason, v.message)
+			}
+		}
+	}
+	if err := c.writeStatus(ctx, job, status); err != nil {
+		return errors.Join(releaseErr, err)
+	}
+	return releaseErr
 }
 
 func deadlinePassed(job *batchv1.Job, status *batchv1.JobStatus, now time.Time) bool {
@@ -446,24 +663,39 @@ func (c *Controller) writeStatus(ctx context.Context, job *batchv1.Job, status *
 	return nil
 }
 
-// removeFinalizers drops the tracking finalizer from pods, returning the UIDs done.
-func (c *Controller) removeFinalizers(ctx context.Context, pods []*corev1.Pod) (sets.Set[types.UID], error) {
+// removeFinalizers drops the tracking finalizer from pods, returning the UIDs
+// done. key is the owning Job's key, "" for orphans.
+func (c *Controller) removeFinalizers(ctx context.Context, key string, pods []*corev1.Pod) (sets.Set[types.UID], error) {
 	done := sets.New[types.UID]()
 	var errs []error
 	for _, p := range byName(pods) {
 		if !hasTrackingFinalizer(p) {
 			continue
 		}
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-			"$deleteFromPrimitiveList/finalizers": []string{batchv1.JobTrackingFinalizer}}})
-		_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("remove tracking finalizer from pod %s/%s: %w", p.Namespace, p.Name, err))
+		c.releasing.expect(key, p.UID)
+		if err := c.patchOutFinalizer(ctx, p); err != nil {
+			c.releasing.observed(key, p.UID)
+			errs = append(errs, err)
 			continue
 		}
 		done.Insert(p.UID)
 	}
 	return done, errors.Join(errs...)
+}
+
+// patchOutFinalizer removes the tracking finalizer from one pod; a pod
+// already gone is done.
+func (c *Controller) patchOutFinalizer(ctx context.Context, p *corev1.Pod) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"$deleteFromPrimitiveList/finalizers": []string{batchv1.JobTrackingFinalizer}}})
+	if err != nil {
+		return fmt.Errorf("finalizer patch for pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	_, err = c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove tracking finalizer from pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return nil
 }
 
 func (c *Controller) claimPods(ctx context.Context, job *batchv1.Job, selector labels.Selector) ([]*corev1.Pod, error) {
@@ -478,7 +710,18 @@ func (c *Controller) claimPods(ctx context.Context, job *batchv1.Job, selector l
 		if decision == ctrlutil.Adopt && !ctrlutil.IsPodActive(p) {
 			continue // a finished orphan is history, not ours to count
 		}
-		mine, err := ctrlutil.ClaimPod(ctx, c.client, p, decision, ctrlutil.NewControllerRef(job, controllerKind()))
+		ref := ctrlutil.NewControllerRef(job, controllerKind())
+		if decision == ctrlutil.Adopt {
+			adopted, err := c.adopt(ctx, p, ref)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if adopted != nil {
+				owned = append(owned, adopted)
+			}
+			continue
+		}
+		mine, err := ctrlutil.ClaimPod(ctx, c.client, p, decision, ref)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -489,11 +732,46 @@ func (c *Controller) claimPods(ctx context.Context, job *batchv1.Job, selector l
 	return owned, errors.Join(errs...)
 }
 
+// adopt makes an orphan pod the Job's and puts the tracking finalizer back
+// on it in the same patch: an orphan loses the finalizer (see
+// syncOrphanPod), and without it the Job could not count the pod when it
+// finishes. It returns the pod as adopted, nil when it is gone.
+func (c *Controller) adopt(ctx context.Context, p *corev1.Pod, ref *metav1.OwnerReference) (*corev1.Pod, error) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"ownerReferences": []any{ref},
+		"uid":             p.UID,
+		"finalizers":      []string{batchv1.JobTrackingFinalizer},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("adopt patch for pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	_, err = c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("adopt pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	adopted := p.DeepCopy()
+	adopted.OwnerReferences = append(adopted.OwnerReferences, *ref)
+	if !hasTrackingFinalizer(adopted) {
+		adopted.Finalizers = append(adopted.Finalizers, batchv1.JobTrackingFinalizer)
+	}
+	return adopted, nil
+}
+
 // manage creates and deletes pods so the right number (and, for Indexed
-// Jobs, the right indexes) run; it returns the pods still active.
-func (c *Controller) manage(ctx context.Context, key string, job *batchv1.Job, defaultedSelector bool, active []*corev1.Pod,
-	succeeded, failed int, completed map[int]bool, all []*corev1.Pod, now time.Time) ([]*corev1.Pod, error) {
+// Jobs, the right indexes) run; it returns the pods still active and how many
+// it deleted.
+func (c *Controller) manage(ctx context.Context, key string, s *syncState, defaultedSelector bool, now time.Time) ([]*corev1.Pod, int, error) {
+	job := s.job
+	active := s.active
 	parallelism := int(ptr.Deref(job.Spec.Parallelism, 1))
+	// Pods still terminating hold their place when only failed pods are replaced.
+	terminating := 0
+	if onlyReplaceFailedPods(job) {
+		terminating = s.terminating
+	}
 	var excess []*corev1.Pod
 	var create []int // completion indexes to create; -1 for NonIndexed pods
 	if isIndexed(job) {
@@ -502,21 +780,22 @@ func (c *Controller) manage(ctx context.Context, key string, job *batchv1.Job, d
 		var keep []*corev1.Pod
 		for _, p := range active {
 			i, ok := podIndex(p)
-			if !ok || i >= completions || completed[i] || seen[i] {
+			if !ok || i >= completions || s.completed[i] || s.failedIdx[i] || seen[i] {
 				excess = append(excess, p)
 				continue
 			}
 			seen[i] = true
 			keep = append(keep, p)
 		}
-		want := min(parallelism, completions-len(completed))
+		want := min(parallelism, completions-len(s.completed))
 		if len(keep) > want {
 			ctrlutil.SortPodsForDeletion(keep, nil)
 			excess = append(excess, keep[:len(keep)-want]...)
 			keep = keep[len(keep)-want:]
 		}
-		for i := 0; i < completions && len(keep)+len(create) < want; i++ {
-			if !completed[i] && !seen[i] {
+		room := want - len(keep) - terminating
+		for i := 0; i < completions && len(create) < room; i++ {
+			if !s.completed[i] && !seen[i] && !s.failedIdx[i] && !(terminating > 0 && s.terminatingIdx[i]) {
 				create = append(create, i)
 			}
 		}
@@ -524,8 +803,8 @@ func (c *Controller) manage(ctx context.Context, key string, job *batchv1.Job, d
 	} else {
 		want := parallelism
 		if job.Spec.Completions != nil {
-			want = min(parallelism, int(*job.Spec.Completions)-succeeded)
-		} else if succeeded > 0 {
+			want = min(parallelism, int(*job.Spec.Completions)-s.succeeded)
+		} else if s.succeeded > 0 {
 			want = len(active) // a work queue: once one succeeded, start no more
 		}
 		want = max(want, 0)
@@ -535,19 +814,28 @@ func (c *Controller) manage(ctx context.Context, key string, job *batchv1.Job, d
 			excess = sorted[:len(active)-want]
 			active = sorted[len(active)-want:]
 		}
-		for range max(want-len(active), 0) {
+		for range max(want-len(active)-terminating, 0) {
 			create = append(create, -1)
 		}
 	}
-	if err := c.deletePods(ctx, key, job, excess); err != nil {
-		return active, err
+	remaining, deleted, err := c.deletePods(ctx, key, job, excess, true)
+	active = append(active, remaining...)
+	if err != nil {
+		return active, deleted, err
 	}
 	if len(create) == 0 {
-		return active, nil
+		return active, deleted, nil
 	}
-	if wait := c.backoffRemaining(failed, all, now); wait > 0 {
+	perIndex := isIndexed(job) && job.Spec.BackoffLimitPerIndex != nil
+	if perIndex {
+		var wait time.Duration
+		if create, wait = readyIndexes(create, s.delayed, now); len(create) == 0 {
+			c.loop.EnqueueAfter(key, wait)
+			return active, deleted, nil
+		}
+	} else if wait := c.backoffRemaining(s.failed, s.pods, now); wait > 0 {
 		c.loop.EnqueueAfter(key, wait)
-		return active, nil
+		return active, deleted, nil
 	}
 	create = create[:min(len(create), 500)]
 	c.expectations.ExpectCreations(key, len(create))
@@ -560,6 +848,13 @@ func (c *Controller) manage(ctx context.Context, key string, job *batchv1.Job, d
 		next++
 		mu.Unlock()
 		pod := podForJob(job, index, ref, defaultedSelector)
+		if perIndex {
+			counted, ignored := replacementFailureCounts(job, s.delayed[index])
+			pod.Annotations[batchv1.JobIndexFailureCountAnnotation] = strconv.Itoa(int(counted))
+			if ignored > 0 {
+				pod.Annotations[batchv1.JobIndexIgnoredFailureCountAnnotation] = strconv.Itoa(int(ignored))
+			}
+		}
 		createdPod, err := c.client.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 		if err != nil {
 			c.recorder.Eventf(job, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
@@ -575,9 +870,33 @@ func (c *Controller) manage(ctx context.Context, key string, job *batchv1.Job, d
 		c.expectations.LowerCreations(key, skipped)
 	}
 	if err != nil {
-		return active, fmt.Errorf("create pods for job %s: %w", key, err)
+		return active, deleted, fmt.Errorf("create pods for job %s: %w", key, err)
 	}
-	return active, nil
+	return active, deleted, nil
+}
+
+// readyIndexes keeps the indexes whose per-index backoff has passed (the
+// failures so far in the index, read from its last failed pod); when none
+// has, it returns the shortest wait instead.
+func readyIndexes(indexes []int, delayed map[int]*corev1.Pod, now time.Time) ([]int, time.Duration) {
+	var ready []int
+	var wait time.Duration
+	for _, i := range indexes {
+		left := time.Duration(0)
+		if p := delayed[i]; p != nil {
+			failures := annotationCount(p, batchv1.JobIndexFailureCountAnnotation) + annotationCount(p, batchv1.JobIndexIgnoredFailureCountAnnotation) + 1
+			left = finishedTime(p).Add(backoffDelay(int(failures))).Sub(now)
+		}
+		if left <= 0 {
+			ready = append(ready, i)
+		} else if wait == 0 || left < wait {
+			wait = left
+		}
+	}
+	if len(ready) > 0 {
+		return ready, 0
+	}
+	return nil, wait
 }
 
 // backoffRemaining is how long replacements must still wait after the most
@@ -600,12 +919,7 @@ func (c *Controller) backoffRemaining(failed int, pods []*corev1.Pod, now time.T
 	if last.IsZero() {
 		return 0
 	}
-	delay := initialBackoff
-	for i := 1; i < failed && delay < maxBackoff; i++ {
-		delay *= 2
-	}
-	delay = min(delay, maxBackoff)
-	return max(last.Add(delay).Sub(now), 0)
+	return max(last.Add(backoffDelay(failed)).Sub(now), 0)
 }
 
 // podForJob builds one pod: the template, our controllerRef, the tracking
@@ -649,11 +963,14 @@ func podForJob(job *batchv1.Job, index int, ref *metav1.OwnerReference, defaulte
 	return pod
 }
 
-// deletePods deletes pods (the controller's own decision, e.g. excess,
-// suspension, failure); each counts as an expected deletion.
-func (c *Controller) deletePods(ctx context.Context, key string, job *batchv1.Job, pods []*corev1.Pod) error {
+// deletePods deletes pods (the controller's own decision: excess,
+// suspension, a finished Job); each counts as an expected deletion. With
+// release, the tracking finalizer goes first, so a pod the Job merely stops
+// is never counted as failed; without it, the tracking counts the pod before
+// letting go. It returns the pods not deleted and how many were.
+func (c *Controller) deletePods(ctx context.Context, key string, job *batchv1.Job, pods []*corev1.Pod, release bool) ([]*corev1.Pod, int, error) {
 	if len(pods) == 0 {
-		return nil
+		return nil, 0, nil
 	}
 	pods = byName(pods)
 	keys := make([]string, len(pods))
@@ -662,19 +979,33 @@ func (c *Controller) deletePods(ctx context.Context, key string, job *batchv1.Jo
 	}
 	c.expectations.ExpectDeletions(key, keys)
 	var errs []error
+	var remaining []*corev1.Pod
 	for _, p := range pods {
-		err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
+		var err error
+		if release && hasTrackingFinalizer(p) {
+			c.releasing.expect(key, p.UID)
+			if err = c.patchOutFinalizer(ctx, p); err != nil {
+				c.releasing.observed(key, p.UID)
+			}
+		}
+		if err == nil {
+			err = c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				err = fmt.Errorf("delete pod %s/%s: %w", p.Namespace, p.Name, err)
+			}
+		}
 		if err != nil {
 			c.expectations.DeletionObserved(key, p.Namespace+"/"+p.Name)
 			if !apierrors.IsNotFound(err) {
 				c.recorder.Eventf(job, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
-				errs = append(errs, fmt.Errorf("delete pod %s/%s: %w", p.Namespace, p.Name, err))
+				errs = append(errs, err)
+				remaining = append(remaining, p)
 			}
 			continue
 		}
 		c.recorder.Eventf(job, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 	}
-	return errors.Join(errs...)
+	return remaining, len(pods) - len(remaining), errors.Join(errs...)
 }
 
 // byName orders pods by name: listers return them in no particular order, and writing in name

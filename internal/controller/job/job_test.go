@@ -149,7 +149,8 @@ func TestSyncActions(t *testing.T) {
 			pods: func(j *batchv1.Job) []*corev1.Pod {
 				return []*corev1.Pod{jobPod(j, "done").Phase(corev1.PodSucceeded).Obj()}
 			},
-			want: []string{"update jobs/status pi", "patch pods done", "create pods pi-*", "update jobs/status pi"},
+			// Pods are managed first, then the finished pod is recorded, released and counted.
+			want: []string{"create pods pi-*", "update jobs/status pi", "patch pods done", "update jobs/status pi"},
 			check: func(t *testing.T, s batchv1.JobStatus) {
 				if s.Succeeded != 1 || len(s.UncountedTerminatedPods.Succeeded) != 0 || s.Active != 1 {
 					t.Fatalf("status %+v", s)
@@ -202,8 +203,14 @@ func TestSyncActions(t *testing.T) {
 			pods: func(j *batchv1.Job) []*corev1.Pod {
 				return []*corev1.Pod{jobPod(j, "f1").Phase(corev1.PodFailed).Obj(), jobPod(j, "f2").Phase(corev1.PodFailed).Obj(), jobPod(j, "run").Running().Obj()}
 			},
-			want:      []string{"update jobs/status pi", "patch pods f1", "patch pods f2", "delete pods run", "update jobs/status pi"},
+			// The running pod is deleted with its finalizer, counted as failed, then released.
+			want:      []string{"delete pods run", "update jobs/status pi", "patch pods f1", "patch pods f2", "patch pods run", "update jobs/status pi"},
 			wantConds: []string{"FailureTarget/BackoffLimitExceeded"},
+			check: func(t *testing.T, s batchv1.JobStatus) {
+				if s.Failed != 3 || ptr.Deref(s.Terminating, 0) != 1 || s.Active != 0 {
+					t.Fatalf("status %+v", s)
+				}
+			},
 		},
 		{
 			name: "backoff limit exceeded with nothing running: Failed at once",
@@ -226,7 +233,7 @@ func TestSyncActions(t *testing.T) {
 				return j
 			},
 			pods:      func(j *batchv1.Job) []*corev1.Pod { return []*corev1.Pod{jobPod(j, "run").Running().Obj()} },
-			want:      []string{"delete pods run", "update jobs/status pi"},
+			want:      []string{"delete pods run", "update jobs/status pi", "patch pods run", "update jobs/status pi"},
 			wantConds: []string{"FailureTarget/DeadlineExceeded"},
 		},
 		{
@@ -235,7 +242,8 @@ func TestSyncActions(t *testing.T) {
 			pods: func(j *batchv1.Job) []*corev1.Pod {
 				return []*corev1.Pod{jobPod(j, "a").Running().Obj(), jobPod(j, "b").Obj()}
 			},
-			want:      []string{"delete pods a", "delete pods b", "update jobs/status pi"},
+			// Stopped, not failed: the finalizer goes before the delete so the pods are never counted.
+			want:      []string{"patch pods a", "delete pods a", "patch pods b", "delete pods b", "update jobs/status pi"},
 			wantConds: []string{"Suspended/JobSuspended"},
 			check: func(t *testing.T, s batchv1.JobStatus) {
 				if s.StartTime != nil || s.Active != 0 {
@@ -330,7 +338,7 @@ func TestIndexedCompletion(t *testing.T) {
 	done := jobPod(j, "pi-1-x").Annotation(batchv1.JobCompletionIndexAnnotation, "1").Phase(corev1.PodSucceeded).Obj()
 	f := newFixture(t, j, done)
 	s := lastStatus(t, f.sync(t))
-	if s.CompletedIndexes != "0-1" || s.Succeeded != 2 || !slices.Contains(conditionTypes(s), "Complete/CompletionsReached") {
+	if s.CompletedIndexes != "0,1" || s.Succeeded != 2 || !slices.Contains(conditionTypes(s), "Complete/CompletionsReached") {
 		t.Fatalf("status %+v", s)
 	}
 }
@@ -381,6 +389,7 @@ func TestIndexesRoundTrip(t *testing.T) {
 		limit   int
 	}{
 		{"", "", 10}, {"0", "0", 10}, {"0,1,2,5", "0-2,5", 10}, {"3-5,1", "1,3-5", 10}, {"0-9", "0-4", 5}, {"x,2", "2", 10},
+		{"0-1", "0,1", 10}, {"1,2,4,5,6", "1,2,4-6", 10},
 	}
 	for _, tt := range tests {
 		if got := formatIndexes(parseIndexes(tt.in, tt.limit)); got != tt.out {

@@ -207,7 +207,7 @@ func TestValidateJob(t *testing.T) {
 			j.Spec.Completions = ptr.To[int32](100)
 			j.Name = strings.Repeat("a", 62)
 		}), &wantErr{"metadata.name", field.ErrorTypeInvalid, "will not able to create pod with invalid DNS label"}},
-		{"per index needs indexed", job(func(j *batchv1.Job) { j.Spec.BackoffLimitPerIndex = ptr.To[int32](1) }), &wantErr{"spec.backoffLimitPerIndex", field.ErrorTypeForbidden, "requires indexed completion mode"}},
+		{"per index needs indexed", job(func(j *batchv1.Job) { j.Spec.BackoffLimitPerIndex = ptr.To[int32](1) }), &wantErr{"spec.backoffLimitPerIndex", field.ErrorTypeInvalid, "requires indexed completion mode"}},
 		{"selector not generated", job(func(j *batchv1.Job) {
 			j.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"job-name": "pi"}}
 		}), &wantErr{"spec.selector", field.ErrorTypeInvalid, "`selector` not auto-generated"}},
@@ -230,6 +230,118 @@ func TestValidateJob(t *testing.T) {
 	}
 }
 
+func indexed(completions int32, mods ...func(*batchv1.Job)) *batchv1.Job {
+	return job(append([]func(*batchv1.Job){func(j *batchv1.Job) {
+		j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+		j.Spec.Completions = ptr.To(completions)
+	}}, mods...)...)
+}
+
+func withFailurePolicy(rules ...batchv1.PodFailurePolicyRule) func(*batchv1.Job) {
+	return func(j *batchv1.Job) {
+		j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: rules}
+		j.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+	}
+}
+
+func onExit(action batchv1.PodFailurePolicyAction, op batchv1.PodFailurePolicyOnExitCodesOperator, codes ...int32) batchv1.PodFailurePolicyRule {
+	return batchv1.PodFailurePolicyRule{Action: action, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: op, Values: codes}}
+}
+
+func withSuccessPolicy(rules ...batchv1.SuccessPolicyRule) func(*batchv1.Job) {
+	return func(j *batchv1.Job) { j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: rules} }
+}
+
+func TestValidateJobPolicies(t *testing.T) {
+	const in, notIn = batchv1.PodFailurePolicyOnExitCodesOpIn, batchv1.PodFailurePolicyOnExitCodesOpNotIn
+	disruption := batchv1.PodFailurePolicyRule{Action: batchv1.PodFailurePolicyActionIgnore,
+		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}}
+	perIndex := func(j *batchv1.Job) { j.Spec.BackoffLimitPerIndex = ptr.To[int32](1) }
+	tests := []struct {
+		name string
+		obj  *batchv1.Job
+		want *wantErr
+	}{
+		{"failure policy accepted", job(withFailurePolicy(onExit(batchv1.PodFailurePolicyActionFailJob, in, 1, 42), onExit(batchv1.PodFailurePolicyActionCount, notIn, 0), disruption)), nil},
+		{"FailIndex with backoffLimitPerIndex", indexed(3, perIndex, withFailurePolicy(onExit(batchv1.PodFailurePolicyActionFailIndex, in, 3))), nil},
+		{"FailIndex needs backoffLimitPerIndex", job(withFailurePolicy(onExit(batchv1.PodFailurePolicyActionFailIndex, in, 3))),
+			&wantErr{"spec.podFailurePolicy.rules[0].action", field.ErrorTypeInvalid, "requires the backoffLimitPerIndex to be set"}},
+		{"unknown action", job(withFailurePolicy(onExit("Retry", in, 3))), &wantErr{"spec.podFailurePolicy.rules[0].action", field.ErrorTypeNotSupported, ""}},
+		{"missing action", job(withFailurePolicy(onExit("", in, 3))), &wantErr{"spec.podFailurePolicy.rules[0].action", field.ErrorTypeRequired, ""}},
+		{"In 0", job(withFailurePolicy(onExit(batchv1.PodFailurePolicyActionFailJob, in, 0))),
+			&wantErr{"spec.podFailurePolicy.rules[0].onExitCodes.values[0]", field.ErrorTypeInvalid, "must not be 0 for the In operator"}},
+		{"unordered", job(withFailurePolicy(onExit(batchv1.PodFailurePolicyActionFailJob, in, 2, 1))),
+			&wantErr{"spec.podFailurePolicy.rules[0].onExitCodes.values", field.ErrorTypeInvalid, "must be ordered"}},
+		{"duplicate", job(withFailurePolicy(onExit(batchv1.PodFailurePolicyActionFailJob, in, 2, 2))),
+			&wantErr{"spec.podFailurePolicy.rules[0].onExitCodes.values[1]", field.ErrorTypeDuplicate, ""}},
+		{"no values", job(withFailurePolicy(onExit(batchv1.PodFailurePolicyActionFailJob, in))),
+			&wantErr{"spec.podFailurePolicy.rules[0].onExitCodes.values", field.ErrorTypeInvalid, "at least one value is required"}},
+		{"bad operator", job(withFailurePolicy(onExit(batchv1.PodFailurePolicyActionFailJob, "Equals", 1))),
+			&wantErr{"spec.podFailurePolicy.rules[0].onExitCodes.operator", field.ErrorTypeNotSupported, ""}},
+		{"unknown container", job(withFailurePolicy(func() batchv1.PodFailurePolicyRule {
+			r := onExit(batchv1.PodFailurePolicyActionFailJob, in, 1)
+			r.OnExitCodes.ContainerName = ptr.To("nope")
+			return r
+		}())), &wantErr{"spec.podFailurePolicy.rules[0].onExitCodes.containerName", field.ErrorTypeInvalid, "must be one of the container or initContainer names"}},
+		{"both requirements", job(withFailurePolicy(func() batchv1.PodFailurePolicyRule {
+			r := onExit(batchv1.PodFailurePolicyActionFailJob, in, 1)
+			r.OnPodConditions = disruption.OnPodConditions
+			return r
+		}())), &wantErr{"spec.podFailurePolicy.rules[0]", field.ErrorTypeInvalid, "specifying both OnExitCodes and OnPodConditions is not supported"}},
+		{"no requirement", job(withFailurePolicy(batchv1.PodFailurePolicyRule{Action: batchv1.PodFailurePolicyActionIgnore})),
+			&wantErr{"spec.podFailurePolicy.rules[0]", field.ErrorTypeInvalid, "specifying one of OnExitCodes and OnPodConditions is required"}},
+		{"bad condition status", job(withFailurePolicy(batchv1.PodFailurePolicyRule{Action: batchv1.PodFailurePolicyActionIgnore,
+			OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: "Maybe"}}})),
+			&wantErr{"spec.podFailurePolicy.rules[0].onPodConditions[0].status", field.ErrorTypeNotSupported, ""}},
+		{"failure policy needs replacement policy Failed", job(func(j *batchv1.Job) {
+			withFailurePolicy(disruption)(j)
+			j.Spec.PodReplacementPolicy = ptr.To(batchv1.TerminatingOrFailed)
+		}), &wantErr{"spec.podReplacementPolicy", field.ErrorTypeNotSupported, ""}},
+		{"maxFailedIndexes needs indexed", job(func(j *batchv1.Job) { j.Spec.MaxFailedIndexes = ptr.To[int32](1) }),
+			&wantErr{"spec.maxFailedIndexes", field.ErrorTypeInvalid, "requires indexed completion mode"}},
+		{"maxFailedIndexes above completions", indexed(3, perIndex, func(j *batchv1.Job) { j.Spec.MaxFailedIndexes = ptr.To[int32](4) }),
+			&wantErr{"spec.maxFailedIndexes", field.ErrorTypeInvalid, "must be less than or equal to completions"}},
+		{"many completions per index need maxFailedIndexes", indexed(200_000, perIndex),
+			&wantErr{"spec.maxFailedIndexes", field.ErrorTypeRequired, "must be specified when completions is above 100000"}},
+		{"many completions without per index", indexed(200_000), nil},
+		{"success policy", indexed(5, withSuccessPolicy(batchv1.SuccessPolicyRule{SucceededIndexes: ptr.To("0,2-4"), SucceededCount: ptr.To[int32](2)},
+			batchv1.SuccessPolicyRule{SucceededCount: ptr.To[int32](5)})), nil},
+		{"success policy needs indexed", job(withSuccessPolicy(batchv1.SuccessPolicyRule{SucceededCount: ptr.To[int32](1)})),
+			&wantErr{"spec.successPolicy", field.ErrorTypeInvalid, "requires indexed completion mode"}},
+		{"success policy without rules", indexed(5, withSuccessPolicy()),
+			&wantErr{"spec.successPolicy.rules", field.ErrorTypeRequired, "at least one rules must be specified"}},
+		{"empty rule", indexed(5, withSuccessPolicy(batchv1.SuccessPolicyRule{})),
+			&wantErr{"spec.successPolicy.rules[0]", field.ErrorTypeRequired, "at least one of succeededCount or succeededIndexes"}},
+		{"index beyond completions", indexed(5, withSuccessPolicy(batchv1.SuccessPolicyRule{SucceededIndexes: ptr.To("1-5")})),
+			&wantErr{"spec.successPolicy.rules[0].succeededIndexes", field.ErrorTypeInvalid, `error parsing succeededIndexes: too large index: "5"`}},
+		{"indexes out of order", indexed(5, withSuccessPolicy(batchv1.SuccessPolicyRule{SucceededIndexes: ptr.To("3,1")})),
+			&wantErr{"spec.successPolicy.rules[0].succeededIndexes", field.ErrorTypeInvalid, "non-increasing order, previous: 3, current: 1"}},
+		{"count beyond completions", indexed(5, withSuccessPolicy(batchv1.SuccessPolicyRule{SucceededCount: ptr.To[int32](6)})),
+			&wantErr{"spec.successPolicy.rules[0].succeededCount", field.ErrorTypeInvalid, "must be less than or equal to 5 (the number of specified completions)"}},
+		{"count beyond indexes", indexed(5, withSuccessPolicy(batchv1.SuccessPolicyRule{SucceededIndexes: ptr.To("0,1"), SucceededCount: ptr.To[int32](3)})),
+			&wantErr{"spec.successPolicy.rules[0].succeededCount", field.ErrorTypeInvalid, "must be less than or equal to 2 (the number of indexes in the specified succeededIndexes field)"}},
+	}
+	s := resource(t, "jobs").Strategy
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkErrs(t, s.Validate(context.Background(), tt.obj), tt.want)
+		})
+	}
+}
+
+func TestCountIndexes(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int32
+		err  bool
+	}{{"", 0, false}, {"0", 1, false}, {"0,2-4", 4, false}, {"1-1", 0, true}, {"1-2-3", 0, true}, {"x", 0, true}, {"2,2", 0, true}, {"9", 0, true}} {
+		got, err := countIndexes(tt.in, 5)
+		if got != tt.want || (err != nil) != tt.err {
+			t.Errorf("%q: got %d, %v", tt.in, got, err)
+		}
+	}
+}
+
 func TestJobUpdate(t *testing.T) {
 	ctx := context.Background()
 	s := resource(t, "jobs").Strategy
@@ -248,6 +360,10 @@ func TestJobUpdate(t *testing.T) {
 	comp := old.DeepCopy()
 	comp.Spec.Completions = ptr.To[int32](5)
 	checkErrs(t, s.ValidateUpdate(ctx, comp, old), &wantErr{"spec.completions", field.ErrorTypeInvalid, "field is immutable"})
+	oldIndexed := indexed(3, func(j *batchv1.Job) { j.ResourceVersion = "3" })
+	policy := oldIndexed.DeepCopy()
+	withSuccessPolicy(batchv1.SuccessPolicyRule{SucceededCount: ptr.To[int32](1)})(policy)
+	checkErrs(t, s.ValidateUpdate(ctx, policy, oldIndexed), &wantErr{"spec.successPolicy", field.ErrorTypeInvalid, "field is immutable"})
 
 	st := resource(t, "jobs").Status
 	bad := old.DeepCopy()

@@ -25,9 +25,21 @@ const (
 	legacyControllerUIDLabel = "controller-uid"
 	legacyJobNameLabel       = "job-name"
 
-	// Indexed jobs are capped so the controller's per-index bookkeeping stays bounded.
-	maxIndexedCompletions = 100000
-	maxIndexedParallelism = 100000
+	// Indexed jobs are capped so the controller's per-index bookkeeping (and the length of
+	// status.completedIndexes and failedIndexes) stays bounded. Past completionsSoftLimit, a Job
+	// with backoffLimitPerIndex must bound its failed indexes and parallelism more tightly.
+	maxIndexedParallelism                   = 100_000
+	maxFailedIndexes                        = 100_000
+	completionsSoftLimit                    = 100_000
+	parallelismLimitForHighCompletions      = 10_000
+	maxFailedIndexesLimitForHighCompletions = 10_000
+
+	// Limits of podFailurePolicy and successPolicy, as in Kubernetes.
+	maxPodFailurePolicyRules      = 20
+	maxOnExitCodesValues          = 255
+	maxOnPodConditionsPatterns    = 20
+	maxSuccessPolicyRules         = 20
+	maxSuccessPolicyIndexesLength = 64 * 1024
 
 	// The CronJob controller appends "-<11 digits>" to the name of each Job it creates.
 	maxCronJobNameLength = validation.DNS1035LabelMaxLength - 11
@@ -150,9 +162,6 @@ func validateJobSpec(spec *batchv1.JobSpec, fldPath *field.Path, pod vu.PodTempl
 	if spec.ActiveDeadlineSeconds != nil {
 		errs = append(errs, vu.NonNegative(*spec.ActiveDeadlineSeconds, fldPath.Child("activeDeadlineSeconds"))...)
 	}
-	if spec.BackoffLimitPerIndex != nil && !isIndexed(spec) {
-		errs = append(errs, field.Forbidden(fldPath.Child("backoffLimitPerIndex"), "requires indexed completion mode"))
-	}
 	if spec.MaxFailedIndexes != nil && spec.BackoffLimitPerIndex == nil {
 		errs = append(errs, field.Required(fldPath.Child("backoffLimitPerIndex"), "when maxFailedIndexes is specified"))
 	}
@@ -160,16 +169,27 @@ func validateJobSpec(spec *batchv1.JobSpec, fldPath *field.Path, pod vu.PodTempl
 		switch *spec.CompletionMode {
 		case batchv1.NonIndexedCompletion:
 		case batchv1.IndexedCompletion:
-			if spec.Completions == nil {
-				errs = append(errs, field.Required(fldPath.Child("completions"), fmt.Sprintf("when completion mode is %s", batchv1.IndexedCompletion)))
-			} else if *spec.Completions > maxIndexedCompletions {
-				errs = append(errs, field.Invalid(fldPath.Child("completions"), *spec.Completions, fmt.Sprintf("must be less than or equal to %d when completion mode is %s", maxIndexedCompletions, batchv1.IndexedCompletion)))
-			}
-			if spec.Parallelism != nil && *spec.Parallelism > maxIndexedParallelism {
-				errs = append(errs, field.Invalid(fldPath.Child("parallelism"), *spec.Parallelism, fmt.Sprintf("must be less than or equal to %d when completion mode is %s", maxIndexedParallelism, batchv1.IndexedCompletion)))
-			}
+			errs = append(errs, validateIndexedLimits(spec, fldPath)...)
 		default:
 			errs = append(errs, field.NotSupported(fldPath.Child("completionMode"), *spec.CompletionMode, []batchv1.CompletionMode{batchv1.NonIndexedCompletion, batchv1.IndexedCompletion}))
+		}
+	}
+	if !isIndexed(spec) {
+		if spec.BackoffLimitPerIndex != nil {
+			errs = append(errs, field.Invalid(fldPath.Child("backoffLimitPerIndex"), *spec.BackoffLimitPerIndex, "requires indexed completion mode"))
+		}
+		if spec.MaxFailedIndexes != nil {
+			errs = append(errs, field.Invalid(fldPath.Child("maxFailedIndexes"), *spec.MaxFailedIndexes, "requires indexed completion mode"))
+		}
+	}
+	if spec.PodFailurePolicy != nil {
+		errs = append(errs, validatePodFailurePolicy(spec, fldPath.Child("podFailurePolicy"))...)
+	}
+	if spec.SuccessPolicy != nil {
+		if !isIndexed(spec) {
+			errs = append(errs, field.Invalid(fldPath.Child("successPolicy"), *spec.SuccessPolicy, "requires indexed completion mode"))
+		} else {
+			errs = append(errs, validateSuccessPolicy(spec, fldPath.Child("successPolicy"))...)
 		}
 	}
 	if spec.PodReplacementPolicy != nil {
@@ -204,6 +224,7 @@ func validateJobChange(j, old *batchv1.Job) field.ErrorList {
 	errs = append(errs, vu.Immutable(j.Spec.CompletionMode, old.Spec.CompletionMode, specPath.Child("completionMode"))...)
 	errs = append(errs, vu.Immutable(j.Spec.PodFailurePolicy, old.Spec.PodFailurePolicy, specPath.Child("podFailurePolicy"))...)
 	errs = append(errs, vu.Immutable(j.Spec.BackoffLimitPerIndex, old.Spec.BackoffLimitPerIndex, specPath.Child("backoffLimitPerIndex"))...)
+	errs = append(errs, vu.Immutable(j.Spec.SuccessPolicy, old.Spec.SuccessPolicy, specPath.Child("successPolicy"))...)
 	// Indexed jobs may scale elastically: completions follow parallelism.
 	elastic := isIndexed(&j.Spec) && j.Spec.Completions != nil && j.Spec.Parallelism != nil && *j.Spec.Completions == *j.Spec.Parallelism
 	if !elastic {

@@ -29,6 +29,7 @@ func TestControllerSemantics(t *testing.T) {
 		t.Run("garbage collector", func(t *testing.T) { t.Parallel(); testGarbageCollector(t, e) })
 		t.Run("pdb status", func(t *testing.T) { t.Parallel(); testPDBStatus(t, e) })
 		t.Run("resource quota usage", func(t *testing.T) { t.Parallel(); testResourceQuotaUsage(t, e) })
+		t.Run("jobs", func(t *testing.T) { t.Parallel(); testJobs(t, e) })
 	})
 }
 
