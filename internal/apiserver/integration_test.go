@@ -520,15 +520,31 @@ func TestAPIServer(t *testing.T) {
 		if budget, err := c.client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "db", metav1.GetOptions{}); err != nil || budget.Status.DisruptionsAllowed != 1 || len(budget.Status.DisruptedPods) != 0 {
 			t.Fatalf("budget after a dry-run eviction: %v %+v", err, budget.Status)
 		}
-		if still, err := pods.Get(ctx, "guarded", metav1.GetOptions{}); err != nil || still.DeletionTimestamp != nil {
-			t.Fatalf("pod after a dry-run eviction: %v", err)
+		if still, err := pods.Get(ctx, "guarded", metav1.GetOptions{}); err != nil || still.DeletionTimestamp != nil || len(still.Status.Conditions) != 1 {
+			t.Fatalf("pod after a dry-run eviction: %v %+v", err, still.Status.Conditions)
 		}
-		if err := evict(); err != nil {
+		// An eviction with a resourceVersion precondition still succeeds: the DisruptionTarget
+		// condition it writes first moves the precondition along.
+		current, err := pods.Get(ctx, "guarded", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pods.EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: ns},
+			DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &current.ResourceVersion}}}); err != nil {
 			t.Fatal(err)
 		}
 		evicted, err := pods.Get(ctx, "guarded", metav1.GetOptions{})
 		if err != nil || evicted.DeletionTimestamp == nil {
 			t.Fatalf("evicted pod: %v, deletionTimestamp %v", err, evicted.GetDeletionTimestamp())
+		}
+		var target *corev1.PodCondition
+		for i := range evicted.Status.Conditions {
+			if evicted.Status.Conditions[i].Type == corev1.DisruptionTarget {
+				target = &evicted.Status.Conditions[i]
+			}
+		}
+		if target == nil || target.Status != corev1.ConditionTrue || target.Reason != "EvictionByEvictionAPI" || target.Message != "Eviction API: evicting" {
+			t.Fatalf("evicted pod's DisruptionTarget condition = %+v", target)
 		}
 		after, err := c.client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "db", metav1.GetOptions{})
 		if err != nil || after.Status.DisruptionsAllowed != 0 || after.Status.DisruptedPods["guarded"].Time.IsZero() {

@@ -226,15 +226,19 @@ func servePodBinding(h *resourceHandler, w http.ResponseWriter, r *http.Request,
 	h.s.writeStatus(w, r, &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated})
 }
 
+// setPodCondition adds or refreshes a condition as Kubernetes' pod utilities do: reason and message
+// follow c; c's transition time is taken only when the status changes.
 func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
 	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == c.Type {
-			if pod.Status.Conditions[i].Status == c.Status {
-				return
-			}
-			pod.Status.Conditions[i] = c
-			return
+		existing := &pod.Status.Conditions[i]
+		if existing.Type != c.Type {
+			continue
 		}
+		if existing.Status == c.Status {
+			c.LastTransitionTime = existing.LastTransitionTime
+		}
+		*existing = c
+		return
 	}
 	pod.Status.Conditions = append(pod.Status.Conditions, c)
 }
@@ -282,12 +286,53 @@ func servePodEviction(h *resourceHandler, w http.ResponseWriter, r *http.Request
 			return
 		}
 	}
+	if !dryRun {
+		if opts, err = h.markDisruptionTarget(ctx, info.Namespace, info.Name, opts); err != nil {
+			h.s.writeError(w, r, err)
+			return
+		}
+	}
 	if _, _, err := h.st.Delete(ctx, info.Namespace, info.Name, opts, h.deleteAdmission(opts)); err != nil {
 		h.s.writeError(w, r, err)
 		return
 	}
 	h.s.writeStatus(w, r, &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated})
 }
+
+// markDisruptionTarget records on the pod's status why it goes, before the eviction deletes it, as
+// Kubernetes does: condition DisruptionTarget=True, reason EvictionByEvictionAPI. Controllers read
+// it (a Job's podFailurePolicy onPodConditions rule). The eviction's own preconditions apply to this
+// write; a resourceVersion precondition then moves to the version this write produced, since the
+// delete must not fail on our own change.
+func (h *resourceHandler) markDisruptionTarget(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) (*metav1.DeleteOptions, error) {
+	now := metav1.NewTime(h.s.clock.Now())
+	out, err := h.st.GuaranteedUpdate(ctx, namespace, name, opts.Preconditions, false, func(current runtime.Object) (runtime.Object, error) {
+		pod, ok := current.(*corev1.Pod)
+		if !ok {
+			return nil, fmt.Errorf("pods store returned %T", current)
+		}
+		setPodCondition(pod, corev1.PodCondition{
+			Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+			Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting", LastTransitionTime: now,
+		})
+		return pod, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if opts.Preconditions == nil || opts.Preconditions.ResourceVersion == nil || *opts.Preconditions.ResourceVersion == "" {
+		return opts, nil
+	}
+	m, err := meta.Accessor(out)
+	if err != nil {
+		return nil, err
+	}
+	opts = opts.DeepCopy()
+	rv := m.GetResourceVersion()
+	opts.Preconditions.ResourceVersion = &rv
+	return opts, nil
+}
+
 
 // consumeDisruption finds the budget covering pod and takes one allowed disruption from it; a dry run
 // only checks that one is allowed.
