@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -29,8 +30,10 @@ import (
 	"github.com/skiff-sh/skiff/internal/storage/watchcache"
 )
 
-// newAPIServer assembles the API server over an etcd client and seeds the built-in objects.
-func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, metrics *componentMetrics) (*apiserver.Server, error) {
+// newAPIServer assembles the API server over an etcd client and seeds the built-in objects. Every
+// watch cache it opens (now, or later for resources added at run time) joins caches, which the
+// node stops before it closes the etcd client.
+func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, metrics *componentMetrics, caches *cacheSet) (*apiserver.Server, error) {
 	scheme, err := builtin.NewScheme()
 	if err != nil {
 		return nil, err
@@ -55,9 +58,14 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		if err != nil {
 			return nil, err
 		}
-		return watchcache.New(etcd3.New(client, codec, res.New, res.NewList), watchcache.Config{
+		cache, err := watchcache.New(etcd3.New(client, codec, res.New, res.NewList), watchcache.Config{
 			NewFunc: res.New, NewListFunc: res.NewList, Logger: cfg.Logger, Metrics: cacheMetrics,
 		})
+		if err != nil {
+			return nil, err
+		}
+		caches.add(cache)
+		return cache, nil
 	}
 	_, serviceRange, err := net.ParseCIDR(cfg.ServiceCIDR)
 	if err != nil {
@@ -174,4 +182,26 @@ func bootstrap(ctx context.Context, srv *apiserver.Server, cfg *Config) error {
 		slice.AddressType = discoveryv1.AddressTypeIPv6
 	}
 	return srv.EnsureObject(ctx, schema.GroupResource{Group: discoveryv1.GroupName, Resource: "endpointslices"}, slice)
+}
+
+// cacheSet holds the API server's watch caches so that a stopping node ends their etcd watches
+// before it closes the client (otherwise each cache logs a failed restart against a closed client).
+type cacheSet struct {
+	mu     sync.Mutex
+	caches []*watchcache.Cache
+}
+
+func (s *cacheSet) add(c *watchcache.Cache) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.caches = append(s.caches, c)
+}
+
+func (s *cacheSet) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.caches {
+		c.Stop()
+	}
+	s.caches = nil
 }

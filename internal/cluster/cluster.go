@@ -6,17 +6,22 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/utils/clock"
 
@@ -44,49 +49,123 @@ type Node struct {
 	metrics *componentMetrics
 	// stopCompaction ends the periodic etcd compaction loop.
 	stopCompaction context.CancelFunc
+	// caches are the API server's watch caches, stopped before the etcd client closes.
+	caches cacheSet
 }
 
-// Run starts every component of the node's roles and blocks until ctx ends or one fails.
+// Run starts every component of the node's roles and blocks until ctx ends or one fails. Shutdown
+// is ordered: the kubelet, controllers and scheduler return first, then the API server stops
+// serving, and etcd stops last.
 func Run(ctx context.Context, cfg Config) error {
 	node, err := Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer node.Stop()
 	cfg.Logger.Info("skiff node ready", "roles", cfg.Roles, "api", node.URL(), "kubeconfig", cfg.AdminKubeconfigPath())
-	errCh := make(chan error, 3)
-	go func() { errCh <- node.serve() }()
-	if cfg.HasRole(RoleControlPlane) {
-		go func() {
-			if err := runControllerManager(ctx, &node.cfg, node.metrics, clock.RealClock{}.Now()); err != nil {
-				errCh <- err
-			}
-		}()
-		go func() {
-			if err := runScheduler(ctx, &node.cfg, node.metrics, clock.RealClock{}.Now()); err != nil {
-				errCh <- err
-			}
-		}()
+	err = node.runRoles(ctx)
+	// The API server, then etcd, go last: every role that talks to them has stopped by now.
+	node.Stop()
+	return err
+}
+
+// roleStopGrace bounds how long a stopping node waits for its roles to return; past it the node
+// stops its API server and etcd anyway and says which role hung, rather than never exiting.
+const roleStopGrace = 30 * time.Second
+
+// role is one long-running part of a node; run returns when ctx ends (nil) or when it fails.
+type role struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+// runRoles runs the node's roles under one errgroup.
+func (n *Node) runRoles(ctx context.Context) error {
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- n.serve() }()
+	var etcdFailed <-chan struct{}
+	if n.etcdMember != nil {
+		etcdFailed = n.etcdMember.Failed()
 	}
-	if cfg.HasRole(RoleWorker) {
-		go func() {
-			if err := runWorker(ctx, &node.cfg, clock.RealClock{}.Now()); err != nil && ctx.Err() == nil {
-				errCh <- fmt.Errorf("worker: %w", err)
+	roles := []role{{name: "api server", run: func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-serveErr:
+			if err == nil {
+				err = errors.New("stopped serving")
 			}
-		}()
+			return err
+		case <-etcdFailed:
+			return fmt.Errorf("embedded etcd failed: %w", n.etcdMember.Err())
+		}
+	}}}
+	if n.cfg.HasRole(RoleControlPlane) {
+		roles = append(roles,
+			role{name: "controller manager", run: func(ctx context.Context) error {
+				return runControllerManager(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now())
+			}},
+			role{name: "scheduler", run: func(ctx context.Context) error {
+				return runScheduler(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now())
+			}})
 	}
-	var failed <-chan struct{}
-	if node.etcdMember != nil {
-		failed = node.etcdMember.Failed()
+	if n.cfg.HasRole(RoleWorker) {
+		roles = append(roles, role{name: "worker", run: func(ctx context.Context) error { return runWorker(ctx, &n.cfg, clock.RealClock{}.Now()) }})
 	}
+	return runRoles(ctx, roles, roleStopGrace, n.cfg.Logger)
+}
+
+// runRoles runs roles under one errgroup until ctx ends or one of them fails: the first failure
+// cancels the others and is returned with the role's name. It returns once every role has returned,
+// or grace after the stop began if some role hangs (naming it), so the caller can stop the API
+// server and etcd after them.
+func runRoles(ctx context.Context, roles []role, grace time.Duration, log *slog.Logger) error {
+	g, gctx := errgroup.WithContext(ctx)
+	running := newRoleSet()
+	for _, r := range roles {
+		running.add(r.name)
+		g.Go(func() error {
+			defer running.done(r.name)
+			err := r.run(gctx)
+			if err != nil && gctx.Err() == nil {
+				return fmt.Errorf("%s: %w", r.name, err)
+			}
+			return nil
+		})
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.Wait() }()
 	select {
-	case <-ctx.Done():
-		return nil
-	case err := <-errCh:
+	case err := <-done:
 		return err
-	case <-failed:
-		return fmt.Errorf("embedded etcd failed: %w", node.etcdMember.Err())
+	case <-gctx.Done():
 	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		hung := running.names()
+		log.Error("roles did not stop in time; stopping the API server and etcd under them", "roles", hung, "grace", grace)
+		return fmt.Errorf("roles %v did not stop within %s", hung, grace)
+	}
+}
+
+// roleSet tracks which roles are still running, for the message when a stop hangs.
+type roleSet struct {
+	mu      sync.Mutex
+	running map[string]bool
+}
+
+func newRoleSet() *roleSet { return &roleSet{running: map[string]bool{}} }
+
+func (s *roleSet) add(name string)  { s.mu.Lock(); s.running[name] = true; s.mu.Unlock() }
+func (s *roleSet) done(name string) { s.mu.Lock(); delete(s.running, name); s.mu.Unlock() }
+
+func (s *roleSet) names() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.running))
 }
 
 // Start brings the node up (certificates, etcd, API server) without serving yet.
@@ -109,13 +188,15 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := n.startStorage(ctx); err != nil {
+	// etcd lives until Stop, not until ctx ends: a stopping node's roles still need the API server
+	// (to release their leader Leases) after the signal that cancelled ctx.
+	if err := n.startStorage(context.WithoutCancel(ctx)); err != nil {
 		return nil, err
 	}
 	base := prometheus.NewRegistry()
 	base.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	n.metrics = newComponentMetrics(base)
-	api, err := newAPIServer(ctx, &cfg, n.etcdClient, n.metrics)
+	api, err := newAPIServer(ctx, &cfg, n.etcdClient, n.metrics, &n.caches)
 	if err != nil {
 		return nil, err
 	}
@@ -168,6 +249,7 @@ func (n *Node) Stop() {
 	} else if n.listener != nil {
 		n.listener.Close()
 	}
+	n.caches.stop()
 	if n.etcdClient != nil {
 		n.etcdClient.Close()
 	}
