@@ -82,6 +82,7 @@ func runServer(args []string, stderr io.Writer) error {
 	roles := fs.String("roles", "etcd,controlplane,worker", "comma-separated roles of this node: etcd, controlplane, worker")
 	etcdServers := fs.String("etcd-servers", "", "comma-separated client URLs of an external etcd cluster (instead of an embedded member)")
 	controllers := fs.String("controllers", "*", "controllers to run, as kube-controller-manager's --controllers: \"*\", \"name\", \"-name\"")
+	unsafeSysctls := fs.String("allowed-unsafe-sysctls", "", "comma-separated unsafe sysctls or patterns (ending in *) pods may set besides the safe ones, e.g. kernel.msg*,net.core.somaxconn")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "directory for certificates, etcd data and kubeconfigs")
 	fs.IntVar(&cfg.HTTPSPort, "https-port", 6443, "API server HTTPS port")
@@ -118,6 +119,11 @@ func runServer(args []string, stderr io.Writer) error {
 			if s = strings.TrimSpace(s); s != "" {
 				cfg.EtcdServers = append(cfg.EtcdServers, s)
 			}
+		}
+	}
+	for _, s := range strings.Split(*unsafeSysctls, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			cfg.AllowedUnsafeSysctls = append(cfg.AllowedUnsafeSysctls, s)
 		}
 	}
 	cfg.Controllers = strings.Split(*controllers, ",")

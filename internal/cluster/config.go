@@ -77,6 +77,9 @@ type Config struct {
 	KubeletPort int
 	// SystemReserved is subtracted from the node's capacity to give its allocatable ("cpu=500m,memory=512Mi").
 	SystemReserved string
+	// AllowedUnsafeSysctls are the sysctls (names, or prefixes ending in "*") pods may set besides the
+	// safe ones; others are rejected by the kubelet (SysctlForbidden).
+	AllowedUnsafeSysctls []string
 	// PodManifestPath holds static pod manifests the kubelet runs (and mirrors into the API).
 	PodManifestPath string
 	// ContainerRuntimeEndpoint is an existing CRI socket for the kubelet; empty means skiff starts and

@@ -48,6 +48,10 @@ type Config struct {
 	ClusterDNS []string
 	// ClusterDomain is the cluster's DNS domain.
 	ClusterDomain string
+	// AllowedUnsafeSysctls are sysctls (names, or prefixes ending in "*")
+	// pods may set besides the safe ones; each must be namespaced
+	// (net.*, kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*).
+	AllowedUnsafeSysctls []string
 	// RuntimeHandler is the CRI runtime handler pods run with ("" default).
 	RuntimeHandler string
 	// KubeletVersion is reported in nodeInfo.
@@ -164,6 +168,9 @@ func (c Config) Validate() error {
 		if _, err := netip.ParseAddr(ip); err != nil {
 			errs = append(errs, fmt.Errorf("clusterDNS: %q is not an IP address", ip))
 		}
+	}
+	if _, err := newSysctlAllowlist(c.AllowedUnsafeSysctls); err != nil {
+		errs = append(errs, fmt.Errorf("allowedUnsafeSysctls: %w", err))
 	}
 	for name, q := range c.SystemReserved {
 		if q.Sign() < 0 {

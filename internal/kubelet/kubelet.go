@@ -69,6 +69,10 @@ type Kubelet struct {
 	waiting map[types.UID]map[string]corev1.ContainerStateWaiting
 	// services lists Services for the pods' environment.
 	services corelisters.ServiceLister
+	// admitted records each pod's admission decision (true: it may run).
+	admitted map[types.UID]bool
+	// sysctls are the sysctls pods may set.
+	sysctls sysctlAllowlist
 	// tokens caches service account tokens of projected volumes.
 	tokens map[string]cachedToken
 	// node is the last Node object written or read.
@@ -101,8 +105,13 @@ func New(cfg Config, deps Deps) (*Kubelet, error) {
 	k := &Kubelet{
 		cfg: cfg, client: deps.Client, runtime: deps.Runtime, clock: deps.Clock, log: deps.Log, recorder: deps.Recorder,
 		pods: map[types.UID]*podEntry{}, workers: map[types.UID]*podWorker{}, waiting: map[types.UID]map[string]corev1.ContainerStateWaiting{},
-		ready: make(chan struct{}), runtimeID: "containerd", tokens: map[string]cachedToken{},
+		ready: make(chan struct{}), runtimeID: "containerd", tokens: map[string]cachedToken{}, admitted: map[types.UID]bool{},
 	}
+	sysctls, err := newSysctlAllowlist(cfg.AllowedUnsafeSysctls)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet config: allowedUnsafeSysctls: %w", err)
+	}
+	k.sysctls = sysctls
 	if k.clock == nil {
 		k.clock = clock.RealClock{}
 	}
@@ -392,6 +401,7 @@ func (k *Kubelet) forgetPod(uid types.UID) {
 		delete(k.pods, uid)
 	}
 	delete(k.waiting, uid)
+	delete(k.admitted, uid)
 	for key := range k.tokens {
 		if strings.HasPrefix(key, string(uid)+"/") {
 			delete(k.tokens, key)

@@ -77,6 +77,9 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) syncResult {
 		// A finished pod keeps its containers for logs but not its sandbox.
 		return syncResult{err: k.killPod(ctx, pod, state, gracePeriod(pod))}
 	}
+	if admitted, err := k.admit(ctx, pod, state); err != nil || !admitted {
+		return syncResult{err: err}
+	}
 	return k.runPod(ctx, pod, state)
 }
 
