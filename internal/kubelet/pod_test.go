@@ -242,8 +242,56 @@ func TestInitContainersRunInOrder(t *testing.T) {
 	if c := conditionOf(pod, corev1.PodInitialized); c.Status != corev1.ConditionTrue {
 		t.Errorf("Initialized = %+v", c)
 	}
-	if s := statusOf(pod, "first"); s.State.Terminated == nil || s.State.Terminated.Reason != "Completed" || s.Ready {
-		t.Errorf("first init status = %+v", s)
+	// Like Kubernetes, a completed init container is reported ready (and no
+	// longer started).
+	for _, name := range []string{"first", "second"} {
+		if s := statusOf(pod, name); s.State.Terminated == nil || s.State.Terminated.Reason != "Completed" || !s.Ready || s.Started == nil || *s.Started {
+			t.Errorf("%s init status = %+v", name, s)
+		}
+	}
+}
+
+func TestSidecarInitContainer(t *testing.T) {
+	h := newHarness(t, nil)
+	always := corev1.ContainerRestartPolicyAlways
+	pod := makePod("sidecar").init("setup").obj()
+	pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: "proxy", Image: testImage, ImagePullPolicy: corev1.PullIfNotPresent, RestartPolicy: &always})
+	h.create(pod)
+	h.eventually("setup running", func() bool { return h.runtime.RunningContainer("uid-sidecar", "setup") != "" })
+	if err := h.runtime.Exit(h.runtime.RunningContainer("uid-sidecar", "setup"), 0); err != nil {
+		t.Fatal(err)
+	}
+	h.step(time.Second)
+	pod = h.waitPod("default", "sidecar", "running with its sidecar", func(p *corev1.Pod) bool {
+		s := statusOf(p, "proxy")
+		return podRunning(p) && s != nil && s.State.Running != nil && s.Ready
+	})
+	if s := statusOf(pod, "proxy"); s.Started == nil || !*s.Started {
+		t.Errorf("sidecar status = %+v", s)
+	}
+	if s := statusOf(pod, "setup"); !s.Ready {
+		t.Errorf("completed init container not ready: %+v", s)
+	}
+	if c := conditionOf(pod, corev1.PodInitialized); c.Status != corev1.ConditionTrue {
+		t.Errorf("Initialized = %+v", c)
+	}
+	if got := h.runtime.CallsTo("CreateContainer"); !slices.Equal(got, []string{"setup", "proxy", "app"}) {
+		t.Errorf("creation order = %v", got)
+	}
+	// A sidecar that exits is restarted; the pod stays initialized and
+	// running, the app untouched.
+	if err := h.runtime.Exit(h.runtime.RunningContainer("uid-sidecar", "proxy"), 1); err != nil {
+		t.Fatal(err)
+	}
+	pod = h.waitPodStepping("default", "sidecar", "sidecar restarted", func(p *corev1.Pod) bool {
+		s := statusOf(p, "proxy")
+		return s != nil && s.RestartCount == 1 && s.State.Running != nil
+	})
+	if !podRunning(pod) {
+		t.Errorf("phase = %s after sidecar restart", pod.Status.Phase)
+	}
+	if got := h.runtime.CallsTo("CreateContainer"); !slices.Equal(got, []string{"setup", "proxy", "app", "proxy"}) {
+		t.Errorf("creation order = %v", got)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -161,10 +162,44 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 	}
 	changed := false
 
+	// Once a regular container was created in this sandbox, the pod is
+	// initialized: a sidecar that exits later no longer holds it up.
+	regularStarted := slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return state.latest(c.Name, sandbox.Id) != nil })
 	initDone := true
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cur := state.latest(c.Name, sandbox.Id)
+		if isSidecar(c) {
+			// A sidecar is done initializing once it runs and passed its
+			// startup probe; it is restarted whenever it exits, whatever the
+			// pod's restart policy.
+			if regularStarted || (running(cur) && k.prober.started(pod.UID, c, cur.Id)) {
+				continue
+			}
+			initDone = false
+			switch {
+			case running(cur):
+				requeue(initPollInterval)
+			case cur != nil && cur.State == runtimeapi.ContainerState_CONTAINER_CREATED:
+				if err := k.runtime.StartContainer(ctx, cur.Id); err != nil {
+					k.log.Warn("start created sidecar container", "err", err)
+				}
+				changed = true
+			case exited(cur):
+				if wait := k.crashLoopWait(pod, c, cur, containerKindInit); wait > 0 {
+					requeue(wait)
+					break
+				}
+				start(c, containerKindInit)
+				requeue(initPollInterval)
+				changed = true
+			default:
+				start(c, containerKindInit)
+				requeue(initPollInterval)
+				changed = true
+			}
+			break
+		}
 		if exited(cur) && cur.ExitCode == 0 {
 			continue
 		}
@@ -196,6 +231,18 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 		break
 	}
 	if initDone {
+		// Sidecars that exited after initialization are restarted.
+		for i := range pod.Spec.InitContainers {
+			c := &pod.Spec.InitContainers[i]
+			if cur := state.latest(c.Name, sandbox.Id); isSidecar(c) && exited(cur) {
+				if wait := k.crashLoopWait(pod, c, cur, containerKindInit); wait > 0 {
+					requeue(wait)
+					continue
+				}
+				start(c, containerKindInit)
+				changed = true
+			}
+		}
 		for i := range pod.Spec.Containers {
 			c := &pod.Spec.Containers[i]
 			cur := state.latest(c.Name, sandbox.Id)
