@@ -70,6 +70,8 @@ func runWorker(ctx context.Context, cfg *Config, now time.Time) error {
 		SystemReserved:       reserved,
 		PodManifestPath:      cfg.PodManifestPath,
 		AllowedUnsafeSysctls: cfg.AllowedUnsafeSysctls,
+		ClusterDNS:           cfg.ClusterDNS,
+		ClusterDomain:        cfg.ClusterDomain,
 		NodeName:             cfg.NodeName,
 		Roles:                kubeletRoles(cfg.Roles),
 		DataDir:              filepath.Join(cfg.DataDir, "kubelet"),

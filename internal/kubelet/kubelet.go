@@ -96,6 +96,9 @@ type podEntry struct {
 // New validates cfg and returns a Kubelet.
 func New(cfg Config, deps Deps) (*Kubelet, error) {
 	cfg = cfg.WithDefaults()
+	if cfg.ResolvConf == "" {
+		cfg.ResolvConf = defaultResolvConf()
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("kubelet config: %w", err)
 	}

@@ -25,7 +25,9 @@ func envMap(cfg *runtimeapi.ContainerConfig) map[string]string {
 }
 
 func TestPodRunsWithEnvCommandResourcesAndStatus(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.ClusterDNS = []string{"10.96.0.10"} })
+	// Cluster DNS is used once a Service answers on its address.
+	dnsService := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: "kube-system"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"}}}
+	h := newHarnessWithObjects(t, func(c *Config) { c.ClusterDNS = []string{"10.96.0.10"} }, dnsService)
 	ctx := context.Background()
 	if _, err := h.client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "default"},

@@ -410,6 +410,12 @@ func (k *Kubelet) createSandbox(ctx context.Context, pod *corev1.Pod, state *pod
 		return nil, state, fmt.Errorf("pod log dir: %w", err)
 	}
 	config := k.sandboxConfig(pod, attempt)
+	// The runtime writes resolv.conf when it creates the sandbox: warn about
+	// its DNS settings then, not on every sync.
+	_, dnsEvents := k.podDNS(pod)
+	for _, e := range dnsEvents {
+		k.recorder.Event(pod, corev1.EventTypeWarning, e.reason, e.message)
+	}
 	if _, err := k.runtime.RunPodSandbox(ctx, config, k.cfg.RuntimeHandler); err != nil {
 		k.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return nil, state, err
@@ -548,6 +554,13 @@ func (k *Kubelet) containerConfig(pod *corev1.Pod, c *corev1.Container, kind str
 		return nil, err
 	}
 	mounts = append(mounts, &runtimeapi.Mount{ContainerPath: terminationPath, HostPath: hostTermination})
+	hosts, err := k.etcHostsMount(pod, c, podIPs)
+	if err != nil {
+		return nil, err
+	}
+	if hosts != nil {
+		mounts = append(mounts, hosts)
+	}
 	config := &runtimeapi.ContainerConfig{
 		Metadata:   &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restarts)},
 		Image:      &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
