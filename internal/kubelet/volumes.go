@@ -89,17 +89,45 @@ func (k *Kubelet) setupVolumes(ctx context.Context, pod *corev1.Pod, src *object
 
 func (k *Kubelet) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, src *objectSource, in envInputs) (volume, error) {
 	dir := func(kind string) string { return filepath.Join(k.volumesDir(pod), kind, v.Name) }
+	fsGroup, _ := fsGroupOf(pod)
+	// API-backed volumes are written by the kubelet and read-only to the
+	// pod: their files get the fsGroup's read bits when written and the
+	// group after each write.
+	atomic := func(kind string, files map[string]fileContent) (volume, error) {
+		path := dir(kind)
+		if err := writeAtomicDir(path, withFSGroupModes(files, fsGroup)); err != nil {
+			return volume{}, err
+		}
+		if fsGroup != nil {
+			if err := setVolumeOwnership(path, *fsGroup, true, true); err != nil {
+				return volume{}, err
+			}
+		}
+		return volume{hostPath: path, readOnly: true}, nil
+	}
 	switch {
 	case v.EmptyDir != nil:
 		path := dir("empty-dir")
+		_, statErr := os.Stat(path)
+		created := os.IsNotExist(statErr)
 		if err := os.MkdirAll(path, 0o777); err != nil {
 			return volume{}, err
 		}
-		if err := os.Chmod(path, 0o777); err != nil {
-			return volume{}, err
+		if created {
+			if err := os.Chmod(path, 0o777); err != nil {
+				return volume{}, err
+			}
 		}
-		if v.EmptyDir.Medium == corev1.StorageMediumMemory {
+		if v.EmptyDir.Medium == corev1.StorageMediumMemory && !mounted(path) {
 			if err := mountTmpfs(path, v.EmptyDir.SizeLimit); err != nil {
+				return volume{}, err
+			}
+			created = true
+		}
+		// Only a new emptyDir gets the fsGroup: afterwards its files are
+		// the pod's, and walking them on every sync would undo its chmods.
+		if created && fsGroup != nil {
+			if err := setVolumeOwnership(path, *fsGroup, true, false); err != nil {
 				return volume{}, err
 			}
 		}
@@ -111,25 +139,25 @@ func (k *Kubelet) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Vo
 		if err != nil {
 			return volume{}, err
 		}
-		return volume{hostPath: dir("configmap"), readOnly: true}, writeAtomicDir(dir("configmap"), files)
+		return atomic("configmap", files)
 	case v.Secret != nil:
 		files, err := secretFiles(src, pod.Namespace, v.Secret.SecretName, v.Secret.Items, v.Secret.DefaultMode, v.Secret.Optional)
 		if err != nil {
 			return volume{}, err
 		}
-		return volume{hostPath: dir("secret"), readOnly: true}, writeAtomicDir(dir("secret"), files)
+		return atomic("secret", files)
 	case v.DownwardAPI != nil:
 		files, err := downwardAPIFiles(in, v.DownwardAPI.Items, v.DownwardAPI.DefaultMode)
 		if err != nil {
 			return volume{}, err
 		}
-		return volume{hostPath: dir("downward-api"), readOnly: true}, writeAtomicDir(dir("downward-api"), files)
+		return atomic("downward-api", files)
 	case v.Projected != nil:
 		files, err := k.projectedFiles(ctx, pod, v.Projected, src, in)
 		if err != nil {
 			return volume{}, err
 		}
-		return volume{hostPath: dir("projected"), readOnly: true}, writeAtomicDir(dir("projected"), files)
+		return atomic("projected", files)
 	case v.PersistentVolumeClaim != nil:
 		return k.setupClaim(ctx, pod, v.PersistentVolumeClaim)
 	}
