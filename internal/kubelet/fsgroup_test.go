@@ -151,3 +151,32 @@ func TestFSGroupVolumes(t *testing.T) {
 		t.Errorf("..data link gid %d", gid)
 	}
 }
+
+func TestFSGroupLocalPersistentVolume(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("changing a file's group to an arbitrary gid needs root")
+	}
+	local := t.TempDir()
+	if err := os.Chmod(local, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(local, "data"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-local"}, Spec: corev1.PersistentVolumeSpec{
+		PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: local}}}}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-local"}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+	h := newHarnessWithObjects(t, nil, pv, claim)
+	pod := makePod("claimed").obj()
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To[int64](3456), FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch)}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+	h.create(pod)
+	h.waitPod("default", "claimed", "running", podRunning)
+	if gid, mode := owner(t, local); gid != 3456 || mode != os.ModeDir|os.ModeSetgid|0o770 {
+		t.Errorf("local volume root: gid %d mode %v", gid, mode)
+	}
+	if gid, mode := owner(t, filepath.Join(local, "data")); gid != 3456 || mode != 0o660 {
+		t.Errorf("local volume file: gid %d mode %v", gid, mode)
+	}
+}

@@ -73,6 +73,9 @@ type Kubelet struct {
 	admitted map[types.UID]bool
 	// sysctls are the sysctls pods may set.
 	sysctls sysctlAllowlist
+	// owned lists the "<pod uid>/<volume>" local volumes given the pod's
+	// fsGroup.
+	owned map[string]bool
 	// tokens caches service account tokens of projected volumes.
 	tokens map[string]cachedToken
 	// node is the last Node object written or read.
@@ -108,7 +111,7 @@ func New(cfg Config, deps Deps) (*Kubelet, error) {
 	k := &Kubelet{
 		cfg: cfg, client: deps.Client, runtime: deps.Runtime, clock: deps.Clock, log: deps.Log, recorder: deps.Recorder,
 		pods: map[types.UID]*podEntry{}, workers: map[types.UID]*podWorker{}, waiting: map[types.UID]map[string]corev1.ContainerStateWaiting{},
-		ready: make(chan struct{}), runtimeID: "containerd", tokens: map[string]cachedToken{}, admitted: map[types.UID]bool{},
+		ready: make(chan struct{}), runtimeID: "containerd", tokens: map[string]cachedToken{}, admitted: map[types.UID]bool{}, owned: map[string]bool{},
 	}
 	sysctls, err := newSysctlAllowlist(cfg.AllowedUnsafeSysctls)
 	if err != nil {
@@ -408,6 +411,11 @@ func (k *Kubelet) forgetPod(uid types.UID) {
 	for key := range k.tokens {
 		if strings.HasPrefix(key, string(uid)+"/") {
 			delete(k.tokens, key)
+		}
+	}
+	for key := range k.owned {
+		if strings.HasPrefix(key, string(uid)+"/") {
+			delete(k.owned, key)
 		}
 	}
 	k.backoff.forgetPod(uid)
