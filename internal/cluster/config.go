@@ -202,6 +202,9 @@ func (c *Config) Validate() error {
 	if c.HasRole(RoleWorker) && !c.HasRole(RoleControlPlane) {
 		errs = append(errs, errors.New("a worker-only node is not available yet (joining a cluster is a later issue); run it with the controlplane role"))
 	}
+	if err := kubelet.ValidateAllowedUnsafeSysctls(c.AllowedUnsafeSysctls); err != nil {
+		errs = append(errs, fmt.Errorf("--allowed-unsafe-sysctls: %w", err))
+	}
 	if _, err := kubelet.ParseSystemReserved(c.SystemReserved); err != nil {
 		errs = append(errs, fmt.Errorf("--system-reserved: %w", err))
 	}

@@ -51,6 +51,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "bad encoding", cfg: Config{DataDir: "/tmp/x", StorageEncoding: "xml"}, wantErr: "want protobuf or json"},
 		{name: "bad cluster DNS", cfg: Config{DataDir: "/tmp/x", ClusterDNS: []string{"dns.local"}}, wantErr: `--cluster-dns "dns.local" is not an IP address`},
 		{name: "bad cluster domain", cfg: Config{DataDir: "/tmp/x", ClusterDomain: "Cluster_Local"}, wantErr: "--cluster-domain"},
+		{name: "node-wide unsafe sysctl", cfg: Config{DataDir: "/tmp/x", AllowedUnsafeSysctls: []string{"vm.swappiness"}}, wantErr: `--allowed-unsafe-sysctls: the sysctl "vm.swappiness" is not known to be namespaced`},
 		{name: "bad reservation", cfg: Config{DataDir: "/tmp/x", SystemReserved: "cpu=lots"}, wantErr: "--system-reserved"},
 	}
 	for _, tt := range tests {

@@ -117,6 +117,13 @@ func newSysctlAllowlist(allowedUnsafe []string) (sysctlAllowlist, error) {
 	return w, nil
 }
 
+// ValidateAllowedUnsafeSysctls reports why an --allowed-unsafe-sysctls list
+// cannot be used, so a node refuses it before it starts.
+func ValidateAllowedUnsafeSysctls(allowed []string) error {
+	_, err := newSysctlAllowlist(allowed)
+	return err
+}
+
 // check reports why a pod may not set sysctl, or nil: it must be allowlisted,
 // and a namespaced sysctl is refused when the pod shares that namespace with
 // the host.
