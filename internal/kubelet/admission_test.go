@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -175,4 +176,20 @@ func TestAdmissionRejectsHostPortConflictAndForbiddenSysctl(t *testing.T) {
 	h.eventually("first pod gone", func() bool { return h.pod("default", "first") == nil })
 	h.create(withPort("third"))
 	h.waitPod("default", "third", "running", podRunning)
+}
+
+func TestSlashSeparatedSysctlReachesRuntimeDotted(t *testing.T) {
+	h := newHarness(t, nil)
+	pod := makePod("slashed").obj()
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net/ipv4/ip_local_port_range", Value: "1024 65000"}}}
+	h.create(pod)
+	h.waitPod("default", "slashed", "running", podRunning)
+	sandboxes, err := h.runtime.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: "uid-slashed"}})
+	if err != nil || len(sandboxes) != 1 {
+		t.Fatalf("sandboxes = %v, %v", sandboxes, err)
+	}
+	got := h.runtime.SandboxConfig(sandboxes[0].Id).GetLinux().GetSysctls()
+	if len(got) != 1 || got["net.ipv4.ip_local_port_range"] != "1024 65000" {
+		t.Errorf("sandbox sysctls = %v", got)
+	}
 }

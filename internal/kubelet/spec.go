@@ -118,7 +118,9 @@ func (k *Kubelet) sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.Pod
 	if psc := pod.Spec.SecurityContext; psc != nil && len(psc.Sysctls) > 0 {
 		cfg.Linux.Sysctls = map[string]string{}
 		for _, s := range psc.Sysctls {
-			cfg.Linux.Sysctls[s.Name] = s.Value
+			// The runtime writes /proc/sys/<name with dots as slashes>: a
+			// slash-separated name must be in dotted form first.
+			cfg.Linux.Sysctls[normalizeSysctl(s.Name)] = s.Value
 		}
 	}
 	return cfg
