@@ -561,3 +561,51 @@ func TestCreateContainerConfigError(t *testing.T) {
 	h.step(15 * time.Second)
 	h.waitPod("default", "misconfigured", "running", podRunning)
 }
+
+func TestStopWaves(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	pod := makePod("p").obj()
+	pod.Spec.InitContainers = []corev1.Container{{Name: "setup"}, {Name: "proxy", RestartPolicy: &always}, {Name: "logs", RestartPolicy: &always}}
+	pod.Spec.Containers = []corev1.Container{{Name: "app"}, {Name: "worker"}}
+	c := func(name string, state runtimeapi.ContainerState) *runtimeapi.ContainerStatus {
+		return &runtimeapi.ContainerStatus{Id: name, Metadata: &runtimeapi.ContainerMetadata{Name: name}, State: state}
+	}
+	containers := []*runtimeapi.ContainerStatus{
+		c("logs", runtimeapi.ContainerState_CONTAINER_RUNNING), c("app", runtimeapi.ContainerState_CONTAINER_RUNNING),
+		c("setup", runtimeapi.ContainerState_CONTAINER_EXITED), c("proxy", runtimeapi.ContainerState_CONTAINER_RUNNING),
+		c("worker", runtimeapi.ContainerState_CONTAINER_CREATED),
+	}
+	names := func(waves [][]*runtimeapi.ContainerStatus) string {
+		var out []string
+		for _, w := range waves {
+			var ids []string
+			for _, s := range w {
+				ids = append(ids, s.Id)
+			}
+			out = append(out, strings.Join(ids, ","))
+		}
+		return strings.Join(out, " | ")
+	}
+	if got := names(stopWaves(pod, containers)); got != "app,worker | logs | proxy" {
+		t.Errorf("with sidecars: %s", got)
+	}
+	if got := names(stopWaves(nil, containers)); got != "logs,app,proxy,worker" {
+		t.Errorf("without a spec: %s", got)
+	}
+}
+
+func TestSidecarStopsAfterContainers(t *testing.T) {
+	h := newHarness(t, nil)
+	always := corev1.ContainerRestartPolicyAlways
+	pod := makePod("ordered-stop").obj()
+	pod.Spec.InitContainers = []corev1.Container{{Name: "proxy", Image: testImage, ImagePullPolicy: corev1.PullIfNotPresent, RestartPolicy: &always}}
+	h.create(pod)
+	h.waitPod("default", "ordered-stop", "running", podRunning)
+	if err := h.client.CoreV1().Pods("default").Delete(context.Background(), "ordered-stop", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("containers stopped", func() bool { return len(h.runtime.CallsTo("StopContainer")) >= 2 })
+	if got := h.runtime.CallsTo("StopContainer"); !slices.Equal(got[:2], []string{"app", "proxy"}) {
+		t.Errorf("stop order = %v", got)
+	}
+}

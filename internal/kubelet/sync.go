@@ -610,16 +610,68 @@ func (k *Kubelet) terminationLogFile(pod *corev1.Pod, container string, restarts
 // killPod stops the pod's running containers in parallel, giving each the
 // grace period, then stops its sandboxes. pod may be nil (no events then).
 func (k *Kubelet) killPod(ctx context.Context, pod *corev1.Pod, state *podRuntimeState, grace time.Duration) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, len(state.containers))
 	var podIPs []string
 	if pod != nil {
 		podIPs = k.currentPodIPs(ctx, pod, state)
 	}
-	for _, c := range state.containers {
+	var all []error
+	started := k.clock.Now()
+	for i, wave := range stopWaves(pod, state.containers) {
+		// Sidecars get what is left of the grace period once the containers
+		// they serve stopped.
+		waveGrace := grace
+		if i > 0 {
+			waveGrace = max(grace-k.clock.Since(started), minimumGracePeriod)
+		}
+		all = append(all, k.stopInParallel(ctx, pod, wave, podIPs, waveGrace)...)
+	}
+	for _, s := range state.sandboxes {
+		if s.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+			continue
+		}
+		if err := k.runtime.StopPodSandbox(ctx, s.Id); err != nil && !cri.IsNotFound(err) {
+			all = append(all, err)
+		}
+	}
+	return errors.Join(all...)
+}
+
+// stopWaves orders the containers to stop as Kubernetes does: every running
+// (or created) container but the sidecars at once, then the sidecars one by
+// one in reverse order of the spec, so the containers that use them stop
+// first. Without the pod's spec everything stops at once.
+func stopWaves(pod *corev1.Pod, containers []*runtimeapi.ContainerStatus) [][]*runtimeapi.ContainerStatus {
+	var first []*runtimeapi.ContainerStatus
+	sidecars := map[string][]*runtimeapi.ContainerStatus{}
+	for _, c := range containers {
 		if !running(c) && c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
 			continue
 		}
+		if pod != nil {
+			if spec := findContainer(pod, c.Metadata.GetName()); spec != nil && isSidecar(spec) {
+				sidecars[spec.Name] = append(sidecars[spec.Name], c)
+				continue
+			}
+		}
+		first = append(first, c)
+	}
+	waves := [][]*runtimeapi.ContainerStatus{first}
+	if pod != nil {
+		for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
+			if wave := sidecars[pod.Spec.InitContainers[i].Name]; len(wave) > 0 {
+				waves = append(waves, wave)
+			}
+		}
+	}
+	return waves
+}
+
+// stopInParallel stops containers at once, each with its preStop hook and
+// the grace period.
+func (k *Kubelet) stopInParallel(ctx context.Context, pod *corev1.Pod, containers []*runtimeapi.ContainerStatus, podIPs []string, grace time.Duration) []error {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(containers))
+	for _, c := range containers {
 		var spec *corev1.Container
 		if pod != nil {
 			k.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Metadata.GetName())
@@ -639,15 +691,7 @@ func (k *Kubelet) killPod(ctx context.Context, pod *corev1.Pod, state *podRuntim
 	for err := range errs {
 		all = append(all, err)
 	}
-	for _, s := range state.sandboxes {
-		if s.State != runtimeapi.PodSandboxState_SANDBOX_READY {
-			continue
-		}
-		if err := k.runtime.StopPodSandbox(ctx, s.Id); err != nil && !cri.IsNotFound(err) {
-			all = append(all, err)
-		}
-	}
-	return errors.Join(all...)
+	return all
 }
 
 // removePod removes the pod's sandboxes (and with them its containers) and
