@@ -82,6 +82,8 @@ func runServer(args []string, stderr io.Writer) error {
 	roles := fs.String("roles", "etcd,controlplane,worker", "comma-separated roles of this node: etcd, controlplane, worker")
 	etcdServers := fs.String("etcd-servers", "", "comma-separated client URLs of an external etcd cluster (instead of an embedded member)")
 	controllers := fs.String("controllers", "*", "controllers to run, as kube-controller-manager's --controllers: \"*\", \"name\", \"-name\"")
+	unsafeSysctls := fs.String("allowed-unsafe-sysctls", "", "comma-separated unsafe sysctls or patterns (ending in *) pods may set besides the safe ones, e.g. kernel.msg*,net.core.somaxconn")
+	clusterDNS := fs.String("cluster-dns", "", "comma-separated cluster DNS server addresses for ClusterFirst pods (default: the 10th address of --service-cidr, 10.43.0.10); until a Service has that cluster IP, ClusterFirst pods get the node's resolv.conf")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "directory for certificates, etcd data and kubeconfigs")
 	fs.IntVar(&cfg.HTTPSPort, "https-port", 6443, "API server HTTPS port")
@@ -94,6 +96,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "address other nodes and clients use (default: bind address, or 127.0.0.1)")
 	fs.StringVar(&cfg.NodeName, "node-name", "", "this node's name (default: host name)")
 	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.43.0.0/16", "range of service cluster IPs")
+	fs.StringVar(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain: pods' search domains and /etc/hosts names end with it")
 	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "10.42.0.0/16", "pod network; every node gets a podCIDR from it")
 	fs.DurationVar(&cfg.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long the scheduler's and controller manager's leader Lease lasts without renewal (a standby takes over after it)")
 	fs.DurationVar(&cfg.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it steps down")
@@ -119,6 +122,16 @@ func runServer(args []string, stderr io.Writer) error {
 			if s = strings.TrimSpace(s); s != "" {
 				cfg.EtcdServers = append(cfg.EtcdServers, s)
 			}
+		}
+	}
+	for _, s := range strings.Split(*clusterDNS, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			cfg.ClusterDNS = append(cfg.ClusterDNS, s)
+		}
+	}
+	for _, s := range strings.Split(*unsafeSysctls, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			cfg.AllowedUnsafeSysctls = append(cfg.AllowedUnsafeSysctls, s)
 		}
 	}
 	cfg.Controllers = strings.Split(*controllers, ",")

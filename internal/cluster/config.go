@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/skiff-sh/skiff/internal/kubelet"
 )
@@ -66,6 +69,12 @@ type Config struct {
 	NodeName string
 	// ServiceCIDR is the range services' cluster IPs come from.
 	ServiceCIDR string
+	// ClusterDNS are the cluster DNS server addresses ClusterFirst pods use (default: the 10th address
+	// of ServiceCIDR, 10.43.0.10). The kubelet uses them only once a Service has that cluster IP;
+	// until then ClusterFirst pods get the node's resolv.conf.
+	ClusterDNS []string
+	// ClusterDomain is the cluster's DNS domain (default cluster.local).
+	ClusterDomain string
 	// ClusterCIDR is the pod network; each node gets a podCIDR from it.
 	ClusterCIDR string
 	// Controllers selects controllers as kube-controller-manager's --controllers does.
@@ -80,6 +89,9 @@ type Config struct {
 	KubeletPort int
 	// SystemReserved is subtracted from the node's capacity to give its allocatable ("cpu=500m,memory=512Mi").
 	SystemReserved string
+	// AllowedUnsafeSysctls are the sysctls (names, or prefixes ending in "*") pods may set besides the
+	// safe ones; others are rejected by the kubelet (SysctlForbidden).
+	AllowedUnsafeSysctls []string
 	// PodManifestPath holds static pod manifests the kubelet runs (and mirrors into the API).
 	PodManifestPath string
 	// ContainerRuntimeEndpoint is an existing CRI socket for the kubelet; empty means skiff starts and
@@ -136,6 +148,14 @@ func (c *Config) Default() {
 	if c.ClusterCIDR == "" {
 		c.ClusterCIDR = "10.42.0.0/16"
 	}
+	if len(c.ClusterDNS) == 0 {
+		if ip, err := serviceIP(c.ServiceCIDR, 10); err == nil {
+			c.ClusterDNS = []string{ip.String()}
+		}
+	}
+	if c.ClusterDomain == "" {
+		c.ClusterDomain = "cluster.local"
+	}
 	if c.StorageEncoding == "" {
 		c.StorageEncoding = "protobuf"
 	}
@@ -168,6 +188,14 @@ func (c *Config) Validate() error {
 	if _, _, err := net.ParseCIDR(c.ServiceCIDR); err != nil {
 		errs = append(errs, fmt.Errorf("service CIDR %q: %w", c.ServiceCIDR, err))
 	}
+	for _, ip := range c.ClusterDNS {
+		if net.ParseIP(ip) == nil {
+			errs = append(errs, fmt.Errorf("--cluster-dns %q is not an IP address", ip))
+		}
+	}
+	if msgs := validation.IsDNS1123Subdomain(c.ClusterDomain); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--cluster-domain %q: %s", c.ClusterDomain, strings.Join(msgs, "; ")))
+	}
 	if c.NodeMonitorGracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("--node-monitor-grace-period %s must not be negative", c.NodeMonitorGracePeriod))
 	}
@@ -179,6 +207,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HasRole(RoleWorker) && !c.HasRole(RoleControlPlane) {
 		errs = append(errs, errors.New("a worker-only node is not available yet (joining a cluster is a later issue); run it with the controlplane role"))
+	}
+	if err := kubelet.ValidateAllowedUnsafeSysctls(c.AllowedUnsafeSysctls); err != nil {
+		errs = append(errs, fmt.Errorf("--allowed-unsafe-sysctls: %w", err))
 	}
 	if _, err := kubelet.ParseSystemReserved(c.SystemReserved); err != nil {
 		errs = append(errs, fmt.Errorf("--system-reserved: %w", err))
@@ -227,4 +258,21 @@ func (c *Config) LocalURL() string {
 		host = "127.0.0.1"
 	}
 	return "https://" + net.JoinHostPort(host, strconv.Itoa(c.HTTPSPort))
+}
+
+// serviceIP returns the n-th address of a service CIDR (1 is the API server's Service,
+// 10 cluster DNS by convention).
+func serviceIP(cidr string, n uint64) (netip.Addr, error) {
+	prefix, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	addr := prefix.Masked().Addr()
+	for range n {
+		addr = addr.Next()
+		if !prefix.Contains(addr) {
+			return netip.Addr{}, fmt.Errorf("service CIDR %s has no address %d", cidr, n)
+		}
+	}
+	return addr, nil
 }

@@ -49,6 +49,9 @@ func TestConfigValidate(t *testing.T) {
 		{name: "bad bind address", cfg: Config{DataDir: "/tmp/x", BindAddress: "localhost"}, wantErr: "is not an IP address"},
 		{name: "bad service CIDR", cfg: Config{DataDir: "/tmp/x", ServiceCIDR: "10.0.0.0"}, wantErr: "service CIDR"},
 		{name: "bad encoding", cfg: Config{DataDir: "/tmp/x", StorageEncoding: "xml"}, wantErr: "want protobuf or json"},
+		{name: "bad cluster DNS", cfg: Config{DataDir: "/tmp/x", ClusterDNS: []string{"dns.local"}}, wantErr: `--cluster-dns "dns.local" is not an IP address`},
+		{name: "bad cluster domain", cfg: Config{DataDir: "/tmp/x", ClusterDomain: "Cluster_Local"}, wantErr: "--cluster-domain"},
+		{name: "node-wide unsafe sysctl", cfg: Config{DataDir: "/tmp/x", AllowedUnsafeSysctls: []string{"vm.swappiness"}}, wantErr: `--allowed-unsafe-sysctls: the sysctl "vm.swappiness" is not known to be namespaced`},
 		{name: "bad reservation", cfg: Config{DataDir: "/tmp/x", SystemReserved: "cpu=lots"}, wantErr: "--system-reserved"},
 	}
 	for _, tt := range tests {
@@ -73,6 +76,20 @@ func TestFirstAddresses(t *testing.T) {
 	ip, err := firstServiceIP("10.43.0.0/16")
 	if err != nil || ip.String() != "10.43.0.1" {
 		t.Fatalf("firstServiceIP = %v, %v", ip, err)
+	}
+	for _, tc := range []struct {
+		cidr string
+		want string
+	}{{"10.43.0.0/16", "10.43.0.10"}, {"10.96.0.0/12", "10.96.0.10"}, {"fd00:43::/108", "fd00:43::a"}, {"10.0.0.0/29", ""}} {
+		ip, err := serviceIP(tc.cidr, 10)
+		if (tc.want == "") != (err != nil) || (err == nil && ip.String() != tc.want) {
+			t.Errorf("serviceIP(%s, 10) = %v, %v; want %q", tc.cidr, ip, err, tc.want)
+		}
+	}
+	var defaulted Config
+	defaulted.Default()
+	if strings.Join(defaulted.ClusterDNS, ",") != "10.43.0.10" || defaulted.ClusterDomain != "cluster.local" {
+		t.Errorf("default cluster DNS %v, domain %q", defaulted.ClusterDNS, defaulted.ClusterDomain)
 	}
 	cidr, err := firstPodCIDR("10.42.0.0/16")
 	if err != nil || cidr != "10.42.0.0/24" {

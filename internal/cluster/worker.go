@@ -67,13 +67,16 @@ func runWorker(ctx context.Context, cfg *Config, now time.Time) error {
 		return fmt.Errorf("--system-reserved: %w", err)
 	}
 	kcfg := kubelet.Config{
-		SystemReserved:  reserved,
-		PodManifestPath: cfg.PodManifestPath,
-		NodeName:        cfg.NodeName,
-		Roles:           kubeletRoles(cfg.Roles),
-		DataDir:         filepath.Join(cfg.DataDir, "kubelet"),
-		PodCIDRs:        []string{podCIDR},
-		Port:            int32(cfg.KubeletPort),
+		SystemReserved:       reserved,
+		PodManifestPath:      cfg.PodManifestPath,
+		AllowedUnsafeSysctls: cfg.AllowedUnsafeSysctls,
+		ClusterDNS:           cfg.ClusterDNS,
+		ClusterDomain:        cfg.ClusterDomain,
+		NodeName:             cfg.NodeName,
+		Roles:                kubeletRoles(cfg.Roles),
+		DataDir:              filepath.Join(cfg.DataDir, "kubelet"),
+		PodCIDRs:             []string{podCIDR},
+		Port:                 int32(cfg.KubeletPort),
 	}
 	if ip := net.ParseIP(cfg.AdvertiseAddress); ip != nil {
 		// The node is reached where the kubelet listens: a loopback-only node says so.

@@ -43,11 +43,23 @@ type Config struct {
 	// CNINetworkName names the network list (and host-local IPAM's state
 	// dir); default "skiff".
 	CNINetworkName string
-	// ClusterDNS are the nameservers of ClusterFirst pods; empty means pods
-	// use the host's resolv.conf.
+	// ClusterDNS are the nameservers of ClusterFirst pods. Only addresses a
+	// Service answers on are used: with none (nothing serves cluster DNS
+	// yet, or none configured) ClusterFirst pods fall back to the node's
+	// resolv.conf, as upstream does without cluster DNS.
 	ClusterDNS []string
-	// ClusterDomain is the cluster's DNS domain.
+	// ClusterDomain is the cluster's DNS domain: the search domains of
+	// ClusterFirst pods and the pods' /etc/hosts names end with it.
 	ClusterDomain string
+	// ResolvConf is the node resolv.conf pods with policy Default (and the
+	// host search domains of ClusterFirst pods) get; empty picks
+	// /etc/resolv.conf, or systemd-resolved's upstream file when
+	// /etc/resolv.conf only names its loopback stub.
+	ResolvConf string
+	// AllowedUnsafeSysctls are sysctls (names, or prefixes ending in "*")
+	// pods may set besides the safe ones; each must be namespaced
+	// (net.*, kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*).
+	AllowedUnsafeSysctls []string
 	// RuntimeHandler is the CRI runtime handler pods run with ("" default).
 	RuntimeHandler string
 	// KubeletVersion is reported in nodeInfo.
@@ -164,6 +176,9 @@ func (c Config) Validate() error {
 		if _, err := netip.ParseAddr(ip); err != nil {
 			errs = append(errs, fmt.Errorf("clusterDNS: %q is not an IP address", ip))
 		}
+	}
+	if _, err := newSysctlAllowlist(c.AllowedUnsafeSysctls); err != nil {
+		errs = append(errs, fmt.Errorf("allowedUnsafeSysctls: %w", err))
 	}
 	for name, q := range c.SystemReserved {
 		if q.Sign() < 0 {

@@ -69,6 +69,13 @@ type Kubelet struct {
 	waiting map[types.UID]map[string]corev1.ContainerStateWaiting
 	// services lists Services for the pods' environment.
 	services corelisters.ServiceLister
+	// admitted records each pod's admission decision (true: it may run).
+	admitted map[types.UID]bool
+	// sysctls are the sysctls pods may set.
+	sysctls sysctlAllowlist
+	// owned lists the "<pod uid>/<volume>" local volumes given the pod's
+	// fsGroup.
+	owned map[string]bool
 	// tokens caches service account tokens of projected volumes.
 	tokens map[string]cachedToken
 	// node is the last Node object written or read.
@@ -92,6 +99,9 @@ type podEntry struct {
 // New validates cfg and returns a Kubelet.
 func New(cfg Config, deps Deps) (*Kubelet, error) {
 	cfg = cfg.WithDefaults()
+	if cfg.ResolvConf == "" {
+		cfg.ResolvConf = defaultResolvConf()
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("kubelet config: %w", err)
 	}
@@ -101,8 +111,13 @@ func New(cfg Config, deps Deps) (*Kubelet, error) {
 	k := &Kubelet{
 		cfg: cfg, client: deps.Client, runtime: deps.Runtime, clock: deps.Clock, log: deps.Log, recorder: deps.Recorder,
 		pods: map[types.UID]*podEntry{}, workers: map[types.UID]*podWorker{}, waiting: map[types.UID]map[string]corev1.ContainerStateWaiting{},
-		ready: make(chan struct{}), runtimeID: "containerd", tokens: map[string]cachedToken{},
+		ready: make(chan struct{}), runtimeID: "containerd", tokens: map[string]cachedToken{}, admitted: map[types.UID]bool{}, owned: map[string]bool{},
 	}
+	sysctls, err := newSysctlAllowlist(cfg.AllowedUnsafeSysctls)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet config: allowedUnsafeSysctls: %w", err)
+	}
+	k.sysctls = sysctls
 	if k.clock == nil {
 		k.clock = clock.RealClock{}
 	}
@@ -392,9 +407,15 @@ func (k *Kubelet) forgetPod(uid types.UID) {
 		delete(k.pods, uid)
 	}
 	delete(k.waiting, uid)
+	delete(k.admitted, uid)
 	for key := range k.tokens {
 		if strings.HasPrefix(key, string(uid)+"/") {
 			delete(k.tokens, key)
+		}
+	}
+	for key := range k.owned {
+		if strings.HasPrefix(key, string(uid)+"/") {
+			delete(k.owned, key)
 		}
 	}
 	k.backoff.forgetPod(uid)

@@ -25,7 +25,9 @@ func envMap(cfg *runtimeapi.ContainerConfig) map[string]string {
 }
 
 func TestPodRunsWithEnvCommandResourcesAndStatus(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.ClusterDNS = []string{"10.96.0.10"} })
+	// Cluster DNS is used once a Service answers on its address.
+	dnsService := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: "kube-system"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"}}}
+	h := newHarnessWithObjects(t, func(c *Config) { c.ClusterDNS = []string{"10.96.0.10"} }, dnsService)
 	ctx := context.Background()
 	if _, err := h.client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "default"},
@@ -242,8 +244,56 @@ func TestInitContainersRunInOrder(t *testing.T) {
 	if c := conditionOf(pod, corev1.PodInitialized); c.Status != corev1.ConditionTrue {
 		t.Errorf("Initialized = %+v", c)
 	}
-	if s := statusOf(pod, "first"); s.State.Terminated == nil || s.State.Terminated.Reason != "Completed" || s.Ready {
-		t.Errorf("first init status = %+v", s)
+	// Like Kubernetes, a completed init container is reported ready (and no
+	// longer started).
+	for _, name := range []string{"first", "second"} {
+		if s := statusOf(pod, name); s.State.Terminated == nil || s.State.Terminated.Reason != "Completed" || !s.Ready || s.Started == nil || *s.Started {
+			t.Errorf("%s init status = %+v", name, s)
+		}
+	}
+}
+
+func TestSidecarInitContainer(t *testing.T) {
+	h := newHarness(t, nil)
+	always := corev1.ContainerRestartPolicyAlways
+	pod := makePod("sidecar").init("setup").obj()
+	pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: "proxy", Image: testImage, ImagePullPolicy: corev1.PullIfNotPresent, RestartPolicy: &always})
+	h.create(pod)
+	h.eventually("setup running", func() bool { return h.runtime.RunningContainer("uid-sidecar", "setup") != "" })
+	if err := h.runtime.Exit(h.runtime.RunningContainer("uid-sidecar", "setup"), 0); err != nil {
+		t.Fatal(err)
+	}
+	h.step(time.Second)
+	pod = h.waitPod("default", "sidecar", "running with its sidecar", func(p *corev1.Pod) bool {
+		s := statusOf(p, "proxy")
+		return podRunning(p) && s != nil && s.State.Running != nil && s.Ready
+	})
+	if s := statusOf(pod, "proxy"); s.Started == nil || !*s.Started {
+		t.Errorf("sidecar status = %+v", s)
+	}
+	if s := statusOf(pod, "setup"); !s.Ready {
+		t.Errorf("completed init container not ready: %+v", s)
+	}
+	if c := conditionOf(pod, corev1.PodInitialized); c.Status != corev1.ConditionTrue {
+		t.Errorf("Initialized = %+v", c)
+	}
+	if got := h.runtime.CallsTo("CreateContainer"); !slices.Equal(got, []string{"setup", "proxy", "app"}) {
+		t.Errorf("creation order = %v", got)
+	}
+	// A sidecar that exits is restarted; the pod stays initialized and
+	// running, the app untouched.
+	if err := h.runtime.Exit(h.runtime.RunningContainer("uid-sidecar", "proxy"), 1); err != nil {
+		t.Fatal(err)
+	}
+	pod = h.waitPodStepping("default", "sidecar", "sidecar restarted", func(p *corev1.Pod) bool {
+		s := statusOf(p, "proxy")
+		return s != nil && s.RestartCount == 1 && s.State.Running != nil
+	})
+	if !podRunning(pod) {
+		t.Errorf("phase = %s after sidecar restart", pod.Status.Phase)
+	}
+	if got := h.runtime.CallsTo("CreateContainer"); !slices.Equal(got, []string{"setup", "proxy", "app", "proxy"}) {
+		t.Errorf("creation order = %v", got)
 	}
 }
 
@@ -510,4 +560,52 @@ func TestCreateContainerConfigError(t *testing.T) {
 	}
 	h.step(15 * time.Second)
 	h.waitPod("default", "misconfigured", "running", podRunning)
+}
+
+func TestStopWaves(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	pod := makePod("p").obj()
+	pod.Spec.InitContainers = []corev1.Container{{Name: "setup"}, {Name: "proxy", RestartPolicy: &always}, {Name: "logs", RestartPolicy: &always}}
+	pod.Spec.Containers = []corev1.Container{{Name: "app"}, {Name: "worker"}}
+	c := func(name string, state runtimeapi.ContainerState) *runtimeapi.ContainerStatus {
+		return &runtimeapi.ContainerStatus{Id: name, Metadata: &runtimeapi.ContainerMetadata{Name: name}, State: state}
+	}
+	containers := []*runtimeapi.ContainerStatus{
+		c("logs", runtimeapi.ContainerState_CONTAINER_RUNNING), c("app", runtimeapi.ContainerState_CONTAINER_RUNNING),
+		c("setup", runtimeapi.ContainerState_CONTAINER_EXITED), c("proxy", runtimeapi.ContainerState_CONTAINER_RUNNING),
+		c("worker", runtimeapi.ContainerState_CONTAINER_CREATED),
+	}
+	names := func(waves [][]*runtimeapi.ContainerStatus) string {
+		var out []string
+		for _, w := range waves {
+			var ids []string
+			for _, s := range w {
+				ids = append(ids, s.Id)
+			}
+			out = append(out, strings.Join(ids, ","))
+		}
+		return strings.Join(out, " | ")
+	}
+	if got := names(stopWaves(pod, containers)); got != "app,worker | logs | proxy" {
+		t.Errorf("with sidecars: %s", got)
+	}
+	if got := names(stopWaves(nil, containers)); got != "logs,app,proxy,worker" {
+		t.Errorf("without a spec: %s", got)
+	}
+}
+
+func TestSidecarStopsAfterContainers(t *testing.T) {
+	h := newHarness(t, nil)
+	always := corev1.ContainerRestartPolicyAlways
+	pod := makePod("ordered-stop").obj()
+	pod.Spec.InitContainers = []corev1.Container{{Name: "proxy", Image: testImage, ImagePullPolicy: corev1.PullIfNotPresent, RestartPolicy: &always}}
+	h.create(pod)
+	h.waitPod("default", "ordered-stop", "running", podRunning)
+	if err := h.client.CoreV1().Pods("default").Delete(context.Background(), "ordered-stop", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("containers stopped", func() bool { return len(h.runtime.CallsTo("StopContainer")) >= 2 })
+	if got := h.runtime.CallsTo("StopContainer"); !slices.Equal(got[:2], []string{"app", "proxy"}) {
+		t.Errorf("stop order = %v", got)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -114,8 +115,16 @@ func (p *prober) syncPod(pod *corev1.Pod, state *podRuntimeState, podIPs []strin
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	wanted := map[probeKey]string{}
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
+	// Sidecar init containers are probed like regular containers: they run
+	// next to them, and their readiness is reported.
+	probed := slices.Clone(pod.Spec.Containers)
+	for i := range pod.Spec.InitContainers {
+		if isSidecar(&pod.Spec.InitContainers[i]) {
+			probed = append(probed, pod.Spec.InitContainers[i])
+		}
+	}
+	for i := range probed {
+		c := &probed[i]
 		cur := state.latest(c.Name, "")
 		if !running(cur) {
 			continue

@@ -49,7 +49,15 @@ func (k *Kubelet) runtimeState(ctx context.Context, uid types.UID) (*podRuntimeS
 		}
 		state.containers = append(state.containers, withSandbox(status, c.PodSandboxId))
 	}
-	slices.SortStableFunc(state.containers, func(a, b *runtimeapi.ContainerStatus) int { return compareNewest(a.CreatedAt, b.CreatedAt) })
+	// Newest first; a container created in the same clock tick as its
+	// previous run (a coarse or fake clock) is told apart by its attempt,
+	// which counts a container's runs.
+	slices.SortStableFunc(state.containers, func(a, b *runtimeapi.ContainerStatus) int {
+		if c := compareNewest(a.CreatedAt, b.CreatedAt); c != 0 {
+			return c
+		}
+		return compareNewest(int64(a.Metadata.GetAttempt()), int64(b.Metadata.GetAttempt()))
+	})
 	return state, nil
 }
 

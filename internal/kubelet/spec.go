@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -83,10 +81,10 @@ func (k *Kubelet) sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.Pod
 		LogDirectory: k.podLogDir(pod),
 		Labels:       labels,
 		Annotations:  annotations,
-		DnsConfig:    k.dnsConfig(pod),
 	}
+	cfg.DnsConfig, _ = k.podDNS(pod)
 	if !pod.Spec.HostNetwork {
-		cfg.Hostname = podHostname(pod)
+		cfg.Hostname = sandboxHostname(pod, k.cfg.ClusterDomain)
 	}
 	for _, c := range pod.Spec.Containers {
 		for _, p := range c.Ports {
@@ -120,21 +118,12 @@ func (k *Kubelet) sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.Pod
 	if psc := pod.Spec.SecurityContext; psc != nil && len(psc.Sysctls) > 0 {
 		cfg.Linux.Sysctls = map[string]string{}
 		for _, s := range psc.Sysctls {
-			cfg.Linux.Sysctls[s.Name] = s.Value
+			// The runtime writes /proc/sys/<name with dots as slashes>: a
+			// slash-separated name must be in dotted form first.
+			cfg.Linux.Sysctls[normalizeSysctl(s.Name)] = s.Value
 		}
 	}
 	return cfg
-}
-
-func podHostname(pod *corev1.Pod) string {
-	name := pod.Name
-	if pod.Spec.Hostname != "" {
-		name = pod.Spec.Hostname
-	}
-	if len(name) > 63 {
-		name = strings.TrimRight(name[:63], "-.")
-	}
-	return name
 }
 
 func criProtocol(p corev1.Protocol) runtimeapi.Protocol {
@@ -162,81 +151,6 @@ func podNamespaces(pod *corev1.Pod) *runtimeapi.NamespaceOption {
 		ns.Pid = runtimeapi.NamespaceMode_POD
 	}
 	return ns
-}
-
-// dnsConfig returns the pod's resolv.conf settings; nil lets the runtime
-// copy the host's.
-func (k *Kubelet) dnsConfig(pod *corev1.Pod) *runtimeapi.DNSConfig {
-	policy := pod.Spec.DNSPolicy
-	if policy == "" {
-		policy = corev1.DNSClusterFirst
-	}
-	if policy == corev1.DNSClusterFirst && pod.Spec.HostNetwork {
-		policy = corev1.DNSDefault
-	}
-	var cfg *runtimeapi.DNSConfig
-	switch policy {
-	case corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet:
-		if len(k.cfg.ClusterDNS) > 0 {
-			domain := k.cfg.ClusterDomain
-			cfg = &runtimeapi.DNSConfig{
-				Servers:  append([]string(nil), k.cfg.ClusterDNS...),
-				Searches: []string{pod.Namespace + ".svc." + domain, "svc." + domain, domain},
-				Options:  []string{"ndots:5"},
-			}
-		}
-	case corev1.DNSNone:
-		cfg = &runtimeapi.DNSConfig{}
-	}
-	if extra := pod.Spec.DNSConfig; extra != nil {
-		if cfg == nil {
-			cfg = hostDNSConfig()
-		}
-		cfg.Servers = append(cfg.Servers, extra.Nameservers...)
-		cfg.Searches = append(cfg.Searches, extra.Searches...)
-		for _, o := range extra.Options {
-			opt := o.Name
-			if o.Value != nil {
-				opt += ":" + *o.Value
-			}
-			cfg.Options = mergeDNSOption(cfg.Options, opt)
-		}
-	}
-	return cfg
-}
-
-func mergeDNSOption(options []string, opt string) []string {
-	name, _, _ := strings.Cut(opt, ":")
-	for i, existing := range options {
-		if n, _, _ := strings.Cut(existing, ":"); n == name {
-			options[i] = opt
-			return options
-		}
-	}
-	return append(options, opt)
-}
-
-func hostDNSConfig() *runtimeapi.DNSConfig {
-	cfg := &runtimeapi.DNSConfig{}
-	data, err := os.ReadFile("/etc/resolv.conf")
-	if err != nil {
-		return cfg
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 2 {
-			continue
-		}
-		switch fields[0] {
-		case "nameserver":
-			cfg.Servers = append(cfg.Servers, fields[1])
-		case "search":
-			cfg.Searches = append(cfg.Searches, fields[1:]...)
-		case "options":
-			cfg.Options = append(cfg.Options, fields[1:]...)
-		}
-	}
-	return cfg
 }
 
 // containerHash identifies a container spec; a running container whose

@@ -64,6 +64,13 @@ func (k *Kubelet) patchPodStatus(ctx context.Context, pod *corev1.Pod, status co
 	if err != nil {
 		return nil, fmt.Errorf("pod status patch: %w", err)
 	}
+	if string(patch) == "{}" {
+		// Equal once serialized (times differ below the second the API
+		// keeps): writing would change nothing but would wake every watcher
+		// of the pod, this kubelet's informer included, whose sync would
+		// compute the same status again.
+		return pod, nil
+	}
 	var withUID map[string]any
 	if err := json.Unmarshal(patch, &withUID); err != nil {
 		return nil, err
@@ -112,10 +119,18 @@ func (k *Kubelet) podStatus(pod *corev1.Pod, state *podRuntimeState, sandbox *ru
 	}
 	initDone := true
 	status.InitContainerStatuses = nil
+	// Once a regular container was created in this sandbox, the pod is
+	// initialized: a sidecar that exits later does not undo that.
+	regularStarted := currentSandboxID != "" &&
+		slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return state.latest(c.Name, currentSandboxID) != nil })
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cs := k.containerStatus(pod, c, containerKindInit, state, reasonPodInitializing)
-		if cur := state.latest(c.Name, currentSandboxID); !(exited(cur) && cur.ExitCode == 0) {
+		if terminal && isSidecar(c) {
+			cs.Ready = false
+		}
+		cur := state.latest(c.Name, currentSandboxID)
+		if !initContainerDone(c, cur, cs) && !(isSidecar(c) && regularStarted) {
 			initDone = false
 		}
 		status.InitContainerStatuses = append(status.InitContainerStatuses, cs)
@@ -160,7 +175,9 @@ func (k *Kubelet) containerStatus(pod *corev1.Pod, c *corev1.Container, kind str
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Unix(0, cur.StartedAt))}
 		cs.Started = ptrBool(k.prober.started(pod.UID, c, cur.Id))
-		cs.Ready = kind == containerKindRegular && k.prober.ready(pod.UID, c, cur.Id)
+		// A running init container is ready only if it is a sidecar: by its
+		// readiness probe, like a regular container.
+		cs.Ready = (kind == containerKindRegular || isSidecar(c)) && k.prober.ready(pod.UID, c, cur.Id)
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
 		terminated := k.terminatedState(c, cur)
 		if hasWaiting {
@@ -168,6 +185,9 @@ func (k *Kubelet) containerStatus(pod *corev1.Pod, c *corev1.Container, kind str
 			cs.LastTerminationState = corev1.ContainerState{Terminated: terminated}
 		} else {
 			cs.State.Terminated = terminated
+			// As in Kubernetes, an init container that completed is ready:
+			// its work is done.
+			cs.Ready = kind == containerKindInit && !isSidecar(c) && terminated.ExitCode == 0
 		}
 	default:
 		if !hasWaiting {
@@ -246,12 +266,29 @@ func logTail(path string, lines, limit int) string {
 	return out
 }
 
+// initContainerDone reports whether an init container no longer holds up the
+// pod: a regular one completed successfully, a sidecar runs and is started.
+func initContainerDone(c *corev1.Container, cur *runtimeapi.ContainerStatus, cs corev1.ContainerStatus) bool {
+	if isSidecar(c) {
+		return running(cur) && cs.Started != nil && *cs.Started
+	}
+	return exited(cur) && cur.ExitCode == 0
+}
+
 // podPhase derives the phase from container statuses. terminal means no
 // container will run again, whatever the restart policy.
 func podPhase(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, terminal bool) corev1.PodPhase {
 	policy := pod.Spec.RestartPolicy
 	pendingInit := false
-	for _, s := range initStatuses {
+	for i, s := range initStatuses {
+		if i < len(pod.Spec.InitContainers) && isSidecar(&pod.Spec.InitContainers[i]) {
+			// A sidecar holds up the pod until it first runs; its later
+			// restarts do not make the pod pending again.
+			if s.State.Running == nil && s.RestartCount == 0 && s.LastTerminationState.Terminated == nil && s.State.Terminated == nil {
+				pendingInit = true
+			}
+			continue
+		}
 		switch {
 		case s.State.Terminated != nil && s.State.Terminated.ExitCode == 0:
 		case s.State.Terminated != nil && policy == corev1.RestartPolicyNever:
@@ -323,7 +360,13 @@ func podConditions(pod *corev1.Pod, old []corev1.PodCondition, status corev1.Pod
 	}
 
 	var incomplete []string
-	for _, s := range status.InitContainerStatuses {
+	for i, s := range status.InitContainerStatuses {
+		if i < len(pod.Spec.InitContainers) && isSidecar(&pod.Spec.InitContainers[i]) {
+			if s.State.Running == nil || s.Started == nil || !*s.Started {
+				incomplete = append(incomplete, s.Name)
+			}
+			continue
+		}
 		if s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 {
 			incomplete = append(incomplete, s.Name)
 		}

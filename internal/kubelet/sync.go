@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -76,6 +77,9 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) syncResult {
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		// A finished pod keeps its containers for logs but not its sandbox.
 		return syncResult{err: k.killPod(ctx, pod, state, gracePeriod(pod))}
+	}
+	if admitted, err := k.admit(ctx, pod, state); err != nil || !admitted {
+		return syncResult{err: err}
 	}
 	return k.runPod(ctx, pod, state)
 }
@@ -158,10 +162,44 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 	}
 	changed := false
 
+	// Once a regular container was created in this sandbox, the pod is
+	// initialized: a sidecar that exits later no longer holds it up.
+	regularStarted := slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return state.latest(c.Name, sandbox.Id) != nil })
 	initDone := true
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cur := state.latest(c.Name, sandbox.Id)
+		if isSidecar(c) {
+			// A sidecar is done initializing once it runs and passed its
+			// startup probe; it is restarted whenever it exits, whatever the
+			// pod's restart policy.
+			if regularStarted || (running(cur) && k.prober.started(pod.UID, c, cur.Id)) {
+				continue
+			}
+			initDone = false
+			switch {
+			case running(cur):
+				requeue(initPollInterval)
+			case cur != nil && cur.State == runtimeapi.ContainerState_CONTAINER_CREATED:
+				if err := k.runtime.StartContainer(ctx, cur.Id); err != nil {
+					k.log.Warn("start created sidecar container", "err", err)
+				}
+				changed = true
+			case exited(cur):
+				if wait := k.crashLoopWait(pod, c, cur, containerKindInit); wait > 0 {
+					requeue(wait)
+					break
+				}
+				start(c, containerKindInit)
+				requeue(initPollInterval)
+				changed = true
+			default:
+				start(c, containerKindInit)
+				requeue(initPollInterval)
+				changed = true
+			}
+			break
+		}
 		if exited(cur) && cur.ExitCode == 0 {
 			continue
 		}
@@ -193,6 +231,18 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 		break
 	}
 	if initDone {
+		// Sidecars that exited after initialization are restarted.
+		for i := range pod.Spec.InitContainers {
+			c := &pod.Spec.InitContainers[i]
+			if cur := state.latest(c.Name, sandbox.Id); isSidecar(c) && exited(cur) {
+				if wait := k.crashLoopWait(pod, c, cur, containerKindInit); wait > 0 {
+					requeue(wait)
+					continue
+				}
+				start(c, containerKindInit)
+				changed = true
+			}
+		}
 		for i := range pod.Spec.Containers {
 			c := &pod.Spec.Containers[i]
 			cur := state.latest(c.Name, sandbox.Id)
@@ -360,6 +410,12 @@ func (k *Kubelet) createSandbox(ctx context.Context, pod *corev1.Pod, state *pod
 		return nil, state, fmt.Errorf("pod log dir: %w", err)
 	}
 	config := k.sandboxConfig(pod, attempt)
+	// The runtime writes resolv.conf when it creates the sandbox: warn about
+	// its DNS settings then, not on every sync.
+	_, dnsEvents := k.podDNS(pod)
+	for _, e := range dnsEvents {
+		k.recorder.Event(pod, corev1.EventTypeWarning, e.reason, e.message)
+	}
 	if _, err := k.runtime.RunPodSandbox(ctx, config, k.cfg.RuntimeHandler); err != nil {
 		k.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return nil, state, err
@@ -498,6 +554,13 @@ func (k *Kubelet) containerConfig(pod *corev1.Pod, c *corev1.Container, kind str
 		return nil, err
 	}
 	mounts = append(mounts, &runtimeapi.Mount{ContainerPath: terminationPath, HostPath: hostTermination})
+	hosts, err := k.etcHostsMount(pod, c, podIPs)
+	if err != nil {
+		return nil, err
+	}
+	if hosts != nil {
+		mounts = append(mounts, hosts)
+	}
 	config := &runtimeapi.ContainerConfig{
 		Metadata:   &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restarts)},
 		Image:      &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
@@ -547,16 +610,68 @@ func (k *Kubelet) terminationLogFile(pod *corev1.Pod, container string, restarts
 // killPod stops the pod's running containers in parallel, giving each the
 // grace period, then stops its sandboxes. pod may be nil (no events then).
 func (k *Kubelet) killPod(ctx context.Context, pod *corev1.Pod, state *podRuntimeState, grace time.Duration) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, len(state.containers))
 	var podIPs []string
 	if pod != nil {
 		podIPs = k.currentPodIPs(ctx, pod, state)
 	}
-	for _, c := range state.containers {
+	var all []error
+	started := k.clock.Now()
+	for i, wave := range stopWaves(pod, state.containers) {
+		// Sidecars get what is left of the grace period once the containers
+		// they serve stopped.
+		waveGrace := grace
+		if i > 0 {
+			waveGrace = max(grace-k.clock.Since(started), minimumGracePeriod)
+		}
+		all = append(all, k.stopInParallel(ctx, pod, wave, podIPs, waveGrace)...)
+	}
+	for _, s := range state.sandboxes {
+		if s.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+			continue
+		}
+		if err := k.runtime.StopPodSandbox(ctx, s.Id); err != nil && !cri.IsNotFound(err) {
+			all = append(all, err)
+		}
+	}
+	return errors.Join(all...)
+}
+
+// stopWaves orders the containers to stop as Kubernetes does: every running
+// (or created) container but the sidecars at once, then the sidecars one by
+// one in reverse order of the spec, so the containers that use them stop
+// first. Without the pod's spec everything stops at once.
+func stopWaves(pod *corev1.Pod, containers []*runtimeapi.ContainerStatus) [][]*runtimeapi.ContainerStatus {
+	var first []*runtimeapi.ContainerStatus
+	sidecars := map[string][]*runtimeapi.ContainerStatus{}
+	for _, c := range containers {
 		if !running(c) && c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
 			continue
 		}
+		if pod != nil {
+			if spec := findContainer(pod, c.Metadata.GetName()); spec != nil && isSidecar(spec) {
+				sidecars[spec.Name] = append(sidecars[spec.Name], c)
+				continue
+			}
+		}
+		first = append(first, c)
+	}
+	waves := [][]*runtimeapi.ContainerStatus{first}
+	if pod != nil {
+		for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
+			if wave := sidecars[pod.Spec.InitContainers[i].Name]; len(wave) > 0 {
+				waves = append(waves, wave)
+			}
+		}
+	}
+	return waves
+}
+
+// stopInParallel stops containers at once, each with its preStop hook and
+// the grace period.
+func (k *Kubelet) stopInParallel(ctx context.Context, pod *corev1.Pod, containers []*runtimeapi.ContainerStatus, podIPs []string, grace time.Duration) []error {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(containers))
+	for _, c := range containers {
 		var spec *corev1.Container
 		if pod != nil {
 			k.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Metadata.GetName())
@@ -576,15 +691,7 @@ func (k *Kubelet) killPod(ctx context.Context, pod *corev1.Pod, state *podRuntim
 	for err := range errs {
 		all = append(all, err)
 	}
-	for _, s := range state.sandboxes {
-		if s.State != runtimeapi.PodSandboxState_SANDBOX_READY {
-			continue
-		}
-		if err := k.runtime.StopPodSandbox(ctx, s.Id); err != nil && !cri.IsNotFound(err) {
-			all = append(all, err)
-		}
-	}
-	return errors.Join(all...)
+	return all
 }
 
 // removePod removes the pod's sandboxes (and with them its containers) and

@@ -89,17 +89,45 @@ func (k *Kubelet) setupVolumes(ctx context.Context, pod *corev1.Pod, src *object
 
 func (k *Kubelet) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, src *objectSource, in envInputs) (volume, error) {
 	dir := func(kind string) string { return filepath.Join(k.volumesDir(pod), kind, v.Name) }
+	fsGroup, _ := fsGroupOf(pod)
+	// API-backed volumes are written by the kubelet and read-only to the
+	// pod: their files get the fsGroup's read bits when written and the
+	// group after each write.
+	atomic := func(kind string, files map[string]fileContent) (volume, error) {
+		path := dir(kind)
+		if err := writeAtomicDir(path, withFSGroupModes(files, fsGroup)); err != nil {
+			return volume{}, err
+		}
+		if fsGroup != nil {
+			if err := setVolumeOwnership(path, *fsGroup, true, true); err != nil {
+				return volume{}, err
+			}
+		}
+		return volume{hostPath: path, readOnly: true}, nil
+	}
 	switch {
 	case v.EmptyDir != nil:
 		path := dir("empty-dir")
+		_, statErr := os.Stat(path)
+		created := os.IsNotExist(statErr)
 		if err := os.MkdirAll(path, 0o777); err != nil {
 			return volume{}, err
 		}
-		if err := os.Chmod(path, 0o777); err != nil {
-			return volume{}, err
+		if created {
+			if err := os.Chmod(path, 0o777); err != nil {
+				return volume{}, err
+			}
 		}
-		if v.EmptyDir.Medium == corev1.StorageMediumMemory {
+		if v.EmptyDir.Medium == corev1.StorageMediumMemory && !mounted(path) {
 			if err := mountTmpfs(path, v.EmptyDir.SizeLimit); err != nil {
+				return volume{}, err
+			}
+			created = true
+		}
+		// Only a new emptyDir gets the fsGroup: afterwards its files are
+		// the pod's, and walking them on every sync would undo its chmods.
+		if created && fsGroup != nil {
+			if err := setVolumeOwnership(path, *fsGroup, true, false); err != nil {
 				return volume{}, err
 			}
 		}
@@ -111,27 +139,47 @@ func (k *Kubelet) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Vo
 		if err != nil {
 			return volume{}, err
 		}
-		return volume{hostPath: dir("configmap"), readOnly: true}, writeAtomicDir(dir("configmap"), files)
+		return atomic("configmap", files)
 	case v.Secret != nil:
 		files, err := secretFiles(src, pod.Namespace, v.Secret.SecretName, v.Secret.Items, v.Secret.DefaultMode, v.Secret.Optional)
 		if err != nil {
 			return volume{}, err
 		}
-		return volume{hostPath: dir("secret"), readOnly: true}, writeAtomicDir(dir("secret"), files)
+		return atomic("secret", files)
 	case v.DownwardAPI != nil:
 		files, err := downwardAPIFiles(in, v.DownwardAPI.Items, v.DownwardAPI.DefaultMode)
 		if err != nil {
 			return volume{}, err
 		}
-		return volume{hostPath: dir("downward-api"), readOnly: true}, writeAtomicDir(dir("downward-api"), files)
+		return atomic("downward-api", files)
 	case v.Projected != nil:
 		files, err := k.projectedFiles(ctx, pod, v.Projected, src, in)
 		if err != nil {
 			return volume{}, err
 		}
-		return volume{hostPath: dir("projected"), readOnly: true}, writeAtomicDir(dir("projected"), files)
+		return atomic("projected", files)
 	case v.PersistentVolumeClaim != nil:
-		return k.setupClaim(ctx, pod, v.PersistentVolumeClaim)
+		vol, local, err := k.setupClaim(ctx, pod, v.PersistentVolumeClaim)
+		if err != nil || !local || fsGroup == nil {
+			return vol, err
+		}
+		// Local volumes support ownership management (hostPath ones do not,
+		// as upstream): once per pod, since walking a volume of user data on
+		// every sync would be costly, with the pod's fsGroupChangePolicy.
+		key := string(pod.UID) + "/" + v.Name
+		k.mu.Lock()
+		done := k.owned[key]
+		k.mu.Unlock()
+		if !done {
+			_, always := fsGroupOf(pod)
+			if err := setVolumeOwnership(vol.hostPath, *fsGroup, always, vol.readOnly); err != nil {
+				return volume{}, err
+			}
+			k.mu.Lock()
+			k.owned[key] = true
+			k.mu.Unlock()
+		}
+		return vol, nil
 	}
 	return volume{}, fmt.Errorf("volume type not supported by skiff")
 }
@@ -243,31 +291,32 @@ func setupHostPath(hp *corev1.HostPathVolumeSource) (volume, error) {
 	return volume{hostPath: path}, nil
 }
 
-// setupClaim resolves a claim to the hostPath or local volume bound to it.
-func (k *Kubelet) setupClaim(ctx context.Context, pod *corev1.Pod, ref *corev1.PersistentVolumeClaimVolumeSource) (volume, error) {
+// setupClaim resolves a claim to the hostPath or local volume bound to it;
+// local tells which.
+func (k *Kubelet) setupClaim(ctx context.Context, pod *corev1.Pod, ref *corev1.PersistentVolumeClaimVolumeSource) (volume, bool, error) {
 	claim, err := k.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, ref.ClaimName, metav1.GetOptions{})
 	if err != nil {
-		return volume{}, fmt.Errorf("get persistentvolumeclaim %q: %w", ref.ClaimName, err)
+		return volume{}, false, fmt.Errorf("get persistentvolumeclaim %q: %w", ref.ClaimName, err)
 	}
 	if claim.Spec.VolumeName == "" || claim.Status.Phase != corev1.ClaimBound {
-		return volume{}, fmt.Errorf("persistentvolumeclaim %q is not bound", ref.ClaimName)
+		return volume{}, false, fmt.Errorf("persistentvolumeclaim %q is not bound", ref.ClaimName)
 	}
 	pv, err := k.client.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {
-		return volume{}, fmt.Errorf("get persistentvolume %q: %w", claim.Spec.VolumeName, err)
+		return volume{}, false, fmt.Errorf("get persistentvolume %q: %w", claim.Spec.VolumeName, err)
 	}
 	switch {
 	case pv.Spec.HostPath != nil:
 		vol, err := setupHostPath(pv.Spec.HostPath)
 		vol.readOnly = ref.ReadOnly
-		return vol, err
+		return vol, false, err
 	case pv.Spec.Local != nil:
 		if _, err := os.Stat(pv.Spec.Local.Path); err != nil {
-			return volume{}, fmt.Errorf("local volume %q: %w", pv.Name, err)
+			return volume{}, false, fmt.Errorf("local volume %q: %w", pv.Name, err)
 		}
-		return volume{hostPath: pv.Spec.Local.Path, readOnly: ref.ReadOnly}, nil
+		return volume{hostPath: pv.Spec.Local.Path, readOnly: ref.ReadOnly}, true, nil
 	}
-	return volume{}, fmt.Errorf("persistentvolume %q: only hostPath and local volumes are supported", pv.Name)
+	return volume{}, false, fmt.Errorf("persistentvolume %q: only hostPath and local volumes are supported", pv.Name)
 }
 
 func fileMode(itemMode, defaultMode *int32) os.FileMode {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"path"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -235,7 +236,7 @@ func validatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 	}
 	errs = append(errs, ValidateTolerations(spec.Tolerations, fldPath.Child("tolerations"))...)
 	errs = append(errs, validateAffinity(spec.Affinity, fldPath.Child("affinity"))...)
-	errs = append(errs, validatePodSecurityContext(spec.SecurityContext, fldPath.Child("securityContext"))...)
+	errs = append(errs, validatePodSecurityContext(spec, fldPath.Child("securityContext"))...)
 	errs = append(errs, validateTopologySpread(spec.TopologySpreadConstraints, fldPath.Child("topologySpreadConstraints"))...)
 	for i, alias := range spec.HostAliases {
 		p := fldPath.Child("hostAliases").Index(i)
@@ -942,7 +943,8 @@ func validateTopologySpread(constraints []corev1.TopologySpreadConstraint, fldPa
 	return errs
 }
 
-func validatePodSecurityContext(sc *corev1.PodSecurityContext, fldPath *field.Path) field.ErrorList {
+func validatePodSecurityContext(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList {
+	sc := spec.SecurityContext
 	if sc == nil {
 		return nil
 	}
@@ -956,12 +958,59 @@ func validatePodSecurityContext(sc *corev1.PodSecurityContext, fldPath *field.Pa
 	if sc.FSGroupChangePolicy != nil {
 		errs = append(errs, validateEnum(*sc.FSGroupChangePolicy, fldPath.Child("fsGroupChangePolicy"), corev1.FSGroupChangeOnRootMismatch, corev1.FSGroupChangeAlways)...)
 	}
-	for i, s := range sc.Sysctls {
-		if s.Name == "" {
-			errs = append(errs, field.Required(fldPath.Child("sysctls").Index(i).Child("name"), ""))
+	errs = append(errs, validateSysctls(sc.Sysctls, spec.HostNetwork, spec.HostIPC, fldPath.Child("sysctls"))...)
+	return errs
+}
+
+// sysctlNameRegexp is Kubernetes' sysctl name rule: segments of lower-case
+// alphanumerics, '-' and '_' (not at the ends), separated by '.' or '/'.
+var sysctlNameRegexp = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`) //nolint:gochecknoglobals // compiled once, never written.
+
+const sysctlMaxLength = 253
+
+// validateSysctls checks names as Kubernetes does: valid and unique, and no
+// sysctl of a namespace the pod shares with the host (net.* with
+// hostNetwork; kernel.sem, kernel.shm*, kernel.msg*, fs.mqueue.* with hostIPC).
+func validateSysctls(sysctls []corev1.Sysctl, hostNetwork, hostIPC bool, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	names := map[string]bool{}
+	for i, s := range sysctls {
+		p := fldPath.Index(i).Child("name")
+		switch {
+		case s.Name == "":
+			errs = append(errs, field.Required(p, ""))
+		case len(s.Name) > sysctlMaxLength || !sysctlNameRegexp.MatchString(s.Name):
+			errs = append(errs, field.Invalid(p, s.Name, fmt.Sprintf("must have at most %d characters and match regex %s", sysctlMaxLength, sysctlNameRegexp)))
+		case names[s.Name]:
+			errs = append(errs, field.Duplicate(p, s.Name))
+		}
+		names[s.Name] = true
+		switch name := normalizeSysctlName(s.Name); {
+		case hostNetwork && strings.HasPrefix(name, "net."):
+			errs = append(errs, field.Invalid(p, s.Name, "may not be specified when 'hostNetwork' is true"))
+		case hostIPC && (name == "kernel.sem" || strings.HasPrefix(name, "kernel.shm") || strings.HasPrefix(name, "kernel.msg") || strings.HasPrefix(name, "fs.mqueue.")):
+			errs = append(errs, field.Invalid(p, s.Name, "may not be specified when 'hostIPC' is true"))
 		}
 	}
 	return errs
+}
+
+// normalizeSysctlName turns "net/ipv4/ip_forward" into "net.ipv4.ip_forward":
+// when the first separator is a slash, slashes and dots swap.
+func normalizeSysctlName(name string) string {
+	i := strings.IndexAny(name, "./")
+	if i < 0 || name[i] == '.' {
+		return name
+	}
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '.':
+			return '/'
+		case '/':
+			return '.'
+		}
+		return r
+	}, name)
 }
 
 func validateID(id *int64, check func(int64) []string, fldPath *field.Path) field.ErrorList {

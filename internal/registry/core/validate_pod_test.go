@@ -29,6 +29,12 @@ func TestValidatePodAcceptsValidPods(t *testing.T) {
 			p.Spec.NodeSelector = map[string]string{"kubernetes.io/os": "linux"}
 			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}}}}}
 		}).obj(),
+		"sysctls": makePod("sysctls").with(func(p *corev1.Pod) {
+			p.Spec.HostIPC = true
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{
+				{Name: "net.ipv4.ip_local_port_range", Value: "1024 65535"}, {Name: "net/ipv4/conf/eth0.100/rp_filter", Value: "1"}, {Name: "kernel.unknown_but_valid", Value: "1"},
+			}}
+		}).obj(),
 		"sidecar": makePod("sidecar").with(func(p *corev1.Pod) {
 			always := corev1.ContainerRestartPolicyAlways
 			p.Spec.InitContainers = []corev1.Container{{Name: "proxy", Image: "envoy", RestartPolicy: &always,
@@ -210,6 +216,23 @@ func TestValidatePodRejects(t *testing.T) {
 		{"privileged without escalation", makePod("web").with(func(p *corev1.Pod) {
 			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptrTo(true), AllowPrivilegeEscalation: ptrTo(false)}
 		}).obj(), wantErr{"spec.containers[0].securityContext", field.ErrorTypeInvalid, "cannot set `allowPrivilegeEscalation` to false and `privileged` to true"}, false},
+		{"sysctl name", makePod("web").with(func(p *corev1.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"}, {Name: "foo-", Value: "1"}}}
+		}).obj(), wantErr{"spec.securityContext.sysctls[1].name", field.ErrorTypeInvalid, `must have at most 253 characters and match regex ^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`}, false},
+		{"sysctl name empty", makePod("web").with(func(p *corev1.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "", Value: "1"}}}
+		}).obj(), wantErr{"spec.securityContext.sysctls[0].name", field.ErrorTypeRequired, ""}, false},
+		{"sysctl duplicate", makePod("web").with(func(p *corev1.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.msgmax", Value: "1"}, {Name: "kernel.msgmax", Value: "2"}}}
+		}).obj(), wantErr{"spec.securityContext.sysctls[1].name", field.ErrorTypeDuplicate, ""}, false},
+		{"net sysctl with host network", makePod("web").with(func(p *corev1.Pod) {
+			p.Spec.HostNetwork = true
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net/ipv4/tcp_syncookies", Value: "1"}}}
+		}).obj(), wantErr{"spec.securityContext.sysctls[0].name", field.ErrorTypeInvalid, "may not be specified when 'hostNetwork' is true"}, false},
+		{"ipc sysctl with host ipc", makePod("web").with(func(p *corev1.Pod) {
+			p.Spec.HostIPC = true
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"}}}
+		}).obj(), wantErr{"spec.securityContext.sysctls[0].name", field.ErrorTypeInvalid, "may not be specified when 'hostIPC' is true"}, false},
 		{"topology spread", makePod("web").with(func(p *corev1.Pod) {
 			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 0, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}}
 		}).obj(), wantErr{"spec.topologySpreadConstraints[0].maxSkew", field.ErrorTypeInvalid, ""}, false},
