@@ -51,6 +51,8 @@ type Node struct {
 	stopCompaction context.CancelFunc
 	// caches are the API server's watch caches, stopped before the etcd client closes.
 	caches cacheSet
+	// lock keeps a second skiff off this node's data dir until Stop.
+	lock *dataDirLock
 }
 
 // Run starts every component of the node's roles and blocks until ctx ends or one fails. Shutdown
@@ -177,7 +179,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	n := &Node{cfg: cfg}
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, lock: lock}
 	ok := false
 	defer func() {
 		if !ok {
@@ -256,6 +262,7 @@ func (n *Node) Stop() {
 	if n.etcdMember != nil {
 		n.etcdMember.Stop()
 	}
+	n.lock.release()
 }
 
 func (n *Node) startStorage(ctx context.Context) error {
