@@ -53,7 +53,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runImages(args[1:], stdout, stderr)
 	case "explain":
 		return runExplain(args[1:], stdout, stderr)
-	case "version":
+	case "version", "--version":
 		fmt.Fprintln(stdout, cluster.Version.GitVersion)
 		return nil
 	case "-h", "--help", "help":
