@@ -75,7 +75,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 	if err != nil {
 		return nil, err
 	}
-	saKey, err := pki.LoadOrCreateKey(filepath.Join(cfg.DataDir, "pki", "sa.key"))
+	saKey, err := pki.LoadKey(filepath.Join(cfg.DataDir, "pki", "sa.key"))
 	if err != nil {
 		return nil, fmt.Errorf("service account key: %w", err)
 	}

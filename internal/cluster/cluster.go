@@ -309,9 +309,18 @@ type nodeCerts struct {
 // admin kubeconfig.
 func ensureCertificates(cfg *Config, now time.Time) (*nodeCerts, error) {
 	dir := filepath.Join(cfg.DataDir, "pki")
+	_, statErr := os.Stat(filepath.Join(dir, "ca.crt"))
+	newCluster := errors.Is(statErr, os.ErrNotExist)
 	ca, err := pki.LoadOrCreateCA(dir, "ca", "skiff-ca", now)
 	if err != nil {
 		return nil, err
+	}
+	// The service-account signing key is born with the CA; afterwards it must be there (the API
+	// server refuses to start without it rather than invalidate every token with a new one).
+	if newCluster {
+		if _, err := pki.LoadOrCreateKey(filepath.Join(dir, "sa.key")); err != nil {
+			return nil, fmt.Errorf("service account key: %w", err)
+		}
 	}
 	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(cfg.AdvertiseAddress)}
 	if ip := net.ParseIP(cfg.BindAddress); ip != nil && !ip.IsUnspecified() {

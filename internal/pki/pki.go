@@ -41,7 +41,11 @@ func LoadOrCreateCA(dir, name, commonName string, now time.Time) (*CA, error) {
 	keyPEM, keyErr := os.ReadFile(keyPath)
 	switch {
 	case certErr == nil && keyErr == nil:
-		return parseCA(certPEM, keyPEM)
+		ca, err := parseCA(certPEM, keyPEM)
+		if err != nil {
+			return nil, fmt.Errorf("CA %s or %s is damaged: %w; restore both from a backup (a new CA would invalidate every certificate and kubeconfig of the cluster)", certPath, keyPath, err)
+		}
+		return ca, nil
 	case errors.Is(certErr, os.ErrNotExist) && errors.Is(keyErr, os.ErrNotExist):
 	default:
 		return nil, fmt.Errorf("CA %s: certificate and key must both exist or both be absent (cert: %v, key: %v)", name, certErr, keyErr)
@@ -132,17 +136,33 @@ func (ca *CA) Issue(leaf Leaf, now time.Time) (certPEM, keyPEM []byte, err error
 
 // EnsureLeaf keeps dir/<name>.crt and .key valid for leaf: an existing pair is reused while it was
 // signed by ca, covers every requested name and address, and has more than a month to live;
-// otherwise a new pair replaces it.
+// otherwise (a renewal skiff schedules on purpose) a new pair replaces it, and an absent pair is
+// issued. A damaged or half-present pair is an error naming the file and the fix, never silently
+// replaced: whoever trusted the old certificate would stop working.
 func (ca *CA) EnsureLeaf(dir, name string, leaf Leaf, now time.Time) (certPath, keyPath string, err error) {
 	certPath, keyPath = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	if certPEM, err := os.ReadFile(certPath); err == nil {
-		if _, keyErr := os.Stat(keyPath); keyErr == nil {
-			if cert, err := ParseCertificate(certPEM); err == nil && ca.covers(cert, leaf, now) {
-				return certPath, keyPath, nil
-			}
+	certPEM, certErr := os.ReadFile(certPath)
+	keyPEM, keyErr := os.ReadFile(keyPath)
+	fix := fmt.Sprintf("restore it, or delete %s and %s to have skiff issue a new pair", certPath, keyPath)
+	switch {
+	case errors.Is(certErr, os.ErrNotExist) && errors.Is(keyErr, os.ErrNotExist):
+	case certErr != nil:
+		return "", "", fmt.Errorf("certificate %s: %w; %s", certPath, certErr, fix)
+	case keyErr != nil:
+		return "", "", fmt.Errorf("key %s: %w; %s", keyPath, keyErr, fix)
+	default:
+		cert, err := ParseCertificate(certPEM)
+		if err != nil {
+			return "", "", fmt.Errorf("certificate %s is damaged: %w; %s", certPath, err, fix)
+		}
+		if err := matchesKey(cert, keyPEM); err != nil {
+			return "", "", fmt.Errorf("key %s is damaged or does not belong to %s: %w; %s", keyPath, certPath, err, fix)
+		}
+		if ca.covers(cert, leaf, now) {
+			return certPath, keyPath, nil
 		}
 	}
-	certPEM, keyPEM, err := ca.Issue(leaf, now)
+	certPEM, keyPEM, err = ca.Issue(leaf, now)
 	if err != nil {
 		return "", "", err
 	}
@@ -264,8 +284,38 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	return nil
 }
 
+// matchesKey checks that keyPEM parses and is the private half of cert's public key.
+func matchesKey(cert *x509.Certificate, keyPEM []byte) error {
+	key, err := ParseKey(keyPEM)
+	if err != nil {
+		return err
+	}
+	pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool })
+	if !ok || !pub.Equal(cert.PublicKey) {
+		return errors.New("the key is not the certificate's")
+	}
+	return nil
+}
+
+// LoadKey reads the PEM private key at path, which must exist: the service-account signing key of
+// an existing cluster, whose loss would invalidate every token issued.
+func LoadKey(path string) (crypto.Signer, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("key %s is missing: restore it from a backup (every service-account token was signed with it); to start over, delete it together with the CA only when you mean to re-create the whole cluster's credentials", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read key %s: %w", path, err)
+	}
+	key, err := ParseKey(data)
+	if err != nil {
+		return nil, fmt.Errorf("key %s is damaged: %w; restore it from a backup", path, err)
+	}
+	return key, nil
+}
+
 // LoadOrCreateKey reads the PEM private key at path, creating an ECDSA P-256 key there when absent
-// (the service-account signing key).
+// (the service-account signing key of a new cluster).
 func LoadOrCreateKey(path string) (crypto.Signer, error) {
 	if data, err := os.ReadFile(path); err == nil {
 		return ParseKey(data)

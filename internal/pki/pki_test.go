@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,5 +150,88 @@ func TestSignPublicKeyCapsAtTheCA(t *testing.T) {
 	}
 	if !cert.NotAfter.Equal(ca.Cert.NotAfter) || cert.IsCA || cert.Subject.CommonName != "system:node:a" {
 		t.Fatalf("certificate: notAfter %s (CA %s), isCA %v, CN %q", cert.NotAfter, ca.Cert.NotAfter, cert.IsCA, cert.Subject.CommonName)
+	}
+}
+
+func TestDamagedOrHalfPresentLeafIsRefused(t *testing.T) {
+	now := time.Now()
+	leaf := Leaf{CommonName: "kube-apiserver", DNSNames: []string{"localhost"}, Server: true}
+	other := Leaf{CommonName: "other", Client: true}
+	tests := []struct {
+		name    string
+		damage  func(t *testing.T, dir string)
+		wantErr string // "" means the pair is (re)issued
+	}{
+		{"absent pair is issued", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "apiserver.crt"))
+			os.Remove(filepath.Join(dir, "apiserver.key"))
+		}, ""},
+		{"missing key", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "apiserver.key")) }, "apiserver.key"},
+		{"missing certificate", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "apiserver.crt")) }, "apiserver.crt"},
+		{"garbled certificate", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "apiserver.crt"), "not a certificate")
+		}, "certificate " + "%DIR%/apiserver.crt is damaged"},
+		{"garbled key", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "apiserver.key"), "-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n")
+		}, "key %DIR%/apiserver.key is damaged"},
+		{"key of another certificate", func(t *testing.T, dir string) {
+			data, err := os.ReadFile(filepath.Join(dir, "other.key"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(dir, "apiserver.key"), string(data))
+		}, "does not belong to"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ca, err := LoadOrCreateCA(dir, "ca", "test-ca", now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := ca.EnsureLeaf(dir, "apiserver", leaf, now); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := ca.EnsureLeaf(dir, "other", other, now); err != nil {
+				t.Fatal(err)
+			}
+			tt.damage(t, dir)
+			_, _, err = ca.EnsureLeaf(dir, "apiserver", leaf, now)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("EnsureLeaf: %v", err)
+				}
+				return
+			}
+			want := strings.ReplaceAll(tt.wantErr, "%DIR%", dir)
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "delete "+filepath.Join(dir, "apiserver.crt")) {
+				t.Fatalf("EnsureLeaf: %v, want an error containing %q and the fix", err, want)
+			}
+		})
+	}
+}
+
+func TestLoadKey(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sa.key")
+	if _, err := LoadKey(path); err == nil || !strings.Contains(err.Error(), "sa.key is missing") {
+		t.Fatalf("missing key: %v", err)
+	}
+	if _, err := LoadOrCreateKey(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadKey(path); err != nil {
+		t.Fatalf("present key: %v", err)
+	}
+	writeFile(t, path, "garbage")
+	if _, err := LoadKey(path); err == nil || !strings.Contains(err.Error(), "sa.key is damaged") {
+		t.Fatalf("damaged key: %v", err)
+	}
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

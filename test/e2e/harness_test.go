@@ -77,6 +77,23 @@ func newCluster(t *testing.T, extraArgs ...string) *cluster {
 
 func (c *cluster) start() {
 	c.t.Helper()
+	args := c.serverArgs()
+	logFile, err := os.OpenFile(filepath.Join(c.dataDir, "skiff.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.logFile = logFile
+	c.cmd = exec.Command(c.bin, args...)
+	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
+	if err := c.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.waitReady()
+}
+
+// serverArgs are the node's `skiff server` arguments.
+func (c *cluster) serverArgs() []string {
+	c.t.Helper()
 	roles := "etcd,controlplane"
 	if c.roles != "" {
 		roles = c.roles
@@ -92,17 +109,7 @@ func (c *cluster) start() {
 	args := append([]string{"server", "--data-dir", c.dataDir, "--roles", roles, "--bind-address", "127.0.0.1",
 		"--https-port", strconv.Itoa(c.ports[0]), "--etcd-client-port", strconv.Itoa(c.ports[1]),
 		"--etcd-peer-port", strconv.Itoa(c.ports[2]), "--kubelet-port", strconv.Itoa(c.kubeletPort)}, c.extraArgs...)
-	logFile, err := os.OpenFile(filepath.Join(c.dataDir, "skiff.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.logFile = logFile
-	c.cmd = exec.Command(c.bin, args...)
-	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
-	if err := c.cmd.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	c.waitReady()
+	return args
 }
 
 func (c *cluster) waitReady() {
