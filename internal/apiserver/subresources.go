@@ -333,7 +333,6 @@ func (h *resourceHandler) markDisruptionTarget(ctx context.Context, namespace, n
 	return opts, nil
 }
 
-
 // consumeDisruption finds the budget covering pod and takes one allowed disruption from it; a dry run
 // only checks that one is allowed.
 func (s *Server) consumeDisruption(ctx context.Context, pod *corev1.Pod, dryRun bool) error {
