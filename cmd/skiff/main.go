@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/skiff-sh/skiff/internal/cluster"
 )
 
@@ -85,6 +87,7 @@ func runServer(args []string, stderr io.Writer) error {
 	unsafeSysctls := fs.String("allowed-unsafe-sysctls", "", "comma-separated unsafe sysctls or patterns (ending in *) pods may set besides the safe ones, e.g. kernel.msg*,net.core.somaxconn")
 	clusterDNS := fs.String("cluster-dns", "", "comma-separated cluster DNS server addresses for ClusterFirst pods (default: the 10th address of --service-cidr, 10.43.0.10); until a Service has that cluster IP, ClusterFirst pods get the node's resolv.conf")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	logFormat := fs.String("log-format", "text", "log format: text or json (one line per record either way)")
 	fs.StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "directory for certificates, etcd data and kubeconfigs")
 	fs.IntVar(&cfg.HTTPSPort, "https-port", 6443, "API server HTTPS port")
 	fs.IntVar(&cfg.EtcdClientPort, "etcd-client-port", 2379, "embedded etcd client port")
@@ -135,11 +138,11 @@ func runServer(args []string, stderr io.Writer) error {
 		}
 	}
 	cfg.Controllers = strings.Split(*controllers, ",")
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	logger, err := newLogger(stderr, *logLevel, *logFormat)
+	if err != nil {
+		return err
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Logger = logger
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -160,4 +163,28 @@ func runKubeconfig(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = stdout.Write(data)
 	return err
+}
+
+// newLogger builds the node's one logger and routes the process-wide ones into it at this edge:
+// klog (client-go, leader election) and Go's log package (net/http) would otherwise print their
+// own formats beside skiff's. Components still get the logger passed in, never the global one.
+func newLogger(w io.Writer, levelName, format string) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(levelName)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var handler slog.Handler
+	switch format {
+	case "text":
+		handler = slog.NewTextHandler(w, opts)
+	case "json":
+		handler = slog.NewJSONHandler(w, opts)
+	default:
+		return nil, fmt.Errorf("--log-format: %q is not text or json", format)
+	}
+	logger := slog.New(handler)
+	slog.SetDefault(logger)
+	klog.SetSlogLogger(logger.With("component", "klog"))
+	return logger, nil
 }

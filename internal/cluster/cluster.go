@@ -267,7 +267,7 @@ func (n *Node) Stop() {
 
 func (n *Node) startStorage(ctx context.Context) error {
 	if len(n.cfg.EtcdServers) > 0 {
-		client, err := etcd.NewClient(n.cfg.EtcdServers, nil)
+		client, err := etcd.NewClient(n.cfg.EtcdServers, nil, n.cfg.Logger)
 		if err != nil {
 			return fmt.Errorf("connect to external etcd %v: %w", n.cfg.EtcdServers, err)
 		}
@@ -281,6 +281,7 @@ func (n *Node) startStorage(ctx context.Context) error {
 		AdvertiseClientURLs: []string{"http://127.0.0.1:" + strconv.Itoa(n.cfg.EtcdClientPort)},
 		ListenPeerURLs:      []string{"http://127.0.0.1:" + strconv.Itoa(n.cfg.EtcdPeerPort)},
 		AdvertisePeerURLs:   []string{"http://127.0.0.1:" + strconv.Itoa(n.cfg.EtcdPeerPort)},
+		Logger:              n.cfg.Logger,
 	}
 	if ecfg.Name == "" {
 		ecfg.Name = etcd.DefaultName

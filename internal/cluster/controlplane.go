@@ -95,6 +95,7 @@ func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMe
 			Controllers:            cfg.Controllers,
 			ClusterCIDR:            cfg.ClusterCIDR,
 			NodeMonitorGracePeriod: cfg.NodeMonitorGracePeriod,
+			Logger:                 cfg.Logger.With("component", "controller-manager"),
 		})
 		if ctx.Err() != nil {
 			return nil

@@ -3,6 +3,7 @@ package etcd
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -70,6 +71,9 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// LogLevel is the zap level of etcd's own logs ("debug", "info", "warn", "error").
 	LogLevel string
+	// Logger, when set, receives etcd's logs (as component=etcd) instead of etcd's own JSON on
+	// stderr.
+	Logger *slog.Logger
 }
 
 // Default fills unset fields with the values of a single-node member on loopback.

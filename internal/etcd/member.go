@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -27,6 +29,9 @@ type Member struct {
 	err      error
 	stopOnce sync.Once
 	stopped  chan struct{}
+	// stopping is set when Stop begins, so the logger treats etcd's complaints about its own
+	// closing listeners as the expected part of a stop.
+	stopping *atomic.Bool
 }
 
 // Start launches an embedded etcd member. It returns once the member's listeners are open; Ready
@@ -37,7 +42,8 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	ecfg, err := embedConfig(cfg)
+	stopping := &atomic.Bool{}
+	ecfg, err := embedConfig(cfg, stopping)
 	if err != nil {
 		return nil, err
 	}
@@ -49,11 +55,12 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 		return nil, fmt.Errorf("start etcd member %s in %s: %w", cfg.Name, cfg.DataDir, err)
 	}
 	m := &Member{
-		cfg:     cfg,
-		etcd:    e,
-		ready:   make(chan struct{}),
-		failed:  make(chan struct{}),
-		stopped: make(chan struct{}),
+		stopping: stopping,
+		cfg:      cfg,
+		etcd:     e,
+		ready:    make(chan struct{}),
+		failed:   make(chan struct{}),
+		stopped:  make(chan struct{}),
 	}
 	go m.supervise(ctx)
 	return m, nil
@@ -139,18 +146,19 @@ func (m *Member) Client() (*clientv3.Client, error) {
 			return nil, fmt.Errorf("etcd client TLS for member %s: %w", m.cfg.Name, err)
 		}
 	}
-	return NewClient(m.ClientURLs(), tlsConfig)
+	return NewClient(m.ClientURLs(), tlsConfig, m.cfg.Logger)
 }
 
 // Stop shuts the member down and waits for it; safe to call more than once.
 func (m *Member) Stop() {
 	m.stopOnce.Do(func() {
+		m.stopping.Store(true)
 		close(m.stopped)
 		m.etcd.Close()
 	})
 }
 
-func embedConfig(cfg Config) (*embed.Config, error) {
+func embedConfig(cfg Config, stopping *atomic.Bool) (*embed.Config, error) {
 	ec := embed.NewConfig()
 	ec.Name = cfg.Name
 	ec.Dir = cfg.DataDir
@@ -179,7 +187,7 @@ func embedConfig(cfg Config) (*embed.Config, error) {
 	// The embedded member runs inside skiff; its metrics and pprof are not served separately.
 	ec.Metrics = "basic"
 
-	lg, err := newLogger(cfg.LogLevel)
+	lg, err := newLogger(cfg.LogLevel, cfg.Logger, stopping)
 	if err != nil {
 		return nil, err
 	}
@@ -198,10 +206,13 @@ func tlsInfo(t TLSFiles) transport.TLSInfo {
 	}
 }
 
-func newLogger(level string) (*zap.Logger, error) {
+func newLogger(level string, log *slog.Logger, stopping *atomic.Bool) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("etcd log level %q: %w", level, err)
+	}
+	if log != nil {
+		return zap.New(&slogCore{log: log.With("component", "etcd"), minLevel: lvl, stopping: stopping}), nil
 	}
 	zc := zap.NewProductionConfig()
 	zc.Level = zap.NewAtomicLevelAt(lvl)
@@ -219,14 +230,15 @@ func newLogger(level string) (*zap.Logger, error) {
 const DefaultDialTimeout = 5 * time.Second
 
 // NewClient connects to etcd at endpoints (an external cluster from --etcd-servers, or an embedded
-// member); tlsConfig may be nil for plain HTTP. The caller closes the client.
-func NewClient(endpoints []string, tlsConfig *tls.Config) (*clientv3.Client, error) {
+// member); tlsConfig may be nil for plain HTTP. log, when set, receives the client's logs (as
+// component=etcd); nil leaves them to etcd's JSON on stderr. The caller closes the client.
+func NewClient(endpoints []string, tlsConfig *tls.Config, log *slog.Logger) (*clientv3.Client, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("etcd client: no endpoints")
 	}
 	// The client logs every retried request at warn, including expected answers such as
 	// "future revision": only errors are worth printing.
-	lg, err := newLogger("error")
+	lg, err := newLogger("error", log, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -80,4 +81,36 @@ func TestDamagedCredentialsStopTheNode(t *testing.T) {
 	}
 	c.start()
 	mustContain(t, c.kubectl("get", "namespaces"), "kube-system")
+}
+
+// TestOneLogFormat: with --log-format json every line the node prints (its own, etcd's, klog's)
+// is one JSON record, and a clean stop prints no error.
+func TestOneLogFormat(t *testing.T) {
+	c := newCluster(t, "--log-format", "json")
+	mustContain(t, c.kubectl("get", "namespaces"), "kube-system")
+	c.stop()
+	data, err := os.ReadFile(filepath.Join(c.dataDir, "skiff.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	components := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var rec struct {
+			Level     string `json:"level"`
+			Msg       string `json:"msg"`
+			Component string `json:"component"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("a log line is not JSON (%v): %s", err, line)
+		}
+		if rec.Level == "ERROR" {
+			t.Errorf("a clean start and stop logged an error: %s", line)
+		}
+		components[rec.Component] = true
+	}
+	for _, want := range []string{"etcd", "scheduler", "controller-manager"} {
+		if !components[want] {
+			t.Errorf("no log line from %s; components seen: %v", want, components)
+		}
+	}
 }

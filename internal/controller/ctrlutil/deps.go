@@ -2,6 +2,7 @@ package ctrlutil
 
 import (
 	"context"
+	"log/slog"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +24,16 @@ type Deps struct {
 	QueueMetrics workqueue.MetricsProvider
 	// Observe, when set, is told the outcome of every reconcile.
 	Observe ReconcileObserver
+	// Logger receives the controller's logs, already tagged with its name; nil discards them.
+	Logger *slog.Logger
+}
+
+// Log is deps' logger, or one that discards (tests that do not care leave Logger nil).
+func (d Deps) Log() *slog.Logger {
+	if d.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return d.Logger
 }
 
 // ReconcileObserver is told the result of one reconcile of one controller.

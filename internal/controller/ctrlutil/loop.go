@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
@@ -19,6 +20,7 @@ type Loop struct {
 	Queue     workqueue.TypedRateLimitingInterface[string]
 	Reconcile func(ctx context.Context, key string) error
 	observe   ReconcileObserver
+	log       *slog.Logger
 }
 
 // NewLoop builds a loop named after its controller; the name labels the queue
@@ -30,6 +32,7 @@ func NewLoop(name string, deps Deps, reconcile func(ctx context.Context, key str
 		Queue:     workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), cfg),
 		Reconcile: reconcile,
 		observe:   deps.Observe,
+		log:       deps.Log(),
 	}
 }
 
@@ -52,8 +55,8 @@ func (l *Loop) EnqueueAfter(key string, d time.Duration) {
 func (l *Loop) Run(ctx context.Context, workers int, synced ...cache.InformerSynced) {
 	defer utilruntime.HandleCrash()
 	defer l.Queue.ShutDown()
-	slog.Info("starting controller", "controller", l.Name, "workers", workers)
-	defer slog.Info("stopped controller", "controller", l.Name)
+	l.log.Debug("starting controller", "workers", workers)
+	defer l.log.Debug("stopped controller")
 	if !cache.WaitForNamedCacheSync(l.Name, ctx.Done(), synced...) {
 		return
 	}
@@ -87,7 +90,13 @@ func (l *Loop) ProcessNext(ctx context.Context) bool {
 		l.Queue.Forget(key)
 		return true
 	}
-	slog.Error("reconcile failed, requeuing", "controller", l.Name, "key", key, "err", err)
+	// A conflict is routine (another writer got there first; the retry reads the new state), so it
+	// is logged at debug; anything else is worth an operator's attention.
+	level := slog.LevelError
+	if apierrors.IsConflict(err) {
+		level = slog.LevelDebug
+	}
+	l.log.Log(ctx, level, "reconcile failed, requeuing", "key", key, "err", err)
 	l.Queue.AddRateLimited(key)
 	return true
 }

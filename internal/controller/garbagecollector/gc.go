@@ -41,6 +41,7 @@ type Controller struct {
 	factory  dynamicinformer.DynamicSharedInformerFactory
 	clock    clock.WithTicker
 	loop     *ctrlutil.Loop
+	log      *slog.Logger
 
 	mu       sync.RWMutex
 	monitors map[schema.GroupVersionResource]*monitor
@@ -59,6 +60,7 @@ func New(deps ctrlutil.Deps, client dynamic.Interface, discover ctrlutil.Discove
 		discover: discover,
 		factory:  dynamicinformer.NewDynamicSharedInformerFactory(client, 0),
 		clock:    deps.Clock,
+		log:      deps.Log(),
 		monitors: map[schema.GroupVersionResource]*monitor{},
 		kinds:    map[schema.GroupKind]ctrlutil.APIResource{},
 	}
@@ -102,10 +104,10 @@ func (c *Controller) synced() bool {
 func (c *Controller) rediscover(ctx context.Context) {
 	resources, err := c.discover(ctx)
 	if err != nil {
-		slog.Warn("garbage collector discovery incomplete", "err", err)
+		c.log.Warn("garbage collector discovery incomplete", "err", err)
 	}
 	if err := c.AddResources(resources); err != nil {
-		slog.Error("garbage collector monitors", "err", err)
+		c.log.Error("garbage collector monitors", "err", err)
 	}
 }
 
@@ -385,7 +387,7 @@ func (c *Controller) lookupOwner(ctx context.Context, mon *monitor, item metav1.
 	res, known := c.kinds[gv.WithKind(ref.Kind).GroupKind()]
 	c.mu.RUnlock()
 	if !known {
-		slog.Warn("owner kind not served; leaving dependant alone", "kind", ref.Kind, "apiVersion", ref.APIVersion,
+		c.log.Warn("owner kind not served; leaving dependant alone", "kind", ref.Kind, "apiVersion", ref.APIVersion,
 			"dependant", item.GetNamespace()+"/"+item.GetName())
 		return nil, true, nil
 	}

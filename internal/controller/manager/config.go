@@ -3,6 +3,7 @@ package manager
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"time"
@@ -56,6 +57,10 @@ type Config struct {
 	// default 8760h, one year); a request's spec.expirationSeconds may only shorten it.
 	ClusterSigningDuration time.Duration
 
+	// Logger receives the manager's and every controller's logs (each tagged controller=<name>);
+	// default: discarded.
+	Logger *slog.Logger
+
 	// Clock drives every controller's time; default the real clock.
 	Clock clock.WithTicker
 	// Registerer receives the metrics; default a fresh registry (discarded).
@@ -75,6 +80,9 @@ type LeaderElection struct {
 
 // Default fills unset fields with kube-controller-manager's defaults.
 func (c *Config) Default() {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
 	if c.Identity == "" {
 		host, _ := os.Hostname()
 		c.Identity = fmt.Sprintf("%s_%d", host, os.Getpid())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,7 +49,7 @@ func run(ctx context.Context, cfg Config, registry map[string]constructor) error
 			if explicit.Has(name) {
 				return fmt.Errorf("controller manager: controller %q is not available yet", name)
 			}
-			slog.Warn("controller not available yet; skipping", "controller", name)
+			cfg.Logger.Warn("controller not available yet; skipping", "controller", name)
 			enabled.Delete(name)
 		}
 	}
@@ -99,7 +98,7 @@ func runElected(ctx context.Context, cfg *Config, runControllers func(context.Co
 				term.wg.Add(1)
 				term.Unlock()
 				defer term.wg.Done()
-				slog.Info("became leader; starting controllers", "identity", cfg.Identity, "lease", le.Namespace+"/"+le.Name)
+				cfg.Logger.Info("became leader; starting controllers", "identity", cfg.Identity, "lease", le.Namespace+"/"+le.Name)
 				if err := runControllers(leaderCtx); err != nil {
 					term.Lock()
 					term.err = err
@@ -107,11 +106,11 @@ func runElected(ctx context.Context, cfg *Config, runControllers func(context.Co
 				}
 			},
 			OnStoppedLeading: func() {
-				slog.Info("stopped leading", "identity", cfg.Identity)
+				cfg.Logger.Info("stopped leading", "identity", cfg.Identity)
 			},
 			OnNewLeader: func(identity string) {
 				if identity != cfg.Identity {
-					slog.Info("another instance leads", "leader", identity)
+					cfg.Logger.Info("another instance leads", "leader", identity)
 				}
 			},
 		},
@@ -150,6 +149,7 @@ func runTerm(ctx context.Context, cfg *Config, registry map[string]constructor, 
 			Recorder:     broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: componentName(name)}),
 			QueueMetrics: metrics,
 			Observe:      metrics.ObserveReconcile,
+			Logger:       cfg.Logger.With("controller", name),
 		}
 		r, err := registry[name](deps, cfg)
 		if err != nil {
@@ -168,7 +168,7 @@ func runTerm(ctx context.Context, cfg *Config, registry map[string]constructor, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			slog.Info("started controller", "controller", r.name)
+			cfg.Logger.Debug("started controller", "controller", r.name)
 			r.runner.Run(ctx, cfg.Workers)
 		}()
 	}

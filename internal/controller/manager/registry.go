@@ -1,7 +1,6 @@
 package manager
 
 import (
-	"log/slog"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -47,23 +46,23 @@ func constructors() map[string]constructor {
 		PersistentVolumeBinder: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return pvbinder.New(deps) },
 		RootCACertPublisher: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			if len(cfg.RootCA) == 0 {
-				slog.Warn("root-ca-cert-publisher needs the cluster CA bundle; not started")
+				deps.Log().Warn("root-ca-cert-publisher needs the cluster CA bundle; not started")
 				return nil, nil
 			}
 			return rootcacertpublisher.New(deps, cfg.RootCA)
 		},
 		CSRSigning: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			if cfg.ClusterSigningCA == nil {
-				slog.Warn("csrsigning needs the cluster signing CA; not started")
+				deps.Log().Warn("csrsigning needs the cluster signing CA; not started")
 				return nil, nil
 			}
-			return csrsigning.New(deps, csrsigning.Config{CA: cfg.ClusterSigningCA, Duration: cfg.ClusterSigningDuration, Logger: slog.Default()})
+			return csrsigning.New(deps, csrsigning.Config{CA: cfg.ClusterSigningCA, Duration: cfg.ClusterSigningDuration, Logger: deps.Log()})
 		},
 		CSRApproving: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) {
-			return csrapproving.New(deps, csrapproving.Config{Logger: slog.Default()})
+			return csrapproving.New(deps, csrapproving.Config{Logger: deps.Log()})
 		},
 		CSRCleaner: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) {
-			return csrcleaner.New(deps, csrcleaner.Config{Logger: slog.Default()}), nil
+			return csrcleaner.New(deps, csrcleaner.Config{Logger: deps.Log()}), nil
 		},
 		Endpoint:      func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpoint.New(deps) },
 		EndpointSlice: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpointslice.New(deps) },
@@ -78,21 +77,21 @@ func constructors() map[string]constructor {
 		},
 		NodeIPAM: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			if cfg.ClusterCIDR == "" {
-				slog.Info("nodeipam needs --cluster-cidr; not started")
+				deps.Log().Info("nodeipam needs --cluster-cidr; not started")
 				return nil, nil
 			}
 			return nodeipam.New(deps, cfg.ClusterCIDR, cfg.NodeCIDRMaskSize)
 		},
 		GarbageCollector: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			if cfg.Dynamic == nil {
-				slog.Warn("garbage collector needs a dynamic client; not started")
+				deps.Log().Warn("garbage collector needs a dynamic client; not started")
 				return nil, nil
 			}
 			return garbagecollector.New(deps, cfg.Dynamic, ctrlutil.Discovery(cfg.Client.Discovery())), nil
 		},
 		Namespace: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			if cfg.Dynamic == nil {
-				slog.Warn("namespace controller needs a dynamic client; not started")
+				deps.Log().Warn("namespace controller needs a dynamic client; not started")
 				return nil, nil
 			}
 			return namespace.New(deps, cfg.Dynamic, ctrlutil.Discovery(cfg.Client.Discovery()))

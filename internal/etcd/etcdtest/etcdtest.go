@@ -155,7 +155,7 @@ func StartExternal(t testing.TB) string {
 
 func waitHealthy(t testing.TB, clientURL string, exited <-chan error, logPath string) {
 	t.Helper()
-	c, err := etcd.NewClient([]string{clientURL}, nil)
+	c, err := etcd.NewClient([]string{clientURL}, nil, nil)
 	if err != nil {
 		t.Fatalf("client for external etcd: %v", err)
 	}

@@ -15,7 +15,7 @@ import (
 // --etcd-servers does.
 func TestExternalEtcd(t *testing.T) {
 	url := etcdtest.StartExternal(t)
-	client, err := etcd.NewClient([]string{url}, nil)
+	client, err := etcd.NewClient([]string{url}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
