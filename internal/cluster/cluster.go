@@ -272,19 +272,16 @@ func (n *Node) startStorage(ctx context.Context) error {
 			return fmt.Errorf("connect to external etcd %v: %w", n.cfg.EtcdServers, err)
 		}
 		n.etcdClient = client
-		return nil
+		return recordEtcdEndpoints(n.cfg.DataDir, n.cfg.EtcdServers)
 	}
 	ecfg := etcd.Config{
-		Name:                n.cfg.NodeName,
+		Name:                etcdMemberName(n.cfg),
 		DataDir:             filepath.Join(n.cfg.DataDir, "etcd"),
 		ListenClientURLs:    []string{"http://127.0.0.1:" + strconv.Itoa(n.cfg.EtcdClientPort)},
 		AdvertiseClientURLs: []string{"http://127.0.0.1:" + strconv.Itoa(n.cfg.EtcdClientPort)},
 		ListenPeerURLs:      []string{"http://127.0.0.1:" + strconv.Itoa(n.cfg.EtcdPeerPort)},
 		AdvertisePeerURLs:   []string{"http://127.0.0.1:" + strconv.Itoa(n.cfg.EtcdPeerPort)},
 		Logger:              n.cfg.Logger,
-	}
-	if ecfg.Name == "" {
-		ecfg.Name = etcd.DefaultName
 	}
 	member, err := etcd.Start(ctx, ecfg)
 	if err != nil {
@@ -296,7 +293,7 @@ func (n *Node) startStorage(ctx context.Context) error {
 		return fmt.Errorf("etcd client: %w", err)
 	}
 	n.etcdClient = client
-	return nil
+	return recordEtcdEndpoints(n.cfg.DataDir, ecfg.AdvertiseClientURLs)
 }
 
 type nodeCerts struct {
