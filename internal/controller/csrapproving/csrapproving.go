@@ -80,7 +80,7 @@ func New(deps ctrlutil.Deps, cfg Config) (*Controller, error) {
 	}
 	informer := deps.Informers.Certificates().V1().CertificateSigningRequests()
 	c := &Controller{
-		client: deps.Client, lister: informer.Lister(), clock: deps.Clock, log: cfg.Logger.With("controller", Name),
+		client: deps.Client, lister: informer.Lister(), clock: deps.Clock, log: cfg.Logger,
 		synced: []cache.InformerSynced{informer.Informer().HasSynced},
 	}
 	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)

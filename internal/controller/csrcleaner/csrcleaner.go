@@ -57,7 +57,7 @@ func New(deps ctrlutil.Deps, cfg Config) *Controller {
 	}
 	informer := deps.Informers.Certificates().V1().CertificateSigningRequests()
 	return &Controller{
-		client: deps.Client, lister: informer.Lister(), clock: deps.Clock, log: cfg.Logger.With("controller", Name),
+		client: deps.Client, lister: informer.Lister(), clock: deps.Clock, log: cfg.Logger,
 		synced: informer.Informer().HasSynced,
 	}
 }
