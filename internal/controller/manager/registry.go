@@ -1,7 +1,6 @@
 package manager
 
 import (
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-sh/skiff/internal/controller/cronjob"
