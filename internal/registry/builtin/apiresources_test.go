@@ -22,7 +22,6 @@ import (
 // shrink.
 var notYetServed = []string{
 	"v1 bindings",
-	"v1 replicationcontrollers",
 	"admissionregistration.k8s.io/v1 mutatingwebhookconfigurations",
 	"admissionregistration.k8s.io/v1 validatingadmissionpolicies",
 	"admissionregistration.k8s.io/v1 validatingadmissionpolicybindings",

@@ -68,6 +68,22 @@ func Resources() []*registry.Resource {
 			},
 		},
 		{
+			GroupVersion: gv, Kind: "ReplicationController", ListKind: "ReplicationControllerList", Plural: "replicationcontrollers", Singular: "replicationcontroller",
+			ShortNames: []string{"rc"}, Categories: []string{categoryAll}, Namespaced: true,
+			New:      func() runtime.Object { return &corev1.ReplicationController{} },
+			NewList:  func() runtime.Object { return &corev1.ReplicationControllerList{} },
+			Strategy: newReplicationControllerStrategy(),
+			Status:   newReplicationControllerStatusStrategy(),
+			Scale:    replicationControllerScale(),
+			SelectableFields: func(obj runtime.Object) fields.Set {
+				rc, ok := obj.(*corev1.ReplicationController)
+				if !ok {
+					return nil
+				}
+				return fields.Set{"status.replicas": strconv.Itoa(int(rc.Status.Replicas))}
+			},
+		},
+		{
 			GroupVersion: gv, Kind: "Service", ListKind: "ServiceList", Plural: "services", Singular: "service",
 			ShortNames: []string{"svc"}, Categories: []string{categoryAll}, Namespaced: true,
 			New:      func() runtime.Object { return &corev1.Service{} },

@@ -40,6 +40,7 @@ func TestResourcesDiscoveryNames(t *testing.T) {
 		"endpoints":              {"Endpoints", "endpoints", []string{"ep"}, nil, true, false},
 		"configmaps":             {"ConfigMap", "configmap", []string{"cm"}, nil, true, false},
 		"podtemplates":           {"PodTemplate", "podtemplate", nil, nil, true, false},
+		"replicationcontrollers": {"ReplicationController", "replicationcontroller", []string{"rc"}, []string{"all"}, true, true},
 		"componentstatuses":      {"ComponentStatus", "componentstatus", []string{"cs"}, nil, false, false},
 		"secrets":                {"Secret", "secret", nil, nil, true, false},
 		"serviceaccounts":        {"ServiceAccount", "serviceaccount", []string{"sa"}, nil, true, false},
