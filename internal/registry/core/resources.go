@@ -46,10 +46,14 @@ func Resources() []*registry.Resource {
 		{
 			GroupVersion: gv, Kind: "Pod", ListKind: "PodList", Plural: "pods", Singular: "pod",
 			ShortNames: []string{"po"}, Categories: []string{categoryAll}, Namespaced: true,
-			New:              func() runtime.Object { return &corev1.Pod{} },
-			NewList:          func() runtime.Object { return &corev1.PodList{} },
-			Strategy:         newPodStrategy(),
-			Status:           newPodStatusStrategy(),
+			New:      func() runtime.Object { return &corev1.Pod{} },
+			NewList:  func() runtime.Object { return &corev1.PodList{} },
+			Strategy: newPodStrategy(),
+			Status:   newPodStatusStrategy(),
+			Subresources: map[string]*registry.Subresource{
+				"ephemeralcontainers": {Strategy: podEphemeralContainersStrategy()},
+				"resize":              {Strategy: podResizeStrategy()},
+			},
 			SelectableFields: podSelectableFields,
 		},
 		{
