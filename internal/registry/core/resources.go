@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -108,6 +109,16 @@ func Resources() []*registry.Resource {
 			New:      func() runtime.Object { return &corev1.ConfigMap{} },
 			NewList:  func() runtime.Object { return &corev1.ConfigMapList{} },
 			Strategy: newConfigMapStrategy(),
+		},
+		{
+			// Create only, and never stored: the API server turns a Binding posted here into the
+			// pods/binding write of the pod it names, as Kubernetes' legacy bindings resource does.
+			GroupVersion: gv, Kind: "Binding", ListKind: "BindingList", Plural: "bindings", Singular: "binding",
+			Namespaced: true,
+			New:        func() runtime.Object { return &corev1.Binding{} },
+			NewList:    func() runtime.Object { return &metav1.List{} },
+			Strategy:   newBindingStrategy(),
+			Verbs:      []string{"create"},
 		},
 		{
 			// Computed on every read from probes, never stored: the cluster wires a read-only

@@ -585,3 +585,26 @@ func podEphemeralContainersStrategy() podSubresourceStrategy {
 func podResizeStrategy() podSubresourceStrategy {
 	return podSubresourceStrategy{keep: PrepareResize, validate: ValidatePodResize}
 }
+
+// --- bindings ---
+
+// newBindingStrategy validates a Binding as Kubernetes' ValidatePodBinding does; the API server
+// applies it to the named pod instead of storing it.
+func newBindingStrategy() *typedStrategy[*corev1.Binding] {
+	return &typedStrategy[*corev1.Binding]{
+		validate:       ValidateBinding,
+		validateUpdate: func(b, _ *corev1.Binding) field.ErrorList { return ValidateBinding(b) },
+	}
+}
+
+// ValidateBinding checks that a Binding names a node: target.kind is Node or empty, target.name set.
+func ValidateBinding(b *corev1.Binding) field.ErrorList {
+	var errs field.ErrorList
+	if b.Target.Kind != "" && b.Target.Kind != "Node" {
+		errs = append(errs, field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node", "<empty>"}))
+	}
+	if b.Target.Name == "" {
+		errs = append(errs, field.Required(field.NewPath("target", "name"), ""))
+	}
+	return errs
+}
