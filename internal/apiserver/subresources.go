@@ -39,6 +39,12 @@ func (s *Server) extraSubresource(gr schema.GroupResource, name string) subresou
 		return servePodConnect
 	case "serviceaccounts/token":
 		return serveServiceAccountToken
+	case "pods/proxy":
+		return servePodProxy
+	case "services/proxy":
+		return serveServiceProxy
+	case "nodes/proxy":
+		return serveNodeProxy
 	}
 	if s.cfg.ExtraSubresources != nil {
 		if f := s.cfg.ExtraSubresources(gr, name); f != nil {
