@@ -61,6 +61,17 @@ func testReplicationController(root ctl) {
 		t.Fatalf("pod owner = %q", owner)
 	}
 
+	// kubectl debug adds an ephemeral container through pods/ephemeralcontainers (a strategic
+	// merge patch); simulated nodes do not run it, so it is not attached to.
+	pod := k.jsonpath("{.items[0].metadata.name}", "pods", "-l", "app=rc-web")
+	k.run("debug", pod, "--image=registry.example/debug:v1", "--target=web", "--container=debugger")
+	if got := k.jsonpath("{.spec.ephemeralContainers[0].name}={.spec.ephemeralContainers[0].targetContainerName}", "pod", pod); got != "debugger=web" {
+		t.Fatalf("ephemeral container after kubectl debug = %q", got)
+	}
+	if _, err := k.try("debug", pod, "--image=registry.example/debug:v1", "--container=web"); err == nil {
+		t.Fatal("kubectl debug reused a container's name")
+	}
+
 	mustContain(t, k.run("scale", "rc", "web", "--replicas=4"), "scaled")
 	readyPods(4)
 	k.run("scale", "rc", "web", "--replicas=1")
