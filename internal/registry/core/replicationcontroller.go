@@ -47,12 +47,11 @@ func ValidateReplicationController(rc *corev1.ReplicationController) field.Error
 	return append(errs, validateReplicationControllerSpec(&rc.Spec, specPath)...)
 }
 
-// ValidateReplicationControllerUpdate checks an update of the main resource. Unlike a ReplicaSet's,
-// an RC's selector may change.
+// ValidateReplicationControllerUpdate checks an update of the main resource (whose status is the
+// stored one). Unlike a ReplicaSet's, an RC's selector may change.
 func ValidateReplicationControllerUpdate(rc, old *corev1.ReplicationController) field.ErrorList {
 	errs := validateObjectMetaUpdate(&rc.ObjectMeta, &old.ObjectMeta)
-	errs = append(errs, validateReplicationControllerSpec(&rc.Spec, specPath)...)
-	return append(errs, ValidateReplicationControllerStatus(&rc.Status)...)
+	return append(errs, validateReplicationControllerSpec(&rc.Spec, specPath)...)
 }
 
 // ValidateReplicationControllerStatusUpdate checks an update through /status.
