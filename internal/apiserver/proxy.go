@@ -63,7 +63,8 @@ func splitSchemeNamePort(id string) (scheme, name, port string, ok bool) {
 // proxyPath is what follows "<name>/proxy" in the request path, leading slash kept ("" when the
 // request ends at "proxy").
 func proxyPath(r *http.Request, info *RequestInfo) string {
-	marker := "/" + info.Name + "/proxy"
+	// The first match is the route itself: namespaces and names cannot contain "/".
+	marker := "/" + info.Resource + "/" + info.Name + "/proxy"
 	i := strings.Index(r.URL.Path, marker)
 	if i < 0 {
 		return ""

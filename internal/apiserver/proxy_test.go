@@ -274,3 +274,18 @@ func mustAtoi(t *testing.T, s string) int {
 	}
 	return n
 }
+
+func TestProxyPath(t *testing.T) {
+	tests := []struct{ path, want string }{
+		{"/api/v1/namespaces/ns/pods/web:80/proxy/a/b/", "/a/b/"},
+		{"/api/v1/namespaces/ns/pods/web/proxy", ""},
+		{"/api/v1/namespaces/proxy/pods/proxy/proxy/pods/proxy/proxy", "/pods/proxy/proxy"},
+		{"/api/v1/nodes/n1/proxy/healthz", "/healthz"},
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest(http.MethodGet, tt.path, nil)
+		if got := proxyPath(r, ParseRequestInfo(r)); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.path, got, tt.want)
+		}
+	}
+}
