@@ -28,6 +28,7 @@ spec:
 func testReplicationController(root ctl) {
 	k := root.namespace("rc")
 	t := k.t
+	mustContain(t, k.run("explain", "rc.spec.selector"), "KIND:", "ReplicationController", "FIELD: selector <map[string]string>")
 	k.apply(rcManifest)
 	if got := k.jsonpath("{.spec.selector.app}", "rc", "web"); got != "rc-web" {
 		t.Fatalf("selector not defaulted from the template: %q", got)
