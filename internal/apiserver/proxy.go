@@ -37,8 +37,8 @@ func newProxyTransport() *http.Transport {
 	}
 }
 
-// splitSchemeNamePort reads "name", "name:port" or "scheme:name:port" (scheme http or https), as
-// Kubernetes' SplitSchemeNamePort does.
+// splitSchemeNamePort reads "name", "name:port" or "scheme:name:port" (scheme http, https or empty;
+// an empty port means the default one), as Kubernetes' SplitSchemeNamePort does.
 func splitSchemeNamePort(id string) (scheme, name, port string, ok bool) {
 	parts := strings.Split(id, ":")
 	switch len(parts) {
@@ -51,10 +51,7 @@ func splitSchemeNamePort(id string) (scheme, name, port string, ok bool) {
 	default:
 		return "", "", "", false
 	}
-	if name == "" || (len(parts) > 1 && port == "") || (scheme != "" && scheme != "http" && scheme != "https") {
-		return "", "", "", false
-	}
-	if len(parts) == 3 && scheme == "" {
+	if name == "" || (scheme != "" && scheme != "http" && scheme != "https") {
 		return "", "", "", false
 	}
 	return scheme, name, port, true
