@@ -136,7 +136,8 @@ func servePodConnect(h *resourceHandler, w http.ResponseWriter, r *http.Request,
 			// The caller's credentials are for the API server, not the kubelet.
 			pr.Out.Header.Del("Authorization")
 		},
-		Transport:     &http.Transport{TLSClientConfig: h.s.cfg.Kubelet.TLS.Clone(), ForceAttemptHTTP2: false},
+		// One transport per server: a transport per request would leave its idle connections behind.
+		Transport:     h.s.kubeletTransport,
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			h.s.writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("error dialing kubelet %s: %v", target.Host, err)))

@@ -133,6 +133,11 @@ func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *Re
 		h.serveSubresource(w, r, info)
 		return
 	}
+	if h.res.GroupResource() == (schema.GroupResource{Resource: "bindings"}) {
+		// Not stored: a Binding posted here is a write to the pod it names.
+		serveBindings(h, w, r, info)
+		return
+	}
 	if !h.allowsVerb(info.Verb) || !routed(info) {
 		h.s.writeError(w, r, methodNotAllowed())
 		return

@@ -101,6 +101,14 @@ type Server struct {
 	// nameSuffix makes generated names' random part (a seam for tests of name collisions).
 	nameSuffix func() string
 
+	// proxyTransport reaches pods and services for their proxy subresources; kubeletTransport
+	// reaches kubelets for nodes/proxy (nil without a kubelet client configuration).
+	proxyTransport   *http.Transport
+	kubeletTransport *http.Transport
+	// proxyAddressAllowed decides which pod and endpoint IPs the proxies may dial (a seam for
+	// tests, whose backends listen on loopback).
+	proxyAddressAllowed func(net.IP) bool
+
 	// services allocates cluster IPs and node ports (nil when no service range is configured); the
 	// services strategy's hooks call it.
 	services *servicealloc.Allocator
@@ -143,6 +151,12 @@ func New(cfg Config) (*Server, error) {
 		handlers:   map[schema.GroupVersionResource]*resourceHandler{},
 		byKind:     map[schema.GroupVersionKind]*resourceHandler{},
 		nameSuffix: randomNameSuffix,
+
+		proxyTransport:      newProxyTransport(),
+		proxyAddressAllowed: defaultProxyAddressAllowed,
+	}
+	if cfg.Kubelet != nil {
+		s.kubeletTransport = &http.Transport{TLSClientConfig: cfg.Kubelet.TLS.Clone(), ForceAttemptHTTP2: false}
 	}
 	m, err := newMetrics(cfg.Registry)
 	if err != nil {

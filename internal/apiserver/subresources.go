@@ -39,6 +39,12 @@ func (s *Server) extraSubresource(gr schema.GroupResource, name string) subresou
 		return servePodConnect
 	case "serviceaccounts/token":
 		return serveServiceAccountToken
+	case "pods/proxy":
+		return servePodProxy
+	case "services/proxy":
+		return serveServiceProxy
+	case "nodes/proxy":
+		return serveNodeProxy
 	}
 	if s.cfg.ExtraSubresources != nil {
 		if f := s.cfg.ExtraSubresources(gr, name); f != nil {
@@ -184,6 +190,47 @@ func servePodBinding(h *resourceHandler, w http.ResponseWriter, r *http.Request,
 		h.s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", binding.Name, info.Name)))
 		return
 	}
+	h.bindPod(w, r, info.Namespace, info.Name, binding, opts)
+}
+
+// serveBindings is the legacy POST /api/v1/namespaces/{ns}/bindings: pods/binding with the pod named
+// by the Binding's metadata.name. h is the bindings handler; the write goes through the pods one.
+func serveBindings(h *resourceHandler, w http.ResponseWriter, r *http.Request, info *RequestInfo) {
+	if info.Verb != "create" || info.Name != "" {
+		h.s.writeError(w, r, methodNotAllowed())
+		return
+	}
+	pods := h.s.handlerForGroupResource(schema.GroupResource{Resource: "pods"})
+	if pods == nil {
+		h.s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("pods are not served")))
+		return
+	}
+	opts, body, ok := h.readWrite(w, r)
+	if !ok {
+		return
+	}
+	binding := &corev1.Binding{}
+	if err := runtime.DecodeInto(h.s.codecs.UniversalDecoder(corev1.SchemeGroupVersion), body, binding); err != nil {
+		h.s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("Binding in version \"v1\" cannot be handled as a Binding: %v", err)))
+		return
+	}
+	if binding.Namespace != "" && binding.Namespace != info.Namespace {
+		h.s.writeError(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
+		return
+	}
+	if binding.Name == "" {
+		h.s.writeError(w, r, apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, "",
+			field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")}))
+		return
+	}
+	pods.bindPod(w, r, info.Namespace, binding.Name, binding, opts)
+}
+
+// bindPod assigns pod name to binding's node (h is the pods handler), as Kubernetes' BindingREST
+// does: the target must be a Node, the pod unassigned and not being deleted, and a uid in the
+// Binding is a precondition.
+func (h *resourceHandler) bindPod(w http.ResponseWriter, r *http.Request, namespace, name string, binding *corev1.Binding, opts writeOptions) {
+	info := &RequestInfo{Namespace: namespace, Name: name}
 	if binding.Target.Name == "" {
 		h.s.writeError(w, r, apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, info.Name,
 			field.ErrorList{field.Required(field.NewPath("target", "name"), "")}))

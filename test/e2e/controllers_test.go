@@ -54,6 +54,7 @@ func TestControllers(t *testing.T) {
 		t.Run("statefulset", func(t *testing.T) { t.Parallel(); testStatefulSet(ctl{c: c, t: t}) })
 		t.Run("endpoints", func(t *testing.T) { t.Parallel(); testEndpoints(ctl{c: c, t: t}) })
 		t.Run("endpointslice mirroring", func(t *testing.T) { t.Parallel(); testEndpointSliceMirroring(ctl{c: c, t: t}) })
+		t.Run("replicationcontroller", func(t *testing.T) { t.Parallel(); testReplicationController(ctl{c: c, t: t}) })
 	})
 }
 

@@ -10,17 +10,19 @@ import (
 
 // Controller names, as kube-controller-manager spells them.
 const (
-	ReplicaSet       = "replicaset"
-	Deployment       = "deployment"
-	DaemonSet        = "daemonset"
-	StatefulSet      = "statefulset"
-	Job              = "job"
-	CronJob          = "cronjob"
-	GarbageCollector = "garbagecollector"
-	Namespace        = "namespace"
-	NodeLifecycle    = "nodelifecycle"
-	Endpoint         = "endpoint"
-	EndpointSlice    = "endpointslice"
+	ReplicaSet = "replicaset"
+	// ReplicationController is the ReplicaSet controller over ReplicationControllers.
+	ReplicationController = "replicationcontroller"
+	Deployment            = "deployment"
+	DaemonSet             = "daemonset"
+	StatefulSet           = "statefulset"
+	Job                   = "job"
+	CronJob               = "cronjob"
+	GarbageCollector      = "garbagecollector"
+	Namespace             = "namespace"
+	NodeLifecycle         = "nodelifecycle"
+	Endpoint              = "endpoint"
+	EndpointSlice         = "endpointslice"
 	// EndpointSliceMirroring mirrors custom Endpoints (of selectorless Services) into slices.
 	EndpointSliceMirroring = "endpointslicemirroring"
 	ServiceAccount         = "serviceaccount"
@@ -45,7 +47,8 @@ const (
 func KnownControllers() []string {
 	return []string{ReplicaSet, Deployment, DaemonSet, StatefulSet, Job, CronJob, GarbageCollector, Namespace,
 		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption,
-		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring, CSRSigning, CSRApproving, CSRCleaner}
+		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring, CSRSigning, CSRApproving, CSRCleaner,
+		ReplicationController}
 }
 
 // ParseControllers turns --controllers values into the set of enabled

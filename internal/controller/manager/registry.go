@@ -22,6 +22,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/podgc"
 	"github.com/skiff-sh/skiff/internal/controller/pvbinder"
 	"github.com/skiff-sh/skiff/internal/controller/replicaset"
+	"github.com/skiff-sh/skiff/internal/controller/replication"
 	"github.com/skiff-sh/skiff/internal/controller/resourcequota"
 	"github.com/skiff-sh/skiff/internal/controller/rootcacertpublisher"
 	"github.com/skiff-sh/skiff/internal/controller/serviceaccount"
@@ -32,7 +33,10 @@ import (
 // constructors maps each implemented controller to its constructor.
 func constructors() map[string]constructor {
 	return map[string]constructor{
-		ReplicaSet:             func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return replicaset.New(deps) },
+		ReplicaSet: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return replicaset.New(deps) },
+		ReplicationController: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) {
+			return replication.New(deps)
+		},
 		Deployment:             func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return deployment.New(deps) },
 		DaemonSet:              func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return daemonset.New(deps) },
 		StatefulSet:            func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return statefulset.New(deps) },

@@ -13,10 +13,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -31,15 +31,62 @@ const Name = "replicaset"
 // BurstReplicas caps the creates or deletes of one sync, as Kubernetes does.
 const BurstReplicas = 500
 
-// GroupVersionKind of the owner written into pods' controllerRef.
-func controllerKind() schema.GroupVersionKind {
-	return appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+// Owner is the seam that lets one implementation serve ReplicaSets and ReplicationControllers, as
+// Kubernetes' replication manager is the ReplicaSet controller over converted objects: the
+// controller decides on ReplicaSets only, and an Owner reads its own type as ReplicaSets and writes
+// their status back.
+type Owner struct {
+	// Name is the controller's name (work queue, metrics).
+	Name string
+	// Kind is written into the controllerRef of the pods the controller creates and adopts.
+	Kind schema.GroupVersionKind
+	// Informer delivers the owner objects' events; the controller registers its handlers on it.
+	Informer cache.SharedIndexInformer
+	// Get reads the informer's cache and returns a copy the caller may change; List's objects are
+	// only read.
+	Get  func(namespace, name string) (*appsv1.ReplicaSet, error)
+	List func(namespace string) ([]*appsv1.ReplicaSet, error)
+	// GetLive reads from the API server, past the cache (the recheck before adopting).
+	GetLive func(ctx context.Context, namespace, name string) (*appsv1.ReplicaSet, error)
+	// UpdateStatus writes rs.Status through the owner's /status subresource.
+	UpdateStatus func(ctx context.Context, rs *appsv1.ReplicaSet) error
+	// EventObject is what events about rs are recorded against (the owner in its own type).
+	EventObject func(rs *appsv1.ReplicaSet) runtime.Object
 }
 
-// Controller reconciles ReplicaSets.
+// ReplicaSets is the Owner of apps/v1 ReplicaSets.
+func ReplicaSets(deps ctrlutil.Deps) Owner {
+	informer := deps.Informers.Apps().V1().ReplicaSets()
+	lister := informer.Lister()
+	return Owner{
+		Name:     Name,
+		Kind:     appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
+		Informer: informer.Informer(),
+		Get: func(namespace, name string) (*appsv1.ReplicaSet, error) {
+			rs, err := lister.ReplicaSets(namespace).Get(name)
+			if err != nil {
+				return nil, err
+			}
+			return rs.DeepCopy(), nil
+		},
+		List: func(namespace string) ([]*appsv1.ReplicaSet, error) {
+			return lister.ReplicaSets(namespace).List(labels.Everything())
+		},
+		GetLive: func(ctx context.Context, namespace, name string) (*appsv1.ReplicaSet, error) {
+			return deps.Client.AppsV1().ReplicaSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		},
+		UpdateStatus: func(ctx context.Context, rs *appsv1.ReplicaSet) error {
+			_, err := deps.Client.AppsV1().ReplicaSets(rs.Namespace).UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+			return err
+		},
+		EventObject: func(rs *appsv1.ReplicaSet) runtime.Object { return rs },
+	}
+}
+
+// Controller reconciles ReplicaSets, or another Owner seen as ReplicaSets.
 type Controller struct {
 	client       kubernetes.Interface
-	rsLister     appslisters.ReplicaSetLister
+	owner        Owner
 	podLister    corelisters.PodLister
 	recorder     record.EventRecorder
 	clock        clock.PassiveClock
@@ -48,26 +95,28 @@ type Controller struct {
 	synced       []cache.InformerSynced
 }
 
-// New builds the controller and registers its informers' handlers.
-func New(deps ctrlutil.Deps) (*Controller, error) {
-	rsInformer := deps.Informers.Apps().V1().ReplicaSets()
+// New builds the ReplicaSet controller and registers its informers' handlers.
+func New(deps ctrlutil.Deps) (*Controller, error) { return NewFor(deps, ReplicaSets(deps)) }
+
+// NewFor builds the controller for owner and registers its informers' handlers.
+func NewFor(deps ctrlutil.Deps, owner Owner) (*Controller, error) {
 	podInformer := deps.Informers.Core().V1().Pods()
 	c := &Controller{
 		client:       deps.Client,
-		rsLister:     rsInformer.Lister(),
+		owner:        owner,
 		podLister:    podInformer.Lister(),
 		recorder:     deps.Recorder,
 		clock:        deps.Clock,
 		expectations: ctrlutil.NewExpectations(deps.Clock),
-		synced:       []cache.InformerSynced{rsInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
+		synced:       []cache.InformerSynced{owner.Informer.HasSynced, podInformer.Informer().HasSynced},
 	}
-	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
-	if _, err := rsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	c.loop = ctrlutil.NewLoop(owner.Name, deps, c.Sync)
+	if _, err := owner.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.loop.Enqueue,
 		UpdateFunc: func(_, obj any) { c.loop.Enqueue(obj) },
 		DeleteFunc: c.deleteReplicaSet,
 	}); err != nil {
-		return nil, fmt.Errorf("replicaset informer handler: %w", err)
+		return nil, fmt.Errorf("%s informer handler: %w", owner.Name, err)
 	}
 	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addPod,
@@ -94,12 +143,12 @@ func (c *Controller) deleteReplicaSet(obj any) {
 	c.loop.Enqueue(obj)
 }
 
-// ownerKey resolves a pod's controllerRef to a ReplicaSet key, or "".
+// ownerKey resolves a pod's controllerRef to an owner key, or "".
 func (c *Controller) ownerKey(pod *corev1.Pod, ref *metav1.OwnerReference) string {
-	if ref == nil || ref.Kind != controllerKind().Kind || ref.APIVersion != controllerKind().GroupVersion().String() {
+	if ref == nil || ref.Kind != c.owner.Kind.Kind || ref.APIVersion != c.owner.Kind.GroupVersion().String() {
 		return ""
 	}
-	rs, err := c.rsLister.ReplicaSets(pod.Namespace).Get(ref.Name)
+	rs, err := c.owner.Get(pod.Namespace, ref.Name)
 	if err != nil || rs.UID != ref.UID {
 		return ""
 	}
@@ -109,7 +158,7 @@ func (c *Controller) ownerKey(pod *corev1.Pod, ref *metav1.OwnerReference) strin
 // enqueueMatching enqueues every ReplicaSet whose selector matches an orphan
 // pod, so one of them can adopt it.
 func (c *Controller) enqueueMatching(pod *corev1.Pod) {
-	sets, err := c.rsLister.ReplicaSets(pod.Namespace).List(labels.Everything())
+	sets, err := c.owner.List(pod.Namespace)
 	if err != nil {
 		return
 	}
@@ -162,7 +211,7 @@ func (c *Controller) updatePod(oldObj, newObj any) {
 			c.loop.Queue.Add(key)
 			// A pod that just became ready turns available minReadySeconds later.
 			if !ctrlutil.IsPodReady(oldPod) && ctrlutil.IsPodReady(pod) {
-				if rs, err := c.rsLister.ReplicaSets(pod.Namespace).Get(ref.Name); err == nil && rs.Spec.MinReadySeconds > 0 {
+				if rs, err := c.owner.Get(pod.Namespace, ref.Name); err == nil && rs.Spec.MinReadySeconds > 0 {
 					c.loop.EnqueueAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
 				}
 			}
@@ -199,19 +248,18 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil // a malformed key will never become valid
 	}
-	cached, err := c.rsLister.ReplicaSets(namespace).Get(name)
+	rs, err := c.owner.Get(namespace, name)
 	if apierrors.IsNotFound(err) {
 		c.expectations.Delete(key)
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("get replicaset %s: %w", key, err)
+		return fmt.Errorf("get %s %s: %w", c.owner.Kind.Kind, key, err)
 	}
-	rs := cached.DeepCopy()
 	needsSync := c.expectations.Satisfied(key)
 	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
 	if err != nil || selector.Empty() {
-		c.recorder.Eventf(rs, corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
+		c.recorder.Eventf(c.owner.EventObject(rs), corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
 		return nil
 	}
 	all, err := c.podLister.Pods(namespace).List(labels.Everything())
@@ -267,16 +315,16 @@ func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selec
 			// Re-read the owner once, uncached: adopting for a ReplicaSet that
 			// is already being deleted (or was recreated) would orphan again.
 			if !freshChecked {
-				fresh, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+				fresh, err := c.owner.GetLive(ctx, rs.Namespace, rs.Name)
 				if err != nil {
-					return nil, fmt.Errorf("recheck replicaset %s/%s before adoption: %w", rs.Namespace, rs.Name, err)
+					return nil, fmt.Errorf("recheck %s %s/%s before adoption: %w", c.owner.Kind.Kind, rs.Namespace, rs.Name, err)
 				}
 				if fresh.UID != rs.UID || fresh.DeletionTimestamp != nil {
 					return owned, nil
 				}
 				freshChecked = true
 			}
-			patch, err := ctrlutil.AdoptPatch(pod, ctrlutil.NewControllerRef(rs, controllerKind()))
+			patch, err := ctrlutil.AdoptPatch(pod, ctrlutil.NewControllerRef(rs, c.owner.Kind))
 			if err == nil {
 				_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 			}
@@ -307,15 +355,15 @@ func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.
 	case diff < 0:
 		n := min(-diff, BurstReplicas)
 		c.expectations.ExpectCreations(key, n)
-		ref := ctrlutil.NewControllerRef(rs, controllerKind())
+		ref := ctrlutil.NewControllerRef(rs, c.owner.Kind)
 		successes, err := ctrlutil.SlowStartBatch(n, 1, func() error {
 			pod := ctrlutil.PodFromTemplate(&rs.Spec.Template, rs.Namespace, rs.Name, ref)
 			created, err := c.client.CoreV1().Pods(rs.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 			if err != nil {
-				c.recorder.Eventf(rs, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+				c.recorder.Eventf(c.owner.EventObject(rs), corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 				return err
 			}
-			c.recorder.Eventf(rs, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", created.Name)
+			c.recorder.Eventf(c.owner.EventObject(rs), corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", created.Name)
 			return nil
 		})
 		if skipped := n - successes; skipped > 0 {
@@ -343,13 +391,13 @@ func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.
 					if apierrors.IsNotFound(err) {
 						return
 					}
-					c.recorder.Eventf(rs, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
+					c.recorder.Eventf(c.owner.EventObject(rs), corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
 					mu.Lock()
 					errs = append(errs, fmt.Errorf("delete pod %s/%s: %w", p.Namespace, p.Name, err))
 					mu.Unlock()
 					return
 				}
-				c.recorder.Eventf(rs, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
+				c.recorder.Eventf(c.owner.EventObject(rs), corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 			}()
 		}
 		wg.Wait()
@@ -430,8 +478,8 @@ func (c *Controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, st
 		return nil
 	}
 	rs.Status = status
-	if _, err := c.client.AppsV1().ReplicaSets(rs.Namespace).UpdateStatus(ctx, rs, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("update status of replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
+	if err := c.owner.UpdateStatus(ctx, rs); err != nil {
+		return fmt.Errorf("update status of %s %s/%s: %w", c.owner.Kind.Kind, rs.Namespace, rs.Name, err)
 	}
 	return nil
 }

@@ -109,6 +109,8 @@ func FlowControlConfiguration() (levels []*flowcontrolv1.PriorityLevelConfigurat
 
 // ExtraSubresources are the subresources served beyond status and scale, for discovery.
 func ExtraSubresources() map[schema.GroupResource][]discovery.Subresource {
+	// The proxies take every method; discovery names them as Kubernetes does.
+	proxyVerbs := []string{"create", "delete", "get", "patch", "update"}
 	return map[schema.GroupResource][]discovery.Subresource{
 		{Resource: "pods"}: {
 			{Name: "binding", Kind: schema.GroupVersionKind{Kind: "Binding"}, Verbs: []string{"create"}},
@@ -117,6 +119,13 @@ func ExtraSubresources() map[schema.GroupResource][]discovery.Subresource {
 			{Name: "exec", Kind: schema.GroupVersionKind{Kind: "PodExecOptions"}, Verbs: []string{"create", "get"}},
 			{Name: "attach", Kind: schema.GroupVersionKind{Kind: "PodAttachOptions"}, Verbs: []string{"create", "get"}},
 			{Name: "portforward", Kind: schema.GroupVersionKind{Kind: "PodPortForwardOptions"}, Verbs: []string{"create", "get"}},
+			{Name: "proxy", Kind: schema.GroupVersionKind{Kind: "PodProxyOptions"}, Verbs: proxyVerbs},
+		},
+		{Resource: "services"}: {
+			{Name: "proxy", Kind: schema.GroupVersionKind{Kind: "ServiceProxyOptions"}, Verbs: proxyVerbs},
+		},
+		{Resource: "nodes"}: {
+			{Name: "proxy", Kind: schema.GroupVersionKind{Kind: "NodeProxyOptions"}, Verbs: proxyVerbs},
 		},
 		{Resource: "serviceaccounts"}: {
 			{Name: "token", Kind: schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}, Verbs: []string{"create"}},

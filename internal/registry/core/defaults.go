@@ -39,6 +39,14 @@ func RegisterDefaults(s *runtime.Scheme) error {
 			DefaultPodTemplateSpec(&obj.(*corev1.PodTemplateList).Items[i].Template)
 		}
 	})
+	s.AddTypeDefaultingFunc(&corev1.ReplicationController{}, func(obj interface{}) {
+		DefaultReplicationController(obj.(*corev1.ReplicationController))
+	})
+	s.AddTypeDefaultingFunc(&corev1.ReplicationControllerList{}, func(obj interface{}) {
+		for i := range obj.(*corev1.ReplicationControllerList).Items {
+			DefaultReplicationController(&obj.(*corev1.ReplicationControllerList).Items[i])
+		}
+	})
 	s.AddTypeDefaultingFunc(&corev1.Service{}, func(obj interface{}) { DefaultService(obj.(*corev1.Service)) })
 	s.AddTypeDefaultingFunc(&corev1.Namespace{}, func(obj interface{}) { DefaultNamespace(obj.(*corev1.Namespace)) })
 	s.AddTypeDefaultingFunc(&corev1.Secret{}, func(obj interface{}) { DefaultSecret(obj.(*corev1.Secret)) })

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -46,10 +47,14 @@ func Resources() []*registry.Resource {
 		{
 			GroupVersion: gv, Kind: "Pod", ListKind: "PodList", Plural: "pods", Singular: "pod",
 			ShortNames: []string{"po"}, Categories: []string{categoryAll}, Namespaced: true,
-			New:              func() runtime.Object { return &corev1.Pod{} },
-			NewList:          func() runtime.Object { return &corev1.PodList{} },
-			Strategy:         newPodStrategy(),
-			Status:           newPodStatusStrategy(),
+			New:      func() runtime.Object { return &corev1.Pod{} },
+			NewList:  func() runtime.Object { return &corev1.PodList{} },
+			Strategy: newPodStrategy(),
+			Status:   newPodStatusStrategy(),
+			Subresources: map[string]*registry.Subresource{
+				"ephemeralcontainers": {Strategy: podEphemeralContainersStrategy()},
+				"resize":              {Strategy: podResizeStrategy()},
+			},
 			SelectableFields: podSelectableFields,
 		},
 		{
@@ -65,6 +70,22 @@ func Resources() []*registry.Resource {
 					return nil
 				}
 				return fields.Set{"spec.unschedulable": strconv.FormatBool(node.Spec.Unschedulable)}
+			},
+		},
+		{
+			GroupVersion: gv, Kind: "ReplicationController", ListKind: "ReplicationControllerList", Plural: "replicationcontrollers", Singular: "replicationcontroller",
+			ShortNames: []string{"rc"}, Categories: []string{categoryAll}, Namespaced: true,
+			New:      func() runtime.Object { return &corev1.ReplicationController{} },
+			NewList:  func() runtime.Object { return &corev1.ReplicationControllerList{} },
+			Strategy: newReplicationControllerStrategy(),
+			Status:   newReplicationControllerStatusStrategy(),
+			Scale:    replicationControllerScale(),
+			SelectableFields: func(obj runtime.Object) fields.Set {
+				rc, ok := obj.(*corev1.ReplicationController)
+				if !ok {
+					return nil
+				}
+				return fields.Set{"status.replicas": strconv.Itoa(int(rc.Status.Replicas))}
 			},
 		},
 		{
@@ -88,6 +109,16 @@ func Resources() []*registry.Resource {
 			New:      func() runtime.Object { return &corev1.ConfigMap{} },
 			NewList:  func() runtime.Object { return &corev1.ConfigMapList{} },
 			Strategy: newConfigMapStrategy(),
+		},
+		{
+			// Create only, and never stored: the API server turns a Binding posted here into the
+			// pods/binding write of the pod it names, as Kubernetes' legacy bindings resource does.
+			GroupVersion: gv, Kind: "Binding", ListKind: "BindingList", Plural: "bindings", Singular: "binding",
+			Namespaced: true,
+			New:        func() runtime.Object { return &corev1.Binding{} },
+			NewList:    func() runtime.Object { return &metav1.List{} },
+			Strategy:   newBindingStrategy(),
+			Verbs:      []string{"create"},
 		},
 		{
 			// Computed on every read from probes, never stored: the cluster wires a read-only

@@ -534,3 +534,77 @@ func newPersistentVolumeClaimStatusStrategy() *typedStatusStrategy[*corev1.Persi
 		resetFields:    []string{"spec"},
 	}
 }
+
+// --- pods/ephemeralcontainers and pods/resize ---
+
+// podSubresourceStrategy is a pods subresource that changes one part of the spec (ephemeral
+// containers, container resources): keep takes that part from the request into a copy of the stored
+// pod; the generation moves on as for any spec change.
+type podSubresourceStrategy struct {
+	keep     func(pod, old *corev1.Pod)
+	validate func(pod, old *corev1.Pod) field.ErrorList
+}
+
+var _ registry.SubresourceStrategy = podSubresourceStrategy{}
+
+func (s podSubresourceStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	pod, ok1 := obj.(*corev1.Pod)
+	prev, ok2 := old.(*corev1.Pod)
+	if !ok1 || !ok2 {
+		return
+	}
+	s.keep(pod, prev)
+	bumpGenerationOnSpecChange(pod, prev, pod.Spec, prev.Spec)
+}
+
+func (s podSubresourceStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	pod, ok1 := obj.(*corev1.Pod)
+	prev, ok2 := old.(*corev1.Pod)
+	if !ok1 || !ok2 {
+		return wrongType(obj)
+	}
+	return s.validate(pod, prev)
+}
+
+// podEphemeralContainersStrategy serves pods/ephemeralcontainers: only spec.ephemeralContainers of
+// the request is kept, as Kubernetes does, so nothing else can change through it.
+func podEphemeralContainersStrategy() podSubresourceStrategy {
+	return podSubresourceStrategy{
+		keep: func(pod, old *corev1.Pod) {
+			next := old.DeepCopy()
+			next.Name, next.Namespace, next.ResourceVersion, next.UID = pod.Name, pod.Namespace, pod.ResourceVersion, pod.UID
+			next.Spec.EphemeralContainers = pod.Spec.EphemeralContainers
+			*pod = *next
+		},
+		validate: ValidatePodEphemeralContainersUpdate,
+	}
+}
+
+// podResizeStrategy serves pods/resize: only the containers' resources and resizePolicy are kept.
+// The kubelet reports the outcome in the PodResizePending and PodResizeInProgress conditions.
+func podResizeStrategy() podSubresourceStrategy {
+	return podSubresourceStrategy{keep: PrepareResize, validate: ValidatePodResize}
+}
+
+// --- bindings ---
+
+// newBindingStrategy validates a Binding as Kubernetes' ValidatePodBinding does; the API server
+// applies it to the named pod instead of storing it.
+func newBindingStrategy() *typedStrategy[*corev1.Binding] {
+	return &typedStrategy[*corev1.Binding]{
+		validate:       ValidateBinding,
+		validateUpdate: func(b, _ *corev1.Binding) field.ErrorList { return ValidateBinding(b) },
+	}
+}
+
+// ValidateBinding checks that a Binding names a node: target.kind is Node or empty, target.name set.
+func ValidateBinding(b *corev1.Binding) field.ErrorList {
+	var errs field.ErrorList
+	if b.Target.Kind != "" && b.Target.Kind != "Node" {
+		errs = append(errs, field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node", "<empty>"}))
+	}
+	if b.Target.Name == "" {
+		errs = append(errs, field.Required(field.NewPath("target", "name"), ""))
+	}
+	return errs
+}

@@ -40,6 +40,8 @@ func TestResourcesDiscoveryNames(t *testing.T) {
 		"endpoints":              {"Endpoints", "endpoints", []string{"ep"}, nil, true, false},
 		"configmaps":             {"ConfigMap", "configmap", []string{"cm"}, nil, true, false},
 		"podtemplates":           {"PodTemplate", "podtemplate", nil, nil, true, false},
+		"bindings":               {"Binding", "binding", nil, nil, true, false},
+		"replicationcontrollers": {"ReplicationController", "replicationcontroller", []string{"rc"}, []string{"all"}, true, true},
 		"componentstatuses":      {"ComponentStatus", "componentstatus", []string{"cs"}, nil, false, false},
 		"secrets":                {"Secret", "secret", nil, nil, true, false},
 		"serviceaccounts":        {"ServiceAccount", "serviceaccount", []string{"sa"}, nil, true, false},
@@ -74,6 +76,10 @@ func TestResourcesDiscoveryNames(t *testing.T) {
 		obj, list := r.New(), r.NewList()
 		if kind := kindOf(t, obj); kind != r.Kind {
 			t.Errorf("%s: New() is a %s", r.Plural, kind)
+		}
+		if r.Plural == "bindings" {
+			// Bindings are only ever created: there is no BindingList type.
+			continue
 		}
 		if kind := kindOf(t, list); kind != r.ListKind {
 			t.Errorf("%s: NewList() is a %s", r.Plural, kind)
@@ -110,8 +116,8 @@ func TestAllowCreateAndUnconditionalUpdate(t *testing.T) {
 			t.Errorf("%s: AllowCreateOnUpdate = %v", r.Plural, got)
 		}
 		// Every core resource accepts a PUT without a resourceVersion, as in Kubernetes; computed
-		// componentstatuses take no writes at all.
-		if got := r.Strategy.AllowUnconditionalUpdate(); got != (r.Plural != "componentstatuses") {
+		// componentstatuses and bindings take no updates at all.
+		if got := r.Strategy.AllowUnconditionalUpdate(); got != (r.Plural != "componentstatuses" && r.Plural != "bindings") {
 			t.Errorf("%s: AllowUnconditionalUpdate = %v", r.Plural, got)
 		}
 	}

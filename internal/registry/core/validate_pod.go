@@ -197,13 +197,7 @@ func validatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 	names := sets.New[string]()
 	errs = append(errs, validateInitContainers(spec.InitContainers, volumes, names, spec, fldPath.Child("initContainers"))...)
 	errs = append(errs, validateContainers(spec.Containers, volumes, names, spec, fldPath.Child("containers"))...)
-	for i, ec := range spec.EphemeralContainers {
-		p := fldPath.Child("ephemeralContainers").Index(i)
-		errs = append(errs, validateContainerName(ec.Name, names, p.Child("name"))...)
-		if ec.Image == "" {
-			errs = append(errs, field.Required(p.Child("image"), ""))
-		}
-	}
+	errs = append(errs, validateEphemeralContainers(spec.EphemeralContainers, volumes, names, spec, fldPath.Child("ephemeralContainers"))...)
 	errs = append(errs, validateEnum(spec.RestartPolicy, fldPath.Child("restartPolicy"), corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)...)
 	errs = append(errs, validateEnum(spec.DNSPolicy, fldPath.Child("dnsPolicy"), corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, corev1.DNSDefault, corev1.DNSNone)...)
 	if spec.DNSPolicy == corev1.DNSNone && spec.DNSConfig == nil {
@@ -331,6 +325,7 @@ func validateContainers(containers []corev1.Container, volumes map[string]corev1
 		errs = append(errs, validateProbe(c.ReadinessProbe, p.Child("readinessProbe"), false)...)
 		errs = append(errs, validateProbe(c.StartupProbe, p.Child("startupProbe"), true)...)
 		errs = append(errs, validateLifecycle(c.Lifecycle, p.Child("lifecycle"))...)
+		errs = append(errs, validateResizePolicy(c.ResizePolicy, spec.RestartPolicy, p.Child("resizePolicy"))...)
 		if c.RestartPolicy != nil {
 			errs = append(errs, field.Forbidden(p.Child("restartPolicy"), "may not be set for non-init containers"))
 		}
@@ -354,6 +349,7 @@ func validateInitContainers(containers []corev1.Container, volumes map[string]co
 			errs = append(errs, validateProbe(c.ReadinessProbe, p.Child("readinessProbe"), false)...)
 			errs = append(errs, validateProbe(c.StartupProbe, p.Child("startupProbe"), true)...)
 			errs = append(errs, validateLifecycle(c.Lifecycle, p.Child("lifecycle"))...)
+			errs = append(errs, validateResizePolicy(c.ResizePolicy, spec.RestartPolicy, p.Child("resizePolicy"))...)
 			continue
 		}
 		for _, forbidden := range []struct {

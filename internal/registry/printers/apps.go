@@ -89,6 +89,34 @@ func replicaSetPrinter() *registry.TablePrinter {
 	}
 }
 
+// replicationControllerPrinter has the ReplicaSet columns; the selector is the RC's plain map.
+func replicationControllerPrinter() *registry.TablePrinter {
+	spec := corev1.ReplicationControllerSpec{}.SwaggerDoc()
+	status := corev1.ReplicationControllerStatus{}.SwaggerDoc()
+	return &registry.TablePrinter{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn(),
+			column("Desired", columnTypeInt, spec["replicas"]),
+			column("Current", columnTypeInt, status["replicas"]),
+			column("Ready", columnTypeInt, status["readyReplicas"]),
+			ageColumn(),
+			containersColumn(),
+			imagesColumn(),
+			wide(column("Selector", columnTypeString, spec["selector"])),
+		},
+		Row: typedRow("replicationcontrollers", func(rc *corev1.ReplicationController, now time.Time) ([]interface{}, error) {
+			var names, images string
+			if rc.Spec.Template != nil {
+				names, images = containerCells(rc.Spec.Template.Spec.Containers)
+			}
+			return []interface{}{
+				rc.Name, replicasOrDefault(rc.Spec.Replicas), int64(rc.Status.Replicas), int64(rc.Status.ReadyReplicas),
+				age(rc.CreationTimestamp, now), names, images, labels.FormatLabels(rc.Spec.Selector),
+			}, nil
+		}),
+	}
+}
+
 func statefulSetPrinter() *registry.TablePrinter {
 	return &registry.TablePrinter{
 		Columns: []metav1.TableColumnDefinition{

@@ -154,6 +154,7 @@ func goldenCases() []goldenCase {
 		{"events.events.k8s.io", group("events.k8s.io", "events"), goldenEventsV1()},
 		{"limitranges", core("limitranges"), goldenLimitRanges()},
 		{"resourcequotas", core("resourcequotas"), goldenResourceQuotas()},
+		{"replicationcontrollers", core("replicationcontrollers"), goldenReplicationControllers()},
 		{"persistentvolumes", core("persistentvolumes"), goldenPersistentVolumes()},
 		{"persistentvolumeclaims", core("persistentvolumeclaims"), goldenPersistentVolumeClaims()},
 		{"deployments.apps", group("apps", "deployments"), goldenDeployments()},
@@ -434,6 +435,19 @@ func goldenReplicaSets() []runtime.Object {
 			ObjectMeta: objectMeta("web-6c5d8f7b4", 40*24*time.Hour),
 			Spec:       appsv1.ReplicaSetSpec{Replicas: int32Ptr(0), Selector: selector("app", "web", "pod-template-hash", "6c5d8f7b4"), Template: podTemplate("nginx")},
 		},
+	}
+}
+
+func goldenReplicationControllers() []runtime.Object {
+	tmpl := podTemplate("nginx", "sidecar")
+	return []runtime.Object{
+		&corev1.ReplicationController{
+			ObjectMeta: objectMeta("web", 26*time.Hour),
+			Spec:       corev1.ReplicationControllerSpec{Replicas: int32Ptr(3), Selector: map[string]string{"app": "web", "tier": "front"}, Template: &tmpl},
+			Status:     corev1.ReplicationControllerStatus{Replicas: 3, ReadyReplicas: 2},
+		},
+		// No template: the containers cells are empty, as kubectl prints them.
+		&corev1.ReplicationController{ObjectMeta: objectMeta("bare", time.Minute), Spec: corev1.ReplicationControllerSpec{Replicas: int32Ptr(0)}},
 	}
 }
 

@@ -122,6 +122,8 @@ func corePrinter(resource string) *registry.TablePrinter {
 		return persistentVolumeClaimPrinter()
 	case "podtemplates":
 		return podTemplatePrinter()
+	case "replicationcontrollers":
+		return replicationControllerPrinter()
 	case "componentstatuses":
 		return componentStatusPrinter()
 	}
