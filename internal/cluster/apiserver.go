@@ -30,21 +30,21 @@ import (
 )
 
 // newAPIServer assembles the API server over an etcd client and seeds the built-in objects.
-func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, metrics *componentMetrics) (*apiserver.Server, error) {
+func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, metrics *componentMetrics) (*apiserver.Server, *authorization, error) {
 	scheme, err := builtin.NewScheme()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	resources := builtin.Resources()
 	oapi, err := openapi.New(scheme, resources, openapi.WithVersion(Version.GitVersion))
 	if err != nil {
-		return nil, fmt.Errorf("build OpenAPI documents: %w", err)
+		return nil, nil, fmt.Errorf("build OpenAPI documents: %w", err)
 	}
 	disc := discovery.New(resources, builtin.ExtraSubresources())
 	metricsRegistry := metrics.base
 	cacheMetrics, err := watchcache.NewMetrics(metricsRegistry)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Every resource's watches share one etcd watch through a watch cache; reads and writes go to etcd.
 	storageFactory := func(res *registry.Resource) (storage.Interface, error) {
@@ -61,22 +61,27 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 	}
 	_, serviceRange, err := net.ParseCIDR(cfg.ServiceCIDR)
 	if err != nil {
-		return nil, fmt.Errorf("service CIDR: %w", err)
+		return nil, nil, fmt.Errorf("service CIDR: %w", err)
 	}
 	kubeletTLS, err := kubeletClientTLS(cfg, clock.RealClock{}.Now())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	saKey, err := pki.LoadOrCreateKey(filepath.Join(cfg.DataDir, "pki", "sa.key"))
 	if err != nil {
-		return nil, fmt.Errorf("service account key: %w", err)
+		return nil, nil, fmt.Errorf("service account key: %w", err)
 	}
 	saIssuer, err := serviceaccount.NewIssuer(saKey, serviceaccount.DefaultIssuer)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	audiences := []string{serviceaccount.DefaultIssuer}
+	authz, err := newAuthorization(cfg, clock.RealClock{}.Now())
+	if err != nil {
+		return nil, nil, err
+	}
 	srv, err := apiserver.New(apiserver.Config{
+		Authorizer:            authz.authorize,
 		ServiceAccountTokens: &apiserver.ServiceAccountTokens{
 			Issuer: saIssuer, Verifier: serviceaccount.NewVerifier(saKey.Public(), serviceaccount.DefaultIssuer, audiences), Audiences: audiences,
 		},
@@ -98,12 +103,15 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		Logger:                cfg.Logger,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := bootstrap(ctx, srv, cfg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return srv, nil
+	if err := ensurePolicy(ctx, srv); err != nil {
+		return nil, nil, err
+	}
+	return srv, authz, nil
 }
 
 // bootstrap creates what every cluster has from its first start: the system namespaces, the system

@@ -38,6 +38,7 @@ type Node struct {
 	etcdMember *etcd.Member
 	etcdClient *clientv3.Client
 	api        *apiserver.Server
+	authz      *authorization
 	httpServer *http.Server
 	listener   net.Listener
 	// metrics gathers every component's metrics for the API server's /metrics.
@@ -56,6 +57,11 @@ func Run(ctx context.Context, cfg Config) error {
 	cfg.Logger.Info("skiff node ready", "roles", cfg.Roles, "api", node.URL(), "kubeconfig", cfg.AdminKubeconfigPath())
 	errCh := make(chan error, 3)
 	go func() { errCh <- node.serve() }()
+	// Components start once the authorizer's caches hold the policy, so none meets a 403 that
+	// only says the caches were empty.
+	if err := node.authz.start(ctx, cfg.Logger); err != nil {
+		return fmt.Errorf("start authorization: %w", err)
+	}
 	if cfg.HasRole(RoleControlPlane) {
 		go func() {
 			if err := runControllerManager(ctx, &node.cfg, node.metrics, clock.RealClock{}.Now()); err != nil {
@@ -115,11 +121,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	base := prometheus.NewRegistry()
 	base.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	n.metrics = newComponentMetrics(base)
-	api, err := newAPIServer(ctx, &cfg, n.etcdClient, n.metrics)
+	api, authz, err := newAPIServer(ctx, &cfg, n.etcdClient, n.metrics)
 	if err != nil {
 		return nil, err
 	}
-	n.api = api
+	n.api, n.authz = api, authz
 	compactCtx, cancelCompaction := context.WithCancel(context.Background())
 	n.stopCompaction = cancelCompaction
 	go etcd3.NewCompactor(n.etcdClient, etcd3.DefaultCompactionInterval, clock.RealClock{}, cfg.Logger).Run(compactCtx)

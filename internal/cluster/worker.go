@@ -123,7 +123,7 @@ func kubeletClientTLS(cfg *Config, now time.Time) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	certPath, keyPath, err := ca.EnsureLeaf(dir, "apiserver-kubelet-client", pki.Leaf{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}, Client: true}, now)
+	certPath, keyPath, err := ca.EnsureLeaf(dir, "apiserver-kubelet-client", pki.Leaf{CommonName: kubeletClientUser, Client: true}, now)
 	if err != nil {
 		return nil, fmt.Errorf("API server kubelet-client certificate: %w", err)
 	}

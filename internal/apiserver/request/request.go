@@ -24,3 +24,20 @@ func UserFrom(ctx context.Context) (*UserInfo, bool) {
 	u, ok := ctx.Value(userKey{}).(*UserInfo)
 	return u, ok && u != nil
 }
+
+// RequestInfo is what a resource request path and method say: the API group/version, the namespace,
+// the resource, an optional name and subresource, and the Kubernetes verb.
+type RequestInfo struct {
+	IsResourceRequest bool
+	Path              string
+	Verb              string // get list watch create update patch delete deletecollection
+	APIPrefix         string // "api" or "apis"
+	APIGroup          string
+	APIVersion        string
+	Namespace         string
+	Resource          string
+	Subresource       string
+	Name              string
+	// Parts are the path segments after the group/version.
+	Parts []string
+}

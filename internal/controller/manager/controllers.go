@@ -39,13 +39,15 @@ const (
 	CSRApproving = "csrapproving"
 	// CSRCleaner deletes finished and abandoned CertificateSigningRequests.
 	CSRCleaner = "csrcleaner"
+	// ClusterRoleAggregation fills aggregated ClusterRoles (admin, edit, view) from the roles they select.
+	ClusterRoleAggregation = "clusterrole-aggregation"
 )
 
 // KnownControllers lists every controller name --controllers accepts.
 func KnownControllers() []string {
 	return []string{ReplicaSet, Deployment, DaemonSet, StatefulSet, Job, CronJob, GarbageCollector, Namespace,
 		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption,
-		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring, CSRSigning, CSRApproving, CSRCleaner}
+		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring, CSRSigning, CSRApproving, CSRCleaner, ClusterRoleAggregation}
 }
 
 // ParseControllers turns --controllers values into the set of enabled

@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/skiff-sh/skiff/internal/controller/clusterroleaggregation"
 	"github.com/skiff-sh/skiff/internal/controller/cronjob"
 	"github.com/skiff-sh/skiff/internal/controller/csrapproving"
 	"github.com/skiff-sh/skiff/internal/controller/csrcleaner"
@@ -34,6 +35,7 @@ import (
 // constructors maps each implemented controller to its constructor.
 func constructors() map[string]constructor {
 	return map[string]constructor{
+		ClusterRoleAggregation: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return clusterroleaggregation.New(deps) },
 		ReplicaSet:             func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return replicaset.New(deps) },
 		Deployment:             func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return deployment.New(deps) },
 		DaemonSet:              func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return daemonset.New(deps) },
