@@ -81,7 +81,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		return nil, nil, err
 	}
 	srv, err := apiserver.New(apiserver.Config{
-		Authorizer:            authz.authorize,
+		Authorizer: authz.authorize,
 		ServiceAccountTokens: &apiserver.ServiceAccountTokens{
 			Issuer: saIssuer, Verifier: serviceaccount.NewVerifier(saKey.Public(), serviceaccount.DefaultIssuer, audiences), Audiences: audiences,
 		},

@@ -81,19 +81,19 @@ func TestDefaultRoleNames(t *testing.T) {
 		bindings[b.Name] = b.Subjects
 	}
 	wantSubjects := map[string]string{
-		"cluster-admin":                          "Group:system:masters",
-		"system:discovery":                       "Group:system:authenticated",
-		"system:basic-user":                      "Group:system:authenticated",
-		"system:public-info-viewer":              "Group:system:authenticated,Group:system:unauthenticated",
-		"system:monitoring":                      "Group:system:monitoring",
-		"system:node":                            "",
-		"system:node-proxier":                    "User:system:kube-proxy",
-		"system:kube-scheduler":                  "User:system:kube-scheduler",
-		"system:volume-scheduler":                "User:system:kube-scheduler",
-		"system:kube-controller-manager":         "User:system:kube-controller-manager",
-		"system:kube-dns":                        "ServiceAccount:kube-system/kube-dns",
+		"cluster-admin":                           "Group:system:masters",
+		"system:discovery":                        "Group:system:authenticated",
+		"system:basic-user":                       "Group:system:authenticated",
+		"system:public-info-viewer":               "Group:system:authenticated,Group:system:unauthenticated",
+		"system:monitoring":                       "Group:system:monitoring",
+		"system:node":                             "",
+		"system:node-proxier":                     "User:system:kube-proxy",
+		"system:kube-scheduler":                   "User:system:kube-scheduler",
+		"system:volume-scheduler":                 "User:system:kube-scheduler",
+		"system:kube-controller-manager":          "User:system:kube-controller-manager",
+		"system:kube-dns":                         "ServiceAccount:kube-system/kube-dns",
 		"system:service-account-issuer-discovery": "Group:system:serviceaccounts",
-		"system:controller:job-controller":       "ServiceAccount:kube-system/job-controller",
+		"system:controller:job-controller":        "ServiceAccount:kube-system/job-controller",
 	}
 	for name, want := range wantSubjects {
 		var got []string
