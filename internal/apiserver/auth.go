@@ -24,10 +24,9 @@ type Authenticator interface {
 	AuthenticateRequest(r *http.Request) (user *UserInfo, ok bool, err error)
 }
 
-// Authorizer decides whether user may do what info describes.
-type Authorizer interface {
-	Authorize(ctx context.Context, user *UserInfo, info *RequestInfo) (allowed bool, reason string)
-}
+// Authorizer decides whether user may do what info describes. It is declared in package request so
+// that authorizers and the review APIs need not import the HTTP layer.
+type Authorizer = request.Authorizer
 
 // AuthenticatorFunc adapts a function to Authenticator.
 type AuthenticatorFunc func(r *http.Request) (*UserInfo, bool, error)
@@ -43,6 +42,10 @@ func (ClientCertAuthenticator) AuthenticateRequest(r *http.Request) (*UserInfo, 
 		return nil, false, nil
 	}
 	cert := r.TLS.PeerCertificates[0]
+	if cert.Subject.CommonName == "" {
+		// A certificate that names no one authenticates no one (Kubernetes answers 401).
+		return nil, false, errors.New("client certificate has an empty common name")
+	}
 	groups := append(slices.Clone(cert.Subject.Organization), "system:authenticated")
 	return &UserInfo{Name: cert.Subject.CommonName, Groups: groups}, true, nil
 }

@@ -47,7 +47,10 @@ type Config struct {
 
 	Authenticator Authenticator
 	Authorizer    Authorizer
-	Admission     []AdmissionPlugin
+	// Rules lists the rules behind the Authorizer, for SelfSubjectRulesReview (nil: the review
+	// answers incomplete).
+	Rules     request.RuleLister
+	Admission []AdmissionPlugin
 
 	// OpenAPI and Discovery serve /openapi/* and /api, /apis.
 	OpenAPI   OpenAPIService
@@ -174,9 +177,14 @@ func (s *Server) AddResource(res *registry.Resource) error {
 		// registry's Resource is shared and never changed).
 		res = core.WithServiceAllocator(res, s.services)
 	}
-	store, err := s.cfg.Storage(res)
-	if err != nil {
-		return fmt.Errorf("open storage for %s: %w", res.GroupResource(), err)
+	var store storage.Interface
+	if res.Compute == nil {
+		// Computed resources keep nothing: no storage, no watch.
+		st, err := s.cfg.Storage(res)
+		if err != nil {
+			return fmt.Errorf("open storage for %s: %w", res.GroupResource(), err)
+		}
+		store = st
 	}
 	h, err := newResourceHandler(s, res, store)
 	if err != nil {
@@ -247,6 +255,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	user, ok, err := s.cfg.Authenticator.AuthenticateRequest(r)
 	if err != nil || !ok {
 		s.writeError(rec, r, apierrors.NewUnauthorized("Unauthorized"))
+		return
+	}
+	if user, err = s.impersonate(r.Context(), r, user); err != nil {
+		s.writeError(rec, r, err)
 		return
 	}
 	ctx := request.WithUser(r.Context(), user)

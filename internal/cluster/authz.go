@@ -38,6 +38,8 @@ type authorization struct {
 	client    kubernetes.Interface
 	factory   informers.SharedInformerFactory
 	authorize apiserver.Authorizer
+	// rules lists what RBAC grants a user (SelfSubjectRulesReview).
+	rules *rbac.Authorizer
 }
 
 // newAuthorization builds the chain system:masters, Node, RBAC over informer caches of a loopback
@@ -89,6 +91,7 @@ func newAuthorization(cfg *Config, now time.Time) (*authorization, error) {
 	return &authorization{
 		client:  client,
 		factory: factory,
+		rules:   rbacAuthz,
 		authorize: apiserver.UnionAuthorizer{
 			apiserver.PrivilegedGroups{bootstrappolicy.SystemPrivilegedGroup}, nodeAuthz, rbacAuthz,
 		},

@@ -1,6 +1,10 @@
 package request
 
-import "context"
+import (
+	"context"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+)
 
 // UserInfo is an authenticated caller, as Kubernetes' user.Info describes one.
 type UserInfo struct {
@@ -41,3 +45,18 @@ type RequestInfo struct {
 	// Parts are the path segments after the group/version.
 	Parts []string
 }
+
+// Authorizer decides whether user may do what info describes; reason explains a denial. The API
+// server's chain and every authorizer implement it (apiserver.Authorizer is this interface).
+type Authorizer interface {
+	Authorize(ctx context.Context, user *UserInfo, info *RequestInfo) (allowed bool, reason string)
+}
+
+// RuleLister lists the rules a user holds in a namespace (cluster-wide ones included), with the
+// errors met resolving them (SelfSubjectRulesReview); the RBAC authorizer implements it.
+type RuleLister interface {
+	RulesFor(user *UserInfo, namespace string) ([]rbacv1.PolicyRule, []error)
+}
+
+// TokenAuthenticator authenticates a bearer token (TokenReview).
+type TokenAuthenticator func(ctx context.Context, token string) (user *UserInfo, ok bool, err error)
