@@ -82,6 +82,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 	}
 	srv, err := apiserver.New(apiserver.Config{
 		Authorizer: authz.authorize,
+		Rules:      authz.rules,
 		ServiceAccountTokens: &apiserver.ServiceAccountTokens{
 			Issuer: saIssuer, Verifier: serviceaccount.NewVerifier(saKey.Public(), serviceaccount.DefaultIssuer, audiences), Audiences: audiences,
 		},
@@ -92,7 +93,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		Storage:               storageFactory,
 		Ready:                 func(ctx context.Context) error { _, err := client.Get(ctx, "/registry/health"); return err },
 		Authenticator:         apiserver.ClientCertAuthenticator{},
-		Admission:             apiserver.DefaultAdmission(),
+		Admission:             append(apiserver.DefaultAdmission(), apiserver.RBACEscalation{Authorizer: authz.authorize, Rules: authz.rules}),
 		OpenAPI:               oapi,
 		Discovery:             disc,
 		TypeConverter:         oapi.TypeConverter(),
