@@ -93,7 +93,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		Storage:               storageFactory,
 		Ready:                 func(ctx context.Context) error { _, err := client.Get(ctx, "/registry/health"); return err },
 		Authenticator:         apiserver.ClientCertAuthenticator{},
-		Admission:             append(apiserver.DefaultAdmission(), apiserver.RBACEscalation{Authorizer: authz.authorize, Rules: authz.rules}),
+		Admission:             append(apiserver.DefaultAdmission(), apiserver.RBACEscalation{Authorizer: authz.authorize, Rules: authz.rules}, apiserver.NodeRestriction{}),
 		OpenAPI:               oapi,
 		Discovery:             disc,
 		TypeConverter:         oapi.TypeConverter(),

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -11,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -219,4 +222,33 @@ func reconcilePolicy(ctx context.Context, client kubernetes.Interface, log *slog
 		}
 	}
 	return nil
+}
+
+// labelNodeRoles gives this node's Node object its node-role.kubernetes.io/<role> labels once the
+// kubelet has registered it. A kubelet may not set them itself (NodeRestriction: a node must not
+// promote itself to control plane), so the control plane does, as kubeadm does at init.
+func (a *authorization) labelNodeRoles(ctx context.Context, nodeName string, roles []string, log *slog.Logger) {
+	labels := map[string]any{}
+	for _, r := range roles {
+		labels["node-role.kubernetes.io/"+r] = ""
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	if err != nil {
+		log.Error("node role labels", "node", nodeName, "err", err)
+		return
+	}
+	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := a.client.CoreV1().Nodes().Patch(ctx, nodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil // not registered yet
+		}
+		if err != nil {
+			log.Debug("label node roles", "node", nodeName, "err", err)
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		log.Error("label node roles", "node", nodeName, "err", err)
+	}
 }

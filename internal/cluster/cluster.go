@@ -75,6 +75,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}()
 	}
 	if cfg.HasRole(RoleWorker) {
+		go node.authz.labelNodeRoles(ctx, node.cfg.NodeName, kubeletRoles(node.cfg.Roles), cfg.Logger)
 		go func() {
 			if err := runWorker(ctx, &node.cfg, clock.RealClock{}.Now()); err != nil && ctx.Err() == nil {
 				errCh <- fmt.Errorf("worker: %w", err)

@@ -70,7 +70,9 @@ func runWorker(ctx context.Context, cfg *Config, now time.Time) error {
 		SystemReserved:  reserved,
 		PodManifestPath: cfg.PodManifestPath,
 		NodeName:        cfg.NodeName,
-		Roles:           kubeletRoles(cfg.Roles),
+		// No roles: NodeRestriction forbids a kubelet node-role.kubernetes.io labels; the control
+		// plane sets them (labelNodeRoles), as kubeadm does with the admin's credentials.
+		Roles: nil,
 		DataDir:         filepath.Join(cfg.DataDir, "kubelet"),
 		PodCIDRs:        []string{podCIDR},
 		Port:            int32(cfg.KubeletPort),
