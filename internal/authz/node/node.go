@@ -80,7 +80,7 @@ func (a *Authorizer) Authorize(_ context.Context, user *request.UserInfo, info *
 
 func (a *Authorizer) authorizeReadOfPodObject(nodeName string, info *request.RequestInfo) (bool, string) {
 	if info.Verb != "get" && info.Verb != "list" && info.Verb != "watch" {
-		return false, fmt.Sprintf("can only read resources of this type")
+		return false, "can only read resources of this type"
 	}
 	if info.Name == "" {
 		// A list or watch of every object of the type: nodes may only read single objects.
