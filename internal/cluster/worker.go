@@ -72,10 +72,10 @@ func runWorker(ctx context.Context, cfg *Config, now time.Time) error {
 		NodeName:        cfg.NodeName,
 		// No roles: NodeRestriction forbids a kubelet node-role.kubernetes.io labels; the control
 		// plane sets them (labelNodeRoles), as kubeadm does with the admin's credentials.
-		Roles: nil,
-		DataDir:         filepath.Join(cfg.DataDir, "kubelet"),
-		PodCIDRs:        []string{podCIDR},
-		Port:            int32(cfg.KubeletPort),
+		Roles:    nil,
+		DataDir:  filepath.Join(cfg.DataDir, "kubelet"),
+		PodCIDRs: []string{podCIDR},
+		Port:     int32(cfg.KubeletPort),
 	}
 	if ip := net.ParseIP(cfg.AdvertiseAddress); ip != nil {
 		// The node is reached where the kubelet listens: a loopback-only node says so.
