@@ -80,6 +80,12 @@ current-context: robot
 		mustFail(out, err, `cannot list resource "secrets"`)
 		out, err = asRobot("get", "pods", "-n", "default")
 		mustFail(out, err, `in the namespace "default"`)
+		// Reading namespaces at the namespace scope reads this one namespace, not the others.
+		if out, err := asRobot("get", "namespace", ns); err != nil {
+			t.Fatal(out)
+		}
+		out, err = asRobot("get", "namespace", "default")
+		mustFail(out, err, `User "`+robot+`" cannot get resource "namespaces" in API group "" in the namespace "default"`)
 	})
 
 	t.Run("can-i", func(t *testing.T) {
