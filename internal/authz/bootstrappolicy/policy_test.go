@@ -59,7 +59,9 @@ func TestDefaultRoleNames(t *testing.T) {
 		"system:controller:resourcequota-controller", "system:controller:root-ca-cert-publisher", "system:controller:route-controller",
 		"system:controller:service-account-controller", "system:controller:service-controller",
 		"system:controller:statefulset-controller", "system:controller:ttl-controller", "system:controller:certificate-controller",
-		"system:controller:ttl-after-finished-controller",
+		"system:controller:ttl-after-finished-controller", "system:controller:ephemeral-volume-controller",
+		"system:controller:expand-controller", "system:controller:legacy-service-account-token-cleaner",
+		"system:controller:validatingadmissionpolicy-status-controller",
 	} {
 		if _, ok := roles[name]; !ok {
 			t.Errorf("default clusterrole %q is missing", name)
