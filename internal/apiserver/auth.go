@@ -89,8 +89,8 @@ func (p PrivilegedGroups) Authorize(_ context.Context, user *UserInfo, _ *Reques
 }
 
 // UnionAuthorizer allows a request when any of its authorizers does (kube-apiserver's
-// --authorization-mode list; none of skiff's authorizers denies outright). The reasons of the
-// denials are joined for the 403 message.
+// --authorization-mode list; none of skiff's authorizers denies outright), with that one's reason;
+// the reasons of the denials are joined for the 403 message.
 type UnionAuthorizer []Authorizer
 
 func (u UnionAuthorizer) Authorize(ctx context.Context, user *UserInfo, info *RequestInfo) (bool, string) {
@@ -98,7 +98,7 @@ func (u UnionAuthorizer) Authorize(ctx context.Context, user *UserInfo, info *Re
 	for _, a := range u {
 		ok, reason := a.Authorize(ctx, user, info)
 		if ok {
-			return true, ""
+			return true, reason
 		}
 		if reason != "" {
 			reasons = append(reasons, reason)

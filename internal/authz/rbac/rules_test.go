@@ -130,11 +130,14 @@ func TestAuthorizer(t *testing.T) {
 		want       bool
 		wantReason string
 	}{
-		{"rolebinding to a clusterrole grants in its namespace", alice, res("list", "", "pods", "", "team", ""), true, ""},
+		{"rolebinding to a clusterrole grants in its namespace", alice, res("list", "", "pods", "", "team", ""), true,
+			`RBAC: allowed by RoleBinding "view/team" of ClusterRole "view" to User "alice"`},
 		{"but not in another", alice, res("list", "", "pods", "", "other", ""), false, ""},
 		{"nor cluster-wide", alice, res("list", "", "pods", "", "", ""), false, ""},
-		{"role through a group", dev, res("get", "", "secrets", "", "team", "s"), true, ""},
-		{"clusterrolebinding grants everywhere", &request.UserInfo{Name: "ops"}, res("get", "", "pods", "", "any", "p"), true, ""},
+		{"role through a group", dev, res("get", "", "secrets", "", "team", "s"), true,
+			`RBAC: allowed by RoleBinding "secrets/team" of Role "secrets" to Group "devs"`},
+		{"clusterrolebinding grants everywhere", &request.UserInfo{Name: "ops"}, res("get", "", "pods", "", "any", "p"), true,
+			`RBAC: allowed by ClusterRoleBinding "ops" of ClusterRole "view" to User "ops"`},
 		{"missing role is the reason", &request.UserInfo{Name: "bob"}, res("get", "", "pods", "", "any", "p"), false,
 			`RBAC: clusterrolebinding "dangling": clusterrole.rbac.authorization.k8s.io "gone" not found`},
 	}
