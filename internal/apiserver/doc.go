@@ -5,6 +5,13 @@
 // are views of the whole object (status, namespaces/finalize, ...) are served generically from
 // registry.Resource.SubresourceStrategy.
 //
+// Requests are authenticated (client certificates, service account tokens), may impersonate
+// another identity (Impersonate-* headers, each checked with the `impersonate` verb), and are
+// authorized by Config.Authorizer (the cluster package wires system:masters, Node, RBAC); a denial is
+// Kubernetes' 403. Resources with registry.Resource.Compute (the review APIs) are create-only and
+// stored nowhere: the handler decodes the object and lends the resource the authorizer, its rules
+// and token authentication (registry.ComputeEnv).
+//
 // Handlers only speak HTTP: they decode, read options, wire admission (which needs the user from the
 // request context) and call the resource's store (internal/apiserver/store), which owns the write
 // semantics: system fields, strategies and their hooks, preconditions and conflicts, deletion and

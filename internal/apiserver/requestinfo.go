@@ -1,28 +1,16 @@
 package apiserver
 
 import (
+	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"net/http"
 	"strings"
 
 	"github.com/skiff-sh/skiff/internal/queryparam"
 )
 
-// RequestInfo is what a resource request path and method say: the API group/version, the namespace,
-// the resource, an optional name and subresource, and the Kubernetes verb.
-type RequestInfo struct {
-	IsResourceRequest bool
-	Path              string
-	Verb              string // get list watch create update patch delete deletecollection
-	APIPrefix         string // "api" or "apis"
-	APIGroup          string
-	APIVersion        string
-	Namespace         string
-	Resource          string
-	Subresource       string
-	Name              string
-	// Parts are the path segments after the group/version.
-	Parts []string
-}
+// RequestInfo is what a request's path and method say; it lives in package request so that
+// authorizers need not import the HTTP layer.
+type RequestInfo = request.RequestInfo
 
 // namespaceSubresources are the subresources of the Namespace object itself, which would otherwise
 // be read as a resource inside the namespace (/api/v1/namespaces/foo/status).

@@ -142,6 +142,10 @@ func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *Re
 		h.s.writeError(w, r, methodNotAllowed())
 		return
 	}
+	if h.res.Compute != nil {
+		h.compute(w, r, info)
+		return
+	}
 	switch info.Verb {
 	case "get":
 		h.get(w, r, info)

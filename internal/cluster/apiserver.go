@@ -33,21 +33,21 @@ import (
 // newAPIServer assembles the API server over an etcd client and seeds the built-in objects. Every
 // watch cache it opens (now, or later for resources added at run time) joins caches, which the
 // node stops before it closes the etcd client.
-func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, metrics *componentMetrics, caches *cacheSet) (*apiserver.Server, error) {
+func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, metrics *componentMetrics, caches *cacheSet) (*apiserver.Server, *authorization, error) {
 	scheme, err := builtin.NewScheme()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	resources := builtin.Resources()
 	oapi, err := openapi.New(scheme, resources, openapi.WithVersion(Version.GitVersion))
 	if err != nil {
-		return nil, fmt.Errorf("build OpenAPI documents: %w", err)
+		return nil, nil, fmt.Errorf("build OpenAPI documents: %w", err)
 	}
 	disc := discovery.New(resources, builtin.ExtraSubresources())
 	metricsRegistry := metrics.base
 	cacheMetrics, err := watchcache.NewMetrics(metricsRegistry)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Every resource's watches share one etcd watch through a watch cache; reads and writes go to etcd.
 	storageFactory := func(res *registry.Resource) (storage.Interface, error) {
@@ -69,22 +69,28 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 	}
 	_, serviceRange, err := net.ParseCIDR(cfg.ServiceCIDR)
 	if err != nil {
-		return nil, fmt.Errorf("service CIDR: %w", err)
+		return nil, nil, fmt.Errorf("service CIDR: %w", err)
 	}
 	kubeletTLS, err := kubeletClientTLS(cfg, clock.RealClock{}.Now())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	saKey, err := pki.LoadKey(filepath.Join(cfg.DataDir, "pki", "sa.key"))
 	if err != nil {
-		return nil, fmt.Errorf("service account key: %w", err)
+		return nil, nil, fmt.Errorf("service account key: %w", err)
 	}
 	saIssuer, err := serviceaccount.NewIssuer(saKey, serviceaccount.DefaultIssuer)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	audiences := []string{serviceaccount.DefaultIssuer}
+	authz, err := newAuthorization(cfg, clock.RealClock{}.Now())
+	if err != nil {
+		return nil, nil, err
+	}
 	srv, err := apiserver.New(apiserver.Config{
+		Authorizer: authz.authorize,
+		Rules:      authz.rules,
 		ServiceAccountTokens: &apiserver.ServiceAccountTokens{
 			Issuer: saIssuer, Verifier: serviceaccount.NewVerifier(saKey.Public(), serviceaccount.DefaultIssuer, audiences), Audiences: audiences,
 		},
@@ -95,7 +101,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		Storage:               storageFactory,
 		Ready:                 func(ctx context.Context) error { _, err := client.Get(ctx, "/registry/health"); return err },
 		Authenticator:         apiserver.ClientCertAuthenticator{},
-		Admission:             apiserver.DefaultAdmission(),
+		Admission:             append(apiserver.DefaultAdmission(), apiserver.RBACEscalation{Authorizer: authz.authorize, Rules: authz.rules}, apiserver.NodeRestriction{}),
 		OpenAPI:               oapi,
 		Discovery:             disc,
 		TypeConverter:         oapi.TypeConverter(),
@@ -106,12 +112,15 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		Logger:                cfg.Logger,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := bootstrap(ctx, srv, cfg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return srv, nil
+	if err := ensurePolicy(ctx, srv); err != nil {
+		return nil, nil, err
+	}
+	return srv, authz, nil
 }
 
 // bootstrap creates what every cluster has from its first start: the system namespaces, the system

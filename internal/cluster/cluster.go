@@ -43,6 +43,7 @@ type Node struct {
 	etcdMember *etcd.Member
 	etcdClient *clientv3.Client
 	api        *apiserver.Server
+	authz      *authorization
 	httpServer *http.Server
 	listener   net.Listener
 	// metrics gathers every component's metrics for the API server's /metrics.
@@ -84,6 +85,11 @@ type role struct {
 func (n *Node) runRoles(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- n.serve() }()
+	// Components start once the authorizer's caches hold the policy, so none meets a 403 that
+	// only says the caches were empty.
+	if err := n.authz.start(ctx, n.cfg.Logger); err != nil {
+		return fmt.Errorf("start authorization: %w", err)
+	}
 	var etcdFailed <-chan struct{}
 	if n.etcdMember != nil {
 		etcdFailed = n.etcdMember.Failed()
@@ -111,7 +117,12 @@ func (n *Node) runRoles(ctx context.Context) error {
 			}})
 	}
 	if n.cfg.HasRole(RoleWorker) {
-		roles = append(roles, role{name: "worker", run: func(ctx context.Context) error { return runWorker(ctx, &n.cfg, clock.RealClock{}.Now()) }})
+		roles = append(roles,
+			role{name: "node role labels", run: func(ctx context.Context) error {
+				n.authz.labelNodeRoles(ctx, n.cfg.NodeName, kubeletRoles(n.cfg.Roles), n.cfg.Logger)
+				return nil
+			}},
+			role{name: "worker", run: func(ctx context.Context) error { return runWorker(ctx, &n.cfg, clock.RealClock{}.Now()) }})
 	}
 	return runRoles(ctx, roles, roleStopGrace, n.cfg.Logger)
 }
@@ -202,11 +213,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	base := prometheus.NewRegistry()
 	base.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	n.metrics = newComponentMetrics(base)
-	api, err := newAPIServer(ctx, &cfg, n.etcdClient, n.metrics, &n.caches)
+	api, authz, err := newAPIServer(ctx, &cfg, n.etcdClient, n.metrics, &n.caches)
 	if err != nil {
 		return nil, err
 	}
-	n.api = api
+	n.api, n.authz = api, authz
 	compactCtx, cancelCompaction := context.WithCancel(context.Background())
 	n.stopCompaction = cancelCompaction
 	go etcd3.NewCompactor(n.etcdClient, etcd3.DefaultCompactionInterval, clock.RealClock{}, cfg.Logger).Run(compactCtx)

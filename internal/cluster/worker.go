@@ -73,10 +73,12 @@ func runWorker(ctx context.Context, cfg *Config, now time.Time) error {
 		ClusterDNS:           cfg.ClusterDNS,
 		ClusterDomain:        cfg.ClusterDomain,
 		NodeName:             cfg.NodeName,
-		Roles:                kubeletRoles(cfg.Roles),
-		DataDir:              filepath.Join(cfg.DataDir, "kubelet"),
-		PodCIDRs:             []string{podCIDR},
-		Port:                 int32(cfg.KubeletPort),
+		// No roles: NodeRestriction forbids a kubelet node-role.kubernetes.io labels; the control
+		// plane sets them (labelNodeRoles), as kubeadm does with the admin's credentials.
+		Roles:    nil,
+		DataDir:  filepath.Join(cfg.DataDir, "kubelet"),
+		PodCIDRs: []string{podCIDR},
+		Port:     int32(cfg.KubeletPort),
 	}
 	if ip := net.ParseIP(cfg.AdvertiseAddress); ip != nil {
 		// The node is reached where the kubelet listens: a loopback-only node says so.
@@ -126,7 +128,7 @@ func kubeletClientTLS(cfg *Config, now time.Time) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	certPath, keyPath, err := ca.EnsureLeaf(dir, "apiserver-kubelet-client", pki.Leaf{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}, Client: true}, now)
+	certPath, keyPath, err := ca.EnsureLeaf(dir, "apiserver-kubelet-client", pki.Leaf{CommonName: kubeletClientUser, Client: true}, now)
 	if err != nil {
 		return nil, fmt.Errorf("API server kubelet-client certificate: %w", err)
 	}

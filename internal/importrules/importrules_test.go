@@ -53,6 +53,11 @@ var rules = []struct {
 		forbidden: []string{module + "internal/cluster"}, exact: []string{module + "internal/apiserver"}},
 	{name: "the store sits below the HTTP layer", pattern: "./internal/apiserver/store/...",
 		forbidden: []string{module + "internal/cluster"}, exact: []string{module + "internal/apiserver"}},
+	// Authorizers decide from a request's attributes and informer caches: no HTTP layer, storage or
+	// registry (apiserver/request carries the attributes).
+	{name: "authorizers are independent of the server", pattern: "./internal/authz/...",
+		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster", module + "internal/etcd"},
+		allowed:   []string{module + "internal/apiserver/request"}},
 	{name: "the API server does not assemble nodes", pattern: "./internal/apiserver/...", forbidden: []string{module + "internal/cluster"}},
 	{name: "no upstream component anywhere", pattern: "./...", forbidden: upstreamComponents},
 }

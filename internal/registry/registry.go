@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -58,9 +59,25 @@ type Resource struct {
 	// need not be returned. nil means only the metadata fields.
 	SelectableFields func(obj runtime.Object) fields.Set
 
+	// Compute, when set, makes the resource create-only and stored nowhere (the review APIs): a
+	// POST decodes the object, Compute fills in its answer (status) and the result is returned with
+	// 201, as Kubernetes serves SubjectAccessReview or TokenReview. Verbs should be ["create"].
+	Compute ComputeFunc
+
 	// Verbs lists the verbs served; nil means all of get, list, watch, create, update, patch, delete,
 	// deletecollection.
 	Verbs []string
+}
+
+// ComputeFunc answers a create of a computed resource from what only the API server holds.
+type ComputeFunc func(ctx context.Context, env ComputeEnv, obj runtime.Object) (runtime.Object, error)
+
+// ComputeEnv is what the API server lends computed resources: its authorizer, the rules behind it
+// and its token authentication. Any of them may be nil when the server was built without it.
+type ComputeEnv struct {
+	Authorizer request.Authorizer
+	Rules      request.RuleLister
+	Tokens     request.TokenAuthenticator
 }
 
 // GroupResource of the resource.

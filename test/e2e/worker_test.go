@@ -100,6 +100,16 @@ func TestSingleNodeRunsPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// RBAC gives the default service account nothing; bound to view, it lists the pods.
+	mustContain(t, out, `"code":403`, `system:serviceaccount:default:default`)
+	c.kubectl("create", "rolebinding", "default-view", "--clusterrole=view", "--serviceaccount=default:default")
+	eventually(t, 30*time.Second, func() error {
+		out, err = execOutput("curl", "-s", "--cacert", filepath.Join(c.dataDir, "pki", "ca.crt"), "-H", "Authorization: Bearer "+token, podsURL)
+		if err == nil && !strings.Contains(out, `"kind":"PodList"`) {
+			return errString("pods as the pod's service account: " + out)
+		}
+		return err
+	})
 	mustContain(t, out, `"kind":"PodList"`, `"name":"web"`)
 
 	// Logs, exec, port-forward and cp go API server -> kubelet HTTPS -> CRI streaming.

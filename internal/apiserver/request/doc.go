@@ -1,7 +1,9 @@
-// Package request carries what the API server learned about a request (today: the authenticated
-// user) through a context.Context to the code that acts on it. It is tiny on purpose: the registry's
-// strategies need the requesting user (a CertificateSigningRequest records who asked for it) but
-// must not import the API server's HTTP layer, so both import this package instead.
+// Package request carries what the API server learned about a request through a context.Context
+// to the code that acts on it, and the small vocabulary shared by the HTTP layer and the code that
+// must not import it: the authenticated user, a request's attributes (RequestInfo), the Authorizer
+// interface, and the rule listing and token authentication the review APIs borrow. The registry's
+// strategies and computed resources and the authorizers (internal/authz) import it instead of the
+// API server's HTTP layer.
 //
 // It must not import anything of skiff's.
 package request

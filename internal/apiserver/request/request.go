@@ -1,6 +1,10 @@
 package request
 
-import "context"
+import (
+	"context"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+)
 
 // UserInfo is an authenticated caller, as Kubernetes' user.Info describes one.
 type UserInfo struct {
@@ -24,3 +28,35 @@ func UserFrom(ctx context.Context) (*UserInfo, bool) {
 	u, ok := ctx.Value(userKey{}).(*UserInfo)
 	return u, ok && u != nil
 }
+
+// RequestInfo is what a resource request path and method say: the API group/version, the namespace,
+// the resource, an optional name and subresource, and the Kubernetes verb.
+type RequestInfo struct {
+	IsResourceRequest bool
+	Path              string
+	Verb              string // get list watch create update patch delete deletecollection
+	APIPrefix         string // "api" or "apis"
+	APIGroup          string
+	APIVersion        string
+	Namespace         string
+	Resource          string
+	Subresource       string
+	Name              string
+	// Parts are the path segments after the group/version.
+	Parts []string
+}
+
+// Authorizer decides whether user may do what info describes; reason explains a denial. The API
+// server's chain and every authorizer implement it (apiserver.Authorizer is this interface).
+type Authorizer interface {
+	Authorize(ctx context.Context, user *UserInfo, info *RequestInfo) (allowed bool, reason string)
+}
+
+// RuleLister lists the rules a user holds in a namespace (cluster-wide ones included), with the
+// errors met resolving them (SelfSubjectRulesReview); the RBAC authorizer implements it.
+type RuleLister interface {
+	RulesFor(user *UserInfo, namespace string) ([]rbacv1.PolicyRule, []error)
+}
+
+// TokenAuthenticator authenticates a bearer token (TokenReview).
+type TokenAuthenticator func(ctx context.Context, token string) (user *UserInfo, ok bool, err error)

@@ -41,6 +41,8 @@ const (
 	CSRApproving = "csrapproving"
 	// CSRCleaner deletes finished and abandoned CertificateSigningRequests.
 	CSRCleaner = "csrcleaner"
+	// ClusterRoleAggregation fills aggregated ClusterRoles (admin, edit, view) from the roles they select.
+	ClusterRoleAggregation = "clusterrole-aggregation"
 )
 
 // KnownControllers lists every controller name --controllers accepts.
@@ -48,7 +50,7 @@ func KnownControllers() []string {
 	return []string{ReplicaSet, Deployment, DaemonSet, StatefulSet, Job, CronJob, GarbageCollector, Namespace,
 		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption,
 		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring, CSRSigning, CSRApproving, CSRCleaner,
-		ReplicationController}
+		ReplicationController, ClusterRoleAggregation}
 }
 
 // ParseControllers turns --controllers values into the set of enabled

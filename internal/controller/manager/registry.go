@@ -3,6 +3,7 @@ package manager
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/skiff-sh/skiff/internal/controller/clusterroleaggregation"
 	"github.com/skiff-sh/skiff/internal/controller/cronjob"
 	"github.com/skiff-sh/skiff/internal/controller/csrapproving"
 	"github.com/skiff-sh/skiff/internal/controller/csrcleaner"
@@ -33,7 +34,8 @@ import (
 // constructors maps each implemented controller to its constructor.
 func constructors() map[string]constructor {
 	return map[string]constructor{
-		ReplicaSet: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return replicaset.New(deps) },
+		ClusterRoleAggregation: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return clusterroleaggregation.New(deps) },
+		ReplicaSet:             func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return replicaset.New(deps) },
 		ReplicationController: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) {
 			return replication.New(deps)
 		},

@@ -27,12 +27,6 @@ var notYetServed = []string{
 	"admissionregistration.k8s.io/v1 validatingwebhookconfigurations",
 	"apiextensions.k8s.io/v1 customresourcedefinitions",
 	"apiregistration.k8s.io/v1 apiservices",
-	"authentication.k8s.io/v1 selfsubjectreviews",
-	"authentication.k8s.io/v1 tokenreviews",
-	"authorization.k8s.io/v1 localsubjectaccessreviews",
-	"authorization.k8s.io/v1 selfsubjectaccessreviews",
-	"authorization.k8s.io/v1 selfsubjectrulesreviews",
-	"authorization.k8s.io/v1 subjectaccessreviews",
 }
 
 // apiResourceLine is one line of the file, in its own column order.

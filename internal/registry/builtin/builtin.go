@@ -2,6 +2,8 @@ package builtin
 
 import (
 	"fmt"
+	authenticationreg "github.com/skiff-sh/skiff/internal/registry/authentication"
+	authorizationreg "github.com/skiff-sh/skiff/internal/registry/authorization"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -79,6 +81,8 @@ func Resources() []*registry.Resource {
 	all = append(all, events.Resources()...)
 	all = append(all, policy.Resources()...)
 	all = append(all, rbac.Resources()...)
+	all = append(all, authorizationreg.Resources()...)
+	all = append(all, authenticationreg.Resources()...)
 	all = append(all, scheduling.Resources()...)
 	all = append(all, storagereg.Resources()...)
 	all = append(all, nodereg.Resources()...)

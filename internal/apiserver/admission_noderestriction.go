@@ -1,0 +1,160 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/skiff-sh/skiff/internal/authz/node"
+)
+
+// NodeRestriction is Kubernetes' admission plugin of that name: a kubelet may write only its own
+// Node (and may not set labels outside the prefixes kubelets are trusted with, nor change taints),
+// only pods bound to it (status, deletion, mirror pods), and only its own node Lease. The Node
+// authorizer decided the request is of a kind a node may make; this decides about the object.
+type NodeRestriction struct{}
+
+func (NodeRestriction) Name() string { return "NodeRestriction" }
+
+func (NodeRestriction) Admit(context.Context, *AdmissionAttributes, Lookup) error { return nil }
+
+func (NodeRestriction) Validate(_ context.Context, a *AdmissionAttributes, _ Lookup) error {
+	if a.User == nil {
+		return nil
+	}
+	nodeName, ok := node.NodeName(a.User)
+	if !ok {
+		return nil
+	}
+	gr := a.Resource.GroupResource()
+	forbid := func(format string, args ...any) error {
+		return apierrors.NewForbidden(gr, a.Name, fmt.Errorf(format, args...))
+	}
+	switch {
+	case gr.Group == "" && gr.Resource == "pods":
+		return admitPod(a, nodeName, forbid)
+	case gr.Group == "" && gr.Resource == "nodes":
+		if a.Name != nodeName && !(a.Verb == "create" && objectName(a.Object) == nodeName) {
+			return forbid("node %q is not allowed to modify node %q", nodeName, a.Name)
+		}
+		newNode, _ := a.Object.(*corev1.Node)
+		if newNode == nil {
+			return nil
+		}
+		oldNode, _ := a.OldObject.(*corev1.Node)
+		if bad := ForbiddenNodeLabels(newNode, oldNode); len(bad) > 0 {
+			return forbid("node %q is not allowed to modify labels: %s", nodeName, strings.Join(bad, ", "))
+		}
+		if oldNode != nil && a.Subresource == "" && !reflect.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints) {
+			return forbid("node %q is not allowed to modify taints", nodeName)
+		}
+	case gr.Group == coordinationv1.GroupName && gr.Resource == "leases":
+		if a.Namespace != "kube-node-lease" || (a.Name != nodeName && objectName(a.Object) != nodeName) {
+			return forbid("can only access node lease with the same name as the requesting node")
+		}
+	}
+	return nil
+}
+
+func objectName(obj any) string {
+	if m, ok := obj.(interface{ GetName() string }); ok && m != nil {
+		return m.GetName()
+	}
+	return ""
+}
+
+func admitPod(a *AdmissionAttributes, nodeName string, forbid func(string, ...any) error) error {
+	pod, _ := a.Object.(*corev1.Pod)
+	old, _ := a.OldObject.(*corev1.Pod)
+	switch a.Verb {
+	case "create":
+		if a.Subresource != "" {
+			return nil
+		}
+		if pod == nil {
+			return nil
+		}
+		if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; !mirror {
+			return forbid("pod does not have %q annotation, node %q can only create mirror pods", corev1.MirrorPodAnnotationKey, nodeName)
+		}
+		if pod.Spec.NodeName != nodeName {
+			return forbid("node %q can only create pods with spec.nodeName set to itself", nodeName)
+		}
+	case "update":
+		if a.Subresource != "status" {
+			return forbid("node %q may only update the status of pods", nodeName)
+		}
+		if old != nil && old.Spec.NodeName != nodeName {
+			return forbid("node %q can only update pod status for pods with spec.nodeName set to itself", nodeName)
+		}
+	case "delete":
+		if old != nil && old.Spec.NodeName != nodeName {
+			return forbid("node %q can only delete pods with spec.nodeName set to itself", nodeName)
+		}
+	}
+	return nil
+}
+
+// kubeletLabelNamespaces and kubeletLabels are what a kubelet may set on its Node in the
+// kubernetes.io and k8s.io namespaces; node-restriction.kubernetes.io/ is reserved for admins.
+var (
+	kubeletLabelNamespaces = []string{"kubelet.kubernetes.io", "node.kubernetes.io"}
+	kubeletLabels          = []string{
+		"kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os",
+		"beta.kubernetes.io/arch", "beta.kubernetes.io/os", "beta.kubernetes.io/instance-type",
+		"node.kubernetes.io/instance-type", "topology.kubernetes.io/region", "topology.kubernetes.io/zone",
+		"failure-domain.beta.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone",
+	}
+)
+
+// ForbiddenNodeLabels lists the labels a kubelet adds or changes (against old, nil on create) that
+// it may not set: those in node-restriction.kubernetes.io/, and those in the kubernetes.io and
+// k8s.io namespaces that are not kubelet labels.
+func ForbiddenNodeLabels(n, old *corev1.Node) []string {
+	var bad []string
+	for k, v := range n.Labels {
+		if old != nil {
+			if ov, ok := old.Labels[k]; ok && ov == v {
+				continue
+			}
+		}
+		if !kubeletMaySet(k) {
+			bad = append(bad, k)
+		}
+	}
+	if old != nil {
+		for k := range old.Labels {
+			if _, kept := n.Labels[k]; !kept && !kubeletMaySet(k) {
+				bad = append(bad, k)
+			}
+		}
+	}
+	return bad
+}
+
+func kubeletMaySet(key string) bool {
+	prefix, _, hasPrefix := strings.Cut(key, "/")
+	if !hasPrefix {
+		return true
+	}
+	if prefix == "node-restriction.kubernetes.io" || strings.HasSuffix(prefix, ".node-restriction.kubernetes.io") {
+		return false
+	}
+	for _, l := range kubeletLabels {
+		if key == l {
+			return true
+		}
+	}
+	for _, ns := range kubeletLabelNamespaces {
+		if prefix == ns || strings.HasSuffix(prefix, "."+ns) {
+			return true
+		}
+	}
+	inK8s := prefix == "kubernetes.io" || strings.HasSuffix(prefix, ".kubernetes.io") || prefix == "k8s.io" || strings.HasSuffix(prefix, ".k8s.io")
+	return !inK8s
+}

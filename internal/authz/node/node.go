@@ -1,0 +1,154 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"github.com/skiff-sh/skiff/internal/apiserver/request"
+	"github.com/skiff-sh/skiff/internal/authz/rbac"
+)
+
+const (
+	nodesGroup     = "system:nodes"
+	nodeUserPrefix = "system:node:"
+	leaseNamespace = "kube-node-lease"
+)
+
+// PodsOnNode lists the pods bound to a node (an informer index on spec.nodeName).
+type PodsOnNode func(nodeName string) ([]*corev1.Pod, error)
+
+// Authorizer is the Node authorizer.
+type Authorizer struct {
+	pods      PodsOnNode
+	pvcs      corelisters.PersistentVolumeClaimLister
+	nodeRules []rbacv1.PolicyRule
+}
+
+// New returns a Node authorizer; nodeRules are the system:node role's rules, which apply to
+// everything the authorizer does not restrict itself.
+func New(pods PodsOnNode, pvcs corelisters.PersistentVolumeClaimLister, nodeRules []rbacv1.PolicyRule) *Authorizer {
+	return &Authorizer{pods: pods, pvcs: pvcs, nodeRules: nodeRules}
+}
+
+// NodeName returns the node a user is the kubelet of, if it is one.
+func NodeName(user *request.UserInfo) (string, bool) {
+	if !strings.HasPrefix(user.Name, nodeUserPrefix) {
+		return "", false
+	}
+	for _, g := range user.Groups {
+		if g == nodesGroup {
+			name := strings.TrimPrefix(user.Name, nodeUserPrefix)
+			return name, name != ""
+		}
+	}
+	return "", false
+}
+
+// Authorize has no opinion (false, "") on callers that are not nodes.
+func (a *Authorizer) Authorize(_ context.Context, user *request.UserInfo, info *request.RequestInfo) (bool, string) {
+	nodeName, ok := NodeName(user)
+	if !ok {
+		return false, ""
+	}
+	if info.IsResourceRequest && info.APIGroup == "" {
+		switch {
+		case info.Resource == "secrets" && info.Subresource == "",
+			info.Resource == "configmaps" && info.Subresource == "",
+			info.Resource == "persistentvolumeclaims" && info.Subresource == "",
+			info.Resource == "persistentvolumes" && info.Subresource == "":
+			return a.authorizeReadOfPodObject(nodeName, info)
+		case info.Resource == "serviceaccounts" && info.Subresource == "token":
+			if info.Verb != "create" {
+				return false, "can only create tokens for individual service accounts"
+			}
+			return a.related(nodeName, info)
+		}
+	}
+	if info.IsResourceRequest && info.APIGroup == "coordination.k8s.io" && info.Resource == "leases" {
+		return authorizeLease(nodeName, info)
+	}
+	if rbac.RulesAllow(info, a.nodeRules) {
+		return true, ""
+	}
+	return false, ""
+}
+
+func (a *Authorizer) authorizeReadOfPodObject(nodeName string, info *request.RequestInfo) (bool, string) {
+	if info.Verb != "get" && info.Verb != "list" && info.Verb != "watch" {
+		return false, "can only read resources of this type"
+	}
+	if info.Name == "" {
+		// A list or watch of every object of the type: nodes may only read single objects.
+		return false, "can only read namespaced object of this type"
+	}
+	return a.related(nodeName, info)
+}
+
+// related allows the request when a pod bound to the node references the object.
+func (a *Authorizer) related(nodeName string, info *request.RequestInfo) (bool, string) {
+	pods, err := a.pods(nodeName)
+	if err != nil {
+		return false, fmt.Sprintf("list pods of node %q: %v", nodeName, err)
+	}
+	for _, pod := range pods {
+		if a.podReferences(pod, info) {
+			return true, ""
+		}
+	}
+	return false, fmt.Sprintf("no relationship found between node '%s' and this object", nodeName)
+}
+
+func (a *Authorizer) podReferences(pod *corev1.Pod, info *request.RequestInfo) bool {
+	switch info.Resource {
+	case "persistentvolumes":
+		for _, claim := range PodReferences(pod).PVCs {
+			pvc, err := a.pvcs.PersistentVolumeClaims(pod.Namespace).Get(claim)
+			if err == nil && pvc.Spec.VolumeName == info.Name {
+				return true
+			}
+		}
+		return false
+	}
+	if pod.Namespace != info.Namespace {
+		return false
+	}
+	refs := PodReferences(pod)
+	var names []string
+	switch info.Resource {
+	case "secrets":
+		names = refs.Secrets
+	case "configmaps":
+		names = refs.ConfigMaps
+	case "persistentvolumeclaims":
+		names = refs.PVCs
+	case "serviceaccounts":
+		names = []string{refs.ServiceAccount}
+	}
+	for _, n := range names {
+		if n == info.Name {
+			return true
+		}
+	}
+	return false
+}
+
+func authorizeLease(nodeName string, info *request.RequestInfo) (bool, string) {
+	switch info.Verb {
+	case "get", "create", "update", "patch", "delete":
+	default:
+		return false, "can only get, create, update, patch, or delete a node lease"
+	}
+	if info.Namespace != leaseNamespace {
+		return false, fmt.Sprintf("can only access leases in the %q system namespace", leaseNamespace)
+	}
+	// A create names the lease in its body; NodeRestriction admission checks it there.
+	if info.Verb != "create" && info.Name != nodeName {
+		return false, "can only access node lease with the same name as the requesting node"
+	}
+	return true, ""
+}

@@ -1,0 +1,254 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/authz/bootstrappolicy"
+	"github.com/skiff-sh/skiff/internal/authz/node"
+	"github.com/skiff-sh/skiff/internal/authz/rbac"
+)
+
+// Identities of skiff's components, as Kubernetes names them.
+const (
+	// loopbackUser is the API server's client to itself (its authorization caches, the policy
+	// reconciler); like kube-apiserver's loopback identity it is in system:masters.
+	loopbackUser = "system:apiserver"
+	// kubeletClientUser is the API server's client certificate towards kubelets (logs, exec,
+	// port-forward), bound to system:kubelet-api-admin as kubeadm binds it.
+	kubeletClientUser = "kube-apiserver-kubelet-client"
+)
+
+const podNodeIndex = "spec.nodeName"
+
+// authorization is the API server's authorizer chain and the caches it reads.
+type authorization struct {
+	client    kubernetes.Interface
+	factory   informers.SharedInformerFactory
+	authorize apiserver.Authorizer
+	// rules lists what RBAC grants a user (SelfSubjectRulesReview).
+	rules *rbac.Authorizer
+}
+
+// newAuthorization builds the chain system:masters, Node, RBAC over informer caches of a loopback
+// client; the caches start once the server serves (startAuthorization).
+func newAuthorization(cfg *Config, now time.Time) (*authorization, error) {
+	restCfg, err := componentRESTConfig(cfg, loopbackUser, []string{bootstrappolicy.SystemPrivilegedGroup}, now)
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("loopback client: %w", err)
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	r := factory.Rbac().V1()
+	rbacAuthz := rbac.New(rbac.Listers{
+		Roles: r.Roles().Lister(), RoleBindings: r.RoleBindings().Lister(),
+		ClusterRoles: r.ClusterRoles().Lister(), ClusterRoleBindings: r.ClusterRoleBindings().Lister(),
+	})
+	pods := factory.Core().V1().Pods().Informer()
+	if err := pods.AddIndexers(cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			return []string{p.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return nil, fmt.Errorf("pod node index: %w", err)
+	}
+	podsOnNode := func(name string) ([]*corev1.Pod, error) {
+		objs, err := pods.GetIndexer().ByIndex(podNodeIndex, name)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*corev1.Pod, 0, len(objs))
+		for _, o := range objs {
+			if p, ok := o.(*corev1.Pod); ok {
+				out = append(out, p)
+			}
+		}
+		return out, nil
+	}
+	var nodeRules []rbacv1.PolicyRule
+	for _, role := range bootstrappolicy.ClusterRoles() {
+		if role.Name == "system:node" {
+			nodeRules = role.Rules
+		}
+	}
+	nodeAuthz := node.New(podsOnNode, factory.Core().V1().PersistentVolumeClaims().Lister(), nodeRules)
+	return &authorization{
+		client:  client,
+		factory: factory,
+		rules:   rbacAuthz,
+		authorize: apiserver.UnionAuthorizer{
+			apiserver.PrivilegedGroups{bootstrappolicy.SystemPrivilegedGroup}, nodeAuthz, rbacAuthz,
+		},
+	}, nil
+}
+
+// start runs the caches and waits until they hold the cluster's state, then reconciles the default
+// policy (the create-only pass ran before serving).
+func (a *authorization) start(ctx context.Context, log *slog.Logger) error {
+	a.factory.Start(ctx.Done())
+	for typ, ok := range a.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("authorization cache for %v did not sync", typ)
+		}
+	}
+	return reconcilePolicy(ctx, a.client, log)
+}
+
+// defaultClusterRoleBindings are upstream's bindings plus skiff's own: the controller manager's
+// single identity bound to every controller role, and the API server's kubelet client.
+func defaultClusterRoleBindings() []rbacv1.ClusterRoleBinding {
+	out := append(bootstrappolicy.ClusterRoleBindings(), bootstrappolicy.ControllerRoleBindings()...)
+	out = append(out, bootstrappolicy.ControllerManagerBindings()...)
+	return append(out, rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "skiff:kube-apiserver-kubelet-client"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: kubeletClientUser}},
+	})
+}
+
+func defaultClusterRoles() []rbacv1.ClusterRole {
+	return append(bootstrappolicy.ClusterRoles(), bootstrappolicy.ControllerRoles()...)
+}
+
+// ensurePolicy creates the default policy objects that are missing, before the server serves, so
+// components find their rights at their first request.
+func ensurePolicy(ctx context.Context, srv *apiserver.Server) error {
+	g := rbacv1.GroupName
+	for _, r := range defaultClusterRoles() {
+		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: g, Resource: "clusterroles"}, &r); err != nil {
+			return err
+		}
+	}
+	for _, b := range defaultClusterRoleBindings() {
+		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: g, Resource: "clusterrolebindings"}, &b); err != nil {
+			return err
+		}
+	}
+	for _, r := range bootstrappolicy.NamespaceRoles() {
+		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: g, Resource: "roles"}, &r); err != nil {
+			return err
+		}
+	}
+	for _, b := range bootstrappolicy.NamespaceRoleBindings() {
+		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: g, Resource: "rolebindings"}, &b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reconcilePolicy adds missing rules and subjects to existing default objects (unless annotated
+// autoupdate=false), as kube-apiserver's RBAC post-start hook does after an upgrade.
+func reconcilePolicy(ctx context.Context, client kubernetes.Interface, log *slog.Logger) error {
+	crs := client.RbacV1().ClusterRoles()
+	for _, desired := range defaultClusterRoles() {
+		existing, err := crs.Get(ctx, desired.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = crs.Create(ctx, &desired, metav1.CreateOptions{})
+		} else if err == nil {
+			if updated, changed := bootstrappolicy.ReconcileClusterRole(existing, &desired); changed {
+				log.Info("reconciling default clusterrole", "name", desired.Name)
+				_, err = crs.Update(ctx, updated, metav1.UpdateOptions{})
+			}
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("reconcile clusterrole %s: %w", desired.Name, err)
+		}
+	}
+	crbs := client.RbacV1().ClusterRoleBindings()
+	for _, desired := range defaultClusterRoleBindings() {
+		existing, err := crbs.Get(ctx, desired.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = crbs.Create(ctx, &desired, metav1.CreateOptions{})
+		} else if err == nil && existing.Annotations[bootstrappolicy.AutoUpdateAnnotation] != "false" {
+			if subjects, changed := bootstrappolicy.ReconcileSubjects(existing.Subjects, desired.Subjects); changed {
+				log.Info("reconciling default clusterrolebinding", "name", desired.Name)
+				existing = existing.DeepCopy()
+				existing.Subjects = subjects
+				_, err = crbs.Update(ctx, existing, metav1.UpdateOptions{})
+			}
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("reconcile clusterrolebinding %s: %w", desired.Name, err)
+		}
+	}
+	for _, desired := range bootstrappolicy.NamespaceRoles() {
+		roles := client.RbacV1().Roles(desired.Namespace)
+		existing, err := roles.Get(ctx, desired.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = roles.Create(ctx, &desired, metav1.CreateOptions{})
+		} else if err == nil {
+			if updated, changed := bootstrappolicy.ReconcileRole(existing, &desired); changed {
+				_, err = roles.Update(ctx, updated, metav1.UpdateOptions{})
+			}
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("reconcile role %s/%s: %w", desired.Namespace, desired.Name, err)
+		}
+	}
+	for _, desired := range bootstrappolicy.NamespaceRoleBindings() {
+		rbs := client.RbacV1().RoleBindings(desired.Namespace)
+		existing, err := rbs.Get(ctx, desired.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = rbs.Create(ctx, &desired, metav1.CreateOptions{})
+		} else if err == nil {
+			if subjects, changed := bootstrappolicy.ReconcileSubjects(existing.Subjects, desired.Subjects); changed {
+				existing = existing.DeepCopy()
+				existing.Subjects = subjects
+				_, err = rbs.Update(ctx, existing, metav1.UpdateOptions{})
+			}
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("reconcile rolebinding %s/%s: %w", desired.Namespace, desired.Name, err)
+		}
+	}
+	return nil
+}
+
+// labelNodeRoles gives this node's Node object its node-role.kubernetes.io/<role> labels once the
+// kubelet has registered it. A kubelet may not set them itself (NodeRestriction: a node must not
+// promote itself to control plane), so the control plane does, as kubeadm does at init.
+func (a *authorization) labelNodeRoles(ctx context.Context, nodeName string, roles []string, log *slog.Logger) {
+	labels := map[string]any{}
+	for _, r := range roles {
+		labels["node-role.kubernetes.io/"+r] = ""
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	if err != nil {
+		log.Error("node role labels", "node", nodeName, "err", err)
+		return
+	}
+	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := a.client.CoreV1().Nodes().Patch(ctx, nodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil // not registered yet
+		}
+		if err != nil {
+			log.Debug("label node roles", "node", nodeName, "err", err)
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		log.Error("label node roles", "node", nodeName, "err", err)
+	}
+}
