@@ -95,6 +95,8 @@ func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMe
 			Controllers:            cfg.Controllers,
 			ClusterCIDR:            cfg.ClusterCIDR,
 			NodeMonitorGracePeriod: cfg.NodeMonitorGracePeriod,
+			LocalPathDir:           cfg.LocalPathDir,
+			LocalPathHelperImage:   cfg.LocalPathHelperImage,
 		})
 		if ctx.Err() != nil {
 			return nil

@@ -56,6 +56,12 @@ type Config struct {
 	// default 8760h, one year); a request's spec.expirationSeconds may only shorten it.
 	ClusterSigningDuration time.Duration
 
+	// LocalPathDir is where local-path-provisioner puts volumes on every node (default
+	// /var/lib/skiff/storage); LocalPathHelperImage runs the pod that removes a deleted volume's
+	// directory (default busybox).
+	LocalPathDir         string
+	LocalPathHelperImage string
+
 	// Clock drives every controller's time; default the real clock.
 	Clock clock.WithTicker
 	// Registerer receives the metrics; default a fresh registry (discarded).

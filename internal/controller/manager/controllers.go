@@ -39,13 +39,17 @@ const (
 	CSRApproving = "csrapproving"
 	// CSRCleaner deletes finished and abandoned CertificateSigningRequests.
 	CSRCleaner = "csrcleaner"
+	// LocalPathProvisioner provisions volumes of the built-in local-path StorageClass on the
+	// scheduler's selected node and deletes released ones.
+	LocalPathProvisioner = "local-path-provisioner"
 )
 
 // KnownControllers lists every controller name --controllers accepts.
 func KnownControllers() []string {
 	return []string{ReplicaSet, Deployment, DaemonSet, StatefulSet, Job, CronJob, GarbageCollector, Namespace,
 		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption,
-		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring, CSRSigning, CSRApproving, CSRCleaner}
+		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring, CSRSigning, CSRApproving, CSRCleaner,
+		LocalPathProvisioner}
 }
 
 // ParseControllers turns --controllers values into the set of enabled

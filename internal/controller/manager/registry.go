@@ -18,6 +18,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/endpointslicemirroring"
 	"github.com/skiff-sh/skiff/internal/controller/garbagecollector"
 	"github.com/skiff-sh/skiff/internal/controller/job"
+	"github.com/skiff-sh/skiff/internal/controller/localpath"
 	"github.com/skiff-sh/skiff/internal/controller/namespace"
 	"github.com/skiff-sh/skiff/internal/controller/nodeipam"
 	"github.com/skiff-sh/skiff/internal/controller/nodelifecycle"
@@ -45,6 +46,9 @@ func constructors() map[string]constructor {
 		TTLAfterFinished:       func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return ttlafterfinished.New(deps) },
 		ServiceAccount:         func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return serviceaccount.New(deps) },
 		PersistentVolumeBinder: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return pvbinder.New(deps) },
+		LocalPathProvisioner: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
+			return localpath.New(deps, localpath.Config{Dir: cfg.LocalPathDir, HelperImage: cfg.LocalPathHelperImage, Logger: slog.Default()})
+		},
 		RootCACertPublisher: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			if len(cfg.RootCA) == 0 {
 				slog.Warn("root-ca-cert-publisher needs the cluster CA bundle; not started")
