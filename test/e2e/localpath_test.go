@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,4 +124,84 @@ spec:
 	if out := root.run("get", "pods", "-n", "kube-system", "-o", "name"); strings.Contains(out, "helper-pod-delete-") {
 		t.Errorf("helper pod left behind:\n%s", out)
 	}
+}
+
+// TestLocalPathRealContainers: on a real node, a StatefulSet's pod writes a file to its local-path
+// volume, and the pod made again after deletion reads it back from the same directory; deleting the
+// claim removes the directory (the helper pod runs the offline busybox image).
+func TestLocalPathRealContainers(t *testing.T) {
+	c := newWorkerCluster(t, "--local-path-helper-image=localhost/busybox:local")
+	k := ctl{c: c, t: t}
+	k.apply(`apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: keeper
+spec:
+  serviceName: keeper
+  replicas: 1
+  selector:
+    matchLabels: {app: keeper}
+  template:
+    metadata:
+      labels: {app: keeper}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: keeper
+        image: localhost/busybox:local
+        command: [sh, -c, 'test -f /data/hello || echo "written by $(cat /proc/sys/kernel/random/uuid)" > /data/hello; exec sleep 3600']
+        volumeMounts:
+        - {name: data, mountPath: /data}
+  volumeClaimTemplates:
+  - metadata:
+      name: data
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources:
+        requests:
+          storage: 100Mi
+`)
+	k.run("wait", "--for=condition=Ready", "pod/keeper-0", "--timeout=90s")
+	first := strings.TrimSpace(k.run("exec", "keeper-0", "--", "cat", "/data/hello"))
+	if !strings.HasPrefix(first, "written by ") {
+		t.Fatalf("file on the volume = %q", first)
+	}
+	pv := k.jsonpath("{.spec.volumeName}", "pvc", "data-keeper-0")
+	dir := filepath.Join(c.dataDir, "storage", pv)
+	if data, err := os.ReadFile(filepath.Join(dir, "hello")); err != nil || strings.TrimSpace(string(data)) != first {
+		t.Fatalf("host copy of the file: %q, %v", data, err)
+	}
+
+	uid := k.jsonpath("{.metadata.uid}", "pod", "keeper-0")
+	k.run("delete", "pod", "keeper-0", "--wait=false")
+	k.eventually(90*time.Second, func() error {
+		if now := k.jsonpath("{.metadata.uid}", "pod", "keeper-0"); now == "" || now == uid {
+			return fmt.Errorf("keeper-0 not made again yet")
+		}
+		if out, err := k.try("wait", "--for=condition=Ready", "pod/keeper-0", "--timeout=2s"); err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
+	if again := strings.TrimSpace(k.run("exec", "keeper-0", "--", "cat", "/data/hello")); again != first {
+		t.Fatalf("after the pod was made again the file reads %q, want %q", again, first)
+	}
+
+	k.run("scale", "statefulset/keeper", "--replicas=0")
+	k.eventually(90*time.Second, func() error {
+		if _, err := k.try("get", "pod", "keeper-0"); err == nil {
+			return fmt.Errorf("keeper-0 still exists")
+		}
+		return nil
+	})
+	k.run("delete", "pvc", "data-keeper-0", "--wait=false")
+	k.eventually(120*time.Second, func() error {
+		if _, err := k.try("get", "pv", pv); err == nil {
+			return fmt.Errorf("volume %s still exists", pv)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			return fmt.Errorf("directory %s still there (%v)", dir, err)
+		}
+		return nil
+	})
 }
