@@ -191,11 +191,10 @@ func (b *VolumeBinding) PreFilter(_ context.Context, state *framework.CycleState
 		}
 		var class *storagev1.StorageClass
 		if className != "" {
+			// A class that does not exist binds like Immediate: the persistentvolume-binder binds
+			// such claims to matching volumes on its own, and the pod waits for that.
 			class, err = b.classLister.Get(className)
-			if apierrors.IsNotFound(err) {
-				return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("storageclass.storage.k8s.io %q not found", className))
-			}
-			if err != nil {
+			if err != nil && !apierrors.IsNotFound(err) {
 				return framework.AsStatus(err)
 			}
 		}

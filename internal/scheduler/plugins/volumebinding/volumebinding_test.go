@@ -146,6 +146,8 @@ func TestFilter(t *testing.T) {
 			map[string]string{"n1": unresolvable + ErrUnboundImmediate, "n2": unresolvable + ErrUnboundImmediate}},
 		{"claim without class is immediate", podWith("data"), []runtime.Object{claim("data", "", "")},
 			map[string]string{"n1": unresolvable + ErrUnboundImmediate, "n2": unresolvable + ErrUnboundImmediate}},
+		{"claim of a class that does not exist waits as immediate", podWith("data"), []runtime.Object{claim("data", "manual", "")},
+			map[string]string{"n1": unresolvable + ErrUnboundImmediate, "n2": unresolvable + ErrUnboundImmediate}},
 		{"missing claim", podWith("gone"), nil,
 			map[string]string{"n1": unresolvable + `persistentvolumeclaim "gone" not found`, "n2": unresolvable + `persistentvolumeclaim "gone" not found`}},
 		{"bound to a missing volume", podWith("bound"), []runtime.Object{claim("bound", "local-path", "pv-gone")},
