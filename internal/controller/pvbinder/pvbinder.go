@@ -165,17 +165,66 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 			return ref == nil || ref.Namespace != pvc.Namespace || ref.Name != pvc.Name || (ref.UID != "" && ref.UID != pvc.UID)
 		})
 		if len(volumes) == 0 {
-			if pvc.Annotations[AnnSelectedNode] == "" && c.recorder != nil {
-				c.recorder.Event(pvc, corev1.EventTypeNormal, "WaitForFirstConsumer", "waiting for first consumer to be created before binding")
+			if pvc.Annotations[AnnSelectedNode] == "" {
+				if c.recorder != nil {
+					c.recorder.Event(pvc, corev1.EventTypeNormal, "WaitForFirstConsumer", "waiting for first consumer to be created before binding")
+				}
+				return nil
 			}
-			return nil
+			return c.markProvisioning(ctx, pvc)
 		}
 	}
 	pv := Match(pvc, volumes)
 	if pv == nil {
-		return nil
+		return c.markProvisioning(ctx, pvc)
 	}
 	return c.bind(ctx, pvc, pv)
+}
+
+// Kubernetes' annotations naming the provisioner expected to make a claim's volume.
+const (
+	AnnStorageProvisioner     = "volume.kubernetes.io/storage-provisioner"
+	AnnBetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner"
+)
+
+// ProvisionerFor is the provisioner a claim no volume satisfies waits for: its class's, unless the
+// class is missing or of statically provisioned volumes only. It is pure.
+func ProvisionerFor(class *storagev1.StorageClass) string {
+	if class == nil || class.Provisioner == "" || class.Provisioner == "kubernetes.io/no-provisioner" {
+		return ""
+	}
+	return class.Provisioner
+}
+
+// markProvisioning annotates the claim with the provisioner that is to make its volume, as
+// Kubernetes' persistent volume controller does for external provisioners (they and tools such as
+// kubectl describe read it).
+func (c *Controller) markProvisioning(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+	if c.classLister == nil || storageClass(pvc) == "" {
+		return nil
+	}
+	class, err := c.classLister.Get(storageClass(pvc))
+	if err != nil {
+		return nil
+	}
+	provisioner := ProvisionerFor(class)
+	if provisioner == "" || (pvc.Annotations[AnnStorageProvisioner] == provisioner && pvc.Annotations[AnnBetaStorageProvisioner] == provisioner) {
+		return nil
+	}
+	claim := pvc.DeepCopy()
+	if claim.Annotations == nil {
+		claim.Annotations = map[string]string{}
+	}
+	claim.Annotations[AnnStorageProvisioner] = provisioner
+	claim.Annotations[AnnBetaStorageProvisioner] = provisioner
+	if _, err := c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("mark claim %s/%s for provisioner %s: %w", pvc.Namespace, pvc.Name, provisioner, err)
+	}
+	if c.recorder != nil {
+		c.recorder.Event(pvc, corev1.EventTypeNormal, "ExternalProvisioning",
+			fmt.Sprintf("Waiting for a volume to be created either by the external provisioner %q or manually by the system administrator.", provisioner))
+	}
+	return nil
 }
 
 // AnnSelectedNode is the node the scheduler picked for a claim that waits for its first consumer.

@@ -3,6 +3,7 @@ package pvbinder
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -168,12 +169,16 @@ func TestSyncDelayedBinding(t *testing.T) {
 		events  int
 	}{
 		{"available volume is not taken", []*corev1.PersistentVolume{free}, nil, 1},
+		{"node selected: waits for the provisioner", []*corev1.PersistentVolume{free}, []string{"update persistentvolumeclaims c"}, 1},
 		{"volume made for the claim is bound", []*corev1.PersistentVolume{free, provisioned},
 			[]string{"update persistentvolumes/status pvc-uid-c", "update persistentvolumeclaims c", "update persistentvolumeclaims/status c"}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pvc := claim("c", "local", "1Gi", corev1.ReadWriteOnce)
+			if strings.HasPrefix(tt.name, "node selected") {
+				pvc.Annotations = map[string]string{AnnSelectedNode: "n1"}
+			}
 			objs := []runtime.Object{class, pvc}
 			for _, pv := range tt.volumes {
 				objs = append(objs, pv)
@@ -198,5 +203,20 @@ func TestSyncDelayedBinding(t *testing.T) {
 				t.Fatalf("%d events, want %d", got, tt.events)
 			}
 		})
+	}
+}
+
+func TestProvisionerFor(t *testing.T) {
+	for _, tt := range []struct {
+		class *storagev1.StorageClass
+		want  string
+	}{
+		{nil, ""},
+		{&storagev1.StorageClass{Provisioner: "kubernetes.io/no-provisioner"}, ""},
+		{&storagev1.StorageClass{Provisioner: "skiff.dev/local-path"}, "skiff.dev/local-path"},
+	} {
+		if got := ProvisionerFor(tt.class); got != tt.want {
+			t.Errorf("ProvisionerFor(%v) = %q, want %q", tt.class, got, tt.want)
+		}
 	}
 }
