@@ -241,8 +241,17 @@ func (c *Controller) SyncClaim(ctx context.Context, key string) error {
 	if _, err := c.pvLister.Get(name); err == nil {
 		return nil
 	}
+	node, err := c.nodeLister.Get(nodeName)
+	if apierrors.IsNotFound(err) {
+		// The node went away before its volume was made: hand the claim back to the scheduler, as
+		// Kubernetes' external provisioners do, rather than pin its pod to a node that is gone.
+		return c.reschedule(ctx, pvc, fmt.Sprintf("selected node %q not found", nodeName))
+	}
+	if err != nil {
+		return err
+	}
 	hostname := nodeName
-	if node, err := c.nodeLister.Get(nodeName); err == nil && node.Labels[corev1.LabelHostname] != "" {
+	if node.Labels[corev1.LabelHostname] != "" {
 		hostname = node.Labels[corev1.LabelHostname]
 	}
 	pv := NewVolume(pvc, class, hostname, c.cfg.Dir)
@@ -253,6 +262,17 @@ func (c *Controller) SyncClaim(ctx context.Context, key string) error {
 	}
 	c.cfg.Logger.Info("provisioned volume", "claim", key, "volume", name, "node", nodeName, "path", pv.Spec.HostPath.Path)
 	c.recorder.Event(pvc, corev1.EventTypeNormal, "ProvisioningSucceeded", fmt.Sprintf("Successfully provisioned volume %s", name))
+	return nil
+}
+
+// reschedule removes the claim's selected-node annotation so that the scheduler picks again.
+func (c *Controller) reschedule(ctx context.Context, pvc *corev1.PersistentVolumeClaim, why string) error {
+	next := pvc.DeepCopy()
+	delete(next.Annotations, AnnSelectedNode)
+	if _, err := c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("reschedule claim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+	}
+	c.recorder.Event(pvc, corev1.EventTypeWarning, "ProvisioningFailed", why+"; the claim goes back to the scheduler")
 	return nil
 }
 

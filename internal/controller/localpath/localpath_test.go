@@ -82,6 +82,7 @@ func TestSyncClaim(t *testing.T) {
 	}{
 		{"selected node: provision", claim("data", selected), nil, []string{"create persistentvolumes pvc-uid-data"}, 2},
 		{"no node yet: wait for the scheduler", claim("data", nil), nil, nil, 0},
+		{"selected node gone: back to the scheduler", claim("data", map[string]string{AnnSelectedNode: "gone"}), nil, []string{"update persistentvolumeclaims data"}, 1},
 		{"bound: nothing", bound, nil, nil, 0},
 		{"another provisioner's class", otherClass, nil, nil, 0},
 		{"immediate class: cannot pick a node", nowClass, []runtime.Object{immediate}, nil, 1},

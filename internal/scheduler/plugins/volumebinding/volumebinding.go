@@ -415,7 +415,7 @@ func (b *VolumeBinding) PreBind(ctx context.Context, state *framework.CycleState
 	if d == nil || (len(d.static) == 0 && len(d.provision) == 0) {
 		return nil
 	}
-	var waitFor []*v1.PersistentVolumeClaim
+	var waitFor []*waitingClaim
 	for _, c := range s.unbound {
 		pvc := c.claim
 		key := pvc.Namespace + "/" + pvc.Name
@@ -423,10 +423,13 @@ func (b *VolumeBinding) PreBind(ctx context.Context, state *framework.CycleState
 			if err := b.claimVolume(ctx, pv, pvc); err != nil {
 				return framework.AsStatus(err)
 			}
-		} else if err := b.selectNode(ctx, pvc, nodeName); err != nil {
+			waitFor = append(waitFor, &waitingClaim{claim: pvc})
+			continue
+		}
+		if err := b.selectNode(ctx, pvc, nodeName); err != nil {
 			return framework.AsStatus(err)
 		}
-		waitFor = append(waitFor, pvc)
+		waitFor = append(waitFor, &waitingClaim{claim: pvc, provisioned: true})
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.bindTimeout)
 	defer cancel()
@@ -473,10 +476,21 @@ func (b *VolumeBinding) selectNode(ctx context.Context, pvc *v1.PersistentVolume
 	return nil
 }
 
+// waitingClaim is a claim PreBind waits for.
+type waitingClaim struct {
+	claim *v1.PersistentVolumeClaim
+	// provisioned: PreBind asked for a volume on the node; seenSelected: the cache has shown the
+	// claim with that request since.
+	provisioned, seenSelected bool
+}
+
 // allBound reports whether every claim is bound, reading the informer cache. A claim deleted and
-// made again under the same name fails the wait, so that the pod is scheduled again.
-func (b *VolumeBinding) allBound(claims []*v1.PersistentVolumeClaim) (bool, error) {
-	for _, c := range claims {
+// made again under the same name, or one whose provisioner handed it back (it removed
+// volume.kubernetes.io/selected-node after the cache had shown it), fails the wait so that the
+// pod is scheduled again.
+func (b *VolumeBinding) allBound(claims []*waitingClaim) (bool, error) {
+	for _, w := range claims {
+		c := w.claim
 		pvc, err := b.pvcLister.PersistentVolumeClaims(c.Namespace).Get(c.Name)
 		if err != nil {
 			return false, fmt.Errorf("claim %s/%s: %w", c.Namespace, c.Name, err)
@@ -484,9 +498,17 @@ func (b *VolumeBinding) allBound(claims []*v1.PersistentVolumeClaim) (bool, erro
 		if pvc.UID != c.UID {
 			return false, fmt.Errorf("claim %s/%s was recreated", c.Namespace, c.Name)
 		}
-		if pvc.Spec.VolumeName == "" || pvc.Status.Phase != v1.ClaimBound {
-			return false, nil
+		if pvc.Spec.VolumeName != "" && pvc.Status.Phase == v1.ClaimBound {
+			continue
 		}
+		if w.provisioned && pvc.Spec.VolumeName == "" {
+			selected := pvc.Annotations[AnnSelectedNode] != ""
+			if w.seenSelected && !selected {
+				return false, fmt.Errorf("provisioning of claim %s/%s failed: selected-node annotation reset", c.Namespace, c.Name)
+			}
+			w.seenSelected = w.seenSelected || selected
+		}
+		return false, nil
 	}
 	return true, nil
 }

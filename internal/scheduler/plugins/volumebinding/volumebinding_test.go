@@ -264,3 +264,32 @@ func TestPreBindClaimRecreated(t *testing.T) {
 		t.Fatal("PreBind succeeded for a claim that was deleted and made again")
 	}
 }
+
+// TestAllBoundProvisioningReset: a claim handed back by its provisioner (selected-node removed
+// after the cache showed it) ends the wait with an error; before the cache shows the annotation,
+// its absence is only the cache lagging behind PreBind's own write.
+func TestAllBoundProvisioningReset(t *testing.T) {
+	pvc := claim("data", "local-path", "")
+	b, _, factory := newPlugin(t, pvc)
+	indexer := factory.Core().V1().PersistentVolumeClaims().Informer().GetIndexer()
+	w := []*waitingClaim{{claim: pvc, provisioned: true}}
+	steps := []struct {
+		annotations map[string]string
+		wantErr     bool
+	}{
+		{nil, false}, // the cache has not seen PreBind's write yet
+		{map[string]string{AnnSelectedNode: "n1"}, false},
+		{nil, true}, // the provisioner gave the claim back
+	}
+	for i, step := range steps {
+		cur := pvc.DeepCopy()
+		cur.Annotations = step.annotations
+		if err := indexer.Update(cur); err != nil {
+			t.Fatal(err)
+		}
+		done, err := b.allBound(w)
+		if done || (err != nil) != step.wantErr {
+			t.Fatalf("step %d: done %v err %v, want error %v", i, done, err, step.wantErr)
+		}
+	}
+}
