@@ -96,11 +96,14 @@ spec:
 	uid0 := k.jsonpath("{.metadata.uid}", "pod", "db-0")
 	k.run("delete", "pod", "db-0", "--wait=false")
 	k.eventually(60*time.Second, func() error {
-		if uid := k.jsonpath("{.metadata.uid}", "pod", "db-0"); uid == "" || uid == uid0 {
-			return fmt.Errorf("db-0 not recreated yet")
+		// The pod is absent for a moment between deletion and its replacement: try, not run.
+		out, err := k.try("get", "pod", "db-0", "-o", "jsonpath={.metadata.uid} {.spec.nodeName}")
+		got := strings.Fields(out)
+		if err != nil || len(got) != 2 || got[0] == uid0 {
+			return fmt.Errorf("db-0 not made again and scheduled yet: %v %s", err, out)
 		}
-		if node := k.jsonpath("{.spec.nodeName}", "pod", "db-0"); node != node0 {
-			return fmt.Errorf("db-0 on %q, its volume is on %q", node, node0)
+		if got[1] != node0 {
+			return fmt.Errorf("db-0 on %q, its volume is on %q", got[1], node0)
 		}
 		return nil
 	})
@@ -175,8 +178,9 @@ spec:
 	uid := k.jsonpath("{.metadata.uid}", "pod", "keeper-0")
 	k.run("delete", "pod", "keeper-0", "--wait=false")
 	k.eventually(90*time.Second, func() error {
-		if now := k.jsonpath("{.metadata.uid}", "pod", "keeper-0"); now == "" || now == uid {
-			return fmt.Errorf("keeper-0 not made again yet")
+		// The pod is absent for a moment between deletion and its replacement: try, not run.
+		if now, err := k.try("get", "pod", "keeper-0", "-o", "jsonpath={.metadata.uid}"); err != nil || now == "" || now == uid {
+			return fmt.Errorf("keeper-0 not made again yet: %v", err)
 		}
 		if out, err := k.try("wait", "--for=condition=Ready", "pod/keeper-0", "--timeout=2s"); err != nil {
 			return fmt.Errorf("%v: %s", err, out)
