@@ -241,6 +241,10 @@ func (DefaultStorageClass) Admit(ctx context.Context, a *AdmissionAttributes, lo
 		return nil
 	}
 	list, err := lookup.List(ctx, "storage.k8s.io", "storageclasses", "")
+	if apierrors.IsNotFound(err) {
+		// StorageClasses are not served (a server built without storage.k8s.io): no default.
+		return nil
+	}
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("list storage classes: %w", err))
 	}
