@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/skiff-sh/skiff/internal/cluster"
+	"github.com/skiff-sh/skiff/internal/controller/localpath"
 )
 
 const usage = `skiff: a Kubernetes-compatible cluster in one binary.
@@ -107,6 +108,8 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long the scheduler's and controller manager's leader Lease lasts without renewal (a standby takes over after it)")
 	fs.DurationVar(&cfg.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it steps down")
 	fs.DurationVar(&cfg.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
+	fs.StringVar(&cfg.LocalPathDir, "local-path-dir", "", "where the local-path StorageClass puts volumes on each worker (default <data-dir>/storage)")
+	fs.StringVar(&cfg.LocalPathHelperImage, "local-path-helper-image", "", "image of the pod that removes a deleted local-path volume's directory (needs rm; default "+localpath.DefaultHelperImage+")")
 	fs.StringVar(&cfg.SchedulerConfig, "scheduler-config", "", "scheduler configuration file (profiles, plugins, weights); default profile when empty")
 	fs.StringVar(&cfg.ContainerRuntimeEndpoint, "container-runtime-endpoint", "", "CRI socket of an existing runtime; empty: skiff supervises its own containerd")
 	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how long a node may go unheard before it is marked Ready=Unknown and tainted unreachable")

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,7 +17,7 @@ import (
 
 // DefaultAdmission is the built-in admission chain, in Kubernetes' order.
 func DefaultAdmission() []AdmissionPlugin {
-	return []AdmissionPlugin{NamespaceLifecycle{}, ServiceAccountDefault{}, DefaultTolerationSeconds{Seconds: 300}, Priority{}}
+	return []AdmissionPlugin{NamespaceLifecycle{}, ServiceAccountDefault{}, DefaultTolerationSeconds{Seconds: 300}, Priority{}, DefaultStorageClass{}}
 }
 
 func isPodCreate(a *AdmissionAttributes) (*corev1.Pod, bool) {
@@ -223,3 +224,58 @@ func (Priority) Admit(ctx context.Context, a *AdmissionAttributes, lookup Lookup
 }
 
 func (Priority) Validate(context.Context, *AdmissionAttributes, Lookup) error { return nil }
+
+// DefaultStorageClass gives a claim created without spec.storageClassName the cluster's default
+// StorageClass, as Kubernetes' admission plugin of that name does. An explicit "" asks for no class
+// and is left alone. With several defaults the newest wins (then the first by name), as upstream.
+type DefaultStorageClass struct{}
+
+func (DefaultStorageClass) Name() string { return "DefaultStorageClass" }
+
+func (DefaultStorageClass) Admit(ctx context.Context, a *AdmissionAttributes, lookup Lookup) error {
+	if a.Verb != "create" || a.Subresource != "" || a.Resource.GroupResource() != (schema.GroupResource{Resource: "persistentvolumeclaims"}) {
+		return nil
+	}
+	pvc, ok := a.Object.(*corev1.PersistentVolumeClaim)
+	if !ok || pvc.Spec.StorageClassName != nil {
+		return nil
+	}
+	list, err := lookup.List(ctx, "storage.k8s.io", "storageclasses", "")
+	if apierrors.IsNotFound(err) {
+		// StorageClasses are not served (a server built without storage.k8s.io): no default.
+		return nil
+	}
+	if err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("list storage classes: %w", err))
+	}
+	classes, ok := list.(*storagev1.StorageClassList)
+	if !ok {
+		return nil
+	}
+	if def := DefaultClass(classes.Items); def != nil {
+		name := def.Name
+		pvc.Spec.StorageClassName = &name
+	}
+	return nil
+}
+
+func (DefaultStorageClass) Validate(context.Context, *AdmissionAttributes, Lookup) error { return nil }
+
+// DefaultClass picks the default among classes: those annotated
+// storageclass.kubernetes.io/is-default-class (or the beta key) "true", newest first, then by name.
+func DefaultClass(classes []storagev1.StorageClass) *storagev1.StorageClass {
+	var best *storagev1.StorageClass
+	for i := range classes {
+		sc := &classes[i]
+		if sc.Annotations["storageclass.kubernetes.io/is-default-class"] != "true" && sc.Annotations["storageclass.beta.kubernetes.io/is-default-class"] != "true" {
+			continue
+		}
+		switch {
+		case best == nil, sc.CreationTimestamp.After(best.CreationTimestamp.Time):
+			best = sc
+		case sc.CreationTimestamp.Equal(&best.CreationTimestamp) && sc.Name < best.Name:
+			best = sc
+		}
+	}
+	return best
+}

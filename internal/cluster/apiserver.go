@@ -20,6 +20,7 @@ import (
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
 	"github.com/skiff-sh/skiff/internal/apiserver/discovery"
+	"github.com/skiff-sh/skiff/internal/controller/localpath"
 	"github.com/skiff-sh/skiff/internal/openapi"
 	"github.com/skiff-sh/skiff/internal/pki"
 	"github.com/skiff-sh/skiff/internal/registry"
@@ -135,6 +136,11 @@ func bootstrap(ctx context.Context, srv *apiserver.Server, cfg *Config) error {
 		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, pc); err != nil {
 			return err
 		}
+	}
+	// A StatefulSet with volumeClaimTemplates runs with nothing installed: claims without a class get
+	// this one (DefaultStorageClass admission) and the local-path provisioner serves it.
+	if err := srv.EnsureObject(ctx, schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"}, localpath.DefaultStorageClass()); err != nil {
+		return err
 	}
 	// API Priority and Fairness is not enforced yet, but its configuration objects exist from the
 	// first start, as in Kubernetes, so that tools reading them find the usual set.

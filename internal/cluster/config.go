@@ -102,6 +102,12 @@ type Config struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// SchedulerConfig is the scheduler's configuration file (profiles and plugins); empty uses defaults.
 	SchedulerConfig string
+	// LocalPathDir is where the built-in local-path provisioner puts volumes on worker nodes, one
+	// directory per volume (default <data-dir>/storage, read from the controller manager's data dir:
+	// nodes are expected to share the layout). LocalPathHelperImage runs the pod that removes a
+	// deleted volume's directory.
+	LocalPathDir         string
+	LocalPathHelperImage string
 	// StorageEncoding is "protobuf" or "json" (see README: protobuf is the measured default).
 	StorageEncoding string
 	Logger          *slog.Logger
@@ -111,6 +117,10 @@ type Config struct {
 func (c *Config) Default() {
 	if c.DataDir == "" {
 		c.DataDir = "/var/lib/skiff"
+	}
+	if c.LocalPathDir == "" {
+		dir, _ := filepath.Abs(c.DataDir)
+		c.LocalPathDir = filepath.Join(dir, "storage")
 	}
 	if len(c.Roles) == 0 {
 		c.Roles = slices.Clone(AllRoles)
@@ -173,6 +183,10 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("data dir %q: %w", c.DataDir, err))
 		}
 		c.DataDir = abs
+	}
+	if !filepath.IsAbs(c.LocalPathDir) {
+		// Volume paths are read on other nodes, so a relative one means nothing there.
+		errs = append(errs, fmt.Errorf("--local-path-dir %q must be absolute", c.LocalPathDir))
 	}
 	if net.ParseIP(c.BindAddress) == nil {
 		errs = append(errs, fmt.Errorf("--bind-address %q is not an IP address", c.BindAddress))

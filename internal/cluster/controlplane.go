@@ -96,6 +96,8 @@ func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMe
 			ClusterCIDR:            cfg.ClusterCIDR,
 			NodeMonitorGracePeriod: cfg.NodeMonitorGracePeriod,
 			Logger:                 cfg.Logger.With("component", "controller-manager"),
+			LocalPathDir:           cfg.LocalPathDir,
+			LocalPathHelperImage:   cfg.LocalPathHelperImage,
 		})
 		if ctx.Err() != nil {
 			return nil

@@ -280,6 +280,25 @@ func (s *Scheduler) addEventHandlers(factory informers.SharedInformerFactory) er
 	if err != nil {
 		return fmt.Errorf("namespace event handler: %w", err)
 	}
+	// A claim bound or provisioned, a volume created and a class added are what VolumeBinding's
+	// rejections wait for.
+	for kind, informer := range map[string]cache.SharedIndexInformer{
+		framework.KindPersistentVolumeClaim: factory.Core().V1().PersistentVolumeClaims().Informer(),
+		framework.KindPersistentVolume:      factory.Core().V1().PersistentVolumes().Informer(),
+		framework.KindStorageClass:          factory.Storage().V1().StorageClasses().Informer(),
+	} {
+		_, err = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) {
+				s.queue.MoveAllToActiveOrBackoffQueue(framework.ClusterEvent{Resource: kind, ActionType: framework.Add})
+			},
+			UpdateFunc: func(any, any) {
+				s.queue.MoveAllToActiveOrBackoffQueue(framework.ClusterEvent{Resource: kind, ActionType: framework.Update})
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("%s event handler: %w", kind, err)
+		}
+	}
 	return nil
 }
 
@@ -376,7 +395,10 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) {
 }
 
 func (s *Scheduler) bind(ctx context.Context, fwk *framework.Framework, state *framework.CycleState, pInfo *queue.QueuedPodInfo, assumed *v1.Pod, host string, cycle int64, start time.Time) {
-	st := fwk.RunBindPlugins(ctx, state, assumed, host)
+	st := fwk.RunPreBindPlugins(ctx, state, assumed, host)
+	if st.IsSuccess() {
+		st = fwk.RunBindPlugins(ctx, state, assumed, host)
+	}
 	if !st.IsSuccess() {
 		if err := s.cache.ForgetPod(assumed); err != nil {
 			s.logger.Error("forget assumed pod", "pod", queue.PodKey(assumed), "err", err)

@@ -28,8 +28,9 @@ func requireRuntime(t *testing.T) {
 }
 
 // newWorkerCluster starts a whole single-node cluster (all roles) with the busybox image imported,
-// and deletes its pods before stopping it, so no container outlives the test.
-func newWorkerCluster(t *testing.T) *cluster {
+// and deletes its pods before stopping it, so no container outlives the test. extraArgs go to
+// skiff server.
+func newWorkerCluster(t *testing.T, extraArgs ...string) *cluster {
 	t.Helper()
 	requireRuntime(t)
 	// A short data dir keeps containerd's socket path under the unix-socket limit.
@@ -37,7 +38,7 @@ func newWorkerCluster(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, bin: skiffBinary, dataDir: dir, roles: "etcd,controlplane,worker"}
+	c := &cluster{t: t, bin: skiffBinary, dataDir: dir, roles: "etcd,controlplane,worker", extraArgs: extraArgs}
 	c.ports = [3]int{freePort(t), freePort(t), freePort(t)}
 	c.kubeconfig = filepath.Join(c.dataDir, "admin.kubeconfig")
 	c.start()

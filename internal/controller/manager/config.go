@@ -61,6 +61,12 @@ type Config struct {
 	// default: discarded.
 	Logger *slog.Logger
 
+	// LocalPathDir is where local-path-provisioner puts volumes on every node (default
+	// /var/lib/skiff/storage); LocalPathHelperImage runs the pod that removes a deleted volume's
+	// directory (default busybox).
+	LocalPathDir         string
+	LocalPathHelperImage string
+
 	// Clock drives every controller's time; default the real clock.
 	Clock clock.WithTicker
 	// Registerer receives the metrics; default a fresh registry (discarded).

@@ -43,6 +43,9 @@ const (
 	CSRCleaner = "csrcleaner"
 	// ClusterRoleAggregation fills aggregated ClusterRoles (admin, edit, view) from the roles they select.
 	ClusterRoleAggregation = "clusterrole-aggregation"
+	// LocalPathProvisioner provisions volumes of the built-in local-path StorageClass on the
+	// scheduler's selected node and deletes released ones.
+	LocalPathProvisioner = "local-path-provisioner"
 )
 
 // KnownControllers lists every controller name --controllers accepts.
@@ -50,7 +53,7 @@ func KnownControllers() []string {
 	return []string{ReplicaSet, Deployment, DaemonSet, StatefulSet, Job, CronJob, GarbageCollector, Namespace,
 		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption,
 		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring, CSRSigning, CSRApproving, CSRCleaner,
-		ReplicationController, ClusterRoleAggregation}
+		ReplicationController, ClusterRoleAggregation, LocalPathProvisioner}
 }
 
 // ParseControllers turns --controllers values into the set of enabled

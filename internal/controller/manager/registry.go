@@ -17,6 +17,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/endpointslicemirroring"
 	"github.com/skiff-sh/skiff/internal/controller/garbagecollector"
 	"github.com/skiff-sh/skiff/internal/controller/job"
+	"github.com/skiff-sh/skiff/internal/controller/localpath"
 	"github.com/skiff-sh/skiff/internal/controller/namespace"
 	"github.com/skiff-sh/skiff/internal/controller/nodeipam"
 	"github.com/skiff-sh/skiff/internal/controller/nodelifecycle"
@@ -49,6 +50,9 @@ func constructors() map[string]constructor {
 		TTLAfterFinished:       func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return ttlafterfinished.New(deps) },
 		ServiceAccount:         func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return serviceaccount.New(deps) },
 		PersistentVolumeBinder: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return pvbinder.New(deps) },
+		LocalPathProvisioner: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
+			return localpath.New(deps, localpath.Config{Dir: cfg.LocalPathDir, HelperImage: cfg.LocalPathHelperImage, Logger: deps.Log()})
+		},
 		RootCACertPublisher: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			if len(cfg.RootCA) == 0 {
 				deps.Log().Warn("root-ca-cert-publisher needs the cluster CA bundle; not started")

@@ -6,13 +6,16 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 )
@@ -25,18 +28,23 @@ type Controller struct {
 	client    kubernetes.Interface
 	pvLister  corelisters.PersistentVolumeLister
 	pvcLister corelisters.PersistentVolumeClaimLister
-	loop      *ctrlutil.Loop
-	volumes   *ctrlutil.Loop
-	synced    []cache.InformerSynced
+	// classLister tells claims that wait for their first consumer (WaitForFirstConsumer) apart.
+	classLister storagelisters.StorageClassLister
+	recorder    record.EventRecorder
+	loop        *ctrlutil.Loop
+	volumes     *ctrlutil.Loop
+	synced      []cache.InformerSynced
 }
 
 // New builds the controller.
 func New(deps ctrlutil.Deps) (*Controller, error) {
 	pvInformer := deps.Informers.Core().V1().PersistentVolumes()
 	pvcInformer := deps.Informers.Core().V1().PersistentVolumeClaims()
+	classInformer := deps.Informers.Storage().V1().StorageClasses()
 	c := &Controller{
 		client: deps.Client, pvLister: pvInformer.Lister(), pvcLister: pvcInformer.Lister(),
-		synced: []cache.InformerSynced{pvInformer.Informer().HasSynced, pvcInformer.Informer().HasSynced},
+		classLister: classInformer.Lister(), recorder: deps.Recorder,
+		synced: []cache.InformerSynced{pvInformer.Informer().HasSynced, pvcInformer.Informer().HasSynced, classInformer.Informer().HasSynced},
 	}
 	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
 	c.volumes = ctrlutil.NewLoop(Name+"-volumes", deps, c.SyncVolume)
@@ -149,11 +157,91 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	if c.delayed(pvc) {
+		// The scheduler chooses for these: it points a volume at the claim, or has one provisioned
+		// on the node it picked, which also arrives pointed at the claim.
+		volumes = slices.DeleteFunc(slices.Clone(volumes), func(pv *corev1.PersistentVolume) bool {
+			ref := pv.Spec.ClaimRef
+			return ref == nil || ref.Namespace != pvc.Namespace || ref.Name != pvc.Name || (ref.UID != "" && ref.UID != pvc.UID)
+		})
+		if len(volumes) == 0 {
+			if pvc.Annotations[AnnSelectedNode] == "" {
+				if c.recorder != nil {
+					c.recorder.Event(pvc, corev1.EventTypeNormal, "WaitForFirstConsumer", "waiting for first consumer to be created before binding")
+				}
+				return nil
+			}
+			return c.markProvisioning(ctx, pvc)
+		}
+	}
 	pv := Match(pvc, volumes)
 	if pv == nil {
-		return nil
+		return c.markProvisioning(ctx, pvc)
 	}
 	return c.bind(ctx, pvc, pv)
+}
+
+// Kubernetes' annotations naming the provisioner expected to make a claim's volume.
+const (
+	AnnStorageProvisioner     = "volume.kubernetes.io/storage-provisioner"
+	AnnBetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner"
+)
+
+// ProvisionerFor is the provisioner a claim no volume satisfies waits for: its class's, unless the
+// class is missing or of statically provisioned volumes only. It is pure.
+func ProvisionerFor(class *storagev1.StorageClass) string {
+	if class == nil || class.Provisioner == "" || class.Provisioner == "kubernetes.io/no-provisioner" {
+		return ""
+	}
+	return class.Provisioner
+}
+
+// markProvisioning annotates the claim with the provisioner that is to make its volume, as
+// Kubernetes' persistent volume controller does for external provisioners (they and tools such as
+// kubectl describe read it).
+func (c *Controller) markProvisioning(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+	if c.classLister == nil || storageClass(pvc) == "" {
+		return nil
+	}
+	class, err := c.classLister.Get(storageClass(pvc))
+	if err != nil {
+		return nil
+	}
+	provisioner := ProvisionerFor(class)
+	if provisioner == "" || (pvc.Annotations[AnnStorageProvisioner] == provisioner && pvc.Annotations[AnnBetaStorageProvisioner] == provisioner) {
+		return nil
+	}
+	claim := pvc.DeepCopy()
+	if claim.Annotations == nil {
+		claim.Annotations = map[string]string{}
+	}
+	claim.Annotations[AnnStorageProvisioner] = provisioner
+	claim.Annotations[AnnBetaStorageProvisioner] = provisioner
+	if _, err := c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("mark claim %s/%s for provisioner %s: %w", pvc.Namespace, pvc.Name, provisioner, err)
+	}
+	if c.recorder != nil {
+		c.recorder.Event(pvc, corev1.EventTypeNormal, "ExternalProvisioning",
+			fmt.Sprintf("Waiting for a volume to be created either by the external provisioner %q or manually by the system administrator.", provisioner))
+	}
+	return nil
+}
+
+// AnnSelectedNode is the node the scheduler picked for a claim that waits for its first consumer.
+const AnnSelectedNode = "volume.kubernetes.io/selected-node"
+
+// delayed reports whether the claim's class binds only once a pod uses it (WaitForFirstConsumer)
+// and the claim does not name its volume.
+func (c *Controller) delayed(pvc *corev1.PersistentVolumeClaim) bool {
+	name := storageClass(pvc)
+	if pvc.Spec.VolumeName != "" || name == "" || c.classLister == nil {
+		return false
+	}
+	class, err := c.classLister.Get(name)
+	if err != nil {
+		return false
+	}
+	return class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
 }
 
 // bind claims the volume first (its claimRef is the lock: a volume claimed for another claim is

@@ -3,9 +3,11 @@ package pvbinder
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -148,6 +150,73 @@ func TestVolumePhase(t *testing.T) {
 		pv.Spec.ClaimRef = tt.ref
 		if got := VolumePhase(pv, lookup); got != tt.want {
 			t.Errorf("%s: phase %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestSyncDelayedBinding: a claim of a WaitForFirstConsumer class is bound only to a volume pointed
+// at it (by the scheduler, or provisioned for it), never to any available volume.
+func TestSyncDelayedBinding(t *testing.T) {
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "local"}, Provisioner: "skiff.dev/local-path", VolumeBindingMode: &wffc}
+	free := volume("free", "local", "1Gi", corev1.ReadWriteOnce)
+	provisioned := volume("pvc-uid-c", "local", "1Gi", corev1.ReadWriteOnce)
+	provisioned.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "ns", Name: "c", UID: "uid-c"}
+	tests := []struct {
+		name    string
+		volumes []*corev1.PersistentVolume
+		want    []string
+		events  int
+	}{
+		{"available volume is not taken", []*corev1.PersistentVolume{free}, nil, 1},
+		{"node selected: waits for the provisioner", []*corev1.PersistentVolume{free}, []string{"update persistentvolumeclaims c"}, 1},
+		{"volume made for the claim is bound", []*corev1.PersistentVolume{free, provisioned},
+			[]string{"update persistentvolumes/status pvc-uid-c", "update persistentvolumeclaims c", "update persistentvolumeclaims/status c"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pvc := claim("c", "local", "1Gi", corev1.ReadWriteOnce)
+			if strings.HasPrefix(tt.name, "node selected") {
+				pvc.Annotations = map[string]string{AnnSelectedNode: "n1"}
+			}
+			objs := []runtime.Object{class, pvc}
+			for _, pv := range tt.volumes {
+				objs = append(objs, pv)
+			}
+			env := ctrltest.NewEnv(objs...)
+			c, err := New(env.Deps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctrltest.Seed(t, env.Factory.Storage().V1().StorageClasses().Informer(), class)
+			ctrltest.Seed(t, env.Factory.Core().V1().PersistentVolumeClaims().Informer(), pvc)
+			for _, pv := range tt.volumes {
+				ctrltest.Seed(t, env.Factory.Core().V1().PersistentVolumes().Informer(), pv)
+			}
+			if err := c.Sync(context.Background(), "ns/c"); err != nil {
+				t.Fatal(err)
+			}
+			if got := ctrltest.Describe(env.Writes()); !slices.Equal(got, tt.want) {
+				t.Fatalf("actions %q, want %q", got, tt.want)
+			}
+			if got := len(env.Recorder.Events); got != tt.events {
+				t.Fatalf("%d events, want %d", got, tt.events)
+			}
+		})
+	}
+}
+
+func TestProvisionerFor(t *testing.T) {
+	for _, tt := range []struct {
+		class *storagev1.StorageClass
+		want  string
+	}{
+		{nil, ""},
+		{&storagev1.StorageClass{Provisioner: "kubernetes.io/no-provisioner"}, ""},
+		{&storagev1.StorageClass{Provisioner: "skiff.dev/local-path"}, "skiff.dev/local-path"},
+	} {
+		if got := ProvisionerFor(tt.class); got != tt.want {
+			t.Errorf("ProvisionerFor(%v) = %q, want %q", tt.class, got, tt.want)
 		}
 	}
 }

@@ -60,6 +60,7 @@ type Plugins struct {
 	PreScore   PluginSet `json:"preScore,omitempty"`
 	Score      PluginSet `json:"score,omitempty"`
 	Reserve    PluginSet `json:"reserve,omitempty"`
+	PreBind    PluginSet `json:"preBind,omitempty"`
 	Bind       PluginSet `json:"bind,omitempty"`
 }
 

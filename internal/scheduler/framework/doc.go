@@ -1,6 +1,6 @@
 // Package framework defines skiff's scheduling framework: the extension point
 // interfaces plugins implement (PreFilter, Filter, PostFilter, PreScore, Score,
-// Reserve, Bind), the Status they return, the per-cycle CycleState, the node
+// Reserve, PreBind, Bind), the Status they return, the per-cycle CycleState, the node
 // view plugins decide on (NodeInfo, PodInfo, Resource), the plugin registry and
 // profiles loaded from a KubeSchedulerConfiguration-like file, and the Framework
 // that runs a profile's plugins in order.

@@ -43,6 +43,7 @@ type Framework struct {
 	preScore    []PreScorePlugin
 	score       []weightedScorePlugin
 	reserve     []ReservePlugin
+	preBind     []PreBindPlugin
 	bind        []BindPlugin
 	enqueueExts []EnqueueExtensions
 }
@@ -107,6 +108,7 @@ func NewFramework(reg Registry, defaults []PluginRef, profile Profile, opts Opti
 			return true
 		}},
 		{&plugins.Reserve, func(p Plugin, _ int32) bool { return appendIf(&f.reserve, p) }},
+		{&plugins.PreBind, func(p Plugin, _ int32) bool { return appendIf(&f.preBind, p) }},
 		{&plugins.Bind, func(p Plugin, _ int32) bool { return appendIf(&f.bind, p) }},
 	}
 	disabled := func(set *PluginSet, name string) bool {
@@ -173,7 +175,7 @@ func appendIf[T Plugin](list *[]T, p Plugin) bool {
 func (f *Framework) inUse(name string) bool {
 	has := func(list []string) bool { return slices.Contains(list, name) }
 	return has(names(f.preFilter)) || has(names(f.filter)) || has(names(f.postFilter)) || has(names(f.preScore)) ||
-		has(names(f.reserve)) || has(names(f.bind)) || slices.ContainsFunc(f.score, func(w weightedScorePlugin) bool { return w.Name() == name })
+		has(names(f.reserve)) || has(names(f.preBind)) || has(names(f.bind)) || slices.ContainsFunc(f.score, func(w weightedScorePlugin) bool { return w.Name() == name })
 }
 
 func names[T Plugin](list []T) []string {
@@ -192,7 +194,7 @@ func (f *Framework) PluginsAt() map[string][]string {
 	}
 	return map[string][]string{
 		"preFilter": names(f.preFilter), "filter": names(f.filter), "postFilter": names(f.postFilter),
-		"preScore": names(f.preScore), "score": score, "reserve": names(f.reserve), "bind": names(f.bind),
+		"preScore": names(f.preScore), "score": score, "reserve": names(f.reserve), "preBind": names(f.preBind), "bind": names(f.bind),
 	}
 }
 
@@ -389,6 +391,21 @@ func (f *Framework) RunUnreservePlugins(ctx context.Context, state *CycleState, 
 	for i := len(f.reserve) - 1; i >= 0; i-- {
 		f.reserve[i].Unreserve(ctx, state, pod, nodeName)
 	}
+}
+
+// RunPreBindPlugins runs every PreBind plugin in order, stopping at the first failure.
+func (f *Framework) RunPreBindPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status {
+	for _, p := range f.preBind {
+		s := p.PreBind(ctx, state, pod, nodeName)
+		if s.IsSkip() || s.IsSuccess() {
+			continue
+		}
+		if s.IsRejected() {
+			return s.WithPlugin(p.Name())
+		}
+		return AsStatus(fmt.Errorf("running PreBind plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
+	}
+	return nil
 }
 
 // RunBindPlugins asks binders in order until one does not Skip.

@@ -106,7 +106,7 @@ profiles:
 	if got := def.PluginsAt()["score"]; !reflect.DeepEqual(got, wantDefaultScore) {
 		t.Fatalf("default score plugins %v, want %v", got, wantDefaultScore)
 	}
-	wantFilter := []string{"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit", "InterPodAffinity", "PodTopologySpread"}
+	wantFilter := []string{"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeBinding", "InterPodAffinity", "PodTopologySpread"}
 	if got := def.PluginsAt()["filter"]; !reflect.DeepEqual(got, wantFilter) {
 		t.Fatalf("default filter plugins %v, want %v", got, wantFilter)
 	}
@@ -163,5 +163,17 @@ func TestNewFrameworkErrors(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestDefaultPreBind: VolumeBinding prepares volumes before the default binder binds.
+func TestDefaultPreBind(t *testing.T) {
+	def, err := framework.NewFramework(plugins.NewInTreeRegistry(), plugins.DefaultPlugins(), framework.Profile{SchedulerName: "default-scheduler"}, framework.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := def.PluginsAt()
+	if !reflect.DeepEqual(at["preBind"], []string{"VolumeBinding"}) || !reflect.DeepEqual(at["reserve"], []string{"VolumeBinding"}) {
+		t.Fatalf("preBind %v reserve %v, want VolumeBinding at both", at["preBind"], at["reserve"])
 	}
 }

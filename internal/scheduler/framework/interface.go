@@ -81,6 +81,14 @@ type ReservePlugin interface {
 	Unreserve(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string)
 }
 
+// PreBindPlugin prepares what the pod needs on its node before it is bound (volumes, for
+// VolumeBinding). It runs in the binding goroutine, off the scheduling cycle, so it may write to
+// the API server and wait; a failure unreserves the pod and retries it.
+type PreBindPlugin interface {
+	Plugin
+	PreBind(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status
+}
+
 // BindPlugin writes the decision to the API server. Skip passes to the next binder.
 type BindPlugin interface {
 	Plugin
@@ -100,11 +108,14 @@ const (
 
 // Kinds of objects whose events move unschedulable pods.
 const (
-	KindPod                 = "Pod"
-	KindAssignedPod         = "AssignedPod"
-	KindNode                = "Node"
-	KindNamespace           = "Namespace"
-	KindPodDisruptionBudget = "PodDisruptionBudget"
+	KindPod                   = "Pod"
+	KindAssignedPod           = "AssignedPod"
+	KindNode                  = "Node"
+	KindNamespace             = "Namespace"
+	KindPodDisruptionBudget   = "PodDisruptionBudget"
+	KindPersistentVolumeClaim = "PersistentVolumeClaim"
+	KindPersistentVolume      = "PersistentVolume"
+	KindStorageClass          = "StorageClass"
 	// KindWildcard matches every event (used for the periodic flush).
 	KindWildcard = "*"
 )

@@ -15,6 +15,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/scheduler/plugins/nodeunschedulable"
 	"github.com/skiff-sh/skiff/internal/scheduler/plugins/podtopologyspread"
 	"github.com/skiff-sh/skiff/internal/scheduler/plugins/tainttoleration"
+	"github.com/skiff-sh/skiff/internal/scheduler/plugins/volumebinding"
 )
 
 // NewInTreeRegistry returns every built-in plugin by name.
@@ -32,6 +33,7 @@ func NewInTreeRegistry() framework.Registry {
 		imagelocality.Name:                   imagelocality.New,
 		defaultpreemption.Name:               defaultpreemption.New,
 		defaultbinder.Name:                   defaultbinder.New,
+		volumebinding.Name:                   volumebinding.New,
 	}
 }
 
@@ -45,6 +47,7 @@ func DefaultPlugins() []framework.PluginRef {
 		{Name: nodeaffinity.Name, Weight: 2},
 		{Name: nodeports.Name},
 		{Name: noderesources.FitName, Weight: 1},
+		{Name: volumebinding.Name},
 		{Name: interpodaffinity.Name, Weight: 2},
 		{Name: podtopologyspread.Name, Weight: 2},
 		{Name: noderesources.BalancedAllocationName, Weight: 1},
