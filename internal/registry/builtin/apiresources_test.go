@@ -23,10 +23,6 @@ import (
 var notYetServed = []string{
 	"v1 bindings",
 	"v1 replicationcontrollers",
-	"admissionregistration.k8s.io/v1 mutatingwebhookconfigurations",
-	"admissionregistration.k8s.io/v1 validatingadmissionpolicies",
-	"admissionregistration.k8s.io/v1 validatingadmissionpolicybindings",
-	"admissionregistration.k8s.io/v1 validatingwebhookconfigurations",
 	"apiextensions.k8s.io/v1 customresourcedefinitions",
 	"apiregistration.k8s.io/v1 apiservices",
 	"authentication.k8s.io/v1 selfsubjectreviews",
