@@ -30,7 +30,9 @@ func TestValidateValidatingWebhookConfiguration(t *testing.T) {
 			want: "webhooks[0].name: Invalid value: \"check\": should be a domain with at least three segments separated by dots"},
 		{name: "sideEffects required", mutate: func(w *admissionregistrationv1.ValidatingWebhook) { w.SideEffects = nil },
 			want: "webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun"},
-		{name: "sideEffects Some is v1beta1 only", mutate: func(w *admissionregistrationv1.ValidatingWebhook) { w.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassSome) },
+		{name: "sideEffects Some is v1beta1 only", mutate: func(w *admissionregistrationv1.ValidatingWebhook) {
+			w.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassSome)
+		},
 			want: `webhooks[0].sideEffects: Unsupported value: "Some": supported values: "None", "NoneOnDryRun"`},
 		{name: "admissionReviewVersions required", mutate: func(w *admissionregistrationv1.ValidatingWebhook) { w.AdmissionReviewVersions = nil },
 			want: "webhooks[0].admissionReviewVersions: Required value: must specify one of v1, v1beta1"},
@@ -48,9 +50,13 @@ func TestValidateValidatingWebhookConfiguration(t *testing.T) {
 		}, want: "if '*' is present, must not specify other operations"},
 		{name: "*/* with others", mutate: func(w *admissionregistrationv1.ValidatingWebhook) { w.Rules[0].Resources = []string{"*/*", "pods"} },
 			want: "if '*/*' is present, must not specify other resources"},
-		{name: "pods/* covers pods/status", mutate: func(w *admissionregistrationv1.ValidatingWebhook) { w.Rules[0].Resources = []string{"pods/*", "pods/status"} },
+		{name: "pods/* covers pods/status", mutate: func(w *admissionregistrationv1.ValidatingWebhook) {
+			w.Rules[0].Resources = []string{"pods/*", "pods/status"}
+		},
 			want: "if 'pods/*' is present, must not specify pods/status"},
-		{name: "bad scope", mutate: func(w *admissionregistrationv1.ValidatingWebhook) { w.Rules[0].Scope = ptr.To(admissionregistrationv1.ScopeType("Everywhere")) },
+		{name: "bad scope", mutate: func(w *admissionregistrationv1.ValidatingWebhook) {
+			w.Rules[0].Scope = ptr.To(admissionregistrationv1.ScopeType("Everywhere"))
+		},
 			want: `webhooks[0].rules[0].scope: Unsupported value: "Everywhere"`},
 		{name: "match condition without expression", mutate: func(w *admissionregistrationv1.ValidatingWebhook) {
 			w.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "x"}}
