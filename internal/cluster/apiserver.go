@@ -30,7 +30,7 @@ import (
 )
 
 // newAPIServer assembles the API server over an etcd client and seeds the built-in objects.
-func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, metrics *componentMetrics) (*apiserver.Server, error) {
+func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, metrics *componentMetrics, admission []apiserver.AdmissionPlugin) (*apiserver.Server, error) {
 	scheme, err := builtin.NewScheme()
 	if err != nil {
 		return nil, err
@@ -87,7 +87,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		Storage:               storageFactory,
 		Ready:                 func(ctx context.Context) error { _, err := client.Get(ctx, "/registry/health"); return err },
 		Authenticator:         apiserver.ClientCertAuthenticator{},
-		Admission:             apiserver.DefaultAdmission(),
+		Admission:             admission,
 		OpenAPI:               oapi,
 		Discovery:             disc,
 		TypeConverter:         oapi.TypeConverter(),

@@ -44,6 +44,8 @@ type Node struct {
 	metrics *componentMetrics
 	// stopCompaction ends the periodic etcd compaction loop.
 	stopCompaction context.CancelFunc
+	// stopAdmission ends the admission plugins' informers (webhook configurations, policies).
+	stopAdmission context.CancelFunc
 }
 
 // Run starts every component of the node's roles and blocks until ctx ends or one fails.
@@ -115,11 +117,21 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	base := prometheus.NewRegistry()
 	base.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	n.metrics = newComponentMetrics(base)
-	api, err := newAPIServer(ctx, &cfg, n.etcdClient, n.metrics)
+	admission, err := newAdmission(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	api, err := newAPIServer(ctx, &cfg, n.etcdClient, n.metrics, admission.plugins)
 	if err != nil {
 		return nil, err
 	}
 	n.api = api
+	// The admission caches outlive start-up: they follow the configurations for the node's life.
+	admissionCtx, cancelAdmission := context.WithCancel(context.Background())
+	n.stopAdmission = cancelAdmission
+	if err := admission.start(admissionCtx, api); err != nil {
+		return nil, err
+	}
 	compactCtx, cancelCompaction := context.WithCancel(context.Background())
 	n.stopCompaction = cancelCompaction
 	go etcd3.NewCompactor(n.etcdClient, etcd3.DefaultCompactionInterval, clock.RealClock{}, cfg.Logger).Run(compactCtx)
@@ -158,6 +170,9 @@ func (n *Node) URL() string {
 
 // Stop shuts everything down in reverse order.
 func (n *Node) Stop() {
+	if n.stopAdmission != nil {
+		n.stopAdmission()
+	}
 	if n.stopCompaction != nil {
 		n.stopCompaction()
 	}

@@ -53,6 +53,12 @@ var rules = []struct {
 		forbidden: []string{module + "internal/cluster"}, exact: []string{module + "internal/apiserver"}},
 	{name: "the store sits below the HTTP layer", pattern: "./internal/apiserver/store/...",
 		forbidden: []string{module + "internal/cluster"}, exact: []string{module + "internal/apiserver"}},
+	// Admission plugins reach objects through the API server's Lookup and ListWatch, never etcd.
+	{name: "admission plugins sit on the API server, not on etcd", pattern: "./internal/apiserver/admission/...",
+		forbidden: []string{module + "internal/cluster", module + "internal/storage/etcd3", module + "internal/etcd"}},
+	// The admission CEL environment is pure: the registry compiles with it, so it must not see the server.
+	{name: "the CEL environment is pure", pattern: "./internal/cel/...",
+		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster", "go.etcd.io/etcd/"}},
 	{name: "the API server does not assemble nodes", pattern: "./internal/apiserver/...", forbidden: []string{module + "internal/cluster"}},
 	{name: "no upstream component anywhere", pattern: "./...", forbidden: upstreamComponents},
 }

@@ -1,0 +1,40 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission/webhook"
+	"github.com/skiff-sh/skiff/internal/registry/builtin"
+)
+
+// admissionChain is the API server's admission plugins and what they need once the server runs.
+type admissionChain struct {
+	plugins  []apiserver.AdmissionPlugin
+	webhooks *webhook.Webhooks
+}
+
+// newAdmission builds the chain in Kubernetes' order: the built-in plugins, then
+// MutatingAdmissionWebhook (its Admit runs after the built-in defaulting), then
+// ValidatingAdmissionWebhook (its Validate after the built-in checks).
+func newAdmission(cfg *Config) (*admissionChain, error) {
+	scheme, err := builtin.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	hooks, err := webhook.New(webhook.Config{Logger: cfg.Logger, Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("webhook admission: %w", err)
+	}
+	plugins := append(apiserver.DefaultAdmission(), hooks.Mutating(), hooks.Validating())
+	return &admissionChain{plugins: plugins, webhooks: hooks}, nil
+}
+
+// start connects the plugins' caches to the server's store.
+func (c *admissionChain) start(ctx context.Context, srv *apiserver.Server) error {
+	if err := c.webhooks.Start(ctx, srv.ListWatch); err != nil {
+		return fmt.Errorf("start webhook admission: %w", err)
+	}
+	return nil
+}
