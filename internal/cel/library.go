@@ -68,7 +68,7 @@ func kubernetesLists() cel.EnvOption {
 // simpleLib adapts a list of options to cel.Library.
 type simpleLib struct{ opts []cel.EnvOption }
 
-func (l *simpleLib) CompileOptions() []cel.EnvOption  { return l.opts }
+func (l *simpleLib) CompileOptions() []cel.EnvOption     { return l.opts }
 func (l *simpleLib) ProgramOptions() []cel.ProgramOption { return nil }
 
 func listItems(v ref.Val) ([]ref.Val, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission/policy"
 	"github.com/skiff-sh/skiff/internal/apiserver/admission/webhook"
 	"github.com/skiff-sh/skiff/internal/registry/builtin"
 )
@@ -13,11 +14,12 @@ import (
 type admissionChain struct {
 	plugins  []apiserver.AdmissionPlugin
 	webhooks *webhook.Webhooks
+	policies *policy.Plugin
 }
 
 // newAdmission builds the chain in Kubernetes' order: the built-in plugins, then
 // MutatingAdmissionWebhook (its Admit runs after the built-in defaulting), then
-// ValidatingAdmissionWebhook (its Validate after the built-in checks).
+// ValidatingAdmissionPolicy and ValidatingAdmissionWebhook (their Validate after the built-in checks).
 func newAdmission(cfg *Config) (*admissionChain, error) {
 	scheme, err := builtin.NewScheme()
 	if err != nil {
@@ -27,14 +29,21 @@ func newAdmission(cfg *Config) (*admissionChain, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook admission: %w", err)
 	}
-	plugins := append(apiserver.DefaultAdmission(), hooks.Mutating(), hooks.Validating())
-	return &admissionChain{plugins: plugins, webhooks: hooks}, nil
+	policies, err := policy.New(cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("policy admission: %w", err)
+	}
+	plugins := append(apiserver.DefaultAdmission(), hooks.Mutating(), policies, hooks.Validating())
+	return &admissionChain{plugins: plugins, webhooks: hooks, policies: policies}, nil
 }
 
 // start connects the plugins' caches to the server's store.
 func (c *admissionChain) start(ctx context.Context, srv *apiserver.Server) error {
 	if err := c.webhooks.Start(ctx, srv.ListWatch); err != nil {
 		return fmt.Errorf("start webhook admission: %w", err)
+	}
+	if err := c.policies.Start(ctx, srv); err != nil {
+		return fmt.Errorf("start policy admission: %w", err)
 	}
 	return nil
 }
