@@ -124,9 +124,9 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 	_, err = e.client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "replica-limit-warn"},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName: "replica-limit",
-			ParamRef:   &admissionregistrationv1.ParamRef{Name: "limits", ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction)},
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"mode": "warn"}}},
+			PolicyName:        "replica-limit",
+			ParamRef:          &admissionregistrationv1.ParamRef{Name: "limits", ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction)},
+			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"mode": "warn"}}},
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn},
 		},
 	}, metav1.CreateOptions{})
