@@ -30,7 +30,7 @@ import (
 )
 
 // newAPIServer assembles the API server over an etcd client and seeds the built-in objects.
-func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, metrics *componentMetrics, admission []apiserver.AdmissionPlugin) (*apiserver.Server, error) {
+func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, metrics *componentMetrics, admission []apiserver.AdmissionPlugin, startAdmission func(*apiserver.Server) error) (*apiserver.Server, error) {
 	scheme, err := builtin.NewScheme()
 	if err != nil {
 		return nil, err
@@ -98,6 +98,10 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		Logger:                cfg.Logger,
 	})
 	if err != nil {
+		return nil, err
+	}
+	// The admission plugins' caches run before the first write: bootstrap's writes are admitted too.
+	if err := startAdmission(srv); err != nil {
 		return nil, err
 	}
 	if err := bootstrap(ctx, srv, cfg); err != nil {

@@ -121,17 +121,16 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	api, err := newAPIServer(ctx, &cfg, n.etcdClient, n.metrics, admission.plugins)
+	// The admission caches outlive start-up: they follow the configurations for the node's life.
+	admissionCtx, cancelAdmission := context.WithCancel(context.Background())
+	n.stopAdmission = cancelAdmission
+	api, err := newAPIServer(ctx, &cfg, n.etcdClient, n.metrics, admission.plugins, func(srv *apiserver.Server) error {
+		return admission.start(admissionCtx, srv)
+	})
 	if err != nil {
 		return nil, err
 	}
 	n.api = api
-	// The admission caches outlive start-up: they follow the configurations for the node's life.
-	admissionCtx, cancelAdmission := context.WithCancel(context.Background())
-	n.stopAdmission = cancelAdmission
-	if err := admission.start(admissionCtx, api); err != nil {
-		return nil, err
-	}
 	compactCtx, cancelCompaction := context.WithCancel(context.Background())
 	n.stopCompaction = cancelCompaction
 	go etcd3.NewCompactor(n.etcdClient, etcd3.DefaultCompactionInterval, clock.RealClock{}, cfg.Logger).Run(compactCtx)

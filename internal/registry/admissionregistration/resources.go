@@ -18,6 +18,7 @@ func Resources() []*registry.Resource {
 	gv := admissionregistrationv1.SchemeGroupVersion
 	apiVersion := gv.String()
 	type vap = *admissionregistrationv1.ValidatingAdmissionPolicy
+	cel := mustCompiler()
 	return []*registry.Resource{
 		{
 			GroupVersion: gv, Kind: "MutatingWebhookConfiguration", ListKind: "MutatingWebhookConfigurationList",
@@ -29,7 +30,13 @@ func Resources() []*registry.Resource {
 				SpecEqual: func(c, old *admissionregistrationv1.MutatingWebhookConfiguration) bool {
 					return apiequality.Semantic.DeepEqual(c.Webhooks, old.Webhooks)
 				},
-				ValidateObject:      ValidateMutatingWebhookConfiguration,
+				ValidateObject: func(c *admissionregistrationv1.MutatingWebhookConfiguration) field.ErrorList {
+					errs := ValidateMutatingWebhookConfiguration(c)
+					for i, w := range c.Webhooks {
+						errs = append(errs, cel.MatchConditions(w.MatchConditions, field.NewPath("webhooks").Index(i).Child("matchConditions"))...)
+					}
+					return errs
+				},
 				UnconditionalUpdate: true,
 			},
 		},
@@ -42,7 +49,13 @@ func Resources() []*registry.Resource {
 				SpecEqual: func(c, old *admissionregistrationv1.ValidatingWebhookConfiguration) bool {
 					return apiequality.Semantic.DeepEqual(c.Webhooks, old.Webhooks)
 				},
-				ValidateObject:      ValidateValidatingWebhookConfiguration,
+				ValidateObject: func(c *admissionregistrationv1.ValidatingWebhookConfiguration) field.ErrorList {
+					errs := ValidateValidatingWebhookConfiguration(c)
+					for i, w := range c.Webhooks {
+						errs = append(errs, cel.MatchConditions(w.MatchConditions, field.NewPath("webhooks").Index(i).Child("matchConditions"))...)
+					}
+					return errs
+				},
 				UnconditionalUpdate: true,
 			},
 		},
@@ -58,7 +71,9 @@ func Resources() []*registry.Resource {
 				SpecEqual: func(p, old vap) bool {
 					return apiequality.Semantic.DeepEqual(p.Spec, old.Spec)
 				},
-				ValidateObject:      ValidateValidatingAdmissionPolicy,
+				ValidateObject: func(p vap) field.ErrorList {
+					return append(ValidateValidatingAdmissionPolicy(p), cel.Policy(p)...)
+				},
 				UnconditionalUpdate: true,
 			},
 			Status: &vu.StatusStrategy[vap]{

@@ -342,8 +342,8 @@ func validateMatchConditions(conds []admissionregistrationv1.MatchCondition, p *
 	return errs
 }
 
-// ValidateValidatingAdmissionPolicy checks a policy's spec with Kubernetes' rules (CEL expressions
-// are compiled by the policy plugin, which reports failures in status.typeChecking and at use).
+// ValidateValidatingAdmissionPolicy checks a policy's spec with Kubernetes' rules; Compiler.Policy
+// compiles its expressions.
 func ValidateValidatingAdmissionPolicy(pol *admissionregistrationv1.ValidatingAdmissionPolicy) field.ErrorList {
 	var errs field.ErrorList
 	s := &pol.Spec

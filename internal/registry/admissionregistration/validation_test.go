@@ -123,3 +123,27 @@ func TestValidatePolicyNeedsValidations(t *testing.T) {
 		t.Fatalf("errors %v", got)
 	}
 }
+
+func TestCompilerRefusesBadExpressions(t *testing.T) {
+	c, err := NewCompiler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+		Validations: []admissionregistrationv1.Validation{
+			{Expression: "object.spec.replicas <= 3"},
+			{Expression: "object.spec.replicas <="},
+			{Expression: "'not a bool'"},
+			{Expression: "true", MessageExpression: "1"},
+		},
+	}}
+	errs := c.Policy(p)
+	if len(errs) != 3 {
+		t.Fatalf("errors %v, want 3", errs)
+	}
+	for i, want := range []string{"spec.validations[1].expression: Invalid value: \"object.spec.replicas <=\": compilation failed: ", "spec.validations[2].expression", "spec.validations[3].messageExpression"} {
+		if !strings.Contains(errs[i].Error(), want) {
+			t.Errorf("error %d = %v, want %q", i, errs[i], want)
+		}
+	}
+}
