@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -210,10 +211,15 @@ func TestWebhooks(t *testing.T) {
 		}
 		return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{"seen by validator"}}
 	})
-	// The mutating webhook labels every configmap.
+	// The mutating webhook labels every configmap; it counts its calls per object name.
+	var mu sync.Mutex
+	calls := map[string]int{}
 	mutateURL := e.webhookServer(t, func(_ *http.Request, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		var cm corev1.ConfigMap
 		_ = json.Unmarshal(req.Object.Raw, &cm)
+		mu.Lock()
+		calls[cm.Name]++
+		mu.Unlock()
 		patch := `[{"op":"add","path":"/metadata/labels","value":{"mutated":"yes"}}]`
 		if cm.Labels != nil {
 			patch = `[{"op":"add","path":"/metadata/labels/mutated","value":"yes"}]`
@@ -230,6 +236,28 @@ func TestWebhooks(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "label"},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name: "label.example.com", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(mutateURL + "/mutate"), CABundle: e.ca.CertPEM},
+			Rules: configMapRule(), SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"},
+			ReinvocationPolicy: ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second mutating webhook, called after "label" (configurations go by name), annotates: the
+	// change makes "label" (IfNeeded) run once more.
+	annotateURL := e.webhookServer(t, func(_ *http.Request, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		var cm corev1.ConfigMap
+		_ = json.Unmarshal(req.Object.Raw, &cm)
+		if cm.Annotations["annotated"] == "yes" {
+			return &admissionv1.AdmissionResponse{Allowed: true}
+		}
+		patch := `[{"op":"add","path":"/metadata/annotations","value":{"annotated":"yes"}}]`
+		return &admissionv1.AdmissionResponse{Allowed: true, Patch: []byte(patch), PatchType: ptr.To(admissionv1.PatchTypeJSONPatch)}
+	})
+	_, err = e.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "zz-annotate"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name: "annotate.example.com", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(annotateURL), CABundle: e.ca.CertPEM},
 			Rules: configMapRule(), SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"},
 		}},
 	}, metav1.CreateOptions{})
@@ -267,8 +295,13 @@ func TestWebhooks(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if stored.Labels["mutated"] != "yes" {
-			return errFmt("stored labels %v", stored.Labels)
+		if stored.Labels["mutated"] != "yes" || stored.Annotations["annotated"] != "yes" {
+			return errFmt("stored labels %v, annotations %v", stored.Labels, stored.Annotations)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if calls[cm.Name] != 2 {
+			return errFmt("label webhook called %d times for %s, want 2 (reinvoked once)", calls[cm.Name], cm.Name)
 		}
 		return nil
 	})
