@@ -19,8 +19,6 @@ type Compiled struct {
 	matchConditions []compiledExpr
 	variables       []compiledExpr
 	validations     []compiledValidation
-	// err is a compilation failure: every evaluation fails with it (failurePolicy decides).
-	err error
 }
 
 type compiledExpr struct {
