@@ -132,7 +132,16 @@ func (p *Plugin) Validate(ctx context.Context, a *apiserver.AdmissionAttributes,
 		}
 		params, err := p.params(ctx, pol, b, a, lookup)
 		if err != nil {
-			return p.deny(a, pol, b, Failure{Message: err.Error(), Reason: metav1.StatusReasonInvalid})
+			// A binding that cannot be configured (missing params under Deny, an unknown paramKind)
+			// is a policy failure: failurePolicy decides, as in Kubernetes.
+			if pol.Spec.FailurePolicy != nil && *pol.Spec.FailurePolicy == admissionregistrationv1.Ignore {
+				p.log.Warn("ValidatingAdmissionPolicy binding not configured, ignoring", "policy", pol.Name, "binding", b.Name, "err", err)
+				continue
+			}
+			if err := p.act(ctx, a, pol, b, Failure{Message: err.Error(), Reason: metav1.StatusReasonInvalid}); err != nil {
+				return err
+			}
+			continue
 		}
 		c := p.compile(pol)
 		for _, param := range params {

@@ -232,7 +232,7 @@ func TestWebhooks(t *testing.T) {
 		return nil
 	})
 
-	_, err := e.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
+	created, err := e.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "label"},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name: "label.example.com", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(mutateURL + "/mutate"), CABundle: e.ca.CertPEM},
@@ -242,6 +242,11 @@ func TestWebhooks(t *testing.T) {
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// v1's defaults are stored.
+	if w := created.Webhooks[0]; *w.FailurePolicy != admissionregistrationv1.Fail || *w.MatchPolicy != admissionregistrationv1.Equivalent ||
+		*w.TimeoutSeconds != 10 || w.NamespaceSelector == nil || w.ObjectSelector == nil || *w.Rules[0].Scope != admissionregistrationv1.AllScopes {
+		t.Fatalf("stored webhook without v1's defaults: %+v", w)
 	}
 	// A second mutating webhook, called after "label" (configurations go by name), annotates: the
 	// change makes "label" (IfNeeded) run once more.
