@@ -19,6 +19,7 @@ type Compiled struct {
 	matchConditions []compiledExpr
 	variables       []compiledExpr
 	validations     []compiledValidation
+	audit           []compiledExpr
 }
 
 type compiledExpr struct {
@@ -54,6 +55,10 @@ func Compile(env *celgo.Env, p *admissionregistrationv1.ValidatingAdmissionPolic
 		}
 		c.validations = append(c.validations, cv)
 	}
+	for _, a := range p.Spec.AuditAnnotations {
+		prg, err := admissioncel.Compile(env, a.ValueExpression, nil)
+		c.audit = append(c.audit, compiledExpr{name: a.Key, prg: prg, err: err})
+	}
 	return c
 }
 
@@ -63,6 +68,9 @@ type Decision struct {
 	Matched bool
 	// Failures are the failed validations (or evaluation errors under failurePolicy Fail).
 	Failures []Failure
+	// AuditAnnotations are the values of the policy's audit annotations, keyed
+	// "<policy name>/<key>"; a null value leaves the key out, as in Kubernetes.
+	AuditAnnotations map[string]string
 }
 
 // Failure is one failed validation.
@@ -137,6 +145,24 @@ func Decide(c *Compiled, vars map[string]any) Decision {
 			continue
 		}
 		d.Failures = append(d.Failures, Failure{Message: message(cv, vars, &budget), Reason: reason(cv.v.Reason)})
+	}
+	for _, a := range c.audit {
+		if a.err != nil {
+			continue
+		}
+		out, err := a.prg.Eval(vars, &budget)
+		if err != nil {
+			if failClosed {
+				d.Failures = append(d.Failures, Failure{Message: fmt.Sprintf("expression '%s' resulted in error: %v", a.prg.Expression, err), Reason: metav1.StatusReasonInvalid})
+			}
+			continue
+		}
+		if s, ok := out.(types.String); ok {
+			if d.AuditAnnotations == nil {
+				d.AuditAnnotations = map[string]string{}
+			}
+			d.AuditAnnotations[c.Policy.Name+"/"+a.name] = string(s)
+		}
 	}
 	return d
 }

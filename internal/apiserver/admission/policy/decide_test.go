@@ -99,3 +99,21 @@ func TestReasonCode(t *testing.T) {
 		}
 	}
 }
+
+func TestDecideAuditAnnotations(t *testing.T) {
+	env, err := admissioncel.NewEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+		FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+		AuditAnnotations: []admissionregistrationv1.AuditAnnotation{
+			{Key: "replicas", ValueExpression: "'replicas: ' + string(object.spec.replicas)"},
+			{Key: "absent", ValueExpression: "null"},
+		},
+	}}
+	d := Decide(Compile(env, p), map[string]any{admissioncel.VarObject: map[string]any{"spec": map[string]any{"replicas": int64(4)}}})
+	if len(d.Failures) != 0 || len(d.AuditAnnotations) != 1 || d.AuditAnnotations["p/replicas"] != "replicas: 4" {
+		t.Fatalf("decision %+v", d)
+	}
+}

@@ -153,6 +153,10 @@ func (p *Plugin) Validate(ctx context.Context, a *apiserver.AdmissionAttributes,
 			vars[admissioncel.VarNamespaceObject] = nsObj
 			vars[admissioncel.VarAuthorizer] = nil
 			d := Decide(c, vars)
+			if len(d.AuditAnnotations) > 0 {
+				// No audit log yet: the annotations are logged where the audit event would carry them.
+				p.log.Info("ValidatingAdmissionPolicy audit annotations", "policy", pol.Name, "binding", b.Name, "namespace", a.Namespace, "name", a.Name, "annotations", d.AuditAnnotations)
+			}
 			for _, f := range d.Failures {
 				if err := p.act(ctx, a, pol, b, f); err != nil {
 					return err
