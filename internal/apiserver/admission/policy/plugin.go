@@ -326,6 +326,9 @@ func (p *Plugin) params(ctx context.Context, pol *admissionregistrationv1.Valida
 	}
 	ns := ref.Namespace
 	if res.Namespaced && ns == "" {
+		if a.Namespace == "" {
+			return nil, fmt.Errorf("failed to configure binding: cannot use namespaced paramRef in policy binding that matches cluster-scoped resources")
+		}
 		ns = a.Namespace
 	}
 	var found []runtime.Object
