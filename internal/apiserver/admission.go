@@ -2,6 +2,9 @@ package apiserver
 
 import (
 	"context"
+	"net/http"
+	"strconv"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -19,6 +22,9 @@ type AdmissionAttributes struct {
 	OldObject   runtime.Object // the stored object (nil for create)
 	User        *UserInfo
 	DryRun      bool
+	// Options are the write's options as Kubernetes sends them to webhooks: CreateOptions,
+	// UpdateOptions (for a patch too) or DeleteOptions.
+	Options runtime.Object
 }
 
 // AdmissionPlugin may change (Admit) and then veto (Validate) a write. Either may be a no-op. Errors are
@@ -51,4 +57,59 @@ func (s *Server) validateAdmission(ctx context.Context, a *AdmissionAttributes) 
 		}
 	}
 	return nil
+}
+
+// admissionWarnings collects the warnings admission adds to one request (webhook responses,
+// ValidatingAdmissionPolicies with the Warn action); the HTTP layer sends them as Warning headers.
+type admissionWarnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+type admissionWarningsKey struct{}
+
+// AddAdmissionWarning records a warning for the client of the request in ctx; outside a request
+// it is dropped.
+func AddAdmissionWarning(ctx context.Context, msg string) {
+	if w, ok := ctx.Value(admissionWarningsKey{}).(*admissionWarnings); ok && msg != "" {
+		w.mu.Lock()
+		w.msgs = append(w.msgs, msg)
+		w.mu.Unlock()
+	}
+}
+
+// warningWriter adds the collected admission warnings as headers just before the status line goes
+// out, whichever handler writes the response (success or error).
+type warningWriter struct {
+	http.ResponseWriter
+	warnings *admissionWarnings
+	wrote    bool
+}
+
+func (w *warningWriter) flushWarnings() {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	w.warnings.mu.Lock()
+	defer w.warnings.mu.Unlock()
+	for _, msg := range w.warnings.msgs {
+		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+	}
+}
+
+func (w *warningWriter) WriteHeader(code int) {
+	w.flushWarnings()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *warningWriter) Write(b []byte) (int, error) {
+	w.flushWarnings()
+	return w.ResponseWriter.Write(b)
+}
+
+// withAdmissionWarnings prepares a write request to collect admission warnings.
+func withAdmissionWarnings(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request) {
+	warnings := &admissionWarnings{}
+	return &warningWriter{ResponseWriter: w, warnings: warnings}, r.WithContext(context.WithValue(r.Context(), admissionWarningsKey{}, warnings))
 }

@@ -33,7 +33,7 @@ func (h *resourceHandler) deleteAdmission(opts *metav1.DeleteOptions) store.Vali
 			return err
 		}
 		user, _ := request.UserFrom(ctx)
-		attrs := &AdmissionAttributes{Verb: "delete", Resource: h.res, Namespace: m.GetNamespace(), Name: m.GetName(), OldObject: current, User: user, DryRun: len(opts.DryRun) > 0}
+		attrs := &AdmissionAttributes{Verb: "delete", Resource: h.res, Namespace: m.GetNamespace(), Name: m.GetName(), OldObject: current, User: user, DryRun: len(opts.DryRun) > 0, Options: opts}
 		return h.s.validateAdmission(ctx, attrs)
 	}
 }

@@ -129,6 +129,10 @@ func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *Re
 		h.s.writeError(w, r, apierrors.NewBadRequest("the server could not find the requested resource (namespace is required)"))
 		return
 	}
+	switch info.Verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		w, r = withAdmissionWarnings(w, r)
+	}
 	if info.Subresource != "" {
 		h.serveSubresource(w, r, info)
 		return

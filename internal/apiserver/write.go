@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
@@ -73,7 +74,8 @@ func (h *resourceHandler) createAdmission(opts writeOptions, managed bool) store
 				return nil, err
 			}
 			user, _ := request.UserFrom(ctx)
-			attrs = &AdmissionAttributes{Verb: "create", Resource: h.res, Namespace: m.GetNamespace(), Name: m.GetName(), Object: obj, User: user, DryRun: opts.dryRun}
+			attrs = &AdmissionAttributes{Verb: "create", Resource: h.res, Namespace: m.GetNamespace(), Name: m.GetName(), Object: obj, User: user, DryRun: opts.dryRun,
+				Options: &metav1.CreateOptions{DryRun: dryRunList(opts.dryRun), FieldManager: opts.fieldManager, FieldValidation: opts.fieldValidation}}
 			return obj, h.s.admit(ctx, attrs)
 		},
 		Validate: func(ctx context.Context, obj, _ runtime.Object) error {
@@ -119,7 +121,8 @@ func (h *resourceHandler) updateOptions(uc *updateContext) store.UpdateOptions {
 					return nil, err
 				}
 				user, _ := request.UserFrom(ctx)
-				attrs = &AdmissionAttributes{Verb: "update", Resource: h.res, Subresource: uc.subresource, Namespace: m.GetNamespace(), Name: m.GetName(), Object: obj, OldObject: old, User: user, DryRun: uc.opts.dryRun}
+				attrs = &AdmissionAttributes{Verb: "update", Resource: h.res, Subresource: uc.subresource, Namespace: m.GetNamespace(), Name: m.GetName(), Object: obj, OldObject: old, User: user, DryRun: uc.opts.dryRun,
+					Options: &metav1.UpdateOptions{DryRun: dryRunList(uc.opts.dryRun), FieldManager: uc.opts.fieldManager, FieldValidation: uc.opts.fieldValidation}}
 				return obj, h.s.admit(ctx, attrs)
 			},
 			Validate: func(ctx context.Context, obj, old runtime.Object) error {
@@ -184,3 +187,11 @@ func (h *resourceHandler) finishUpdate(w http.ResponseWriter, r *http.Request, o
 
 // randomNameSuffix is Kubernetes' generated-name suffix: five random characters.
 func randomNameSuffix() string { return utilrand.String(5) }
+
+// dryRunList is a write's dryRun option as the API carries it.
+func dryRunList(dryRun bool) []string {
+	if dryRun {
+		return []string{metav1.DryRunAll}
+	}
+	return nil
+}

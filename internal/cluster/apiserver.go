@@ -33,8 +33,9 @@ import (
 
 // newAPIServer assembles the API server over an etcd client and seeds the built-in objects. Every
 // watch cache it opens (now, or later for resources added at run time) joins caches, which the
-// node stops before it closes the etcd client.
-func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, metrics *componentMetrics, caches *cacheSet) (*apiserver.Server, *authorization, error) {
+// node stops before it closes the etcd client. The admission chain's caches start before the first
+// write, so bootstrap's writes are admitted too.
+func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, metrics *componentMetrics, caches *cacheSet, admission *admissionChain, admissionCtx context.Context) (*apiserver.Server, *authorization, error) {
 	scheme, err := builtin.NewScheme()
 	if err != nil {
 		return nil, nil, err
@@ -102,7 +103,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		Storage:               storageFactory,
 		Ready:                 func(ctx context.Context) error { _, err := client.Get(ctx, "/registry/health"); return err },
 		Authenticator:         apiserver.ClientCertAuthenticator{},
-		Admission:             append(apiserver.DefaultAdmission(), apiserver.RBACEscalation{Authorizer: authz.authorize, Rules: authz.rules}, apiserver.NodeRestriction{}),
+		Admission:             admission.plugins(apiserver.RBACEscalation{Authorizer: authz.authorize, Rules: authz.rules}, apiserver.NodeRestriction{}),
 		OpenAPI:               oapi,
 		Discovery:             disc,
 		TypeConverter:         oapi.TypeConverter(),
@@ -113,6 +114,10 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		Logger:                cfg.Logger,
 	})
 	if err != nil {
+		return nil, nil, err
+	}
+	// The admission plugins' caches run before the first write: bootstrap's writes are admitted too.
+	if err := admission.start(admissionCtx, srv); err != nil {
 		return nil, nil, err
 	}
 	if err := bootstrap(ctx, srv, cfg); err != nil {

@@ -54,6 +54,8 @@ type Node struct {
 	caches cacheSet
 	// lock keeps a second skiff off this node's data dir until Stop.
 	lock *dataDirLock
+	// stopAdmission ends the admission plugins' informers (webhook configurations, policies).
+	stopAdmission context.CancelFunc
 }
 
 // Run starts every component of the node's roles and blocks until ctx ends or one fails. Shutdown
@@ -213,7 +215,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	base := prometheus.NewRegistry()
 	base.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	n.metrics = newComponentMetrics(base)
-	api, authz, err := newAPIServer(ctx, &cfg, n.etcdClient, n.metrics, &n.caches)
+	admission, err := newAdmission(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The admission caches outlive start-up: they follow the configurations for the node's life.
+	admissionCtx, cancelAdmission := context.WithCancel(context.Background())
+	n.stopAdmission = cancelAdmission
+	api, authz, err := newAPIServer(ctx, &cfg, n.etcdClient, n.metrics, &n.caches, admission, admissionCtx)
 	if err != nil {
 		return nil, err
 	}
@@ -256,6 +265,9 @@ func (n *Node) URL() string {
 
 // Stop shuts everything down in reverse order.
 func (n *Node) Stop() {
+	if n.stopAdmission != nil {
+		n.stopAdmission()
+	}
 	if n.stopCompaction != nil {
 		n.stopCompaction()
 	}

@@ -58,6 +58,12 @@ var rules = []struct {
 	{name: "authorizers are independent of the server", pattern: "./internal/authz/...",
 		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster", module + "internal/etcd"},
 		allowed:   []string{module + "internal/apiserver/request"}},
+	// Admission plugins reach objects through the API server's Lookup and ListWatch, never etcd.
+	{name: "admission plugins sit on the API server, not on etcd", pattern: "./internal/apiserver/admission/...",
+		forbidden: []string{module + "internal/cluster", module + "internal/storage/etcd3", module + "internal/etcd"}},
+	// The admission CEL environment is pure: the registry compiles with it, so it must not see the server.
+	{name: "the CEL environment is pure", pattern: "./internal/cel/...",
+		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster", "go.etcd.io/etcd/"}},
 	{name: "the API server does not assemble nodes", pattern: "./internal/apiserver/...", forbidden: []string{module + "internal/cluster"}},
 	{name: "no upstream component anywhere", pattern: "./...", forbidden: upstreamComponents},
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/skiff-sh/skiff/internal/apiserver/discovery"
 	"github.com/skiff-sh/skiff/internal/registry"
+	"github.com/skiff-sh/skiff/internal/registry/admissionregistration"
 	"github.com/skiff-sh/skiff/internal/registry/apps"
 	"github.com/skiff-sh/skiff/internal/registry/autoscaling"
 	"github.com/skiff-sh/skiff/internal/registry/batch"
@@ -46,21 +47,22 @@ func NewScheme() (*runtime.Scheme, error) {
 	}
 	metav1.AddMetaToScheme(s)
 	for name, register := range map[string]func(*runtime.Scheme) error{
-		"core":         core.RegisterDefaults,
-		"apps":         apps.RegisterDefaults,
-		"batch":        batch.RegisterDefaults,
-		"certificates": certificates.RegisterDefaults,
-		"coordination": coordination.RegisterDefaults,
-		"discovery":    discoveryreg.RegisterDefaults,
-		"events":       events.RegisterDefaults,
-		"policy":       policy.RegisterDefaults,
-		"rbac":         rbac.RegisterDefaults,
-		"scheduling":   scheduling.RegisterDefaults,
-		"storage":      storagereg.RegisterDefaults,
-		"node":         nodereg.RegisterDefaults,
-		"networking":   networking.RegisterDefaults,
-		"flowcontrol":  flowcontrol.RegisterDefaults,
-		"autoscaling":  autoscaling.RegisterDefaults,
+		"core":                  core.RegisterDefaults,
+		"apps":                  apps.RegisterDefaults,
+		"batch":                 batch.RegisterDefaults,
+		"certificates":          certificates.RegisterDefaults,
+		"coordination":          coordination.RegisterDefaults,
+		"discovery":             discoveryreg.RegisterDefaults,
+		"events":                events.RegisterDefaults,
+		"policy":                policy.RegisterDefaults,
+		"rbac":                  rbac.RegisterDefaults,
+		"scheduling":            scheduling.RegisterDefaults,
+		"storage":               storagereg.RegisterDefaults,
+		"node":                  nodereg.RegisterDefaults,
+		"networking":            networking.RegisterDefaults,
+		"flowcontrol":           flowcontrol.RegisterDefaults,
+		"autoscaling":           autoscaling.RegisterDefaults,
+		"admissionregistration": admissionregistration.RegisterDefaults,
 	} {
 		if err := register(s); err != nil {
 			return nil, fmt.Errorf("register %s defaults: %w", name, err)
@@ -89,6 +91,7 @@ func Resources() []*registry.Resource {
 	all = append(all, networking.Resources()...)
 	all = append(all, flowcontrol.Resources()...)
 	all = append(all, autoscaling.Resources()...)
+	all = append(all, admissionregistration.Resources()...)
 	for _, r := range all {
 		if r.Printer == nil {
 			r.Printer = printers.ForResource(r.GroupResource())

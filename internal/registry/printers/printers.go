@@ -84,6 +84,8 @@ func ForResource(gr schema.GroupResource) *registry.TablePrinter {
 		if gr.Resource == "horizontalpodautoscalers" {
 			return horizontalPodAutoscalerPrinter()
 		}
+	case groupAdmissionRegistration:
+		return admissionRegistrationPrinter(gr.Resource)
 	case groupNode:
 		if gr.Resource == "runtimeclasses" {
 			return runtimeClassPrinter()

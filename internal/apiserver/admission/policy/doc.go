@@ -1,0 +1,8 @@
+// Package policy is the ValidatingAdmissionPolicy admission plugin: policies and their bindings come
+// from informer caches over the API server's own store; a request matched by a binding (and its
+// policy's match constraints and match conditions) is judged by the policy's CEL validations, with
+// params, variables, messageExpression, reason, and the binding's Deny/Warn/Audit actions.
+//
+// Deciding (Decide) is a pure function of the policy, the binding, the params and the request's CEL
+// variables, table-tested; the plugin around it reads the caches and the params.
+package policy

@@ -1,0 +1,54 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission/policy"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission/webhook"
+	"github.com/skiff-sh/skiff/internal/registry/builtin"
+)
+
+// admissionChain is the API server's admission plugins and what they need once the server runs.
+type admissionChain struct {
+	webhooks *webhook.Webhooks
+	policies *policy.Plugin
+}
+
+// newAdmission builds the chain in Kubernetes' order: the built-in plugins, then
+// MutatingAdmissionWebhook (its Admit runs after the built-in defaulting), then
+// ValidatingAdmissionPolicy and ValidatingAdmissionWebhook (their Validate after the built-in checks).
+func newAdmission(cfg *Config) (*admissionChain, error) {
+	scheme, err := builtin.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	hooks, err := webhook.New(webhook.Config{Logger: cfg.Logger, Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("webhook admission: %w", err)
+	}
+	policies, err := policy.New(cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("policy admission: %w", err)
+	}
+	return &admissionChain{webhooks: hooks, policies: policies}, nil
+}
+
+// plugins is the chain with builtins (those that need the server's authorizer, such as RBAC's
+// escalation check and NodeRestriction) after the default plugins and before the webhooks.
+func (c *admissionChain) plugins(builtins ...apiserver.AdmissionPlugin) []apiserver.AdmissionPlugin {
+	chain := append(apiserver.DefaultAdmission(), builtins...)
+	return append(chain, c.webhooks.Mutating(), c.policies, c.webhooks.Validating())
+}
+
+// start connects the plugins' caches to the server's store.
+func (c *admissionChain) start(ctx context.Context, srv *apiserver.Server) error {
+	if err := c.webhooks.Start(ctx, srv.ListWatch); err != nil {
+		return fmt.Errorf("start webhook admission: %w", err)
+	}
+	if err := c.policies.Start(ctx, srv); err != nil {
+		return fmt.Errorf("start policy admission: %w", err)
+	}
+	return nil
+}
