@@ -27,7 +27,6 @@ var notYetServed = []string{
 	"admissionregistration.k8s.io/v1 validatingadmissionpolicies",
 	"admissionregistration.k8s.io/v1 validatingadmissionpolicybindings",
 	"admissionregistration.k8s.io/v1 validatingwebhookconfigurations",
-	"apiextensions.k8s.io/v1 customresourcedefinitions",
 	"apiregistration.k8s.io/v1 apiservices",
 	"authentication.k8s.io/v1 selfsubjectreviews",
 	"authentication.k8s.io/v1 tokenreviews",

@@ -14,8 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	crdv1 "github.com/skiff-sh/skiff/internal/apis/apiextensionsv1"
 	"github.com/skiff-sh/skiff/internal/apiserver/discovery"
 	"github.com/skiff-sh/skiff/internal/registry"
+	"github.com/skiff-sh/skiff/internal/registry/apiextensions"
 	"github.com/skiff-sh/skiff/internal/registry/apps"
 	"github.com/skiff-sh/skiff/internal/registry/autoscaling"
 	"github.com/skiff-sh/skiff/internal/registry/batch"
@@ -43,22 +45,26 @@ func NewScheme() (*runtime.Scheme, error) {
 		return nil, fmt.Errorf("register API types: %w", err)
 	}
 	metav1.AddMetaToScheme(s)
+	if err := crdv1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("register apiextensions types: %w", err)
+	}
 	for name, register := range map[string]func(*runtime.Scheme) error{
-		"core":         core.RegisterDefaults,
-		"apps":         apps.RegisterDefaults,
-		"batch":        batch.RegisterDefaults,
-		"certificates": certificates.RegisterDefaults,
-		"coordination": coordination.RegisterDefaults,
-		"discovery":    discoveryreg.RegisterDefaults,
-		"events":       events.RegisterDefaults,
-		"policy":       policy.RegisterDefaults,
-		"rbac":         rbac.RegisterDefaults,
-		"scheduling":   scheduling.RegisterDefaults,
-		"storage":      storagereg.RegisterDefaults,
-		"node":         nodereg.RegisterDefaults,
-		"networking":   networking.RegisterDefaults,
-		"flowcontrol":  flowcontrol.RegisterDefaults,
-		"autoscaling":  autoscaling.RegisterDefaults,
+		"core":          core.RegisterDefaults,
+		"apps":          apps.RegisterDefaults,
+		"batch":         batch.RegisterDefaults,
+		"certificates":  certificates.RegisterDefaults,
+		"coordination":  coordination.RegisterDefaults,
+		"discovery":     discoveryreg.RegisterDefaults,
+		"events":        events.RegisterDefaults,
+		"policy":        policy.RegisterDefaults,
+		"rbac":          rbac.RegisterDefaults,
+		"scheduling":    scheduling.RegisterDefaults,
+		"storage":       storagereg.RegisterDefaults,
+		"node":          nodereg.RegisterDefaults,
+		"networking":    networking.RegisterDefaults,
+		"flowcontrol":   flowcontrol.RegisterDefaults,
+		"autoscaling":   autoscaling.RegisterDefaults,
+		"apiextensions": apiextensions.RegisterDefaults,
 	} {
 		if err := register(s); err != nil {
 			return nil, fmt.Errorf("register %s defaults: %w", name, err)
@@ -85,6 +91,7 @@ func Resources() []*registry.Resource {
 	all = append(all, networking.Resources()...)
 	all = append(all, flowcontrol.Resources()...)
 	all = append(all, autoscaling.Resources()...)
+	all = append(all, apiextensions.Resources()...)
 	for _, r := range all {
 		if r.Printer == nil {
 			r.Printer = printers.ForResource(r.GroupResource())
@@ -141,6 +148,11 @@ func StorageCodec(scheme *runtime.Scheme, res *registry.Resource, encoding strin
 			return nil, err
 		}
 		return eventsCodec{inner: inner}, nil
+	}
+	if res.GroupVersion.Group == crdv1.GroupName {
+		// The definitions are hand-declared types without protobuf marshalling: always JSON, as
+		// kube-apiserver stores them.
+		encoding = storage.EncodingJSON
 	}
 	return storage.NewCodec(scheme, res.GroupVersion, encoding)
 }
