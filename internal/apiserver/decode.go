@@ -87,15 +87,15 @@ func readBody(r *http.Request) ([]byte, error) {
 // and a warning under Warn.
 func (h *resourceHandler) decodeObject(body []byte, contentType string, fieldValidation string) (runtime.Object, []string, error) {
 	gvk := h.res.GroupVersionKind()
-	info, ok := inputSerializer(contentType, h.s.codecs.SupportedMediaTypes())
+	info, ok := inputSerializer(contentType, h.mediaTypes)
 	if !ok {
 		return nil, nil, unsupportedMediaType(contentType)
 	}
 	var warnings []string
 	if fieldValidation != "Ignore" {
-		strictInfo, ok := inputSerializer(contentType, h.s.strict.SupportedMediaTypes())
+		strictInfo, ok := inputSerializer(contentType, h.strict.SupportedMediaTypes())
 		if ok && strictInfo.StrictSerializer != nil {
-			dec := h.s.strict.DecoderToVersion(strictInfo.StrictSerializer, h.res.GroupVersion)
+			dec := h.strict.DecoderToVersion(strictInfo.StrictSerializer, h.res.GroupVersion)
 			obj, actual, err := dec.Decode(body, &gvk, h.res.New())
 			if err == nil {
 				if err := h.checkKind(actual); err != nil {
@@ -116,7 +116,7 @@ func (h *resourceHandler) decodeObject(body []byte, contentType string, fieldVal
 			}
 		}
 	}
-	dec := h.s.codecs.DecoderToVersion(info.Serializer, h.res.GroupVersion)
+	dec := h.codecs.DecoderToVersion(info.Serializer, h.res.GroupVersion)
 	obj, actual, err := dec.Decode(body, &gvk, h.res.New())
 	if err != nil {
 		return nil, nil, h.decodeError(err, actual)

@@ -53,6 +53,10 @@ type Config struct {
 	OpenAPI   OpenAPIService
 	Discovery DiscoveryService
 
+	// OnResourcesChanged is called with every served resource after CustomResourceDefinitions
+	// added or removed some (RunCustomResources), to bring discovery and OpenAPI up to date.
+	OnResourcesChanged func(resources []*registry.Resource)
+
 	// TypeConverter gives server-side apply the schema of every type; nil deduces it from objects.
 	TypeConverter managedfields.TypeConverter
 

@@ -135,6 +135,9 @@ func ExtraSubresources() map[schema.GroupResource][]discovery.Subresource {
 // share core/v1 events' storage and autoscaling/v1 horizontal pod autoscalers autoscaling/v2's, so
 // they are converted on the way in and out.
 func StorageCodec(scheme *runtime.Scheme, res *registry.Resource, encoding string) (runtime.Codec, error) {
+	if res.Objects != nil && res.Objects.StorageCodec != nil {
+		return res.Objects.StorageCodec, nil
+	}
 	if res.GroupVersion == autoscalingv1.SchemeGroupVersion && res.Kind == "HorizontalPodAutoscaler" {
 		inner, err := storage.NewCodec(scheme, autoscalingv2.SchemeGroupVersion, encoding)
 		if err != nil {
