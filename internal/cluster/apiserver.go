@@ -90,12 +90,19 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		Admission:             apiserver.DefaultAdmission(),
 		OpenAPI:               oapi,
 		Discovery:             disc,
-		TypeConverter:         oapi.TypeConverter(),
-		Version:               Version,
-		Registry:              metricsRegistry,
-		Gatherer:              metrics,
-		Clock:                 clock.RealClock{},
-		Logger:                cfg.Logger,
+		// CustomResourceDefinitions change the served set at run time.
+		OnResourcesChanged: func(all []*registry.Resource) {
+			disc.Update(all, builtin.ExtraSubresources())
+			if err := oapi.Update(all); err != nil {
+				cfg.Logger.Error("update OpenAPI documents", "err", err)
+			}
+		},
+		TypeConverter: oapi.TypeConverter(),
+		Version:       Version,
+		Registry:      metricsRegistry,
+		Gatherer:      metrics,
+		Clock:         clock.RealClock{},
+		Logger:        cfg.Logger,
 	})
 	if err != nil {
 		return nil, err

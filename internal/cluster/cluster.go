@@ -123,6 +123,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	compactCtx, cancelCompaction := context.WithCancel(context.Background())
 	n.stopCompaction = cancelCompaction
 	go etcd3.NewCompactor(n.etcdClient, etcd3.DefaultCompactionInterval, clock.RealClock{}, cfg.Logger).Run(compactCtx)
+	// The custom resources' controller is API server background work like compaction, and stops with it.
+	go func() {
+		if err := api.RunCustomResources(compactCtx); err != nil {
+			cfg.Logger.Error("custom resources", "err", err)
+		}
+	}()
 	tlsCfg, err := servingTLS(certs)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
@@ -81,6 +82,9 @@ type ObjectHandling struct {
 	TypeConverter managedfields.TypeConverter
 	// StorageCodec encodes and decodes the objects in etcd.
 	StorageCodec runtime.Codec
+	// OpenAPISchema is the objects' schema for the OpenAPI documents (kubectl explain, client-side
+	// validation); nil publishes them as objects that keep any field.
+	OpenAPISchema *spec.Schema
 	// StrategicMergePatch is false for objects without Go types, which cannot be strategic-merge
 	// patched (415, as kube-apiserver answers for custom resources).
 	StrategicMergePatch bool

@@ -114,8 +114,12 @@ func buildVersion(crd *crdv1.CustomResourceDefinition, v *crdv1.CustomResourceDe
 			StorageCodec: storageCodec{inner: inner, served: gv, stored: storageGV},
 		},
 	}
+	res.Objects.OpenAPISchema = sch.openAPI
 	if opts.TypeConverter != nil {
 		res.Objects.TypeConverter = opts.TypeConverter(res.GroupVersionKind())
+	} else {
+		// Without the schema server-side apply deduces the structure from the objects.
+		res.Objects.TypeConverter = managedfields.NewDeducedTypeConverter()
 	}
 	if hasStatus {
 		res.Status = &statusStrategy{strategy: res.Strategy.(*strategy)}

@@ -1,0 +1,194 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+)
+
+var (
+	crdsGVR    = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	widgetsGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+)
+
+const widgetCRD = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd], categories: [all]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}, scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}}
+    additionalPrinterColumns:
+    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+    - {name: Size, type: string, jsonPath: .spec.size}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              replicas: {type: integer, default: 1}
+              size: {type: string}
+          status:
+            type: object
+            properties:
+              replicas: {type: integer}
+`
+
+func unstructuredFrom(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	data, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// TestCustomResources drives a CustomResourceDefinition through client-go against the API server
+// on real etcd: established live, custom resources served with their schema, then deleted with it.
+func TestCustomResources(t *testing.T) {
+	c := startTestCluster(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.api.RunCustomResources(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	ns := c.namespace(t, "crs")
+
+	crds := c.dynamic.Resource(crdsGVR)
+	if _, err := crds.Create(ctx, unstructuredFrom(t, widgetCRD), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		crd, err := crds.Get(ctx, "widgets.example.com", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		for _, cond := range conds {
+			m := cond.(map[string]interface{})
+			if m["type"] == "Established" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("definition not established: %v", err)
+	}
+
+	widgets := c.dynamic.Resource(widgetsGVR).Namespace(ns)
+	t.Run("create prunes and defaults", func(t *testing.T) {
+		w, err := widgets.Create(ctx, unstructuredFrom(t, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"a"},"spec":{"size":"big","bogus":1},"status":{"replicas":9}}`), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, _, _ := unstructured.NestedMap(w.Object, "spec")
+		if spec["replicas"] != int64(1) || spec["bogus"] != nil || w.Object["status"] != nil || w.GetGeneration() != 1 {
+			t.Fatalf("created %v", w.Object)
+		}
+	})
+	t.Run("schema violation refused with the schema's message", func(t *testing.T) {
+		_, err := widgets.Create(ctx, unstructuredFrom(t, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"b"},"spec":{"replicas":"string"}}`), metav1.CreateOptions{})
+		wantStatus(t, err, 422, `spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"`)
+	})
+	t.Run("patches", func(t *testing.T) {
+		force := true
+		w, err := widgets.Patch(ctx, "a", types.MergePatchType, []byte(`{"spec":{"replicas":3}}`), metav1.PatchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _, _ := unstructured.NestedInt64(w.Object, "spec", "replicas"); n != 3 || w.GetGeneration() != 2 {
+			t.Fatalf("patched %v", w.Object)
+		}
+		_, err = widgets.Patch(ctx, "a", types.StrategicMergePatchType, []byte(`{"spec":{"replicas":4}}`), metav1.PatchOptions{})
+		if !apierrors.IsUnsupportedMediaType(err) {
+			t.Fatalf("strategic merge patch: %v", err)
+		}
+		w, err = widgets.Patch(ctx, "a", types.ApplyYAMLPatchType, []byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"a"},"spec":{"size":"small"}}`), metav1.PatchOptions{FieldManager: "test", Force: &force})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, _, _ := unstructured.NestedString(w.Object, "spec", "size"); s != "small" {
+			t.Fatalf("applied %v", w.Object)
+		}
+	})
+	t.Run("status and scale", func(t *testing.T) {
+		w, err := widgets.Get(ctx, "a", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = unstructured.SetNestedField(w.Object, int64(3), "status", "replicas")
+		if _, err := widgets.UpdateStatus(ctx, w, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		scale, err := widgets.Get(ctx, "a", metav1.GetOptions{}, "scale")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _, _ := unstructured.NestedInt64(scale.Object, "status", "replicas"); n != 3 {
+			t.Fatalf("scale %v", scale.Object)
+		}
+	})
+	t.Run("table and discovery", func(t *testing.T) {
+		table := &metav1.Table{}
+		if err := c.client.CoreV1().RESTClient().Get().AbsPath("/apis/example.com/v1/namespaces/"+ns+"/widgets").
+			SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Do(ctx).Into(table); err != nil {
+			t.Fatal(err)
+		}
+		var columns []string
+		for _, col := range table.ColumnDefinitions {
+			columns = append(columns, col.Name)
+		}
+		if got := strings.Join(columns, ","); got != "Name,Replicas,Size" || len(table.Rows) != 1 || table.Rows[0].Cells[1] != int64(3) {
+			t.Fatalf("columns %s, rows %+v", got, table.Rows)
+		}
+		list, err := c.client.Discovery().ServerResourcesForGroupVersion("example.com/v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, r := range list.APIResources {
+			names = append(names, r.Name)
+		}
+		if got := strings.Join(names, ","); got != "widgets,widgets/scale,widgets/status" {
+			t.Fatalf("discovery %s", got)
+		}
+	})
+	t.Run("deleting the definition deletes its objects", func(t *testing.T) {
+		if err := crds.Delete(ctx, "widgets.example.com", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := crds.Get(ctx, "widgets.example.com", metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			t.Fatalf("definition still there: %v", err)
+		}
+		if _, err := widgets.Get(ctx, "a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("widget after its definition: %v", err)
+		}
+	})
+}

@@ -1,0 +1,120 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+const crontabCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names:
+    plural: crontabs
+    singular: crontab
+    kind: CronTab
+    shortNames: [ct]
+    categories: [all]
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Spec, type: string, description: The cron spec defining the interval a CronJob is run, jsonPath: .spec.cronSpec}
+    - {name: Replicas, type: integer, description: The number of jobs launched by the CronJob, jsonPath: .spec.replicas}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+    schema:
+      openAPIV3Schema:
+        type: object
+        description: CronTab runs an image on a schedule.
+        properties:
+          spec:
+            type: object
+            description: The desired schedule.
+            properties:
+              cronSpec: {type: string, description: When to run.}
+              image: {type: string}
+              replicas: {type: integer, default: 1}
+`
+
+const crontab = `apiVersion: stable.example.com/v1
+kind: CronTab
+metadata:
+  name: NAME
+spec:
+  cronSpec: "* * * * */5"
+  image: my-awesome-cron-image
+  replicas: REPLICAS
+`
+
+func cronTab(name, replicas string) string {
+	return strings.NewReplacer("NAME", name, "REPLICAS", replicas).Replace(crontab)
+}
+
+// TestCustomResourceDefinitions is issue 11's CRD workflow with kubectl: apply a definition, wait
+// for Established, work with its objects, then delete it and see them go.
+func TestCustomResourceDefinitions(t *testing.T) {
+	c := newCluster(t, "--controllers=serviceaccount")
+
+	mustContain(t, c.stdin(crontabCRD, "apply", "-f", "-"), "customresourcedefinition.apiextensions.k8s.io/crontabs.stable.example.com created")
+	c.kubectl("wait", "--for=condition=Established", "--timeout=30s", "crd/crontabs.stable.example.com")
+	mustContain(t, c.kubectl("get", "crds"), "crontabs.stable.example.com")
+
+	// Discovery is refreshed by kubectl's cache on a miss, so the new kind is found at once.
+	eventually(t, 10*time.Second, func() error {
+		out, err := c.kubectlIn(cronTab("daily", "2"), "apply", "-f", "-")
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
+	c.stdin(cronTab("hourly", "3"), "create", "-f", "-")
+
+	out := c.kubectl("get", "crontabs")
+	mustContain(t, out, "NAME", "SPEC", "REPLICAS", "AGE", "daily", "* * * * */5", "hourly")
+	mustContain(t, c.kubectl("get", "ct", "hourly", "-o", "jsonpath={.spec.replicas}"), "3")
+	mustContain(t, c.kubectl("get", "all"), "crontab.stable.example.com/daily")
+
+	// A field of the wrong type is refused with the schema's message.
+	out, err := c.kubectlIn(cronTab("broken", `"many"`), "apply", "-f", "-")
+	if err == nil {
+		t.Fatalf("invalid crontab accepted:\n%s", out)
+	}
+	mustContain(t, out, `spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"`)
+
+	// Client-side documentation comes from the published schema.
+	eventually(t, 10*time.Second, func() error {
+		out, err := c.kubectlErr("explain", "crontabs.spec")
+		if err != nil || !strings.Contains(out, "cronSpec") || !strings.Contains(out, "The desired schedule.") {
+			return fmt.Errorf("explain: %v: %s", err, out)
+		}
+		return nil
+	})
+
+	c.kubectl("patch", "crontab", "daily", "--type=merge", "-p", `{"spec":{"replicas":5}}`)
+	mustContain(t, c.kubectl("get", "crontab", "daily", "-o", "jsonpath={.spec.replicas}/{.metadata.generation}"), "5/2")
+
+	mustContain(t, c.kubectl("delete", "crd", "crontabs.stable.example.com"), "deleted")
+	out, err = c.kubectlErr("get", "crontabs.stable.example.com")
+	if err == nil {
+		t.Fatalf("crontabs still served after their definition was deleted:\n%s", out)
+	}
+	mustContain(t, c.kubectl("get", "crds"), "No resources found")
+
+	// A definition of the same name starts empty: the old objects were deleted with it.
+	c.stdin(crontabCRD, "apply", "-f", "-")
+	c.kubectl("wait", "--for=condition=Established", "--timeout=30s", "crd/crontabs.stable.example.com")
+	eventually(t, 10*time.Second, func() error {
+		out, err := c.kubectlErr("get", "crontabs", "-A")
+		if err != nil || !strings.Contains(out, "No resources found") {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
+}
