@@ -35,9 +35,13 @@ func (s *Server) RemoveResource(gvr schema.GroupVersionResource) {
 		delete(s.byKind, h.res.GroupVersionKind())
 	}
 	s.mu.Unlock()
-	if h == nil {
-		return
+	if h != nil {
+		stopStorage(h)
 	}
+}
+
+// stopStorage ends the watch cache (and so the watches) of a handler no longer served.
+func stopStorage(h *resourceHandler) {
 	if stopper, ok := h.st.Storage().(interface{ Stop() }); ok {
 		stopper.Stop()
 	}
@@ -272,6 +276,13 @@ func (c *crdController) finalize(ctx context.Context, crd *crdv1.CustomResourceD
 		return nil
 	}
 	if cur := c.served[crd.Name]; cur != nil && len(cur.resources) > 0 {
+		for _, gvr := range cur.resources {
+			if h := c.s.handlerFor(gvr); h != nil {
+				if t, ok := h.res.Strategy.(interface{ SetTerminating() }); ok {
+					t.SetTerminating()
+				}
+			}
+		}
 		h := c.s.handlerFor(cur.resources[0])
 		if h != nil {
 			if _, err := h.st.DeleteCollection(ctx, "", storage.ListOptions{Recursive: true}, &metav1.DeleteOptions{}, nil); err != nil {

@@ -109,6 +109,21 @@ func TestCustomResources(t *testing.T) {
 			t.Fatalf("created %v", w.Object)
 		}
 	})
+	t.Run("unknown fields refused under Strict", func(t *testing.T) {
+		_, err := widgets.Create(ctx, unstructuredFrom(t, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"s"},"spec":{"bogus":1}}`), metav1.CreateOptions{FieldValidation: "Strict"})
+		wantStatus(t, err, 400, `Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.bogus"`)
+	})
+	t.Run("watch", func(t *testing.T) {
+		w, err := widgets.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		ev := <-w.ResultChan()
+		if u, ok := ev.Object.(*unstructured.Unstructured); !ok || ev.Type != "ADDED" || u.GetName() != "a" || u.GetKind() != "Widget" {
+			t.Fatalf("first event %s %#v", ev.Type, ev.Object)
+		}
+	})
 	t.Run("schema violation refused with the schema's message", func(t *testing.T) {
 		_, err := widgets.Create(ctx, unstructuredFrom(t, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"b"},"spec":{"replicas":"string"}}`), metav1.CreateOptions{})
 		wantStatus(t, err, 422, `spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"`)
@@ -174,6 +189,41 @@ func TestCustomResources(t *testing.T) {
 		}
 		if got := strings.Join(names, ","); got != "widgets,widgets/scale,widgets/status" {
 			t.Fatalf("discovery %s", got)
+		}
+	})
+	t.Run("versions convert with None", func(t *testing.T) {
+		two := strings.Replace(strings.Replace(widgetCRD, "widgets", "gadgets", -1), "Widget", "Gadget", -1)
+		two = strings.Replace(two, "  versions:\n", `  versions:
+  - name: v1beta1
+    served: true
+    storage: false
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`, 1)
+		two = strings.Replace(two, "categories: [all]", "categories: [all], shortNames: [gd]", 1)
+		two = strings.Replace(two, "shortNames: [wd], ", "", 1)
+		if _, err := crds.Create(ctx, unstructuredFrom(t, two), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var lastErr error
+		beta := c.dynamic.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1beta1", Resource: "gadgets"}).Namespace(ns)
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := beta.Create(ctx, unstructuredFrom(t, `{"apiVersion":"example.com/v1beta1","kind":"Gadget","metadata":{"name":"g"},"spec":{"replicas":2}}`), metav1.CreateOptions{})
+			if err != nil && (lastErr == nil || lastErr.Error() != err.Error()) {
+				t.Logf("create: %v", err)
+			}
+			lastErr = err
+			return err == nil, nil
+		})
+		if err != nil {
+			crd, _ := crds.Get(ctx, "gadgets.example.com", metav1.GetOptions{})
+			t.Fatal(err, lastErr, crd)
+		}
+		g, err := c.dynamic.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}).Namespace(ns).Get(ctx, "g", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.GetAPIVersion() != "example.com/v1" {
+			t.Fatalf("read through v1: %v", g.Object)
 		}
 	})
 	t.Run("deleting the definition deletes its objects", func(t *testing.T) {

@@ -187,9 +187,15 @@ func (s *Server) AddResource(res *registry.Resource) error {
 		return err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	old := s.handlers[res.GroupVersionResource()]
 	s.handlers[res.GroupVersionResource()] = h
 	s.byKind[res.GroupVersionKind()] = h
+	s.mu.Unlock()
+	if old != nil {
+		// A resource rebuilt at run time (its CustomResourceDefinition changed) replaces the old
+		// one; the old storage's watch cache is let go.
+		stopStorage(old)
+	}
 	return nil
 }
 

@@ -80,6 +80,9 @@ type ObjectHandling struct {
 	Creater       runtime.ObjectCreater
 	Defaulter     runtime.ObjectDefaulter
 	TypeConverter managedfields.TypeConverter
+	// UnknownFields lists the fields of a decoded request body the schema does not declare (they
+	// are pruned), for fieldValidation Strict (an error) and Warn (warnings).
+	UnknownFields func(obj map[string]interface{}) []string
 	// StorageCodec encodes and decodes the objects in etcd.
 	StorageCodec runtime.Codec
 	// OpenAPISchema is the objects' schema for the OpenAPI documents (kubectl explain, client-side

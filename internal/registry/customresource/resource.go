@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -107,10 +109,13 @@ func buildVersion(crd *crdv1.CustomResourceDefinition, v *crdv1.CustomResourceDe
 		Plural: names.Plural, Singular: names.Singular, ShortNames: names.ShortNames, Categories: names.Categories,
 		Namespaced: namespaced,
 		New:        newObj, NewList: newList,
-		Strategy: &strategy{gvk: gv.WithKind(names.Kind), namespaced: namespaced, hasStatus: hasStatus, schema: sch},
+		Strategy: &strategy{gvk: gv.WithKind(names.Kind), plural: names.Plural, namespaced: namespaced, hasStatus: hasStatus, schema: sch},
 		Printer:  printer(v.AdditionalPrinterColumns),
 		Objects: &registry.ObjectHandling{
 			Scheme: scheme, Convertor: convertor{}, Creater: creater{}, Defaulter: defaulter,
+			UnknownFields: func(obj map[string]interface{}) []string {
+				return sch.Prune(runtime.DeepCopyJSON(obj))
+			},
 			StorageCodec: storageCodec{inner: inner, served: gv, stored: storageGV},
 		},
 	}
@@ -178,6 +183,11 @@ func (c storageCodec) Decode(data []byte, defaults *schema.GroupVersionKind, int
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		u.SetAPIVersion(c.served.String())
 	}
+	if gvk != nil {
+		// The caller may stamp the returned kind on the object: it is the served version's.
+		served := c.served.WithKind(gvk.Kind)
+		gvk = &served
+	}
 	return obj, gvk, nil
 }
 
@@ -219,15 +229,32 @@ func (creater) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
 // strategy is a custom resource's create and update semantics, as kube-apiserver's.
 type strategy struct {
 	gvk        schema.GroupVersionKind
+	plural     string
 	namespaced bool
 	hasStatus  bool
 	schema     *Schema
+	// terminating is set once the definition is being deleted: no more objects are created.
+	terminating atomic.Bool
 }
 
 var (
 	_ registry.Strategy            = &strategy{}
 	_ registry.ResetFieldsProvider = &strategy{}
+	_ registry.BeginCreater        = &strategy{}
 )
+
+// SetTerminating refuses creates from now on: the definition is being deleted with its objects.
+func (s *strategy) SetTerminating() { s.terminating.Store(true) }
+
+// BeginCreate refuses a create while the definition is terminating, in kube-apiserver's words.
+func (s *strategy) BeginCreate(context.Context, runtime.Object, *metav1.CreateOptions) (registry.FinishFunc, error) {
+	if s.terminating.Load() {
+		err := apierrors.NewMethodNotSupported(schema.GroupResource{Group: s.gvk.Group, Resource: s.plural}, "create")
+		err.ErrStatus.Message = "create not allowed while custom resource definition is terminating"
+		return nil, err
+	}
+	return nil, nil
+}
 
 func (s *strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	u := obj.(*unstructured.Unstructured)

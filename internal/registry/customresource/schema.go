@@ -3,6 +3,7 @@ package customresource
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -158,50 +159,61 @@ func toFieldErrors(err error) field.ErrorList {
 }
 
 // Prune drops the fields the schema does not declare, below objects without
-// x-kubernetes-preserve-unknown-fields. apiVersion, kind and metadata at the root (and of embedded
-// resources) are always kept; metadata is pruned to ObjectMeta by decoding, not here.
-func (s *Schema) Prune(obj map[string]interface{}) {
+// x-kubernetes-preserve-unknown-fields, and returns their paths ("spec.bogus"), sorted. apiVersion,
+// kind and metadata at the root (and of embedded resources) are always kept.
+func (s *Schema) Prune(obj map[string]interface{}) []string {
 	if s.structural == nil {
-		return
+		return nil
 	}
-	pruneObject(obj, s.structural, true)
+	var pruned []string
+	pruneObject(obj, s.structural, true, "", &pruned)
+	sort.Strings(pruned)
+	return pruned
 }
 
 func preserves(s *crdv1.JSONSchemaProps) bool {
 	return s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields
 }
 
-func pruneObject(obj map[string]interface{}, s *crdv1.JSONSchemaProps, root bool) {
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func pruneObject(obj map[string]interface{}, s *crdv1.JSONSchemaProps, root bool, path string, pruned *[]string) {
 	for k, v := range obj {
 		if (root || s.XEmbeddedResource) && (k == "apiVersion" || k == "kind" || k == "metadata") {
 			continue
 		}
 		if p, ok := s.Properties[k]; ok {
-			pruneValue(v, &p)
+			pruneValue(v, &p, join(path, k), pruned)
 			continue
 		}
 		if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
-			pruneValue(v, s.AdditionalProperties.Schema)
+			pruneValue(v, s.AdditionalProperties.Schema, join(path, k), pruned)
 			continue
 		}
 		if preserves(s) || (s.AdditionalProperties != nil && s.AdditionalProperties.Allows) {
 			continue
 		}
 		delete(obj, k)
+		*pruned = append(*pruned, join(path, k))
 	}
 }
 
-func pruneValue(v interface{}, s *crdv1.JSONSchemaProps) {
+func pruneValue(v interface{}, s *crdv1.JSONSchemaProps, path string, pruned *[]string) {
 	switch val := v.(type) {
 	case map[string]interface{}:
 		if s.XIntOrString {
 			return
 		}
-		pruneObject(val, s, false)
+		pruneObject(val, s, false, path, pruned)
 	case []interface{}:
 		if s.Items != nil && s.Items.Schema != nil {
-			for _, item := range val {
-				pruneValue(item, s.Items.Schema)
+			for i, item := range val {
+				pruneValue(item, s.Items.Schema, fmt.Sprintf("%s[%d]", path, i), pruned)
 			}
 		}
 	}

@@ -74,10 +74,14 @@ func TestValidate(t *testing.T) {
 
 func TestPruneAndDefault(t *testing.T) {
 	s := mustSchema(t, widgetSchema)
-	for _, tc := range []struct{ name, in, want string }{
+	for _, tc := range []struct {
+		name, in, want string
+		pruned         []string
+	}{
 		{name: "unknown fields pruned",
-			in:   `{"apiVersion":"a/v1","kind":"W","metadata":{"name":"n"},"extra":1,"spec":{"size":"small","replicas":2,"bogus":true}}`,
-			want: `{"apiVersion":"a/v1","kind":"W","metadata":{"name":"n"},"spec":{"size":"small","replicas":2}}`},
+			in:     `{"apiVersion":"a/v1","kind":"W","metadata":{"name":"n"},"extra":1,"spec":{"size":"small","replicas":2,"bogus":true,"items":[{"z":1}]}}`,
+			want:   `{"apiVersion":"a/v1","kind":"W","metadata":{"name":"n"},"spec":{"size":"small","replicas":2,"items":[{"a":"x"}]}}`,
+			pruned: []string{"extra", "spec.bogus", "spec.items[0].z"}},
 		{name: "preserved and additionalProperties kept",
 			in:   `{"spec":{"size":"small","replicas":2,"free":{"any":{"thing":1}},"labels":{"a":"b"}}}`,
 			want: `{"spec":{"size":"small","replicas":2,"free":{"any":{"thing":1}},"labels":{"a":"b"}}}`},
@@ -88,8 +92,11 @@ func TestPruneAndDefault(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := object(t, tc.in)
-			s.Prune(obj)
+			pruned := s.Prune(obj)
 			s.Default(obj)
+			if !reflect.DeepEqual(pruned, tc.pruned) {
+				t.Fatalf("pruned %q, want %q", pruned, tc.pruned)
+			}
 			if want := object(t, tc.want); !reflect.DeepEqual(obj, want) {
 				t.Fatalf("got %v\nwant %v", obj, want)
 			}
