@@ -70,6 +70,7 @@ func startTestCluster(t testing.TB) *testCluster {
 	}
 	disc := discovery.New(resources, builtin.ExtraSubresources())
 	api, err := New(Config{
+		CustomResourceTypeConverter: oapi.CustomResourceTypeConverter,
 		OnResourcesChanged: func(all []*registry.Resource) {
 			disc.Update(all, builtin.ExtraSubresources())
 			if err := oapi.Update(all); err != nil {

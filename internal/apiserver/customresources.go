@@ -142,13 +142,14 @@ func (c *crdController) reconcile(ctx context.Context, name string) error {
 		return c.finalize(ctx, crd)
 	}
 	accepted, conflict := c.namesAccepted(ctx, crd)
-	if err := c.updateStatus(ctx, crd, accepted, conflict); err != nil {
-		return err
+	if conflict == "" {
+		// Serving (discovery and OpenAPI included) comes first: a client that saw Established
+		// finds the resource, as with kube-apiserver's establishing controller.
+		if err := c.serve(crd); err != nil {
+			return err
+		}
 	}
-	if conflict != "" {
-		return nil
-	}
-	return c.serve(crd)
+	return c.updateStatus(ctx, crd, accepted, conflict)
 }
 
 // namesAccepted checks the definition's names against the other definitions of its group and the
@@ -231,7 +232,7 @@ func (c *crdController) serve(crd *crdv1.CustomResourceDefinition) error {
 	if cur := c.served[crd.Name]; cur != nil && cur.generation == crd.Generation {
 		return nil
 	}
-	resources, err := customresource.Resources(crd, customresource.Options{})
+	resources, err := customresource.Resources(crd, customresource.Options{TypeConverter: c.s.cfg.CustomResourceTypeConverter})
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,16 @@ spec:
             properties:
               replicas: {type: integer, default: 1}
               size: {type: string}
+              ports:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items:
+                  type: object
+                  required: [name]
+                  properties:
+                    name: {type: string}
+                    port: {type: integer}
           status:
             type: object
             properties:
@@ -147,6 +157,24 @@ func TestCustomResources(t *testing.T) {
 		}
 		if s, _, _ := unstructured.NestedString(w.Object, "spec", "size"); s != "small" {
 			t.Fatalf("applied %v", w.Object)
+		}
+	})
+	t.Run("server-side apply merges lists by their map keys", func(t *testing.T) {
+		force := true
+		for _, apply := range []struct{ manager, port string }{{"one", `{"name":"a","port":1}`}, {"two", `{"name":"b","port":2}`}} {
+			_, err := widgets.Patch(ctx, "a", types.ApplyYAMLPatchType,
+				[]byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"a"},"spec":{"ports":[`+apply.port+`]}}`),
+				metav1.PatchOptions{FieldManager: apply.manager, Force: &force})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		w, err := widgets.Get(ctx, "a", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ports, _, _ := unstructured.NestedSlice(w.Object, "spec", "ports"); len(ports) != 2 {
+			t.Fatalf("ports after two appliers: %v", ports)
 		}
 	})
 	t.Run("status and scale", func(t *testing.T) {

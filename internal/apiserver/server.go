@@ -57,6 +57,10 @@ type Config struct {
 	// added or removed some (RunCustomResources), to bring discovery and OpenAPI up to date.
 	OnResourcesChanged func(resources []*registry.Resource)
 
+	// CustomResourceTypeConverter gives server-side apply the schema of a custom resource; nil
+	// deduces the structure from the objects.
+	CustomResourceTypeConverter func(res *registry.Resource) (managedfields.TypeConverter, error)
+
 	// TypeConverter gives server-side apply the schema of every type; nil deduces it from objects.
 	TypeConverter managedfields.TypeConverter
 

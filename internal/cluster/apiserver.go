@@ -91,6 +91,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		OpenAPI:               oapi,
 		Discovery:             disc,
 		// CustomResourceDefinitions change the served set at run time.
+		CustomResourceTypeConverter: oapi.CustomResourceTypeConverter,
 		OnResourcesChanged: func(all []*registry.Resource) {
 			disc.Update(all, builtin.ExtraSubresources())
 			if err := oapi.Update(all); err != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	builderutil "k8s.io/kube-openapi/pkg/builder3/util"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
@@ -125,4 +126,24 @@ func toV2(s *spec.Schema) *spec.Schema {
 		c.AdditionalProperties = &spec.SchemaOrBool{Allows: true, Schema: toV2(s.AdditionalProperties.Schema)}
 	}
 	return &c
+}
+
+// CustomResourceTypeConverter gives server-side apply the schema of a resource built at run time,
+// so that its x-kubernetes-list-type, list-map-keys and map-type shape how applies merge, as they
+// do against kube-apiserver.
+func (s *Service) CustomResourceTypeConverter(res *registry.Resource) (managedfields.TypeConverter, error) {
+	defs, err := s.defs.withCustomResources([]*registry.Resource{res})
+	if err != nil {
+		return nil, err
+	}
+	kindName, _ := CustomResourceDefinitionNames(res.GroupVersionKind(), res.ListKind)
+	names, err := defs.closure([]string{kindName})
+	if err != nil {
+		return nil, err
+	}
+	schemas := make(map[string]*spec.Schema, len(names))
+	for _, name := range names {
+		schemas[name] = defs.v3[name]
+	}
+	return managedfields.NewTypeConverter(schemas, false)
 }

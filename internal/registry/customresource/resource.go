@@ -31,8 +31,9 @@ import (
 
 // Options tune the built resources.
 type Options struct {
-	// TypeConverter gives server-side apply the schema of the resource; nil deduces it from objects.
-	TypeConverter func(gvk schema.GroupVersionKind) managedfields.TypeConverter
+	// TypeConverter gives server-side apply the schema of the built resource; nil (or an error)
+	// deduces the structure from the objects.
+	TypeConverter func(res *registry.Resource) (managedfields.TypeConverter, error)
 }
 
 // Resources builds the resources of crd's served versions.
@@ -120,11 +121,14 @@ func buildVersion(crd *crdv1.CustomResourceDefinition, v *crdv1.CustomResourceDe
 		},
 	}
 	res.Objects.OpenAPISchema = sch.openAPI
+	// Without the schema server-side apply deduces the structure from the objects.
+	res.Objects.TypeConverter = managedfields.NewDeducedTypeConverter()
 	if opts.TypeConverter != nil {
-		res.Objects.TypeConverter = opts.TypeConverter(res.GroupVersionKind())
-	} else {
-		// Without the schema server-side apply deduces the structure from the objects.
-		res.Objects.TypeConverter = managedfields.NewDeducedTypeConverter()
+		tc, err := opts.TypeConverter(res)
+		if err != nil {
+			return nil, fmt.Errorf("server-side apply schema: %w", err)
+		}
+		res.Objects.TypeConverter = tc
 	}
 	if hasStatus {
 		res.Status = &statusStrategy{strategy: res.Strategy.(*strategy)}
