@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/util/jsonpath"
 
 	crdv1 "github.com/skiff-sh/skiff/internal/apis/apiextensionsv1"
+	"github.com/skiff-sh/skiff/internal/registry/customresource"
 )
 
 // The values upstream accepts for printer columns.
@@ -321,6 +322,26 @@ func validateStructuralNode(s *crdv1.JSONSchemaProps, fld *field.Path, root bool
 		}
 		if *s.XListType == "map" && len(s.XListMapKeys) == 0 {
 			errs = append(errs, field.Required(fld.Child("x-kubernetes-list-map-keys"), "must not be empty if x-kubernetes-list-type is map"))
+		}
+	}
+	for i, rule := range s.XValidations {
+		rf := fld.Child("x-kubernetes-validations").Index(i)
+		if rule.Rule == "" {
+			errs = append(errs, field.Required(rf.Child("rule"), "rule is not specified"))
+		} else if msg := customresource.CompileRule(rule.Rule); msg != "" {
+			errs = append(errs, field.Invalid(rf.Child("rule"), rule.Rule, "compilation failed: "+msg))
+		}
+		if rule.MessageExpression != "" {
+			if msg := customresource.CompileRule(rule.MessageExpression); msg != "" {
+				errs = append(errs, field.Invalid(rf.Child("messageExpression"), rule.MessageExpression, "messageExpression compilation failed: "+msg))
+			}
+		}
+		if rule.Reason != nil {
+			switch *rule.Reason {
+			case "FieldValueInvalid", "FieldValueForbidden", "FieldValueRequired", "FieldValueDuplicate":
+			default:
+				errs = append(errs, field.NotSupported(rf.Child("reason"), *rule.Reason, []string{"FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"}))
+			}
 		}
 	}
 	if s.XEmbeddedResource && s.Type != "object" {

@@ -72,6 +72,9 @@ func TestValidateCustomResourceDefinition(t *testing.T) {
 		{name: "scale path", mutate: func(c *crdv1.CustomResourceDefinition) {
 			c.Spec.Versions[0].Subresources = &crdv1.CustomResourceSubresources{Scale: &crdv1.CustomResourceSubresourceScale{SpecReplicasPath: ".status.r", StatusReplicasPath: ".status.r"}}
 		}, want: &errtest.Want{Field: "spec.versions[0].subresources.scale.specReplicasPath", Type: field.ErrorTypeInvalid, Detail: "should be a json path under .spec"}},
+		{name: "rule does not compile", mutate: func(c *crdv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.XValidations = []crdv1.ValidationRule{{Rule: "self.spec.replicas >"}}
+		}, want: &errtest.Want{Field: "spec.versions[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule", Type: field.ErrorTypeInvalid, Detail: "compilation failed: "}},
 		{name: "stored version", mutate: func(c *crdv1.CustomResourceDefinition) { c.Status.StoredVersions = []string{"v9"} },
 			want: &errtest.Want{Field: "status.storedVersions[0]", Type: field.ErrorTypeInvalid, Detail: "must appear in spec.versions"}},
 	} {

@@ -299,16 +299,16 @@ func withoutMetadata(obj map[string]interface{}, dropStatus bool) map[string]int
 func (s *strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
 	u := obj.(*unstructured.Unstructured)
 	errs := apivalidation.ValidateObjectMetaAccessor(u, s.namespaced, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
-	return append(errs, s.validateContent(u)...)
+	return append(errs, s.validateContent(u, nil)...)
 }
 
 func (s *strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	u, prev := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
 	errs := apivalidation.ValidateObjectMetaAccessorUpdate(u, prev, field.NewPath("metadata"))
-	return append(errs, s.validateContent(u)...)
+	return append(errs, s.validateContent(u, prev)...)
 }
 
-func (s *strategy) validateContent(u *unstructured.Unstructured) field.ErrorList {
+func (s *strategy) validateContent(u, old *unstructured.Unstructured) field.ErrorList {
 	var errs field.ErrorList
 	if u.GetAPIVersion() != s.gvk.GroupVersion().String() {
 		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), u.GetAPIVersion(), "must be "+s.gvk.GroupVersion().String()))
@@ -316,7 +316,17 @@ func (s *strategy) validateContent(u *unstructured.Unstructured) field.ErrorList
 	if u.GetKind() != s.gvk.Kind {
 		errs = append(errs, field.Invalid(field.NewPath("kind"), u.GetKind(), "must be "+s.gvk.Kind))
 	}
-	return append(errs, s.schema.Validate(u.Object)...)
+	errs = append(errs, s.schema.Validate(u.Object)...)
+	if len(errs) > 0 {
+		// Rules are written for objects of the schema's shape; kube-apiserver evaluates them only
+		// on objects that passed the schema.
+		return errs
+	}
+	var oldObj map[string]interface{}
+	if old != nil {
+		oldObj = old.Object
+	}
+	return s.schema.ValidateRules(u.Object, oldObj)
 }
 
 func (s *strategy) AllowCreateOnUpdate() bool      { return false }

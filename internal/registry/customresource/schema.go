@@ -20,6 +20,7 @@ type Schema struct {
 	structural *crdv1.JSONSchemaProps
 	validator  *validate.SchemaValidator
 	openAPI    *spec.Schema
+	cel        *celRules
 }
 
 // NewSchema prepares s (nil: every field is kept and nothing is checked, as for a schema-less
@@ -34,7 +35,11 @@ func NewSchema(s *crdv1.JSONSchemaProps) (*Schema, error) {
 	}
 	// The validator checks types, formats and bounds; Kubernetes' extensions are ours to handle.
 	validator := validate.NewSchemaValidator(withoutExtensions(openAPI), nil, "", strfmt.Default)
-	return &Schema{structural: s, validator: validator, openAPI: openAPI}, nil
+	rules, err := compileCEL(s)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{structural: s, validator: validator, openAPI: openAPI, cel: rules}, nil
 }
 
 // ToOpenAPI converts the schema to kube-openapi's form through their shared JSON shape.
@@ -100,6 +105,19 @@ func (s *Schema) Validate(obj map[string]interface{}) field.ErrorList {
 		errs = append(errs, toFieldErrors(err)...)
 	}
 	return errs
+}
+
+// ValidateRules evaluates the schema's x-kubernetes-validations CEL rules on obj; old is the stored
+// object on update (nil on create), for transition rules (those that use oldSelf).
+func (s *Schema) ValidateRules(obj, old map[string]interface{}) field.ErrorList {
+	if s.cel == nil {
+		return nil
+	}
+	var oldValue interface{}
+	if old != nil {
+		oldValue = old
+	}
+	return s.cel.validate(nil, s.structural, obj, oldValue, old != nil)
 }
 
 func toFieldErrors(err error) field.ErrorList {

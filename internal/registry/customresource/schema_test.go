@@ -103,3 +103,43 @@ func TestPruneAndDefault(t *testing.T) {
 		})
 	}
 }
+
+const rulesSchema = `{"type":"object","properties":{"spec":{"type":"object",
+  "x-kubernetes-validations":[
+    {"rule":"self.minReplicas <= self.maxReplicas","message":"minReplicas must not exceed maxReplicas"},
+    {"rule":"self.maxReplicas < 100","messageExpression":"'maxReplicas is ' + string(self.maxReplicas) + ', at most 99'"},
+    {"rule":"self.mode == oldSelf.mode","message":"mode is immutable","fieldPath":".mode"}],
+  "properties":{"minReplicas":{"type":"integer"},"maxReplicas":{"type":"integer"},"mode":{"type":"string"},
+    "tags":{"type":"array","items":{"type":"string","x-kubernetes-validations":[{"rule":"self.startsWith('t-')","reason":"FieldValueForbidden"}]}}}}}}`
+
+func TestValidateRules(t *testing.T) {
+	s := mustSchema(t, rulesSchema)
+	for _, tc := range []struct {
+		name, obj, old string
+		want           []string
+	}{
+		{name: "valid", obj: `{"spec":{"minReplicas":1,"maxReplicas":3,"mode":"a","tags":["t-x"]}}`},
+		{name: "message", obj: `{"spec":{"minReplicas":5,"maxReplicas":3,"mode":"a"}}`,
+			want: []string{`spec: Invalid value: "object": minReplicas must not exceed maxReplicas`}},
+		{name: "message expression", obj: `{"spec":{"minReplicas":1,"maxReplicas":300,"mode":"a"}}`,
+			want: []string{`spec: Invalid value: "object": maxReplicas is 300, at most 99`}},
+		{name: "transition rule on update", obj: `{"spec":{"minReplicas":1,"maxReplicas":3,"mode":"b"}}`, old: `{"spec":{"minReplicas":1,"maxReplicas":3,"mode":"a"}}`,
+			want: []string{`spec.mode: Invalid value: "object": mode is immutable`}},
+		{name: "list items and reason", obj: `{"spec":{"minReplicas":1,"maxReplicas":3,"mode":"a","tags":["t-a","x"]}}`,
+			want: []string{`spec.tags[1]: Forbidden: failed rule: self.startsWith('t-')`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var old map[string]interface{}
+			if tc.old != "" {
+				old = object(t, tc.old)
+			}
+			var got []string
+			for _, e := range s.ValidateRules(object(t, tc.obj), old) {
+				got = append(got, e.Error())
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
