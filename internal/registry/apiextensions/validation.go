@@ -279,7 +279,11 @@ func validateStatus(c *crdv1.CustomResourceDefinition) field.ErrorList {
 // root declares at most name and generateName.
 func ValidateStructural(s *crdv1.JSONSchemaProps, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if s.Type != "object" {
+	switch s.Type {
+	case "object":
+	case "":
+		errs = append(errs, field.Required(fld.Child("type"), "must not be empty at the root"))
+	default:
 		errs = append(errs, field.Invalid(fld.Child("type"), s.Type, "must be object at the root"))
 	}
 	if md, ok := s.Properties["metadata"]; ok {
