@@ -232,7 +232,11 @@ func (c *crdController) serve(crd *crdv1.CustomResourceDefinition) error {
 	if cur := c.served[crd.Name]; cur != nil && cur.generation == crd.Generation {
 		return nil
 	}
-	resources, err := customresource.Resources(crd, customresource.Options{TypeConverter: c.s.cfg.CustomResourceTypeConverter})
+	convert, err := c.s.conversionWebhook(crd)
+	if err != nil {
+		return err
+	}
+	resources, err := customresource.Resources(crd, customresource.Options{TypeConverter: c.s.cfg.CustomResourceTypeConverter, Convert: convert})
 	if err != nil {
 		return err
 	}

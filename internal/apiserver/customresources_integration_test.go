@@ -115,7 +115,7 @@ func TestCustomResources(t *testing.T) {
 			t.Fatal(err)
 		}
 		spec, _, _ := unstructured.NestedMap(w.Object, "spec")
-		if spec["replicas"] != int64(1) || spec["bogus"] != nil || w.Object["status"] != nil || w.GetGeneration() != 1 {
+		if spec["replicas"] != int64(1) || spec["bogus"] != nil || w.Object["status"] != nil || w.GetGeneration() != 1 || len(w.GetManagedFields()) != 1 {
 			t.Fatalf("created %v", w.Object)
 		}
 	})

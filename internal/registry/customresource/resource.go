@@ -34,7 +34,13 @@ type Options struct {
 	// TypeConverter gives server-side apply the schema of the built resource; nil (or an error)
 	// deduces the structure from the objects.
 	TypeConverter func(res *registry.Resource) (managedfields.TypeConverter, error)
+	// Convert converts objects to another version of the definition (its conversion webhook); nil
+	// is the None strategy: only apiVersion changes.
+	Convert Converter
 }
+
+// Converter converts objects of a definition to version to, keeping their order.
+type Converter func(objs []*unstructured.Unstructured, to schema.GroupVersion) ([]*unstructured.Unstructured, error)
 
 // Resources builds the resources of crd's served versions.
 func Resources(crd *crdv1.CustomResourceDefinition, opts Options) ([]*registry.Resource, error) {
@@ -81,7 +87,13 @@ func buildVersion(crd *crdv1.CustomResourceDefinition, v *crdv1.CustomResourceDe
 	namespaced := crd.Spec.Scope == crdv1.NamespaceScoped
 	hasStatus := v.Subresources != nil && v.Subresources.Status != nil
 
-	newObj := func() runtime.Object { return &unstructured.Unstructured{Object: map[string]interface{}{}} }
+	// New objects know their kind: the field manager records managed fields against New() as the
+	// live object of a create.
+	newObj := func() runtime.Object {
+		u := &unstructured.Unstructured{Object: map[string]interface{}{}}
+		u.SetGroupVersionKind(gv.WithKind(names.Kind))
+		return u
+	}
 	newList := func() runtime.Object {
 		l := &unstructured.UnstructuredList{Object: map[string]interface{}{}}
 		l.SetGroupVersionKind(gv.WithKind(listKind))
@@ -101,9 +113,17 @@ func buildVersion(crd *crdv1.CustomResourceDefinition, v *crdv1.CustomResourceDe
 	defaulter := objectDefaulter{schema: sch}
 	scheme.AddTypeDefaultingFunc(&unstructured.Unstructured{}, func(obj interface{}) { defaulter.Default(obj.(runtime.Object)) })
 
-	jsonSerializer := json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme, scheme, json.SerializerOptions{})
-	inner := versioning.NewCodec(jsonSerializer, jsonSerializer, runtime.UnsafeObjectConvertor(scheme), scheme, scheme, scheme,
-		storageGV, storageGV, scheme.Name())
+	// Stored objects are decoded as they are, in the storage version, then converted to the served
+	// version, then pruned and defaulted with the served version's schema (storageCodec.Decode).
+	storageScheme := runtime.NewScheme()
+	for _, ver := range crd.Spec.Versions {
+		vgv := schema.GroupVersion{Group: crd.Spec.Group, Version: ver.Name}
+		storageScheme.AddKnownTypeWithName(vgv.WithKind(names.Kind), &unstructured.Unstructured{})
+		storageScheme.AddKnownTypeWithName(vgv.WithKind(listKind), &unstructured.UnstructuredList{})
+	}
+	jsonSerializer := json.NewSerializerWithOptions(json.DefaultMetaFactory, storageScheme, storageScheme, json.SerializerOptions{})
+	inner := versioning.NewCodec(jsonSerializer, jsonSerializer, runtime.UnsafeObjectConvertor(storageScheme), storageScheme, storageScheme, nil,
+		storageGV, storageGV, storageScheme.Name())
 
 	res := &registry.Resource{
 		GroupVersion: gv, Kind: names.Kind, ListKind: listKind,
@@ -117,7 +137,7 @@ func buildVersion(crd *crdv1.CustomResourceDefinition, v *crdv1.CustomResourceDe
 			UnknownFields: func(obj map[string]interface{}) []string {
 				return sch.Prune(runtime.DeepCopyJSON(obj))
 			},
-			StorageCodec: storageCodec{inner: inner, served: gv, stored: storageGV},
+			StorageCodec: storageCodec{inner: inner, served: gv, stored: storageGV, convert: opts.Convert, defaulter: defaulter},
 		},
 	}
 	res.Objects.OpenAPISchema = sch.openAPI
@@ -160,23 +180,48 @@ func (d objectDefaulter) Default(obj runtime.Object) {
 }
 
 // storageCodec keeps objects in etcd under the storage version and serves them under the version
-// asked for: with the None conversion strategy, converting is rewriting apiVersion.
+// asked for: with the None conversion strategy converting is rewriting apiVersion, with Webhook the
+// definition's webhook converts.
 type storageCodec struct {
 	inner          runtime.Codec
 	served, stored schema.GroupVersion
+	convert        Converter
+	defaulter      objectDefaulter
 }
 
 func (c storageCodec) Encode(obj runtime.Object, w io.Writer) error {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		u = u.DeepCopy()
-		u.SetAPIVersion(c.stored.String())
-		obj = u
+		converted, err := c.to(u, c.stored)
+		if err != nil {
+			return err
+		}
+		obj = converted
 	}
 	return c.inner.Encode(obj, w)
 }
 
+// to returns a copy of u in version gv.
+func (c storageCodec) to(u *unstructured.Unstructured, gv schema.GroupVersion) (*unstructured.Unstructured, error) {
+	if u.GetAPIVersion() == gv.String() {
+		return u.DeepCopy(), nil
+	}
+	if c.convert == nil || u.GetAPIVersion() == "" {
+		out := u.DeepCopy()
+		out.SetAPIVersion(gv.String())
+		return out, nil
+	}
+	converted, err := c.convert([]*unstructured.Unstructured{u.DeepCopy()}, gv)
+	if err != nil {
+		return nil, err
+	}
+	if len(converted) != 1 || converted[0].GetAPIVersion() != gv.String() {
+		return nil, fmt.Errorf("conversion to %s returned %d objects of another version", gv, len(converted))
+	}
+	return converted[0], nil
+}
+
 func (c storageCodec) Identifier() runtime.Identifier {
-	return runtime.Identifier("customresource-" + c.stored.String())
+	return runtime.Identifier("customresource-" + c.stored.String() + "-" + c.served.String())
 }
 
 func (c storageCodec) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
@@ -185,7 +230,12 @@ func (c storageCodec) Decode(data []byte, defaults *schema.GroupVersionKind, int
 		return nil, gvk, err
 	}
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		u.SetAPIVersion(c.served.String())
+		converted, err := c.to(u, c.served)
+		if err != nil {
+			return nil, gvk, err
+		}
+		u.Object = converted.Object
+		c.defaulter.Default(u)
 	}
 	if gvk != nil {
 		// The caller may stamp the returned kind on the object: it is the served version's.
