@@ -35,6 +35,7 @@ spec:
     served: true
     storage: true
     subresources: {status: {}, scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}}
+    selectableFields: [{jsonPath: .spec.size}]
     additionalPrinterColumns:
     - {name: Replicas, type: integer, jsonPath: .spec.replicas}
     - {name: Size, type: string, jsonPath: .spec.size}
@@ -175,6 +176,21 @@ func TestCustomResources(t *testing.T) {
 		}
 		if ports, _, _ := unstructured.NestedSlice(w.Object, "spec", "ports"); len(ports) != 2 {
 			t.Fatalf("ports after two appliers: %v", ports)
+		}
+	})
+	t.Run("field selectors", func(t *testing.T) {
+		for selector, want := range map[string]int{"spec.size=small": 1, "spec.size=big": 0, "metadata.name=a": 1} {
+			list, err := widgets.List(ctx, metav1.ListOptions{FieldSelector: selector})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Items) != want {
+				t.Fatalf("%s: %d items, want %d", selector, len(list.Items), want)
+			}
+		}
+		_, err := widgets.List(ctx, metav1.ListOptions{FieldSelector: "spec.replicas=1"})
+		if !apierrors.IsBadRequest(err) {
+			t.Fatalf("selector on an undeclared field: %v", err)
 		}
 	})
 	t.Run("status and scale", func(t *testing.T) {

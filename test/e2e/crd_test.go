@@ -80,6 +80,8 @@ func TestCustomResourceDefinitions(t *testing.T) {
 	mustContain(t, out, "NAME", "SPEC", "REPLICAS", "AGE", "daily", "* * * * */5", "hourly")
 	mustContain(t, c.kubectl("get", "ct", "hourly", "-o", "jsonpath={.spec.replicas}"), "3")
 	mustContain(t, c.kubectl("get", "all"), "crontab.stable.example.com/daily")
+	mustContain(t, c.kubectl("get", "crontabs", "-o", "json"), `"kind": "CronTabList"`, `"name": "hourly"`)
+	mustContain(t, c.kubectl("get", "crontabs", "--field-selector", "metadata.name=daily", "-o", "name"), "crontab.stable.example.com/daily")
 
 	// A field of the wrong type is refused with the schema's message.
 	out, err := c.kubectlIn(cronTab("broken", `"many"`), "apply", "-f", "-")

@@ -104,6 +104,41 @@ func (s *Schema) Validate(obj map[string]interface{}) field.ErrorList {
 	for _, err := range result.Errors {
 		errs = append(errs, toFieldErrors(err)...)
 	}
+	return append(errs, validateEmbedded(nil, s.structural, obj)...)
+}
+
+// validateEmbedded checks the objects marked x-kubernetes-embedded-resource: a non-empty one names
+// its apiVersion and kind, as kube-apiserver requires.
+func validateEmbedded(path *field.Path, s *crdv1.JSONSchemaProps, v interface{}) field.ErrorList {
+	var errs field.ErrorList
+	switch val := v.(type) {
+	case map[string]interface{}:
+		if s.XEmbeddedResource && len(val) > 0 {
+			for _, k := range []string{"apiVersion", "kind"} {
+				if str, _ := val[k].(string); str == "" {
+					errs = append(errs, field.Required(path.Child(k), "must not be empty"))
+				}
+			}
+		}
+		keys := make([]string, 0, len(val))
+		for k := range val {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if p, ok := s.Properties[k]; ok {
+				errs = append(errs, validateEmbedded(path.Child(k), &p, val[k])...)
+			} else if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+				errs = append(errs, validateEmbedded(path.Child(k), s.AdditionalProperties.Schema, val[k])...)
+			}
+		}
+	case []interface{}:
+		if s.Items != nil && s.Items.Schema != nil {
+			for i, item := range val {
+				errs = append(errs, validateEmbedded(path.Index(i), s.Items.Schema, item)...)
+			}
+		}
+	}
 	return errs
 }
 
@@ -185,8 +220,32 @@ func (s *Schema) Prune(obj map[string]interface{}) []string {
 	}
 	var pruned []string
 	pruneObject(obj, s.structural, true, "", &pruned)
+	pruneMetadata(obj, "", &pruned)
 	sort.Strings(pruned)
 	return pruned
+}
+
+// objectMetaFields are the JSON fields of ObjectMeta: what metadata keeps, as decoding into
+// ObjectMeta keeps only them in kube-apiserver.
+var objectMetaFields = map[string]bool{
+	"name": true, "generateName": true, "namespace": true, "selfLink": true, "uid": true,
+	"resourceVersion": true, "generation": true, "creationTimestamp": true, "deletionTimestamp": true,
+	"deletionGracePeriodSeconds": true, "labels": true, "annotations": true, "ownerReferences": true,
+	"finalizers": true, "managedFields": true,
+}
+
+// pruneMetadata drops the fields of obj's metadata that ObjectMeta does not have.
+func pruneMetadata(obj map[string]interface{}, path string, pruned *[]string) {
+	md, ok := obj["metadata"].(map[string]interface{})
+	if !ok {
+		return
+	}
+	for k := range md {
+		if !objectMetaFields[k] {
+			delete(md, k)
+			*pruned = append(*pruned, join(join(path, "metadata"), k))
+		}
+	}
 }
 
 func preserves(s *crdv1.JSONSchemaProps) bool {
@@ -207,6 +266,11 @@ func pruneObject(obj map[string]interface{}, s *crdv1.JSONSchemaProps, root bool
 		}
 		if p, ok := s.Properties[k]; ok {
 			pruneValue(v, &p, join(path, k), pruned)
+			if p.XEmbeddedResource {
+				if m, isMap := v.(map[string]interface{}); isMap {
+					pruneMetadata(m, join(path, k), pruned)
+				}
+			}
 			continue
 		}
 		if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {

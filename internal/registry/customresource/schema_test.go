@@ -38,7 +38,8 @@ const widgetSchema = `{"type":"object","properties":{
     "name":{"type":"string","maxLength":5},
     "labels":{"type":"object","additionalProperties":{"type":"string"}},
     "items":{"type":"array","items":{"type":"object","properties":{"a":{"type":"string","default":"x"}}}},
-    "free":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}},
+    "free":{"type":"object","x-kubernetes-preserve-unknown-fields":true},
+    "template":{"type":"object","x-kubernetes-embedded-resource":true,"x-kubernetes-preserve-unknown-fields":true}}},
   "status":{"type":"object","properties":{"ready":{"type":"boolean"}}}}}`
 
 func TestValidate(t *testing.T) {
@@ -56,6 +57,8 @@ func TestValidate(t *testing.T) {
 			want: []string{`spec.size: Unsupported value: "medium": supported values: "small", "large"`}},
 		{name: "minimum", obj: `{"spec":{"size":"small","replicas":-1}}`,
 			want: []string{`spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0`}},
+		{name: "embedded resource without kind", obj: `{"spec":{"size":"small","template":{"apiVersion":"v1","spec":{}}}}`,
+			want: []string{`spec.template.kind: Required value: must not be empty`}},
 		{name: "too long", obj: `{"spec":{"size":"small","name":"abcdefg"}}`,
 			want: []string{`spec.name: Too long: may not be more than 5 bytes`}},
 	} {
@@ -79,9 +82,9 @@ func TestPruneAndDefault(t *testing.T) {
 		pruned         []string
 	}{
 		{name: "unknown fields pruned",
-			in:     `{"apiVersion":"a/v1","kind":"W","metadata":{"name":"n"},"extra":1,"spec":{"size":"small","replicas":2,"bogus":true,"items":[{"z":1}]}}`,
+			in:     `{"apiVersion":"a/v1","kind":"W","metadata":{"name":"n","color":"red"},"extra":1,"spec":{"size":"small","replicas":2,"bogus":true,"items":[{"z":1}]}}`,
 			want:   `{"apiVersion":"a/v1","kind":"W","metadata":{"name":"n"},"spec":{"size":"small","replicas":2,"items":[{"a":"x"}]}}`,
-			pruned: []string{"extra", "spec.bogus", "spec.items[0].z"}},
+			pruned: []string{"extra", "metadata.color", "spec.bogus", "spec.items[0].z"}},
 		{name: "preserved and additionalProperties kept",
 			in:   `{"spec":{"size":"small","replicas":2,"free":{"any":{"thing":1}},"labels":{"a":"b"}}}`,
 			want: `{"spec":{"size":"small","replicas":2,"free":{"any":{"thing":1}},"labels":{"a":"b"}}}`},
