@@ -80,7 +80,7 @@ func TestCustomResourceDefinitions(t *testing.T) {
 	mustContain(t, out, "NAME", "SPEC", "REPLICAS", "AGE", "daily", "* * * * */5", "hourly")
 	mustContain(t, c.kubectl("get", "ct", "hourly", "-o", "jsonpath={.spec.replicas}"), "3")
 	mustContain(t, c.kubectl("get", "all"), "crontab.stable.example.com/daily")
-	mustContain(t, c.kubectl("get", "crontabs", "-o", "json"), `"kind": "CronTabList"`, `"name": "hourly"`)
+	mustContain(t, c.kubectl("get", "crontabs", "-o", "json"), `"kind": "CronTab"`, `"name": "hourly"`, `"replicas": 3`)
 	mustContain(t, c.kubectl("get", "crontabs", "--field-selector", "metadata.name=daily", "-o", "name"), "crontab.stable.example.com/daily")
 
 	// A field of the wrong type is refused with the schema's message.
