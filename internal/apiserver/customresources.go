@@ -280,6 +280,13 @@ func (c *crdController) finalize(ctx context.Context, crd *crdv1.CustomResourceD
 		c.unserve(crd.Name)
 		return nil
 	}
+	if c.served[crd.Name] == nil {
+		// This server never served it (it started while the definition was terminating): the
+		// objects in storage are found through the resource all the same.
+		if err := c.serve(crd); err != nil {
+			return err
+		}
+	}
 	if cur := c.served[crd.Name]; cur != nil && len(cur.resources) > 0 {
 		for _, gvr := range cur.resources {
 			if h := c.s.handlerFor(gvr); h != nil {

@@ -75,8 +75,14 @@ func TestCustomResourceDefinitions(t *testing.T) {
 		return nil
 	})
 	c.stdin(cronTab("hourly", "3"), "create", "-f", "-")
+	// Client-side apply of a changed object (a merge patch for custom resources).
+	mustContain(t, c.stdin(cronTab("daily", "4"), "apply", "-f", "-"), "crontab.stable.example.com/daily configured")
+	mustContain(t, c.kubectl("api-resources", "--api-group=stable.example.com"), "crontabs", "ct", "stable.example.com/v1", "true", "CronTab")
+	// A watch sends the existing objects first; kubectl ends it at the request timeout.
+	out, _ := c.kubectlErr("get", "crontabs", "--watch", "--request-timeout=2s")
+	mustContain(t, out, "daily", "hourly")
 
-	out := c.kubectl("get", "crontabs")
+	out = c.kubectl("get", "crontabs")
 	mustContain(t, out, "NAME", "SPEC", "REPLICAS", "AGE", "daily", "* * * * */5", "hourly")
 	mustContain(t, c.kubectl("get", "ct", "hourly", "-o", "jsonpath={.spec.replicas}"), "3")
 	mustContain(t, c.kubectl("get", "all"), "crontab.stable.example.com/daily")
@@ -100,7 +106,7 @@ func TestCustomResourceDefinitions(t *testing.T) {
 	})
 
 	c.kubectl("patch", "crontab", "daily", "--type=merge", "-p", `{"spec":{"replicas":5}}`)
-	mustContain(t, c.kubectl("get", "crontab", "daily", "-o", "jsonpath={.spec.replicas}/{.metadata.generation}"), "5/2")
+	mustContain(t, c.kubectl("get", "crontab", "daily", "-o", "jsonpath={.spec.replicas}/{.metadata.generation}"), "5/3")
 
 	mustContain(t, c.kubectl("delete", "crd", "crontabs.stable.example.com"), "deleted")
 	out, err = c.kubectlErr("get", "crontabs.stable.example.com")
