@@ -52,11 +52,10 @@ func stopStorage(h *resourceHandler) {
 // acceptedNames), adds and removes the served resources, and on delete removes every object of a
 // definition before its cleanup finalizer. Every API server runs it, so each serves the same set.
 func (s *Server) RunCustomResources(ctx context.Context) error {
-	h := s.handlerForGroupResource(crdResource)
-	if h == nil {
-		return fmt.Errorf("custom resources: %s not served", crdResource)
+	c, err := s.customResourceController()
+	if err != nil {
+		return err
 	}
-	c := &crdController{s: s, h: h, served: map[string]*servedDefinition{}, queue: make(chan string, 1024)}
 	go c.watchLoop(ctx)
 	for {
 		select {
@@ -72,6 +71,49 @@ func (s *Server) RunCustomResources(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// SyncCustomResources serves the resources of the definitions that exist now, before it returns:
+// the assembly calls it before it accepts requests, so that a restarted API server answers for
+// every custom resource from its first request on (kube-apiserver's readiness waits for the same).
+// RunCustomResources then keeps them up to date.
+func (s *Server) SyncCustomResources(ctx context.Context) error {
+	c, err := s.customResourceController()
+	if err != nil {
+		return err
+	}
+	list, err := c.h.st.List(ctx, "", storage.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list customresourcedefinitions: %w", err)
+	}
+	for _, crd := range list.(*crdv1.CustomResourceDefinitionList).Items {
+		if err := c.reconcile(ctx, crd.Name); err != nil {
+			// The controller tries again once it runs.
+			s.log.Warn("serve customresourcedefinition", "name", crd.Name, "err", err)
+		}
+	}
+	return nil
+}
+
+// customResourceController is the server's one controller of definitions, made on first use. Sync
+// and Run use it one after the other, never at once.
+func (s *Server) customResourceController() (*crdController, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.crds != nil {
+		return s.crds, nil
+	}
+	var h *resourceHandler
+	for gvr, handler := range s.handlers {
+		if gvr.GroupResource() == crdResource {
+			h = handler
+		}
+	}
+	if h == nil {
+		return nil, fmt.Errorf("custom resources: %s not served", crdResource)
+	}
+	s.crds = &crdController{s: s, h: h, served: map[string]*servedDefinition{}, queue: make(chan string, 1024)}
+	return s.crds, nil
 }
 
 type crdController struct {

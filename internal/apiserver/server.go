@@ -116,6 +116,8 @@ type Server struct {
 	mu       sync.RWMutex
 	handlers map[schema.GroupVersionResource]*resourceHandler
 	byKind   map[schema.GroupVersionKind]*resourceHandler
+	// crds serves CustomResourceDefinitions' resources (SyncCustomResources, RunCustomResources).
+	crds *crdController
 }
 
 // New builds the server and opens a store for every resource.

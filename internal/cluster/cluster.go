@@ -123,7 +123,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	compactCtx, cancelCompaction := context.WithCancel(context.Background())
 	n.stopCompaction = cancelCompaction
 	go etcd3.NewCompactor(n.etcdClient, etcd3.DefaultCompactionInterval, clock.RealClock{}, cfg.Logger).Run(compactCtx)
-	// The custom resources' controller is API server background work like compaction, and stops with it.
+	// Custom resources are served before the first request, then kept up to date in the background
+	// like compaction, and stop with it.
+	if err := api.SyncCustomResources(ctx); err != nil {
+		return nil, err
+	}
 	go func() {
 		if err := api.RunCustomResources(compactCtx); err != nil {
 			cfg.Logger.Error("custom resources", "err", err)

@@ -108,6 +108,11 @@ func TestCustomResourceDefinitions(t *testing.T) {
 	c.kubectl("patch", "crontab", "daily", "--type=merge", "-p", `{"spec":{"replicas":5}}`)
 	mustContain(t, c.kubectl("get", "crontab", "daily", "-o", "jsonpath={.spec.replicas}/{.metadata.generation}"), "5/3")
 
+	// A restarted server serves the custom resources from its first request on.
+	c.stop()
+	c.start()
+	mustContain(t, c.kubectl("get", "crontab", "daily", "-o", "jsonpath={.spec.replicas}"), "5")
+
 	mustContain(t, c.kubectl("delete", "crd", "crontabs.stable.example.com"), "deleted")
 	out, err = c.kubectlErr("get", "crontabs.stable.example.com")
 	if err == nil {
