@@ -176,7 +176,7 @@ func (s *Server) webhookURL(ctx context.Context, cc *crdv1.WebhookClientConfig) 
 			}
 		}
 	}
-	list, err := h.st.List(ctx, svc.Namespace, storage.ListOptions{Predicate: storage.Predicate{
+	list, err := h.st.List(ctx, svc.Namespace, storage.ListOptions{Recursive: true, Predicate: storage.Predicate{
 		Label: labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name})}})
 	if err != nil {
 		return "", "", err

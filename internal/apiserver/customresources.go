@@ -82,7 +82,7 @@ func (s *Server) SyncCustomResources(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	list, err := c.h.st.List(ctx, "", storage.ListOptions{})
+	list, err := c.h.st.List(ctx, "", storage.ListOptions{Recursive: true})
 	if err != nil {
 		return fmt.Errorf("list customresourcedefinitions: %w", err)
 	}
@@ -183,7 +183,10 @@ func (c *crdController) reconcile(ctx context.Context, name string) error {
 	if crd.DeletionTimestamp != nil {
 		return c.finalize(ctx, crd)
 	}
-	accepted, conflict := c.namesAccepted(ctx, crd)
+	accepted, conflict, err := c.namesAccepted(ctx, crd)
+	if err != nil {
+		return err
+	}
 	if conflict == "" {
 		// Serving (discovery and OpenAPI included) comes first: a client that saw Established
 		// finds the resource, as with kube-apiserver's establishing controller.
@@ -196,7 +199,7 @@ func (c *crdController) reconcile(ctx context.Context, name string) error {
 
 // namesAccepted checks the definition's names against the other definitions of its group and the
 // built-in resources, as upstream's naming controller does.
-func (c *crdController) namesAccepted(ctx context.Context, crd *crdv1.CustomResourceDefinition) (crdv1.CustomResourceDefinitionNames, string) {
+func (c *crdController) namesAccepted(ctx context.Context, crd *crdv1.CustomResourceDefinition) (crdv1.CustomResourceDefinitionNames, string, error) {
 	names := crd.Spec.Names
 	if c.served[crd.Name] == nil {
 		for _, res := range c.s.Resources() {
@@ -204,27 +207,32 @@ func (c *crdController) namesAccepted(ctx context.Context, crd *crdv1.CustomReso
 				continue
 			}
 			if res.Plural == names.Plural {
-				return names, fmt.Sprintf("%q is already in use", names.Plural)
+				return names, fmt.Sprintf("%q is already in use", names.Plural), nil
 			}
 		}
 	}
-	list, err := c.h.st.List(ctx, "", storage.ListOptions{})
+	list, err := c.h.st.List(ctx, "", storage.ListOptions{Recursive: true})
 	if err != nil {
-		return names, ""
+		return names, "", fmt.Errorf("list customresourcedefinitions: %w", err)
 	}
 	for _, other := range list.(*crdv1.CustomResourceDefinitionList).Items {
 		if other.Name == crd.Name || other.Spec.Group != crd.Spec.Group {
 			continue
 		}
 		// Only names the other definition holds already count; the older one keeps them.
-		if other.Status.AcceptedNames.Plural == names.Plural {
-			return names, fmt.Sprintf("%q is already in use", names.Plural)
-		}
 		if other.Status.AcceptedNames.Kind == names.Kind {
-			return names, fmt.Sprintf("%q is already in use", names.Kind)
+			return names, fmt.Sprintf("%q is already in use", names.Kind), nil
+		}
+		if other.Status.AcceptedNames.ListKind != "" && other.Status.AcceptedNames.ListKind == names.ListKind {
+			return names, fmt.Sprintf("%q is already in use", names.ListKind), nil
+		}
+		for _, short := range names.ShortNames {
+			if slices.Contains(other.Status.AcceptedNames.ShortNames, short) {
+				return names, fmt.Sprintf("%q is already in use", short), nil
+			}
 		}
 	}
-	return names, ""
+	return names, "", nil
 }
 
 func (c *crdController) updateStatus(ctx context.Context, crd *crdv1.CustomResourceDefinition, accepted crdv1.CustomResourceDefinitionNames, conflict string) error {

@@ -235,6 +235,39 @@ func TestCustomResources(t *testing.T) {
 			t.Fatalf("discovery %s", got)
 		}
 	})
+	t.Run("a kind already held is a name conflict", func(t *testing.T) {
+		clash := strings.Replace(widgetCRD, "widgets", "doohickeys", -1)
+		clash = strings.Replace(clash, "singular: widget, ", "", 1)
+		clash = strings.Replace(clash, "shortNames: [wd], ", "", 1)
+		if _, err := crds.Create(ctx, unstructuredFrom(t, clash), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			crd, err := crds.Get(ctx, "doohickeys.example.com", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+			for _, cond := range conds {
+				m := cond.(map[string]interface{})
+				if m["type"] == "NamesAccepted" && m["status"] == "False" && m["reason"] == "NameConflict" && m["message"] == `"Widget" is already in use` {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			crd, _ := crds.Get(ctx, "doohickeys.example.com", metav1.GetOptions{})
+			w, _ := crds.Get(ctx, "widgets.example.com", metav1.GetOptions{})
+			t.Fatalf("no NameConflict: %v %v\nwidgets: %v", err, crd.Object["status"], w.Object["status"])
+		}
+		if _, err := c.dynamic.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "doohickeys"}).Namespace(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("a definition whose names clash is served: %v", err)
+		}
+		if err := crds.Delete(ctx, "doohickeys.example.com", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("versions convert with None", func(t *testing.T) {
 		two := strings.Replace(strings.Replace(widgetCRD, "widgets", "gadgets", -1), "Widget", "Gadget", -1)
 		two = strings.Replace(two, "  versions:\n", `  versions:
