@@ -1,6 +1,7 @@
 package apiextensions
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -351,6 +352,9 @@ func validateStructuralNode(s *crdv1.JSONSchemaProps, fld *field.Path, root bool
 	if s.XEmbeddedResource && s.Type != "object" {
 		errs = append(errs, field.Invalid(fld.Child("type"), s.Type, "must be object if x-kubernetes-embedded-resource is true"))
 	}
+	if s.Default != nil && len(s.Default.Raw) > 0 {
+		errs = append(errs, validateDefault(s, fld.Child("default"))...)
+	}
 	untyped := func(p *crdv1.JSONSchemaProps) bool {
 		return p.Type == "" && !p.XIntOrString && (p.XPreserveUnknownFields == nil || !*p.XPreserveUnknownFields)
 	}
@@ -382,6 +386,34 @@ func validateStructuralNode(s *crdv1.JSONSchemaProps, fld *field.Path, root bool
 			errs = append(errs, field.Required(fld.Child("additionalProperties").Child("type"), "must not be empty for specified object fields"))
 		}
 		errs = append(errs, validateStructuralNode(ap, fld.Child("additionalProperties"), false)...)
+	}
+	return errs
+}
+
+// validateDefault checks a default against the schema it sits in, as kube-apiserver does when a
+// definition is written: a default that would make objects invalid is refused.
+func validateDefault(s *crdv1.JSONSchemaProps, fld *field.Path) field.ErrorList {
+	var value interface{}
+	if err := json.Unmarshal(s.Default.Raw, &value); err != nil {
+		return field.ErrorList{field.Invalid(fld, string(s.Default.Raw), "must be valid JSON")}
+	}
+	// The default is checked against this node alone: its own default and those below are its
+	// business, not the value's.
+	node := *s
+	node.Default = nil
+	node.XValidations = nil
+	sch, err := customresource.NewSchema(&node)
+	if err != nil {
+		return field.ErrorList{field.Invalid(fld, string(s.Default.Raw), err.Error())}
+	}
+	var errs field.ErrorList
+	for _, e := range sch.ValidateValue(value) {
+		if rel := strings.TrimPrefix(e.Field, "<nil>"); rel != "" {
+			e.Field = fld.String() + "." + rel
+		} else {
+			e.Field = fld.String()
+		}
+		errs = append(errs, e)
 	}
 	return errs
 }

@@ -75,6 +75,17 @@ func TestValidateCustomResourceDefinition(t *testing.T) {
 		{name: "rule does not compile", mutate: func(c *crdv1.CustomResourceDefinition) {
 			c.Spec.Versions[0].Schema.OpenAPIV3Schema.XValidations = []crdv1.ValidationRule{{Rule: "self.spec.replicas >"}}
 		}, want: &errtest.Want{Field: "spec.versions[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule", Type: field.ErrorTypeInvalid, Detail: "compilation failed: "}},
+		{name: "default of the wrong type", mutate: func(c *crdv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["replicas"] = crdv1.JSONSchemaProps{Type: "integer", Default: &crdv1.JSON{Raw: []byte(`"three"`)}}
+		}, want: &errtest.Want{Field: "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[replicas].default", Type: field.ErrorTypeTypeInvalid, Detail: "must be of type integer"}},
+		{name: "object default checked inside", mutate: func(c *crdv1.CustomResourceDefinition) {
+			spec := c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+			spec.Default = &crdv1.JSON{Raw: []byte(`{"replicas":"x"}`)}
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+		}, want: &errtest.Want{Field: "spec.versions[0].schema.openAPIV3Schema.properties[spec].default.replicas", Type: field.ErrorTypeTypeInvalid, Detail: "must be of type integer"}},
+		{name: "default valid", mutate: func(c *crdv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["replicas"] = crdv1.JSONSchemaProps{Type: "integer", Default: &crdv1.JSON{Raw: []byte(`3`)}}
+		}},
 		{name: "stored version", mutate: func(c *crdv1.CustomResourceDefinition) { c.Status.StoredVersions = []string{"v9"} },
 			want: &errtest.Want{Field: "status.storedVersions[0]", Type: field.ErrorTypeInvalid, Detail: "must appear in spec.versions"}},
 	} {

@@ -155,6 +155,19 @@ func (s *Schema) ValidateRules(obj, old map[string]interface{}) field.ErrorList 
 	return s.cel.validate(nil, s.structural, obj, oldValue, old != nil)
 }
 
+// ValidateValue checks any value (not only an object) against the schema, with paths relative to
+// it: a default in a definition.
+func (s *Schema) ValidateValue(v interface{}) field.ErrorList {
+	if s.validator == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, err := range s.validator.Validate(v).Errors {
+		errs = append(errs, toFieldErrors(err)...)
+	}
+	return errs
+}
+
 func toFieldErrors(err error) field.ErrorList {
 	switch e := err.(type) {
 	case *openapierrors.Validation:
