@@ -3,8 +3,6 @@ package openapi
 import (
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/validation/spec"
-
-	"github.com/skiff-sh/skiff/internal/openapi/generated"
 )
 
 // The apiextensions.k8s.io/v1 types are declared by skiff (k8s.io/apiextensions-apiserver may not be
@@ -64,5 +62,3 @@ func withDescription(s spec.Schema, desc string) spec.Schema {
 	s.Description = desc
 	return s
 }
-
-var _ getDefinitionsFunc = generated.GetOpenAPIDefinitions

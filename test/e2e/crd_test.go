@@ -131,3 +131,30 @@ func TestCustomResourceDefinitions(t *testing.T) {
 		return nil
 	})
 }
+
+// TestCustomResourcesGoWithTheirNamespace: the namespace controller finds custom resources through
+// discovery and deletes them (with the metadata client, which custom resources answer in JSON)
+// before the namespace goes.
+func TestCustomResourcesGoWithTheirNamespace(t *testing.T) {
+	c := newCluster(t, "--controllers=serviceaccount,namespace")
+	c.stdin(crontabCRD, "apply", "-f", "-")
+	c.kubectl("wait", "--for=condition=Established", "--timeout=30s", "crd/crontabs.stable.example.com")
+	c.kubectl("create", "namespace", "team")
+	eventually(t, 10*time.Second, func() error {
+		out, err := c.kubectlIn(cronTab("nightly", "1"), "apply", "-n", "team", "-f", "-")
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
+	c.kubectl("delete", "namespace", "team", "--wait=false")
+	eventually(t, 30*time.Second, func() error {
+		out, err := c.kubectlErr("get", "namespace", "team")
+		if err == nil || !strings.Contains(out, "NotFound") {
+			return fmt.Errorf("namespace still there: %s", out)
+		}
+		return nil
+	})
+	out, _ := c.kubectlErr("get", "crontabs", "-A")
+	mustContain(t, out, "No resources found")
+}
