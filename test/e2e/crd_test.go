@@ -65,6 +65,10 @@ func TestCustomResourceDefinitions(t *testing.T) {
 	mustContain(t, c.stdin(crontabCRD, "apply", "-f", "-"), "customresourcedefinition.apiextensions.k8s.io/crontabs.stable.example.com created")
 	c.kubectl("wait", "--for=condition=Established", "--timeout=30s", "crd/crontabs.stable.example.com")
 	mustContain(t, c.kubectl("get", "crds"), "crontabs.stable.example.com")
+	// Re-applying a changed definition (kubectl's three-way patch of the definition) updates it.
+	changed := strings.Replace(crontabCRD, "image: {type: string}", "image: {type: string, description: The image to run.}", 1)
+	mustContain(t, c.stdin(changed, "apply", "-f", "-"), "customresourcedefinition.apiextensions.k8s.io/crontabs.stable.example.com configured")
+	mustContain(t, c.kubectl("get", "crd", "crontabs.stable.example.com", "-o", "jsonpath={.metadata.generation}"), "2")
 
 	// Discovery is refreshed by kubectl's cache on a miss, so the new kind is found at once.
 	eventually(t, 10*time.Second, func() error {
