@@ -3,6 +3,7 @@ module github.com/skiff-sh/skiff
 go 1.26.8
 
 require (
+	github.com/google/cel-go v0.31.0
 	github.com/prometheus/client_golang v1.23.2
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.etcd.io/etcd/server/v3 v3.7.3

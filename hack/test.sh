@@ -22,6 +22,17 @@ if ! "$tools/staticcheck" -version 2>/dev/null | grep -q "${staticcheck_version#
 	GOBIN="$tools" go install "honnef.co/go/tools/cmd/staticcheck@${staticcheck_version}"
 fi
 
+# Helm 3 for the e2e chart test (a CRD chart installed, upgraded, uninstalled): a tool as well, built
+# from the module proxy into .tools/; if it cannot be built the test says so and skips.
+helm_version=v3.22.0
+if ! "$tools/helm" version --short 2>/dev/null | grep -q "$helm_version"; then
+	GOBIN="$tools" go install "helm.sh/helm/v3/cmd/helm@${helm_version}" ||
+		echo "helm ${helm_version} could not be built; the e2e chart test will skip" >&2
+fi
+if [ -x "$tools/helm" ]; then
+	export SKIFF_E2E_HELM="$tools/helm"
+fi
+
 echo "== gofmt"
 unformatted=$(git ls-files '*.go' | xargs gofmt -l)
 if [ -n "$unformatted" ]; then

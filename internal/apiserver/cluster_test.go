@@ -68,7 +68,15 @@ func startTestCluster(t testing.TB) *testCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	disc := discovery.New(resources, builtin.ExtraSubresources())
 	api, err := New(Config{
+		CustomResourceTypeConverter: oapi.CustomResourceTypeConverter,
+		OnResourcesChanged: func(all []*registry.Resource) {
+			disc.Update(all, builtin.ExtraSubresources())
+			if err := oapi.Update(all); err != nil {
+				t.Errorf("update OpenAPI: %v", err)
+			}
+		},
 		Scheme:    scheme,
 		Resources: resources,
 		Storage: func(res *registry.Resource) (storage.Interface, error) {
@@ -82,7 +90,7 @@ func startTestCluster(t testing.TB) *testCluster {
 		Authenticator: ClientCertAuthenticator{},
 		Admission:     DefaultAdmission(),
 		OpenAPI:       oapi,
-		Discovery:     discovery.New(resources, builtin.ExtraSubresources()),
+		Discovery:     disc,
 		TypeConverter: oapi.TypeConverter(),
 		// Services get cluster IPs and node ports through the services strategy's hooks.
 		ServiceClusterIPRange: serviceCIDR,

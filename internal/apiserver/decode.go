@@ -14,8 +14,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/skiff-sh/skiff/internal/queryparam"
 )
@@ -87,21 +90,36 @@ func readBody(r *http.Request) ([]byte, error) {
 // and a warning under Warn.
 func (h *resourceHandler) decodeObject(body []byte, contentType string, fieldValidation string) (runtime.Object, []string, error) {
 	gvk := h.res.GroupVersionKind()
-	info, ok := inputSerializer(contentType, h.s.codecs.SupportedMediaTypes())
+	info, ok := inputSerializer(contentType, h.mediaTypes)
 	if !ok {
 		return nil, nil, unsupportedMediaType(contentType)
 	}
 	var warnings []string
+	if o := h.res.Objects; o != nil && o.UnknownFields != nil && fieldValidation != "Ignore" {
+		// Unknown fields of objects built from a schema are pruned while decoding; they are
+		// found first, on the raw body, and reported as kube-apiserver reports them.
+		unknown, actual := h.unknownFields(body)
+		if len(unknown) > 0 && fieldValidation == "Strict" {
+			errs := make([]error, 0, len(unknown))
+			for _, f := range unknown {
+				errs = append(errs, fmt.Errorf("unknown field %q", f))
+			}
+			return nil, nil, h.decodeError(runtime.NewStrictDecodingError(errs), actual)
+		}
+		for _, f := range unknown {
+			warnings = append(warnings, fmt.Sprintf("unknown field %q", f))
+		}
+	}
 	if fieldValidation != "Ignore" {
-		strictInfo, ok := inputSerializer(contentType, h.s.strict.SupportedMediaTypes())
+		strictInfo, ok := inputSerializer(contentType, h.strict.SupportedMediaTypes())
 		if ok && strictInfo.StrictSerializer != nil {
-			dec := h.s.strict.DecoderToVersion(strictInfo.StrictSerializer, h.res.GroupVersion)
+			dec := h.strict.DecoderToVersion(strictInfo.StrictSerializer, h.res.GroupVersion)
 			obj, actual, err := dec.Decode(body, &gvk, h.res.New())
 			if err == nil {
 				if err := h.checkKind(actual); err != nil {
 					return nil, nil, err
 				}
-				return obj, nil, nil
+				return obj, warnings, nil
 			}
 			if !runtime.IsStrictDecodingError(err) {
 				return nil, nil, h.decodeError(err, actual)
@@ -116,7 +134,7 @@ func (h *resourceHandler) decodeObject(body []byte, contentType string, fieldVal
 			}
 		}
 	}
-	dec := h.s.codecs.DecoderToVersion(info.Serializer, h.res.GroupVersion)
+	dec := h.codecs.DecoderToVersion(info.Serializer, h.res.GroupVersion)
 	obj, actual, err := dec.Decode(body, &gvk, h.res.New())
 	if err != nil {
 		return nil, nil, h.decodeError(err, actual)
@@ -125,6 +143,21 @@ func (h *resourceHandler) decodeObject(body []byte, contentType string, fieldVal
 		return nil, nil, err
 	}
 	return obj, warnings, nil
+}
+
+// unknownFields lists the fields of body the resource's schema does not declare.
+func (h *resourceHandler) unknownFields(body []byte) ([]string, *schema.GroupVersionKind) {
+	data, err := yaml.YAMLToJSON(body)
+	if err != nil {
+		return nil, nil
+	}
+	var obj map[string]interface{}
+	if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
+		return nil, nil
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	gvk := u.GroupVersionKind()
+	return h.res.Objects.UnknownFields(obj), &gvk
 }
 
 // decodeError words a decoding failure as Kubernetes does: "<kind in the data> in version

@@ -17,6 +17,10 @@
 // semantics: system fields, strategies and their hooks, preconditions and conflicts, deletion and
 // finalizers. It is the only component that touches storage; everything else in skiff reaches it
 // through client-go. It knows no resource type by heart except where Kubernetes itself special-cases
-// one (pod binding and eviction, wiring the service allocator into the services strategy), so
-// CustomResourceDefinitions can plug in later.
+// one (pod binding and eviction, wiring the service allocator into the services strategy).
+//
+// CustomResourceDefinitions plug in as resources built at run time (internal/registry/customresource):
+// SyncCustomResources and RunCustomResources watch the definitions, set their status, add and remove
+// the resources (with their own decoding scheme, registry.Resource.Objects) and delete a definition's
+// objects before its cleanup finalizer; a Webhook conversion strategy is called from here.
 package apiserver

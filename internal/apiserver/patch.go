@@ -11,6 +11,7 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -73,7 +74,12 @@ func applyPatch(pt types.PatchType, currentJSON, patch []byte, dataStruct runtim
 		return out, nil
 	case types.StrategicMergePatchType:
 		if dataStruct == nil {
-			return nil, unsupportedMediaType(string(pt))
+			// Objects without Go types (custom resources): kube-apiserver's answer, word for word.
+			return nil, &apierrors.StatusError{ErrStatus: metav1.Status{
+				Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+				Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s",
+					types.JSONPatchType, types.MergePatchType, types.ApplyYAMLPatchType),
+			}}
 		}
 		patchMap, err := decodePatchMap(patch)
 		if err != nil {
@@ -181,7 +187,11 @@ func (h *resourceHandler) patchObject(current runtime.Object, pt types.PatchType
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode %s for patching: %w", info.Name, err)
 	}
-	patchedJSON, err := applyPatch(pt, currentJSON, patch, h.res.New())
+	var dataStruct runtime.Object
+	if h.res.Objects == nil || h.res.Objects.StrategicMergePatch {
+		dataStruct = h.res.New()
+	}
+	patchedJSON, err := applyPatch(pt, currentJSON, patch, dataStruct)
 	if err != nil {
 		return nil, nil, err
 	}

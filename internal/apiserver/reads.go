@@ -31,7 +31,7 @@ func notAcceptable(err error) error {
 }
 
 func (h *resourceHandler) get(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
-	choice, err := negotiateOutput(acceptsHeader(r), h.s.codecs.SupportedMediaTypes(), false)
+	choice, err := negotiateOutput(acceptsHeader(r), h.mediaTypes, false)
 	if err != nil {
 		h.s.writeError(w, r, notAcceptable(err))
 		return
@@ -148,7 +148,7 @@ func validateListOptions(opts storage.ListOptions, watch bool) field.ErrorList {
 }
 
 func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
-	choice, err := negotiateOutput(acceptsHeader(r), h.s.codecs.SupportedMediaTypes(), true)
+	choice, err := negotiateOutput(acceptsHeader(r), h.mediaTypes, true)
 	if err != nil {
 		h.s.writeError(w, r, notAcceptable(err))
 		return
@@ -164,15 +164,18 @@ func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, info *Req
 		return
 	}
 	// List items carry no apiVersion/kind of their own, as Kubernetes serves them.
-	_ = meta.EachListItem(list, func(item runtime.Object) error {
-		item.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
-		return nil
-	})
+	// Custom resources' items keep theirs, as kube-apiserver serves unstructured lists.
+	if h.res.Objects == nil {
+		_ = meta.EachListItem(list, func(item runtime.Object) error {
+			item.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+			return nil
+		})
+	}
 	h.writeObject(w, r, http.StatusOK, choice, list)
 }
 
 func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
-	choice, err := negotiateOutput(acceptsHeader(r), h.s.codecs.SupportedMediaTypes(), false)
+	choice, err := negotiateOutput(acceptsHeader(r), h.mediaTypes, false)
 	if err != nil {
 		h.s.writeError(w, r, notAcceptable(err))
 		return

@@ -6,7 +6,9 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
@@ -28,6 +30,12 @@ type resourceHandler struct {
 	// selectable are the field-selector fields the resource supports.
 	selectable map[string]bool
 
+	// codecs and strict decode request bodies: the server's, or the resource's own for objects
+	// built at run time (registry.Resource.Objects). mediaTypes are the encodings offered.
+	codecs     serializer.CodecFactory
+	strict     serializer.CodecFactory
+	mediaTypes []runtime.SerializerInfo
+
 	fieldManager *managedfields.FieldManager
 	// subresourceFieldManagers record managed fields of writes through a subresource ("status").
 	subresourceFieldManagers map[string]*managedfields.FieldManager
@@ -45,6 +53,20 @@ func newResourceHandler(s *Server, res *registry.Resource, storage storage.Inter
 	h := &resourceHandler{
 		s: s, res: res, st: st,
 		selectable: map[string]bool{"metadata.name": true},
+		codecs:     s.codecs, strict: s.strict,
+	}
+	h.mediaTypes = s.codecs.SupportedMediaTypes()
+	if res.Objects != nil {
+		h.codecs = serializer.NewCodecFactory(res.Objects.Scheme)
+		h.strict = serializer.NewCodecFactory(res.Objects.Scheme, serializer.EnableStrict)
+		// Unstructured objects have no protobuf form; clients fall back to JSON, as they do with
+		// kube-apiserver's custom resources.
+		h.mediaTypes = nil
+		for _, info := range h.codecs.SupportedMediaTypes() {
+			if info.MediaType != runtime.ContentTypeProtobuf {
+				h.mediaTypes = append(h.mediaTypes, info)
+			}
+		}
 	}
 	if res.Namespaced {
 		h.selectable["metadata.namespace"] = true
@@ -63,7 +85,17 @@ func newResourceHandler(s *Server, res *registry.Resource, storage storage.Inter
 func (h *resourceHandler) initFieldManagers() error {
 	tc := h.s.typeConverter()
 	gvk := h.res.GroupVersionKind()
-	scheme := h.s.cfg.Scheme
+	var (
+		convertor runtime.ObjectConvertor = h.s.cfg.Scheme
+		defaulter runtime.ObjectDefaulter = h.s.cfg.Scheme
+		creater   runtime.ObjectCreater   = h.s.cfg.Scheme
+	)
+	if o := h.res.Objects; o != nil {
+		convertor, defaulter, creater = o.Convertor, o.Defaulter, o.Creater
+		if o.TypeConverter != nil {
+			tc = o.TypeConverter
+		}
+	}
 	reset := func(p any) map[fieldpath.APIVersion]fieldpath.Filter {
 		rp, ok := p.(registry.ResetFieldsProvider)
 		if !ok {
@@ -75,7 +107,7 @@ func (h *resourceHandler) initFieldManagers() error {
 		}
 		return out
 	}
-	fm, err := managedfields.NewDefaultFieldManager(tc, scheme, scheme, scheme, gvk, gvk.GroupVersion(), "", reset(h.res.Strategy))
+	fm, err := managedfields.NewDefaultFieldManager(tc, convertor, defaulter, creater, gvk, gvk.GroupVersion(), "", reset(h.res.Strategy))
 	if err != nil {
 		return fmt.Errorf("field manager for %s: %w", h.res.GroupResource(), err)
 	}
@@ -91,7 +123,7 @@ func (h *resourceHandler) initFieldManagers() error {
 		if !ok {
 			continue
 		}
-		sfm, err := managedfields.NewDefaultFieldManager(tc, scheme, scheme, scheme, gvk, gvk.GroupVersion(), name, reset(strategy))
+		sfm, err := managedfields.NewDefaultFieldManager(tc, convertor, defaulter, creater, gvk, gvk.GroupVersion(), name, reset(strategy))
 		if err != nil {
 			return fmt.Errorf("%s field manager for %s: %w", name, h.res.GroupResource(), err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -65,6 +66,11 @@ func (s *Server) writeJSON(w http.ResponseWriter, code int, v any) {
 // writeEncoded writes obj with an already negotiated encoding. gv is the version obj is served in.
 func (s *Server) writeEncoded(w http.ResponseWriter, code int, choice mediaChoice, gv schema.GroupVersion, obj runtime.Object) error {
 	enc := s.codecs.EncoderForVersion(choice.info.Serializer, gv)
+	if _, ok := obj.(*unstructured.UnstructuredList); ok {
+		// A custom resource list is in the served version already; the versioning encoder would
+		// send it through the server's scheme, which does not know its kind.
+		enc = choice.info.Serializer
+	}
 	w.Header().Set("Content-Type", choice.info.MediaType)
 	w.WriteHeader(code)
 	return enc.Encode(obj, w)

@@ -56,6 +56,14 @@ type Config struct {
 	OpenAPI   OpenAPIService
 	Discovery DiscoveryService
 
+	// OnResourcesChanged is called with every served resource after CustomResourceDefinitions
+	// added or removed some (RunCustomResources), to bring discovery and OpenAPI up to date.
+	OnResourcesChanged func(resources []*registry.Resource)
+
+	// CustomResourceTypeConverter gives server-side apply the schema of a custom resource; nil
+	// deduces the structure from the objects.
+	CustomResourceTypeConverter func(res *registry.Resource) (managedfields.TypeConverter, error)
+
 	// TypeConverter gives server-side apply the schema of every type; nil deduces it from objects.
 	TypeConverter managedfields.TypeConverter
 
@@ -119,6 +127,8 @@ type Server struct {
 	mu       sync.RWMutex
 	handlers map[schema.GroupVersionResource]*resourceHandler
 	byKind   map[schema.GroupVersionKind]*resourceHandler
+	// crds serves CustomResourceDefinitions' resources (SyncCustomResources, RunCustomResources).
+	crds *crdController
 }
 
 // New builds the server and opens a store for every resource.
@@ -205,9 +215,15 @@ func (s *Server) AddResource(res *registry.Resource) error {
 		return err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	old := s.handlers[res.GroupVersionResource()]
 	s.handlers[res.GroupVersionResource()] = h
 	s.byKind[res.GroupVersionKind()] = h
+	s.mu.Unlock()
+	if old != nil {
+		// A resource rebuilt at run time (its CustomResourceDefinition changed) replaces the old
+		// one; the old storage's watch cache is let go.
+		stopStorage(old)
+	}
 	return nil
 }
 

@@ -31,7 +31,7 @@ func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, info *R
 
 // respond writes a write's result object in the negotiated encoding.
 func (h *resourceHandler) respond(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
-	choice, err := negotiateOutput(acceptsHeader(r), h.s.codecs.SupportedMediaTypes(), false)
+	choice, err := negotiateOutput(acceptsHeader(r), h.mediaTypes, false)
 	if err != nil {
 		h.s.writeError(w, r, notAcceptable(err))
 		return

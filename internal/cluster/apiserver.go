@@ -106,12 +106,20 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		Admission:             admission.plugins(apiserver.RBACEscalation{Authorizer: authz.authorize, Rules: authz.rules}, apiserver.NodeRestriction{}),
 		OpenAPI:               oapi,
 		Discovery:             disc,
-		TypeConverter:         oapi.TypeConverter(),
-		Version:               Version,
-		Registry:              metricsRegistry,
-		Gatherer:              metrics,
-		Clock:                 clock.RealClock{},
-		Logger:                cfg.Logger,
+		// CustomResourceDefinitions change the served set at run time.
+		CustomResourceTypeConverter: oapi.CustomResourceTypeConverter,
+		OnResourcesChanged: func(all []*registry.Resource) {
+			disc.Update(all, builtin.ExtraSubresources())
+			if err := oapi.Update(all); err != nil {
+				cfg.Logger.Error("update OpenAPI documents", "err", err)
+			}
+		},
+		TypeConverter: oapi.TypeConverter(),
+		Version:       Version,
+		Registry:      metricsRegistry,
+		Gatherer:      metrics,
+		Clock:         clock.RealClock{},
+		Logger:        cfg.Logger,
 	})
 	if err != nil {
 		return nil, nil, err

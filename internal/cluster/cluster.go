@@ -230,6 +230,16 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	compactCtx, cancelCompaction := context.WithCancel(context.Background())
 	n.stopCompaction = cancelCompaction
 	go etcd3.NewCompactor(n.etcdClient, etcd3.DefaultCompactionInterval, clock.RealClock{}, cfg.Logger).Run(compactCtx)
+	// Custom resources are served before the first request, then kept up to date in the background
+	// like compaction, and stop with it.
+	if err := api.SyncCustomResources(ctx); err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := api.RunCustomResources(compactCtx); err != nil {
+			cfg.Logger.Error("custom resources", "err", err)
+		}
+	}()
 	tlsCfg, err := servingTLS(certs)
 	if err != nil {
 		return nil, err

@@ -65,6 +65,11 @@ var rules = []struct {
 	{name: "the CEL environment is pure", pattern: "./internal/cel/...",
 		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster", "go.etcd.io/etcd/"}},
 	{name: "the API server does not assemble nodes", pattern: "./internal/apiserver/...", forbidden: []string{module + "internal/cluster"}},
+	// The hand-declared apiextensions.k8s.io types are types only: everything may import them.
+	{name: "API types are leaves", pattern: "./internal/apis/...",
+		forbidden: []string{module + "internal/"}, allowed: []string{module + "internal/apis"}},
+	// skiff may not depend on k8s.io/apiextensions-apiserver (its types are declared in internal/apis).
+	{name: "no apiextensions-apiserver", pattern: "./...", forbidden: []string{"k8s.io/apiextensions-apiserver"}},
 	{name: "no upstream component anywhere", pattern: "./...", forbidden: upstreamComponents},
 }
 

@@ -86,6 +86,29 @@ func objectDefinition(newObject func() runtime.Object, what string, defs *defini
 	return name, nil
 }
 
+// resourceDefinitions names the definitions of a resource's objects and lists: those of their Go
+// types, or for resources built at run time the names withCustomResources gave them.
+func resourceDefinitions(resource *registry.Resource, defs *definitionSet) (string, string, error) {
+	if resource.Objects != nil {
+		kind, list := CustomResourceDefinitionNames(resource.GroupVersionKind(), resource.ListKind)
+		for _, name := range []string{kind, list} {
+			if _, ok := defs.v2[name]; !ok {
+				return "", "", fmt.Errorf("no OpenAPI definition %q", name)
+			}
+		}
+		return kind, list, nil
+	}
+	kindDefinition, err := objectDefinition(resource.New, "object", defs)
+	if err != nil {
+		return "", "", err
+	}
+	listDefinition, err := objectDefinition(resource.NewList, "list", defs)
+	if err != nil {
+		return "", "", err
+	}
+	return kindDefinition, listDefinition, nil
+}
+
 // resourceOperations knows how to name and describe the operations of one resource.
 type resourceOperations struct {
 	resource       *registry.Resource
@@ -99,11 +122,7 @@ type resourceOperations struct {
 }
 
 func addResourcePaths(gvp *groupVersionPaths, resource *registry.Resource, defs *definitionSet) error {
-	kindDefinition, err := objectDefinition(resource.New, "object", defs)
-	if err != nil {
-		return err
-	}
-	listDefinition, err := objectDefinition(resource.NewList, "list", defs)
+	kindDefinition, listDefinition, err := resourceDefinitions(resource, defs)
 	if err != nil {
 		return err
 	}

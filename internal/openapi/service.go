@@ -65,7 +65,11 @@ func New(scheme *runtime.Scheme, resources []*registry.Resource, opts ...Option)
 // Update rebuilds the documents for a new set of resources (a CustomResourceDefinition was added or
 // removed). On error the previous documents stay in place.
 func (s *Service) Update(resources []*registry.Resource) error {
-	docs, err := renderDocuments(resources, s.defs, s.infoVersion, buildStamp(s.clock.Now()))
+	defs, err := s.defs.withCustomResources(resources)
+	if err != nil {
+		return fmt.Errorf("build openapi documents: %w", err)
+	}
+	docs, err := renderDocuments(resources, defs, s.infoVersion, buildStamp(s.clock.Now()))
 	if err != nil {
 		return fmt.Errorf("build openapi documents: %w", err)
 	}

@@ -10,7 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
@@ -67,6 +69,34 @@ type Resource struct {
 	// Verbs lists the verbs served; nil means all of get, list, watch, create, update, patch, delete,
 	// deletecollection.
 	Verbs []string
+
+	// Objects, when set, replaces the server's scheme for the resource's objects: decoding and
+	// defaulting requests, conversion, the schema server-side apply works on and the storage codec.
+	// Resources built at run time from a CustomResourceDefinition set it: their objects are
+	// unstructured and the server's scheme knows nothing of them.
+	Objects *ObjectHandling
+}
+
+// ObjectHandling is how the objects of a resource built at run time are decoded, defaulted,
+// converted and stored.
+type ObjectHandling struct {
+	// Scheme decodes request bodies; its defaulting function for the objects runs on every decode.
+	Scheme        *runtime.Scheme
+	Convertor     runtime.ObjectConvertor
+	Creater       runtime.ObjectCreater
+	Defaulter     runtime.ObjectDefaulter
+	TypeConverter managedfields.TypeConverter
+	// UnknownFields lists the fields of a decoded request body the schema does not declare (they
+	// are pruned), for fieldValidation Strict (an error) and Warn (warnings).
+	UnknownFields func(obj map[string]interface{}) []string
+	// StorageCodec encodes and decodes the objects in etcd.
+	StorageCodec runtime.Codec
+	// OpenAPISchema is the objects' schema for the OpenAPI documents (kubectl explain, client-side
+	// validation); nil publishes them as objects that keep any field.
+	OpenAPISchema *spec.Schema
+	// StrategicMergePatch is false for objects without Go types, which cannot be strategic-merge
+	// patched (415, as kube-apiserver answers for custom resources).
+	StrategicMergePatch bool
 }
 
 // ComputeFunc answers a create of a computed resource from what only the API server holds.

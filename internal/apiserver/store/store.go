@@ -75,6 +75,9 @@ func KeyPrefix(res *registry.Resource) string {
 	return "/registry/" + group + "/" + storageResource + "/"
 }
 
+// Storage is the storage the store writes to.
+func (s *Store) Storage() storage.Interface { return s.storage }
+
 // Resource is the served resource.
 func (s *Store) Resource() *registry.Resource { return s.res }
 

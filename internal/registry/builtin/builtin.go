@@ -16,9 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	crdv1 "github.com/skiff-sh/skiff/internal/apis/apiextensionsv1"
 	"github.com/skiff-sh/skiff/internal/apiserver/discovery"
 	"github.com/skiff-sh/skiff/internal/registry"
 	"github.com/skiff-sh/skiff/internal/registry/admissionregistration"
+	"github.com/skiff-sh/skiff/internal/registry/apiextensions"
 	"github.com/skiff-sh/skiff/internal/registry/apps"
 	"github.com/skiff-sh/skiff/internal/registry/autoscaling"
 	"github.com/skiff-sh/skiff/internal/registry/batch"
@@ -46,6 +48,9 @@ func NewScheme() (*runtime.Scheme, error) {
 		return nil, fmt.Errorf("register API types: %w", err)
 	}
 	metav1.AddMetaToScheme(s)
+	if err := crdv1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("register apiextensions types: %w", err)
+	}
 	for name, register := range map[string]func(*runtime.Scheme) error{
 		"core":                  core.RegisterDefaults,
 		"apps":                  apps.RegisterDefaults,
@@ -63,6 +68,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		"flowcontrol":           flowcontrol.RegisterDefaults,
 		"autoscaling":           autoscaling.RegisterDefaults,
 		"admissionregistration": admissionregistration.RegisterDefaults,
+		"apiextensions":         apiextensions.RegisterDefaults,
 	} {
 		if err := register(s); err != nil {
 			return nil, fmt.Errorf("register %s defaults: %w", name, err)
@@ -92,6 +98,7 @@ func Resources() []*registry.Resource {
 	all = append(all, flowcontrol.Resources()...)
 	all = append(all, autoscaling.Resources()...)
 	all = append(all, admissionregistration.Resources()...)
+	all = append(all, apiextensions.Resources()...)
 	for _, r := range all {
 		if r.Printer == nil {
 			r.Printer = printers.ForResource(r.GroupResource())
@@ -144,6 +151,9 @@ func ExtraSubresources() map[schema.GroupResource][]discovery.Subresource {
 // share core/v1 events' storage and autoscaling/v1 horizontal pod autoscalers autoscaling/v2's, so
 // they are converted on the way in and out.
 func StorageCodec(scheme *runtime.Scheme, res *registry.Resource, encoding string) (runtime.Codec, error) {
+	if res.Objects != nil && res.Objects.StorageCodec != nil {
+		return res.Objects.StorageCodec, nil
+	}
 	if res.GroupVersion == autoscalingv1.SchemeGroupVersion && res.Kind == "HorizontalPodAutoscaler" {
 		inner, err := storage.NewCodec(scheme, autoscalingv2.SchemeGroupVersion, encoding)
 		if err != nil {
@@ -157,6 +167,11 @@ func StorageCodec(scheme *runtime.Scheme, res *registry.Resource, encoding strin
 			return nil, err
 		}
 		return eventsCodec{inner: inner}, nil
+	}
+	if res.GroupVersion.Group == crdv1.GroupName {
+		// The definitions are hand-declared types without protobuf marshalling: always JSON, as
+		// kube-apiserver stores them.
+		encoding = storage.EncodingJSON
 	}
 	return storage.NewCodec(scheme, res.GroupVersion, encoding)
 }

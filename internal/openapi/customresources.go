@@ -1,0 +1,149 @@
+package openapi
+
+import (
+	"maps"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	builderutil "k8s.io/kube-openapi/pkg/builder3/util"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/skiff-sh/skiff/internal/registry"
+)
+
+// CustomResourceDefinitionNames are the names kube-apiserver publishes a custom resource's schema
+// and its list under: the group reversed, the version and the kind ("com.example.v1.Widget").
+func CustomResourceDefinitionNames(gvk schema.GroupVersionKind, listKind string) (kind, list string) {
+	parts := strings.Split(gvk.Group, ".")
+	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
+		parts[i], parts[j] = parts[j], parts[i]
+	}
+	prefix := strings.Join(parts, ".") + "." + gvk.Version + "."
+	return prefix + gvk.Kind, prefix + listKind
+}
+
+// withCustomResources returns d plus the definitions of the resources built at run time (the
+// generated ones are shared, never changed).
+func (d *definitionSet) withCustomResources(resources []*registry.Resource) (*definitionSet, error) {
+	var custom []*registry.Resource
+	for _, res := range resources {
+		if res != nil && res.Objects != nil {
+			custom = append(custom, res)
+		}
+	}
+	if len(custom) == 0 {
+		return d, nil
+	}
+	out := &definitionSet{v2: maps.Clone(d.v2), v3: maps.Clone(d.v3), dependencies: maps.Clone(d.dependencies)}
+	for _, res := range custom {
+		gvk := res.GroupVersionKind()
+		kindName, listName := CustomResourceDefinitionNames(gvk, res.ListKind)
+		var base spec.Schema
+		if res.Objects.OpenAPISchema != nil {
+			base = *res.Objects.OpenAPISchema
+		} else {
+			base = spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}},
+				VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-preserve-unknown-fields": true}}}
+		}
+		for _, form := range []struct {
+			prefix string
+			v2     bool
+		}{{v2RefPrefix, true}, {v3RefPrefix, false}} {
+			ref := func(name string) spec.Ref { return spec.MustCreateRef(form.prefix + name) }
+			kind := objectSchema(base, gvk, ref)
+			list := listSchema(gvk.GroupVersion().WithKind(res.ListKind), ref(kindName), ref)
+			if form.v2 {
+				out.v2[kindName] = *pruneDefaults(toV2(&kind))
+				out.v2[listName] = list
+				continue
+			}
+			out.v3[kindName] = builderutil.WrapRefs(&kind)
+			out.v3[listName] = builderutil.WrapRefs(&list)
+		}
+		out.dependencies[kindName] = []string{objectMetaName}
+		out.dependencies[listName] = []string{listMetaName, kindName}
+	}
+	return out, nil
+}
+
+func stringProperty(desc string) spec.Schema {
+	return spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}, Description: desc}}
+}
+
+// objectSchema is the version's schema with the fields every object has, as kube-apiserver
+// publishes it.
+func objectSchema(base spec.Schema, gvk schema.GroupVersionKind, ref func(string) spec.Ref) spec.Schema {
+	s := base
+	s.Properties = maps.Clone(base.Properties)
+	if s.Properties == nil {
+		s.Properties = map[string]spec.Schema{}
+	}
+	s.Properties["apiVersion"] = stringProperty("APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources")
+	s.Properties["kind"] = stringProperty("Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds")
+	s.Properties["metadata"] = spec.Schema{SchemaProps: spec.SchemaProps{Ref: ref(objectMetaName)}}
+	s.Extensions = withKinds(base.Extensions, []schema.GroupVersionKind{gvk})
+	return s
+}
+
+func listSchema(gvk schema.GroupVersionKind, item spec.Ref, ref func(string) spec.Ref) spec.Schema {
+	return spec.Schema{
+		SchemaProps: spec.SchemaProps{
+			Description: gvk.Kind + " is a list of " + strings.TrimSuffix(gvk.Kind, "List"),
+			Type:        []string{"object"},
+			Required:    []string{"items"},
+			Properties: map[string]spec.Schema{
+				"apiVersion": stringProperty("APIVersion defines the versioned schema of this representation of an object."),
+				"kind":       stringProperty("Kind is a string value representing the REST resource this object represents."),
+				"metadata":   {SchemaProps: spec.SchemaProps{Ref: ref(listMetaName)}},
+				"items": {SchemaProps: spec.SchemaProps{Type: []string{"array"}, Description: "List of " + strings.ToLower(strings.TrimSuffix(gvk.Kind, "List")) + "s.",
+					Items: &spec.SchemaOrArray{Schema: &spec.Schema{SchemaProps: spec.SchemaProps{Ref: item}}}}},
+			},
+		},
+		VendorExtensible: spec.VendorExtensible{Extensions: withKinds(nil, []schema.GroupVersionKind{gvk})},
+	}
+}
+
+// toV2 drops what OpenAPI v2 cannot say (nullable, anyOf, oneOf, not), as kube-apiserver does when
+// it publishes a custom resource's schema in v2.
+func toV2(s *spec.Schema) *spec.Schema {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.Nullable = false
+	c.AnyOf, c.OneOf, c.Not = nil, nil, nil
+	if s.Properties != nil {
+		c.Properties = make(map[string]spec.Schema, len(s.Properties))
+		for k, p := range s.Properties {
+			c.Properties[k] = *toV2(&p)
+		}
+	}
+	if s.Items != nil && s.Items.Schema != nil {
+		c.Items = &spec.SchemaOrArray{Schema: toV2(s.Items.Schema)}
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+		c.AdditionalProperties = &spec.SchemaOrBool{Allows: true, Schema: toV2(s.AdditionalProperties.Schema)}
+	}
+	return &c
+}
+
+// CustomResourceTypeConverter gives server-side apply the schema of a resource built at run time,
+// so that its x-kubernetes-list-type, list-map-keys and map-type shape how applies merge, as they
+// do against kube-apiserver.
+func (s *Service) CustomResourceTypeConverter(res *registry.Resource) (managedfields.TypeConverter, error) {
+	defs, err := s.defs.withCustomResources([]*registry.Resource{res})
+	if err != nil {
+		return nil, err
+	}
+	kindName, _ := CustomResourceDefinitionNames(res.GroupVersionKind(), res.ListKind)
+	names, err := defs.closure([]string{kindName})
+	if err != nil {
+		return nil, err
+	}
+	schemas := make(map[string]*spec.Schema, len(names))
+	for _, name := range names {
+		schemas[name] = defs.v3[name]
+	}
+	return managedfields.NewTypeConverter(schemas, false)
+}

@@ -1,0 +1,98 @@
+package apiextensions
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	crdv1 "github.com/skiff-sh/skiff/internal/apis/apiextensionsv1"
+	"github.com/skiff-sh/skiff/internal/registry/validationutil/errtest"
+)
+
+func validCRD() *crdv1.CustomResourceDefinition {
+	c := &crdv1.CustomResourceDefinition{}
+	c.Name = "widgets.example.com"
+	c.Spec = crdv1.CustomResourceDefinitionSpec{
+		Group: "example.com", Scope: crdv1.NamespaceScoped,
+		Names: crdv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
+		Versions: []crdv1.CustomResourceDefinitionVersion{{
+			Name: "v1", Served: true, Storage: true,
+			Schema: &crdv1.CustomResourceValidation{OpenAPIV3Schema: &crdv1.JSONSchemaProps{
+				Type: "object",
+				Properties: map[string]crdv1.JSONSchemaProps{
+					"spec": {Type: "object", Properties: map[string]crdv1.JSONSchemaProps{"replicas": {Type: "integer"}}},
+				},
+			}},
+		}},
+	}
+	SetDefaults(c)
+	c.Status.StoredVersions = []string{"v1"}
+	return c
+}
+
+func TestValidateCustomResourceDefinition(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(c *crdv1.CustomResourceDefinition)
+		want   *errtest.Want
+	}{
+		{name: "valid", mutate: func(*crdv1.CustomResourceDefinition) {}},
+		{name: "name", mutate: func(c *crdv1.CustomResourceDefinition) { c.Name = "gadgets.example.com" },
+			want: &errtest.Want{Field: "metadata.name", Type: field.ErrorTypeInvalid, Detail: `must be spec.names.plural+"."+spec.group`}},
+		{name: "group without dot", mutate: func(c *crdv1.CustomResourceDefinition) { c.Spec.Group = "example"; c.Name = "widgets.example" },
+			want: &errtest.Want{Field: "spec.group", Type: field.ErrorTypeInvalid, Detail: "should be a domain with at least one dot"}},
+		{name: "scope", mutate: func(c *crdv1.CustomResourceDefinition) { c.Spec.Scope = "Global" },
+			want: &errtest.Want{Field: "spec.scope", Type: field.ErrorTypeNotSupported, Detail: `supported values: "Cluster", "Namespaced"`}},
+		{name: "two storage versions", mutate: func(c *crdv1.CustomResourceDefinition) {
+			v := c.Spec.Versions[0]
+			v.Name = "v2"
+			c.Spec.Versions = append(c.Spec.Versions, v)
+		}, want: &errtest.Want{Field: "spec.versions", Type: field.ErrorTypeInvalid, Detail: "must have exactly one version marked as storage version"}},
+		{name: "none served", mutate: func(c *crdv1.CustomResourceDefinition) { c.Spec.Versions[0].Served = false },
+			want: &errtest.Want{Field: "spec.versions", Type: field.ErrorTypeInvalid, Detail: "must have at least one version marked as served"}},
+		{name: "schema required", mutate: func(c *crdv1.CustomResourceDefinition) { c.Spec.Versions[0].Schema = nil },
+			want: &errtest.Want{Field: "spec.versions[0].schema.openAPIV3Schema", Type: field.ErrorTypeRequired, Detail: "schemas are required"}},
+		{name: "not structural", mutate: func(c *crdv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = crdv1.JSONSchemaProps{}
+		}, want: &errtest.Want{Field: "spec.versions[0].schema.openAPIV3Schema.properties[spec].type", Type: field.ErrorTypeRequired, Detail: "must not be empty for specified object fields"}},
+		{name: "array without items", mutate: func(c *crdv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["list"] = crdv1.JSONSchemaProps{Type: "array"}
+		}, want: &errtest.Want{Field: "spec.versions[0].schema.openAPIV3Schema.properties[list].items", Type: field.ErrorTypeRequired, Detail: "must be specified"}},
+		{name: "kind", mutate: func(c *crdv1.CustomResourceDefinition) { c.Spec.Names.Kind = "" },
+			want: &errtest.Want{Field: "spec.names.kind", Type: field.ErrorTypeRequired}},
+		{name: "printer column type", mutate: func(c *crdv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].AdditionalPrinterColumns = []crdv1.CustomResourceColumnDefinition{{Name: "R", Type: "float", JSONPath: ".spec.replicas"}}
+		}, want: &errtest.Want{Field: "spec.versions[0].additionalPrinterColumns[0].type", Type: field.ErrorTypeNotSupported}},
+		{name: "printer column path", mutate: func(c *crdv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].AdditionalPrinterColumns = []crdv1.CustomResourceColumnDefinition{{Name: "R", Type: "integer", JSONPath: "spec.replicas"}}
+		}, want: &errtest.Want{Field: "spec.versions[0].additionalPrinterColumns[0].jsonPath", Type: field.ErrorTypeInvalid, Detail: "must be a simple json path starting with ."}},
+		{name: "webhook without config", mutate: func(c *crdv1.CustomResourceDefinition) {
+			c.Spec.Conversion = &crdv1.CustomResourceConversion{Strategy: crdv1.WebhookConverter}
+		}, want: &errtest.Want{Field: "spec.conversion.webhook", Type: field.ErrorTypeRequired, Detail: "required when strategy is set to Webhook"}},
+		{name: "scale path", mutate: func(c *crdv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].Subresources = &crdv1.CustomResourceSubresources{Scale: &crdv1.CustomResourceSubresourceScale{SpecReplicasPath: ".status.r", StatusReplicasPath: ".status.r"}}
+		}, want: &errtest.Want{Field: "spec.versions[0].subresources.scale.specReplicasPath", Type: field.ErrorTypeInvalid, Detail: "should be a json path under .spec"}},
+		{name: "rule does not compile", mutate: func(c *crdv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.XValidations = []crdv1.ValidationRule{{Rule: "self.spec.replicas >"}}
+		}, want: &errtest.Want{Field: "spec.versions[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule", Type: field.ErrorTypeInvalid, Detail: "compilation failed: "}},
+		{name: "default of the wrong type", mutate: func(c *crdv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["replicas"] = crdv1.JSONSchemaProps{Type: "integer", Default: &crdv1.JSON{Raw: []byte(`"three"`)}}
+		}, want: &errtest.Want{Field: "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[replicas].default", Type: field.ErrorTypeTypeInvalid, Detail: "must be of type integer"}},
+		{name: "object default checked inside", mutate: func(c *crdv1.CustomResourceDefinition) {
+			spec := c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+			spec.Default = &crdv1.JSON{Raw: []byte(`{"replicas":"x"}`)}
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+		}, want: &errtest.Want{Field: "spec.versions[0].schema.openAPIV3Schema.properties[spec].default.replicas", Type: field.ErrorTypeTypeInvalid, Detail: "must be of type integer"}},
+		{name: "default valid", mutate: func(c *crdv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["replicas"] = crdv1.JSONSchemaProps{Type: "integer", Default: &crdv1.JSON{Raw: []byte(`3`)}}
+		}},
+		{name: "stored version", mutate: func(c *crdv1.CustomResourceDefinition) { c.Status.StoredVersions = []string{"v9"} },
+			want: &errtest.Want{Field: "status.storedVersions[0]", Type: field.ErrorTypeInvalid, Detail: "must appear in spec.versions"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validCRD()
+			tc.mutate(c)
+			errtest.Check(t, ValidateCustomResourceDefinition(c), tc.want)
+		})
+	}
+}
