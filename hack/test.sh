@@ -15,15 +15,17 @@ if ! command -v kubectl >/dev/null; then
 	exit 1
 fi
 
-# staticcheck is a tool, not a dependency: installed at a pinned version into .tools/, outside go.mod.
+# staticcheck and helm are tools, not dependencies: installed at pinned versions outside go.mod,
+# into a cache that outlives the clone (a fresh CI clone would otherwise rebuild helm, ~6 minutes).
 staticcheck_version=v0.8.2
-tools="$PWD/.tools"
+tools="${SKIFF_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/skiff-tools}"
+mkdir -p "$tools"
 if ! "$tools/staticcheck" -version 2>/dev/null | grep -q "${staticcheck_version#v}"; then
 	GOBIN="$tools" go install "honnef.co/go/tools/cmd/staticcheck@${staticcheck_version}"
 fi
 
 # Helm 3 for the e2e chart test (a CRD chart installed, upgraded, uninstalled): a tool as well, built
-# from the module proxy into .tools/; if it cannot be built the test says so and skips.
+# from the module proxy into the tools cache; if it cannot be built the test says so and skips.
 helm_version=v3.22.0
 if ! "$tools/helm" version --short 2>/dev/null | grep -q "$helm_version"; then
 	GOBIN="$tools" go install "helm.sh/helm/v3/cmd/helm@${helm_version}" ||
