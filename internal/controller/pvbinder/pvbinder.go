@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
+	"github.com/skiff-sh/skiff/internal/volumeutil"
 )
 
 // Name is the controller's name in --controllers and in metrics.
@@ -322,30 +323,7 @@ func fits(pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) bool {
 	if storageClass(pvc) != pv.Spec.StorageClassName {
 		return false
 	}
-	claimMode, volumeMode := corev1.PersistentVolumeFilesystem, corev1.PersistentVolumeFilesystem
-	if pvc.Spec.VolumeMode != nil {
-		claimMode = *pvc.Spec.VolumeMode
-	}
-	if pv.Spec.VolumeMode != nil {
-		volumeMode = *pv.Spec.VolumeMode
-	}
-	if claimMode != volumeMode {
-		return false
-	}
-	for _, m := range pvc.Spec.AccessModes {
-		if !slices.Contains(pv.Spec.AccessModes, m) {
-			return false
-		}
-	}
-	if sel := pvc.Spec.Selector; sel != nil {
-		s, err := metav1.LabelSelectorAsSelector(sel)
-		if err != nil || !s.Matches(labels.Set(pv.Labels)) {
-			return false
-		}
-	}
-	want := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
-	have := storage(pv)
-	return have.Cmp(want) >= 0
+	return volumeutil.SpecFits(pvc, pv)
 }
 
 func storage(pv *corev1.PersistentVolume) *resource.Quantity {

@@ -36,6 +36,7 @@ import (
 
 	"github.com/skiff-sh/skiff/internal/scheduler/framework"
 	"github.com/skiff-sh/skiff/internal/scheduler/plugins/helper"
+	"github.com/skiff-sh/skiff/internal/volumeutil"
 )
 
 // Name is the plugin name.
@@ -354,29 +355,7 @@ func fits(pvc *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) bool {
 	if pvc.Spec.VolumeName != "" && pvc.Spec.VolumeName != pv.Name {
 		return false
 	}
-	claimMode, volumeMode := v1.PersistentVolumeFilesystem, v1.PersistentVolumeFilesystem
-	if pvc.Spec.VolumeMode != nil {
-		claimMode = *pvc.Spec.VolumeMode
-	}
-	if pv.Spec.VolumeMode != nil {
-		volumeMode = *pv.Spec.VolumeMode
-	}
-	if claimMode != volumeMode {
-		return false
-	}
-	for _, m := range pvc.Spec.AccessModes {
-		if !slices.Contains(pv.Spec.AccessModes, m) {
-			return false
-		}
-	}
-	if sel := pvc.Spec.Selector; sel != nil {
-		s, err := metav1.LabelSelectorAsSelector(sel)
-		if err != nil || !s.Matches(labels.Set(pv.Labels)) {
-			return false
-		}
-	}
-	want, have := pvc.Spec.Resources.Requests[v1.ResourceStorage], pv.Spec.Capacity[v1.ResourceStorage]
-	return have.Cmp(want) >= 0
+	return volumeutil.SpecFits(pvc, pv)
 }
 
 // Reserve keeps the decision made for the chosen node.
