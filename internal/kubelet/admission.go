@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/skiff-sh/skiff/internal/sysctl"
 )
 
 // Admission reasons as Kubernetes' kubelet writes them into a rejected pod's
@@ -42,63 +44,21 @@ func safeSysctls() []string {
 	}
 }
 
-// sysctlNamespace is the kernel namespace a sysctl belongs to; "" means it is
-// not known to be namespaced (a node-wide setting).
-type sysctlNamespace string
-
-const (
-	sysctlNamespaceIPC sysctlNamespace = "ipc"
-	sysctlNamespaceNet sysctlNamespace = "net"
-)
-
-// namespaceOfSysctl classifies a (normalized) sysctl name or pattern as
-// Kubernetes does: System V IPC and POSIX message queues belong to the IPC
-// namespace, net.* to the network namespace.
-func namespaceOfSysctl(name string) sysctlNamespace {
-	name = strings.TrimSuffix(name, "*")
-	switch {
-	case name == "kernel.sem", strings.HasPrefix(name, "kernel.shm"), strings.HasPrefix(name, "kernel.msg"), strings.HasPrefix(name, "fs.mqueue."):
-		return sysctlNamespaceIPC
-	case strings.HasPrefix(name, "net."):
-		return sysctlNamespaceNet
-	}
-	return ""
-}
-
-// normalizeSysctl turns a slash-separated sysctl name into the dotted form:
-// when the first separator is '/', slashes and dots swap, so
-// "net/ipv4/conf/eth0.100/rp_filter" is "net.ipv4.conf.eth0/100.rp_filter".
-func normalizeSysctl(name string) string {
-	i := strings.IndexAny(name, "./")
-	if i < 0 || name[i] == '.' {
-		return name
-	}
-	return strings.Map(func(r rune) rune {
-		switch r {
-		case '.':
-			return '/'
-		case '/':
-			return '.'
-		}
-		return r
-	}, name)
-}
-
 // sysctlAllowlist holds the sysctls pods may set: exact names and prefixes
 // (patterns ending in "*"), each with its namespace.
 type sysctlAllowlist struct {
-	names    map[string]sysctlNamespace
-	prefixes map[string]sysctlNamespace
+	names    map[string]sysctl.Namespace
+	prefixes map[string]sysctl.Namespace
 }
 
 // newSysctlAllowlist returns the safe sysctls plus allowedUnsafe (the
 // --allowed-unsafe-sysctls names and patterns); an unsafe sysctl that is not
 // namespaced cannot be allowed, since it would change the node for every pod.
 func newSysctlAllowlist(allowedUnsafe []string) (sysctlAllowlist, error) {
-	w := sysctlAllowlist{names: map[string]sysctlNamespace{}, prefixes: map[string]sysctlNamespace{}}
+	w := sysctlAllowlist{names: map[string]sysctl.Namespace{}, prefixes: map[string]sysctl.Namespace{}}
 	for _, s := range append(safeSysctls(), allowedUnsafe...) {
-		s = normalizeSysctl(s)
-		ns := namespaceOfSysctl(s)
+		s = sysctl.Normalize(s)
+		ns := sysctl.NamespaceOf(s)
 		if ns == "" {
 			return sysctlAllowlist{}, fmt.Errorf("the sysctl %q is not known to be namespaced", s)
 		}
@@ -127,22 +87,22 @@ func ValidateAllowedUnsafeSysctls(allowed []string) error {
 // check reports why a pod may not set sysctl, or nil: it must be allowlisted,
 // and a namespaced sysctl is refused when the pod shares that namespace with
 // the host.
-func (w sysctlAllowlist) check(sysctl string, hostNet, hostIPC bool) error {
-	sysctl = normalizeSysctl(sysctl)
-	ns, found := w.names[sysctl]
+func (w sysctlAllowlist) check(name string, hostNet, hostIPC bool) error {
+	name = sysctl.Normalize(name)
+	ns, found := w.names[name]
 	if !found {
 		for prefix, pns := range w.prefixes {
-			if strings.HasPrefix(sysctl, prefix) {
+			if strings.HasPrefix(name, prefix) {
 				ns, found = pns, true
 				break
 			}
 		}
 	}
 	if !found {
-		return fmt.Errorf("%q not allowlisted", sysctl)
+		return fmt.Errorf("%q not allowlisted", name)
 	}
-	if (ns == sysctlNamespaceIPC && hostIPC) || (ns == sysctlNamespaceNet && hostNet) {
-		return fmt.Errorf("%q not allowed with host %s enabled", sysctl, ns)
+	if (ns == sysctl.IPC && hostIPC) || (ns == sysctl.Net && hostNet) {
+		return fmt.Errorf("%q not allowed with host %s enabled", name, ns)
 	}
 	return nil
 }

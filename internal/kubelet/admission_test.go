@@ -11,20 +11,6 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-func TestNormalizeSysctl(t *testing.T) {
-	for in, want := range map[string]string{
-		"net.ipv4.tcp_syncookies":          "net.ipv4.tcp_syncookies",
-		"net/ipv4/tcp_syncookies":          "net.ipv4.tcp_syncookies",
-		"net/ipv4/conf/eth0.100/rp_filter": "net.ipv4.conf.eth0/100.rp_filter",
-		"net.ipv4.conf.eth0/100.rp_filter": "net.ipv4.conf.eth0/100.rp_filter",
-		"kernel":                           "kernel",
-	} {
-		if got := normalizeSysctl(in); got != want {
-			t.Errorf("normalizeSysctl(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestIsValidSysctlName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"kernel.shm_rmid_forced":           true,

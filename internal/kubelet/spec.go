@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/skiff-sh/skiff/internal/sysctl"
 )
 
 // Labels and annotations the kubelet puts on sandboxes and containers; the
@@ -120,7 +122,7 @@ func (k *Kubelet) sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.Pod
 		for _, s := range psc.Sysctls {
 			// The runtime writes /proc/sys/<name with dots as slashes>: a
 			// slash-separated name must be in dotted form first.
-			cfg.Linux.Sysctls[normalizeSysctl(s.Name)] = s.Value
+			cfg.Linux.Sysctls[sysctl.Normalize(s.Name)] = s.Value
 		}
 	}
 	return cfg

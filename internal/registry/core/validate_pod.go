@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/skiff-sh/skiff/internal/sysctl"
 )
 
 const (
@@ -981,32 +983,14 @@ func validateSysctls(sysctls []corev1.Sysctl, hostNetwork, hostIPC bool, fldPath
 			errs = append(errs, field.Duplicate(p, s.Name))
 		}
 		names[s.Name] = true
-		switch name := normalizeSysctlName(s.Name); {
-		case hostNetwork && strings.HasPrefix(name, "net."):
+		switch name := sysctl.Normalize(s.Name); {
+		case hostNetwork && sysctl.NamespaceOf(name) == sysctl.Net:
 			errs = append(errs, field.Invalid(p, s.Name, "may not be specified when 'hostNetwork' is true"))
-		case hostIPC && (name == "kernel.sem" || strings.HasPrefix(name, "kernel.shm") || strings.HasPrefix(name, "kernel.msg") || strings.HasPrefix(name, "fs.mqueue.")):
+		case hostIPC && sysctl.NamespaceOf(name) == sysctl.IPC:
 			errs = append(errs, field.Invalid(p, s.Name, "may not be specified when 'hostIPC' is true"))
 		}
 	}
 	return errs
-}
-
-// normalizeSysctlName turns "net/ipv4/ip_forward" into "net.ipv4.ip_forward":
-// when the first separator is a slash, slashes and dots swap.
-func normalizeSysctlName(name string) string {
-	i := strings.IndexAny(name, "./")
-	if i < 0 || name[i] == '.' {
-		return name
-	}
-	return strings.Map(func(r rune) rune {
-		switch r {
-		case '.':
-			return '/'
-		case '/':
-			return '.'
-		}
-		return r
-	}, name)
 }
 
 func validateID(id *int64, check func(int64) []string, fldPath *field.Path) field.ErrorList {
