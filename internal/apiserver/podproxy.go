@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/skiff-sh/skiff/internal/queryparam"
-	"github.com/skiff-sh/skiff/internal/storage"
 )
 
 // KubeletClientConfig is how the API server reaches kubelets for logs, exec, attach and
@@ -64,14 +63,9 @@ func servePodConnect(h *resourceHandler, w http.ResponseWriter, r *http.Request,
 		return
 	}
 	ctx := r.Context()
-	obj, err := h.st.Get(ctx, info.Namespace, info.Name, storage.GetOptions{})
+	pod, err := getAs[*corev1.Pod](ctx, h, info.Namespace, info.Name)
 	if err != nil {
 		h.s.writeError(w, r, err)
-		return
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		h.s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("pods store returned %T", obj)))
 		return
 	}
 	q := r.URL.Query()
@@ -95,14 +89,9 @@ func servePodConnect(h *resourceHandler, w http.ResponseWriter, r *http.Request,
 		h.s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("nodes are not served")))
 		return
 	}
-	nodeObj, err := nodes.st.Get(ctx, "", pod.Spec.NodeName, storage.GetOptions{})
+	node, err := getAs[*corev1.Node](ctx, nodes, "", pod.Spec.NodeName)
 	if err != nil {
 		h.s.writeError(w, r, err)
-		return
-	}
-	node, ok := nodeObj.(*corev1.Node)
-	if !ok {
-		h.s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("nodes store returned %T", nodeObj)))
 		return
 	}
 	host, err := kubeletHost(node, h.s.cfg.Kubelet.DefaultPort)

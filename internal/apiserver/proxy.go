@@ -3,6 +3,7 @@ package apiserver
 //lint:file-ignore SA1019 core/v1 Endpoints are deprecated, not removed: services/proxy picks from them, as Kubernetes does.
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
@@ -15,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/skiff-sh/skiff/internal/storage"
@@ -106,14 +108,9 @@ func servePodProxy(h *resourceHandler, w http.ResponseWriter, r *http.Request, i
 		h.s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("invalid pod request %q", info.Name)))
 		return
 	}
-	obj, err := h.st.Get(r.Context(), info.Namespace, name, storage.GetOptions{})
+	pod, err := getAs[*corev1.Pod](r.Context(), h, info.Namespace, name)
 	if err != nil {
 		h.s.writeError(w, r, err)
-		return
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		h.s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("pods store returned %T", obj)))
 		return
 	}
 	if port == "" {
@@ -156,14 +153,9 @@ func serveServiceProxy(h *resourceHandler, w http.ResponseWriter, r *http.Reques
 		scheme = "http"
 	}
 	if num, err := strconv.ParseInt(portName, 10, 32); err == nil {
-		obj, err := h.st.Get(ctx, info.Namespace, name, storage.GetOptions{})
+		svc, err := getAs[*corev1.Service](ctx, h, info.Namespace, name)
 		if err != nil {
 			h.s.writeError(w, r, err)
-			return
-		}
-		svc, ok := obj.(*corev1.Service)
-		if !ok {
-			h.s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("services store returned %T", obj)))
 			return
 		}
 		found := false
@@ -184,14 +176,9 @@ func serveServiceProxy(h *resourceHandler, w http.ResponseWriter, r *http.Reques
 		h.s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("endpoints or pods are not served")))
 		return
 	}
-	obj, err := endpoints.st.Get(ctx, info.Namespace, name, storage.GetOptions{})
+	eps, err := getAs[*corev1.Endpoints](ctx, endpoints, info.Namespace, name)
 	if err != nil {
 		h.s.writeError(w, r, err)
-		return
-	}
-	eps, ok := obj.(*corev1.Endpoints)
-	if !ok {
-		h.s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("endpoints store returned %T", obj)))
 		return
 	}
 	// validPod reports whether addr is what its target pod says it is: endpoints are written by
@@ -255,14 +242,9 @@ func serveNodeProxy(h *resourceHandler, w http.ResponseWriter, r *http.Request, 
 		h.s.writeError(w, r, apierrors.NewServiceUnavailable("no kubelet client is configured"))
 		return
 	}
-	obj, err := h.st.Get(r.Context(), "", name, storage.GetOptions{})
+	node, err := getAs[*corev1.Node](r.Context(), h, "", name)
 	if err != nil {
 		h.s.writeError(w, r, err)
-		return
-	}
-	node, ok := obj.(*corev1.Node)
-	if !ok {
-		h.s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("nodes store returned %T", obj)))
 		return
 	}
 	kubelet, err := kubeletHost(node, h.s.cfg.Kubelet.DefaultPort)
@@ -289,4 +271,19 @@ func serveNodeProxy(h *resourceHandler, w http.ResponseWriter, r *http.Request, 
 		scheme = "http"
 	}
 	h.serveProxy(w, r, info, &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, port)}, h.s.proxyTransport)
+}
+
+// getAs reads one object of h's resource as T (a pod, a node), or answers why it cannot: the
+// store's error, or an internal error if the store holds another type.
+func getAs[T runtime.Object](ctx context.Context, h *resourceHandler, namespace, name string) (T, error) {
+	var zero T
+	obj, err := h.st.Get(ctx, namespace, name, storage.GetOptions{})
+	if err != nil {
+		return zero, err
+	}
+	typed, ok := obj.(T)
+	if !ok {
+		return zero, apierrors.NewInternalError(fmt.Errorf("%s store returned %T", h.res.Plural, obj))
+	}
+	return typed, nil
 }

@@ -310,14 +310,9 @@ func servePodEviction(h *resourceHandler, w http.ResponseWriter, r *http.Request
 		return
 	}
 	ctx := r.Context()
-	obj, err := h.st.Get(ctx, info.Namespace, info.Name, storage.GetOptions{})
+	pod, err := getAs[*corev1.Pod](ctx, h, info.Namespace, info.Name)
 	if err != nil {
 		h.s.writeError(w, r, err)
-		return
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		h.s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("pods store returned %T", obj)))
 		return
 	}
 	// Pods that are not running (or already going away) are evicted without consulting budgets.
