@@ -108,6 +108,18 @@ func (w *warningWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+// Flush passes through for watches and streamed responses.
+func (w *warningWriter) Flush() {
+	w.flushWarnings()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection beneath: exec, attach and port-forward
+// upgrades hijack it through the proxy.
+func (w *warningWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // withAdmissionWarnings prepares a write request to collect admission warnings.
 func withAdmissionWarnings(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request) {
 	warnings := &admissionWarnings{}

@@ -384,11 +384,18 @@ func (c *Controller) syncNewReplicaSet(ctx context.Context, d *appsv1.Deployment
 		// Ours from an earlier sync whose event we have not seen, or a hash
 		// collision with someone else's ReplicaSet: then bump collisionCount
 		// so the next sync picks another name.
+		// The cache may not have the ReplicaSet yet (a new leadership term's informers, or our own
+		// create whose event is still on its way): read it from the API rather than take our own
+		// ReplicaSet for a collision, which would start a second rollout of the same template.
 		found, getErr := c.rsLister.ReplicaSets(d.Namespace).Get(rs.Name)
-		if getErr == nil {
-			if ref := metav1.GetControllerOf(found); ref != nil && ref.UID == d.UID && equalIgnoreHash(&d.Spec.Template, &found.Spec.Template) {
-				return found.DeepCopy(), nil
-			}
+		if apierrors.IsNotFound(getErr) {
+			found, getErr = c.client.AppsV1().ReplicaSets(d.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+		}
+		if getErr != nil {
+			return nil, fmt.Errorf("read existing replicaset %s: %w", rs.Name, getErr)
+		}
+		if ref := metav1.GetControllerOf(found); ref != nil && ref.UID == d.UID && equalIgnoreHash(&d.Spec.Template, &found.Spec.Template) {
+			return found.DeepCopy(), nil
 		}
 		var count int32
 		if d.Status.CollisionCount != nil {

@@ -504,3 +504,28 @@ func TestFenceposts(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnReplicaSetMissingFromTheCacheIsNoCollision: a ReplicaSet the API has but the cache does not
+// show yet (a new leadership term, or our own create's event still on its way) is recognised as the
+// Deployment's own, not counted as a hash collision that would start a second ReplicaSet of the
+// same template.
+func TestOwnReplicaSetMissingFromTheCacheIsNoCollision(t *testing.T) {
+	d := makeDeployment(3, "v1")
+	existing := rsFor(d, "v1", 3, 3, 1, time.Minute)
+	env := ctrltest.NewEnv(d, existing)
+	ctrl, err := New(env.Deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Seed(t, env.Factory.Apps().V1().Deployments().Informer(), d)
+	if err := ctrl.Sync(context.Background(), "default/web"); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	for _, a := range env.Writes() {
+		if u, ok := a.(clienttesting.UpdateAction); ok && a.GetSubresource() == "status" {
+			if st := u.GetObject().(*appsv1.Deployment).Status; st.CollisionCount != nil {
+				t.Fatalf("collisionCount bumped to %d for the Deployment's own ReplicaSet", *st.CollisionCount)
+			}
+		}
+	}
+}
