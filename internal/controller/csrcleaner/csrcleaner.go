@@ -66,7 +66,7 @@ func New(deps ctrlutil.Deps, cfg Config) *Controller {
 // and idempotent, so one worker does them whatever workers says.
 func (c *Controller) Run(ctx context.Context, _ int) {
 	defer utilruntime.HandleCrash()
-	if !cache.WaitForNamedCacheSync(Name, ctx.Done(), c.synced) {
+	if !ctrlutil.WaitForCaches(ctx, c.log, c.synced) {
 		return
 	}
 	c.sweepLogged(ctx)

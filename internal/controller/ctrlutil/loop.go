@@ -57,7 +57,7 @@ func (l *Loop) Run(ctx context.Context, workers int, synced ...cache.InformerSyn
 	defer l.Queue.ShutDown()
 	l.log.Debug("starting controller", "workers", workers)
 	defer l.log.Debug("stopped controller")
-	if !cache.WaitForNamedCacheSync(l.Name, ctx.Done(), synced...) {
+	if !WaitForCaches(ctx, l.log, synced...) {
 		return
 	}
 	if workers < 1 {
@@ -90,13 +90,28 @@ func (l *Loop) ProcessNext(ctx context.Context) bool {
 		l.Queue.Forget(key)
 		return true
 	}
-	// A conflict is routine (another writer got there first; the retry reads the new state), so it
-	// is logged at debug; anything else is worth an operator's attention.
+	// A conflict is routine (another writer got there first; the retry reads the new state), and so
+	// is a reconcile cut short by the controller stopping: both are logged at debug; anything else
+	// is worth an operator's attention.
 	level := slog.LevelError
-	if apierrors.IsConflict(err) {
+	if apierrors.IsConflict(err) || ctx.Err() != nil {
 		level = slog.LevelDebug
 	}
 	l.log.Log(ctx, level, "reconcile failed, requeuing", "key", key, "err", err)
 	l.Queue.AddRateLimited(key)
 	return true
+}
+
+// WaitForCaches waits until the informers have synced, as cache.WaitForNamedCacheSync does, but a
+// wait cut short by a stop is no error (client-go's logs one, and a clean stop should print none).
+func WaitForCaches(ctx context.Context, log *slog.Logger, synced ...cache.InformerSynced) bool {
+	if cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return true
+	}
+	if ctx.Err() == nil {
+		log.Error("informer caches did not sync")
+	} else {
+		log.Debug("stopped before the informer caches synced")
+	}
+	return false
 }

@@ -342,9 +342,18 @@ wait:
 			t.Fatal(err)
 		}
 	}
-	const extra = 300
+	// More fill pods than the nodes' free CPU can take, so the final state is saturated whatever
+	// allocatable the random draw gave (a fixed count sometimes all fit, proving nothing).
+	var freeMilliCPU int64
+	for _, name := range nodeNames {
+		alloc, used := finalAlloc[name][v1.ResourceCPU], usage[name][v1.ResourceCPU]
+		if free := alloc.MilliValue() - used.MilliValue(); free > 0 {
+			freeMilliCPU += free
+		}
+	}
+	extra := int(freeMilliCPU/200) + 50
 	for i := range extra {
-		p := pod(fmt.Sprintf("fill-%03d", i)).Req(st.Res{v1.ResourceCPU: "200m", v1.ResourceMemory: "128Mi"}).Obj()
+		p := pod(fmt.Sprintf("fill-%04d", i)).Req(st.Res{v1.ResourceCPU: "200m", v1.ResourceMemory: "128Mi"}).Obj()
 		e.createPod(p)
 	}
 	// Quiet: every fill pod is bound or reported unschedulable, and stays so for a while.
