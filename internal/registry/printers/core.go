@@ -178,12 +178,18 @@ func serviceExternalIP(svc *corev1.Service) string {
 
 // loadBalancerAddresses returns the sorted, distinct ingress IPs (or hostnames where no IP).
 func loadBalancerAddresses(lb corev1.LoadBalancerStatus) []string {
+	return uniqueAddresses(len(lb.Ingress), func(i int) (string, string) { return lb.Ingress[i].IP, lb.Ingress[i].Hostname })
+}
+
+// uniqueAddresses lists the n load-balancer ingress points' addresses (the IP, else the host name)
+// once each, sorted: Services' and Ingresses' statuses have the same shape in different types.
+func uniqueAddresses(n int, at func(i int) (ip, hostname string)) []string {
 	seen := make(map[string]bool)
 	var out []string
-	for _, ing := range lb.Ingress {
-		addr := ing.IP
+	for i := range n {
+		addr, hostname := at(i)
 		if addr == "" {
-			addr = ing.Hostname
+			addr = hostname
 		}
 		if addr != "" && !seen[addr] {
 			seen[addr] = true

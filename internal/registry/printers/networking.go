@@ -2,7 +2,6 @@ package printers
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -78,20 +77,7 @@ func ingressHosts(rules []networkingv1.IngressRule) string {
 // ingressAddresses is the sorted, distinct load-balancer IPs (hostnames where no IP). The server
 // prints the wide form, so the list is not clipped.
 func ingressAddresses(lb networkingv1.IngressLoadBalancerStatus) string {
-	seen := map[string]bool{}
-	var list []string
-	for _, ing := range lb.Ingress {
-		addr := ing.IP
-		if addr == "" {
-			addr = ing.Hostname
-		}
-		if addr != "" && !seen[addr] {
-			seen[addr] = true
-			list = append(list, addr)
-		}
-	}
-	sort.Strings(list)
-	return strings.Join(list, ",")
+	return strings.Join(uniqueAddresses(len(lb.Ingress), func(i int) (string, string) { return lb.Ingress[i].IP, lb.Ingress[i].Hostname }), ",")
 }
 
 func ingressClassPrinter() *registry.TablePrinter {
