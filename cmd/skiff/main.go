@@ -191,6 +191,6 @@ func newLogger(w io.Writer, levelName, format string) (*slog.Logger, error) {
 	}
 	logger := slog.New(handler)
 	slog.SetDefault(logger)
-	klog.SetSlogLogger(logger.With("component", "klog"))
+	klog.SetSlogLogger(slog.New(stopCutHandler{handler}).With("component", "klog"))
 	return logger, nil
 }
