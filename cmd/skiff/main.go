@@ -115,12 +115,18 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how long a node may go unheard before it is marked Ready=Unknown and tainted unreachable")
 	fs.DurationVar(&cfg.ClusterSigningDuration, "cluster-signing-duration", 365*24*time.Hour, "the longest certificate issued for an approved CertificateSigningRequest; spec.expirationSeconds may only shorten it")
 	fs.StringVar(&cfg.StorageEncoding, "storage-encoding", "protobuf", "encoding of objects in etcd: protobuf or json")
+	// Server limits (issue 13): kube-apiserver's names where it has them.
+	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", time.Minute, "how long a request that is not long-running may take before it is answered 504 (a shorter ?timeout= is honoured)")
+	minRequestTimeout := fs.Int("min-request-timeout", 1800, "seconds a watch without timeoutSeconds lasts at least (randomised up to twice this)")
+	fs.DurationVar(&cfg.IdleConnectionTimeout, "idle-connection-timeout", 90*time.Second, "how long an idle keep-alive connection to the API server stays open")
+	fs.IntVar(&cfg.MaxConnectionsPerClient, "max-connections-per-client", 1000, "connections to the API server one client address may hold open (0: unbounded)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	cfg.MinRequestTimeout = time.Duration(*minRequestTimeout) * time.Second
 	parsed, err := cluster.ParseRoles(*roles)
 	if err != nil {
 		return err

@@ -87,6 +87,9 @@ type Config struct {
 
 	// MinRequestTimeout bounds watches that give no timeoutSeconds (randomised up to twice this).
 	MinRequestTimeout time.Duration
+	// RequestTimeout bounds every request that is not long-running (0: DefaultRequestTimeout);
+	// past it the client gets a 504 Timeout Status.
+	RequestTimeout time.Duration
 }
 
 // OpenAPIService serves the OpenAPI documents and supplies the schema server-side apply works on.
@@ -150,6 +153,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MinRequestTimeout == 0 {
 		cfg.MinRequestTimeout = 30 * time.Minute
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
 	}
 	if cfg.Registry == nil {
 		reg := prometheus.NewRegistry()
@@ -309,7 +315,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(rec, r, forbidden(authzInfo, user, reason))
 		return
 	}
+	if longRunning(info) || strings.HasPrefix(r.URL.Path, "/debug/pprof") {
+		// Profiles run for their ?seconds=, like watches for their timeoutSeconds.
+		s.serveAuthorized(rec, r, info)
+		return
+	}
+	timeout, err := s.requestTimeout(r)
+	if err != nil {
+		s.writeError(rec, r, err)
+		return
+	}
+	s.serveWithTimeout(rec, r, timeout, func(w http.ResponseWriter, r *http.Request) { s.serveAuthorized(w, r, info) })
+}
 
+// serveAuthorized serves an authenticated, authorized request.
+func (s *Server) serveAuthorized(rec http.ResponseWriter, r *http.Request, info *RequestInfo) {
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/debug/pprof"):
 		// Profiling, as kube-apiserver's --profiling serves it, for authenticated callers only.

@@ -114,12 +114,14 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 				cfg.Logger.Error("update OpenAPI documents", "err", err)
 			}
 		},
-		TypeConverter: oapi.TypeConverter(),
-		Version:       Version,
-		Registry:      metricsRegistry,
-		Gatherer:      metrics,
-		Clock:         clock.RealClock{},
-		Logger:        cfg.Logger,
+		TypeConverter:     oapi.TypeConverter(),
+		RequestTimeout:    cfg.RequestTimeout,
+		MinRequestTimeout: cfg.MinRequestTimeout,
+		Version:           Version,
+		Registry:          metricsRegistry,
+		Gatherer:          metrics,
+		Clock:             clock.RealClock{},
+		Logger:            cfg.Logger,
 	})
 	if err != nil {
 		return nil, nil, err

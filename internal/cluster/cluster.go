@@ -249,13 +249,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	n.listener = ln
-	n.httpServer = &http.Server{
-		Handler:           api,
-		TLSConfig:         tlsCfg,
-		ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog:          nil,
-	}
+	limits := connLimits(cfg.MaxConnectionsPerClient)
+	cfg.Logger.Debug("API server connection limits", "perClient", limits.PerClient, "total", limits.Total,
+		"requestTimeout", cfg.RequestTimeout, "idleTimeout", cfg.IdleConnectionTimeout)
+	n.listener = apiserver.LimitListener(ln, limits, n.metrics.connectionRejected)
+	n.httpServer = apiServerHTTP(api, tlsCfg, cfg.IdleConnectionTimeout)
 	ok = true
 	return n, nil
 }

@@ -110,7 +110,12 @@ type Config struct {
 	LocalPathHelperImage string
 	// StorageEncoding is "protobuf" or "json" (see README: protobuf is the measured default).
 	StorageEncoding string
-	Logger          *slog.Logger
+	// Server limits of the API server: RequestTimeout bounds a request that is not long-running,
+	// MinRequestTimeout a watch without timeoutSeconds, IdleConnectionTimeout an idle keep-alive
+	// connection; MaxConnectionsPerClient the connections one client address holds (0: unbounded).
+	RequestTimeout, MinRequestTimeout, IdleConnectionTimeout time.Duration
+	MaxConnectionsPerClient                                  int
+	Logger                                                   *slog.Logger
 }
 
 // Default fills unset fields.
@@ -169,6 +174,15 @@ func (c *Config) Default() {
 	if c.StorageEncoding == "" {
 		c.StorageEncoding = "protobuf"
 	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = time.Minute
+	}
+	if c.MinRequestTimeout == 0 {
+		c.MinRequestTimeout = 30 * time.Minute
+	}
+	if c.IdleConnectionTimeout == 0 {
+		c.IdleConnectionTimeout = 90 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -215,6 +229,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ClusterSigningDuration < 0 {
 		errs = append(errs, fmt.Errorf("--cluster-signing-duration %s must not be negative", c.ClusterSigningDuration))
+	}
+	if c.RequestTimeout < 0 || c.MinRequestTimeout < 0 || c.IdleConnectionTimeout < 0 || c.MaxConnectionsPerClient < 0 {
+		errs = append(errs, errors.New("--request-timeout, --min-request-timeout, --idle-connection-timeout and --max-connections-per-client must not be negative"))
 	}
 	if c.StorageEncoding != "protobuf" && c.StorageEncoding != "json" {
 		errs = append(errs, fmt.Errorf("storage encoding %q: want protobuf or json", c.StorageEncoding))

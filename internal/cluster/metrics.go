@@ -12,13 +12,26 @@ import (
 // its collectors again, so each run gets a fresh registry that replaces the previous one.
 type componentMetrics struct {
 	base *prometheus.Registry
+	// rejectedConnections counts connections the API server closed at once, by the limit that
+	// refused them (per-client, total).
+	rejectedConnections *prometheus.CounterVec
 
 	mu         sync.Mutex
 	components map[string]*prometheus.Registry
 }
 
 func newComponentMetrics(base *prometheus.Registry) *componentMetrics {
-	return &componentMetrics{base: base, components: map[string]*prometheus.Registry{}}
+	rejected := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "skiff_apiserver_rejected_connections_total",
+		Help: "Connections the API server closed on accept because a connection limit was reached, by limit.",
+	}, []string{"limit"})
+	base.MustRegister(rejected)
+	return &componentMetrics{base: base, rejectedConnections: rejected, components: map[string]*prometheus.Registry{}}
+}
+
+// connectionRejected counts one connection refused by limit.
+func (m *componentMetrics) connectionRejected(limit string) {
+	m.rejectedConnections.WithLabelValues(limit).Inc()
 }
 
 // fresh returns a new registry for component, dropping the one its previous run used.
