@@ -22,6 +22,7 @@ import (
 // Defaults for Config's zero values.
 const (
 	DefaultHistorySize        = 4096
+	DefaultHistoryBytes       = 32 << 20
 	DefaultWatcherBuffer      = 1024
 	DefaultBookmarkInterval   = 5 * time.Second
 	DefaultSlowWatcherTimeout = 100 * time.Millisecond
@@ -40,6 +41,10 @@ type Config struct {
 	// HistorySize is how many recent events per resource are kept to serve watches from a recent
 	// resourceVersion.
 	HistorySize int
+	// HistoryBytes bounds the same history by the estimated size of its objects (default 32 MiB
+	// per resource; negative: by count only). Watches from a revision the history no longer
+	// reaches are served by etcd, so a smaller history costs speed, never correctness.
+	HistoryBytes int64
 	// WatcherBuffer is how many events a watcher may fall behind before it is closed.
 	WatcherBuffer int
 	// BookmarkInterval is how often watchers that allow bookmarks and received nothing else get one.
@@ -58,6 +63,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.HistorySize <= 0 {
 		c.HistorySize = DefaultHistorySize
+	}
+	switch {
+	case c.HistoryBytes == 0:
+		c.HistoryBytes = DefaultHistoryBytes
+	case c.HistoryBytes < 0:
+		c.HistoryBytes = 0
 	}
 	if c.WatcherBuffer <= 0 {
 		c.WatcherBuffer = DefaultWatcherBuffer

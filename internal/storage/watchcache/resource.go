@@ -30,6 +30,9 @@ type event struct {
 	// prev is the state before a Modified change (as stored, with its own resourceVersion).
 	prev runtime.Object
 
+	// size estimates the bytes obj holds (see objectSize), for the history's byte bound.
+	size int64
+
 	prevOnce  sync.Once
 	prevAtRev runtime.Object
 }
@@ -47,23 +50,40 @@ func (e *event) previousAtRevision() runtime.Object {
 	return e.prevAtRev
 }
 
-// history is a ring buffer of the most recent events.
+// history is a ring buffer of the most recent events, bounded by count (its buffer's length) and
+// by the estimated bytes of the objects the events hold: a burst of large objects would otherwise
+// pin count x size of memory long after it ended. The newest event is always kept.
 type history struct {
-	buf   []*event
-	start int // index of the oldest event
-	n     int
+	buf      []*event
+	start    int // index of the oldest event
+	n        int
+	bytes    int64
+	maxBytes int64 // 0: bounded by count only
 }
 
+// push appends e, evicting the oldest events over the bounds; it returns the newest evicted one
+// (nil if none): every change up to its revision has left the history.
 func (h *history) push(e *event) (evicted *event) {
 	if h.n == len(h.buf) {
-		evicted = h.buf[h.start]
-		h.buf[h.start] = e
-		h.start = (h.start + 1) % len(h.buf)
-		return evicted
+		evicted = h.pop()
 	}
 	h.buf[(h.start+h.n)%len(h.buf)] = e
 	h.n++
-	return nil
+	h.bytes += e.size
+	for h.maxBytes > 0 && h.bytes > h.maxBytes && h.n > 1 {
+		evicted = h.pop()
+	}
+	return evicted
+}
+
+// pop removes the oldest event.
+func (h *history) pop() *event {
+	e := h.buf[h.start]
+	h.buf[h.start] = nil
+	h.start = (h.start + 1) % len(h.buf)
+	h.n--
+	h.bytes -= e.size
+	return e
 }
 
 func (h *history) at(i int) *event { return h.buf[(h.start+i)%len(h.buf)] }
@@ -116,7 +136,7 @@ func newResourceCache(c *Cache, root string) *resourceCache {
 		ready:    make(chan struct{}),
 		done:     make(chan struct{}),
 		state:    map[string]runtime.Object{},
-		hist:     history{buf: make([]*event, c.cfg.HistorySize)},
+		hist:     history{buf: make([]*event, c.cfg.HistorySize), maxBytes: c.cfg.HistoryBytes},
 		watchers: map[*cacheWatcher]struct{}{},
 	}
 }
@@ -229,7 +249,7 @@ func (rc *resourceCache) process(ev watch.Event) error {
 	c.cfg.Metrics.eventReceived(rc.root)
 	rc.mu.Lock()
 	prev, existed := rc.state[key]
-	e := &event{typ: ev.Type, key: key, rev: rev, obj: ev.Object}
+	e := &event{typ: ev.Type, key: key, rev: rev, obj: ev.Object, size: objectSize(ev.Object)}
 	switch {
 	case ev.Type == watch.Deleted:
 		delete(rc.state, key)
