@@ -29,6 +29,7 @@ Usage:
   skiff images ...          import image archives into the node's runtime; build an offline busybox image
   skiff explain --node N P  why pod P does or does not fit node N (the scheduler's per-plugin verdicts)
   skiff etcd snapshot ...   save a running node's etcd to a file; restore one into a new data dir
+  skiff secrets-encrypt rotate  seal Secrets with a new key (old keys read until every Secret is rewritten)
   skiff version             print the version
 
 Run "skiff server -h" for the server's flags.
@@ -57,6 +58,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runImages(args[1:], stdout, stderr)
 	case "explain":
 		return runExplain(args[1:], stdout, stderr)
+	case "secrets-encrypt":
+		return runSecretsEncrypt(args[1:], stdout, stderr)
 	case "etcd":
 		return runEtcd(args[1:], stdout, stderr)
 	case "version", "--version":
@@ -115,6 +118,8 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how long a node may go unheard before it is marked Ready=Unknown and tainted unreachable")
 	fs.DurationVar(&cfg.ClusterSigningDuration, "cluster-signing-duration", 365*24*time.Hour, "the longest certificate issued for an approved CertificateSigningRequest; spec.expirationSeconds may only shorten it")
 	fs.StringVar(&cfg.StorageEncoding, "storage-encoding", "protobuf", "encoding of objects in etcd: protobuf or json")
+	fs.BoolVar(&cfg.SecretsEncryption, "secrets-encryption", true, "seal Secrets in etcd with a key generated into <data-dir>/pki/encryption-config.yaml (rotate with `skiff secrets-encrypt rotate`)")
+	fs.StringVar(&cfg.EncryptionProviderConfig, "encryption-provider-config", "", "an EncryptionConfiguration file (apiserver.config.k8s.io/v1) for encryption at rest, instead of --secrets-encryption's; reloaded when it changes")
 	// Server limits (issue 13): kube-apiserver's names where it has them.
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", time.Minute, "how long a request that is not long-running may take before it is answered 504 (a shorter ?timeout= is honoured)")
 	minRequestTimeout := fs.Int("min-request-timeout", 1800, "seconds a watch without timeoutSeconds lasts at least (randomised up to twice this)")

@@ -51,6 +51,10 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 	if err != nil {
 		return nil, nil, err
 	}
+	encryption, err := encryptionAtRest(admissionCtx, cfg, metricsRegistry)
+	if err != nil {
+		return nil, nil, err
+	}
 	// Every resource's watches share one etcd watch through a watch cache; reads and writes go to etcd.
 	storageFactory := func(res *registry.Resource) (storage.Interface, error) {
 		if res.GroupResource() == componentStatusesResource {
@@ -60,7 +64,12 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		if err != nil {
 			return nil, err
 		}
-		cache, err := watchcache.New(etcd3.New(client, codec, res.New, res.NewList), watchcache.Config{
+		store := etcd3.New(client, codec, res.New, res.NewList)
+		if encryption != nil {
+			gr := res.GroupResource()
+			store.WithTransformer(encryption.For(gr.Group, gr.Resource))
+		}
+		cache, err := watchcache.New(store, watchcache.Config{
 			NewFunc: res.New, NewListFunc: res.NewList, Logger: cfg.Logger, Metrics: cacheMetrics,
 		})
 		if err != nil {

@@ -110,6 +110,11 @@ type Config struct {
 	LocalPathHelperImage string
 	// StorageEncoding is "protobuf" or "json" (see README: protobuf is the measured default).
 	StorageEncoding string
+	// SecretsEncryption seals Secrets in etcd with a key skiff generates into the data dir (see
+	// EncryptionConfigPath); EncryptionProviderConfig names an EncryptionConfiguration file
+	// instead, as kube-apiserver's --encryption-provider-config.
+	SecretsEncryption        bool
+	EncryptionProviderConfig string
 	// Server limits of the API server: RequestTimeout bounds a request that is not long-running,
 	// MinRequestTimeout a watch without timeoutSeconds, IdleConnectionTimeout an idle keep-alive
 	// connection; MaxConnectionsPerClient the connections one client address holds (0: unbounded).

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/skiff-sh/skiff/internal/storage"
+	"github.com/skiff-sh/skiff/internal/storage/value"
 )
 
 // maxPageSize bounds how many keys one etcd range read returns while a filtered list looks for
@@ -31,9 +32,19 @@ type Store struct {
 	codec       runtime.Codec
 	newFunc     func() runtime.Object
 	newListFunc func() runtime.Object
+	// transformer seals values on their way into etcd and opens them on the way out (encryption
+	// at rest); nil stores the codec's bytes as they are.
+	transformer value.Transformer
 }
 
 var _ storage.Interface = (*Store)(nil)
+
+// WithTransformer makes the store seal every value it writes with t and open every value it reads
+// with it. Call it before the store is used.
+func (s *Store) WithTransformer(t value.Transformer) *Store {
+	s.transformer = t
+	return s
+}
 
 // New returns a store that keeps objects made by newFunc (lists made by newListFunc) in etcd,
 // encoded with codec.
@@ -54,9 +65,13 @@ func (s *Store) Create(ctx context.Context, key string, obj, out runtime.Object)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", key, err)
 	}
+	sealed, err := s.seal(data, key)
+	if err != nil {
+		return err
+	}
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(data))).
+		Then(clientv3.OpPut(key, string(sealed))).
 		Commit()
 	if err != nil {
 		return s.interpret(ctx, err, storage.OpCreate, key, 0)
@@ -64,7 +79,7 @@ func (s *Store) Create(ctx context.Context, key string, obj, out runtime.Object)
 	if !resp.Succeeded {
 		return withOp(storage.NewError(storage.ErrCodeExists, key, "", nil), storage.OpCreate)
 	}
-	return s.decode(data, out, resp.Header.Revision, key)
+	return s.decodePlain(data, out, resp.Header.Revision, key)
 }
 
 // Get implements storage.Interface.
@@ -98,8 +113,11 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions, ou
 
 // current is the stored state of one key.
 type current struct {
-	obj    runtime.Object
+	obj runtime.Object
+	// data is the codec's bytes (opened, when values are sealed); stale says they were sealed by
+	// an older key or provider, so even an unchanged update rewrites them.
 	data   []byte
+	stale  bool
 	rev    int64
 	exists bool
 }
@@ -108,11 +126,15 @@ func (s *Store) currentState(key string, kvs []*mvccpb.KeyValue) (*current, erro
 	if len(kvs) == 0 {
 		return &current{obj: s.newFunc()}, nil
 	}
-	obj := s.newFunc()
-	if err := s.decode(kvs[0].Value, obj, kvs[0].ModRevision, key); err != nil {
+	plain, stale, err := s.open(kvs[0].Value, key)
+	if err != nil {
 		return nil, err
 	}
-	return &current{obj: obj, data: kvs[0].Value, rev: kvs[0].ModRevision, exists: true}, nil
+	obj := s.newFunc()
+	if err := s.decodePlain(plain, obj, kvs[0].ModRevision, key); err != nil {
+		return nil, err
+	}
+	return &current{obj: obj, data: plain, stale: stale, rev: kvs[0].ModRevision, exists: true}, nil
 }
 
 // GuaranteedUpdate implements storage.Interface.
@@ -141,20 +163,24 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, dest runtime.O
 		if err != nil {
 			return fmt.Errorf("update %s: %w", key, err)
 		}
-		if state.exists && bytes.Equal(data, state.data) {
-			return s.decode(state.data, dest, state.rev, key)
+		if state.exists && !state.stale && bytes.Equal(data, state.data) {
+			return s.decodePlain(state.data, dest, state.rev, key)
+		}
+		sealed, err := s.seal(data, key)
+		if err != nil {
+			return err
 		}
 		// An absent key has mod revision 0, so the same comparison also guards a create.
 		txnResp, err := s.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", state.rev)).
-			Then(clientv3.OpPut(key, string(data))).
+			Then(clientv3.OpPut(key, string(sealed))).
 			Else(clientv3.OpGet(key)).
 			Commit()
 		if err != nil {
 			return s.interpret(ctx, err, storage.OpUpdate, key, 0)
 		}
 		if txnResp.Succeeded {
-			return s.decode(data, dest, txnResp.Header.Revision, key)
+			return s.decodePlain(data, dest, txnResp.Header.Revision, key)
 		}
 		// Another writer got there first: retry on what it wrote.
 		if state, err = s.currentState(key, txnResp.Responses[0].GetResponseRange().Kvs); err != nil {
@@ -196,7 +222,7 @@ func (s *Store) Delete(ctx context.Context, key string, out runtime.Object, prec
 		}
 		if txnResp.Succeeded {
 			// The last state carries the revision of its deletion, as watchers see it.
-			return s.decode(state.data, out, txnResp.Header.Revision, key)
+			return s.decodePlain(state.data, out, txnResp.Header.Revision, key)
 		}
 		if state, err = s.currentState(key, txnResp.Responses[0].GetResponseRange().Kvs); err != nil {
 			return err
@@ -271,8 +297,42 @@ func (s *Store) encode(obj runtime.Object) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// decode fills into from stored bytes and stamps the revision as its resourceVersion.
+// seal transforms the codec's bytes into what etcd stores.
+func (s *Store) seal(data []byte, key string) ([]byte, error) {
+	if s.transformer == nil {
+		return data, nil
+	}
+	sealed, err := s.transformer.TransformToStorage(data, key)
+	if err != nil {
+		return nil, fmt.Errorf("encrypt %s: %w", key, err)
+	}
+	return sealed, nil
+}
+
+// open transforms what etcd stores into the codec's bytes; stale reports a value sealed by an
+// older key or provider.
+func (s *Store) open(data []byte, key string) ([]byte, bool, error) {
+	if s.transformer == nil {
+		return data, false, nil
+	}
+	plain, stale, err := s.transformer.TransformFromStorage(data, key)
+	if err != nil {
+		return nil, false, storage.NewError(storage.ErrCodeInvalidObject, key, "", fmt.Errorf("decrypt: %w", err))
+	}
+	return plain, stale, nil
+}
+
+// decode fills into from the bytes etcd stores and stamps the revision as its resourceVersion.
 func (s *Store) decode(data []byte, into runtime.Object, rev int64, key string) error {
+	plain, _, err := s.open(data, key)
+	if err != nil {
+		return err
+	}
+	return s.decodePlain(plain, into, rev, key)
+}
+
+// decodePlain fills into from the codec's bytes and stamps the revision as its resourceVersion.
+func (s *Store) decodePlain(data []byte, into runtime.Object, rev int64, key string) error {
 	if err := runtime.SetZeroValue(into); err != nil {
 		return fmt.Errorf("decode %s: %w", key, err)
 	}
