@@ -110,7 +110,9 @@ type Config struct {
 	LocalPathHelperImage string
 	// StorageEncoding is "protobuf" or "json" (see README: protobuf is the measured default).
 	StorageEncoding string
-	Logger          *slog.Logger
+	// LBPort is the node-local API load balancer's port (default 6444), on LBAddress.
+	LBPort int
+	Logger *slog.Logger
 }
 
 // Default fills unset fields.
@@ -146,6 +148,9 @@ func (c *Config) Default() {
 	}
 	if c.KubeletPort == 0 {
 		c.KubeletPort = 10250
+	}
+	if c.LBPort == 0 {
+		c.LBPort = 6444
 	}
 	if c.NodeName == "" {
 		if h, err := os.Hostname(); err == nil {
@@ -194,7 +199,7 @@ func (c *Config) Validate() error {
 	if net.ParseIP(c.AdvertiseAddress) == nil {
 		errs = append(errs, fmt.Errorf("advertise address %q is not an IP address", c.AdvertiseAddress))
 	}
-	for name, port := range map[string]int{"--https-port": c.HTTPSPort, "--etcd-client-port": c.EtcdClientPort, "--etcd-peer-port": c.EtcdPeerPort, "--kubelet-port": c.KubeletPort} {
+	for name, port := range map[string]int{"--https-port": c.HTTPSPort, "--etcd-client-port": c.EtcdClientPort, "--etcd-peer-port": c.EtcdPeerPort, "--kubelet-port": c.KubeletPort, "--lb-port": c.LBPort} {
 		if port < 1 || port > 65535 {
 			errs = append(errs, fmt.Errorf("%s %d is out of range 1-65535", name, port))
 		}
