@@ -87,6 +87,8 @@ type Config struct {
 	ClusterSigningDuration time.Duration
 	// KubeletPort is where the kubelet serves its API (logs, exec, attach, port-forward).
 	KubeletPort int
+	// LBPort is the node-local API load balancer's port (default 6444), on LBAddress.
+	LBPort int
 	// SystemReserved is subtracted from the node's capacity to give its allocatable ("cpu=500m,memory=512Mi").
 	SystemReserved string
 	// AllowedUnsafeSysctls are the sysctls (names, or prefixes ending in "*") pods may set besides the
@@ -110,9 +112,7 @@ type Config struct {
 	LocalPathHelperImage string
 	// StorageEncoding is "protobuf" or "json" (see README: protobuf is the measured default).
 	StorageEncoding string
-	// LBPort is the node-local API load balancer's port (default 6444), on LBAddress.
-	LBPort int
-	Logger *slog.Logger
+	Logger          *slog.Logger
 }
 
 // Default fills unset fields.
