@@ -110,12 +110,15 @@ type State struct {
 	cfg      StateConfig
 	backends map[string]*backend
 	close    []string
+	// badConns are backends that went unhealthy and whose connections are to be closed once
+	// another backend is healthy: cutting them with nowhere better to go would only break clients.
+	badConns map[string]bool
 }
 
 // NewState starts with the seeds, in unknown health.
 func NewState(cfg StateConfig) *State {
 	cfg.Default()
-	s := &State{cfg: cfg, backends: map[string]*backend{}}
+	s := &State{cfg: cfg, backends: map[string]*backend{}, badConns: map[string]bool{}}
 	for _, a := range cfg.Seeds {
 		s.backends[a] = &backend{Backend: Backend{Addr: a, Seed: true}}
 	}
@@ -161,11 +164,11 @@ func (s *State) Step(ev Event) {
 	}
 }
 
-// markUnhealthy moves b to Unhealthy and asks for its connections to be closed: a client stuck on
-// a dead or unready server reconnects through the balancer to a good one.
+// markUnhealthy moves b to Unhealthy and marks its connections for closing: a client stuck on a
+// dead or unready server reconnects through the balancer to a good one (as soon as there is one).
 func (s *State) markUnhealthy(b *backend) {
 	b.Health = Unhealthy
-	s.close = append(s.close, b.Addr)
+	s.badConns[b.Addr] = true
 }
 
 // setEndpoints replaces the learned backends. An empty list is ignored: it means the endpoints are
@@ -190,6 +193,7 @@ func (s *State) setEndpoints(addrs []string) {
 		b.Learned = false
 		if !b.Seed {
 			delete(s.backends, a)
+			delete(s.badConns, a)
 			s.close = append(s.close, a)
 		}
 	}
@@ -206,9 +210,20 @@ func (s *State) Ready(now time.Time) Ready {
 			rd.Probe = append(rd.Probe, a)
 		}
 	}
+	rd.Order = s.Order()
+	if len(rd.Order) > 0 && s.backends[rd.Order[0]].Health == Healthy {
+		for _, a := range s.sortedAddrs() {
+			if !s.badConns[a] {
+				continue
+			}
+			delete(s.badConns, a)
+			if s.backends[a].Health == Unhealthy {
+				s.close = append(s.close, a)
+			}
+		}
+	}
 	rd.Close = s.close
 	s.close = nil
-	rd.Order = s.Order()
 	return rd
 }
 

@@ -83,7 +83,7 @@ func TestStateScenarios(t *testing.T) {
 			{wait: time.Second, check: true, probe: []string{a}, order: []string{a}},
 			{ev: ev(EventProbe, a, false), check: true, order: []string{a}}, // one failure: still healthy
 			{wait: time.Second, check: true, probe: []string{a}, order: []string{a}},
-			{ev: ev(EventProbe, a, false), check: true, close: []string{a}, order: []string{a}},
+			{ev: ev(EventProbe, a, false), check: true, order: []string{a}}, // down, but the only one: connections stay
 		},
 	}, {
 		name: "a backend leaving the endpoints is dropped and its connections closed; a seed stays",
@@ -108,7 +108,22 @@ func TestStateScenarios(t *testing.T) {
 		steps: []step{
 			{check: true, probe: []string{a, b}, order: []string{a, b}},
 			{ev: ev(EventProbe, b, false)},
-			{ev: ev(EventProbe, a, false), check: true, close: []string{b, a}, order: []string{a, b}},
+			// Nowhere better to go: connections are left alone ...
+			{ev: ev(EventProbe, a, false), check: true, order: []string{a, b}},
+			// ... until a backend is healthy again; then the other's are cut.
+			{wait: time.Second, ev: ev(EventTick, "", false), check: true, probe: []string{a, b}, order: []string{a, b}},
+			{ev: ev(EventProbe, b, true), check: true, close: []string{a}, order: []string{b, a}},
+			{ev: ev(EventProbe, a, true), check: true, order: []string{a, b}},
+		},
+	}, {
+		name: "a backend that recovers before any other is healthy keeps its connections",
+		cfg:  StateConfig{Seeds: []string{a, b}},
+		steps: []step{
+			{check: true, probe: []string{a, b}, order: []string{a, b}},
+			{ev: ev(EventProbe, b, false)},
+			{ev: ev(EventProbe, a, false), check: true, order: []string{a, b}},
+			{wait: time.Second, ev: ev(EventTick, "", false), check: true, probe: []string{a, b}, order: []string{a, b}},
+			{ev: ev(EventProbe, a, true), check: true, close: []string{b}, order: []string{a, b}},
 		},
 	}}
 	for _, tt := range tests {
