@@ -8,7 +8,9 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -105,6 +107,26 @@ func endpointAddrs(s *discoveryv1.EndpointSlice) []string {
 			continue
 		}
 		out = append(out, e.Addresses...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ExpiredIdentityLeases names the identity Leases whose renew time plus duration is before now (a
+// Lease never renewed counts from its creation).
+func ExpiredIdentityLeases(leases []coordinationv1.Lease, now time.Time) []string {
+	var out []string
+	for _, l := range leases {
+		if l.Labels[IdentityLabel] != "kube-apiserver" || l.Spec.LeaseDurationSeconds == nil {
+			continue
+		}
+		renewed := l.CreationTimestamp.Time
+		if l.Spec.RenewTime != nil {
+			renewed = l.Spec.RenewTime.Time
+		}
+		if renewed.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second).Before(now) {
+			out = append(out, l.Name)
+		}
 	}
 	slices.Sort(out)
 	return out

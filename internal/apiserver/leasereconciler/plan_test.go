@@ -3,6 +3,10 @@ package leasereconciler
 import (
 	"slices"
 	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -81,4 +85,25 @@ func TestNeedsUpdate(t *testing.T) {
 		t.Errorf("address type %s", got.AddressType)
 	}
 	_ = corev1.ProtocolTCP
+}
+
+func TestExpiredIdentityLeases(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	lease := func(name string, renewed time.Time, label string) coordinationv1.Lease {
+		l := coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{IdentityLabel: label}, CreationTimestamp: metav1.NewTime(now.Add(-2 * time.Hour))},
+			Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To(int32(3600))}}
+		if !renewed.IsZero() {
+			l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(renewed))
+		}
+		return l
+	}
+	got := ExpiredIdentityLeases([]coordinationv1.Lease{
+		lease("fresh", now.Add(-time.Minute), "kube-apiserver"),
+		lease("gone", now.Add(-61*time.Minute), "kube-apiserver"),
+		lease("never-renewed", time.Time{}, "kube-apiserver"),
+		lease("other-kind", now.Add(-5*time.Hour), "something-else"),
+	}, now)
+	if want := []string{"gone", "never-renewed"}; !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
 }

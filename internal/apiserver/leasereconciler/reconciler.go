@@ -103,11 +103,17 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		select {
 		case <-ctx.Done():
-			return r.remove(participates)
+			if err := r.remove(participates); err != nil {
+				log.Warn("could not remove this API server from the kubernetes endpoints; it drops out when its master lease expires", "err", err)
+			}
+			return nil
 		case <-refresh.C():
 		case <-renew.C():
 			if err := r.renewIdentity(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("renew API server identity lease", "err", err)
+			}
+			if err := r.collectIdentityLeases(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("delete expired API server identity leases", "err", err)
 			}
 		case resp, ok := <-changed:
 			if !ok || resp.Err() != nil {
@@ -293,4 +299,24 @@ func (r *reconciler) renewIdentity(ctx context.Context) error {
 	upd.Spec.RenewTime = &now
 	_, err = leases.Update(ctx, upd, metav1.UpdateOptions{})
 	return ignoreConflict(err)
+}
+
+// collectIdentityLeases deletes the identity Leases of API servers gone for longer than their
+// duration, as upstream's identity lease garbage collector does.
+func (r *reconciler) collectIdentityLeases(ctx context.Context) error {
+	leases := r.cfg.Client.CoordinationV1().Leases(metav1.NamespaceSystem)
+	list, err := leases.List(ctx, metav1.ListOptions{LabelSelector: IdentityLabel + "=kube-apiserver"})
+	if err != nil {
+		return fmt.Errorf("list identity leases: %w", err)
+	}
+	for _, name := range ExpiredIdentityLeases(list.Items, r.cfg.Clock.Now()) {
+		if name == IdentityLeaseName(r.cfg.Identity) {
+			continue
+		}
+		if err := leases.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete lease %s: %w", name, err)
+		}
+		r.log.Info("deleted the identity lease of an API server gone", "lease", name)
+	}
+	return nil
 }
