@@ -206,29 +206,15 @@ func (b *Balancer) probe(ctx context.Context, addr string) {
 		return
 	}
 	b.mu.Lock()
-	var before Health
-	for _, be := range b.state.Backends() {
-		if be.Addr == addr {
-			before = be.Health
-		}
-	}
+	before := b.state.Health(addr)
 	b.mu.Unlock()
 	b.step(Event{Type: EventProbe, Addr: addr, OK: ok})
-	after := b.health(addr)
+	b.mu.Lock()
+	after := b.state.Health(addr)
+	b.mu.Unlock()
 	if before != after {
 		b.cfg.Logger.Info("API server health changed", "backend", addr, "health", after.String(), "err", err)
 	}
-}
-
-func (b *Balancer) health(addr string) Health {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, be := range b.state.Backends() {
-		if be.Addr == addr {
-			return be.Health
-		}
-	}
-	return Unknown
 }
 
 // proxy connects a client to the first backend in the current order that accepts, then copies

@@ -254,6 +254,14 @@ func rank(b *backend) int {
 	return r
 }
 
+// Health is what State believes of addr (Unknown for a backend it does not know).
+func (s *State) Health(addr string) Health {
+	if b, ok := s.backends[addr]; ok {
+		return b.Health
+	}
+	return Unknown
+}
+
 // Backends is the current view, sorted by address.
 func (s *State) Backends() []Backend {
 	var out []Backend
