@@ -97,6 +97,7 @@ func runServer(args []string, stderr io.Writer) error {
 	logFormat := fs.String("log-format", "text", "log format: text or json (one line per record either way)")
 	fs.StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "directory for certificates, etcd data and kubeconfigs")
 	fs.IntVar(&cfg.HTTPSPort, "https-port", 6443, "API server HTTPS port")
+	fs.IntVar(&cfg.LBPort, "lb-port", 6444, "node-local API load balancer port, on the --bind-address when it is a loopback address, else on 127.0.0.1")
 	fs.IntVar(&cfg.EtcdClientPort, "etcd-client-port", 2379, "embedded etcd client port")
 	fs.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 2380, "embedded etcd peer port")
 	fs.StringVar(&cfg.SystemReserved, "system-reserved", "", "resources kept for the system, subtracted from the node's allocatable (e.g. cpu=500m,memory=512Mi)")

@@ -1,7 +1,5 @@
 package cluster
 
-//lint:file-ignore SA1019 core/v1 Endpoints are deprecated, not removed: Kubernetes still serves them and so does skiff.
-
 import (
 	"context"
 	"fmt"
@@ -11,12 +9,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
 	"github.com/skiff-sh/skiff/internal/apiserver/discovery"
@@ -191,36 +187,9 @@ func bootstrap(ctx context.Context, srv *apiserver.Server, cfg *Config) error {
 			Ports:     []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(int32(cfg.HTTPSPort))}},
 		},
 	}
-	if err := srv.EnsureObject(ctx, schema.GroupResource{Resource: "services"}, svc); err != nil {
-		return err
-	}
-	if ip := net.ParseIP(cfg.AdvertiseAddress); ip == nil || ip.IsLoopback() {
-		// Endpoints may not point at loopback; a host without another address has no in-cluster route
-		// to the API server anyway.
-		return nil
-	}
-	ep := &corev1.Endpoints{
-		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default", Labels: map[string]string{"endpointslice.kubernetes.io/skip-mirror": "true"}},
-		Subsets: []corev1.EndpointSubset{{
-			Addresses: []corev1.EndpointAddress{{IP: cfg.AdvertiseAddress}},
-			Ports:     []corev1.EndpointPort{{Name: "https", Port: int32(cfg.HTTPSPort), Protocol: corev1.ProtocolTCP}},
-		}},
-	}
-	if err := srv.EnsureObject(ctx, schema.GroupResource{Resource: "endpoints"}, ep); err != nil {
-		return err
-	}
-	// The Endpoints above are not mirrored (skip-mirror), so the slice that proxies and DNS read is
-	// written here, as kube-apiserver writes its own.
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "kubernetes", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{cfg.AdvertiseAddress}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(int32(cfg.HTTPSPort)), Protocol: ptr.To(corev1.ProtocolTCP)}},
-	}
-	if ip := net.ParseIP(cfg.AdvertiseAddress); ip.To4() == nil {
-		slice.AddressType = discoveryv1.AddressTypeIPv6
-	}
-	return srv.EnsureObject(ctx, schema.GroupResource{Group: discoveryv1.GroupName, Resource: "endpointslices"}, slice)
+	// Its Endpoints and EndpointSlice are the endpoint reconciler's (lb.go, leasereconciler): they
+	// list exactly the live API servers.
+	return srv.EnsureObject(ctx, schema.GroupResource{Resource: "services"}, svc)
 }
 
 // cacheSet holds the API server's watch caches so that a stopping node ends their etcd watches

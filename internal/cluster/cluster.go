@@ -56,6 +56,8 @@ type Node struct {
 	lock *dataDirLock
 	// stopAdmission ends the admission plugins' informers (webhook configurations, policies).
 	stopAdmission context.CancelFunc
+	// lb is the node-local API load balancer (lb.go).
+	lb *nodeLB
 }
 
 // Run starts every component of the node's roles and blocks until ctx ends or one fails. Shutdown
@@ -68,7 +70,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	cfg.Logger.Info("skiff node ready", "roles", cfg.Roles, "api", node.URL(), "kubeconfig", cfg.AdminKubeconfigPath())
 	err = node.runRoles(ctx)
-	// The API server, then etcd, go last: every role that talks to them has stopped by now.
+	// The load balancer, the API server, then etcd go last: every role that talks to them has
+	// stopped by now.
+	node.stopLB()
 	node.Stop()
 	return err
 }
@@ -92,6 +96,10 @@ func (n *Node) runRoles(ctx context.Context) error {
 	if err := n.authz.start(ctx, n.cfg.Logger); err != nil {
 		return fmt.Errorf("start authorization: %w", err)
 	}
+	// The node-local load balancer comes first: the kubelet and local kubeconfigs go through it.
+	if err := n.startLB(ctx); err != nil {
+		return fmt.Errorf("start load balancer: %w", err)
+	}
 	var etcdFailed <-chan struct{}
 	if n.etcdMember != nil {
 		etcdFailed = n.etcdMember.Failed()
@@ -109,6 +117,7 @@ func (n *Node) runRoles(ctx context.Context) error {
 			return fmt.Errorf("embedded etcd failed: %w", n.etcdMember.Err())
 		}
 	}}}
+	roles = append(roles, n.endpointReconcilerRole())
 	if n.cfg.HasRole(RoleControlPlane) {
 		roles = append(roles,
 			role{name: "controller manager", run: func(ctx context.Context) error {
@@ -378,7 +387,7 @@ func ensureCertificates(cfg *Config, now time.Time) (*nodeCerts, error) {
 	if err != nil {
 		return nil, err
 	}
-	kubeconfig, err := pki.Kubeconfig("skiff", cfg.LocalURL(), ca.CertPEM, certPEM, keyPEM)
+	kubeconfig, err := localKubeconfig(cfg, ca.CertPEM, certPEM, keyPEM)
 	if err != nil {
 		return nil, err
 	}

@@ -87,6 +87,8 @@ type Config struct {
 	ClusterSigningDuration time.Duration
 	// KubeletPort is where the kubelet serves its API (logs, exec, attach, port-forward).
 	KubeletPort int
+	// LBPort is the node-local API load balancer's port (default 6444), on LBAddress.
+	LBPort int
 	// SystemReserved is subtracted from the node's capacity to give its allocatable ("cpu=500m,memory=512Mi").
 	SystemReserved string
 	// AllowedUnsafeSysctls are the sysctls (names, or prefixes ending in "*") pods may set besides the
@@ -157,6 +159,9 @@ func (c *Config) Default() {
 	if c.KubeletPort == 0 {
 		c.KubeletPort = 10250
 	}
+	if c.LBPort == 0 {
+		c.LBPort = 6444
+	}
 	if c.NodeName == "" {
 		if h, err := os.Hostname(); err == nil {
 			c.NodeName = strings.ToLower(h)
@@ -213,7 +218,7 @@ func (c *Config) Validate() error {
 	if net.ParseIP(c.AdvertiseAddress) == nil {
 		errs = append(errs, fmt.Errorf("advertise address %q is not an IP address", c.AdvertiseAddress))
 	}
-	for name, port := range map[string]int{"--https-port": c.HTTPSPort, "--etcd-client-port": c.EtcdClientPort, "--etcd-peer-port": c.EtcdPeerPort, "--kubelet-port": c.KubeletPort} {
+	for name, port := range map[string]int{"--https-port": c.HTTPSPort, "--etcd-client-port": c.EtcdClientPort, "--etcd-peer-port": c.EtcdPeerPort, "--kubelet-port": c.KubeletPort, "--lb-port": c.LBPort} {
 		if port < 1 || port > 65535 {
 			errs = append(errs, fmt.Errorf("%s %d is out of range 1-65535", name, port))
 		}

@@ -54,7 +54,8 @@ func runWorker(ctx context.Context, cfg *Config, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	client, err := kubernetes.NewForConfig(restCfg)
+	// The kubelet reaches the API servers through the node-local load balancer (lb.go).
+	client, err := kubernetes.NewForConfig(throughLB(cfg, restCfg))
 	if err != nil {
 		return err
 	}

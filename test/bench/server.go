@@ -55,14 +55,14 @@ func StartServer(ctx context.Context, opts ServerOptions) (*Server, error) {
 		}
 		s.dataDir, s.ownsDir = dir, true
 	}
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		s.cleanup()
 		return nil, err
 	}
 	args := append([]string{"server", "--data-dir", s.dataDir, "--roles", "etcd,controlplane",
 		"--https-port", strconv.Itoa(ports[0]), "--etcd-client-port", strconv.Itoa(ports[1]),
-		"--etcd-peer-port", strconv.Itoa(ports[2]), "--bind-address", "127.0.0.1", "--log-level", "warn"},
+		"--etcd-peer-port", strconv.Itoa(ports[2]), "--lb-port", strconv.Itoa(ports[3]), "--bind-address", "127.0.0.1", "--log-level", "warn"},
 		opts.ExtraArgs...)
 	s.cmd = exec.Command(opts.Binary, args...)
 	out := opts.Log

@@ -23,7 +23,9 @@ type cluster struct {
 	ports      [3]int
 	// kubeletPort is chosen once, so a restarted node keeps it.
 	kubeletPort int
-	extraArgs   []string
+	// lbPort is the node-local load balancer's port (chosen once, like kubeletPort).
+	lbPort    int
+	extraArgs []string
 	// roles overrides the default etcd,controlplane (controlplane alone with --etcd-servers).
 	roles   string
 	cmd     *exec.Cmd
@@ -106,9 +108,13 @@ func (c *cluster) serverArgs() []string {
 	if c.kubeletPort == 0 {
 		c.kubeletPort = freePort(c.t)
 	}
+	if c.lbPort == 0 {
+		c.lbPort = freePort(c.t)
+	}
 	args := append([]string{"server", "--data-dir", c.dataDir, "--roles", roles, "--bind-address", "127.0.0.1",
 		"--https-port", strconv.Itoa(c.ports[0]), "--etcd-client-port", strconv.Itoa(c.ports[1]),
-		"--etcd-peer-port", strconv.Itoa(c.ports[2]), "--kubelet-port", strconv.Itoa(c.kubeletPort)}, c.extraArgs...)
+		"--etcd-peer-port", strconv.Itoa(c.ports[2]), "--kubelet-port", strconv.Itoa(c.kubeletPort),
+		"--lb-port", strconv.Itoa(c.lbPort)}, c.extraArgs...)
 	return args
 }
 

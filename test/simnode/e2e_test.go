@@ -69,7 +69,8 @@ func startSkiff(t *testing.T) kubernetes.Interface {
 	}
 	cmd := exec.Command(skiffBinary, "server", "--data-dir", dataDir, "--roles", "etcd,controlplane",
 		"--bind-address", "127.0.0.1", "--https-port", strconv.Itoa(freePort(t)),
-		"--etcd-client-port", strconv.Itoa(freePort(t)), "--etcd-peer-port", strconv.Itoa(freePort(t)))
+		"--etcd-client-port", strconv.Itoa(freePort(t)), "--etcd-peer-port", strconv.Itoa(freePort(t)),
+		"--lb-port", strconv.Itoa(freePort(t)))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
