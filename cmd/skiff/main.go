@@ -121,6 +121,10 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.StorageEncoding, "storage-encoding", "protobuf", "encoding of objects in etcd: protobuf or json")
 	fs.BoolVar(&cfg.SecretsEncryption, "secrets-encryption", true, "seal Secrets in etcd with a key generated into <data-dir>/pki/encryption-config.yaml (rotate with `skiff secrets-encrypt rotate`)")
 	fs.StringVar(&cfg.EncryptionProviderConfig, "encryption-provider-config", "", "an EncryptionConfiguration file (apiserver.config.k8s.io/v1) for encryption at rest, instead of --secrets-encryption's; reloaded when it changes")
+	fs.StringVar(&cfg.AuditPolicyFile, "audit-policy-file", "", "audit policy (audit.k8s.io/v1 Policy); with --audit-log-path, requests are recorded as its rules say")
+	fs.StringVar(&cfg.AuditLogPath, "audit-log-path", "", "file the audit log is appended to, one JSON event per line (\"-\": standard output)")
+	fs.IntVar(&cfg.AuditLogMaxSizeMB, "audit-log-maxsize", 100, "megabytes the audit log grows to before it is rotated (0: never)")
+	fs.IntVar(&cfg.AuditLogMaxBackups, "audit-log-maxbackup", 10, "rotated audit logs to keep (0: all)")
 	// Server limits (issue 13): kube-apiserver's names where it has them.
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", time.Minute, "how long a request that is not long-running may take before it is answered 504 (a shorter ?timeout= is honoured)")
 	minRequestTimeout := fs.Int("min-request-timeout", 1800, "seconds a watch without timeoutSeconds lasts at least (randomised up to twice this)")

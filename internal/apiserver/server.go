@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/utils/clock"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/audit"
 	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/apiserver/store/servicealloc"
 	"github.com/skiff-sh/skiff/internal/registry"
@@ -87,6 +88,8 @@ type Config struct {
 
 	// MinRequestTimeout bounds watches that give no timeoutSeconds (randomised up to twice this).
 	MinRequestTimeout time.Duration
+	// Auditor, when set, writes the audit log by its policy.
+	Auditor *audit.Auditor
 	// RequestTimeout bounds every request that is not long-running (0: DefaultRequestTimeout);
 	// past it the client gets a 504 Timeout Status.
 	RequestTimeout time.Duration
@@ -293,10 +296,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(rec, r, apierrors.NewUnauthorized("Unauthorized"))
 		return
 	}
+	// The audit log sees every authenticated request from here on, judged by the policy on who
+	// authenticated (as kube-apiserver audits before impersonation), denials included.
+	auditRec, w, r := s.auditBegin(rec, r, info, user)
+	if auditRec != nil {
+		defer func() {
+			p := recover()
+			auditRec.finish(p != nil)
+			if p != nil {
+				panic(p)
+			}
+		}()
+	}
 	if user, err = s.impersonate(r.Context(), r, user); err != nil {
-		s.writeError(rec, r, err)
+		s.writeError(w, r, err)
 		return
 	}
+	auditRec.impersonating(user)
 	ctx := request.WithUser(r.Context(), user)
 	r = r.WithContext(ctx)
 	authzInfo := info
@@ -308,24 +324,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		copied.Namespace = info.Name
 		authzInfo = &copied
 	}
-	if allowed, reason := s.cfg.Authorizer.Authorize(ctx, user, authzInfo); !allowed {
+	allowed, reason := s.cfg.Authorizer.Authorize(ctx, user, authzInfo)
+	auditRec.authorized(allowed, reason)
+	if !allowed {
 		// Denials are rare and tell which component lacks a right: worth a line at info.
 		s.log.Info("request forbidden", "user", user.Name, "groups", user.Groups, "verb", info.Verb, "resource", info.Resource,
 			"subresource", info.Subresource, "namespace", authzInfo.Namespace, "name", info.Name, "path", info.Path, "reason", reason)
-		s.writeError(rec, r, forbidden(authzInfo, user, reason))
+		s.writeError(w, r, forbidden(authzInfo, user, reason))
 		return
 	}
 	if longRunning(info) || strings.HasPrefix(r.URL.Path, "/debug/pprof") {
 		// Profiles run for their ?seconds=, like watches for their timeoutSeconds.
-		s.serveAuthorized(rec, r, info)
+		s.serveAuthorized(w, r, info)
 		return
 	}
 	timeout, err := s.requestTimeout(r)
 	if err != nil {
-		s.writeError(rec, r, err)
+		s.writeError(w, r, err)
 		return
 	}
-	s.serveWithTimeout(rec, r, timeout, func(w http.ResponseWriter, r *http.Request) { s.serveAuthorized(w, r, info) })
+	s.serveWithTimeout(w, r, timeout, func(w http.ResponseWriter, r *http.Request) { s.serveAuthorized(w, r, info) })
 }
 
 // serveAuthorized serves an authenticated, authorized request.

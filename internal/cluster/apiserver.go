@@ -51,6 +51,10 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 	if err != nil {
 		return nil, nil, err
 	}
+	auditor, err := newAuditor(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	// Every resource's watches share one etcd watch through a watch cache; reads and writes go to etcd.
 	storageFactory := func(res *registry.Resource) (storage.Interface, error) {
 		if res.GroupResource() == componentStatusesResource {
@@ -120,6 +124,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 			}
 		},
 		TypeConverter:     oapi.TypeConverter(),
+		Auditor:           auditor,
 		RequestTimeout:    cfg.RequestTimeout,
 		MinRequestTimeout: cfg.MinRequestTimeout,
 		Version:           Version,

@@ -117,6 +117,10 @@ type Config struct {
 	// instead, as kube-apiserver's --encryption-provider-config.
 	SecretsEncryption        bool
 	EncryptionProviderConfig string
+	// The audit log: AuditPolicyFile (an audit.k8s.io/v1 Policy) decides what AuditLogPath records
+	// ("-" for stdout); the file rotates past AuditLogMaxSizeMB, keeping AuditLogMaxBackups.
+	AuditPolicyFile, AuditLogPath         string
+	AuditLogMaxSizeMB, AuditLogMaxBackups int
 	// Server limits of the API server: RequestTimeout bounds a request that is not long-running,
 	// MinRequestTimeout a watch without timeoutSeconds, IdleConnectionTimeout an idle keep-alive
 	// connection; MaxConnectionsPerClient the connections one client address holds (0: unbounded).
