@@ -183,6 +183,9 @@ func bootstrap(ctx context.Context, srv *apiserver.Server, cfg *Config) error {
 	if err := srv.EnsureObject(ctx, schema.GroupResource{Resource: "services"}, svc); err != nil {
 		return err
 	}
+	if err := ensureKubeDNSService(ctx, srv, cfg); err != nil {
+		return err
+	}
 	if ip := net.ParseIP(cfg.AdvertiseAddress); ip == nil || ip.IsLoopback() {
 		// Endpoints may not point at loopback; a host without another address has no in-cluster route
 		// to the API server anyway.
