@@ -170,15 +170,15 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	defer cancel()
 	reply := s.Answer(ctx, req)
 	s.Fit(req, reply, udp)
-	if err := w.WriteMsg(reply); err != nil {
-		s.cfg.Logger.Debug("write DNS reply", "client", w.RemoteAddr(), "err", err)
-	}
 	proto := "tcp"
 	if udp {
 		proto = "udp"
 	}
 	s.metrics.requests.WithLabelValues(proto, dns.RcodeToString[reply.Rcode]).Inc()
 	s.metrics.duration.WithLabelValues(proto).Observe(s.cfg.Clock.Since(start).Seconds())
+	if err := w.WriteMsg(reply); err != nil {
+		s.cfg.Logger.Debug("write DNS reply", "client", w.RemoteAddr(), "err", err)
+	}
 }
 
 // Listen binds UDP and TCP on one address; a port of 0 picks a free one for both.

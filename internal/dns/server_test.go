@@ -65,13 +65,14 @@ func startUpstream(t testing.TB) *fakeUpstream {
 }
 
 // startServer runs a Server over testView on 127.0.0.1 and returns its address.
-func startServer(t testing.TB, upstreams []string, clk *clocktesting.FakeClock) (string, *Server) {
+func startServer(t testing.TB, upstreams []string, clk *clocktesting.FakeClock) (string, *prometheus.Registry) {
 	t.Helper()
+	reg := prometheus.NewRegistry()
 	srv, err := NewServer(ServerConfig{
 		Zone: Zone{Domain: "cluster.local"}, View: testView(t),
 		Upstream:   &Forwarder{Upstreams: upstreams, Timeout: 2 * time.Second, Cache: NewCache(clk, 0, 0, 0)},
 		Clock:      clk,
-		Registerer: prometheus.NewRegistry(),
+		Registerer: reg,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +90,7 @@ func startServer(t testing.TB, upstreams []string, clk *clocktesting.FakeClock) 
 			t.Errorf("serve: %v", err)
 		}
 	})
-	return pc.LocalAddr().String(), srv
+	return pc.LocalAddr().String(), reg
 }
 
 func query(t testing.TB, addr, network, name string, qtype uint16, edns uint16) *dns.Msg {
@@ -108,7 +109,7 @@ func query(t testing.TB, addr, network, name string, qtype uint16, edns uint16) 
 }
 
 func TestServerUDPAndTCP(t *testing.T) {
-	addr, _ := startServer(t, nil, clocktesting.NewFakeClock(time.Now()))
+	addr, reg := startServer(t, nil, clocktesting.NewFakeClock(time.Now()))
 	for _, network := range []string{"udp", "tcp"} {
 		t.Run(network, func(t *testing.T) {
 			r := query(t, addr, network, "kubernetes.default.svc.cluster.local.", dns.TypeA, 0)
@@ -133,6 +134,33 @@ func TestServerUDPAndTCP(t *testing.T) {
 				t.Fatalf("forward without upstream: %v", r)
 			}
 		})
+	}
+	// The answers were counted, by transport and rcode (before each reply was written).
+	counted := func(proto, rcode string) bool {
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() != "skiff_dns_requests_total" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["proto"] == proto && labels["rcode"] == rcode && m.GetCounter().GetValue() > 0 {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, want := range [][2]string{{"udp", "NOERROR"}, {"tcp", "NOERROR"}, {"udp", "NXDOMAIN"}, {"tcp", "NXDOMAIN"}} {
+		if !counted(want[0], want[1]) {
+			t.Errorf("no %s %s answer counted", want[0], want[1])
+		}
 	}
 }
 

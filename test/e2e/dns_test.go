@@ -228,12 +228,22 @@ func TestClusterDNS(t *testing.T) {
 		}
 	})
 
+	t.Run("from a pod at the node's address", func(t *testing.T) {
+		// The pod's resolv.conf names the VIP; here the pod asks the node's address directly (an
+		// address this test created), which needs no proxy.
+		mustContain(t, c.kubectl("exec", "db-0", "--", "cat", "/etc/resolv.conf"), "nameserver 10.43.0.10",
+			"search default.svc.cluster.local svc.cluster.local cluster.local", "ndots:5")
+		out := c.kubectl("exec", "db-0", "--", "nslookup", "db-1.db.default.svc.cluster.local", addr)
+		mustContain(t, out, ip1)
+		out = c.kubectl("exec", "db-0", "--", "nslookup", "-type=srv", "_web._tcp.db.default.svc.cluster.local", addr)
+		mustContain(t, out, "db-0.db.default.svc.cluster.local", "db-1.db.default.svc.cluster.local")
+	})
+
 	t.Run("from a pod through the kube-dns VIP", func(t *testing.T) {
 		// Never send to the VIP before this node has rules that send it to this node's DNS.
 		if !nodeHasDNSRules(addr) {
 			t.Skip("no service proxy rules for the kube-dns VIP 10.43.0.10 pointing at " + addr + ":53 on this host (the proxy lands separately); pod-side lookups not tried")
 		}
-		mustContain(t, c.kubectl("exec", "db-0", "--", "cat", "/etc/resolv.conf"), "nameserver 10.43.0.10", "search default.svc.cluster.local svc.cluster.local cluster.local", "ndots:5")
 		out := c.kubectl("exec", "db-0", "--", "nslookup", "db-1.db.default.svc.cluster.local")
 		mustContain(t, out, ip1)
 		out = c.kubectl("exec", "db-0", "--", "nslookup", "kubernetes")
