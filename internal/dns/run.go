@@ -66,13 +66,17 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	for {
+	for attempt := 0; ; attempt++ {
 		pc, l, err := Listen(cfg.Addr)
 		if err == nil {
 			cfg.Logger.Info("cluster DNS serving", "address", cfg.Addr, "domain", cfg.Domain, "upstreams", cfg.Upstreams)
 			return srv.Serve(ctx, pc, l)
 		}
-		cfg.Logger.Error("cluster DNS cannot listen; retrying", "address", cfg.Addr, "err", err)
+		log := cfg.Logger.Debug
+		if attempt == 0 {
+			log = cfg.Logger.Error // once; the retries every few seconds would drown the log
+		}
+		log("cluster DNS cannot listen; retrying", "address", cfg.Addr, "every", retryListen, "err", err)
 		select {
 		case <-ctx.Done():
 			return nil
