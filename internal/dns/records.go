@@ -114,16 +114,19 @@ func (z Zone) resolve(v View, qname string, qtype uint16, follow bool) Result {
 	return z.nxdomain()
 }
 
+// namespaceLevel answers svc.<domain> or pod.<domain> (no labels: NODATA) and <ns>.svc.<domain>
+// or <ns>.pod.<domain> (one label: NODATA for an existing namespace, else NXDOMAIN).
+func (z Zone) namespaceLevel(v View, labels []string) Result {
+	if len(labels) == 0 || v.NamespaceExists(labels[0]) {
+		return z.nodata()
+	}
+	return z.nxdomain()
+}
+
 // resolveSvc answers names under svc.<domain>; labels are those before "svc".
 func (z Zone) resolveSvc(v View, name string, labels []string, qtype uint16, follow bool) Result {
-	switch len(labels) {
-	case 0:
-		return z.nodata()
-	case 1:
-		if v.NamespaceExists(labels[0]) {
-			return z.nodata()
-		}
-		return z.nxdomain()
+	if len(labels) < 2 {
+		return z.namespaceLevel(v, labels)
 	}
 	ns, svcName := labels[len(labels)-1], labels[len(labels)-2]
 	svc := v.Service(ns, svcName)
@@ -279,16 +282,10 @@ func (z Zone) srvForPorts(v View, svc *corev1.Service, svcFQDN, owner, port, pro
 // resolvePod answers <a-b-c-d>.<ns>.pod.<domain> as CoreDNS's "pods insecure": the address
 // spelled in the name, for any existing namespace, without looking for the pod.
 func (z Zone) resolvePod(v View, name string, labels []string, qtype uint16) Result {
-	switch len(labels) {
-	case 0:
-		return z.nodata()
-	case 1:
-		if v.NamespaceExists(labels[0]) {
-			return z.nodata()
-		}
-		return z.nxdomain()
-	case 2:
-	default:
+	if len(labels) < 2 {
+		return z.namespaceLevel(v, labels)
+	}
+	if len(labels) > 2 {
 		return z.nxdomain()
 	}
 	if !v.NamespaceExists(labels[1]) {

@@ -68,12 +68,18 @@ func startUpstream(t testing.TB) *fakeUpstream {
 func startServer(t testing.TB, upstreams []string, clk *clocktesting.FakeClock) (string, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	srv, err := NewServer(ServerConfig{
+	return serve(t, ServerConfig{
 		Zone: Zone{Domain: "cluster.local"}, View: testView(t),
 		Upstream:   &Forwarder{Upstreams: upstreams, Timeout: 2 * time.Second, Cache: NewCache(clk, 0, 0, 0)},
 		Clock:      clk,
 		Registerer: reg,
-	})
+	}), reg
+}
+
+// serve runs a Server on 127.0.0.1 until the test ends and returns its address.
+func serve(t testing.TB, cfg ServerConfig) string {
+	t.Helper()
+	srv, err := NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +96,7 @@ func startServer(t testing.TB, upstreams []string, clk *clocktesting.FakeClock) 
 			t.Errorf("serve: %v", err)
 		}
 	})
-	return pc.LocalAddr().String(), reg
+	return pc.LocalAddr().String()
 }
 
 func query(t testing.TB, addr, network, name string, qtype uint16, edns uint16) *dns.Msg {
@@ -176,18 +182,7 @@ func TestServerEDNSAndTruncation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(ServerConfig{Zone: Zone{Domain: "cluster.local"}, View: v})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc, l, err := Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go func() { _ = srv.Serve(ctx, pc, l) }()
-	addr := pc.LocalAddr().String()
+	addr := serve(t, ServerConfig{Zone: Zone{Domain: "cluster.local"}, View: v})
 	const name = "many.big.svc.cluster.local."
 
 	plain := query(t, addr, "udp", name, dns.TypeA, 0)
