@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/clock"
 )
 
@@ -171,12 +172,14 @@ func (c *Cache) Len() int {
 }
 
 // Forwarder sends questions outside the cluster domain to upstream resolvers, in order, through
-// the cache.
+// the cache. Identical questions in flight at once share one upstream query.
 type Forwarder struct {
 	Upstreams []string
 	// Timeout per upstream attempt (default 2 s).
 	Timeout time.Duration
 	Cache   *Cache
+
+	inflight singleflight.Group
 }
 
 // ErrNoUpstream is returned when no upstream resolver is configured.
@@ -202,10 +205,24 @@ func (f *Forwarder) Forward(ctx context.Context, req *dns.Msg) (*dns.Msg, bool, 
 	if len(f.Upstreams) == 0 {
 		return nil, false, ErrNoUpstream
 	}
+	k := keyOf(q, do)
+	shared, err, _ := f.inflight.Do(fmt.Sprintf("%s/%d/%d/%t", k.name, k.qtype, k.class, k.do), func() (any, error) {
+		return f.ask(ctx, q, do, req.CheckingDisabled)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	m := shared.(*dns.Msg).Copy()
+	m.Id = req.Id
+	return m, false, nil
+}
+
+// ask queries the upstreams in order and caches the first answer.
+func (f *Forwarder) ask(ctx context.Context, q dns.Question, do, checkingDisabled bool) (*dns.Msg, error) {
 	up := new(dns.Msg)
 	up.Id = dns.Id()
 	up.RecursionDesired = true
-	up.CheckingDisabled = req.CheckingDisabled
+	up.CheckingDisabled = checkingDisabled
 	up.Question = []dns.Question{q}
 	up.SetEdns0(upstreamUDPSize, do)
 	timeout := f.Timeout
@@ -222,10 +239,9 @@ func (f *Forwarder) Forward(ctx context.Context, req *dns.Msg) (*dns.Msg, bool, 
 		if f.Cache != nil {
 			f.Cache.Put(q, do, m)
 		}
-		m.Id = req.Id
-		return m, false, nil
+		return m, nil
 	}
-	return nil, false, fmt.Errorf("forward %s %s: %w", q.Name, dns.TypeToString[q.Qtype], errors.Join(errs...))
+	return nil, fmt.Errorf("forward %s %s: %w", q.Name, dns.TypeToString[q.Qtype], errors.Join(errs...))
 }
 
 // exchange asks one upstream over UDP, then over TCP when the answer is truncated.
