@@ -86,9 +86,10 @@ func dnsAddress(cfg *Config) (string, bool) {
 
 // runDNS serves cluster DNS on this worker with its own identity (system:skiff:dns).
 func runDNS(ctx context.Context, cfg *Config, metrics *componentMetrics, now time.Time) error {
+	log := cfg.Logger.With("component", "dns")
 	addr, ok := dnsAddress(cfg)
 	if !ok {
-		cfg.Logger.Info("node advertises a loopback address; cluster DNS not served", "advertise-address", cfg.AdvertiseAddress)
+		log.Info("node advertises a loopback address; cluster DNS not served", "advertise-address", cfg.AdvertiseAddress)
 		return nil
 	}
 	restCfg, err := componentRESTConfig(cfg, bootstrappolicy.SkiffDNS, nil, now)
@@ -104,7 +105,7 @@ func runDNS(ctx context.Context, cfg *Config, metrics *componentMetrics, now tim
 		// The host's resolvers, loopback stubs included: this server runs in the host's network.
 		all, err := dns.UpstreamsFromResolvConf(hostResolvConf)
 		if err != nil {
-			cfg.Logger.Warn("cluster DNS forwards nothing", "err", err)
+			log.Warn("cluster DNS forwards nothing", "err", err)
 		}
 		for _, u := range all {
 			if u != addr { // a host pointed at its own cluster DNS would loop
@@ -114,6 +115,6 @@ func runDNS(ctx context.Context, cfg *Config, metrics *componentMetrics, now tim
 	}
 	return dns.Run(ctx, dns.Config{
 		Addr: addr, Domain: cfg.ClusterDomain, Upstreams: upstreams, Client: client,
-		Clock: clock.RealClock{}, Logger: cfg.Logger.With("component", "dns"), Registerer: metrics.fresh("dns"),
+		Clock: clock.RealClock{}, Logger: log, Registerer: metrics.fresh("dns"),
 	})
 }
