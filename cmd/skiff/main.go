@@ -92,7 +92,8 @@ func runServer(args []string, stderr io.Writer) error {
 	etcdServers := fs.String("etcd-servers", "", "comma-separated client URLs of an external etcd cluster (instead of an embedded member)")
 	controllers := fs.String("controllers", "*", "controllers to run, as kube-controller-manager's --controllers: \"*\", \"name\", \"-name\"")
 	unsafeSysctls := fs.String("allowed-unsafe-sysctls", "", "comma-separated unsafe sysctls or patterns (ending in *) pods may set besides the safe ones, e.g. kernel.msg*,net.core.somaxconn")
-	clusterDNS := fs.String("cluster-dns", "", "comma-separated cluster DNS server addresses for ClusterFirst pods (default: the 10th address of --service-cidr, 10.43.0.10); until a Service has that cluster IP, ClusterFirst pods get the node's resolv.conf")
+	clusterDNS := fs.String("cluster-dns", "", "comma-separated cluster DNS server addresses for ClusterFirst pods (default: the 10th address of --service-cidr, 10.43.0.10, where the control plane creates the kube-dns Service); until a Service has that cluster IP, ClusterFirst pods get the node's resolv.conf")
+	dnsUpstreams := fs.String("dns-upstream", "", "comma-separated IP:port resolvers a worker's cluster DNS forwards names outside the cluster domain to (default: the nameservers of /etc/resolv.conf)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	logFormat := fs.String("log-format", "text", "log format: text or json (one line per record either way)")
 	fs.StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "directory for certificates, etcd data and kubeconfigs")
@@ -152,6 +153,11 @@ func runServer(args []string, stderr io.Writer) error {
 	for _, s := range strings.Split(*clusterDNS, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			cfg.ClusterDNS = append(cfg.ClusterDNS, s)
+		}
+	}
+	for _, s := range strings.Split(*dnsUpstreams, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			cfg.DNSUpstreams = append(cfg.DNSUpstreams, s)
 		}
 	}
 	for _, s := range strings.Split(*unsafeSysctls, ",") {

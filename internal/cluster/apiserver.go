@@ -192,9 +192,12 @@ func bootstrap(ctx context.Context, srv *apiserver.Server, cfg *Config) error {
 			Ports:     []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(int32(cfg.HTTPSPort))}},
 		},
 	}
+	if err := srv.EnsureObject(ctx, schema.GroupResource{Resource: "services"}, svc); err != nil {
+		return err
+	}
 	// Its Endpoints and EndpointSlice are the endpoint reconciler's (lb.go, leasereconciler): they
 	// list exactly the live API servers.
-	return srv.EnsureObject(ctx, schema.GroupResource{Resource: "services"}, svc)
+	return ensureKubeDNSService(ctx, srv, cfg)
 }
 
 // cacheSet holds the API server's watch caches so that a stopping node ends their etcd watches

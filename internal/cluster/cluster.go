@@ -133,7 +133,8 @@ func (n *Node) runRoles(ctx context.Context) error {
 				n.authz.labelNodeRoles(ctx, n.cfg.NodeName, kubeletRoles(n.cfg.Roles), n.cfg.Logger)
 				return nil
 			}},
-			role{name: "worker", run: func(ctx context.Context) error { return runWorker(ctx, &n.cfg, clock.RealClock{}.Now()) }})
+			role{name: "worker", run: func(ctx context.Context) error { return runWorker(ctx, &n.cfg, clock.RealClock{}.Now()) }},
+			role{name: "dns", run: func(ctx context.Context) error { return runDNS(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now()) }})
 	}
 	return runRoles(ctx, roles, roleStopGrace, n.cfg.Logger)
 }

@@ -75,6 +75,9 @@ type Config struct {
 	ClusterDNS []string
 	// ClusterDomain is the cluster's DNS domain (default cluster.local).
 	ClusterDomain string
+	// DNSUpstreams are the resolvers (host:port) a worker's cluster DNS forwards other names to;
+	// empty means the nameservers of the host's /etc/resolv.conf.
+	DNSUpstreams []string
 	// ClusterCIDR is the pod network; each node gets a podCIDR from it.
 	ClusterCIDR string
 	// Controllers selects controllers as kube-controller-manager's --controllers does.
@@ -233,6 +236,11 @@ func (c *Config) Validate() error {
 	for _, ip := range c.ClusterDNS {
 		if net.ParseIP(ip) == nil {
 			errs = append(errs, fmt.Errorf("--cluster-dns %q is not an IP address", ip))
+		}
+	}
+	for _, u := range c.DNSUpstreams {
+		if host, port, err := net.SplitHostPort(u); err != nil || net.ParseIP(host) == nil || port == "" {
+			errs = append(errs, fmt.Errorf("--dns-upstream %q: want IP:port", u))
 		}
 	}
 	if msgs := validation.IsDNS1123Subdomain(c.ClusterDomain); len(msgs) > 0 {

@@ -41,6 +41,8 @@ var rules = []struct {
 	{name: "controllers are API clients", pattern: "./internal/controller/...", forbidden: apiClientForbidden},
 	{name: "the kubelet is an API client", pattern: "./internal/kubelet/...", forbidden: apiClientForbidden},
 	{name: "the node-local load balancer is an API client", pattern: "./internal/lb/...", forbidden: apiClientForbidden},
+	{name: "cluster DNS is an API client and no upstream DNS server", pattern: "./internal/dns/...",
+		forbidden: append(slices.Clone(apiClientForbidden), module+"internal/kubelet", module+"internal/controller", "github.com/coredns/")},
 	{name: "simulated nodes are API clients", pattern: "./internal/simnode/...", forbidden: apiClientForbidden},
 	{name: "storage never reaches up into the API server or registry", pattern: "./internal/storage/...",
 		forbidden: []string{module + "internal/apiserver", module + "internal/registry", module + "internal/cluster"}},

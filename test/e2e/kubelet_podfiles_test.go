@@ -121,23 +121,12 @@ func TestKubeletPodFilesAndAdmission(t *testing.T) {
 	})
 
 	t.Run("resolv.conf", func(t *testing.T) {
-		// No Service answers on the cluster DNS address yet: ClusterFirst pods get the node's resolver.
-		resolv := c.kubectl("exec", "hosts", "-c", "c", "--", "cat", "/etc/resolv.conf")
-		if strings.Contains(resolv, "10.43.0.10") {
-			t.Errorf("ClusterFirst pod uses an unserved cluster DNS:\n%s", resolv)
-		}
 		none := c.kubectl("exec", "dns-none", "--", "cat", "/etc/resolv.conf")
 		mustContain(t, none, "nameserver 192.0.2.53", "search one.example two.example", "ndots:2", "edns0")
 		mustNotContain(t, none, "cluster.local")
 
-		// Once a Service has the cluster DNS address, new ClusterFirst pods use it.
-		c.stdin(`apiVersion: v1
-kind: Service
-metadata: {name: kube-dns, namespace: kube-system}
-spec:
-  clusterIP: 10.43.0.10
-  ports: [{name: dns, port: 53, protocol: UDP}]
-`, "apply", "-f", "-")
+		// The control plane creates the kube-dns Service at the cluster DNS address from the start,
+		// so ClusterFirst pods use it.
 		c.kubectl("run", "dns-cluster", "--image=localhost/busybox:local", "--", "sleep", "inf")
 		waitRunning(t, c, "dns-cluster")
 		cluster := c.kubectl("exec", "dns-cluster", "--", "cat", "/etc/resolv.conf")

@@ -72,6 +72,11 @@ func ControllerRoles() []rbacv1.ClusterRole {
 			rule("update").groups(legacyGroup).resources("services/finalizers"),
 			rule("get", "list", "create", "update", "delete").groups(discoveryGroup).resources("endpointslices"),
 		),
+		// skiff's own: the kube-dns Service's slices, one endpoint per worker node.
+		controllerRole("dns-endpoints-controller",
+			rule("get", "list", "watch").groups(legacyGroup).resources("services", "nodes"),
+			rule("get", "list", "watch", "create", "update", "delete").groups(discoveryGroup).resources("endpointslices"),
+		),
 		controllerRole("endpointslicemirroring-controller",
 			rule("get", "list", "watch").groups(legacyGroup).resources("services", "endpoints"),
 			rule("update").groups(legacyGroup).resources("services/finalizers"),

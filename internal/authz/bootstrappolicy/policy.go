@@ -16,6 +16,8 @@ const (
 	KubeProxy             = "system:kube-proxy"
 	KubeControllerManager = "system:kube-controller-manager"
 	KubeScheduler         = "system:kube-scheduler"
+	// SkiffDNS is the client identity of skiff's node-local cluster DNS server.
+	SkiffDNS = "system:skiff:dns"
 
 	// AutoUpdateAnnotation set to "false" stops the reconciler from adding rules and subjects.
 	AutoUpdateAnnotation = "rbac.authorization.kubernetes.io/autoupdate"
@@ -229,6 +231,14 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			Rules:      rules(rule("list", "watch").groups(legacyGroup).resources("endpoints", "services")),
 		},
 		{
+			// skiff's node-local cluster DNS: it reads what it answers from, nothing else.
+			ObjectMeta: meta(SkiffDNS, nil),
+			Rules: rules(
+				rule("list", "watch").groups(legacyGroup).resources("services", "namespaces"),
+				rule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
+			),
+		},
+		{
 			ObjectMeta: meta("system:persistent-volume-provisioner", nil),
 			Rules: rules(
 				rule("get", "list", "watch", "create", "delete").groups(legacyGroup).resources("persistentvolumes"),
@@ -343,6 +353,7 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterBinding("system:node-proxier", subjects(rbacv1.UserKind, KubeProxy)...),
 		clusterBinding("system:kube-controller-manager", subjects(rbacv1.UserKind, KubeControllerManager)...),
 		clusterBinding("system:kube-dns", serviceAccount("kube-system", "kube-dns")),
+		clusterBinding(SkiffDNS, subjects(rbacv1.UserKind, SkiffDNS)...),
 		clusterBinding("system:kube-scheduler", subjects(rbacv1.UserKind, KubeScheduler)...),
 		clusterBinding("system:volume-scheduler", subjects(rbacv1.UserKind, KubeScheduler)...),
 		// No subjects: nodes are authorized by the Node authorizer, as upstream since v1.8.

@@ -46,6 +46,9 @@ const (
 	// LocalPathProvisioner provisions volumes of the built-in local-path StorageClass on the
 	// scheduler's selected node and deletes released ones.
 	LocalPathProvisioner = "local-path-provisioner"
+	// DNSEndpoints keeps the kube-dns Service's EndpointSlices: one endpoint per worker node,
+	// where skiff's node-local DNS answers.
+	DNSEndpoints = "dns-endpoints"
 )
 
 // KnownControllers lists every controller name --controllers accepts.
@@ -53,7 +56,7 @@ func KnownControllers() []string {
 	return []string{ReplicaSet, Deployment, DaemonSet, StatefulSet, Job, CronJob, GarbageCollector, Namespace,
 		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption,
 		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring, CSRSigning, CSRApproving, CSRCleaner,
-		ReplicationController, ClusterRoleAggregation, LocalPathProvisioner}
+		ReplicationController, ClusterRoleAggregation, LocalPathProvisioner, DNSEndpoints}
 }
 
 // ParseControllers turns --controllers values into the set of enabled

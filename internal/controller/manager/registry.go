@@ -12,6 +12,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/daemonset"
 	"github.com/skiff-sh/skiff/internal/controller/deployment"
 	"github.com/skiff-sh/skiff/internal/controller/disruption"
+	"github.com/skiff-sh/skiff/internal/controller/dnsendpoints"
 	"github.com/skiff-sh/skiff/internal/controller/endpoint"
 	"github.com/skiff-sh/skiff/internal/controller/endpointslice"
 	"github.com/skiff-sh/skiff/internal/controller/endpointslicemirroring"
@@ -75,6 +76,7 @@ func constructors() map[string]constructor {
 		},
 		Endpoint:      func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpoint.New(deps) },
 		EndpointSlice: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpointslice.New(deps) },
+		DNSEndpoints:  func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return dnsendpoints.New(deps) },
 		EndpointSliceMirroring: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) {
 			return endpointslicemirroring.New(deps)
 		},
