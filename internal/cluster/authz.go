@@ -118,11 +118,17 @@ func (a *authorization) start(ctx context.Context, log *slog.Logger) error {
 func defaultClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 	out := append(bootstrappolicy.ClusterRoleBindings(), bootstrappolicy.ControllerRoleBindings()...)
 	out = append(out, bootstrappolicy.ControllerManagerBindings()...)
+	out = append(out, bootstrappolicy.JoinClusterRoleBindings()...)
 	return append(out, rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "skiff:kube-apiserver-kubelet-client"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: kubeletClientUser}},
 	})
+}
+
+// defaultNamespaceRoleBindings are upstream's plus the token cleaner's for skiff's controller manager.
+func defaultNamespaceRoleBindings() []rbacv1.RoleBinding {
+	return append(bootstrappolicy.NamespaceRoleBindings(), bootstrappolicy.JoinRoleBindings()...)
 }
 
 func defaultClusterRoles() []rbacv1.ClusterRole {
@@ -148,7 +154,7 @@ func ensurePolicy(ctx context.Context, srv *apiserver.Server) error {
 			return err
 		}
 	}
-	for _, b := range bootstrappolicy.NamespaceRoleBindings() {
+	for _, b := range defaultNamespaceRoleBindings() {
 		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: g, Resource: "rolebindings"}, &b); err != nil {
 			return err
 		}
@@ -205,7 +211,7 @@ func reconcilePolicy(ctx context.Context, client kubernetes.Interface, log *slog
 			return fmt.Errorf("reconcile role %s/%s: %w", desired.Namespace, desired.Name, err)
 		}
 	}
-	for _, desired := range bootstrappolicy.NamespaceRoleBindings() {
+	for _, desired := range defaultNamespaceRoleBindings() {
 		rbs := client.RbacV1().RoleBindings(desired.Namespace)
 		existing, err := rbs.Get(ctx, desired.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -398,6 +399,11 @@ func servingTLS(c *nodeCerts) (*tls.Config, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(c.caPEM) {
 		return nil, errors.New("cluster CA certificate does not parse")
+	}
+	// The chain ends with the CA, so a joining node can check it against the pin in its join token
+	// before it trusts the server or sends its token (internal/join).
+	if block, _ := pem.Decode(c.caPEM); block != nil {
+		cert.Certificate = append(cert.Certificate, block.Bytes)
 	}
 	return apiserver.TLSConfig(cert, &tls.Config{ClientCAs: pool}), nil
 }
