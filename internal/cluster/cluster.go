@@ -63,6 +63,9 @@ type Node struct {
 // is ordered: the kubelet, controllers and scheduler return first, then the API server stops
 // serving, and etcd stops last.
 func Run(ctx context.Context, cfg Config) error {
+	if cfg.Server != "" {
+		return runJoinedNode(ctx, cfg)
+	}
 	node, err := Start(ctx, cfg)
 	if err != nil {
 		return err
@@ -117,6 +120,10 @@ func (n *Node) runRoles(ctx context.Context) error {
 			}},
 			role{name: "scheduler", run: func(ctx context.Context) error {
 				return runScheduler(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now())
+			}},
+			role{name: "joined worker labels", run: func(ctx context.Context) error {
+				labelJoinedWorkers(ctx, n.authz.client, n.cfg.Logger)
+				return nil
 			}})
 	}
 	if n.cfg.HasRole(RoleWorker) {
