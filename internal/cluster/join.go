@@ -17,8 +17,11 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/skiff-sh/skiff/internal/join"
@@ -275,24 +278,38 @@ func renewClientCert(ctx context.Context, cfg *Config, id join.Identity, client 
 
 // labelJoinedWorkers gives every Node that says it has the worker role (workerRoleLabel, which
 // its kubelet may set) the node-role.kubernetes.io/worker label. Only the worker role is taken on
-// a node's word: control-plane and etcd nodes label themselves with the admin's credentials.
+// a node's word: control-plane and etcd nodes label themselves with the admin's credentials. It
+// watches only the Nodes with workerRoleLabel; a failed patch is retried at the next resync.
 func labelJoinedWorkers(ctx context.Context, client kubernetes.Interface, log *slog.Logger) {
 	patch := []byte(`{"metadata":{"labels":{"node-role.kubernetes.io/worker":""}}}`)
-	_ = wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
-		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: workerRoleLabel + "=true,!node-role.kubernetes.io/worker"})
-		if err != nil {
-			log.Debug("list joined workers", "err", err)
-			return false, nil
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 30*time.Second, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = workerRoleLabel + "=true"
+	}))
+	label := func(obj any) {
+		n, ok := obj.(*corev1.Node)
+		if !ok {
+			return
 		}
-		for _, n := range nodes.Items {
-			if _, err := client.CoreV1().Nodes().Patch(ctx, n.Name, "application/strategic-merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
-				log.Debug("label joined worker", "node", n.Name, "err", err)
-				continue
-			}
-			log.Info("labelled joined worker", "node", n.Name)
+		if _, done := n.Labels["node-role.kubernetes.io/worker"]; done {
+			return
 		}
-		return false, nil
-	})
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if _, err := client.CoreV1().Nodes().Patch(pctx, n.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			log.Debug("label joined worker", "node", n.Name, "err", err)
+			return
+		}
+		log.Info("labelled joined worker", "node", n.Name)
+	}
+	if _, err := factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: label, UpdateFunc: func(_, o any) { label(o) },
+	}); err != nil {
+		log.Error("joined worker labels", "err", err)
+		return
+	}
+	factory.Start(ctx.Done())
+	<-ctx.Done()
+	factory.Shutdown()
 }
 
 // nodeTaints are the taints a node registers with: a node without the worker role keeps ordinary

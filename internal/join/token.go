@@ -154,7 +154,7 @@ type SecretOptions struct {
 func NewSecret(t Token, opts SecretOptions, now time.Time) (*corev1.Secret, error) {
 	for _, g := range opts.ExtraGroups {
 		if !groupRE.MatchString(g) {
-			return nil, fmt.Errorf("extra group %q must start with system:bootstrappers:", g)
+			return nil, fmt.Errorf("extra group %q must start with \"system:bootstrappers:\"", g)
 		}
 	}
 	data := map[string][]byte{
