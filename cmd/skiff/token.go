@@ -22,7 +22,7 @@ import (
 )
 
 const tokenUsage = `Usage:
-  skiff token create [--data-dir D] [--ttl 24h] [--description TEXT]
+  skiff token create [--data-dir D] [--ttl 24h] [--description TEXT] [--control-plane]
                          store a new bootstrap token and print the join token
                          K10<sha256 of the CA public key>::<id>.<secret>
   skiff token list [--data-dir D]      the stored tokens (never their secrets)
@@ -39,9 +39,11 @@ func runToken(args []string, stdout, stderr io.Writer) error {
 	dataDir := fs.String("data-dir", defaultDataDir(), "data dir of a control-plane node (its admin kubeconfig and CA are used)")
 	var ttl *time.Duration
 	var description *string
+	var controlPlane *bool
 	if args[0] == "create" {
 		ttl = fs.Duration("ttl", 24*time.Hour, "how long the token is good for (0: never expires)")
 		description = fs.String("description", "", "a note stored with the token")
+		controlPlane = fs.Bool("control-plane", false, "the token may also join control-plane nodes: uploads the cluster CA and service-account keys to kube-system/skiff-cluster-keys, readable only with such tokens")
 	}
 	switch args[0] {
 	case "create", "list", "delete":
@@ -75,7 +77,18 @@ func runToken(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		jt, err := join.CreateToken(ctx, client, ca, join.SecretOptions{TTL: *ttl, Description: *description}, time.Now())
+		opts := join.SecretOptions{TTL: *ttl, Description: *description}
+		if *controlPlane {
+			keys, err := join.ReadKeys(filepath.Join(*dataDir, "pki"))
+			if err != nil {
+				return err
+			}
+			if err := join.UploadKeys(ctx, client, keys); err != nil {
+				return err
+			}
+			opts.ExtraGroups = []string{join.DefaultNodeGroup, join.ControlPlaneGroup}
+		}
+		jt, err := join.CreateToken(ctx, client, ca, opts, time.Now())
 		if err != nil {
 			return err
 		}

@@ -126,6 +126,11 @@ func defaultClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 	})
 }
 
+// defaultNamespaceRoles are upstream's plus the control-plane join's key reader.
+func defaultNamespaceRoles() []rbacv1.Role {
+	return append(bootstrappolicy.NamespaceRoles(), bootstrappolicy.JoinRoles()...)
+}
+
 // defaultNamespaceRoleBindings are upstream's plus the token cleaner's for skiff's controller manager.
 func defaultNamespaceRoleBindings() []rbacv1.RoleBinding {
 	return append(bootstrappolicy.NamespaceRoleBindings(), bootstrappolicy.JoinRoleBindings()...)
@@ -149,7 +154,7 @@ func ensurePolicy(ctx context.Context, srv *apiserver.Server) error {
 			return err
 		}
 	}
-	for _, r := range bootstrappolicy.NamespaceRoles() {
+	for _, r := range defaultNamespaceRoles() {
 		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: g, Resource: "roles"}, &r); err != nil {
 			return err
 		}
@@ -197,7 +202,7 @@ func reconcilePolicy(ctx context.Context, client kubernetes.Interface, log *slog
 			return fmt.Errorf("reconcile clusterrolebinding %s: %w", desired.Name, err)
 		}
 	}
-	for _, desired := range bootstrappolicy.NamespaceRoles() {
+	for _, desired := range defaultNamespaceRoles() {
 		roles := client.RbacV1().Roles(desired.Namespace)
 		existing, err := roles.Get(ctx, desired.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

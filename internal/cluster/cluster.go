@@ -63,8 +63,17 @@ type Node struct {
 // is ordered: the kubelet, controllers and scheduler return first, then the API server stops
 // serving, and etcd stops last.
 func Run(ctx context.Context, cfg Config) error {
-	if cfg.Server != "" {
+	if cfg.Server != "" && !cfg.HasRole(RoleControlPlane) {
 		return runJoinedNode(ctx, cfg)
+	}
+	if cfg.Server != "" {
+		cfg.Default()
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		if err := joinControlPlane(ctx, &cfg); err != nil {
+			return err
+		}
 	}
 	node, err := Start(ctx, cfg)
 	if err != nil {

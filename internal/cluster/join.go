@@ -48,8 +48,8 @@ func (c *Config) validateJoin() []error {
 	if u, err := url.Parse(c.Server); err != nil || u.Scheme != "https" || u.Host == "" {
 		errs = append(errs, fmt.Errorf("--server %q must be https://HOST:PORT", c.Server))
 	}
-	if c.HasRole(RoleControlPlane) || c.HasRole(RoleEtcd) {
-		errs = append(errs, errors.New("joining with the etcd or controlplane role is not available yet: join worker-only nodes (--roles worker)"))
+	if c.HasRole(RoleEtcd) {
+		errs = append(errs, errors.New("joining with the etcd role (a stacked etcd member) is not available yet: join worker nodes, or control-plane nodes on an external etcd (--roles controlplane --etcd-servers ...)"))
 	}
 	if c.Token != "" {
 		if _, err := join.ParseJoinToken(c.Token); err != nil {
@@ -66,6 +66,41 @@ func apiServerURL(cfg *Config) string {
 		return cfg.Server
 	}
 	return cfg.LocalURL()
+}
+
+// joinControlPlane prepares a joining control-plane node: unless it already has the cluster's keys
+// (a restart), it fetches them with a control-plane token (after checking the CA pin) and stores
+// them in its pki directory; the node then starts like the first one, on the shared etcd. A refused
+// join removes a data dir it created.
+func joinControlPlane(ctx context.Context, cfg *Config) error {
+	dir := filepath.Join(cfg.DataDir, "pki")
+	if _, err := os.Stat(filepath.Join(dir, "ca.crt")); err == nil {
+		cfg.Logger.Info("control-plane node has the cluster's keys; rejoining without a token", "node", cfg.NodeName)
+		return nil
+	}
+	if cfg.Token == "" {
+		return fmt.Errorf("control-plane node %s has not joined yet (no %s): --token is required the first time", cfg.NodeName, filepath.Join(dir, "ca.crt"))
+	}
+	token, err := join.ParseJoinToken(cfg.Token)
+	if err != nil {
+		return fmt.Errorf("--token: %w", err)
+	}
+	_, statErr := os.Stat(cfg.DataDir)
+	freshDir := errors.Is(statErr, os.ErrNotExist)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	keys, err := join.FetchKeys(ctx, cfg.Server, token)
+	if err == nil {
+		err = keys.Write(dir)
+	}
+	if err != nil {
+		if freshDir {
+			os.RemoveAll(cfg.DataDir)
+		}
+		return err
+	}
+	cfg.Logger.Info("cluster keys fetched; starting the control plane", "node", cfg.NodeName, "server", cfg.Server)
+	return nil
 }
 
 // runJoinedNode runs a worker-only node of an existing cluster: it joins first when it has no

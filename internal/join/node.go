@@ -271,3 +271,9 @@ func RenewAt(cert *x509.Certificate) time.Time {
 
 // NeedsRenewal reports whether cert should be renewed at now.
 func NeedsRenewal(cert *x509.Certificate, now time.Time) bool { return !now.Before(RenewAt(cert)) }
+
+func pemEncode(typ string, der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+}
+
+func readFile(path string) ([]byte, error) { return os.ReadFile(path) }

@@ -23,11 +23,32 @@ func JoinClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 	}
 }
 
+// ControlPlaneJoinGroup is the extra group of tokens that may join control-plane nodes
+// (`skiff token create --control-plane`); only they may read the cluster's shared keys.
+const ControlPlaneJoinGroup = "system:bootstrappers:skiff:control-plane"
+
+// ClusterKeysSecret is the kube-system Secret with the keys every control-plane node shares
+// (cluster CA certificate and key, service-account key), uploaded by `skiff token create
+// --control-plane` (kubeadm's kubeadm-certs Secret plays this part).
+const ClusterKeysSecret = "skiff-cluster-keys"
+
+// JoinRoles lets control-plane join tokens read the shared keys and nothing else of kube-system.
+func JoinRoles() []rbacv1.Role {
+	r := rbacv1.Role{
+		ObjectMeta: nsMeta("kube-system", "skiff:control-plane-join"),
+		Rules:      rules(rule("get").groups(legacyGroup).resources("secrets").names(ClusterKeysSecret)),
+	}
+	r.Annotations = nil
+	return []rbacv1.Role{r}
+}
+
 // JoinRoleBindings gives skiff's controller manager (one identity for every controller) the
 // token cleaner's kube-system Role, which upstream binds to the token-cleaner service account.
 func JoinRoleBindings() []rbacv1.RoleBinding {
 	b := roleBinding("kube-system", "system:controller:token-cleaner", subjects(rbacv1.UserKind, KubeControllerManager)...)
 	b.Name = "skiff:kube-controller-manager:token-cleaner"
 	b.Annotations = nil
-	return []rbacv1.RoleBinding{b}
+	cp := roleBinding("kube-system", "skiff:control-plane-join", subjects(rbacv1.GroupKind, ControlPlaneJoinGroup)...)
+	cp.Annotations = nil
+	return []rbacv1.RoleBinding{b, cp}
 }
