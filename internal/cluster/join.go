@@ -247,10 +247,19 @@ func runCertificates(ctx context.Context, cfg *Config, id join.Identity, client 
 }
 
 func requestServingCert(ctx context.Context, cfg *Config, id join.Identity, client kubernetes.Interface, serving *servingCert) error {
-	// The approver compares the names with the registered Node's: wait for the kubelet to register.
+	// The approver compares the names with the registered Node's: wait for the kubelet to register
+	// and report its address.
 	if err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().Nodes().Get(ctx, cfg.NodeName, metav1.GetOptions{})
-		return err == nil, nil
+		node, err := client.CoreV1().Nodes().Get(ctx, cfg.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, a := range node.Status.Addresses {
+			if a.Address == cfg.AdvertiseAddress {
+				return true, nil
+			}
+		}
+		return false, nil
 	}); err != nil {
 		return err
 	}

@@ -96,13 +96,16 @@ func TestJoinWorkers(t *testing.T) {
 		return nil
 	})
 	placed := c.kubectl("get", "pods", "-l", "app=web", "-o", "jsonpath={range .items[*]}{.spec.nodeName} {.metadata.name}{\"\\n\"}{end}")
-	var pod string
+	var pod, onWorker1 string
 	for _, line := range strings.Split(strings.TrimSpace(placed), "\n") {
 		f := strings.Fields(line)
 		if len(f) != 2 || (f[0] != "worker-1" && f[0] != "worker-2") {
 			t.Fatalf("pod placed off the workers: %q", line)
 		}
 		pod = f[1]
+		if f[0] == "worker-1" {
+			onWorker1 = f[1]
+		}
 	}
 	// API server -> the worker's kubelet on its own address, with its CSR-issued serving certificate.
 	eventually(t, 30*time.Second, func() error {
@@ -127,4 +130,13 @@ func TestJoinWorkers(t *testing.T) {
 		return nil
 	})
 	mustContain(t, c.kubectl("get", "nodes"), "worker-1", "worker-2")
+	if onWorker1 != "" {
+		// The restarted kubelet serves again with the serving certificate it kept on disk.
+		eventually(t, 60*time.Second, func() error {
+			if out, _ := c.kubectlErr("logs", onWorker1); !strings.Contains(out, "hello-from-") {
+				return errString("logs after restart: " + out)
+			}
+			return nil
+		})
+	}
 }

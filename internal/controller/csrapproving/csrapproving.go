@@ -92,6 +92,12 @@ func New(deps ctrlutil.Deps, cfg Config) (*Controller, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("csr informer handler: %w", err)
 	}
+	// A node's serving request waits for its Node and addresses: look at it again when they change.
+	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueueServingRequestsOf, UpdateFunc: func(_, o any) { c.enqueueServingRequestsOf(o) },
+	}); err != nil {
+		return nil, fmt.Errorf("node informer handler: %w", err)
+	}
 	return c, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 )
@@ -69,9 +70,43 @@ func (c *Controller) syncServing(ctx context.Context, csr *certificatesv1.Certif
 	if err != nil {
 		return fmt.Errorf("serving csr %s: get node %s: %w", csr.Name, name, err)
 	}
+	if len(req.IPAddresses) > 0 && !hasIPAddress(node) {
+		// Registered, but its addresses are not reported yet: look again.
+		return fmt.Errorf("serving csr %s: node %s has not reported its addresses yet", csr.Name, name)
+	}
 	if err := ServingRequestMatchesNode(csr, req, node); err != nil {
 		c.log.Info("not approving kubelet serving request; leaving it for a person", "csr", csr.Name, "reason", err.Error())
 		return nil
 	}
 	return c.approve(ctx, csr, "kubelet-serving", servingMessage)
+}
+
+func hasIPAddress(node *corev1.Node) bool {
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP || a.Type == corev1.NodeExternalIP {
+			return true
+		}
+	}
+	return false
+}
+
+// enqueueServingRequestsOf queues the undecided kubelet-serving requests of a Node's node.
+func (c *Controller) enqueueServingRequestsOf(obj any) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	all, err := c.lister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, csr := range all {
+		if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName || csr.Spec.Username != "system:node:"+node.Name {
+			continue
+		}
+		if approved, denied := ctrlutil.CSRApprovedOrDenied(csr); approved || denied {
+			continue
+		}
+		c.loop.Enqueue(csr)
+	}
 }

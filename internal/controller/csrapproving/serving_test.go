@@ -107,3 +107,22 @@ func TestSyncRetriesServingRequestOfUnregisteredNode(t *testing.T) {
 		t.Fatalf("wrote %v", ctrltest.Describe(env.Writes()))
 	}
 }
+
+func TestSyncRetriesServingRequestBeforeAddresses(t *testing.T) {
+	csr, _ := servingCSR(t, "system:node:worker-1", "system:node:worker-1", []string{"worker-1"}, "172.31.5.2")
+	node := workerNode()
+	node.Status.Addresses = nil
+	env := ctrltest.NewEnv(csr, node)
+	c, err := New(env.Deps, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Seed(t, env.Factory.Certificates().V1().CertificateSigningRequests().Informer(), csr)
+	ctrltest.Seed(t, env.Factory.Core().V1().Nodes().Informer(), node)
+	if err := c.Sync(context.Background(), csr.Name); err == nil {
+		t.Fatal("a request of a node without reported addresses was not retried")
+	}
+	if len(env.Writes()) != 0 {
+		t.Fatalf("wrote %v", ctrltest.Describe(env.Writes()))
+	}
+}
