@@ -119,6 +119,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.ClusterSigningDuration, "cluster-signing-duration", 365*24*time.Hour, "the longest certificate issued for an approved CertificateSigningRequest; spec.expirationSeconds may only shorten it")
 	fs.StringVar(&cfg.Server, "server", "", "join the cluster whose API server is https://HOST:PORT (worker-only nodes: --roles worker)")
 	fs.StringVar(&cfg.Token, "token", "", "join token from skiff token create (K10<CA hash>::<id>.<secret>); needed only for the first start")
+	fs.BoolVar(&cfg.ControlPlaneKubelet, "control-plane-kubelet", false, "run the kubelet (and containerd) on a node without the worker role too: it registers a Node labelled with its roles and tainted node-role.kubernetes.io/control-plane:NoSchedule (etcd-only: node-role.kubernetes.io/etcd:NoExecute), so only pods that tolerate it (DaemonSets) run there")
 	fs.StringVar(&cfg.StorageEncoding, "storage-encoding", "protobuf", "encoding of objects in etcd: protobuf or json")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -135,7 +135,7 @@ func (n *Node) runRoles(ctx context.Context) error {
 				return nil
 			}})
 	}
-	if n.cfg.HasRole(RoleWorker) {
+	if n.cfg.HasRole(RoleWorker) || n.cfg.ControlPlaneKubelet {
 		roles = append(roles,
 			role{name: "node role labels", run: func(ctx context.Context) error {
 				n.authz.labelNodeRoles(ctx, n.cfg.NodeName, kubeletRoles(n.cfg.Roles), n.cfg.Logger)

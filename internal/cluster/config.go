@@ -113,6 +113,9 @@ type Config struct {
 	// until the node has its certificates (a restart needs none).
 	Server string
 	Token  string
+	// ControlPlaneKubelet runs the kubelet on a node without the worker role too, so it registers a
+	// Node (with its roles' labels and the control-plane or etcd taint, see nodeTaints).
+	ControlPlaneKubelet bool
 	// StorageEncoding is "protobuf" or "json" (see README: protobuf is the measured default).
 	StorageEncoding string
 	Logger          *slog.Logger

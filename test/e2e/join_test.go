@@ -7,13 +7,14 @@ import (
 	"time"
 )
 
-// TestJoinWorkers: one control plane (etcd,controlplane) on the host and two worker-only nodes,
+// TestJoinWorkers: one control plane (etcd,controlplane, with a kubelet: a tainted Node) on the
+// host and two worker-only nodes,
 // each in its own network namespace with its own containerd, joined with `skiff token create`'s
 // token. Refused joins (wrong CA pin, expired token, deleted token) say why and leave no data dir;
 // a restarted worker rejoins without the token.
 func TestJoinWorkers(t *testing.T) {
 	n := newTestNet(t)
-	c := newJoinCluster(t, n)
+	c := newJoinCluster(t, n, true)
 	server := c.ServerURL(n)
 	token := c.createToken("--description", "e2e workers")
 	mustContain(t, token, "K10", "::")
@@ -64,16 +65,18 @@ func TestJoinWorkers(t *testing.T) {
 		return nil
 	})
 	t.Logf("two workers joined and Ready %s after their start", time.Since(start).Round(100*time.Millisecond))
-	eventually(t, 30*time.Second, func() error {
+	// Three nodes with their roles; the control plane's carries the taint that keeps pods off it.
+	eventually(t, 60*time.Second, func() error {
 		out := c.kubectl("get", "nodes")
-		if strings.Count(out, "worker ") < 2 {
-			return errString("roles: " + out)
+		if strings.Count(out, "worker ") < 2 || !strings.Contains(out, "control-plane,etcd") || strings.Count(out, " Ready ") < 3 {
+			return errString("nodes: " + out)
 		}
 		return nil
 	})
-	// Each worker uses the podCIDR node IPAM gave its Node, distinct ones.
+	mustContain(t, c.kubectl("get", "node", "cp-1", "-o", "jsonpath={.spec.taints}"), "node-role.kubernetes.io/control-plane", "NoSchedule")
+	// Each node uses its own podCIDR: node IPAM's for the joined workers.
 	cidrs := c.kubectl("get", "nodes", "-o", "jsonpath={.items[*].spec.podCIDR}")
-	if f := strings.Fields(cidrs); len(f) != 2 || f[0] == f[1] {
+	if f := strings.Fields(cidrs); len(f) != 3 || f[0] == f[1] || f[1] == f[2] || f[0] == f[2] {
 		t.Fatalf("podCIDRs %q", cidrs)
 	}
 

@@ -129,10 +129,22 @@ func (h *netHost) Command(name string, args ...string) *exec.Cmd {
 	return exec.Command("nsenter", append([]string{"--net=/var/run/netns/" + h.ns, name}, args...)...)
 }
 
-// newJoinCluster starts a control plane (etcd,controlplane) bound to the test net's host address.
-func newJoinCluster(t *testing.T, n *testNet) *cluster {
+// newJoinCluster starts a control plane (etcd,controlplane) named cp-1 bound to the test net's
+// host address. With its own kubelet (--control-plane-kubelet) it registers a tainted Node; its
+// data dir is short then (containerd's socket path limit).
+func newJoinCluster(t *testing.T, n *testNet, kubelet bool) *cluster {
 	t.Helper()
-	c := &cluster{t: t, bin: skiffBinary, dataDir: t.TempDir(), extraArgs: []string{"--bind-address", n.HostIP(), "--advertise-address", n.HostIP()}}
+	dir := t.TempDir()
+	args := []string{"--bind-address", n.HostIP(), "--advertise-address", n.HostIP(), "--node-name", "cp-1"}
+	if kubelet {
+		dir = filepath.Join(os.TempDir(), "skjc"+randomID(t))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		args = append(args, "--control-plane-kubelet")
+	}
+	c := &cluster{t: t, bin: skiffBinary, dataDir: dir, extraArgs: args}
 	c.ports = [3]int{freePort(t), freePort(t), freePort(t)}
 	c.kubeconfig = filepath.Join(c.dataDir, "admin.kubeconfig")
 	c.start()
