@@ -30,6 +30,7 @@ Usage:
   skiff explain --node N P  why pod P does or does not fit node N (the scheduler's per-plugin verdicts)
   skiff etcd snapshot ...   save a running node's etcd to a file; restore one into a new data dir
   skiff secrets-encrypt rotate  seal Secrets with a new key (old keys read until every Secret is rewritten)
+  skiff token ...           create, list and delete join tokens (skiff token -h)
   skiff version             print the version
 
 Run "skiff server -h" for the server's flags.
@@ -62,6 +63,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runSecretsEncrypt(args[1:], stdout, stderr)
 	case "etcd":
 		return runEtcd(args[1:], stdout, stderr)
+	case "token":
+		return runToken(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, cluster.Version.GitVersion)
 		return nil
@@ -119,6 +122,9 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.ContainerRuntimeEndpoint, "container-runtime-endpoint", "", "CRI socket of an existing runtime; empty: skiff supervises its own containerd")
 	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how long a node may go unheard before it is marked Ready=Unknown and tainted unreachable")
 	fs.DurationVar(&cfg.ClusterSigningDuration, "cluster-signing-duration", 365*24*time.Hour, "the longest certificate issued for an approved CertificateSigningRequest; spec.expirationSeconds may only shorten it")
+	fs.StringVar(&cfg.Server, "server", "", "join the cluster whose API server is https://HOST:PORT (worker-only nodes: --roles worker)")
+	fs.StringVar(&cfg.Token, "token", "", "join token from skiff token create (K10<CA hash>::<id>.<secret>); needed only for the first start")
+	fs.BoolVar(&cfg.ControlPlaneKubelet, "control-plane-kubelet", false, "run the kubelet (and containerd) on a node without the worker role too: it registers a Node labelled with its roles and tainted node-role.kubernetes.io/control-plane:NoSchedule (etcd-only: node-role.kubernetes.io/etcd:NoExecute), so only pods that tolerate it (DaemonSets) run there")
 	fs.StringVar(&cfg.StorageEncoding, "storage-encoding", "protobuf", "encoding of objects in etcd: protobuf or json")
 	fs.BoolVar(&cfg.SecretsEncryption, "secrets-encryption", true, "seal Secrets in etcd with a key generated into <data-dir>/pki/encryption-config.yaml (rotate with `skiff secrets-encrypt rotate`)")
 	fs.StringVar(&cfg.EncryptionProviderConfig, "encryption-provider-config", "", "an EncryptionConfiguration file (apiserver.config.k8s.io/v1) for encryption at rest, instead of --secrets-encryption's; reloaded when it changes")

@@ -6,6 +6,7 @@ import (
 	"net"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -99,6 +100,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 	if err != nil {
 		return nil, nil, err
 	}
+	var built atomic.Pointer[apiserver.Server]
 	srv, err := apiserver.New(apiserver.Config{
 		Authorizer: authz.authorize,
 		Rules:      authz.rules,
@@ -111,7 +113,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		Resources:             resources,
 		Storage:               storageFactory,
 		Ready:                 func(ctx context.Context) error { _, err := client.Get(ctx, "/registry/health"); return err },
-		Authenticator:         apiserver.ClientCertAuthenticator{},
+		Authenticator:         apiserver.UnionAuthenticator{apiserver.ClientCertAuthenticator{}, bootstrapTokenAuthenticator(cfg, &built)},
 		Admission:             admission.plugins(apiserver.RBACEscalation{Authorizer: authz.authorize, Rules: authz.rules}, apiserver.NodeRestriction{}),
 		OpenAPI:               oapi,
 		Discovery:             disc,
@@ -136,6 +138,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 	if err != nil {
 		return nil, nil, err
 	}
+	built.Store(srv)
 	// The admission plugins' caches run before the first write: bootstrap's writes are admitted too.
 	if err := admission.start(admissionCtx, srv); err != nil {
 		return nil, nil, err

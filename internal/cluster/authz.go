@@ -118,11 +118,22 @@ func (a *authorization) start(ctx context.Context, log *slog.Logger) error {
 func defaultClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 	out := append(bootstrappolicy.ClusterRoleBindings(), bootstrappolicy.ControllerRoleBindings()...)
 	out = append(out, bootstrappolicy.ControllerManagerBindings()...)
+	out = append(out, bootstrappolicy.JoinClusterRoleBindings()...)
 	return append(out, rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "skiff:kube-apiserver-kubelet-client"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: kubeletClientUser}},
 	})
+}
+
+// defaultNamespaceRoles are upstream's plus the control-plane join's key reader.
+func defaultNamespaceRoles() []rbacv1.Role {
+	return append(bootstrappolicy.NamespaceRoles(), bootstrappolicy.JoinRoles()...)
+}
+
+// defaultNamespaceRoleBindings are upstream's plus the token cleaner's for skiff's controller manager.
+func defaultNamespaceRoleBindings() []rbacv1.RoleBinding {
+	return append(bootstrappolicy.NamespaceRoleBindings(), bootstrappolicy.JoinRoleBindings()...)
 }
 
 func defaultClusterRoles() []rbacv1.ClusterRole {
@@ -143,12 +154,12 @@ func ensurePolicy(ctx context.Context, srv *apiserver.Server) error {
 			return err
 		}
 	}
-	for _, r := range bootstrappolicy.NamespaceRoles() {
+	for _, r := range defaultNamespaceRoles() {
 		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: g, Resource: "roles"}, &r); err != nil {
 			return err
 		}
 	}
-	for _, b := range bootstrappolicy.NamespaceRoleBindings() {
+	for _, b := range defaultNamespaceRoleBindings() {
 		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: g, Resource: "rolebindings"}, &b); err != nil {
 			return err
 		}
@@ -191,7 +202,7 @@ func reconcilePolicy(ctx context.Context, client kubernetes.Interface, log *slog
 			return fmt.Errorf("reconcile clusterrolebinding %s: %w", desired.Name, err)
 		}
 	}
-	for _, desired := range bootstrappolicy.NamespaceRoles() {
+	for _, desired := range defaultNamespaceRoles() {
 		roles := client.RbacV1().Roles(desired.Namespace)
 		existing, err := roles.Get(ctx, desired.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -205,7 +216,7 @@ func reconcilePolicy(ctx context.Context, client kubernetes.Interface, log *slog
 			return fmt.Errorf("reconcile role %s/%s: %w", desired.Namespace, desired.Name, err)
 		}
 	}
-	for _, desired := range bootstrappolicy.NamespaceRoleBindings() {
+	for _, desired := range defaultNamespaceRoleBindings() {
 		rbs := client.RbacV1().RoleBindings(desired.Namespace)
 		existing, err := rbs.Get(ctx, desired.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,6 +65,18 @@ type Node struct {
 // is ordered: the kubelet, controllers and scheduler return first, then the API server stops
 // serving, and etcd stops last.
 func Run(ctx context.Context, cfg Config) error {
+	if cfg.Server != "" && !cfg.HasRole(RoleControlPlane) {
+		return runJoinedNode(ctx, cfg)
+	}
+	if cfg.Server != "" {
+		cfg.Default()
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		if err := joinControlPlane(ctx, &cfg); err != nil {
+			return err
+		}
+	}
 	node, err := Start(ctx, cfg)
 	if err != nil {
 		return err
@@ -125,9 +138,13 @@ func (n *Node) runRoles(ctx context.Context) error {
 			}},
 			role{name: "scheduler", run: func(ctx context.Context) error {
 				return runScheduler(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now())
+			}},
+			role{name: "joined worker labels", run: func(ctx context.Context) error {
+				labelJoinedWorkers(ctx, n.authz.client, n.cfg.Logger)
+				return nil
 			}})
 	}
-	if n.cfg.HasRole(RoleWorker) {
+	if n.cfg.HasRole(RoleWorker) || n.cfg.ControlPlaneKubelet {
 		roles = append(roles,
 			role{name: "node role labels", run: func(ctx context.Context) error {
 				n.authz.labelNodeRoles(ctx, n.cfg.NodeName, kubeletRoles(n.cfg.Roles), n.cfg.Logger)
@@ -406,6 +423,11 @@ func servingTLS(c *nodeCerts) (*tls.Config, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(c.caPEM) {
 		return nil, errors.New("cluster CA certificate does not parse")
+	}
+	// The chain ends with the CA, so a joining node can check it against the pin in its join token
+	// before it trusts the server or sends its token (internal/join).
+	if block, _ := pem.Decode(c.caPEM); block != nil {
+		cert.Certificate = append(cert.Certificate, block.Bytes)
 	}
 	return apiserver.TLSConfig(cert, &tls.Config{ClientCAs: pool}), nil
 }

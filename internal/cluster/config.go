@@ -113,6 +113,14 @@ type Config struct {
 	// deleted volume's directory.
 	LocalPathDir         string
 	LocalPathHelperImage string
+	// Server is the API server (https://HOST:PORT) of the cluster this node joins; empty starts or
+	// restarts a cluster of its own. Token is the join token (`skiff token create`), needed only
+	// until the node has its certificates (a restart needs none).
+	Server string
+	Token  string
+	// ControlPlaneKubelet runs the kubelet on a node without the worker role too, so it registers a
+	// Node (with its roles' labels and the control-plane or etcd taint, see nodeTaints).
+	ControlPlaneKubelet bool
 	// StorageEncoding is "protobuf" or "json" (see README: protobuf is the measured default).
 	StorageEncoding string
 	// SecretsEncryption seals Secrets in etcd with a key skiff generates into the data dir (see
@@ -258,9 +266,7 @@ func (c *Config) Validate() error {
 	if c.StorageEncoding != "protobuf" && c.StorageEncoding != "json" {
 		errs = append(errs, fmt.Errorf("storage encoding %q: want protobuf or json", c.StorageEncoding))
 	}
-	if c.HasRole(RoleWorker) && !c.HasRole(RoleControlPlane) {
-		errs = append(errs, errors.New("a worker-only node is not available yet (joining a cluster is a later issue); run it with the controlplane role"))
-	}
+	errs = append(errs, c.validateJoin()...)
 	if err := kubelet.ValidateAllowedUnsafeSysctls(c.AllowedUnsafeSysctls); err != nil {
 		errs = append(errs, fmt.Errorf("--allowed-unsafe-sysctls: %w", err))
 	}

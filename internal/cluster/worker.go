@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/skiff-sh/skiff/internal/kubelet"
 )
@@ -48,20 +49,39 @@ func firstPodCIDR(clusterCIDR string) (string, error) {
 }
 
 // runWorker runs the node's container runtime and kubelet with the node's own identity
-// (CN=system:node:<name>, O=system:nodes).
+// (CN=system:node:<name>, O=system:nodes), issued from the CA in the data dir.
 func runWorker(ctx context.Context, cfg *Config, now time.Time) error {
 	restCfg, err := componentRESTConfig(cfg, "system:node:"+cfg.NodeName, []string{"system:nodes"}, now)
-	if err != nil {
-		return err
-	}
-	// The kubelet reaches the API servers through the node-local load balancer (lb.go).
-	client, err := kubernetes.NewForConfig(throughLB(cfg, restCfg))
 	if err != nil {
 		return err
 	}
 	podCIDR, err := firstPodCIDR(cfg.ClusterCIDR)
 	if err != nil {
 		return fmt.Errorf("cluster CIDR: %w", err)
+	}
+	serverTLS, err := kubeletServingTLS(cfg, now)
+	if err != nil {
+		return err
+	}
+	// The kubelet reaches the API servers through the node-local load balancer (lb.go).
+	return runKubelet(ctx, cfg, kubeletIdentity{rest: throughLB(cfg, restCfg), serverTLS: serverTLS, podCIDRs: []string{podCIDR}, taints: nodeTaints(cfg.Roles)})
+}
+
+// kubeletIdentity is how a kubelet reaches and is reached by the cluster.
+type kubeletIdentity struct {
+	rest      *rest.Config
+	serverTLS *tls.Config
+	// podCIDRs are registered with a new Node; empty waits for node IPAM's (a joined node).
+	podCIDRs []string
+	labels   map[string]string
+	taints   []corev1.Taint
+}
+
+// runKubelet runs the container runtime and the kubelet as id.
+func runKubelet(ctx context.Context, cfg *Config, id kubeletIdentity) error {
+	client, err := kubernetes.NewForConfig(id.rest)
+	if err != nil {
+		return err
 	}
 	reserved, err := kubelet.ParseSystemReserved(cfg.SystemReserved)
 	if err != nil {
@@ -77,22 +97,20 @@ func runWorker(ctx context.Context, cfg *Config, now time.Time) error {
 		// No roles: NodeRestriction forbids a kubelet node-role.kubernetes.io labels; the control
 		// plane sets them (labelNodeRoles), as kubeadm does with the admin's credentials.
 		Roles:    nil,
+		Labels:   id.labels,
+		Taints:   id.taints,
 		DataDir:  filepath.Join(cfg.DataDir, "kubelet"),
-		PodCIDRs: []string{podCIDR},
+		PodCIDRs: id.podCIDRs,
 		Port:     int32(cfg.KubeletPort),
 	}
 	if ip := net.ParseIP(cfg.AdvertiseAddress); ip != nil {
 		// The node is reached where the kubelet listens: a loopback-only node says so.
 		kcfg.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: cfg.AdvertiseAddress}, {Type: corev1.NodeHostName, Address: cfg.NodeName}}
 	}
-	serverTLS, err := kubeletServingTLS(cfg, now)
-	if err != nil {
-		return err
-	}
 	kcfg = kcfg.WithDefaults()
 	return kubelet.RunWorker(ctx, kubelet.WorkerConfig{
 		Kubelet: kcfg, RuntimeEndpoint: cfg.ContainerRuntimeEndpoint,
-		ServerTLS: serverTLS, ServerAddress: net.JoinHostPort(cfg.BindAddress, strconv.Itoa(int(kcfg.Port))),
+		ServerTLS: id.serverTLS, ServerAddress: net.JoinHostPort(cfg.BindAddress, strconv.Itoa(int(kcfg.Port))),
 	}, client, cfg.Logger)
 }
 

@@ -67,6 +67,11 @@ var rules = []struct {
 	// The admission CEL environment is pure: the registry compiles with it, so it must not see the server.
 	{name: "the CEL environment is pure", pattern: "./internal/cel/...",
 		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster", "go.etcd.io/etcd/"}},
+	// Joining is tokens, an authenticator over a Secret lookup, and the node's client-go side: the
+	// request's user type (apiserver/request) is all it sees of the server.
+	{name: "joining is independent of the server", pattern: "./internal/join/...",
+		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster", module + "internal/etcd", "go.etcd.io/etcd/"},
+		allowed:   []string{module + "internal/apiserver/request"}},
 	{name: "the API server does not assemble nodes", pattern: "./internal/apiserver/...", forbidden: []string{module + "internal/cluster"}},
 	// The hand-declared apiextensions.k8s.io types are types only: everything may import them.
 	{name: "API types are leaves", pattern: "./internal/apis/...",

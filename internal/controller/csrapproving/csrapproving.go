@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	certificateslisters "k8s.io/client-go/listers/certificates/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -67,6 +68,7 @@ type Config struct {
 type Controller struct {
 	client kubernetes.Interface
 	lister certificateslisters.CertificateSigningRequestLister
+	nodes  corelisters.NodeLister
 	clock  clock.PassiveClock
 	log    *slog.Logger
 	loop   *ctrlutil.Loop
@@ -79,15 +81,22 @@ func New(deps ctrlutil.Deps, cfg Config) (*Controller, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	informer := deps.Informers.Certificates().V1().CertificateSigningRequests()
+	nodes := deps.Informers.Core().V1().Nodes()
 	c := &Controller{
-		client: deps.Client, lister: informer.Lister(), clock: deps.Clock, log: cfg.Logger,
-		synced: []cache.InformerSynced{informer.Informer().HasSynced},
+		client: deps.Client, lister: informer.Lister(), nodes: nodes.Lister(), clock: deps.Clock, log: cfg.Logger,
+		synced: []cache.InformerSynced{informer.Informer().HasSynced, nodes.Informer().HasSynced},
 	}
 	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
 	if _, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.loop.Enqueue, UpdateFunc: func(_, o any) { c.loop.Enqueue(o) },
 	}); err != nil {
 		return nil, fmt.Errorf("csr informer handler: %w", err)
+	}
+	// A node's serving request waits for its Node and addresses: look at it again when they change.
+	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueueServingRequestsOf, UpdateFunc: func(_, o any) { c.enqueueServingRequestsOf(o) },
+	}); err != nil {
+		return nil, fmt.Errorf("node informer handler: %w", err)
 	}
 	return c, nil
 }
@@ -114,22 +123,30 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		c.log.Info("cannot parse certificate request; leaving it", "csr", csr.Name, "err", err)
 		return nil
 	}
+	if csr.Spec.SignerName == certificatesv1.KubeletServingSignerName {
+		return c.syncServing(ctx, csr, req)
+	}
 	for _, r := range recognizers() {
 		if !r.recognize(csr, req) || !authorized(csr, r.subresource) {
 			continue
 		}
-		now := metav1.NewTime(c.clock.Now())
-		next := csr.DeepCopy()
-		next.Status.Conditions = append(next.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
-			Reason: ReasonAutoApproved, Message: r.message, LastUpdateTime: now, LastTransitionTime: now,
-		})
-		if _, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, next, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("approve csr %s: %w", csr.Name, err)
-		}
-		c.log.Info("approved certificate request", "csr", csr.Name, "requestor", csr.Spec.Username, "kind", r.subresource)
-		return nil
+		return c.approve(ctx, csr, r.subresource, r.message)
 	}
+	return nil
+}
+
+// approve adds the Approved condition.
+func (c *Controller) approve(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, kind, message string) error {
+	now := metav1.NewTime(c.clock.Now())
+	next := csr.DeepCopy()
+	next.Status.Conditions = append(next.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
+		Reason: ReasonAutoApproved, Message: message, LastUpdateTime: now, LastTransitionTime: now,
+	})
+	if _, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, next, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("approve csr %s: %w", csr.Name, err)
+	}
+	c.log.Info("approved certificate request", "csr", csr.Name, "requestor", csr.Spec.Username, "kind", kind)
 	return nil
 }
 

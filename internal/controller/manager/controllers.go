@@ -39,6 +39,8 @@ const (
 	CSRSigning = "csrsigning"
 	// CSRApproving approves kubelet client CertificateSigningRequests of joining and renewing nodes.
 	CSRApproving = "csrapproving"
+	// TokenCleaner deletes expired bootstrap token Secrets.
+	TokenCleaner = "tokencleaner"
 	// CSRCleaner deletes finished and abandoned CertificateSigningRequests.
 	CSRCleaner = "csrcleaner"
 	// ClusterRoleAggregation fills aggregated ClusterRoles (admin, edit, view) from the roles they select.
@@ -56,7 +58,7 @@ func KnownControllers() []string {
 	return []string{ReplicaSet, Deployment, DaemonSet, StatefulSet, Job, CronJob, GarbageCollector, Namespace,
 		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption,
 		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring, CSRSigning, CSRApproving, CSRCleaner,
-		ReplicationController, ClusterRoleAggregation, LocalPathProvisioner, DNSEndpoints}
+		ReplicationController, ClusterRoleAggregation, LocalPathProvisioner, DNSEndpoints, TokenCleaner}
 }
 
 // ParseControllers turns --controllers values into the set of enabled

@@ -30,6 +30,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/rootcacertpublisher"
 	"github.com/skiff-sh/skiff/internal/controller/serviceaccount"
 	"github.com/skiff-sh/skiff/internal/controller/statefulset"
+	"github.com/skiff-sh/skiff/internal/controller/tokencleaner"
 	"github.com/skiff-sh/skiff/internal/controller/ttlafterfinished"
 )
 
@@ -74,6 +75,7 @@ func constructors() map[string]constructor {
 		CSRCleaner: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) {
 			return csrcleaner.New(deps, csrcleaner.Config{Logger: deps.Log()}), nil
 		},
+		TokenCleaner:  func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return tokencleaner.New(deps) },
 		Endpoint:      func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpoint.New(deps) },
 		EndpointSlice: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return endpointslice.New(deps) },
 		DNSEndpoints:  func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return dnsendpoints.New(deps) },

@@ -1,0 +1,379 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/skiff-sh/skiff/internal/join"
+	"github.com/skiff-sh/skiff/internal/pki"
+)
+
+// workerRoleLabel is how a joined worker says it has the worker role: a kubelet may set this label
+// on its own Node (NodeRestriction forbids node-role.kubernetes.io/*), and the control plane turns
+// it into node-role.kubernetes.io/worker (labelJoinedWorkers).
+const workerRoleLabel = "node.skiff.sh/worker"
+
+// validateJoin checks the join flags: a node without the controlplane role joins a cluster.
+func (c *Config) validateJoin() []error {
+	var errs []error
+	if c.Server == "" {
+		if c.HasRole(RoleWorker) && !c.HasRole(RoleControlPlane) {
+			errs = append(errs, errors.New("a worker-only node joins a cluster: --server https://HOST:PORT and --token (skiff token create on a control-plane node)"))
+		}
+		if c.Token != "" {
+			errs = append(errs, errors.New("--token needs --server"))
+		}
+		return errs
+	}
+	if u, err := url.Parse(c.Server); err != nil || u.Scheme != "https" || u.Host == "" {
+		errs = append(errs, fmt.Errorf("--server %q must be https://HOST:PORT", c.Server))
+	}
+	if c.HasRole(RoleEtcd) {
+		errs = append(errs, errors.New("joining with the etcd role (a stacked etcd member) is not available yet: join worker nodes, or control-plane nodes on an external etcd (--roles controlplane --etcd-servers ...)"))
+	}
+	if c.Token != "" {
+		if _, err := join.ParseJoinToken(c.Token); err != nil {
+			errs = append(errs, fmt.Errorf("--token: %w", err))
+		}
+	}
+	return errs
+}
+
+// apiServerURL is the API server a joined node's components use: the one place to route it
+// through the node-local load balancer.
+func apiServerURL(cfg *Config) string {
+	if cfg.Server != "" {
+		return cfg.Server
+	}
+	return cfg.LocalURL()
+}
+
+// joinControlPlane prepares a joining control-plane node: unless it already has the cluster's keys
+// (a restart), it fetches them with a control-plane token (after checking the CA pin) and stores
+// them in its pki directory; the node then starts like the first one, on the shared etcd. A refused
+// join removes a data dir it created.
+func joinControlPlane(ctx context.Context, cfg *Config) error {
+	dir := filepath.Join(cfg.DataDir, "pki")
+	if _, err := os.Stat(filepath.Join(dir, "ca.crt")); err == nil {
+		cfg.Logger.Info("control-plane node has the cluster's keys; rejoining without a token", "node", cfg.NodeName)
+		return nil
+	}
+	if cfg.Token == "" {
+		return fmt.Errorf("control-plane node %s has not joined yet (no %s): --token is required the first time", cfg.NodeName, filepath.Join(dir, "ca.crt"))
+	}
+	token, err := join.ParseJoinToken(cfg.Token)
+	if err != nil {
+		return fmt.Errorf("--token: %w", err)
+	}
+	_, statErr := os.Stat(cfg.DataDir)
+	freshDir := errors.Is(statErr, os.ErrNotExist)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	keys, err := join.FetchKeys(ctx, cfg.Server, token)
+	if err == nil {
+		err = keys.Write(dir)
+	}
+	if err != nil {
+		if freshDir {
+			os.RemoveAll(cfg.DataDir)
+		}
+		return err
+	}
+	cfg.Logger.Info("cluster keys fetched; starting the control plane", "node", cfg.NodeName, "server", cfg.Server)
+	return nil
+}
+
+// runJoinedNode runs a worker-only node of an existing cluster: it joins first when it has no
+// certificates yet (with the token), then runs its kubelet as system:node:<name> and keeps the
+// node's certificates renewed.
+func runJoinedNode(ctx context.Context, cfg Config) error {
+	cfg.Default()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	_, statErr := os.Stat(cfg.DataDir)
+	freshDir := errors.Is(statErr, os.ErrNotExist)
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer lock.release()
+	id := join.Identity{Dir: filepath.Join(cfg.DataDir, "pki")}
+	if !id.Joined() {
+		if err := joinCluster(ctx, &cfg, id); err != nil {
+			// Nothing half-joined: a data dir this attempt created goes again.
+			lock.release()
+			if freshDir {
+				os.RemoveAll(cfg.DataDir)
+			}
+			return err
+		}
+	} else {
+		cfg.Logger.Info("node has its certificates; rejoining without a token", "node", cfg.NodeName, "server", cfg.Server)
+	}
+	serving := &servingCert{}
+	if err := serving.load(id.Dir, cfg, clock.RealClock{}.Now()); err != nil {
+		cfg.Logger.Info("kubelet serving certificate will be requested", "reason", err.Error())
+	}
+	ca, err := os.ReadFile(id.CAPath())
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return fmt.Errorf("cluster CA %s does not parse", id.CAPath())
+	}
+	serverTLS := &tls.Config{
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if c := serving.cert.Load(); c != nil {
+				return c, nil
+			}
+			return nil, errors.New("kubelet serving certificate not issued yet")
+		},
+		ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
+	}
+	restCfg := id.RESTConfig(apiServerURL(&cfg), "kubelet")
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	cfg.Logger.Info("skiff node joined", "node", cfg.NodeName, "roles", cfg.Roles, "server", cfg.Server)
+	roles := []role{
+		{name: "worker", run: func(ctx context.Context) error {
+			return runKubelet(ctx, &cfg, kubeletIdentity{rest: restCfg, serverTLS: serverTLS, labels: map[string]string{workerRoleLabel: "true"}})
+		}},
+		{name: "certificates", run: func(ctx context.Context) error {
+			return runCertificates(ctx, &cfg, id, client, serving, clock.RealClock{})
+		}},
+	}
+	return runRoles(ctx, roles, roleStopGrace, cfg.Logger)
+}
+
+// joinCluster turns the join token into the node's client certificate.
+func joinCluster(ctx context.Context, cfg *Config, id join.Identity) error {
+	if cfg.Token == "" {
+		return fmt.Errorf("node %s has not joined yet (no %s): --token is required the first time", cfg.NodeName, id.CertPath())
+	}
+	token, err := join.ParseJoinToken(cfg.Token)
+	if err != nil {
+		return fmt.Errorf("--token: %w", err)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := join.Bootstrap(ctx, id, cfg.Server, token, cfg.NodeName, cfg.Logger); err != nil {
+		return err
+	}
+	cfg.Logger.Info("node client certificate issued", "node", cfg.NodeName, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// servingCert is the kubelet's current serving certificate.
+type servingCert struct {
+	cert atomic.Pointer[tls.Certificate]
+}
+
+func (s *servingCert) paths(dir string) (string, string) {
+	return filepath.Join(dir, join.KubeletServingCert+".crt"), filepath.Join(dir, join.KubeletServingCert+".key")
+}
+
+// load takes the serving certificate on disk when it is still good.
+func (s *servingCert) load(dir string, cfg Config, now time.Time) error {
+	certPath, keyPath := s.paths(dir)
+	pair, err := tls.LoadX509KeyPair(certPath, keyPath)
+	if err != nil {
+		return err
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return err
+	}
+	if now.After(leaf.NotAfter) {
+		return errors.New("kubelet serving certificate has expired")
+	}
+	pair.Leaf = leaf
+	s.cert.Store(&pair)
+	return nil
+}
+
+// runCertificates obtains the kubelet serving certificate once the Node is registered (the approver
+// checks its names against the Node's), then renews it and the client certificate when due.
+func runCertificates(ctx context.Context, cfg *Config, id join.Identity, client kubernetes.Interface, serving *servingCert, clk clock.WithTicker) error {
+	check := func() {
+		now := clk.Now()
+		if c := serving.cert.Load(); c == nil || join.NeedsRenewal(c.Leaf, now) {
+			if err := requestServingCert(ctx, cfg, id, client, serving); err != nil && ctx.Err() == nil {
+				cfg.Logger.Warn("kubelet serving certificate", "err", err)
+			}
+		}
+		if err := renewClientCert(ctx, cfg, id, client, now); err != nil && ctx.Err() == nil {
+			cfg.Logger.Warn("renew node client certificate", "err", err)
+		}
+	}
+	check()
+	ticker := clk.NewTicker(time.Minute)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C():
+			check()
+		}
+	}
+}
+
+func requestServingCert(ctx context.Context, cfg *Config, id join.Identity, client kubernetes.Interface, serving *servingCert) error {
+	// The approver compares the names with the registered Node's: wait for the kubelet to register
+	// and report its address.
+	if err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		node, err := client.CoreV1().Nodes().Get(ctx, cfg.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, a := range node.Status.Addresses {
+			if a.Address == cfg.AdvertiseAddress {
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		return err
+	}
+	req := join.CertificateRequest{
+		NodeName: cfg.NodeName, SignerName: certificatesv1.KubeletServingSignerName,
+		Usages:   []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+		DNSNames: []string{cfg.NodeName},
+	}
+	if ip := net.ParseIP(cfg.AdvertiseAddress); ip != nil {
+		req.IPs = []net.IP{ip}
+	}
+	certPEM, keyPEM, err := join.RequestCertificate(ctx, client, req)
+	if err != nil {
+		return err
+	}
+	certPath, keyPath := serving.paths(id.Dir)
+	if err := pki.WriteFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+		return err
+	}
+	if err := pki.WriteFileAtomic(certPath, certPEM, 0o600); err != nil {
+		return err
+	}
+	if err := serving.load(id.Dir, *cfg, time.Now()); err != nil {
+		return err
+	}
+	cfg.Logger.Info("kubelet serving certificate issued", "node", cfg.NodeName)
+	return nil
+}
+
+// renewClientCert asks for a new client certificate with the node's current one (selfnodeclient,
+// approved automatically) once the current one is due.
+func renewClientCert(ctx context.Context, cfg *Config, id join.Identity, client kubernetes.Interface, now time.Time) error {
+	data, err := os.ReadFile(id.CertPath())
+	if err != nil {
+		return err
+	}
+	cert, err := pki.ParseCertificate(data)
+	if err != nil {
+		return err
+	}
+	if !join.NeedsRenewal(cert, now) {
+		return nil
+	}
+	certPEM, keyPEM, err := join.RequestCertificate(ctx, client, join.CertificateRequest{
+		NodeName: cfg.NodeName, SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
+		Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+	})
+	if err != nil {
+		return err
+	}
+	if err := pki.WriteFileAtomic(id.KeyPath(), keyPEM, 0o600); err != nil {
+		return err
+	}
+	if err := pki.WriteFileAtomic(id.CertPath(), certPEM, 0o600); err != nil {
+		return err
+	}
+	cfg.Logger.Info("node client certificate renewed", "node", cfg.NodeName, "was valid until", cert.NotAfter)
+	return nil
+}
+
+// labelJoinedWorkers gives every Node that says it has the worker role (workerRoleLabel, which
+// its kubelet may set) the node-role.kubernetes.io/worker label. Only the worker role is taken on
+// a node's word: control-plane and etcd nodes label themselves with the admin's credentials. It
+// watches only the Nodes with workerRoleLabel; a failed patch is retried at the next resync.
+func labelJoinedWorkers(ctx context.Context, client kubernetes.Interface, log *slog.Logger) {
+	patch := []byte(`{"metadata":{"labels":{"node-role.kubernetes.io/worker":""}}}`)
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 30*time.Second, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = workerRoleLabel + "=true"
+	}))
+	label := func(obj any) {
+		n, ok := obj.(*corev1.Node)
+		if !ok {
+			return
+		}
+		if _, done := n.Labels["node-role.kubernetes.io/worker"]; done {
+			return
+		}
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if _, err := client.CoreV1().Nodes().Patch(pctx, n.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			log.Debug("label joined worker", "node", n.Name, "err", err)
+			return
+		}
+		log.Info("labelled joined worker", "node", n.Name)
+	}
+	if _, err := factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: label, UpdateFunc: func(_, o any) { label(o) },
+	}); err != nil {
+		log.Error("joined worker labels", "err", err)
+		return
+	}
+	factory.Start(ctx.Done())
+	<-ctx.Done()
+	factory.Shutdown()
+}
+
+// nodeTaints are the taints a node registers with: a node without the worker role keeps ordinary
+// pods off (control-plane:NoSchedule; an etcd-only node etcd:NoExecute).
+func nodeTaints(roles []Role) []corev1.Taint {
+	has := func(r Role) bool {
+		for _, x := range roles {
+			if x == r {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has(RoleWorker):
+		return nil
+	case has(RoleControlPlane):
+		return []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}
+	case has(RoleEtcd):
+		return []corev1.Taint{{Key: "node-role.kubernetes.io/etcd", Effect: corev1.TaintEffectNoExecute}}
+	}
+	return nil
+}

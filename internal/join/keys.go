@@ -1,0 +1,127 @@
+package join
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/skiff-sh/skiff/internal/authz/bootstrappolicy"
+	"github.com/skiff-sh/skiff/internal/pki"
+)
+
+// ControlPlaneGroup is the extra group of a control-plane join token.
+const ControlPlaneGroup = bootstrappolicy.ControlPlaneJoinGroup
+
+// Keys are what every control-plane node shares: the cluster CA and the service-account key.
+type Keys struct {
+	CACert, CAKey, SAKey []byte
+}
+
+// Key names in the keys Secret and file names in a node's pki directory.
+const (
+	keysCACert = "ca.crt"
+	keysCAKey  = "ca.key"
+	keysSAKey  = "sa.key"
+)
+
+// ReadKeys reads a control-plane node's shared keys from its pki directory.
+func ReadKeys(dir string) (Keys, error) {
+	var k Keys
+	for name, dst := range map[string]*[]byte{keysCACert: &k.CACert, keysCAKey: &k.CAKey, keysSAKey: &k.SAKey} {
+		data, err := readFile(filepath.Join(dir, name))
+		if err != nil {
+			return Keys{}, fmt.Errorf("read %s (run this on a control-plane node): %w", name, err)
+		}
+		*dst = data
+	}
+	return k, nil
+}
+
+// Write stores the keys in a joining control-plane node's pki directory, the CA certificate last
+// (a node with ca.crt has joined).
+func (k Keys) Write(dir string) error {
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{keysCAKey, k.CAKey}, {keysSAKey, k.SAKey}, {keysCACert, k.CACert}} {
+		if err := pki.WriteFileAtomic(filepath.Join(dir, f.name), f.data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// UploadKeys stores the shared keys in kube-system/skiff-cluster-keys, which only control-plane
+// join tokens (and the admin) may read.
+func UploadKeys(ctx context.Context, client kubernetes.Interface, k Keys) error {
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: bootstrappolicy.ClusterKeysSecret, Namespace: SecretNamespace},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{keysCACert: k.CACert, keysCAKey: k.CAKey, keysSAKey: k.SAKey},
+	}
+	secrets := client.CoreV1().Secrets(SecretNamespace)
+	_, err := secrets.Create(ctx, s, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("upload cluster keys: %w", err)
+	}
+	return nil
+}
+
+// FetchKeys gets the shared keys for a joining control-plane node: the CA is checked against the
+// token's pin first (FetchCA), the keys are read with the token, and the CA among them must be
+// the pinned one.
+func FetchKeys(ctx context.Context, server string, token JoinToken) (Keys, error) {
+	ca, err := FetchCA(ctx, server, token.CAHash)
+	if err != nil {
+		return Keys{}, err
+	}
+	client, err := kubernetes.NewForConfig(&rest.Config{
+		Host:            server,
+		TLSClientConfig: rest.TLSClientConfig{CAData: pemCert(ca)},
+		BearerToken:     token.Token.String(),
+		UserAgent:       "skiff-join",
+	})
+	if err != nil {
+		return Keys{}, err
+	}
+	s, err := client.CoreV1().Secrets(SecretNamespace).Get(ctx, bootstrappolicy.ClusterKeysSecret, metav1.GetOptions{})
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return Keys{}, fmt.Errorf("join %s with token %s: %w", server, token.Token.ID, ErrTokenRefused)
+	case apierrors.IsForbidden(err):
+		return Keys{}, fmt.Errorf("token %s may not join control-plane nodes: make one with skiff token create --control-plane", token.Token.ID)
+	case apierrors.IsNotFound(err):
+		return Keys{}, fmt.Errorf("the cluster's keys are not uploaded: make the token with skiff token create --control-plane")
+	case err != nil:
+		return Keys{}, fmt.Errorf("get the cluster's keys: %w", err)
+	}
+	k := Keys{CACert: s.Data[keysCACert], CAKey: s.Data[keysCAKey], SAKey: s.Data[keysSAKey]}
+	got, err := pki.ParseCertificate(k.CACert)
+	if err != nil {
+		return Keys{}, fmt.Errorf("cluster keys: CA certificate: %w", err)
+	}
+	if CAHash(got) != token.CAHash {
+		return Keys{}, fmt.Errorf("%w: the uploaded keys carry another CA", ErrCAMismatch)
+	}
+	if _, err := pki.NewCA(k.CACert, k.CAKey); err != nil {
+		return Keys{}, fmt.Errorf("cluster keys: CA key: %w", err)
+	}
+	if _, err := pki.ParseKey(k.SAKey); err != nil {
+		return Keys{}, fmt.Errorf("cluster keys: service-account key: %w", err)
+	}
+	return k, nil
+}
+
+func pemCert(c *x509.Certificate) []byte {
+	return pemEncode("CERTIFICATE", c.Raw)
+}
