@@ -96,6 +96,10 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.IntVar(&cfg.HTTPSPort, "https-port", 6443, "API server HTTPS port")
 	fs.IntVar(&cfg.EtcdClientPort, "etcd-client-port", 2379, "embedded etcd client port")
 	fs.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 2380, "embedded etcd peer port")
+	// External etcd over TLS, as kube-apiserver's flags of the same names.
+	fs.StringVar(&cfg.EtcdCAFile, "etcd-cafile", "", "CA bundle that signed the external etcd's serving certificates (with --etcd-servers)")
+	fs.StringVar(&cfg.EtcdCertFile, "etcd-certfile", "", "client certificate presented to the external etcd (with --etcd-servers)")
+	fs.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", "key of --etcd-certfile")
 	fs.StringVar(&cfg.SystemReserved, "system-reserved", "", "resources kept for the system, subtracted from the node's allocatable (e.g. cpu=500m,memory=512Mi)")
 	fs.StringVar(&cfg.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests the kubelet runs and mirrors into the API")
 	fs.IntVar(&cfg.KubeletPort, "kubelet-port", 10250, "kubelet API port (logs, exec, attach, port-forward)")

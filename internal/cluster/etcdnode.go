@@ -1,0 +1,89 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/skiff-sh/skiff/internal/etcd"
+)
+
+// startStorage connects the node to etcd: an external cluster (--etcd-servers, with TLS when
+// --etcd-cafile/--etcd-certfile/--etcd-keyfile are given), or an embedded member whose peer and
+// client listeners are TLS only, bound to --bind-address, with client certificates required.
+func (n *Node) startStorage(ctx context.Context) error {
+	if len(n.cfg.EtcdServers) > 0 {
+		files := etcdClientFiles{CAFile: n.cfg.EtcdCAFile, CertFile: n.cfg.EtcdCertFile, KeyFile: n.cfg.EtcdKeyFile}
+		tlsCfg, err := etcd.ClientTLSConfig(files.CAFile, files.CertFile, files.KeyFile)
+		if err != nil {
+			return fmt.Errorf("external etcd: %w", err)
+		}
+		client, err := etcd.NewClient(n.cfg.EtcdServers, tlsCfg, n.cfg.Logger)
+		if err != nil {
+			return fmt.Errorf("connect to external etcd %v: %w", n.cfg.EtcdServers, err)
+		}
+		n.etcdClient = client
+		if err := recordEtcdClientTLS(n.cfg.DataDir, files); err != nil {
+			return err
+		}
+		return recordEtcdEndpoints(n.cfg.DataDir, n.cfg.EtcdServers)
+	}
+	certs, err := ensureEtcdCertificates(&n.cfg, time.Now())
+	if err != nil {
+		return err
+	}
+	ecfg := etcd.Config{
+		Name:                etcdMemberName(n.cfg),
+		DataDir:             filepath.Join(n.cfg.DataDir, "etcd"),
+		ListenClientURLs:    []string{etcdURL(etcdListenHost(n.cfg), n.cfg.EtcdClientPort)},
+		AdvertiseClientURLs: []string{etcdURL(n.cfg.AdvertiseAddress, n.cfg.EtcdClientPort)},
+		ListenPeerURLs:      []string{etcdURL(etcdListenHost(n.cfg), n.cfg.EtcdPeerPort)},
+		AdvertisePeerURLs:   []string{etcdPeerURL(n.cfg)},
+		ClientTLS:           certs.server,
+		PeerTLS:             certs.peer,
+		Logger:              n.cfg.Logger,
+	}
+	member, err := etcd.Start(ctx, ecfg)
+	if err != nil {
+		return fmt.Errorf("start embedded etcd: %w", err)
+	}
+	n.etcdMember = member
+	tlsCfg, err := etcd.ClientTLSConfig(certs.client.CAFile, certs.client.CertFile, certs.client.KeyFile)
+	if err != nil {
+		return err
+	}
+	local := []string{etcdURL(etcdLocalHost(n.cfg), n.cfg.EtcdClientPort)}
+	client, err := etcd.NewClient(local, tlsCfg, n.cfg.Logger)
+	if err != nil {
+		return fmt.Errorf("etcd client: %w", err)
+	}
+	n.etcdClient = client
+	if err := recordEtcdClientTLS(n.cfg.DataDir, certs.client); err != nil {
+		return err
+	}
+	return recordEtcdEndpoints(n.cfg.DataDir, local)
+}
+
+// validateEtcdTLS checks the external etcd's client TLS flags.
+func (c *Config) validateEtcdTLS() []error {
+	var errs []error
+	anyTLS := c.EtcdCAFile != "" || c.EtcdCertFile != "" || c.EtcdKeyFile != ""
+	if anyTLS && len(c.EtcdServers) == 0 {
+		errs = append(errs, errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile go with --etcd-servers"))
+	}
+	if (c.EtcdCertFile == "") != (c.EtcdKeyFile == "") {
+		errs = append(errs, errors.New("--etcd-certfile and --etcd-keyfile go together"))
+	}
+	for flag, f := range map[string]string{"--etcd-cafile": c.EtcdCAFile, "--etcd-certfile": c.EtcdCertFile, "--etcd-keyfile": c.EtcdKeyFile} {
+		if f == "" {
+			continue
+		}
+		if _, err := os.Stat(f); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", flag, err))
+		}
+	}
+	return errs
+}
