@@ -4,11 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/utils/clock"
+
+	"github.com/skiff-sh/skiff/internal/apiserver"
 	"github.com/skiff-sh/skiff/internal/etcd"
+	"github.com/skiff-sh/skiff/internal/etcd/membershipapi"
+	"github.com/skiff-sh/skiff/internal/etcdapi"
 )
 
 // startStorage connects the node to etcd: an external cluster (--etcd-servers, with TLS when
@@ -25,7 +32,7 @@ func (n *Node) startStorage(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("connect to external etcd %v: %w", n.cfg.EtcdServers, err)
 		}
-		n.etcdClient = client
+		n.etcdClient = etcd.BoundKV(client, etcd.DefaultRequestTimeout)
 		if err := recordEtcdClientTLS(n.cfg.DataDir, files); err != nil {
 			return err
 		}
@@ -60,11 +67,20 @@ func (n *Node) startStorage(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("etcd client: %w", err)
 	}
-	n.etcdClient = client
+	n.etcdClient = etcd.BoundKV(client, etcd.DefaultRequestTimeout)
 	if err := recordEtcdClientTLS(n.cfg.DataDir, certs.client); err != nil {
 		return err
 	}
 	return recordEtcdEndpoints(n.cfg.DataDir, local)
+}
+
+// etcdMembershipHandlers serve etcd membership through the API server (/skiff/v1/etcd/members),
+// for cluster admins (RBAC non-resource URLs; cluster-admin and system:masters have them).
+func etcdMembershipHandlers(client *clientv3.Client, log *slog.Logger) []apiserver.NonResourceHandler {
+	return []apiserver.NonResourceHandler{{
+		Prefix:  etcdapi.MembersPath,
+		Handler: &membershipapi.Handler{Client: client, Clock: clock.RealClock{}, Log: log.With("component", "etcd-membership")},
+	}}
 }
 
 // validateEtcdTLS checks the external etcd's client TLS flags.

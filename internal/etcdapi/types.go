@@ -4,8 +4,6 @@ package etcdapi
 const (
 	// MembersPath: GET lists the members with their status, POST adds a learner (AddMemberRequest).
 	MembersPath = "/skiff/v1/etcd/members"
-	// HealthPath: GET answers the cluster's quorum state (Health).
-	HealthPath = "/skiff/v1/etcd/health"
 	// PromoteSuffix after MembersPath/<id> promotes a learner: POST MembersPath/<id>/promote.
 	PromoteSuffix = "/promote"
 )
