@@ -29,6 +29,8 @@ Usage:
   skiff images ...          import image archives into the node's runtime; build an offline busybox image
   skiff explain --node N P  why pod P does or does not fit node N (the scheduler's per-plugin verdicts)
   skiff etcd snapshot ...   save a running node's etcd to a file; restore one into a new data dir
+  skiff status [-o json]    nodes and roles, etcd members, API servers, leaders, versions
+  skiff node remove NAME    cordon a node, remove its etcd member, delete its Node object
   skiff version             print the version
 
 Run "skiff server -h" for the server's flags.
@@ -59,6 +61,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runExplain(args[1:], stdout, stderr)
 	case "etcd":
 		return runEtcd(args[1:], stdout, stderr)
+	case "status":
+		return runStatus(args[1:], stdout, stderr)
+	case "node":
+		return runNode(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, cluster.Version.GitVersion)
 		return nil
