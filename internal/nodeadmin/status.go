@@ -35,7 +35,9 @@ type Report struct {
 	Nodes         []NodeStatus        `json:"nodes"`
 	Etcd          *etcdapi.MemberList `json:"etcd,omitempty"`
 	// EtcdError says why the etcd members could not be listed.
-	EtcdError  string            `json:"etcdError,omitempty"`
+	EtcdError string `json:"etcdError,omitempty"`
+	// Errors are the reads that failed (without etcd quorum, lists of Nodes and Leases do).
+	Errors     []string          `json:"errors,omitempty"`
 	APIServers []APIServerStatus `json:"apiServers"`
 	Leaders    []LeaderStatus    `json:"leaders"`
 }
@@ -76,6 +78,8 @@ type Inputs struct {
 	Leases        []coordinationv1.Lease // kube-system Leases
 	Etcd          *etcdapi.MemberList
 	EtcdErr       error
+	// Errs are the other reads that failed.
+	Errs []error
 }
 
 // BuildReport computes the report (pure).
@@ -83,6 +87,9 @@ func BuildReport(in Inputs) Report {
 	r := Report{ServerVersion: in.ServerVersion, Etcd: in.Etcd, Nodes: []NodeStatus{}, APIServers: []APIServerStatus{}, Leaders: []LeaderStatus{}}
 	if in.EtcdErr != nil {
 		r.EtcdError = in.EtcdErr.Error()
+	}
+	for _, err := range in.Errs {
+		r.Errors = append(r.Errors, err.Error())
 	}
 	for _, n := range in.Nodes {
 		ns := NodeStatus{Name: n.Name, Roles: NodeRoles(&n), Ready: "Unknown", Unschedulable: n.Spec.Unschedulable, Version: n.Status.NodeInfo.KubeletVersion}
@@ -151,23 +158,26 @@ func fresh(l *coordinationv1.Lease, now time.Time) bool {
 	return now.Before(l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second))
 }
 
-// Gather reads the inputs of the report through the API. An etcd listing that fails (an API
-// server without the membership endpoints, or no quorum) is reported, not fatal.
+// Gather reads the inputs of the report through the API. Reads that fail (the lists need etcd
+// quorum; the membership list does not) are reported in the inputs: a status screen is most
+// needed when the cluster is broken. Only an unreachable API server is an error.
 func Gather(ctx context.Context, cs kubernetes.Interface, etcdClient *etcdapi.Client, now time.Time) (Inputs, error) {
 	in := Inputs{Now: now}
-	if v, err := cs.Discovery().ServerVersion(); err == nil {
-		in.ServerVersion = v.GitVersion
-	}
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	v, err := cs.Discovery().ServerVersion()
 	if err != nil {
-		return in, fmt.Errorf("list nodes: %w", err)
+		return in, fmt.Errorf("API server version: %w", err)
 	}
-	in.Nodes = nodes.Items
-	leases, err := cs.CoordinationV1().Leases(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return in, fmt.Errorf("list kube-system leases: %w", err)
+	in.ServerVersion = v.GitVersion
+	if nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
+		in.Errs = append(in.Errs, fmt.Errorf("list nodes: %w", err))
+	} else {
+		in.Nodes = nodes.Items
 	}
-	in.Leases = leases.Items
+	if leases, err := cs.CoordinationV1().Leases(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{}); err != nil {
+		in.Errs = append(in.Errs, fmt.Errorf("list kube-system leases: %w", err))
+	} else {
+		in.Leases = leases.Items
+	}
 	in.Etcd, in.EtcdErr = etcdClient.List(ctx)
 	return in, nil
 }
@@ -182,7 +192,11 @@ func (r Report) WriteJSON(w io.Writer) error {
 // WriteText prints the report as one screen of tables.
 func (r Report) WriteText(w io.Writer, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "API server version: %s\n\n", orDash(r.ServerVersion))
+	fmt.Fprintf(tw, "API server version: %s\n", orDash(r.ServerVersion))
+	for _, e := range r.Errors {
+		fmt.Fprintf(tw, "ERROR: %s\n", e)
+	}
+	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "NODE\tROLES\tREADY\tVERSION\tINTERNAL-IP")
 	for _, n := range r.Nodes {
 		ready := n.Ready
