@@ -68,6 +68,10 @@ type Config struct {
 	// EtcdCAFile, EtcdCertFile and EtcdKeyFile are the TLS files of the external etcd's clients
 	// (--etcd-cafile, --etcd-certfile, --etcd-keyfile), as kube-apiserver's flags.
 	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	// EtcdJoinKubeconfig, for a node with the etcd role and no etcd data yet, is an admin
+	// kubeconfig of the running cluster: the node's member joins that cluster as a learner through
+	// the API server's membership endpoints and is promoted once caught up (--etcd-join-kubeconfig).
+	EtcdJoinKubeconfig string
 	// NodeName names this node (default: the host name).
 	NodeName string
 	// ServiceCIDR is the range services' cluster IPs come from.

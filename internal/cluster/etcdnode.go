@@ -10,6 +10,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
@@ -53,11 +54,20 @@ func (n *Node) startStorage(ctx context.Context) error {
 		PeerTLS:             certs.peer,
 		Logger:              n.cfg.Logger,
 	}
+	join, err := n.joinEtcd(ctx, &ecfg)
+	if err != nil {
+		return err
+	}
 	member, err := etcd.Start(ctx, ecfg)
 	if err != nil {
 		return fmt.Errorf("start embedded etcd: %w", err)
 	}
 	n.etcdMember = member
+	if join != nil {
+		if err := join.promote(ctx, member); err != nil {
+			return err
+		}
+	}
 	tlsCfg, err := etcd.ClientTLSConfig(certs.client.CAFile, certs.client.CertFile, certs.client.KeyFile)
 	if err != nil {
 		return err
@@ -83,9 +93,71 @@ func etcdMembershipHandlers(client *clientv3.Client, log *slog.Logger) []apiserv
 	}}
 }
 
+// etcdJoin is a learner this node added to a running cluster, to promote once it started.
+type etcdJoin struct {
+	api *etcdapi.Client
+	id  string
+	log *slog.Logger
+}
+
+// joinEtcdTimeout bounds the add and the promotion of a joining member.
+const joinEtcdTimeout = 3 * time.Minute
+
+// joinEtcd adds this node's member as a learner to the cluster behind --etcd-join-kubeconfig when
+// the member has no data yet (a restarted member rejoins from its own data), and points ecfg at
+// that cluster. It answers nil when there is nothing to join.
+func (n *Node) joinEtcd(ctx context.Context, ecfg *etcd.Config) (*etcdJoin, error) {
+	if n.cfg.EtcdJoinKubeconfig == "" {
+		return nil, nil
+	}
+	if _, err := os.Stat(filepath.Join(ecfg.DataDir, "member")); err == nil {
+		return nil, nil
+	}
+	restCfg, err := clientcmd.BuildConfigFromFlags("", n.cfg.EtcdJoinKubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("etcd join: kubeconfig %s: %w", n.cfg.EtcdJoinKubeconfig, err)
+	}
+	api, err := etcdapi.NewClient(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("etcd join: %w", err)
+	}
+	actx, cancel := context.WithTimeout(ctx, joinEtcdTimeout)
+	defer cancel()
+	added, err := api.AddLearner(actx, etcdapi.AddMemberRequest{Name: ecfg.Name, PeerURLs: ecfg.AdvertisePeerURLs})
+	if err != nil {
+		return nil, fmt.Errorf("etcd join through %s: %w", restCfg.Host, err)
+	}
+	ecfg.InitialCluster, ecfg.ClusterState = added.InitialCluster, etcd.ClusterStateExisting
+	log := n.cfg.Logger.With("component", "etcd-join")
+	log.Info("etcd member added as a learner", "member", ecfg.Name, "id", added.Member.ID, "initialCluster", added.InitialCluster)
+	return &etcdJoin{api: api, id: added.Member.ID, log: log}, nil
+}
+
+// promote waits for the new member to serve, then has it promoted (the API server retries while
+// the learner catches up with the leader).
+func (j *etcdJoin) promote(ctx context.Context, member *etcd.Member) error {
+	ctx, cancel := context.WithTimeout(ctx, joinEtcdTimeout)
+	defer cancel()
+	select {
+	case <-member.Ready():
+	case <-member.Failed():
+		return fmt.Errorf("etcd join: learner %s failed: %w", j.id, member.Err())
+	case <-ctx.Done():
+		return fmt.Errorf("etcd join: learner %s not ready: %w", j.id, ctx.Err())
+	}
+	if _, err := j.api.Promote(ctx, j.id); err != nil {
+		return fmt.Errorf("etcd join: %w", err)
+	}
+	j.log.Info("etcd learner promoted to a voting member", "id", j.id)
+	return nil
+}
+
 // validateEtcdTLS checks the external etcd's client TLS flags.
 func (c *Config) validateEtcdTLS() []error {
 	var errs []error
+	if c.EtcdJoinKubeconfig != "" && !c.HasRole(RoleEtcd) {
+		errs = append(errs, errors.New("--etcd-join-kubeconfig joins this node's etcd member: it needs the etcd role"))
+	}
 	anyTLS := c.EtcdCAFile != "" || c.EtcdCertFile != "" || c.EtcdKeyFile != ""
 	if anyTLS && len(c.EtcdServers) == 0 {
 		errs = append(errs, errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile go with --etcd-servers"))
