@@ -63,11 +63,6 @@ func (n *Node) startStorage(ctx context.Context) error {
 		return fmt.Errorf("start embedded etcd: %w", err)
 	}
 	n.etcdMember = member
-	if join != nil {
-		if err := join.promote(ctx, member); err != nil {
-			return err
-		}
-	}
 	tlsCfg, err := etcd.ClientTLSConfig(certs.client.CAFile, certs.client.CertFile, certs.client.KeyFile)
 	if err != nil {
 		return err
@@ -76,6 +71,12 @@ func (n *Node) startStorage(ctx context.Context) error {
 	client, err := etcd.NewClient(local, tlsCfg, n.cfg.Logger)
 	if err != nil {
 		return fmt.Errorf("etcd client: %w", err)
+	}
+	if join != nil {
+		if err := join.promote(ctx, member, client, local[0]); err != nil {
+			client.Close()
+			return err
+		}
 	}
 	n.etcdClient = etcd.BoundKV(client, etcd.DefaultRequestTimeout)
 	if err := recordEtcdClientTLS(n.cfg.DataDir, certs.client); err != nil {
@@ -133,9 +134,9 @@ func (n *Node) joinEtcd(ctx context.Context, ecfg *etcd.Config) (*etcdJoin, erro
 	return &etcdJoin{api: api, id: added.Member.ID, log: log}, nil
 }
 
-// promote waits for the new member to serve, then has it promoted (the API server retries while
-// the learner catches up with the leader).
-func (j *etcdJoin) promote(ctx context.Context, member *etcd.Member) error {
+// promote waits for the new member to serve, has it promoted (the API server retries while the
+// learner catches up with the leader), and waits until the member itself sees the promotion.
+func (j *etcdJoin) promote(ctx context.Context, member *etcd.Member, local *clientv3.Client, localURL string) error {
 	ctx, cancel := context.WithTimeout(ctx, joinEtcdTimeout)
 	defer cancel()
 	select {
@@ -146,6 +147,11 @@ func (j *etcdJoin) promote(ctx context.Context, member *etcd.Member) error {
 		return fmt.Errorf("etcd join: learner %s not ready: %w", j.id, ctx.Err())
 	}
 	if _, err := j.api.Promote(ctx, j.id); err != nil {
+		return fmt.Errorf("etcd join: %w", err)
+	}
+	// The API server about to start here reads through this member: wait until it applied its
+	// own promotion.
+	if err := etcd.WaitVoter(ctx, local, localURL, clock.RealClock{}, 0); err != nil {
 		return fmt.Errorf("etcd join: %w", err)
 	}
 	j.log.Info("etcd learner promoted to a voting member", "id", j.id)

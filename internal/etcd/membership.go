@@ -302,3 +302,23 @@ func CheckHealth(ctx context.Context, c *clientv3.Client) error {
 	}
 	return fmt.Errorf("etcd read failed with %d of %d voting members healthy: %w", healthy, voters, err)
 }
+
+// WaitVoter waits until the member at endpoint sees itself as a voting member: a promotion is
+// acknowledged by the leader before the promoted member applies it, and until then the member
+// refuses linearizable requests ("rpc not supported for learner").
+func WaitVoter(ctx context.Context, c *clientv3.Client, endpoint string, clk clock.Clock, interval time.Duration) error {
+	if interval <= 0 {
+		interval = DefaultPromoteInterval / 5
+	}
+	for {
+		sctx, cancel := context.WithTimeout(ctx, DefaultMemberStatusTimeout)
+		st, err := c.Status(sctx, endpoint)
+		cancel()
+		if err == nil && !st.IsLearner {
+			return nil
+		}
+		if serr := sleep(ctx, clk, interval); serr != nil {
+			return fmt.Errorf("etcd member at %s still a learner (%v): %w", endpoint, err, serr)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package etcd_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -96,7 +97,8 @@ func TestParseID(t *testing.T) {
 // TestMembershipOverTLS grows a TLS cluster from one member to three through learners, loses and
 // regains quorum, and removes a dead member.
 func TestMembershipOverTLS(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
 	p := etcdtest.NewPKI(t)
 	tlsCfg, err := etcd.ClientTLSConfig(p.CAFile, p.ClientCertFile, p.ClientKeyFile)
 	if err != nil {
@@ -148,6 +150,14 @@ func TestMembershipOverTLS(t *testing.T) {
 		if err := etcd.PromoteLearner(ctx, c, ids[i], clock.RealClock{}, 100*time.Millisecond, log); err != nil {
 			t.Fatal(err)
 		}
+		if err := etcd.WaitVoter(ctx, c, specs[i].ClientURL(), clock.RealClock{}, 50*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		// Two voters after the first promotion: an even count is warned about; three are not.
+		if even := strings.Contains(logs.String(), "even number of voting members"); even != (i == 1) {
+			t.Fatalf("after promoting member %d, even-count warning logged = %v:\n%s", i+1, even, logs.String())
+		}
+		logs.Reset()
 	}
 	list := waitMembers(ctx, t, c, func(l *etcdapi.MemberList) error {
 		if len(l.Members) != 3 || !l.Quorum || l.LeaderID == "" {
@@ -203,6 +213,9 @@ func TestMembershipOverTLS(t *testing.T) {
 	// The dead member is removed: two voters (an even count, warned about), both healthy.
 	if err := etcd.RemoveMember(ctx, c, ids[1], log); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "even number of voting members") {
+		t.Errorf("removal down to two voters logged no warning:\n%s", logs.String())
 	}
 	waitMembers(ctx, t, c, func(l *etcdapi.MemberList) error {
 		if len(l.Members) != 2 || !l.Quorum {
