@@ -182,6 +182,12 @@ func AddLearner(ctx context.Context, c *clientv3.Client, name string, peerURLs [
 		if m.Name == name {
 			return nil, fmt.Errorf("add etcd learner %s: a member of that name exists (ID %s): remove it first", name, FormatID(m.ID))
 		}
+		if m.Name == "" && m.IsLearner && slices.Equal(m.PeerURLs, peerURLs) {
+			// Added before but never started (a join that failed half-way): answer that member
+			// again, so a retried join starts it instead of failing on its peer URLs.
+			log.Info("etcd learner was added before and never started; reusing it", "member", name, "id", FormatID(m.ID))
+			return addResponse(list.Members, m, name), nil
+		}
 	}
 	if interval <= 0 {
 		interval = DefaultPromoteInterval
@@ -200,17 +206,23 @@ func AddLearner(ctx context.Context, c *clientv3.Client, name string, peerURLs [
 			return nil, fmt.Errorf("add etcd learner %s at %v: cluster still unhealthy: %w", name, peerURLs, err)
 		}
 	}
-	out := &etcdapi.AddMemberResponse{
-		Member: etcdapi.Member{
-			ID: FormatID(resp.Member.ID), Name: name, PeerURLs: slices.Clone(resp.Member.PeerURLs), IsLearner: true,
-		},
-		InitialCluster: InitialCluster(resp.Members, resp.Member.ID, name),
-	}
-	for _, m := range resp.Members {
-		out.ClientURLs = append(out.ClientURLs, m.ClientURLs...)
-	}
+	out := addResponse(resp.Members, resp.Member, name)
 	log.Info("etcd learner added", "member", name, "id", out.Member.ID, "peerURLs", peerURLs)
 	return out, nil
+}
+
+// addResponse tells learner added (to be named name) how to start, from the member list (pure).
+func addResponse(members []*etcdserverpb.Member, added *etcdserverpb.Member, name string) *etcdapi.AddMemberResponse {
+	out := &etcdapi.AddMemberResponse{
+		Member: etcdapi.Member{
+			ID: FormatID(added.ID), Name: name, PeerURLs: slices.Clone(added.PeerURLs), IsLearner: true,
+		},
+		InitialCluster: InitialCluster(members, added.ID, name),
+	}
+	for _, m := range members {
+		out.ClientURLs = append(out.ClientURLs, m.ClientURLs...)
+	}
+	return out
 }
 
 // PromoteLearner makes learner id a voting member, retrying every interval while etcd answers that

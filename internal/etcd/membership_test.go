@@ -143,6 +143,11 @@ func TestMembershipOverTLS(t *testing.T) {
 		if !strings.Contains(added.InitialCluster, specs[i].Name+"="+specs[i].PeerURL()) {
 			t.Fatalf("initial cluster %q lacks the new member", added.InitialCluster)
 		}
+		// A retried join (the learner never started) gets the same member back.
+		again, err := etcd.AddLearner(ctx, c, specs[i].Name, []string{specs[i].PeerURL()}, clock.RealClock{}, 100*time.Millisecond, log)
+		if err != nil || again.Member.ID != added.Member.ID || again.InitialCluster != added.InitialCluster {
+			t.Fatalf("retried add = %+v, %v; want member %s again", again, err, added.Member.ID)
+		}
 		members[i] = etcdtest.StartMember(t, specs[i].Config(p, added.InitialCluster, etcd.ClusterStateExisting))
 		if ids[i], err = etcd.ParseID(added.Member.ID); err != nil {
 			t.Fatal(err)
