@@ -15,7 +15,8 @@ import (
 
 const etcdUsage = `Usage:
   skiff etcd snapshot save [--data-dir D] FILE      snapshot the running node's etcd into FILE
-  skiff etcd snapshot restore [--data-dir NEW] [--node-name N] [--etcd-peer-port P] FILE
+  skiff etcd snapshot restore [--data-dir NEW] [--node-name N] [--etcd-peer-port P]
+                              [--bind-address A] [--advertise-address A] FILE
                                                     prepare NEW so that skiff server --data-dir NEW
                                                     starts with every object of FILE
 `
@@ -62,6 +63,8 @@ func runSnapshotRestore(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "new data dir to restore into (must hold no etcd data)")
 	fs.StringVar(&cfg.NodeName, "node-name", "", "name of the node that will run on it (default: host name)")
 	fs.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 2380, "embedded etcd peer port the node will use")
+	fs.StringVar(&cfg.BindAddress, "bind-address", "0.0.0.0", "--bind-address the node will use")
+	fs.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "--advertise-address the node will use (default: bind address, or the host's address)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -31,6 +31,8 @@ Usage:
   skiff etcd snapshot ...   save a running node's etcd to a file; restore one into a new data dir
   skiff secrets-encrypt rotate  seal Secrets with a new key (old keys read until every Secret is rewritten)
   skiff token ...           create, list and delete join tokens (skiff token -h)
+  skiff status [-o json]    nodes and roles, etcd members, API servers, leaders, versions
+  skiff node remove NAME    cordon a node, remove its etcd member, delete its Node object
   skiff version             print the version
 
 Run "skiff server -h" for the server's flags.
@@ -65,6 +67,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runEtcd(args[1:], stdout, stderr)
 	case "token":
 		return runToken(args[1:], stdout, stderr)
+	case "status":
+		return runStatus(args[1:], stdout, stderr)
+	case "node":
+		return runNode(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, cluster.Version.GitVersion)
 		return nil
@@ -104,6 +110,11 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.IntVar(&cfg.LBPort, "lb-port", 6444, "node-local API load balancer port, on the --bind-address when it is a loopback address, else on 127.0.0.1")
 	fs.IntVar(&cfg.EtcdClientPort, "etcd-client-port", 2379, "embedded etcd client port")
 	fs.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 2380, "embedded etcd peer port")
+	// External etcd over TLS, as kube-apiserver's flags of the same names.
+	fs.StringVar(&cfg.EtcdCAFile, "etcd-cafile", "", "CA bundle that signed the external etcd's serving certificates (with --etcd-servers)")
+	fs.StringVar(&cfg.EtcdCertFile, "etcd-certfile", "", "client certificate presented to the external etcd (with --etcd-servers)")
+	fs.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", "key of --etcd-certfile")
+	fs.StringVar(&cfg.EtcdJoinKubeconfig, "etcd-join-kubeconfig", "", "admin kubeconfig of a running cluster whose etcd this node's new member joins (as a learner, promoted once caught up); needs the cluster's pki/ (etcd CA) in --data-dir")
 	fs.StringVar(&cfg.SystemReserved, "system-reserved", "", "resources kept for the system, subtracted from the node's allocatable (e.g. cpu=500m,memory=512Mi)")
 	fs.StringVar(&cfg.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests the kubelet runs and mirrors into the API")
 	fs.IntVar(&cfg.KubeletPort, "kubelet-port", 10250, "kubelet API port (logs, exec, attach, port-forward)")

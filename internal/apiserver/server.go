@@ -93,6 +93,26 @@ type Config struct {
 	// RequestTimeout bounds every request that is not long-running (0: DefaultRequestTimeout);
 	// past it the client gets a 504 Timeout Status.
 	RequestTimeout time.Duration
+
+	// NonResourceHandlers serve non-resource paths (such as /skiff/v1/etcd/...) after
+	// authentication and authorization (RBAC nonResourceURLs), each under its path prefix.
+	NonResourceHandlers []NonResourceHandler
+}
+
+// NonResourceHandler serves every path under Prefix.
+type NonResourceHandler struct {
+	Prefix  string
+	Handler http.Handler
+}
+
+// nonResourceHandler is the handler configured for path, or nil.
+func (s *Server) nonResourceHandler(path string) http.Handler {
+	for _, h := range s.cfg.NonResourceHandlers {
+		if path == h.Prefix || strings.HasPrefix(path, strings.TrimSuffix(h.Prefix, "/")+"/") {
+			return h.Handler
+		}
+	}
+	return nil
 }
 
 // OpenAPIService serves the OpenAPI documents and supplies the schema server-side apply works on.
@@ -368,6 +388,8 @@ func (s *Server) serveAuthorized(rec http.ResponseWriter, r *http.Request, info 
 		s.cfg.OpenAPI.ServeV3(rec, r)
 	case info.IsResourceRequest:
 		s.serveResource(rec, r, info)
+	case s.nonResourceHandler(r.URL.Path) != nil:
+		s.nonResourceHandler(r.URL.Path).ServeHTTP(rec, r)
 	case info.APIPrefix != "" || r.URL.Path == "/api" || r.URL.Path == "/apis" || r.URL.Path == "/api/" || r.URL.Path == "/apis/":
 		if s.cfg.Discovery == nil {
 			s.writeError(rec, r, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
@@ -384,17 +406,30 @@ func (s *Server) serveAuthorized(rec http.ResponseWriter, r *http.Request, info 
 }
 
 func (s *Server) serveReadyz(w http.ResponseWriter, r *http.Request) {
+	_, verbose := r.URL.Query()["verbose"]
+	var failure error
 	if s.cfg.Ready != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), readyzTimeout)
 		defer cancel()
-		if err := s.cfg.Ready(ctx); err != nil {
-			s.log.Warn("readyz: storage not ready", "err", err)
-			writePlain(w, http.StatusServiceUnavailable, "[-]etcd failed: reason withheld\nreadyz check failed")
-			return
-		}
+		failure = s.cfg.Ready(ctx)
 	}
-	writePlain(w, http.StatusOK, "ok")
+	switch {
+	case failure != nil && verbose:
+		// The reason (etcd quorum lost, etcd unreachable) is for the operator reading ?verbose.
+		s.log.Warn("readyz: storage not ready", "err", failure)
+		writePlain(w, http.StatusServiceUnavailable, "[+]ping ok\n[-]etcd failed: "+failure.Error()+"\nreadyz check failed")
+	case failure != nil:
+		s.log.Warn("readyz: storage not ready", "err", failure)
+		writePlain(w, http.StatusServiceUnavailable, "[-]etcd failed: reason withheld\nreadyz check failed")
+	case verbose:
+		writePlain(w, http.StatusOK, "[+]ping ok\n[+]etcd ok\nreadyz check passed")
+	default:
+		writePlain(w, http.StatusOK, "ok")
+	}
 }
+
+// readyzTimeout bounds the storage check of /readyz.
+const readyzTimeout = 3 * time.Second
 
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}

@@ -18,6 +18,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/apiserver"
 	"github.com/skiff-sh/skiff/internal/apiserver/discovery"
 	"github.com/skiff-sh/skiff/internal/controller/localpath"
+	"github.com/skiff-sh/skiff/internal/etcd"
 	"github.com/skiff-sh/skiff/internal/openapi"
 	"github.com/skiff-sh/skiff/internal/pki"
 	"github.com/skiff-sh/skiff/internal/registry"
@@ -112,7 +113,8 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		Scheme:                scheme,
 		Resources:             resources,
 		Storage:               storageFactory,
-		Ready:                 func(ctx context.Context) error { _, err := client.Get(ctx, "/registry/health"); return err },
+		Ready:                 func(ctx context.Context) error { return etcd.CheckHealth(ctx, client) },
+		NonResourceHandlers:   etcdMembershipHandlers(client, cfg.Logger),
 		Authenticator:         apiserver.UnionAuthenticator{apiserver.ClientCertAuthenticator{}, bootstrapTokenAuthenticator(cfg, &built)},
 		Admission:             admission.plugins(apiserver.RBACEscalation{Authorizer: authz.authorize, Rules: authz.rules}, apiserver.NodeRestriction{}),
 		OpenAPI:               oapi,

@@ -323,37 +323,6 @@ func (n *Node) Stop() {
 	n.lock.release()
 }
 
-func (n *Node) startStorage(ctx context.Context) error {
-	if len(n.cfg.EtcdServers) > 0 {
-		client, err := etcd.NewClient(n.cfg.EtcdServers, nil, n.cfg.Logger)
-		if err != nil {
-			return fmt.Errorf("connect to external etcd %v: %w", n.cfg.EtcdServers, err)
-		}
-		n.etcdClient = client
-		return recordEtcdEndpoints(n.cfg.DataDir, n.cfg.EtcdServers)
-	}
-	ecfg := etcd.Config{
-		Name:                etcdMemberName(n.cfg),
-		DataDir:             filepath.Join(n.cfg.DataDir, "etcd"),
-		ListenClientURLs:    []string{"http://127.0.0.1:" + strconv.Itoa(n.cfg.EtcdClientPort)},
-		AdvertiseClientURLs: []string{"http://127.0.0.1:" + strconv.Itoa(n.cfg.EtcdClientPort)},
-		ListenPeerURLs:      []string{"http://127.0.0.1:" + strconv.Itoa(n.cfg.EtcdPeerPort)},
-		AdvertisePeerURLs:   []string{"http://127.0.0.1:" + strconv.Itoa(n.cfg.EtcdPeerPort)},
-		Logger:              n.cfg.Logger,
-	}
-	member, err := etcd.Start(ctx, ecfg)
-	if err != nil {
-		return fmt.Errorf("start embedded etcd: %w", err)
-	}
-	n.etcdMember = member
-	client, err := member.Client()
-	if err != nil {
-		return fmt.Errorf("etcd client: %w", err)
-	}
-	n.etcdClient = client
-	return recordEtcdEndpoints(n.cfg.DataDir, ecfg.AdvertiseClientURLs)
-}
-
 type nodeCerts struct {
 	caPEM              []byte
 	servingCert        string

@@ -65,6 +65,13 @@ type Config struct {
 	EtcdPeerPort     int
 	// EtcdServers, when set, is an external etcd cluster used instead of an embedded member.
 	EtcdServers []string
+	// EtcdCAFile, EtcdCertFile and EtcdKeyFile are the TLS files of the external etcd's clients
+	// (--etcd-cafile, --etcd-certfile, --etcd-keyfile), as kube-apiserver's flags.
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	// EtcdJoinKubeconfig, for a node with the etcd role and no etcd data yet, is an admin
+	// kubeconfig of the running cluster: the node's member joins that cluster as a learner through
+	// the API server's membership endpoints and is promoted once caught up (--etcd-join-kubeconfig).
+	EtcdJoinKubeconfig string
 	// NodeName names this node (default: the host name).
 	NodeName string
 	// ServiceCIDR is the range services' cluster IPs come from.
@@ -279,6 +286,7 @@ func (c *Config) Validate() error {
 	if c.LeaseDuration > 0 && c.RenewDeadline > 0 && c.RenewDeadline >= c.LeaseDuration {
 		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline %s must be shorter than --leader-elect-lease-duration %s", c.RenewDeadline, c.LeaseDuration))
 	}
+	errs = append(errs, c.validateEtcdTLS()...)
 	if c.HasRole(RoleEtcd) && len(c.EtcdServers) > 0 {
 		errs = append(errs, errors.New("--etcd-servers names an external etcd: drop the etcd role or the flag"))
 	}

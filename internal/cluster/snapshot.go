@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/skiff-sh/skiff/internal/etcd"
@@ -30,7 +29,15 @@ func SaveEtcdSnapshot(ctx context.Context, dataDir, file string) (etcd.SnapshotS
 	if err != nil {
 		return etcd.SnapshotStatus{}, fmt.Errorf("read etcd endpoints: %w", err)
 	}
-	client, err := etcd.NewClient(strings.Fields(string(data)), nil, nil)
+	files, err := readEtcdClientTLS(dataDir)
+	if err != nil {
+		return etcd.SnapshotStatus{}, err
+	}
+	tlsCfg, err := etcd.ClientTLSConfig(files.CAFile, files.CertFile, files.KeyFile)
+	if err != nil {
+		return etcd.SnapshotStatus{}, err
+	}
+	client, err := etcd.NewClient(strings.Fields(string(data)), tlsCfg, nil)
 	if err != nil {
 		return etcd.SnapshotStatus{}, err
 	}
@@ -56,8 +63,7 @@ func RestoreEtcdSnapshot(cfg Config, file string) error {
 		return err
 	}
 	defer lock.release()
-	peer := "http://127.0.0.1:" + strconv.Itoa(cfg.EtcdPeerPort)
-	return etcd.RestoreSnapshot(file, filepath.Join(cfg.DataDir, "etcd"), etcdMemberName(cfg), peer, cfg.Logger)
+	return etcd.RestoreSnapshot(file, filepath.Join(cfg.DataDir, "etcd"), etcdMemberName(cfg), etcdPeerURL(cfg), cfg.Logger)
 }
 
 // etcdMemberName is the name of a node's embedded etcd member.

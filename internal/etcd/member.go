@@ -257,3 +257,20 @@ func NewClient(endpoints []string, tlsConfig *tls.Config, log *slog.Logger) (*cl
 	}
 	return c, nil
 }
+
+// ClientTLSConfig is the TLS configuration of an etcd client that trusts caFile and presents
+// certFile/keyFile (etcd's client-cert-auth). All three may be empty for plain HTTP (nil config).
+func ClientTLSConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
+	if caFile == "" && certFile == "" && keyFile == "" {
+		return nil, nil
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("etcd client TLS: a certificate and its key go together")
+	}
+	info := transport.TLSInfo{CertFile: certFile, KeyFile: keyFile, TrustedCAFile: caFile}
+	cfg, err := info.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("etcd client TLS (ca %s, cert %s): %w", caFile, certFile, err)
+	}
+	return cfg, nil
+}

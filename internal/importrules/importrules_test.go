@@ -72,6 +72,11 @@ var rules = []struct {
 	{name: "joining is independent of the server", pattern: "./internal/join/...",
 		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster", module + "internal/etcd", "go.etcd.io/etcd/"},
 		allowed:   []string{module + "internal/apiserver/request"}},
+	// The etcd membership wire types and their client are for API clients (status, node remove, join).
+	{name: "etcd membership types are an API client's", pattern: "./internal/etcdapi/...", forbidden: apiClientForbidden},
+	{name: "the etcd membership endpoints sit on etcd, not on the server", pattern: "./internal/etcd/membershipapi/...",
+		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster"}},
+	{name: "status and node remove are API clients", pattern: "./internal/nodeadmin/...", forbidden: apiClientForbidden},
 	{name: "the API server does not assemble nodes", pattern: "./internal/apiserver/...", forbidden: []string{module + "internal/cluster"}},
 	// The hand-declared apiextensions.k8s.io types are types only: everything may import them.
 	{name: "API types are leaves", pattern: "./internal/apis/...",

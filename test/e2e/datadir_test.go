@@ -136,7 +136,7 @@ func TestEtcdSnapshotSaveAndRestore(t *testing.T) {
 	restored.ports = [3]int{freePort(t), freePort(t), freePort(t)}
 	restored.kubeconfig = filepath.Join(restored.dataDir, "admin.kubeconfig")
 	out, err = exec.Command(c.bin, "etcd", "snapshot", "restore", "--data-dir", restored.dataDir,
-		"--etcd-peer-port", strconv.Itoa(restored.ports[2]), backup).CombinedOutput()
+		"--etcd-peer-port", strconv.Itoa(restored.ports[2]), "--bind-address", "127.0.0.1", backup).CombinedOutput()
 	if err != nil {
 		t.Fatalf("snapshot restore: %v\n%s", err, out)
 	}

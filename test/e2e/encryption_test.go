@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,10 +15,25 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// rawEtcdValue reads a key straight from the node's embedded etcd, past the API server.
+// rawEtcdValue reads a key straight from the node's embedded etcd, past the API server, with the
+// API server's etcd client certificate (etcd answers mutual TLS only).
 func (c *cluster) rawEtcdValue(t *testing.T, key string) string {
 	t.Helper()
-	client, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:" + strconv.Itoa(c.ports[1])}, DialTimeout: 10 * time.Second})
+	pkiDir := filepath.Join(c.dataDir, "pki")
+	caPEM, err := os.ReadFile(filepath.Join(pkiDir, "etcd", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	cert, err := tls.LoadX509KeyPair(filepath.Join(pkiDir, "apiserver-etcd-client.crt"), filepath.Join(pkiDir, "apiserver-etcd-client.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints: []string{"https://127.0.0.1:" + strconv.Itoa(c.ports[1])}, DialTimeout: 10 * time.Second,
+		TLS: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

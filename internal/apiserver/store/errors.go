@@ -27,8 +27,6 @@ const (
 	// tooLargeRetrySeconds is how long a client should wait before asking again for a revision the
 	// store has not reached.
 	tooLargeRetrySeconds = 1
-	// unreachableRetrySeconds is the Retry-After of a request that failed because etcd did not answer.
-	unreachableRetrySeconds = 2
 )
 
 // ---- The one place a failed precondition becomes a 409 Conflict. ----
@@ -112,7 +110,13 @@ func ToAPIError(err error, gr schema.GroupResource, name string) error {
 		if op == "" {
 			op = "request"
 		}
-		return apierrors.NewServerTimeout(gr, op, unreachableRetrySeconds)
+		// Without quorum etcd answers no write, and a retried request would only wait again:
+		// 503 with the cause, and no Retry-After that would make clients retry in a loop.
+		msg := fmt.Sprintf("etcd did not complete the %s of %s: the etcd cluster has lost quorum (no leader) or is unreachable", op, gr.String())
+		if se.Err != nil {
+			msg += ": " + se.Err.Error()
+		}
+		return apierrors.NewServiceUnavailable(msg)
 	default:
 		return apierrors.NewInternalError(err)
 	}

@@ -122,11 +122,11 @@ func TestToAPIError(t *testing.T) {
 			err: storageErr(storage.ErrCodeUnreachable, func(e *storage.Error) {
 				e.Op = storage.OpGet
 			}),
-			gr: pods, wantCode: http.StatusInternalServerError, wantReason: metav1.StatusReasonServerTimeout,
-			wantMsg: "The get operation against pods could not be completed at this time, please try again.",
+			gr: pods, wantCode: http.StatusServiceUnavailable, wantReason: metav1.StatusReasonServiceUnavailable,
+			wantMsg: "etcd did not complete the get of pods: the etcd cluster has lost quorum (no leader) or is unreachable",
 			check: func(t *testing.T, status metav1.Status) {
-				if status.Details == nil || status.Details.RetryAfterSeconds != 2 {
-					t.Errorf("details = %+v, want retryAfterSeconds 2", status.Details)
+				if status.Details != nil && status.Details.RetryAfterSeconds != 0 {
+					t.Errorf("details = %+v, want no Retry-After: a retry would wait again", status.Details)
 				}
 			},
 		},

@@ -426,8 +426,8 @@ func TestServiceAllocationRollsBackWhenTheWriteFails(t *testing.T) {
 	}
 
 	mem.failWrites = storage.NewError(storage.ErrCodeUnreachable, "k", "", nil)
-	if _, err := st.Create(ctx, svc(), CreateOptions{}); !apierrors.IsServerTimeout(err) {
-		t.Fatalf("create on failing storage = %v, want a server timeout", err)
+	if _, err := st.Create(ctx, svc(), CreateOptions{}); !apierrors.IsServiceUnavailable(err) {
+		t.Fatalf("create on failing storage = %v, want service unavailable", err)
 	}
 	if got, want := rec.take(), "allocate web dryRun=false; release 10.43.0.10"; got != want {
 		t.Fatalf("failed create: %q, want %q", got, want)

@@ -1,0 +1,183 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+
+	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/etcd"
+	"github.com/skiff-sh/skiff/internal/etcd/membershipapi"
+	"github.com/skiff-sh/skiff/internal/etcdapi"
+)
+
+// startStorage connects the node to etcd: an external cluster (--etcd-servers, with TLS when
+// --etcd-cafile/--etcd-certfile/--etcd-keyfile are given), or an embedded member whose peer and
+// client listeners are TLS only, bound to --bind-address, with client certificates required.
+func (n *Node) startStorage(ctx context.Context) error {
+	if len(n.cfg.EtcdServers) > 0 {
+		files := etcdClientFiles{CAFile: n.cfg.EtcdCAFile, CertFile: n.cfg.EtcdCertFile, KeyFile: n.cfg.EtcdKeyFile}
+		tlsCfg, err := etcd.ClientTLSConfig(files.CAFile, files.CertFile, files.KeyFile)
+		if err != nil {
+			return fmt.Errorf("external etcd: %w", err)
+		}
+		client, err := etcd.NewClient(n.cfg.EtcdServers, tlsCfg, n.cfg.Logger)
+		if err != nil {
+			return fmt.Errorf("connect to external etcd %v: %w", n.cfg.EtcdServers, err)
+		}
+		n.etcdClient = etcd.BoundKV(client, etcd.DefaultRequestTimeout)
+		if err := recordEtcdClientTLS(n.cfg.DataDir, files); err != nil {
+			return err
+		}
+		return recordEtcdEndpoints(n.cfg.DataDir, n.cfg.EtcdServers)
+	}
+	certs, err := ensureEtcdCertificates(&n.cfg, time.Now())
+	if err != nil {
+		return err
+	}
+	ecfg := etcd.Config{
+		Name:                etcdMemberName(n.cfg),
+		DataDir:             filepath.Join(n.cfg.DataDir, "etcd"),
+		ListenClientURLs:    []string{etcdURL(etcdListenHost(n.cfg), n.cfg.EtcdClientPort)},
+		AdvertiseClientURLs: []string{etcdURL(n.cfg.AdvertiseAddress, n.cfg.EtcdClientPort)},
+		ListenPeerURLs:      []string{etcdURL(etcdListenHost(n.cfg), n.cfg.EtcdPeerPort)},
+		AdvertisePeerURLs:   []string{etcdPeerURL(n.cfg)},
+		ClientTLS:           certs.server,
+		PeerTLS:             certs.peer,
+		Logger:              n.cfg.Logger,
+	}
+	join, err := n.joinEtcd(ctx, &ecfg)
+	if err != nil {
+		return err
+	}
+	member, err := etcd.Start(ctx, ecfg)
+	if err != nil {
+		return fmt.Errorf("start embedded etcd: %w", err)
+	}
+	n.etcdMember = member
+	tlsCfg, err := etcd.ClientTLSConfig(certs.client.CAFile, certs.client.CertFile, certs.client.KeyFile)
+	if err != nil {
+		return err
+	}
+	local := []string{etcdURL(etcdLocalHost(n.cfg), n.cfg.EtcdClientPort)}
+	client, err := etcd.NewClient(local, tlsCfg, n.cfg.Logger)
+	if err != nil {
+		return fmt.Errorf("etcd client: %w", err)
+	}
+	if join != nil {
+		if err := join.promote(ctx, member, client, local[0]); err != nil {
+			client.Close()
+			return err
+		}
+	}
+	n.etcdClient = etcd.BoundKV(client, etcd.DefaultRequestTimeout)
+	if err := recordEtcdClientTLS(n.cfg.DataDir, certs.client); err != nil {
+		return err
+	}
+	return recordEtcdEndpoints(n.cfg.DataDir, local)
+}
+
+// etcdMembershipHandlers serve etcd membership through the API server (/skiff/v1/etcd/members),
+// for cluster admins (RBAC non-resource URLs; cluster-admin and system:masters have them).
+func etcdMembershipHandlers(client *clientv3.Client, log *slog.Logger) []apiserver.NonResourceHandler {
+	return []apiserver.NonResourceHandler{{
+		Prefix:  etcdapi.MembersPath,
+		Handler: &membershipapi.Handler{Client: client, Clock: clock.RealClock{}, Log: log.With("component", "etcd-membership")},
+	}}
+}
+
+// etcdJoin is a learner this node added to a running cluster, to promote once it started.
+type etcdJoin struct {
+	api *etcdapi.Client
+	id  string
+	log *slog.Logger
+}
+
+// joinEtcdTimeout bounds the add and the promotion of a joining member.
+const joinEtcdTimeout = 3 * time.Minute
+
+// joinEtcd adds this node's member as a learner to the cluster behind --etcd-join-kubeconfig when
+// the member has no data yet (a restarted member rejoins from its own data), and points ecfg at
+// that cluster. It answers nil when there is nothing to join.
+func (n *Node) joinEtcd(ctx context.Context, ecfg *etcd.Config) (*etcdJoin, error) {
+	if n.cfg.EtcdJoinKubeconfig == "" {
+		return nil, nil
+	}
+	if _, err := os.Stat(filepath.Join(ecfg.DataDir, "member")); err == nil {
+		return nil, nil
+	}
+	restCfg, err := clientcmd.BuildConfigFromFlags("", n.cfg.EtcdJoinKubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("etcd join: kubeconfig %s: %w", n.cfg.EtcdJoinKubeconfig, err)
+	}
+	api, err := etcdapi.NewClient(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("etcd join: %w", err)
+	}
+	actx, cancel := context.WithTimeout(ctx, joinEtcdTimeout)
+	defer cancel()
+	added, err := api.AddLearner(actx, etcdapi.AddMemberRequest{Name: ecfg.Name, PeerURLs: ecfg.AdvertisePeerURLs})
+	if err != nil {
+		return nil, fmt.Errorf("etcd join through %s: %w", restCfg.Host, err)
+	}
+	ecfg.InitialCluster, ecfg.ClusterState = added.InitialCluster, etcd.ClusterStateExisting
+	log := n.cfg.Logger.With("component", "etcd-join")
+	log.Info("etcd member added as a learner", "member", ecfg.Name, "id", added.Member.ID, "initialCluster", added.InitialCluster)
+	return &etcdJoin{api: api, id: added.Member.ID, log: log}, nil
+}
+
+// promote waits for the new member to serve, has it promoted (the API server retries while the
+// learner catches up with the leader), and waits until the member itself sees the promotion.
+func (j *etcdJoin) promote(ctx context.Context, member *etcd.Member, local *clientv3.Client, localURL string) error {
+	ctx, cancel := context.WithTimeout(ctx, joinEtcdTimeout)
+	defer cancel()
+	select {
+	case <-member.Ready():
+	case <-member.Failed():
+		return fmt.Errorf("etcd join: learner %s failed: %w", j.id, member.Err())
+	case <-ctx.Done():
+		return fmt.Errorf("etcd join: learner %s not ready: %w", j.id, ctx.Err())
+	}
+	if _, err := j.api.Promote(ctx, j.id); err != nil {
+		return fmt.Errorf("etcd join: %w", err)
+	}
+	// The API server about to start here reads through this member: wait until it applied its
+	// own promotion.
+	if err := etcd.WaitVoter(ctx, local, localURL, clock.RealClock{}, 0); err != nil {
+		return fmt.Errorf("etcd join: %w", err)
+	}
+	j.log.Info("etcd learner promoted to a voting member", "id", j.id)
+	return nil
+}
+
+// validateEtcdTLS checks the external etcd's client TLS flags.
+func (c *Config) validateEtcdTLS() []error {
+	var errs []error
+	if c.EtcdJoinKubeconfig != "" && !c.HasRole(RoleEtcd) {
+		errs = append(errs, errors.New("--etcd-join-kubeconfig joins this node's etcd member: it needs the etcd role"))
+	}
+	anyTLS := c.EtcdCAFile != "" || c.EtcdCertFile != "" || c.EtcdKeyFile != ""
+	if anyTLS && len(c.EtcdServers) == 0 {
+		errs = append(errs, errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile go with --etcd-servers"))
+	}
+	if (c.EtcdCertFile == "") != (c.EtcdKeyFile == "") {
+		errs = append(errs, errors.New("--etcd-certfile and --etcd-keyfile go together"))
+	}
+	for flag, f := range map[string]string{"--etcd-cafile": c.EtcdCAFile, "--etcd-certfile": c.EtcdCertFile, "--etcd-keyfile": c.EtcdKeyFile} {
+		if f == "" {
+			continue
+		}
+		if _, err := os.Stat(f); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", flag, err))
+		}
+	}
+	return errs
+}
