@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,9 +20,14 @@ import (
 // ControlPlaneGroup is the extra group of a control-plane join token.
 const ControlPlaneGroup = bootstrappolicy.ControlPlaneJoinGroup
 
-// Keys are what every control-plane node shares: the cluster CA and the service-account key.
+// Keys are what every control-plane node shares: the cluster CA and the service-account key, and
+// where the cluster has them, the etcd CA (so a joining node's etcd member and API server get
+// certificates etcd trusts) and the encryption configuration (so every API server reads what
+// another sealed).
 type Keys struct {
 	CACert, CAKey, SAKey []byte
+	// Optional: empty when the first node has none.
+	EtcdCACert, EtcdCAKey, EncryptionConfig []byte
 }
 
 // Key names in the keys Secret and file names in a node's pki directory.
@@ -29,7 +35,26 @@ const (
 	keysCACert = "ca.crt"
 	keysCAKey  = "ca.key"
 	keysSAKey  = "sa.key"
+	// The optional ones: Secret key, then path under pki/.
+	keysEtcdCACert       = "etcd-ca.crt"
+	keysEtcdCAKey        = "etcd-ca.key"
+	keysEncryptionConfig = "encryption-config.yaml"
 )
+
+// optional lists the optional keys with their Secret keys and files under pki/.
+func (k *Keys) optional() []struct {
+	secretKey, file string
+	data            *[]byte
+} {
+	return []struct {
+		secretKey, file string
+		data            *[]byte
+	}{
+		{keysEtcdCAKey, filepath.Join("etcd", "ca.key"), &k.EtcdCAKey},
+		{keysEtcdCACert, filepath.Join("etcd", "ca.crt"), &k.EtcdCACert},
+		{keysEncryptionConfig, "encryption-config.yaml", &k.EncryptionConfig},
+	}
+}
 
 // ReadKeys reads a control-plane node's shared keys from its pki directory.
 func ReadKeys(dir string) (Keys, error) {
@@ -41,17 +66,34 @@ func ReadKeys(dir string) (Keys, error) {
 		}
 		*dst = data
 	}
+	for _, o := range k.optional() {
+		if data, err := readFile(filepath.Join(dir, o.file)); err == nil {
+			*o.data = data
+		}
+	}
 	return k, nil
 }
 
 // Write stores the keys in a joining control-plane node's pki directory, the CA certificate last
 // (a node with ca.crt has joined).
 func (k Keys) Write(dir string) error {
-	for _, f := range []struct {
+	type keyFile struct {
 		name string
 		data []byte
-	}{{keysCAKey, k.CAKey}, {keysSAKey, k.SAKey}, {keysCACert, k.CACert}} {
-		if err := pki.WriteFileAtomic(filepath.Join(dir, f.name), f.data, 0o600); err != nil {
+	}
+	files := []keyFile{{keysCAKey, k.CAKey}, {keysSAKey, k.SAKey}}
+	for _, o := range k.optional() {
+		if len(*o.data) > 0 {
+			files = append(files, keyFile{o.file, *o.data})
+		}
+	}
+	files = append(files, keyFile{keysCACert, k.CACert})
+	for _, f := range files {
+		path := filepath.Join(dir, f.name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return err
+		}
+		if err := pki.WriteFileAtomic(path, f.data, 0o600); err != nil {
 			return err
 		}
 	}
@@ -65,6 +107,11 @@ func UploadKeys(ctx context.Context, client kubernetes.Interface, k Keys) error 
 		ObjectMeta: metav1.ObjectMeta{Name: bootstrappolicy.ClusterKeysSecret, Namespace: SecretNamespace},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{keysCACert: k.CACert, keysCAKey: k.CAKey, keysSAKey: k.SAKey},
+	}
+	for _, o := range k.optional() {
+		if len(*o.data) > 0 {
+			s.Data[o.secretKey] = *o.data
+		}
 	}
 	secrets := client.CoreV1().Secrets(SecretNamespace)
 	_, err := secrets.Create(ctx, s, metav1.CreateOptions{})
@@ -106,6 +153,9 @@ func FetchKeys(ctx context.Context, server string, token JoinToken) (Keys, error
 		return Keys{}, fmt.Errorf("get the cluster's keys: %w", err)
 	}
 	k := Keys{CACert: s.Data[keysCACert], CAKey: s.Data[keysCAKey], SAKey: s.Data[keysSAKey]}
+	for _, o := range k.optional() {
+		*o.data = s.Data[o.secretKey]
+	}
 	got, err := pki.ParseCertificate(k.CACert)
 	if err != nil {
 		return Keys{}, fmt.Errorf("cluster keys: CA certificate: %w", err)

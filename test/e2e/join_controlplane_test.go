@@ -10,14 +10,15 @@ import (
 	"testing"
 )
 
-// TestJoinControlPlane: a second control plane on the first one's etcd (an external etcd from its
-// point of view) joins with a --control-plane token, gets the cluster's keys over the token's
-// authenticated channel after checking the CA pin, and serves the same cluster; an ordinary worker
-// token may not read the keys; a restart needs no token.
+// TestJoinControlPlane: HA with external etcd. A second control plane on the same etcd joins with
+// a --control-plane token, gets the cluster's keys (CA, service-account key, encryption
+// configuration) over the token's authenticated channel after checking the CA pin, and serves the
+// same cluster; an ordinary worker token may not read the keys; a restart needs no token.
 func TestJoinControlPlane(t *testing.T) {
-	c1 := newCluster(t)
+	ext := startExternalEtcd(t)
+	etcdURL := ext.url()
+	c1 := newCluster(t, "--etcd-servers", etcdURL)
 	server := "https://127.0.0.1:" + strconv.Itoa(c1.ports[0])
-	etcdURL := "http://127.0.0.1:" + strconv.Itoa(c1.ports[1])
 
 	dir := filepath.Join(t.TempDir(), "cp2")
 	joinArgs := func(token string) []string {
@@ -52,6 +53,9 @@ func TestJoinControlPlane(t *testing.T) {
 	// One cluster: written through one API server, read through the other.
 	c2.kubectl("create", "configmap", "via-cp2", "--from-literal=k=v")
 	mustContain(t, c1.kubectl("get", "configmap", "via-cp2", "-o", "jsonpath={.data.k}"), "v")
+	// Secrets sealed by one API server open at the other: they share the encryption key.
+	c2.kubectl("create", "secret", "generic", "sealed-by-cp2", "--from-literal=k=djI=")
+	mustContain(t, c1.kubectl("get", "secret", "sealed-by-cp2", "-o", "jsonpath={.data.k}"), "ZGpJPQ==")
 	// Service-account tokens of one API server are good at the other (the shared sa.key).
 	tok := c1.kubectl("create", "token", "default")
 	podsURL := "https://127.0.0.1:" + itoa(c2.ports[0]) + "/api/v1/namespaces/default/pods"
