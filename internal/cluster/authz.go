@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -137,7 +138,7 @@ func defaultNamespaceRoleBindings() []rbacv1.RoleBinding {
 }
 
 func defaultClusterRoles() []rbacv1.ClusterRole {
-	return append(bootstrappolicy.ClusterRoles(), bootstrappolicy.ControllerRoles()...)
+	return slices.Concat(bootstrappolicy.ClusterRoles(), bootstrappolicy.ControllerRoles(), bootstrappolicy.JoinClusterRoles())
 }
 
 // ensurePolicy creates the default policy objects that are missing, before the server serves, so

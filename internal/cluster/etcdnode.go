@@ -10,6 +10,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/etcd"
 	"github.com/skiff-sh/skiff/internal/etcd/membershipapi"
 	"github.com/skiff-sh/skiff/internal/etcdapi"
+	"github.com/skiff-sh/skiff/internal/join"
 )
 
 // startStorage connects the node to etcd: an external cluster (--etcd-servers, with TLS when
@@ -108,15 +110,15 @@ const joinEtcdTimeout = 3 * time.Minute
 // the member has no data yet (a restarted member rejoins from its own data), and points ecfg at
 // that cluster. It answers nil when there is nothing to join.
 func (n *Node) joinEtcd(ctx context.Context, ecfg *etcd.Config) (*etcdJoin, error) {
-	if n.cfg.EtcdJoinKubeconfig == "" {
+	if n.cfg.EtcdJoinKubeconfig == "" && n.cfg.Server == "" {
 		return nil, nil
 	}
 	if _, err := os.Stat(filepath.Join(ecfg.DataDir, "member")); err == nil {
 		return nil, nil
 	}
-	restCfg, err := clientcmd.BuildConfigFromFlags("", n.cfg.EtcdJoinKubeconfig)
+	restCfg, err := n.etcdJoinCredentials()
 	if err != nil {
-		return nil, fmt.Errorf("etcd join: kubeconfig %s: %w", n.cfg.EtcdJoinKubeconfig, err)
+		return nil, err
 	}
 	api, err := etcdapi.NewClient(restCfg)
 	if err != nil {
@@ -180,4 +182,30 @@ func (c *Config) validateEtcdTLS() []error {
 		}
 	}
 	return errs
+}
+
+// etcdJoinCredentials are how a joining member reaches the membership API: --etcd-join-kubeconfig,
+// or the control-plane join token (its group is bound to skiff:etcd-join) against --server,
+// trusting the cluster CA the join stored after checking the token's pin.
+func (n *Node) etcdJoinCredentials() (*rest.Config, error) {
+	if n.cfg.EtcdJoinKubeconfig != "" {
+		restCfg, err := clientcmd.BuildConfigFromFlags("", n.cfg.EtcdJoinKubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("etcd join: kubeconfig %s: %w", n.cfg.EtcdJoinKubeconfig, err)
+		}
+		return restCfg, nil
+	}
+	if n.cfg.Token == "" {
+		return nil, fmt.Errorf("etcd join: this node's etcd member has no data in %s and was never added: --token is needed to add it", filepath.Join(n.cfg.DataDir, "etcd"))
+	}
+	token, err := join.ParseJoinToken(n.cfg.Token)
+	if err != nil {
+		return nil, fmt.Errorf("--token: %w", err)
+	}
+	return &rest.Config{
+		Host:            n.cfg.Server,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(n.cfg.DataDir, "pki", "ca.crt")},
+		BearerToken:     token.Token.String(),
+		UserAgent:       "skiff-etcd-join",
+	}, nil
 }

@@ -48,8 +48,8 @@ func (c *Config) validateJoin() []error {
 	if u, err := url.Parse(c.Server); err != nil || u.Scheme != "https" || u.Host == "" {
 		errs = append(errs, fmt.Errorf("--server %q must be https://HOST:PORT", c.Server))
 	}
-	if c.HasRole(RoleEtcd) {
-		errs = append(errs, errors.New("joining with the etcd role (a stacked etcd member) is not available yet: join worker nodes, or control-plane nodes on an external etcd (--roles controlplane --etcd-servers ...)"))
+	if c.HasRole(RoleEtcd) && !c.HasRole(RoleControlPlane) {
+		errs = append(errs, errors.New("an etcd-only node cannot join yet: join etcd,controlplane nodes (stacked), worker nodes, or control-plane nodes on an external etcd"))
 	}
 	if c.Token != "" {
 		if _, err := join.ParseJoinToken(c.Token); err != nil {

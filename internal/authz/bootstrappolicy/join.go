@@ -1,6 +1,9 @@
 package bootstrappolicy
 
-import rbacv1 "k8s.io/api/rbac/v1"
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // BootstrappersGroup holds every user a bootstrap token authenticates.
 const BootstrappersGroup = "system:bootstrappers"
@@ -20,7 +23,21 @@ func JoinClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		bind("skiff:kubelet-bootstrap", "system:node-bootstrapper", subjects(rbacv1.GroupKind, BootstrappersGroup)...),
 		bind("skiff:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", subjects(rbacv1.GroupKind, BootstrappersGroup)...),
 		bind("skiff:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", subjects(rbacv1.GroupKind, NodesGroup)...),
+		bind(EtcdJoinClusterRole, EtcdJoinClusterRole, subjects(rbacv1.GroupKind, ControlPlaneJoinGroup)...),
 	}
+}
+
+// EtcdJoinClusterRole lets a control-plane join token add its node's etcd member as a learner and
+// have it promoted through the API server's etcd membership endpoints (list, add, promote; not
+// remove).
+const EtcdJoinClusterRole = "skiff:etcd-join"
+
+// JoinClusterRoles are the cluster roles joining needs beyond kubeadm's bindings.
+func JoinClusterRoles() []rbacv1.ClusterRole {
+	return []rbacv1.ClusterRole{{
+		ObjectMeta: metav1.ObjectMeta{Name: EtcdJoinClusterRole},
+		Rules:      rules(rule("get", "post").urls("/skiff/v1/etcd/members", "/skiff/v1/etcd/members/*")),
+	}}
 }
 
 // ControlPlaneJoinGroup is the extra group of tokens that may join control-plane nodes
