@@ -40,6 +40,7 @@ var rules = []struct {
 	{name: "the scheduler is an API client", pattern: "./internal/scheduler/...", forbidden: apiClientForbidden},
 	{name: "controllers are API clients", pattern: "./internal/controller/...", forbidden: apiClientForbidden},
 	{name: "the kubelet is an API client", pattern: "./internal/kubelet/...", forbidden: apiClientForbidden},
+	{name: "the service proxy is an API client", pattern: "./internal/proxy/...", forbidden: apiClientForbidden},
 	{name: "simulated nodes are API clients", pattern: "./internal/simnode/...", forbidden: apiClientForbidden},
 	{name: "storage never reaches up into the API server or registry", pattern: "./internal/storage/...",
 		forbidden: []string{module + "internal/apiserver", module + "internal/registry", module + "internal/cluster"}},
