@@ -75,6 +75,8 @@ type Config struct {
 	ClusterDNS []string
 	// ClusterDomain is the cluster's DNS domain (default cluster.local).
 	ClusterDomain string
+	// DisableProxy keeps a worker from running the service proxy (k3s's --disable-kube-proxy).
+	DisableProxy bool
 	// ClusterCIDR is the pod network; each node gets a podCIDR from it.
 	ClusterCIDR string
 	// Controllers selects controllers as kube-controller-manager's --controllers does.

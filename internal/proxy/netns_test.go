@@ -13,13 +13,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
 // testNetns is a network namespace of the test's own, removed in cleanup; Host runs in it.
-func testNetns(t *testing.T) (string, Host) {
+func testNetns(t testing.TB) (string, Host) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for network namespaces")
@@ -36,7 +35,7 @@ func testNetns(t *testing.T) (string, Host) {
 	return name, Host{Wrap: []string{"ip", "netns", "exec", name}}
 }
 
-func mustRun(t *testing.T, argv ...string) string {
+func mustRun(t testing.TB, argv ...string) string {
 	t.Helper()
 	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
 	if err != nil {
@@ -178,5 +177,3 @@ func TestProxierInNetns(t *testing.T) {
 		t.Errorf("device left after stop: %s", out)
 	}
 }
-
-var _ = discoveryv1.AddressTypeIPv4

@@ -89,3 +89,5 @@ func testConfig() Config {
 		ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16"), ServiceCIDR: netip.MustParsePrefix("10.96.0.0/24"),
 	}
 }
+
+func netipPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
