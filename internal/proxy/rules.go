@@ -185,7 +185,6 @@ func Build(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1
 	})
 
 	mark := cfg.mark()
-	masq := "-j " + cfg.markMasqChain()
 	var services_, nodePorts, filter, extFilter []string
 	for _, svc := range svcs {
 		if !proxied(svc) {
@@ -203,11 +202,6 @@ func Build(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1
 			internal, external := b.chains()
 			vip := fmt.Sprintf("-d %s/32 %s", svc.Spec.ClusterIP, dport)
 			if internal != "" {
-				if cfg.ClusterCIDR.IsValid() {
-					services_ = append(services_, fmt.Sprintf("%s ! -s %s %s %s", comment, cfg.ClusterCIDR, vip, masq))
-				} else {
-					services_ = append(services_, fmt.Sprintf("%s %s %s", comment, vip, masq))
-				}
 				services_ = append(services_, fmt.Sprintf("%s %s -j %s", comment, vip, internal))
 			} else {
 				filter = append(filter, fmt.Sprintf(`%s %s -j REJECT --reject-with icmp-port-unreachable`, comment, vip))
@@ -359,7 +353,14 @@ func (b svcPortBuilder) writeServiceChain(name string, eps []endpoint) {
 		}
 		b.rs.NAT[seps[i]] = append(rules, dnat)
 	}
-	var rules []string
+	// Cluster IP traffic from outside the pod network (the node itself, other hosts) is
+	// masqueraded, so replies come back through this node. Here rather than in the SERVICES chain,
+	// so that chain holds one rule per service port: it is walked linearly for every new connection.
+	vip := fmt.Sprintf("-d %s/32 -p %s -m %s --dport %d", b.svc.Spec.ClusterIP, proto, proto, b.port.Port)
+	rules := []string{fmt.Sprintf("%s -j %s", vip, b.cfg.markMasqChain())}
+	if b.cfg.ClusterCIDR.IsValid() {
+		rules[0] = fmt.Sprintf("! -s %s %s -j %s", b.cfg.ClusterCIDR, vip, b.cfg.markMasqChain())
+	}
 	if affinity > 0 {
 		for _, sep := range seps {
 			rules = append(rules, fmt.Sprintf("-m recent --rcheck --seconds %d --reap --name %s --mask 255.255.255.255 --rsource -j %s", affinity, sep, sep))

@@ -261,7 +261,11 @@ func TestBuildSpreadsEvenly(t *testing.T) {
 	var chain []string
 	for name, rules := range rs.NAT {
 		if strings.Contains(name, "-SVC-") {
-			chain = rules
+			for _, r := range rules {
+				if strings.Contains(r, "-SEP-") {
+					chain = append(chain, r)
+				}
+			}
 		}
 	}
 	// 1/4, 1/3, 1/2, then the rest: each endpoint gets a quarter of new connections.
