@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/netip"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -21,7 +20,7 @@ func proxyOptions(cfg *Config) (proxy.Options, error) {
 	prefix := proxy.NodePrefix(cfg.DataDir)
 	opts := proxy.Options{
 		Config: proxy.Config{Prefix: prefix, NodeName: cfg.NodeName},
-		Device: "skp" + strings.ToLower(prefix[2:]),
+		Device: proxy.DeviceName(prefix),
 		// Nodes sharing a host each route the service range to their own device, so their routes
 		// differ by metric.
 		DeviceMetric:       100 + int(fnvHash(cfg.DataDir)%9000),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -110,6 +112,29 @@ func TestProxierInNetns(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A UDP echo server next to it.
+	var echoConn net.PacketConn
+	inNetns(t, epNS, func() {
+		var err error
+		if echoConn, err = net.ListenPacket("udp4", epIP+":9000"); err != nil {
+			t.Error(err)
+		}
+	})
+	if echoConn == nil {
+		t.FailNow()
+	}
+	t.Cleanup(func() { echoConn.Close() })
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, from, err := echoConn.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = echoConn.WriteTo(append([]byte("echo "), buf[:n]...), from)
+		}
+	}()
+
 	client := fake.NewClientset()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -121,14 +146,17 @@ func TestProxierInNetns(t *testing.T) {
 
 	svc := makeSvc("web", "10.96.7.10").port("http", 80, tcp).obj()
 	empty := makeSvc("empty", "10.96.7.11").port("http", 80, tcp).obj()
+	echo := makeSvc("echo", "10.96.7.12").port("echo", 5300, udp).obj()
 	slice := makeSlice("web", "http", 8080, tcp, readyEp(epIP, "node-b"))
-	for _, s := range []*corev1.Service{svc, empty} {
+	for _, s := range []*corev1.Service{svc, empty, echo} {
 		if _, err := client.CoreV1().Services("ns").Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := client.DiscoveryV1().EndpointSlices("ns").Create(ctx, slice, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	for _, s := range []*discoveryv1.EndpointSlice{slice, makeSlice("echo", "echo", 9000, udp, readyEp(epIP, "node-b"))} {
+		if _, err := client.DiscoveryV1().EndpointSlices("ns").Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	waitFor(t, "the service's rules", func() (bool, string) {
 		select {
@@ -147,6 +175,21 @@ func TestProxierInNetns(t *testing.T) {
 	if out, err := wget("http://10.96.7.10/"); err != nil || !strings.Contains(out, "hello-from-endpoint") {
 		t.Errorf("cluster IP from the node: %v %s", err, out)
 	}
+	inNetns(t, ns, func() {
+		c, err := net.Dial("udp4", "10.96.7.12:5300")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 512)
+		if _, err := c.Write([]byte("ping")); err != nil {
+			t.Error(err)
+		} else if n, err := c.Read(buf); err != nil || string(buf[:n]) != "echo ping" {
+			t.Errorf("UDP through the cluster IP: %v %q", err, buf[:n])
+		}
+	})
 	for _, url := range []string{"http://10.96.7.11/", "http://10.96.7.99/"} {
 		out, err := wget(url)
 		if err == nil || !strings.Contains(out, "refused") {
@@ -162,7 +205,7 @@ func TestProxierInNetns(t *testing.T) {
 	}
 	waitFor(t, "the deleted service's rules to go", func() (bool, string) {
 		s := save(t, host)
-		return !strings.Contains(s, "10.96.7.10") && !strings.Contains(s, "-SEP-"), s
+		return !strings.Contains(s, "10.96.7.10") && !strings.Contains(s, epIP+":8080"), s
 	})
 
 	cancel()

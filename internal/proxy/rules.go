@@ -35,6 +35,11 @@ func NodePrefix(key string) string {
 	return "SK" + hash(key)[:6]
 }
 
+// DeviceName is the node's service-range interface for prefix (at most 15 characters).
+func DeviceName(prefix string) string {
+	return "skp" + strings.ToLower(strings.TrimPrefix(prefix, "SK"))
+}
+
 // Ruleset is the desired content of every chain the proxy owns, per table. The order of rules
 // inside a chain is significant; chains are unordered.
 type Ruleset struct {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -137,7 +138,8 @@ func ownLines(save, prefix, what string) []string {
 // pod over all three replicas, the NodePort answers from the host on the node address and on
 // 127.0.0.1, a pod reaches the API server through the kubernetes Service with client-go's
 // in-cluster config, a UDP Service answers, a Service scaled to zero refuses connections at once,
-// a deleted Service leaves no rule, and a stopped node leaves none of its rules or its device.
+// a deleted Service leaves no rule, a node killed and restarted replaces its previous run's rules,
+// and a stopped node leaves none of its rules or its device.
 // Nothing is sent to a cluster IP before the node's rules for it exist.
 func TestServiceProxy(t *testing.T) {
 	requireRuntime(t)
@@ -236,10 +238,40 @@ func TestServiceProxy(t *testing.T) {
 		}
 		return nil
 	})
-	out, err = c.kubectlErr("exec", "client", "--", "/tools/nettool", "udp", udpVIP+":5300", "ping")
-	if err != nil || !strings.Contains(out, udpPod+" ping") {
-		t.Errorf("UDP through %s: %v\n%s", udpVIP, err, out)
-	}
+	// UDP is lossy and the echo server has no readiness probe (it may still be starting under
+	// load), so the exchange is retried.
+	eventually(t, 30*time.Second, func() error {
+		out, err := c.kubectlErr("exec", "client", "--", "/tools/nettool", "udp", udpVIP+":5300", "ping")
+		if err != nil || !strings.Contains(out, udpPod+" ping") {
+			return fmt.Errorf("UDP through %s: %v: %s", udpVIP, err, out)
+		}
+		return nil
+	})
+
+	// A crash and a restart: the previous run's rules are found and replaced, the hooks are not
+	// doubled, and the cluster IP still reaches every replica.
+	c.kill()
+	c.start()
+	eventually(t, 60*time.Second, func() error {
+		nat := iptablesSave(t, "nat")
+		if n := strings.Count(nat, "-A PREROUTING -j "+prefix+"-SERVICES\n"); n != 1 {
+			return fmt.Errorf("%d PREROUTING hooks, want 1", n)
+		}
+		for _, ip := range podIPs {
+			if len(ownLines(nat, prefix, "--to-destination "+ip+":8080")) == 0 {
+				return fmt.Errorf("no rule for endpoint %s after the restart", ip)
+			}
+		}
+		return nil
+	})
+	// The kubelet serves exec again a moment after the API server.
+	eventually(t, 30*time.Second, func() error {
+		out, err := c.kubectlErr("exec", "client", "--", "wget", "-q", "-O", "-", "http://"+vip+"/")
+		if err != nil || !containsAny(out, pods) {
+			return fmt.Errorf("cluster IP after a restart: %v: %s", err, out)
+		}
+		return nil
+	})
 
 	// Scaled to zero: refused at once, not a timeout.
 	c.kubectl("scale", "deployment", "web", "--replicas=0")
@@ -275,15 +307,15 @@ func TestServiceProxy(t *testing.T) {
 	})
 
 	// A clean stop removes everything the node's proxy owns.
-	c.kubectl("delete", "deployment", "--all", "--wait=true", "--timeout=60s")
-	c.kubectl("delete", "pod", "client", "--wait=true", "--timeout=60s")
+	c.kubectl("delete", "deployment", "--all", "--cascade=foreground", "--timeout=60s")
+	c.kubectl("delete", "pod", "--all", "--grace-period=1", "--timeout=60s")
 	c.stop()
 	for _, table := range []string{"nat", "filter"} {
 		if save := iptablesSave(t, table); strings.Contains(save, prefix) {
 			t.Errorf("%s rules left after the node stopped:\n%s", table, ownLines(save, prefix, ""))
 		}
 	}
-	if out, err := exec.Command("ip", "link", "show", "skp"+strings.ToLower(prefix[2:])).CombinedOutput(); err == nil {
+	if out, err := exec.Command("ip", "link", "show", proxy.DeviceName(prefix)).CombinedOutput(); err == nil {
 		t.Errorf("the service range device outlived the node: %s", out)
 	}
 }
@@ -295,4 +327,21 @@ func containsAny(s string, subs []string) bool {
 		}
 	}
 	return false
+}
+
+// removeProxyRules removes what a node's service proxy left on the host when the node did not stop
+// cleanly (a test that killed it): its chains, hooks and service-range device. A clean stop has
+// removed them already.
+func removeProxyRules(t *testing.T, dataDir string) {
+	t.Helper()
+	prefix := proxy.NodePrefix(dataDir)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	host := proxy.Host{}
+	if err := host.Cleanup(ctx, prefix); err != nil {
+		t.Logf("remove the node's service rules: %v", err)
+	}
+	if err := host.DeleteDevice(ctx, proxy.DeviceName(prefix)); err != nil {
+		t.Logf("remove the node's service range device: %v", err)
+	}
 }
