@@ -292,6 +292,20 @@ type svcPortBuilder struct {
 	eps  []endpoint
 }
 
+// exposed reports whether the port has external traffic at all: a NodePort, external IPs or
+// load-balancer IPs.
+func (b svcPortBuilder) exposed() bool {
+	if b.port.NodePort != 0 && (b.svc.Spec.Type == corev1.ServiceTypeNodePort || b.svc.Spec.Type == corev1.ServiceTypeLoadBalancer) {
+		return true
+	}
+	for _, ing := range b.svc.Status.LoadBalancer.Ingress {
+		if ing.IP != "" {
+			return true
+		}
+	}
+	return len(b.svc.Spec.ExternalIPs) > 0
+}
+
 func (b svcPortBuilder) hasClusterEndpoints() bool { return len(selectEndpoints(b.eps, false)) > 0 }
 
 // chains writes the service port's chains and returns the chain its cluster IP traffic jumps to
@@ -315,6 +329,9 @@ func (b svcPortBuilder) chains() (internal, external string) {
 		internal = localChain
 	case !itpLocal && len(cluster) > 0:
 		internal = clusterChain
+	}
+	if !b.exposed() {
+		return internal, ""
 	}
 	ext := b.cfg.chain("EXT-" + b.id)
 	masq := "-j " + b.cfg.markMasqChain()

@@ -327,3 +327,23 @@ func TestNodePrefix(t *testing.T) {
 		}
 	}
 }
+
+func TestBuildExternalChainsOnlyWhenExposed(t *testing.T) {
+	cfg := testConfig()
+	rs := Build(cfg, []*corev1.Service{
+		makeSvc("internal", "10.96.0.10").port("http", 80, tcp).obj(),
+		makeSvc("exposed", "10.96.0.11").port("http", 80, tcp).nodePort(30001).obj(),
+	}, []*discoveryv1.EndpointSlice{
+		makeSlice("internal", "http", 8080, tcp, readyEp("10.244.1.1", "node-a")),
+		makeSlice("exposed", "http", 8080, tcp, readyEp("10.244.1.2", "node-a")),
+	})
+	ext := 0
+	for name := range rs.NAT {
+		if strings.Contains(name, "-EXT-") {
+			ext++
+		}
+	}
+	if ext != 1 {
+		t.Errorf("%d external chains, want 1 (for the NodePort service only)", ext)
+	}
+}
