@@ -12,7 +12,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/clock"
@@ -195,7 +197,16 @@ func bootstrap(ctx context.Context, srv *apiserver.Server, cfg *Config) error {
 			Ports:     []corev1.EndpointPort{{Name: "https", Port: int32(cfg.HTTPSPort), Protocol: corev1.ProtocolTCP}},
 		}},
 	}
-	if err := srv.EnsureObject(ctx, schema.GroupResource{Resource: "endpoints"}, ep); err != nil {
+	// Reconciled, not only created: a node restarted on another address or port must not leave
+	// pods (and the service proxy) on the old one.
+	if err := srv.ReconcileObject(ctx, schema.GroupResource{Resource: "endpoints"}, ep, func(current runtime.Object) bool {
+		cur := current.(*corev1.Endpoints)
+		if equality.Semantic.DeepEqual(cur.Subsets, ep.Subsets) {
+			return false
+		}
+		cur.Subsets = ep.Subsets
+		return true
+	}); err != nil {
 		return err
 	}
 	// The Endpoints above are not mirrored (skip-mirror), so the slice that proxies and DNS read is
@@ -209,7 +220,14 @@ func bootstrap(ctx context.Context, srv *apiserver.Server, cfg *Config) error {
 	if ip := net.ParseIP(cfg.AdvertiseAddress); ip.To4() == nil {
 		slice.AddressType = discoveryv1.AddressTypeIPv6
 	}
-	return srv.EnsureObject(ctx, schema.GroupResource{Group: discoveryv1.GroupName, Resource: "endpointslices"}, slice)
+	return srv.ReconcileObject(ctx, schema.GroupResource{Group: discoveryv1.GroupName, Resource: "endpointslices"}, slice, func(current runtime.Object) bool {
+		cur := current.(*discoveryv1.EndpointSlice)
+		if cur.AddressType == slice.AddressType && equality.Semantic.DeepEqual(cur.Endpoints, slice.Endpoints) && equality.Semantic.DeepEqual(cur.Ports, slice.Ports) {
+			return false
+		}
+		cur.AddressType, cur.Endpoints, cur.Ports = slice.AddressType, slice.Endpoints, slice.Ports
+		return true
+	})
 }
 
 // cacheSet holds the API server's watch caches so that a stopping node ends their etcd watches
