@@ -139,6 +139,9 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 			return nil
 		case <-period.C():
 			if added, err := ensureHooks(ctx, opts); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
 				log.Error("re-check service rule hooks", "err", err)
 			} else if added {
 				log.Info("service rule hooks were missing; rewriting all rules")

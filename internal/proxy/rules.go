@@ -73,6 +73,7 @@ func hash(s string) string {
 
 // endpoint is one backend of a service port.
 type endpoint struct {
+	key         string // ip:port, computed once
 	ip          string
 	port        int32
 	local       bool
@@ -81,9 +82,7 @@ type endpoint struct {
 	terminating bool
 }
 
-func (e endpoint) String() string {
-	return netip.AddrPortFrom(netip.MustParseAddr(e.ip), uint16(e.port)).String()
-}
+func (e endpoint) String() string { return e.key }
 
 // selectEndpoints is kube-proxy's choice: the ready endpoints, or, when none is ready, the
 // serving and terminating ones (so a rolling update's last pods keep answering).
@@ -148,12 +147,14 @@ func endpointsFor(nodeName string, port corev1.ServicePort, slices_ []*discovery
 			if len(e.Addresses) == 0 {
 				continue
 			}
-			if _, err := netip.ParseAddr(e.Addresses[0]); err != nil {
+			addr, err := netip.ParseAddr(e.Addresses[0])
+			if err != nil || !addr.Is4() {
 				continue
 			}
 			ready := e.Conditions.Ready == nil || *e.Conditions.Ready
 			ep := endpoint{
-				ip: e.Addresses[0], port: target, ready: ready,
+				key: netip.AddrPortFrom(addr, uint16(target)).String(),
+				ip:  addr.String(), port: target, ready: ready,
 				serving:     ready,
 				terminating: e.Conditions.Terminating != nil && *e.Conditions.Terminating,
 				local:       e.NodeName != nil && *e.NodeName == nodeName,

@@ -318,6 +318,13 @@ func TestServiceProxy(t *testing.T) {
 	if out, err := exec.Command("ip", "link", "show", proxy.DeviceName(prefix)).CombinedOutput(); err == nil {
 		t.Errorf("the service range device outlived the node: %s", out)
 	}
+	// Neither the crash, the restart nor the stop made the proxy log an error.
+	log, _ := os.ReadFile(filepath.Join(c.dataDir, "skiff.log"))
+	for _, line := range strings.Split(string(log), "\n") {
+		if strings.Contains(line, "component=proxy") && strings.Contains(line, "level=ERROR") {
+			t.Errorf("the proxy logged an error: %s", line)
+		}
+	}
 }
 
 func containsAny(s string, subs []string) bool {
