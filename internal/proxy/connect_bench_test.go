@@ -3,10 +3,8 @@ package proxy
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"runtime"
 	"testing"
 	"time"
@@ -45,16 +43,7 @@ func inNetns(tb testing.TB, name string, f func()) {
 // Services' rules in place.
 func BenchmarkConnect(b *testing.B) {
 	ns, host := testNetns(b)
-	sub := rand.IntN(250) + 1
-	nodeIP, epIP := fmt.Sprintf("10.250.%d.1", sub), fmt.Sprintf("10.250.%d.2", sub)
-	epNS := ns + "e"
-	mustRun(b, "ip", "netns", "add", epNS)
-	b.Cleanup(func() { _ = exec.Command("ip", "netns", "del", epNS).Run() })
-	mustRun(b, "ip", "-n", ns, "link", "add", "veth0", "type", "veth", "peer", "name", "veth1", "netns", epNS)
-	mustRun(b, "ip", "-n", ns, "addr", "add", nodeIP+"/24", "dev", "veth0")
-	mustRun(b, "ip", "-n", ns, "link", "set", "veth0", "up")
-	mustRun(b, "ip", "-n", epNS, "addr", "add", epIP+"/24", "dev", "veth1")
-	mustRun(b, "ip", "-n", epNS, "link", "set", "veth1", "up")
+	epNS, epIP := endpointNetns(b, ns)
 	// A Go listener in the endpoint's namespace that accepts and closes: the figure is the
 	// path's cost, not a server's.
 	var l net.Listener

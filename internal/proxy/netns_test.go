@@ -37,6 +37,24 @@ func testNetns(t testing.TB) (string, Host) {
 	return name, Host{Wrap: []string{"ip", "netns", "exec", name}}
 }
 
+// endpointNetns is a second namespace of the test's own joined to ns by a veth pair, on a
+// random 10.250.X.0/24: it plays the pod. It returns its name and address.
+func endpointNetns(tb testing.TB, ns string) (string, string) {
+	tb.Helper()
+	sub := rand.IntN(250) + 1
+	nodeIP, epIP := fmt.Sprintf("10.250.%d.1", sub), fmt.Sprintf("10.250.%d.2", sub)
+	epNS := ns + "e"
+	mustRun(tb, "ip", "netns", "add", epNS)
+	tb.Cleanup(func() { _ = exec.Command("ip", "netns", "del", epNS).Run() })
+	mustRun(tb, "ip", "-n", ns, "link", "add", "veth0", "type", "veth", "peer", "name", "veth1", "netns", epNS)
+	mustRun(tb, "ip", "-n", ns, "addr", "add", nodeIP+"/24", "dev", "veth0")
+	mustRun(tb, "ip", "-n", ns, "link", "set", "veth0", "up")
+	mustRun(tb, "ip", "-n", epNS, "addr", "add", epIP+"/24", "dev", "veth1")
+	mustRun(tb, "ip", "-n", epNS, "link", "set", "veth1", "up")
+	mustRun(tb, "ip", "-n", epNS, "link", "set", "lo", "up")
+	return epNS, epIP
+}
+
 func mustRun(t testing.TB, argv ...string) string {
 	t.Helper()
 	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
@@ -81,17 +99,7 @@ func TestProxierInNetns(t *testing.T) {
 		t.Skip("busybox not installed")
 	}
 	// The endpoint: a second namespace behind a veth pair, serving HTTP on 10.250.X.2:8080.
-	sub := rand.IntN(250) + 1
-	nodeIP, epIP := fmt.Sprintf("10.250.%d.1", sub), fmt.Sprintf("10.250.%d.2", sub)
-	epNS := ns + "e"
-	mustRun(t, "ip", "netns", "add", epNS)
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", epNS).Run() })
-	mustRun(t, "ip", "-n", ns, "link", "add", "veth0", "type", "veth", "peer", "name", "veth1", "netns", epNS)
-	mustRun(t, "ip", "-n", ns, "addr", "add", nodeIP+"/24", "dev", "veth0")
-	mustRun(t, "ip", "-n", ns, "link", "set", "veth0", "up")
-	mustRun(t, "ip", "-n", epNS, "addr", "add", epIP+"/24", "dev", "veth1")
-	mustRun(t, "ip", "-n", epNS, "link", "set", "veth1", "up")
-	mustRun(t, "ip", "-n", epNS, "link", "set", "lo", "up")
+	epNS, epIP := endpointNetns(t, ns)
 	www := t.TempDir()
 	if err := os.WriteFile(www+"/index.html", []byte("hello-from-endpoint\n"), 0o644); err != nil {
 		t.Fatal(err)
