@@ -126,7 +126,7 @@ func (n *Node) runRoles(ctx context.Context) error {
 			}},
 			role{name: "worker", run: func(ctx context.Context) error { return runWorker(ctx, &n.cfg, clock.RealClock{}.Now()) }})
 		if !n.cfg.DisableProxy {
-			roles = append(roles, role{name: "service proxy", run: func(ctx context.Context) error { return runProxy(ctx, &n.cfg, clock.RealClock{}.Now()) }})
+			roles = append(roles, role{name: "service proxy", run: func(ctx context.Context) error { return runProxy(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now()) }})
 		}
 	}
 	return runRoles(ctx, roles, roleStopGrace, n.cfg.Logger)

@@ -63,12 +63,14 @@ func fnvHash(s string) uint32 {
 }
 
 // runProxy runs the service proxy with its own identity (system:kube-proxy, bound to
-// system:node-proxier) until ctx ends; it removes its rules before it returns.
-func runProxy(ctx context.Context, cfg *Config, now time.Time) error {
+// system:node-proxier) until ctx ends; it removes its rules before it returns. Its metrics are
+// served on the API server's /metrics with the other components'.
+func runProxy(ctx context.Context, cfg *Config, metrics *componentMetrics, now time.Time) error {
 	opts, err := proxyOptions(cfg)
 	if err != nil {
 		return err
 	}
+	opts.Metrics = proxy.NewMetrics(metrics.fresh("proxy"))
 	restCfg, err := componentRESTConfig(cfg, bootstrappolicy.KubeProxy, nil, now)
 	if err != nil {
 		return err

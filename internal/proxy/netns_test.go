@@ -17,6 +17,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // testNetns is a network namespace of the test's own, removed in cleanup; Host runs in it.
@@ -143,11 +145,12 @@ func TestProxierInNetns(t *testing.T) {
 		}
 	}()
 
+	reg := prometheus.NewRegistry()
 	client := fake.NewClientset()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, client, Options{Config: cfg, Device: "skp0", Host: host, MinSyncInterval: 20 * time.Millisecond,
+		done <- Run(ctx, client, Options{Config: cfg, Device: "skp0", Host: host, MinSyncInterval: 20 * time.Millisecond, Metrics: NewMetrics(reg),
 			Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -216,6 +219,22 @@ func TestProxierInNetns(t *testing.T) {
 		return !strings.Contains(s, "10.96.7.10") && !strings.Contains(s, epIP+":8080"), s
 	})
 
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncs, last := uint64(0), 0.0
+	for _, f := range families {
+		switch f.GetName() {
+		case "kubeproxy_sync_proxy_rules_duration_seconds":
+			syncs = f.GetMetric()[0].GetHistogram().GetSampleCount()
+		case "kubeproxy_sync_proxy_rules_last_timestamp_seconds":
+			last = f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	if syncs == 0 || last == 0 {
+		t.Errorf("metrics: %d syncs observed, last sync at %v; want both set", syncs, last)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run: %v", err)

@@ -33,6 +33,8 @@ type Options struct {
 	Host       Host
 	Clock      clock.WithTicker
 	Logger     *slog.Logger
+	// Metrics, when set, records every sync.
+	Metrics *Metrics
 	// OnSync, when set, is called after every successful sync with its duration (for metrics and
 	// benchmarks).
 	OnSync func(d time.Duration, full bool)
@@ -118,10 +120,18 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 		full := prev == nil
 		if err := opts.Host.Restore(ctx, input); err != nil {
 			prev = unknown(prev, &next) // the tables may be anything now: rewrite them all next time
+			if opts.Metrics != nil && ctx.Err() == nil {
+				opts.Metrics.restoreFailures.Inc()
+			}
 			return err
 		}
 		prev = &next
 		d := opts.Clock.Since(start)
+		if m := opts.Metrics; m != nil {
+			m.syncDuration.Observe(d.Seconds())
+			m.lastSync.Set(float64(opts.Clock.Now().Unix()))
+			m.programmedChains.Set(float64(len(next.NAT) + len(next.Filter)))
+		}
 		log.Debug("service rules synced", "services", len(svcs), "endpointSlices", len(slices), "duration", d, "full", full)
 		if opts.OnSync != nil {
 			opts.OnSync(d, full)

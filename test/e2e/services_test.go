@@ -193,6 +193,8 @@ func TestServiceProxy(t *testing.T) {
 		return nil
 	})
 
+	mustContain(t, c.kubectl("get", "--raw", "/metrics"), "kubeproxy_sync_proxy_rules_duration_seconds_count")
+
 	out, err := c.kubectlErr("exec", "client", "--", "sh", "-c", "for i in $(seq 50); do wget -q -O - http://"+vip+"/; done")
 	if err != nil {
 		t.Fatalf("50 requests to the cluster IP: %v\n%s", err, out)
