@@ -152,6 +152,9 @@ func (n *Node) runRoles(ctx context.Context) error {
 			}},
 			role{name: "worker", run: func(ctx context.Context) error { return runWorker(ctx, &n.cfg, clock.RealClock{}.Now()) }},
 			role{name: "dns", run: func(ctx context.Context) error { return runDNS(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now()) }})
+		if !n.cfg.DisableProxy {
+			roles = append(roles, role{name: "service proxy", run: func(ctx context.Context) error { return runProxy(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now()) }})
+		}
 	}
 	return runRoles(ctx, roles, roleStopGrace, n.cfg.Logger)
 }

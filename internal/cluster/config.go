@@ -85,6 +85,8 @@ type Config struct {
 	// DNSUpstreams are the resolvers (host:port) a worker's cluster DNS forwards other names to;
 	// empty means the nameservers of the host's /etc/resolv.conf.
 	DNSUpstreams []string
+	// DisableProxy keeps a worker from running the service proxy (k3s's --disable-kube-proxy).
+	DisableProxy bool
 	// ClusterCIDR is the pod network; each node gets a podCIDR from it.
 	ClusterCIDR string
 	// Controllers selects controllers as kube-controller-manager's --controllers does.

@@ -45,6 +45,7 @@ func newWorkerCluster(t *testing.T, extraArgs ...string) *cluster {
 	t.Cleanup(func() {
 		_, _ = c.kubectlErr("delete", "pods", "--all", "--all-namespaces", "--grace-period=1", "--timeout=60s")
 		c.stop()
+		removeProxyRules(t, dir)
 		os.RemoveAll(dir)
 	})
 	eventually(t, 90*time.Second, func() error {

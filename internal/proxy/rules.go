@@ -1,0 +1,402 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+// Config is what Build needs to know about the node.
+type Config struct {
+	// Prefix starts every chain name (at most 8 characters, see NodePrefix).
+	Prefix string
+	// NodeName selects the local endpoints (internal/externalTrafficPolicy Local).
+	NodeName string
+	// NodePortAddresses are the addresses NodePorts answer on; empty means every local address.
+	NodePortAddresses []netip.Addr
+	// ClusterCIDR is the pod network: traffic to a cluster IP from outside it is masqueraded.
+	ClusterCIDR netip.Prefix
+	// ServiceCIDR is the service range: traffic to it that no rule translated is rejected.
+	ServiceCIDR netip.Prefix
+	// MasqueradeMark is the fwmark bit that asks for masquerading (default 0x4000, as kube-proxy).
+	MasqueradeMark uint32
+}
+
+// NodePrefix is a node's chain prefix: "SK" and six characters of a hash of key (the node's data
+// dir), so it is stable across restarts and distinct between nodes sharing a host.
+func NodePrefix(key string) string {
+	return "SK" + hash(key)[:6]
+}
+
+// DeviceName is the node's service-range interface for prefix (at most 15 characters).
+func DeviceName(prefix string) string {
+	return "skp" + strings.ToLower(strings.TrimPrefix(prefix, "SK"))
+}
+
+// Ruleset is the desired content of every chain the proxy owns, per table. The order of rules
+// inside a chain is significant; chains are unordered.
+type Ruleset struct {
+	NAT    map[string][]string
+	Filter map[string][]string
+}
+
+func (c Config) chain(kind string) string { return c.Prefix + "-" + kind }
+
+// Top-level chain names.
+func (c Config) servicesChain() string    { return c.chain("SERVICES") }
+func (c Config) nodePortsChain() string   { return c.chain("NODEPORTS") }
+func (c Config) postroutingChain() string { return c.chain("POSTRTG") }
+func (c Config) markMasqChain() string    { return c.chain("MARK-MASQ") }
+func (c Config) filterChain() string      { return c.chain("FILTER") }
+func (c Config) extFilterChain() string   { return c.chain("EXTFILTER") }
+func (c Config) firewallChain() string    { return c.chain("FIREWALL") }
+
+func (c Config) mark() string {
+	m := c.MasqueradeMark
+	if m == 0 {
+		m = 0x4000
+	}
+	return fmt.Sprintf("0x%x", m)
+}
+
+func hash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return base32.StdEncoding.EncodeToString(sum[:])
+}
+
+// endpoint is one backend of a service port.
+type endpoint struct {
+	key         string // ip:port, computed once
+	ip          string
+	port        int32
+	local       bool
+	ready       bool
+	serving     bool
+	terminating bool
+}
+
+func (e endpoint) String() string { return e.key }
+
+// selectEndpoints is kube-proxy's choice: the ready endpoints, or, when none is ready, the
+// serving and terminating ones (so a rolling update's last pods keep answering).
+func selectEndpoints(eps []endpoint, localOnly bool) []endpoint {
+	var ready, terminating []endpoint
+	for _, e := range eps {
+		if localOnly && !e.local {
+			continue
+		}
+		switch {
+		case e.ready:
+			ready = append(ready, e)
+		case e.serving && e.terminating:
+			terminating = append(terminating, e)
+		}
+	}
+	if len(ready) > 0 {
+		return ready
+	}
+	return terminating
+}
+
+// proxied reports whether skiff's proxy programs this service at all.
+func proxied(svc *corev1.Service) bool {
+	if _, ok := svc.Labels["service.kubernetes.io/service-proxy-name"]; ok {
+		return false
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return false
+	}
+	ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
+	return err == nil && ip.Is4()
+}
+
+// endpointsFor collects the IPv4 endpoints of one service port from the service's slices,
+// deduplicated by address and port and sorted, so the rules are stable.
+func endpointsFor(nodeName string, port corev1.ServicePort, slices_ []*discoveryv1.EndpointSlice) []endpoint {
+	seen := map[string]bool{}
+	var out []endpoint
+	for _, s := range slices_ {
+		if s.AddressType != discoveryv1.AddressTypeIPv4 {
+			continue
+		}
+		var target int32
+		for _, p := range s.Ports {
+			name := ""
+			if p.Name != nil {
+				name = *p.Name
+			}
+			proto := corev1.ProtocolTCP
+			if p.Protocol != nil {
+				proto = *p.Protocol
+			}
+			if name == port.Name && proto == port.Protocol && p.Port != nil {
+				target = *p.Port
+			}
+		}
+		if target == 0 {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			if len(e.Addresses) == 0 {
+				continue
+			}
+			addr, err := netip.ParseAddr(e.Addresses[0])
+			if err != nil || !addr.Is4() {
+				continue
+			}
+			ready := e.Conditions.Ready == nil || *e.Conditions.Ready
+			ep := endpoint{
+				key: netip.AddrPortFrom(addr, uint16(target)).String(),
+				ip:  addr.String(), port: target, ready: ready,
+				serving:     ready,
+				terminating: e.Conditions.Terminating != nil && *e.Conditions.Terminating,
+				local:       e.NodeName != nil && *e.NodeName == nodeName,
+			}
+			if e.Conditions.Serving != nil {
+				ep.serving = *e.Conditions.Serving
+			}
+			key := ep.String()
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			out = append(out, ep)
+		}
+	}
+	slices.SortFunc(out, func(a, b endpoint) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// Build computes the whole desired ruleset. It is pure: the same inputs give the same rules.
+func Build(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1.EndpointSlice) Ruleset {
+	rs := Ruleset{NAT: map[string][]string{}, Filter: map[string][]string{}}
+	bySvc := map[string][]*discoveryv1.EndpointSlice{}
+	for _, s := range endpointSlices {
+		name := s.Labels[discoveryv1.LabelServiceName]
+		if name == "" {
+			continue
+		}
+		bySvc[s.Namespace+"/"+name] = append(bySvc[s.Namespace+"/"+name], s)
+	}
+	svcs := slices.Clone(services)
+	slices.SortFunc(svcs, func(a, b *corev1.Service) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+
+	mark := cfg.mark()
+	var services_, nodePorts, filter, extFilter []string
+	for _, svc := range svcs {
+		if !proxied(svc) {
+			continue
+		}
+		key := svc.Namespace + "/" + svc.Name
+		for _, port := range svc.Spec.Ports {
+			b := svcPortBuilder{cfg: cfg, rs: rs, svc: svc, port: port,
+				id:  hash(key + ":" + port.Name + "/" + string(port.Protocol))[:12],
+				eps: endpointsFor(cfg.NodeName, port, bySvc[key])}
+			proto := "-p " + strings.ToLower(string(port.Protocol))
+			comment := fmt.Sprintf(`-m comment --comment "%s:%s"`, key, port.Name)
+			dport := fmt.Sprintf("%s -m %s --dport %d", proto, strings.ToLower(string(port.Protocol)), port.Port)
+
+			internal, external := b.chains()
+			vip := fmt.Sprintf("-d %s/32 %s", svc.Spec.ClusterIP, dport)
+			if internal != "" {
+				services_ = append(services_, fmt.Sprintf("%s %s -j %s", comment, vip, internal))
+			} else {
+				filter = append(filter, fmt.Sprintf(`%s %s -j REJECT --reject-with icmp-port-unreachable`, comment, vip))
+			}
+
+			var extIPs []string
+			extIPs = append(extIPs, svc.Spec.ExternalIPs...)
+			for _, ing := range svc.Status.LoadBalancer.Ingress {
+				if ing.IP != "" {
+					extIPs = append(extIPs, ing.IP)
+				}
+			}
+			extTarget := "-j " + external
+			if external == "" {
+				extTarget = "-j REJECT --reject-with icmp-port-unreachable"
+				if b.hasClusterEndpoints() {
+					// externalTrafficPolicy Local with no local endpoint: dropped, as kube-proxy does,
+					// so a load balancer's health check moves traffic elsewhere.
+					extTarget = "-j DROP"
+				}
+			}
+			for _, ip := range extIPs {
+				a, err := netip.ParseAddr(ip)
+				if err != nil || !a.Is4() {
+					continue
+				}
+				rule := fmt.Sprintf("%s -d %s/32 %s", comment, a, dport)
+				if external != "" {
+					services_ = append(services_, rule+" "+extTarget)
+				} else {
+					extFilter = append(extFilter, rule+" "+extTarget)
+				}
+			}
+			if port.NodePort != 0 && (svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer) {
+				np := fmt.Sprintf("%s %s -m %s --dport %d", comment, proto, strings.ToLower(string(port.Protocol)), port.NodePort)
+				if external != "" {
+					nodePorts = append(nodePorts, np+" "+extTarget)
+				} else {
+					extFilter = append(extFilter, np+" -m addrtype --dst-type LOCAL "+extTarget)
+				}
+			}
+		}
+	}
+
+	// NodePorts last, as kube-proxy: on the node's addresses (and loopback), or every local one.
+	if len(cfg.NodePortAddresses) == 0 {
+		services_ = append(services_, "-m addrtype --dst-type LOCAL -j "+cfg.nodePortsChain())
+	} else {
+		for _, a := range cfg.NodePortAddresses {
+			services_ = append(services_, fmt.Sprintf("-d %s/32 -j %s", a, cfg.nodePortsChain()))
+		}
+	}
+	rs.NAT[cfg.servicesChain()] = services_
+	rs.NAT[cfg.nodePortsChain()] = nodePorts
+	rs.NAT[cfg.markMasqChain()] = []string{"-j MARK --or-mark " + mark}
+	rs.NAT[cfg.postroutingChain()] = []string{
+		fmt.Sprintf("-m mark ! --mark %s/%s -j RETURN", mark, mark),
+		"-j MARK --xor-mark " + mark,
+		"-j MASQUERADE --random-fully",
+	}
+	// Whatever reaches the service range untranslated (a VIP without rules, a port the service does
+	// not have, before the first sync) is refused here instead of leaving by the default route.
+	if cfg.ServiceCIDR.IsValid() {
+		filter = append(filter, fmt.Sprintf(`-d %s -m comment --comment "service range without rules" -j REJECT --reject-with icmp-port-unreachable`, cfg.ServiceCIDR))
+	}
+	rs.Filter[cfg.filterChain()] = filter
+	rs.Filter[cfg.extFilterChain()] = extFilter
+	// route_localnet lets 127.0.0.1 NodePorts be DNATed; like kube-proxy, refuse other hosts'
+	// packets to 127/8 that this opens.
+	rs.Filter[cfg.firewallChain()] = []string{
+		`! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment "block incoming localnet connections" -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP`,
+	}
+	return rs
+}
+
+// svcPortBuilder writes one service port's own chains.
+type svcPortBuilder struct {
+	cfg  Config
+	rs   Ruleset
+	svc  *corev1.Service
+	port corev1.ServicePort
+	id   string
+	eps  []endpoint
+}
+
+// exposed reports whether the port has external traffic at all: a NodePort, external IPs or
+// load-balancer IPs.
+func (b svcPortBuilder) exposed() bool {
+	if b.port.NodePort != 0 && (b.svc.Spec.Type == corev1.ServiceTypeNodePort || b.svc.Spec.Type == corev1.ServiceTypeLoadBalancer) {
+		return true
+	}
+	for _, ing := range b.svc.Status.LoadBalancer.Ingress {
+		if ing.IP != "" {
+			return true
+		}
+	}
+	return len(b.svc.Spec.ExternalIPs) > 0
+}
+
+func (b svcPortBuilder) hasClusterEndpoints() bool { return len(selectEndpoints(b.eps, false)) > 0 }
+
+// chains writes the service port's chains and returns the chain its cluster IP traffic jumps to
+// and the one its external traffic (NodePorts, external and load-balancer IPs) jumps to; "" when
+// that traffic has no endpoint.
+func (b svcPortBuilder) chains() (internal, external string) {
+	cluster := selectEndpoints(b.eps, false)
+	local := selectEndpoints(b.eps, true)
+	clusterChain, localChain := b.cfg.chain("SVC-"+b.id), b.cfg.chain("SVL-"+b.id)
+	if len(cluster) > 0 {
+		b.writeServiceChain(clusterChain, cluster)
+	}
+	itpLocal := b.svc.Spec.InternalTrafficPolicy != nil && *b.svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal
+	etpLocal := b.svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal &&
+		(b.svc.Spec.Type == corev1.ServiceTypeNodePort || b.svc.Spec.Type == corev1.ServiceTypeLoadBalancer || len(b.svc.Spec.ExternalIPs) > 0)
+	if (itpLocal || etpLocal) && len(local) > 0 {
+		b.writeServiceChain(localChain, local)
+	}
+	switch {
+	case itpLocal && len(local) > 0:
+		internal = localChain
+	case !itpLocal && len(cluster) > 0:
+		internal = clusterChain
+	}
+	if !b.exposed() {
+		return internal, ""
+	}
+	ext := b.cfg.chain("EXT-" + b.id)
+	masq := "-j " + b.cfg.markMasqChain()
+	switch {
+	case !etpLocal && len(cluster) > 0:
+		b.rs.NAT[ext] = []string{masq, "-j " + clusterChain}
+		external = ext
+	case etpLocal && len(local) > 0:
+		var rules []string
+		if len(cluster) > 0 {
+			// Pods and the node itself reach a Local service through every endpoint, as kube-proxy.
+			if b.cfg.ClusterCIDR.IsValid() {
+				rules = append(rules, fmt.Sprintf("-s %s -j %s", b.cfg.ClusterCIDR, clusterChain))
+			}
+			rules = append(rules, "-m addrtype --src-type LOCAL "+masq, "-m addrtype --src-type LOCAL -j "+clusterChain)
+		}
+		b.rs.NAT[ext] = append(rules, "-j "+localChain)
+		external = ext
+	}
+	return internal, external
+}
+
+// writeServiceChain spreads new connections evenly over eps (probability 1/n, 1/(n-1), ... 1)
+// with ClientIP affinity first when asked, and writes one endpoint chain per endpoint.
+func (b svcPortBuilder) writeServiceChain(name string, eps []endpoint) {
+	affinity := 0
+	if b.svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		affinity = 10800
+		if c := b.svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			affinity = int(*c.ClientIP.TimeoutSeconds)
+		}
+	}
+	proto := strings.ToLower(string(b.port.Protocol))
+	seps := make([]string, len(eps))
+	for i, e := range eps {
+		seps[i] = b.cfg.chain("SEP-" + hash(b.id + "/" + e.String())[:12])
+		rules := []string{fmt.Sprintf("-s %s/32 -j %s", e.ip, b.cfg.markMasqChain())}
+		dnat := fmt.Sprintf("-p %s -m %s -j DNAT --to-destination %s", proto, proto, e)
+		if affinity > 0 {
+			dnat = fmt.Sprintf("-p %s -m %s -m recent --set --name %s --mask 255.255.255.255 --rsource -j DNAT --to-destination %s", proto, proto, seps[i], e)
+		}
+		b.rs.NAT[seps[i]] = append(rules, dnat)
+	}
+	// Cluster IP traffic from outside the pod network (the node itself, other hosts) is
+	// masqueraded, so replies come back through this node. Here rather than in the SERVICES chain,
+	// so that chain holds one rule per service port: it is walked linearly for every new connection.
+	vip := fmt.Sprintf("-d %s/32 -p %s -m %s --dport %d", b.svc.Spec.ClusterIP, proto, proto, b.port.Port)
+	rules := []string{fmt.Sprintf("%s -j %s", vip, b.cfg.markMasqChain())}
+	if b.cfg.ClusterCIDR.IsValid() {
+		rules[0] = fmt.Sprintf("! -s %s %s -j %s", b.cfg.ClusterCIDR, vip, b.cfg.markMasqChain())
+	}
+	if affinity > 0 {
+		for _, sep := range seps {
+			rules = append(rules, fmt.Sprintf("-m recent --rcheck --seconds %d --reap --name %s --mask 255.255.255.255 --rsource -j %s", affinity, sep, sep))
+		}
+	}
+	for i, sep := range seps {
+		if n := len(seps) - i; n > 1 {
+			rules = append(rules, fmt.Sprintf("-m statistic --mode random --probability %s -j %s", probability(n), sep))
+		} else {
+			rules = append(rules, "-j "+sep)
+		}
+	}
+	b.rs.NAT[name] = rules
+}
+
+func probability(n int) string { return strconv.FormatFloat(1/float64(n), 'f', 10, 64) }

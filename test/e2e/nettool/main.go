@@ -1,0 +1,81 @@
+// Command nettool is a tiny static helper the e2e tests run inside busybox pods (mounted by
+// hostPath), for what busybox cannot do: a UDP server and client, and an in-cluster client-go
+// call to the API server.
+//
+//	nettool udp-echo PORT           answer every datagram with "<hostname> <datagram>"
+//	nettool udp ADDR:PORT MSG       send MSG, print the answer (3 s timeout)
+//	nettool version                 GET /version with client-go's in-cluster config
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "nettool:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: nettool udp-echo PORT | udp ADDR:PORT MSG | version")
+	}
+	switch args[0] {
+	case "udp-echo":
+		conn, err := net.ListenPacket("udp4", ":"+args[1])
+		if err != nil {
+			return err
+		}
+		host, _ := os.Hostname()
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := conn.ReadFrom(buf)
+			if err != nil {
+				return err
+			}
+			_, _ = conn.WriteTo([]byte(host+" "+string(buf[:n])), from)
+		}
+	case "udp":
+		conn, err := net.Dial("udp4", args[1])
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if _, err := conn.Write([]byte(args[2])); err != nil {
+			return err
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+		buf := make([]byte, 2048)
+		n, err := conn.Read(buf)
+		if err != nil {
+			return err
+		}
+		fmt.Println(string(buf[:n]))
+		return nil
+	case "version":
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return err
+		}
+		cfg.Timeout = 10 * time.Second
+		client, err := discovery.NewDiscoveryClientForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		v, err := client.ServerVersion()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("host=%s gitVersion=%s\n", cfg.Host, v.GitVersion)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q", args[0])
+}
