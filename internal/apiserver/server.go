@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/utils/clock"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/flowcontrol"
 	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/apiserver/store/servicealloc"
 	"github.com/skiff-sh/skiff/internal/registry"
@@ -90,6 +91,9 @@ type Config struct {
 	// RequestTimeout bounds every request that is not long-running (0: DefaultRequestTimeout);
 	// past it the client gets a 504 Timeout Status.
 	RequestTimeout time.Duration
+
+	// FlowControl is API Priority and Fairness (nil: every request runs at once).
+	FlowControl *flowcontrol.Controller
 }
 
 // OpenAPIService serves the OpenAPI documents and supplies the schema server-side apply works on.
@@ -296,6 +300,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if user, err = s.impersonate(r.Context(), r, user); err != nil {
 		s.writeError(rec, r, err)
 		return
+	}
+	if s.cfg.FlowControl != nil {
+		// API Priority and Fairness (apf.go): after impersonation, before authorization.
+		ticket, ok := s.admitFlow(rec, r, info, user)
+		if !ok {
+			return
+		}
+		defer ticket.Finish()
+		r = r.WithContext(withWatchInit(r.Context(), ticket))
 	}
 	ctx := request.WithUser(r.Context(), user)
 	r = r.WithContext(ctx)
