@@ -45,7 +45,8 @@ type testCluster struct {
 	dynamic   dynamic.Interface
 }
 
-func startTestCluster(t testing.TB) *testCluster {
+// startTestCluster starts the server; opts may change its Config first (e.g. flow control).
+func startTestCluster(t testing.TB, opts ...func(*Config)) *testCluster {
 	t.Helper()
 	member := etcdtest.StartEmbedded(t, etcdtest.Options{})
 	etcdClient, err := member.Client()
@@ -69,7 +70,7 @@ func startTestCluster(t testing.TB) *testCluster {
 		t.Fatal(err)
 	}
 	disc := discovery.New(resources, builtin.ExtraSubresources())
-	api, err := New(Config{
+	cfg := Config{
 		CustomResourceTypeConverter: oapi.CustomResourceTypeConverter,
 		OnResourcesChanged: func(all []*registry.Resource) {
 			disc.Update(all, builtin.ExtraSubresources())
@@ -97,7 +98,11 @@ func startTestCluster(t testing.TB) *testCluster {
 		Version:               version.Info{Major: "1", Minor: "32", GitVersion: "v1.32.0-skiff.test"},
 		Clock:                 clock,
 		Logger:                slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	api, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
