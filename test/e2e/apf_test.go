@@ -51,8 +51,11 @@ func TestAPIPriorityAndFairness(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	// Both users may read (RBAC judges the impersonated user).
+	mustContain(t, c.kubectl("create", "clusterrolebinding", "apf-view", "--clusterrole=view", "--user=mallory", "--user=bob"), "created")
 	tlsCfg, addr := c.adminTLS(t)
 	listURL := "https://" + addr + "/api/v1/namespaces/" + ns + "/configmaps"
+	var firstOther atomic.Value
 	get := func(hc *http.Client, user string, groups ...string) (int, time.Duration) {
 		req, _ := http.NewRequest(http.MethodGet, listURL, nil)
 		req.Header.Set("Impersonate-User", user)
@@ -62,7 +65,11 @@ func TestAPIPriorityAndFairness(t *testing.T) {
 		start := time.Now()
 		resp, err := hc.Do(req)
 		if err != nil {
+			firstOther.CompareAndSwap(nil, err.Error())
 			return 0, time.Since(start)
+		}
+		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusTooManyRequests {
+			firstOther.CompareAndSwap(nil, resp.Status)
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
@@ -105,7 +112,7 @@ func TestAPIPriorityAndFairness(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for rejected.Load() == 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("no 429 within 2 minutes (%d served, %d other)", served.Load(), other.Load())
+			t.Fatalf("no 429 within 2 minutes (%d served, %d other, first: %v)", served.Load(), other.Load(), firstOther.Load())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -145,7 +152,7 @@ func TestAPIPriorityAndFairness(t *testing.T) {
 	stillRejected := rejected.Load()
 	stopFlood()
 
-	t.Logf("flood of %d concurrent LISTs of 500 ConfigMaps by one user: %d served, %d rejected 429, %d other", flooders, served.Load(), rejected.Load(), other.Load())
+	t.Logf("flood of %d concurrent LISTs of 500 ConfigMaps by one user: %d served, %d rejected 429, %d other (first: %v)", flooders, served.Load(), rejected.Load(), other.Load(), firstOther.Load())
 	t.Logf("bob's LISTs during the flood: %s, failures %v", summary(bob), bobFailed)
 	t.Logf("admin kubectl get during the flood: %s", summary(admin))
 	t.Logf("Deployment to 2 Pods by the controllers during the flood: %v", controllers.Round(time.Millisecond))
