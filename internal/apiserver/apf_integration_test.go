@@ -17,6 +17,8 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/skiff-sh/skiff/internal/apiserver/flowcontrol"
@@ -343,5 +345,39 @@ func TestFlowControlFloodOfLists(t *testing.T) {
 	}
 	if !found {
 		t.Error("no apiserver_flowcontrol_rejected_requests_total series")
+	}
+}
+
+// A watch holds its seats only while it starts: on a level of one seat, five open watches leave
+// room for a LIST.
+func TestFlowControlWatchesReleaseSeats(t *testing.T) {
+	// 12 seats: global-default gets ceil(12*20/245) = 1. A 4 s request timeout: 1 s in a queue.
+	c, fc := apfCluster(t, 12, 4*time.Second)
+	if got := fc.Limit("global-default"); got != 1 {
+		t.Fatalf("global-default limit %d, want 1", got)
+	}
+	ns := c.namespace(t, "apf-watch")
+	if _, err := c.client.CoreV1().ConfigMaps(ns).Create(context.Background(), configMap(ns, "a", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bobCfg := rest.CopyConfig(c.admin)
+	bobCfg.Impersonate = rest.ImpersonationConfig{UserName: "bob"}
+	bobCfg.Timeout = 0
+	bob := kubernetes.NewForConfigOrDie(bobCfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := range 5 {
+		w, err := bob.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("watch %d: %v", i, err)
+		}
+		defer w.Stop()
+		if ev := nextEvent(t, w); ev.Type != watch.Added {
+			t.Fatalf("watch %d: first event %v, want the ConfigMap ADDED", i, ev.Type)
+		}
+	}
+	r := newCaller(t, c, "bob").get("/api/v1/namespaces/" + ns + "/configmaps")
+	if r.code != http.StatusOK {
+		t.Fatalf("LIST with five watches open on a one-seat level: %d %s", r.code, r.body)
 	}
 }
