@@ -36,7 +36,9 @@ type Request struct {
 	// Seats is how much of the level's limit the request occupies while it runs (at least 1).
 	Seats int
 
-	queue      int
+	queue int
+	// gen is the queue layout the request was dispatched in (see QueueSet.gen).
+	gen        int
 	arrived    time.Time
 	dispatched time.Time
 	state      requestState
@@ -88,6 +90,9 @@ type QueueSet struct {
 	vnow float64
 	// rr breaks ties between queues with equal start tags in turn.
 	rr int
+	// gen counts queue layouts: a request dispatched under an older layout gives back only the
+	// set's seats when it finishes, not those of a queue that no longer exists.
+	gen int
 }
 
 // serviceEstimate is the service time assumed at dispatch, in seconds; Finish corrects it.
@@ -106,7 +111,13 @@ func (qs *QueueSet) setConfig(cfg QueueSetConfig) {
 		cfg.HandSize = min(max(cfg.HandSize, 1), cfg.Queues)
 		cfg.QueueLengthLimit = max(cfg.QueueLengthLimit, 1)
 	}
+	same := qs.queues != nil && cfg.Queues == qs.cfg.Queues && cfg.HandSize == qs.cfg.HandSize
 	qs.cfg = cfg
+	if same {
+		// The same queues: flows keep their hands and queues their fair-queuing state.
+		return
+	}
+	qs.gen++
 	n := max(cfg.Queues, 1) // a Reject level keeps one queue for requests left waiting by a change
 	qs.queues = make([]*queue, n)
 	for i := range qs.queues {
@@ -177,7 +188,7 @@ func (qs *QueueSet) Finish(r *Request, now time.Time) []*Request {
 	r.state = stateDone
 	qs.executing--
 	qs.executingSeats -= r.Seats
-	if r.queue < len(qs.queues) {
+	if r.gen == qs.gen {
 		q := qs.queues[r.queue]
 		q.executingSeats -= r.Seats
 		// Replace the estimate charged at dispatch by the seat-seconds really used.
@@ -205,9 +216,10 @@ func (qs *QueueSet) Cancel(r *Request, now time.Time) bool {
 	return true
 }
 
-// Reconfigure applies a new configuration: waiting requests are dealt again onto the new queues
-// in arrival order (no length limit applied to them) and as many as fit are dispatched, which are
-// returned. Executing requests keep their seats.
+// Reconfigure applies a new configuration and returns the requests it let dispatch. With the same
+// queues and hand size, everything stays in place and only the limits change; otherwise the
+// waiting requests are dealt again onto the new queues in arrival order (no length limit applied
+// to them). Executing requests keep their seats.
 func (qs *QueueSet) Reconfigure(cfg QueueSetConfig, now time.Time) []*Request {
 	var waiting []*Request
 	for _, q := range qs.queues {
@@ -219,7 +231,14 @@ func (qs *QueueSet) Reconfigure(cfg QueueSetConfig, now time.Time) []*Request {
 			waiting[j], waiting[j-1] = waiting[j-1], waiting[j]
 		}
 	}
+	gen := qs.gen
 	qs.setConfig(cfg)
+	if qs.gen == gen {
+		for _, r := range waiting {
+			r.Seats = min(r.Seats, qs.cfg.Limit)
+		}
+		return qs.dispatchAll(now)
+	}
 	for _, r := range waiting {
 		q := 0
 		if cfg.Queues > 0 {
@@ -272,6 +291,7 @@ func (qs *QueueSet) dispatchAll(now time.Time) []*Request {
 
 func (qs *QueueSet) dispatch(q *queue, r *Request, now time.Time) {
 	r.state = stateExecuting
+	r.gen = qs.gen
 	r.dispatched = now
 	q.executingSeats += r.Seats
 	qs.executingSeats += r.Seats

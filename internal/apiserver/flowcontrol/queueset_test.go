@@ -220,3 +220,24 @@ func TestDealHand(t *testing.T) {
 		}
 	}
 }
+
+// Requests dispatched before the queues were laid out anew give back the set's seats only; with
+// the same layout the queues keep their accounting.
+func TestQueueSetReconfigureAccounting(t *testing.T) {
+	qs := NewQueueSet(QueueSetConfig{Limit: 2, Queues: 4, HandSize: 1, QueueLengthLimit: 5})
+	a, b := &Request{Flow: 1, Seats: 1}, &Request{Flow: 2, Seats: 1}
+	qs.Enqueue(a, at(0))
+	qs.Reconfigure(QueueSetConfig{Limit: 3, Queues: 4, HandSize: 1, QueueLengthLimit: 5}, at(1))
+	qs.Enqueue(b, at(1))
+	qs.Reconfigure(QueueSetConfig{Limit: 3, Queues: 8, HandSize: 2, QueueLengthLimit: 5}, at(2))
+	qs.Finish(a, at(3))
+	qs.Finish(b, at(3))
+	if qs.ExecutingSeats() != 0 || qs.Executing() != 0 {
+		t.Fatalf("after both finished: %d seats, %d executing", qs.ExecutingSeats(), qs.Executing())
+	}
+	for i, q := range qs.queues {
+		if q.executingSeats != 0 {
+			t.Fatalf("queue %d has %d executing seats after everything finished", i, q.executingSeats)
+		}
+	}
+}
