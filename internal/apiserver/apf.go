@@ -14,8 +14,9 @@ import (
 
 // API Priority and Fairness: the thin HTTP side of internal/apiserver/flowcontrol. A request is
 // admitted after authentication and impersonation and before authorization, as kube-apiserver
-// orders its filters; the ticket's seats are held until ServeHTTP returns (a watch gives them back
-// once it is set up and has written the initial events it found waiting, see watchInitialized).
+// orders its filters; the ticket's seats are held until the handler ends, even past a 504 (a watch
+// gives them back once it is set up and has written the initial events it found waiting, see
+// releaseSeats).
 
 // Response headers naming the schema and level a request was classified into, as Kubernetes sends.
 const (
@@ -92,17 +93,18 @@ func (s *Server) flowSeats(r *http.Request, info *RequestInfo) int {
 	return flowcontrol.ListSeats(n, limit, filtered)
 }
 
-type watchInitKey struct{}
+type seatsKey struct{}
 
-// withWatchInit lets a watch give its seats back early (watchInitialized).
-func withWatchInit(ctx context.Context, t *flowcontrol.Ticket) context.Context {
-	return context.WithValue(ctx, watchInitKey{}, t)
+// withSeats lets the request's handler give its seats back itself (releaseSeats).
+func withSeats(ctx context.Context, t *flowcontrol.Ticket) context.Context {
+	return context.WithValue(ctx, seatsKey{}, t)
 }
 
-// watchInitialized tells flow control that a watch's initialisation is over: its seats go back to
-// its priority level while it keeps streaming.
-func watchInitialized(ctx context.Context) {
-	if t, ok := ctx.Value(watchInitKey{}).(*flowcontrol.Ticket); ok {
+// releaseSeats gives the request's flow-control seats back to its priority level: when a watch's
+// initialisation is over (it keeps streaming without them), and when a handler run under the
+// request timeout ends (after a 504, later than the response).
+func releaseSeats(ctx context.Context) {
+	if t, ok := ctx.Value(seatsKey{}).(*flowcontrol.Ticket); ok {
 		t.Finish()
 	}
 }

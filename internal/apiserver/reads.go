@@ -228,7 +228,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info *Re
 		if !initialized && len(wi.ResultChan()) == 0 {
 			// Flow control: the events found waiting (the initial state) are written.
 			initialized = true
-			watchInitialized(ctx)
+			releaseSeats(ctx)
 		}
 		select {
 		case <-ctx.Done():

@@ -301,14 +301,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(rec, r, err)
 		return
 	}
+	seatsHandedOff := false
 	if s.cfg.FlowControl != nil {
 		// API Priority and Fairness (apf.go): after impersonation, before authorization.
 		ticket, ok := s.admitFlow(rec, r, info, user)
 		if !ok {
 			return
 		}
-		defer ticket.Finish()
-		r = r.WithContext(withWatchInit(r.Context(), ticket))
+		defer func() {
+			if !seatsHandedOff {
+				ticket.Finish()
+			}
+		}()
+		r = r.WithContext(withSeats(r.Context(), ticket))
 	}
 	ctx := request.WithUser(r.Context(), user)
 	r = r.WithContext(ctx)
@@ -338,7 +343,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(rec, r, err)
 		return
 	}
-	s.serveWithTimeout(rec, r, timeout, func(w http.ResponseWriter, r *http.Request) { s.serveAuthorized(w, r, info) })
+	// The handler gives its flow-control seats back when it really ends, not at a 504.
+	seatsHandedOff = true
+	s.serveWithTimeout(rec, r, timeout, func(w http.ResponseWriter, r *http.Request) {
+		defer releaseSeats(r.Context())
+		s.serveAuthorized(w, r, info)
+	})
 }
 
 // serveAuthorized serves an authenticated, authorized request.
