@@ -27,7 +27,7 @@ import (
 
 // apfCluster is a test cluster with API Priority and Fairness on Kubernetes' default
 // configuration and serverLimit seats.
-func apfCluster(t *testing.T, serverLimit int, requestTimeout time.Duration) (*testCluster, *flowcontrol.Controller) {
+func apfCluster(t *testing.T, serverLimit int, requestTimeout time.Duration, opts ...func(*Config)) (*testCluster, *flowcontrol.Controller) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	fc, err := flowcontrol.New(flowcontrol.Config{ServerLimit: serverLimit, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: reg})
@@ -38,6 +38,9 @@ func apfCluster(t *testing.T, serverLimit int, requestTimeout time.Duration) (*t
 		cfg.Registry, cfg.Gatherer = reg, reg
 		cfg.FlowControl = fc
 		cfg.RequestTimeout = requestTimeout
+		for _, o := range opts {
+			o(cfg)
+		}
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -379,5 +382,68 @@ func TestFlowControlWatchesReleaseSeats(t *testing.T) {
 	r := newCaller(t, c, "bob").get("/api/v1/namespaces/" + ns + "/configmaps")
 	if r.code != http.StatusOK {
 		t.Fatalf("LIST with five watches open on a one-seat level: %d %s", r.code, r.body)
+	}
+}
+
+// blockingAdmission holds the creation of ConfigMaps named "slow" until release is closed,
+// ignoring the request's context, as a handler that does not stop at once would.
+type blockingAdmission struct{ release chan struct{} }
+
+func (*blockingAdmission) Name() string { return "Blocking" }
+
+func (b *blockingAdmission) Admit(_ context.Context, a *AdmissionAttributes, _ Lookup) error {
+	if a.Resource.GroupResource().Resource == "configmaps" && a.Name == "slow" {
+		<-b.release
+	}
+	return nil
+}
+
+func (*blockingAdmission) Validate(context.Context, *AdmissionAttributes, Lookup) error { return nil }
+
+// A request answered 504 keeps its seats until its handler has really ended.
+func TestFlowControlTimedOutRequestKeepsSeats(t *testing.T) {
+	block := &blockingAdmission{release: make(chan struct{})}
+	var reg *prometheus.Registry
+	c, _ := apfCluster(t, 600, 2*time.Second, func(cfg *Config) {
+		cfg.Admission = append(cfg.Admission, block)
+		reg = cfg.Registry.(*prometheus.Registry)
+	})
+	released := sync.OnceFunc(func() { close(block.release) })
+	t.Cleanup(released)
+	executingSeats := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := 0.0
+		for _, mf := range mfs {
+			if mf.GetName() != "apiserver_flowcontrol_current_executing_seats" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == "priority_level" && lp.GetValue() == "global-default" {
+						sum += m.GetGauge().GetValue()
+					}
+				}
+			}
+		}
+		return sum
+	}
+	bobCfg := rest.CopyConfig(c.admin)
+	bobCfg.Impersonate = rest.ImpersonationConfig{UserName: "bob"}
+	bob := kubernetes.NewForConfigOrDie(bobCfg)
+	_, err := bob.CoreV1().ConfigMaps("default").Create(context.Background(), configMap("default", "slow", nil), metav1.CreateOptions{})
+	wantStatus(t, err, http.StatusGatewayTimeout, "")
+	if got := executingSeats(); got < 1 {
+		t.Fatalf("after the 504, with the handler still blocked: %v executing seats on global-default, want the request's 1", got)
+	}
+	released()
+	deadline := time.Now().Add(30 * time.Second)
+	for executingSeats() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("seats not given back after the handler ended: %v", executingSeats())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
