@@ -149,6 +149,7 @@ func runServer(args []string, stderr io.Writer) error {
 	minRequestTimeout := fs.Int("min-request-timeout", 1800, "seconds a watch without timeoutSeconds lasts at least (randomised up to twice this)")
 	fs.DurationVar(&cfg.IdleConnectionTimeout, "idle-connection-timeout", 90*time.Second, "how long an idle keep-alive connection to the API server stays open")
 	fs.IntVar(&cfg.MaxConnectionsPerClient, "max-connections-per-client", 1000, "connections to the API server one client address may hold open (0: unbounded)")
+	fs.IntVar(&cfg.MaxRequestsInflight, "max-requests-inflight", 600, "API Priority and Fairness: the seats the limited priority levels share (kube-apiserver's 400 + 200 in flight)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

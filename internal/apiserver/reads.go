@@ -223,7 +223,13 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info *Re
 	framer := choice.info.StreamSerializer.Framer.NewFrameWriter(w)
 	streamEncoder := streaming.NewEncoder(framer, choice.info.StreamSerializer.Serializer)
 	first := true
+	initialized := false
 	for {
+		if !initialized && len(wi.ResultChan()) == 0 {
+			// Flow control: the events found waiting (the initial state) are written.
+			initialized = true
+			releaseSeats(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/skiff-sh/skiff/internal/apiserver/audit"
+	"github.com/skiff-sh/skiff/internal/apiserver/flowcontrol"
 	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/apiserver/store/servicealloc"
 	"github.com/skiff-sh/skiff/internal/registry"
@@ -97,6 +98,8 @@ type Config struct {
 	// NonResourceHandlers serve non-resource paths (such as /skiff/v1/etcd/...) after
 	// authentication and authorization (RBAC nonResourceURLs), each under its path prefix.
 	NonResourceHandlers []NonResourceHandler
+	// FlowControl is API Priority and Fairness (nil: every request runs at once).
+	FlowControl *flowcontrol.Controller
 }
 
 // NonResourceHandler serves every path under Prefix.
@@ -333,6 +336,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	auditRec.impersonating(user)
+	seatsHandedOff := false
+	if s.cfg.FlowControl != nil {
+		// API Priority and Fairness (apf.go): after impersonation, before authorization.
+		ticket, ok := s.admitFlow(w, r, info, user)
+		if !ok {
+			return
+		}
+		defer func() {
+			if !seatsHandedOff {
+				ticket.Finish()
+			}
+		}()
+		r = r.WithContext(withSeats(r.Context(), ticket))
+	}
 	ctx := request.WithUser(r.Context(), user)
 	r = r.WithContext(ctx)
 	authzInfo := info
@@ -363,7 +380,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.serveWithTimeout(w, r, timeout, func(w http.ResponseWriter, r *http.Request) { s.serveAuthorized(w, r, info) })
+	// The handler gives its flow-control seats back when it really ends, not at a 504.
+	seatsHandedOff = true
+	s.serveWithTimeout(w, r, timeout, func(w http.ResponseWriter, r *http.Request) {
+		defer releaseSeats(r.Context())
+		s.serveAuthorized(w, r, info)
+	})
 }
 
 // serveAuthorized serves an authenticated, authorized request.

@@ -102,6 +102,10 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		return nil, nil, err
 	}
 	var built atomic.Pointer[apiserver.Server]
+	flowControl, err := newFlowControl(cfg, metricsRegistry)
+	if err != nil {
+		return nil, nil, err
+	}
 	srv, err := apiserver.New(apiserver.Config{
 		Authorizer: authz.authorize,
 		Rules:      authz.rules,
@@ -131,6 +135,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		Auditor:           auditor,
 		RequestTimeout:    cfg.RequestTimeout,
 		MinRequestTimeout: cfg.MinRequestTimeout,
+		FlowControl:       flowControl,
 		Version:           Version,
 		Registry:          metricsRegistry,
 		Gatherer:          metrics,
@@ -143,6 +148,9 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 	built.Store(srv)
 	// The admission plugins' caches run before the first write: bootstrap's writes are admitted too.
 	if err := admission.start(admissionCtx, srv); err != nil {
+		return nil, nil, err
+	}
+	if err := flowControl.Start(admissionCtx, srv.ListWatch); err != nil {
 		return nil, nil, err
 	}
 	if err := bootstrap(ctx, srv, cfg); err != nil {
@@ -172,8 +180,8 @@ func bootstrap(ctx context.Context, srv *apiserver.Server, cfg *Config) error {
 	if err := srv.EnsureObject(ctx, schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"}, localpath.DefaultStorageClass()); err != nil {
 		return err
 	}
-	// API Priority and Fairness is not enforced yet, but its configuration objects exist from the
-	// first start, as in Kubernetes, so that tools reading them find the usual set.
+	// API Priority and Fairness' configuration objects exist from the first start, as in
+	// Kubernetes; flow control (flowcontrol.go) follows them.
 	levels, schemas := builtin.FlowControlConfiguration()
 	for _, pl := range levels {
 		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: "flowcontrol.apiserver.k8s.io", Resource: "prioritylevelconfigurations"}, pl); err != nil {

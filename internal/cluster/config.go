@@ -146,7 +146,10 @@ type Config struct {
 	// connection; MaxConnectionsPerClient the connections one client address holds (0: unbounded).
 	RequestTimeout, MinRequestTimeout, IdleConnectionTimeout time.Duration
 	MaxConnectionsPerClient                                  int
-	Logger                                                   *slog.Logger
+	// MaxRequestsInflight is API Priority and Fairness' total seats, shared by the limited
+	// priority levels (kube-apiserver's --max-requests-inflight plus --max-mutating-requests-inflight).
+	MaxRequestsInflight int
+	Logger              *slog.Logger
 }
 
 // Default fills unset fields.
@@ -214,6 +217,9 @@ func (c *Config) Default() {
 	if c.MinRequestTimeout == 0 {
 		c.MinRequestTimeout = 30 * time.Minute
 	}
+	if c.MaxRequestsInflight == 0 {
+		c.MaxRequestsInflight = 600
+	}
 	if c.IdleConnectionTimeout == 0 {
 		c.IdleConnectionTimeout = 90 * time.Second
 	}
@@ -271,6 +277,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RequestTimeout < 0 || c.MinRequestTimeout < 0 || c.IdleConnectionTimeout < 0 || c.MaxConnectionsPerClient < 0 {
 		errs = append(errs, errors.New("--request-timeout, --min-request-timeout, --idle-connection-timeout and --max-connections-per-client must not be negative"))
+	}
+	if c.MaxRequestsInflight < 0 {
+		errs = append(errs, fmt.Errorf("--max-requests-inflight %d must not be negative", c.MaxRequestsInflight))
 	}
 	if c.StorageEncoding != "protobuf" && c.StorageEncoding != "json" {
 		errs = append(errs, fmt.Errorf("storage encoding %q: want protobuf or json", c.StorageEncoding))

@@ -62,6 +62,11 @@ var rules = []struct {
 	{name: "authorizers are independent of the server", pattern: "./internal/authz/...",
 		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster", module + "internal/etcd"},
 		allowed:   []string{module + "internal/apiserver/request"}},
+	// API Priority and Fairness decides from a request's attributes and its own informers; the HTTP
+	// layer applies its decisions (apiserver/request carries the attributes).
+	{name: "flow control is independent of the server", pattern: "./internal/apiserver/flowcontrol/...",
+		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster", module + "internal/etcd"},
+		allowed:   []string{module + "internal/apiserver/request", module + "internal/apiserver/flowcontrol"}},
 	// Admission plugins reach objects through the API server's Lookup and ListWatch, never etcd.
 	{name: "admission plugins sit on the API server, not on etcd", pattern: "./internal/apiserver/admission/...",
 		forbidden: []string{module + "internal/cluster", module + "internal/storage/etcd3", module + "internal/etcd"}},

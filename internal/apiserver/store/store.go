@@ -89,6 +89,12 @@ func (s *Store) Key(namespace, name string) string {
 	return s.prefix + name
 }
 
+// Count is the number of objects in a namespace (all of them for ""), for flow control's width
+// estimate of LISTs.
+func (s *Store) Count(ctx context.Context, namespace string) (int64, error) {
+	return s.storage.Count(ctx, s.collectionPrefix(namespace))
+}
+
 // collectionPrefix is the key prefix of a namespace's objects (all of them for "").
 func (s *Store) collectionPrefix(namespace string) string {
 	if s.res.Namespaced && namespace != "" {
