@@ -115,7 +115,12 @@ type Config struct {
 	// connection; MaxConnectionsPerClient the connections one client address holds (0: unbounded).
 	RequestTimeout, MinRequestTimeout, IdleConnectionTimeout time.Duration
 	MaxConnectionsPerClient                                  int
-	Logger                                                   *slog.Logger
+	// Admission that protects (issue 10): ImagePolicyFile is the --image-policy file of allowed
+	// image prefixes (empty: every image allowed); PodSecurityConfigFile is an upstream
+	// PodSecurityConfiguration (default levels and exemptions; empty: privileged, nothing exempt).
+	ImagePolicyFile       string
+	PodSecurityConfigFile string
+	Logger                *slog.Logger
 }
 
 // Default fills unset fields.
