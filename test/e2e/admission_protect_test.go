@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +20,9 @@ namespaces:
   locked:
     allow: ["registry.k8s.io"]
 `
+
+// errExceeded marks a create refused with the exceeded-quota message.
+var errExceeded = errors.New("exceeded quota")
 
 // protectPod is a pod named name in namespace ns; privileged sets securityContext.privileged.
 func protectPod(ns, name, image string, privileged bool) string {
@@ -98,6 +102,48 @@ func TestAdmissionProtects(t *testing.T) {
 		}
 		mustContain(t, out, `pods "second" is forbidden: exceeded quota: one-pod, requested: pods=1, used: pods=1, limited: pods=1`)
 		mustContain(t, c.kubectl("get", "resourcequota", "one-pod", "-n", "quota", "-o", "jsonpath={.status.used.pods}"), "1")
+	})
+
+	t.Run("ResourceQuota under concurrent creates", func(t *testing.T) {
+		c.stdin(protectNamespace("crowd"), "apply", "-f", "-")
+		c.stdin("apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: five\n  namespace: crowd\nspec:\n  hard:\n    pods: \"5\"\n", "apply", "-f", "-")
+		eventually(t, 30*time.Second, func() error {
+			if used := c.kubectl("get", "resourcequota", "five", "-n", "crowd", "-o", "jsonpath={.status.used.pods}"); used != "0" {
+				return fmt.Errorf("status.used.pods = %q", used)
+			}
+			return nil
+		})
+		const creators = 16
+		results := make(chan error, creators)
+		for i := 0; i < creators; i++ {
+			go func(i int) {
+				out, err := c.kubectlIn(protectPod("crowd", fmt.Sprint("p", i), "busybox", false), "create", "-f", "-")
+				if err != nil && !strings.Contains(out, "exceeded quota: five") {
+					err = fmt.Errorf("%v: %s", err, out)
+				} else if err != nil {
+					err = errExceeded
+				}
+				results <- err
+			}(i)
+		}
+		admitted := 0
+		for i := 0; i < creators; i++ {
+			switch err := <-results; err {
+			case nil:
+				admitted++
+			case errExceeded:
+			default:
+				t.Errorf("create: %v", err)
+			}
+		}
+		if admitted != 5 {
+			t.Errorf("%d of %d concurrent creates admitted under pods=5", admitted, creators)
+		}
+		pods := strings.Fields(c.kubectl("get", "pods", "-n", "crowd", "-o", "name"))
+		if len(pods) != 5 {
+			t.Errorf("%d pods stored under pods=5: %v", len(pods), pods)
+		}
+		mustContain(t, c.kubectl("get", "resourcequota", "five", "-n", "crowd", "-o", "jsonpath={.status.used.pods}"), "5")
 	})
 
 	t.Run("LimitRange defaults", func(t *testing.T) {

@@ -7,9 +7,11 @@
 // NotTerminating, BestEffort, NotBestEffort and PriorityClass scopes, per
 // storage class claims and storage. What an object holds is measured by
 // internal/quota, which the API server's ResourceQuota admission charges
-// writes by (refusing over-quota creates and updates is admission's). A
-// quota's status-only changes do not start a recount, so a recount cannot
-// take back a charge admission made for an object not yet in the informers.
+// writes by (refusing over-quota creates and updates is admission's). As
+// upstream, object adds and a quota's status-only changes start no recount
+// (admission charged the object before storing it, and a recount racing the
+// informers would take the charge back); deletes, usage-changing updates,
+// quota changes and the periodic full resync do.
 //
 // It reaches the cluster only through client-go.
 package resourcequota

@@ -100,11 +100,17 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 			c.enqueueNamespace(m.GetNamespace())
 		}
 	}
-	handler := cache.ResourceEventHandlerFuncs{AddFunc: changed, UpdateFunc: func(_, o any) { changed(o) }, DeleteFunc: changed}
-	// A quota's own status changes (ResourceQuota admission charging a write it is about to store,
-	// or this controller's writes) do not start a recount: one started before the charged object
-	// reaches the informers would take the charge back and let another write past the limit. The
-	// object's add event recounts once it is there.
+	// Counted objects start a recount when they go (replenishment) or an update changes what they
+	// hold (a pod that terminated, a claim that grew), not when they are added: the API server's
+	// ResourceQuota admission charged them before they were stored, and a recount started before a
+	// charged object reaches the informers would take the charge back and let another write past
+	// the limit. Likewise a quota's status-only changes (admission's charges, this controller's
+	// writes) start none. The full resync (FullResyncPeriod) catches anything else, as upstream.
+	handler := cache.ResourceEventHandlerFuncs{DeleteFunc: changed, UpdateFunc: func(old, o any) {
+		if usageChanged(old, o) {
+			changed(o)
+		}
+	}}
 	quotaHandler := cache.ResourceEventHandlerFuncs{AddFunc: changed, DeleteFunc: changed, UpdateFunc: func(old, o any) {
 		oq, ok1 := old.(*corev1.ResourceQuota)
 		nq, ok2 := o.(*corev1.ResourceQuota)
@@ -244,6 +250,24 @@ func (c *Controller) usage(namespace string, q *corev1.ResourceQuota) (corev1.Re
 		}
 	}
 	return used, nil
+}
+
+// usageChanged reports whether an update changed what an object holds of a quota.
+func usageChanged(old, o any) bool {
+	var gr schema.GroupResource
+	switch o.(type) {
+	case *corev1.Pod:
+		gr = podsGR
+	case *corev1.PersistentVolumeClaim:
+		gr = claimsGR
+	case *corev1.Service:
+		gr = servicesGR
+	default:
+		return false
+	}
+	before, ok1 := old.(runtime.Object)
+	after, ok2 := o.(runtime.Object)
+	return !ok1 || !ok2 || !apiequality.Semantic.DeepEqual(quota.Usage(gr, before), quota.Usage(gr, after))
 }
 
 var (

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"sort"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -126,8 +128,16 @@ type Store interface {
 // attempts bounds how often a write is re-checked against quotas another write changed meanwhile.
 const attempts = 5
 
-// Plugin is the ResourceQuota admission plugin.
-type Plugin struct{ log *slog.Logger }
+// lockStripes is how many locks the namespaces share (by hash) to charge one at a time.
+const lockStripes = 64
+
+// Plugin is the ResourceQuota admission plugin. Charges to one namespace's quotas are made one at
+// a time on this server (as upstream's evaluator queues them per namespace), so its own writes do
+// not conflict with each other; the compare-and-swap covers other API servers and the controller.
+type Plugin struct {
+	log   *slog.Logger
+	locks [lockStripes]sync.Mutex
+}
 
 var _ apiserver.AdmissionPlugin = &Plugin{}
 
@@ -157,6 +167,11 @@ func (p *Plugin) Validate(ctx context.Context, a *apiserver.AdmissionAttributes,
 	}
 	gr := a.Resource.GroupResource()
 	store, canWrite := lookup.(Store)
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(a.Namespace))
+	lock := &p.locks[h.Sum32()%lockStripes]
+	lock.Lock()
+	defer lock.Unlock()
 	charged := map[string]bool{}
 	for attempt := 0; attempt < attempts; attempt++ {
 		var list runtime.Object
