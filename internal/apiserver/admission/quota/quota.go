@@ -169,9 +169,12 @@ func (p *Plugin) Validate(ctx context.Context, a *apiserver.AdmissionAttributes,
 	store, canWrite := lookup.(Store)
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(a.Namespace))
-	lock := &p.locks[h.Sum32()%lockStripes]
-	lock.Lock()
-	defer lock.Unlock()
+	lock, locked := &p.locks[h.Sum32()%lockStripes], false
+	defer func() {
+		if locked {
+			lock.Unlock()
+		}
+	}()
 	charged := map[string]bool{}
 	for attempt := 0; attempt < attempts; attempt++ {
 		var list runtime.Object
@@ -207,6 +210,14 @@ func (p *Plugin) Validate(ctx context.Context, a *apiserver.AdmissionAttributes,
 		}
 		if a.DryRun || len(updates) == 0 {
 			return nil
+		}
+		if !locked {
+			// Writes that charge nothing (no quota covers them) never wait; those that do are
+			// read and checked again under the namespace's lock.
+			lock.Lock()
+			locked = true
+			attempt--
+			continue
 		}
 		if !canWrite {
 			return apierrors.NewInternalError(fmt.Errorf("resource quota admission cannot write quota status"))
