@@ -69,15 +69,19 @@ func Check(quotas []corev1.ResourceQuota, gr schema.GroupResource, obj, old runt
 				return nil, &refusal{fmt.Sprintf("failed quota: %s: %v", q.Name, err)}
 			}
 		}
-		var unknown []corev1.ResourceName
-		for _, n := range covered {
-			if _, ok := q.Status.Used[n]; !ok {
-				unknown = append(unknown, n)
-			}
-		}
-		if len(unknown) > 0 {
+		if q.Status.Used == nil {
 			return nil, &refusal{fmt.Sprintf("status unknown for quota: %s, resources: %s", q.Name, quota.Names(covered))}
 		}
+		// A name the controller recorded no usage for is one it cannot count (a count/<resource>
+		// of a kind it does not watch): it is not enforced, rather than refusing such objects for
+		// ever as upstream's "status unknown" would.
+		tracked := covered[:0]
+		for _, n := range covered {
+			if _, ok := q.Status.Used[n]; ok {
+				tracked = append(tracked, n)
+			}
+		}
+		covered = tracked
 		requested, used, hard := corev1.ResourceList{}, corev1.ResourceList{}, corev1.ResourceList{}
 		next := q.Status.Used.DeepCopy()
 		for _, n := range covered {

@@ -71,6 +71,8 @@ func TestCheck(t *testing.T) {
 			podsGR, pod("a", nil, nil), nil, "failed quota: q: must specify limits.cpu for: c; requests.memory for: c", nil},
 		{"no recorded usage yet", []corev1.ResourceQuota{rq("q", list("pods", "5", "configmaps", "1"), nil)}, podsGR, pod("a", nil, nil), nil,
 			"status unknown for quota: q, resources: pods", nil},
+		{"a name the controller cannot count is not enforced", []corev1.ResourceQuota{rq("q", list("count/widgets.example.com", "0", "configmaps", "5"), list("configmaps", "1"))},
+			schema.GroupResource{Group: "example.com", Resource: "widgets"}, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns"}}, nil, "", map[string]string{}},
 		{"a quota on other things is not charged", []corev1.ResourceQuota{rq("q", list("configmaps", "1"), list("configmaps", "1"))}, podsGR, pod("a", nil, nil), nil, "", map[string]string{}},
 		{"count/<resource> and the legacy name", []corev1.ResourceQuota{rq("q", list("configmaps", "2", "count/configmaps", "5"), list("configmaps", "1", "count/configmaps", "1"))},
 			cmGR, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}, nil, "", map[string]string{"q": "configmaps=2,count/configmaps=2"}},
