@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -243,6 +244,7 @@ func (l nsLookup) List(context.Context, string, string, string) (runtime.Object,
 func TestPluginValidate(t *testing.T) {
 	pods := &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Plural: "pods", Namespaced: true}
 	namespaces := &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Plural: "namespaces"}
+	deployments := &registry.Resource{GroupVersion: appsv1.SchemeGroupVersion, Plural: "deployments", Namespaced: true}
 	ns := func(name string, labels map[string]string) *corev1.Namespace {
 		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	}
@@ -275,6 +277,12 @@ func TestPluginValidate(t *testing.T) {
 			Object: restrictedPod(func(p *corev1.Pod) { sc(p).Privileged = ptr.To(true); p.Spec.Containers[0].Image = "nginx" }), OldObject: privileged("strict")}, "", "", ""},
 		{"a bad label on a new namespace is invalid", apiserver.AdmissionAttributes{Verb: "create", Resource: namespaces, Name: "n", Object: ns("n", map[string]string{EnforceLabel: "strict"})},
 			`Namespace "n" is invalid: metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "strict": must be one of privileged, baseline, restricted`, "", ""},
+		{"a Deployment is warned, never refused", apiserver.AdmissionAttributes{Verb: "create", Resource: deployments, Namespace: "loose", Name: "d", Object: &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "loose"}, Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: privileged("loose").Spec}}}},
+			"", `would violate PodSecurity "baseline:latest": privileged`, `would violate PodSecurity "baseline:latest": privileged`},
+		{"a Deployment in an enforce-only namespace is admitted silently", apiserver.AdmissionAttributes{Verb: "create", Resource: deployments, Namespace: "strict", Name: "d", Object: &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "strict"}, Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: privileged("strict").Spec}}}},
+			"", "", ""},
 		{"tightening a namespace warns about its pods", apiserver.AdmissionAttributes{Verb: "update", Resource: namespaces, Name: "free",
 			Object: ns("free", map[string]string{EnforceLabel: "baseline"}), OldObject: ns("free", nil)},
 			"", `existing pods in namespace "free" violate the new PodSecurity enforce level "baseline:latest"`, ""},
