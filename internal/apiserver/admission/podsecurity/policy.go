@@ -153,7 +153,7 @@ func invalid(labels *field.Path, key string, fromLabel bool, value string, err e
 	return field.Invalid(field.NewPath("defaults", key[len(labelPrefix):]), value, err.Error())
 }
 
-// exemptPod reports whether a pod in namespace, written by user, with runtimeClass is exempt.
+// exemptNamespace, exemptUser and exemptRuntimeClass report the configured exemptions.
 func (c Config) exemptNamespace(ns string) bool { return slices.Contains(c.Exemptions.Namespaces, ns) }
 
 func (c Config) exemptUser(user string) bool { return slices.Contains(c.Exemptions.Usernames, user) }
