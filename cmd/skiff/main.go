@@ -150,6 +150,9 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.IdleConnectionTimeout, "idle-connection-timeout", 90*time.Second, "how long an idle keep-alive connection to the API server stays open")
 	fs.IntVar(&cfg.MaxConnectionsPerClient, "max-connections-per-client", 1000, "connections to the API server one client address may hold open (0: unbounded)")
 	fs.IntVar(&cfg.MaxRequestsInflight, "max-requests-inflight", 600, "API Priority and Fairness: the seats the limited priority levels share (kube-apiserver's 400 + 200 in flight)")
+	// Admission that protects (issue 10).
+	fs.StringVar(&cfg.ImagePolicyFile, "image-policy", "", "image policy file (kind ImagePolicy: allowed image prefixes by default and per namespace); pods with other images are refused. Empty: all images allowed")
+	fs.StringVar(&cfg.PodSecurityConfigFile, "pod-security-config", "", "PodSecurityConfiguration file (pod-security.admission.config.k8s.io/v1): default enforce/audit/warn levels and exempt usernames, runtimeClasses, namespaces. Empty: privileged, nothing exempt")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

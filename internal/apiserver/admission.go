@@ -25,6 +25,19 @@ type AdmissionAttributes struct {
 	// Options are the write's options as Kubernetes sends them to webhooks: CreateOptions,
 	// UpdateOptions (for a patch too) or DeleteOptions.
 	Options runtime.Object
+	// AuditAnnotations are what plugins record for the request's audit event (PodSecurity's
+	// enforce-policy and audit-violations); kept here until skiff writes an audit log.
+	AuditAnnotations map[string]string
+}
+
+// AddAuditAnnotation records an audit annotation on the request; the first value of a key stays.
+func (a *AdmissionAttributes) AddAuditAnnotation(key, value string) {
+	if a.AuditAnnotations == nil {
+		a.AuditAnnotations = map[string]string{}
+	}
+	if _, ok := a.AuditAnnotations[key]; !ok {
+		a.AuditAnnotations[key] = value
+	}
 }
 
 // AdmissionPlugin may change (Admit) and then veto (Validate) a write. Either may be a no-op. Errors are

@@ -14,6 +14,7 @@ import (
 type admissionChain struct {
 	webhooks *webhook.Webhooks
 	policies *policy.Plugin
+	protect  protectPlugins
 }
 
 // newAdmission builds the chain in Kubernetes' order: the built-in plugins, then
@@ -32,14 +33,21 @@ func newAdmission(cfg *Config) (*admissionChain, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy admission: %w", err)
 	}
-	return &admissionChain{webhooks: hooks, policies: policies}, nil
+	protect, err := newProtectPlugins(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &admissionChain{webhooks: hooks, policies: policies, protect: protect}, nil
 }
 
 // plugins is the chain with builtins (those that need the server's authorizer, such as RBAC's
-// escalation check and NodeRestriction) after the default plugins and before the webhooks.
+// escalation check and NodeRestriction) after the default plugins and before the webhooks; the
+// protecting plugins (admission_protect.go) go in upstream's places: LimitRanger, PodSecurity and
+// the image policy with the built-in ones, ResourceQuota last.
 func (c *admissionChain) plugins(builtins ...apiserver.AdmissionPlugin) []apiserver.AdmissionPlugin {
-	chain := append(apiserver.DefaultAdmission(), builtins...)
-	return append(chain, c.webhooks.Mutating(), c.policies, c.webhooks.Validating())
+	chain := append(apiserver.DefaultAdmission(), c.protect.builtin()...)
+	chain = append(chain, builtins...)
+	return append(chain, c.webhooks.Mutating(), c.policies, c.webhooks.Validating(), c.protect.quota)
 }
 
 // start connects the plugins' caches to the server's store.

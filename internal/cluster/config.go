@@ -149,7 +149,12 @@ type Config struct {
 	// MaxRequestsInflight is API Priority and Fairness' total seats, shared by the limited
 	// priority levels (kube-apiserver's --max-requests-inflight plus --max-mutating-requests-inflight).
 	MaxRequestsInflight int
-	Logger              *slog.Logger
+	// Admission that protects (issue 10): ImagePolicyFile is the --image-policy file of allowed
+	// image prefixes (empty: every image allowed); PodSecurityConfigFile is an upstream
+	// PodSecurityConfiguration (default levels and exemptions; empty: privileged, nothing exempt).
+	ImagePolicyFile       string
+	PodSecurityConfigFile string
+	Logger                *slog.Logger
 }
 
 // Default fills unset fields.

@@ -83,6 +83,10 @@ var rules = []struct {
 	{name: "the etcd membership endpoints sit on etcd, not on the server", pattern: "./internal/etcd/membershipapi/...",
 		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster"}},
 	{name: "status and node remove are API clients", pattern: "./internal/nodeadmin/...", forbidden: apiClientForbidden},
+	// Quota measures are shared by the ResourceQuota admission plugin and the resourcequota
+	// controller: pure, on API types only.
+	{name: "quota measures are pure", pattern: "./internal/quota/...",
+		forbidden: []string{module + "internal/", "k8s.io/client-go/", "go.etcd.io/etcd/"}, allowed: []string{module + "internal/quota"}},
 	{name: "the API server does not assemble nodes", pattern: "./internal/apiserver/...", forbidden: []string{module + "internal/cluster"}},
 	// The hand-declared apiextensions.k8s.io types are types only: everything may import them.
 	{name: "API types are leaves", pattern: "./internal/apis/...",

@@ -4,8 +4,14 @@
 // the workload kinds skiff serves), compute requests and limits of
 // non-terminal pods (init containers and overhead included, as the
 // scheduler counts them), PVC storage requests, and the Terminating,
-// NotTerminating, BestEffort and NotBestEffort scopes. Admission (refusing
-// over-quota creates) is the API server's.
+// NotTerminating, BestEffort, NotBestEffort and PriorityClass scopes, per
+// storage class claims and storage. What an object holds is measured by
+// internal/quota, which the API server's ResourceQuota admission charges
+// writes by (refusing over-quota creates and updates is admission's). As
+// upstream, object adds and a quota's status-only changes start no recount
+// (admission charged the object before storing it, and a recount racing the
+// informers would take the charge back); deletes, usage-changing updates,
+// quota changes and the periodic full resync do.
 //
 // It reaches the cluster only through client-go.
 package resourcequota

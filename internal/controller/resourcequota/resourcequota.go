@@ -3,7 +3,6 @@ package resourcequota
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,12 +11,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
+	"github.com/skiff-sh/skiff/internal/quota"
 )
 
 // Name is the controller's name in --controllers and in metrics.
@@ -98,9 +100,30 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 			c.enqueueNamespace(m.GetNamespace())
 		}
 	}
-	handler := cache.ResourceEventHandlerFuncs{AddFunc: changed, UpdateFunc: func(_, o any) { changed(o) }, DeleteFunc: changed}
+	// Counted objects start a recount when they go (replenishment) or an update changes what they
+	// hold (a pod that terminated, a claim that grew), not when they are added: the API server's
+	// ResourceQuota admission charged them before they were stored, and a recount started before a
+	// charged object reaches the informers would take the charge back and let another write past
+	// the limit. Likewise a quota's status-only changes (admission's charges, this controller's
+	// writes) start none. The full resync (FullResyncPeriod) catches anything else, as upstream.
+	handler := cache.ResourceEventHandlerFuncs{DeleteFunc: changed, UpdateFunc: func(old, o any) {
+		if usageChanged(old, o) {
+			changed(o)
+		}
+	}}
+	quotaHandler := cache.ResourceEventHandlerFuncs{AddFunc: changed, DeleteFunc: changed, UpdateFunc: func(old, o any) {
+		oq, ok1 := old.(*corev1.ResourceQuota)
+		nq, ok2 := o.(*corev1.ResourceQuota)
+		if !ok1 || !ok2 || !apiequality.Semantic.DeepEqual(oq.Spec, nq.Spec) || !apiequality.Semantic.DeepEqual(nq.Spec.Hard, nq.Status.Hard) {
+			changed(o)
+		}
+	}}
+	if _, err := rq.Informer().AddEventHandler(quotaHandler); err != nil {
+		return nil, fmt.Errorf("resourcequota handler: %w", err)
+	}
+	c.synced = append(c.synced, rq.Informer().HasSynced)
 	for _, inf := range []cache.SharedIndexInformer{f.Core().V1().Pods().Informer(), f.Core().V1().Services().Informer(),
-		f.Core().V1().PersistentVolumeClaims().Informer(), cm.Informer(), sec.Informer(), rq.Informer(),
+		f.Core().V1().PersistentVolumeClaims().Informer(), cm.Informer(), sec.Informer(),
 		apps.Deployments().Informer(), apps.ReplicaSets().Informer(), apps.StatefulSets().Informer(), apps.DaemonSets().Informer(),
 		batch.Jobs().Informer(), batch.CronJobs().Informer()} {
 		if _, err := inf.AddEventHandler(handler); err != nil {
@@ -157,7 +180,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("get resourcequota %s: %w", key, err)
 	}
-	used, err := c.usage(namespace, cached.Spec.Hard, cached.Spec.Scopes)
+	used, err := c.usage(namespace, cached)
 	if err != nil {
 		return err
 	}
@@ -173,145 +196,82 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	return nil
 }
 
-// usage measures every resource named in hard.
-func (c *Controller) usage(namespace string, hard corev1.ResourceList, scopes []corev1.ResourceQuotaScope) (corev1.ResourceList, error) {
+// usage measures every resource named in the quota's hard with internal/quota, the measure the
+// API server's ResourceQuota admission charges writes by, so the two agree: pods (in the quota's
+// scopes, terminated ones holding nothing), claims and services summed per object, other kinds
+// counted.
+func (c *Controller) usage(namespace string, q *corev1.ResourceQuota) (corev1.ResourceList, error) {
+	totals := corev1.ResourceList{}
+	add := func(gr schema.GroupResource, obj runtime.Object) {
+		if !quota.Matches(q, gr, obj) {
+			return
+		}
+		for name, v := range quota.Usage(gr, obj) {
+			sum := totals[name]
+			sum.Add(v)
+			totals[name] = sum
+		}
+	}
 	pods, err := c.podLister.Pods(namespace).List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
-	var active []*corev1.Pod
 	for _, p := range pods {
-		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && inScopes(p, scopes) {
-			active = append(active, p)
-		}
+		add(podsGR, p)
 	}
+	claims, err := c.pvcLister.PersistentVolumeClaims(namespace).List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list claims: %w", err)
+	}
+	for _, pvc := range claims {
+		add(claimsGR, pvc)
+	}
+	svcs, err := c.svcLister.Services(namespace).List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list services: %w", err)
+	}
+	for _, svc := range svcs {
+		add(servicesGR, svc)
+	}
+	scoped := len(q.Spec.Scopes) > 0 || q.Spec.ScopeSelector != nil
 	used := corev1.ResourceList{}
-	for name := range hard {
+	for name := range q.Spec.Hard {
 		switch {
-		case name == corev1.ResourcePods || name == "count/pods":
-			used[name] = *resource.NewQuantity(int64(len(active)), resource.DecimalSI)
-		case name == corev1.ResourceServicesLoadBalancers || name == corev1.ResourceServicesNodePorts:
-			svcs, err := c.svcLister.Services(namespace).List(labels.Everything())
-			if err != nil {
-				return nil, fmt.Errorf("list services: %w", err)
-			}
-			var n int64
-			for _, s := range svcs {
-				if name == corev1.ResourceServicesLoadBalancers && s.Spec.Type == corev1.ServiceTypeLoadBalancer {
-					n++
-				}
-				if name == corev1.ResourceServicesNodePorts && (s.Spec.Type == corev1.ServiceTypeNodePort || s.Spec.Type == corev1.ServiceTypeLoadBalancer) {
-					for _, p := range s.Spec.Ports {
-						if p.NodePort != 0 || s.Spec.Type == corev1.ServiceTypeNodePort {
-							n++
-						}
-					}
-				}
-			}
-			used[name] = *resource.NewQuantity(n, resource.DecimalSI)
-		case name == corev1.ResourceRequestsStorage:
-			claims, err := c.pvcLister.PersistentVolumeClaims(namespace).List(labels.Everything())
-			if err != nil {
-				return nil, fmt.Errorf("list claims: %w", err)
-			}
-			total := resource.Quantity{Format: resource.BinarySI}
-			for _, pvc := range claims {
-				if q, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
-					total.Add(q)
-				}
-			}
-			used[name] = total
+		case quota.Covers(q, podsGR, name) || quota.Covers(q, claimsGR, name) || quota.Covers(q, servicesGR, name):
+			used[name] = totals[name]
 		case c.counters[name] != nil:
-			n, err := c.counters[name](namespace)
-			if err != nil {
-				return nil, fmt.Errorf("count %s: %w", name, err)
+			n := 0
+			if !scoped { // scopes select pods only
+				if n, err = c.counters[name](namespace); err != nil {
+					return nil, fmt.Errorf("count %s: %w", name, err)
+				}
 			}
 			used[name] = *resource.NewQuantity(int64(n), resource.DecimalSI)
-		default:
-			if kind, res, ok := computeResource(name); ok {
-				total := resource.Quantity{}
-				for _, p := range active {
-					q := PodResource(p, kind, res)
-					total.Add(q)
-				}
-				used[name] = total
-			}
 		}
 	}
 	return used, nil
 }
 
-// computeResource maps a quota name to (requests|limits, resource).
-func computeResource(name corev1.ResourceName) (string, corev1.ResourceName, bool) {
-	s := string(name)
-	switch {
-	case strings.HasPrefix(s, "requests."):
-		return "requests", corev1.ResourceName(strings.TrimPrefix(s, "requests.")), true
-	case strings.HasPrefix(s, "limits."):
-		return "limits", corev1.ResourceName(strings.TrimPrefix(s, "limits.")), true
-	case name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage:
-		return "requests", name, true
+// usageChanged reports whether an update changed what an object holds of a quota.
+func usageChanged(old, o any) bool {
+	var gr schema.GroupResource
+	switch o.(type) {
+	case *corev1.Pod:
+		gr = podsGR
+	case *corev1.PersistentVolumeClaim:
+		gr = claimsGR
+	case *corev1.Service:
+		gr = servicesGR
+	default:
+		return false
 	}
-	return "", "", false
+	before, ok1 := old.(runtime.Object)
+	after, ok2 := o.(runtime.Object)
+	return !ok1 || !ok2 || !apiequality.Semantic.DeepEqual(quota.Usage(gr, before), quota.Usage(gr, after))
 }
 
-// PodResource is what a pod holds of one resource: the larger of its
-// containers' sum and any single init container, plus pod overhead.
-func PodResource(p *corev1.Pod, kind string, name corev1.ResourceName) resource.Quantity {
-	pick := func(r corev1.ResourceRequirements) (resource.Quantity, bool) {
-		list := r.Requests
-		if kind == "limits" {
-			list = r.Limits
-		}
-		q, ok := list[name]
-		return q, ok
-	}
-	var sum resource.Quantity
-	for _, ctr := range p.Spec.Containers {
-		if q, ok := pick(ctr.Resources); ok {
-			sum.Add(q)
-		}
-	}
-	for _, ctr := range p.Spec.InitContainers {
-		if q, ok := pick(ctr.Resources); ok && q.Cmp(sum) > 0 {
-			sum = q.DeepCopy()
-		}
-	}
-	if q, ok := p.Spec.Overhead[name]; ok {
-		sum.Add(q)
-	}
-	return sum
-}
-
-func bestEffort(p *corev1.Pod) bool {
-	for _, ctr := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
-		if len(ctr.Resources.Requests) > 0 || len(ctr.Resources.Limits) > 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func inScopes(p *corev1.Pod, scopes []corev1.ResourceQuotaScope) bool {
-	for _, s := range scopes {
-		switch s {
-		case corev1.ResourceQuotaScopeTerminating:
-			if p.Spec.ActiveDeadlineSeconds == nil {
-				return false
-			}
-		case corev1.ResourceQuotaScopeNotTerminating:
-			if p.Spec.ActiveDeadlineSeconds != nil {
-				return false
-			}
-		case corev1.ResourceQuotaScopeBestEffort:
-			if !bestEffort(p) {
-				return false
-			}
-		case corev1.ResourceQuotaScopeNotBestEffort:
-			if bestEffort(p) {
-				return false
-			}
-		}
-	}
-	return true
-}
+var (
+	podsGR     = schema.GroupResource{Resource: "pods"}
+	claimsGR   = schema.GroupResource{Resource: "persistentvolumeclaims"}
+	servicesGR = schema.GroupResource{Resource: "services"}
+)

@@ -2,11 +2,13 @@ package scheduling
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -56,13 +58,13 @@ func Resources() []*registry.Resource {
 		Plural: "priorityclasses", Singular: "priorityclass", ShortNames: []string{"pc"},
 		New:     func() runtime.Object { return &schedulingv1.PriorityClass{} },
 		NewList: func() runtime.Object { return &schedulingv1.PriorityClassList{} },
-		Strategy: &vu.Strategy[*schedulingv1.PriorityClass]{
+		Strategy: priorityClassStrategy{&vu.Strategy[*schedulingv1.PriorityClass]{
 			// Kubernetes starts a PriorityClass at generation 1 and never bumps it.
 			OnCreate:             func(_ context.Context, pc *schedulingv1.PriorityClass) { pc.Generation = 1 },
 			ValidateObject:       ValidatePriorityClass,
 			ValidateUpdateObject: validatePriorityClassChange,
 			UnconditionalUpdate:  true,
-		},
+		}},
 	}}
 }
 
@@ -136,4 +138,25 @@ func validatePriorityClassChange(pc, old *schedulingv1.PriorityClass) field.Erro
 		errs = append(errs, field.Forbidden(field.NewPath("value"), "may not be changed in an update."))
 	}
 	return append(errs, vu.Immutable(pc.PreemptionPolicy, old.PreemptionPolicy, field.NewPath("preemptionPolicy"))...)
+}
+
+// priorityClassStrategy refuses deleting the system classes, as Kubernetes' PriorityClass storage
+// does: the scheduler, kubelet and the cluster's own pods rely on them. Changing them is already
+// refused where it matters: a system class's value and globalDefault are fixed by validation (and
+// every class's value and preemptionPolicy by the update validation); labels, annotations and the
+// description may change, as upstream.
+type priorityClassStrategy struct {
+	*vu.Strategy[*schedulingv1.PriorityClass]
+}
+
+var _ registry.DeleteValidator = priorityClassStrategy{}
+
+// ValidateDelete refuses deleting a system priority class.
+func (priorityClassStrategy) ValidateDelete(_ context.Context, _, name string) error {
+	for _, sys := range SystemPriorityClasses() {
+		if sys.Name == name {
+			return apierrors.NewForbidden(schedulingv1.Resource("priorityclasses"), name, errors.New("this is a system priority class and cannot be deleted"))
+		}
+	}
+	return nil
 }

@@ -6,11 +6,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	"github.com/skiff-sh/skiff/internal/registry"
 	"github.com/skiff-sh/skiff/internal/registry/validationutil/errtest"
 )
 
@@ -97,5 +99,22 @@ func TestSystemPriorityClasses(t *testing.T) {
 	}
 	if r := Resources()[0]; r.Namespaced || r.ShortNames[0] != "pc" {
 		t.Fatalf("resource = %+v", r)
+	}
+}
+
+func TestSystemClassesCannotBeDeleted(t *testing.T) {
+	res := Resources()[0]
+	dv, ok := res.Strategy.(registry.DeleteValidator)
+	if !ok {
+		t.Fatal("the PriorityClass strategy validates no deletes")
+	}
+	for _, name := range []string{SystemClusterCritical, SystemNodeCritical} {
+		err := dv.ValidateDelete(context.Background(), "", name)
+		if !apierrors.IsForbidden(err) || err.Error() != `priorityclasses.scheduling.k8s.io "`+name+`" is forbidden: this is a system priority class and cannot be deleted` {
+			t.Errorf("delete %s: %v", name, err)
+		}
+	}
+	if err := dv.ValidateDelete(context.Background(), "", "high"); err != nil {
+		t.Errorf("delete a user class: %v", err)
 	}
 }

@@ -548,6 +548,20 @@ func testResourceQuotaUsage(t *testing.T, e *env) {
 		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
 	}, metav1.CreateOptions{})
 	must(t, err, "create quota")
+	// ResourceQuota admission refuses what the quota covers ("status unknown for quota") until the
+	// controller has recorded its usage, as Kubernetes' does.
+	waitFor(t, 30*time.Second, func() error {
+		q, err := e.client.CoreV1().ResourceQuotas(ns).Get(ctx, "quota", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for name := range hard {
+			if _, ok := q.Status.Used[name]; !ok {
+				return fmt.Errorf("status.used[%s] not recorded yet: %v", name, q.Status.Used)
+			}
+		}
+		return nil
+	})
 
 	// Unschedulable pods: only the quota controller looks at them.
 	for i := range 3 {

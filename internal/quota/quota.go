@@ -1,0 +1,324 @@
+// Package quota measures what objects hold of a ResourceQuota, for both sides that must agree on
+// it: the API server's ResourceQuota admission (charging a write before it is stored) and the
+// resourcequota controller (recounting a namespace). It is pure: objects in, resource lists out.
+//
+// It must not import the API server, storage or client-go machinery beyond API types.
+package quota
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// storageClassSuffix names per-class storage quotas: <class>.storageclass.storage.k8s.io/requests.storage.
+const storageClassSuffix = ".storageclass.storage.k8s.io/"
+
+// legacyCounts are the object counts with a name of their own besides count/<resource>.
+var legacyCounts = map[schema.GroupResource]corev1.ResourceName{
+	{Resource: "pods"}:                   corev1.ResourcePods,
+	{Resource: "services"}:               corev1.ResourceServices,
+	{Resource: "configmaps"}:             corev1.ResourceConfigMaps,
+	{Resource: "secrets"}:                corev1.ResourceSecrets,
+	{Resource: "persistentvolumeclaims"}: corev1.ResourcePersistentVolumeClaims,
+	{Resource: "resourcequotas"}:         corev1.ResourceQuotas,
+	{Resource: "replicationcontrollers"}: corev1.ResourceReplicationControllers,
+}
+
+// CountName is count/<resource> for the core group, count/<resource>.<group> otherwise.
+func CountName(gr schema.GroupResource) corev1.ResourceName {
+	if gr.Group == "" {
+		return corev1.ResourceName("count/" + gr.Resource)
+	}
+	return corev1.ResourceName("count/" + gr.Resource + "." + gr.Group)
+}
+
+func one() resource.Quantity { return *resource.NewQuantity(1, resource.DecimalSI) }
+
+// Usage is everything one object of gr holds: its counts, and for pods their compute requests and
+// limits, for claims their storage (in total and per class), for services their load balancers
+// and node ports. A terminated pod holds nothing.
+func Usage(gr schema.GroupResource, obj runtime.Object) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		if !PodActive(o) {
+			return out
+		}
+		for k, v := range PodCompute(o) {
+			out[k] = v
+		}
+	case *corev1.PersistentVolumeClaim:
+		storage, ok := o.Spec.Resources.Requests[corev1.ResourceStorage]
+		if ok {
+			out[corev1.ResourceRequestsStorage] = storage.DeepCopy()
+		}
+		if class := claimClass(o); class != "" {
+			out[corev1.ResourceName(class+storageClassSuffix+string(corev1.ResourcePersistentVolumeClaims))] = one()
+			if ok {
+				out[corev1.ResourceName(class+storageClassSuffix+string(corev1.ResourceRequestsStorage))] = storage.DeepCopy()
+			}
+		}
+	case *corev1.Service:
+		var nodePorts int64
+		for _, p := range o.Spec.Ports {
+			if p.NodePort != 0 || o.Spec.Type == corev1.ServiceTypeNodePort {
+				nodePorts++
+			}
+		}
+		switch o.Spec.Type {
+		case corev1.ServiceTypeLoadBalancer:
+			out[corev1.ResourceServicesLoadBalancers] = one()
+			out[corev1.ResourceServicesNodePorts] = *resource.NewQuantity(nodePorts, resource.DecimalSI)
+		case corev1.ServiceTypeNodePort:
+			out[corev1.ResourceServicesNodePorts] = *resource.NewQuantity(nodePorts, resource.DecimalSI)
+		}
+	}
+	out[CountName(gr)] = one()
+	if name, ok := legacyCounts[gr]; ok {
+		out[name] = one()
+	}
+	return out
+}
+
+func claimClass(pvc *corev1.PersistentVolumeClaim) string {
+	if pvc.Spec.StorageClassName != nil {
+		return *pvc.Spec.StorageClassName
+	}
+	return pvc.Annotations[corev1.BetaStorageClassAnnotation]
+}
+
+// PodActive reports whether a pod still holds its quota: not Succeeded or Failed.
+func PodActive(p *corev1.Pod) bool {
+	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+// PodCompute is a pod's requests.<r>, limits.<r> and (for cpu, memory and ephemeral-storage) the
+// bare <r> name, which means its requests: the larger of the containers' sum and any one init
+// container, plus the pod overhead, as the scheduler counts them.
+func PodCompute(p *corev1.Pod) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, kind := range []string{"requests", "limits"} {
+		names := map[corev1.ResourceName]bool{}
+		for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
+			for n := range pick(c.Resources, kind) {
+				names[n] = true
+			}
+		}
+		for n := range names {
+			q := PodResource(p, kind, n)
+			out[corev1.ResourceName(kind+"."+string(n))] = q
+			if kind == "requests" && (n == corev1.ResourceCPU || n == corev1.ResourceMemory || n == corev1.ResourceEphemeralStorage) {
+				out[n] = q.DeepCopy()
+			}
+		}
+	}
+	return out
+}
+
+func pick(r corev1.ResourceRequirements, kind string) corev1.ResourceList {
+	if kind == "limits" {
+		return r.Limits
+	}
+	return r.Requests
+}
+
+// PodResource is what a pod holds of one resource (kind "requests" or "limits"): the larger of
+// its containers' sum and any single init container, plus pod overhead.
+func PodResource(p *corev1.Pod, kind string, name corev1.ResourceName) resource.Quantity {
+	var sum resource.Quantity
+	for _, c := range p.Spec.Containers {
+		if q, ok := pick(c.Resources, kind)[name]; ok {
+			sum.Add(q)
+		}
+	}
+	for _, c := range p.Spec.InitContainers {
+		if q, ok := pick(c.Resources, kind)[name]; ok && q.Cmp(sum) > 0 {
+			sum = q.DeepCopy()
+		}
+	}
+	if q, ok := p.Spec.Overhead[name]; ok {
+		sum.Add(q)
+	}
+	return sum
+}
+
+// BestEffort reports whether no container of the pod requests or limits anything.
+func BestEffort(p *corev1.Pod) bool {
+	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
+		if len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// selectors are a quota's scopes and scope selector as requirements.
+func selectors(q *corev1.ResourceQuota) []corev1.ScopedResourceSelectorRequirement {
+	var out []corev1.ScopedResourceSelectorRequirement
+	for _, s := range q.Spec.Scopes {
+		out = append(out, corev1.ScopedResourceSelectorRequirement{ScopeName: s, Operator: corev1.ScopeSelectorOpExists})
+	}
+	if q.Spec.ScopeSelector != nil {
+		out = append(out, q.Spec.ScopeSelector.MatchExpressions...)
+	}
+	return out
+}
+
+// Matches reports whether quota q covers an object of gr: a quota with scopes covers pods in all
+// of its scopes only; one without covers everything in its namespace.
+func Matches(q *corev1.ResourceQuota, gr schema.GroupResource, obj runtime.Object) bool {
+	sel := selectors(q)
+	if len(sel) == 0 {
+		return true
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || gr != (schema.GroupResource{Resource: "pods"}) {
+		return false
+	}
+	for _, s := range sel {
+		if !podInScope(pod, s) {
+			return false
+		}
+	}
+	return true
+}
+
+func podInScope(p *corev1.Pod, s corev1.ScopedResourceSelectorRequirement) bool {
+	switch s.ScopeName {
+	case corev1.ResourceQuotaScopeTerminating:
+		return p.Spec.ActiveDeadlineSeconds != nil && *p.Spec.ActiveDeadlineSeconds >= 0
+	case corev1.ResourceQuotaScopeNotTerminating:
+		return p.Spec.ActiveDeadlineSeconds == nil
+	case corev1.ResourceQuotaScopeBestEffort:
+		return BestEffort(p)
+	case corev1.ResourceQuotaScopeNotBestEffort:
+		return !BestEffort(p)
+	case corev1.ResourceQuotaScopePriorityClass:
+		switch s.Operator {
+		case corev1.ScopeSelectorOpExists:
+			return p.Spec.PriorityClassName != ""
+		case corev1.ScopeSelectorOpDoesNotExist:
+			return p.Spec.PriorityClassName == ""
+		case corev1.ScopeSelectorOpIn:
+			return contains(s.Values, p.Spec.PriorityClassName)
+		case corev1.ScopeSelectorOpNotIn:
+			return !contains(s.Values, p.Spec.PriorityClassName)
+		}
+	}
+	return false
+}
+
+func contains(list []string, v string) bool {
+	for _, s := range list {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Covers reports whether quota q tracks resource name for objects of gr, as upstream's evaluators
+// match: pods their counts and compute resources (only the count under the BestEffort scope),
+// claims their counts and storage, services their counts, load balancers and node ports, anything
+// else its count/<resource>.<group> (and legacy) name.
+func Covers(q *corev1.ResourceQuota, gr schema.GroupResource, name corev1.ResourceName) bool {
+	if name == CountName(gr) || name == legacyCounts[gr] {
+		return true
+	}
+	n := string(name)
+	switch gr {
+	case schema.GroupResource{Resource: "pods"}:
+		for _, s := range selectors(q) {
+			if s.ScopeName == corev1.ResourceQuotaScopeBestEffort {
+				return false
+			}
+		}
+		return strings.HasPrefix(n, "requests.") && name != corev1.ResourceRequestsStorage || strings.HasPrefix(n, "limits.") ||
+			name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage
+	case schema.GroupResource{Resource: "persistentvolumeclaims"}:
+		return name == corev1.ResourceRequestsStorage || strings.Contains(n, storageClassSuffix)
+	case schema.GroupResource{Resource: "services"}:
+		return name == corev1.ResourceServicesLoadBalancers || name == corev1.ResourceServicesNodePorts
+	}
+	return false
+}
+
+// computeNames are the quota names that make every container state a request or limit.
+var computeNames = map[corev1.ResourceName]string{
+	corev1.ResourceRequestsCPU: "requests", corev1.ResourceRequestsMemory: "requests", corev1.ResourceCPU: "requests", corev1.ResourceMemory: "requests",
+	corev1.ResourceLimitsCPU: "limits", corev1.ResourceLimitsMemory: "limits",
+}
+
+// Constraints is upstream's requirement that, where a quota limits cpu or memory, every container
+// states that request or limit: "must specify limits.cpu for: a,b; requests.memory for: a".
+func Constraints(hard corev1.ResourceList, p *corev1.Pod) error {
+	missing := map[string][]string{}
+	for name := range hard {
+		kind, ok := computeNames[name]
+		if !ok {
+			continue
+		}
+		res := corev1.ResourceName(strings.TrimPrefix(strings.TrimPrefix(string(name), "requests."), "limits."))
+		for _, c := range append(append([]corev1.Container(nil), p.Spec.Containers...), p.Spec.InitContainers...) {
+			if _, ok := pick(c.Resources, kind)[res]; !ok {
+				missing[string(name)] = append(missing[string(name)], c.Name)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(missing))
+	for n := range missing {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		containers := missing[n]
+		sort.Strings(containers)
+		parts = append(parts, fmt.Sprintf("%s for: %s", n, strings.Join(dedupe(containers), ",")))
+	}
+	return fmt.Errorf("must specify %s", strings.Join(parts, "; "))
+}
+
+func dedupe(sorted []string) []string {
+	out := sorted[:0]
+	for i, s := range sorted {
+		if i == 0 || s != sorted[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// PrettyPrint is a resource list as upstream prints it in quota errors: name=value, sorted, comma-joined.
+func PrettyPrint(l corev1.ResourceList) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		q := l[corev1.ResourceName(k)]
+		parts = append(parts, k+"="+q.String())
+	}
+	return strings.Join(parts, ",")
+}
+
+// Names are a list's resource names, sorted and comma-joined.
+func Names(names []corev1.ResourceName) string {
+	s := make([]string, 0, len(names))
+	for _, n := range names {
+		s = append(s, string(n))
+	}
+	sort.Strings(s)
+	return strings.Join(s, ",")
+}
