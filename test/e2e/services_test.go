@@ -94,26 +94,6 @@ spec:
     hostPath: {path: TOOLS}
 `
 
-// testHostAddress puts a private address of the test's own on a portless bridge (this kernel has
-// no dummy driver), so the node can bind to an address its pods reach; removed in cleanup.
-func testHostAddress(t *testing.T) string {
-	t.Helper()
-	dev := fmt.Sprintf("skte%06x", rand.IntN(1<<24))
-	addr := fmt.Sprintf("172.31.%d.1", rand.IntN(254)+1)
-	for _, argv := range [][]string{
-		{"ip", "link", "add", dev, "type", "bridge"},
-		{"ip", "addr", "add", addr + "/32", "dev", dev},
-		{"ip", "link", "set", dev, "up"},
-	} {
-		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
-			_ = exec.Command("ip", "link", "del", dev).Run()
-			t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
-		}
-	}
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", dev).Run() })
-	return addr
-}
-
 func iptablesSave(t *testing.T, table string) string {
 	t.Helper()
 	out, err := exec.Command("iptables-save", "-t", table).Output()
