@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
 	"net"
 	"net/netip"
 	"strconv"
@@ -86,15 +88,25 @@ func dnsAddress(cfg *Config) (string, bool) {
 
 // runDNS serves cluster DNS on this worker with its own identity (system:skiff:dns).
 func runDNS(ctx context.Context, cfg *Config, metrics *componentMetrics, now time.Time) error {
-	log := cfg.Logger.With("component", "dns")
-	addr, ok := dnsAddress(cfg)
-	if !ok {
-		log.Info("node advertises a loopback address; cluster DNS not served", "advertise-address", cfg.AdvertiseAddress)
+	if _, ok := dnsAddress(cfg); !ok {
+		cfg.Logger.Info("node advertises a loopback address; cluster DNS not served", "advertise-address", cfg.AdvertiseAddress)
 		return nil
 	}
 	restCfg, err := componentRESTConfig(cfg, bootstrappolicy.SkiffDNS, nil, now)
 	if err != nil {
 		return err
+	}
+	return runDNSAs(ctx, cfg, metrics.fresh("dns"), restCfg)
+}
+
+// runDNSAs serves cluster DNS with the given client configuration: a joined worker runs it as its
+// node (system:nodes is bound to the DNS server's role, see JoinClusterRoleBindings).
+func runDNSAs(ctx context.Context, cfg *Config, reg prometheus.Registerer, restCfg *rest.Config) error {
+	log := cfg.Logger.With("component", "dns")
+	addr, ok := dnsAddress(cfg)
+	if !ok {
+		log.Info("node advertises a loopback address; cluster DNS not served", "advertise-address", cfg.AdvertiseAddress)
+		return nil
 	}
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
@@ -115,6 +127,6 @@ func runDNS(ctx context.Context, cfg *Config, metrics *componentMetrics, now tim
 	}
 	return dns.Run(ctx, dns.Config{
 		Addr: addr, Domain: cfg.ClusterDomain, Upstreams: upstreams, Client: client,
-		Clock: clock.RealClock{}, Logger: log, Registerer: metrics.fresh("dns"),
+		Clock: clock.RealClock{}, Logger: log, Registerer: reg,
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"net"
 	"net/url"
@@ -168,6 +169,14 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 		{name: "certificates", run: func(ctx context.Context) error {
 			return runCertificates(ctx, &cfg, id, client, serving, clock.RealClock{})
 		}},
+		{name: "dns", run: func(ctx context.Context) error {
+			return runDNSAs(ctx, &cfg, prometheus.NewRegistry(), id.RESTConfig(apiServerURL(&cfg), "dns"))
+		}},
+	}
+	if !cfg.DisableProxy {
+		roles = append(roles, role{name: "service proxy", run: func(ctx context.Context) error {
+			return runProxyAs(ctx, &cfg, prometheus.NewRegistry(), id.RESTConfig(apiServerURL(&cfg), "proxy"))
+		}})
 	}
 	return runRoles(ctx, roles, roleStopGrace, cfg.Logger)
 }

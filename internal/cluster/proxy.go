@@ -3,7 +3,9 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"hash/fnv"
+	"k8s.io/client-go/rest"
 	"net/netip"
 	"time"
 
@@ -66,15 +68,22 @@ func fnvHash(s string) uint32 {
 // system:node-proxier) until ctx ends; it removes its rules before it returns. Its metrics are
 // served on the API server's /metrics with the other components'.
 func runProxy(ctx context.Context, cfg *Config, metrics *componentMetrics, now time.Time) error {
-	opts, err := proxyOptions(cfg)
-	if err != nil {
-		return err
-	}
-	opts.Metrics = proxy.NewMetrics(metrics.fresh("proxy"))
 	restCfg, err := componentRESTConfig(cfg, bootstrappolicy.KubeProxy, nil, now)
 	if err != nil {
 		return err
 	}
+	return runProxyAs(ctx, cfg, metrics.fresh("proxy"), restCfg)
+}
+
+// runProxyAs runs the service proxy with the given client configuration: a joined worker, which
+// cannot issue itself a system:kube-proxy certificate, runs it as its node (system:nodes is
+// bound to system:node-proxier, see JoinClusterRoleBindings).
+func runProxyAs(ctx context.Context, cfg *Config, reg prometheus.Registerer, restCfg *rest.Config) error {
+	opts, err := proxyOptions(cfg)
+	if err != nil {
+		return err
+	}
+	opts.Metrics = proxy.NewMetrics(reg)
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("service proxy client: %w", err)

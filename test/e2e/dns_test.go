@@ -246,7 +246,8 @@ func TestClusterDNS(t *testing.T) {
 		}
 		out := c.kubectl("exec", "db-0", "--", "nslookup", "db-1.db.default.svc.cluster.local")
 		mustContain(t, out, ip1)
-		out = c.kubectl("exec", "db-0", "--", "nslookup", "kubernetes")
+		// busybox's nslookup does not walk the search path, so the name is given whole.
+		out = c.kubectl("exec", "db-0", "--", "nslookup", "kubernetes.default.svc.cluster.local")
 		mustContain(t, out, "10.43.0.1")
 	})
 }
