@@ -144,6 +144,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.AuditLogPath, "audit-log-path", "", "file the audit log is appended to, one JSON event per line (\"-\": standard output)")
 	fs.IntVar(&cfg.AuditLogMaxSizeMB, "audit-log-maxsize", 100, "megabytes the audit log grows to before it is rotated (0: never)")
 	fs.IntVar(&cfg.AuditLogMaxBackups, "audit-log-maxbackup", 10, "rotated audit logs to keep (0: all)")
+	fs.Int64Var(&cfg.EtcdQuotaBackendBytes, "etcd-quota-backend-bytes", 0, "size the embedded etcd database may grow to before etcd refuses writes (NOSPACE); 0: etcd's default, 2 GiB")
 	// Server limits (issue 13): kube-apiserver's names where it has them.
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", time.Minute, "how long a request that is not long-running may take before it is answered 504 (a shorter ?timeout= is honoured)")
 	minRequestTimeout := fs.Int("min-request-timeout", 1800, "seconds a watch without timeoutSeconds lasts at least (randomised up to twice this)")

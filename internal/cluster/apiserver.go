@@ -33,7 +33,7 @@ import (
 // watch cache it opens (now, or later for resources added at run time) joins caches, which the
 // node stops before it closes the etcd client. The admission chain's caches start before the first
 // write, so bootstrap's writes are admitted too.
-func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, metrics *componentMetrics, caches *cacheSet, admission *admissionChain, admissionCtx context.Context) (*apiserver.Server, *authorization, error) {
+func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spaceCheck func() error, metrics *componentMetrics, caches *cacheSet, admission *admissionChain, admissionCtx context.Context) (*apiserver.Server, *authorization, error) {
 	scheme, err := builtin.NewScheme()
 	if err != nil {
 		return nil, nil, err
@@ -117,12 +117,19 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, met
 		Scheme:                scheme,
 		Resources:             resources,
 		Storage:               storageFactory,
-		Ready:                 func(ctx context.Context) error { return etcd.CheckHealth(ctx, client) },
-		NonResourceHandlers:   etcdMembershipHandlers(client, cfg.Logger),
-		Authenticator:         apiserver.UnionAuthenticator{apiserver.ClientCertAuthenticator{}, bootstrapTokenAuthenticator(cfg, &built)},
-		Admission:             admission.plugins(apiserver.RBACEscalation{Authorizer: authz.authorize, Rules: authz.rules}, apiserver.NodeRestriction{}),
-		OpenAPI:               oapi,
-		Discovery:             disc,
+		Ready: func(ctx context.Context) error {
+			if spaceCheck != nil {
+				if err := spaceCheck(); err != nil {
+					return err
+				}
+			}
+			return etcd.CheckHealth(ctx, client)
+		},
+		NonResourceHandlers: etcdMembershipHandlers(client, cfg.Logger),
+		Authenticator:       apiserver.UnionAuthenticator{apiserver.ClientCertAuthenticator{}, bootstrapTokenAuthenticator(cfg, &built)},
+		Admission:           admission.plugins(apiserver.RBACEscalation{Authorizer: authz.authorize, Rules: authz.rules}, apiserver.NodeRestriction{}),
+		OpenAPI:             oapi,
+		Discovery:           disc,
 		// CustomResourceDefinitions change the served set at run time.
 		CustomResourceTypeConverter: oapi.CustomResourceTypeConverter,
 		OnResourcesChanged: func(all []*registry.Resource) {

@@ -49,6 +49,10 @@ type Node struct {
 	listener   net.Listener
 	// metrics gathers every component's metrics for the API server's /metrics.
 	metrics *componentMetrics
+	// stopSpaceGuard ends the embedded member's disk watch; spaceCheck is its part of /readyz
+	// (nil for an external etcd).
+	stopSpaceGuard context.CancelFunc
+	spaceCheck     func() error
 	// stopCompaction ends the periodic etcd compaction loop.
 	stopCompaction context.CancelFunc
 	// caches are the API server's watch caches, stopped before the etcd client closes.
@@ -252,7 +256,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	// The admission caches outlive start-up: they follow the configurations for the node's life.
 	admissionCtx, cancelAdmission := context.WithCancel(context.Background())
 	n.stopAdmission = cancelAdmission
-	api, authz, err := newAPIServer(ctx, &cfg, n.etcdClient, n.metrics, &n.caches, admission, admissionCtx)
+	api, authz, err := newAPIServer(ctx, &cfg, n.etcdClient, n.spaceCheck, n.metrics, &n.caches, admission, admissionCtx)
 	if err != nil {
 		return nil, err
 	}
@@ -317,6 +321,9 @@ func (n *Node) Stop() {
 		n.listener.Close()
 	}
 	n.caches.stop()
+	if n.stopSpaceGuard != nil {
+		n.stopSpaceGuard()
+	}
 	if n.etcdClient != nil {
 		n.etcdClient.Close()
 	}

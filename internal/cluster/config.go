@@ -130,6 +130,9 @@ type Config struct {
 	// ControlPlaneKubelet runs the kubelet on a node without the worker role too, so it registers a
 	// Node (with its roles' labels and the control-plane or etcd taint, see nodeTaints).
 	ControlPlaneKubelet bool
+	// EtcdQuotaBackendBytes is the size an embedded member's database may grow to before etcd
+	// refuses writes with NOSPACE (0: etcd's default, 2 GiB).
+	EtcdQuotaBackendBytes int64
 	// StorageEncoding is "protobuf" or "json" (see README: protobuf is the measured default).
 	StorageEncoding string
 	// SecretsEncryption seals Secrets in etcd with a key skiff generates into the data dir (see
@@ -279,6 +282,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ClusterSigningDuration < 0 {
 		errs = append(errs, fmt.Errorf("--cluster-signing-duration %s must not be negative", c.ClusterSigningDuration))
+	}
+	if c.EtcdQuotaBackendBytes < 0 {
+		errs = append(errs, fmt.Errorf("--etcd-quota-backend-bytes %d must not be negative", c.EtcdQuotaBackendBytes))
 	}
 	if c.RequestTimeout < 0 || c.MinRequestTimeout < 0 || c.IdleConnectionTimeout < 0 || c.MaxConnectionsPerClient < 0 {
 		errs = append(errs, errors.New("--request-timeout, --min-request-timeout, --idle-connection-timeout and --max-connections-per-client must not be negative"))

@@ -54,6 +54,7 @@ func (n *Node) startStorage(ctx context.Context) error {
 		AdvertisePeerURLs:   []string{etcdPeerURL(n.cfg)},
 		ClientTLS:           certs.server,
 		PeerTLS:             certs.peer,
+		QuotaBackendBytes:   n.cfg.EtcdQuotaBackendBytes,
 		Logger:              n.cfg.Logger,
 	}
 	join, err := n.joinEtcd(ctx, &ecfg)
@@ -80,7 +81,16 @@ func (n *Node) startStorage(ctx context.Context) error {
 			return err
 		}
 	}
-	n.etcdClient = etcd.BoundKV(client, etcd.DefaultRequestTimeout)
+	// The disk under the member is watched: writes are refused before it is full (etcd exits when
+	// a WAL write fails), and etcd's own NOSPACE alarm is cleared once the data fits again.
+	guard := &etcd.SpaceGuard{
+		Dir: ecfg.DataDir, Client: client, Endpoint: local[0], Quota: member.QuotaBackendBytes(),
+		Clock: clock.RealClock{}, Log: n.cfg.Logger.With("component", "etcd-space"),
+	}
+	guardCtx, stopGuard := context.WithCancel(context.WithoutCancel(ctx))
+	n.stopSpaceGuard, n.spaceCheck = stopGuard, guard.Check
+	go guard.Run(guardCtx, spaceGuardInterval)
+	n.etcdClient = etcd.FenceWrites(etcd.BoundKV(client, etcd.DefaultRequestTimeout), guard.FenceError)
 	if err := recordEtcdClientTLS(n.cfg.DataDir, certs.client); err != nil {
 		return err
 	}
@@ -209,3 +219,7 @@ func (n *Node) etcdJoinCredentials() (*rest.Config, error) {
 		UserAgent:       "skiff-etcd-join",
 	}, nil
 }
+
+// spaceGuardInterval is how often the embedded member's free disk space is looked at: a fast
+// writer fills the reserve (64 MiB at least) in no less than a few seconds.
+const spaceGuardInterval = time.Second

@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -19,6 +20,72 @@ func BoundKV(c *clientv3.Client, timeout time.Duration) *clientv3.Client {
 		c.KV = boundedKV{KV: c.KV, kv: c.KV, timeout: timeout}
 	}
 	return c
+}
+
+// FenceWrites makes every put of c's key-value API (alone or in a transaction) fail with fence's
+// error while it returns one; reads and deletes go through, so space can still be freed. It
+// returns c for chaining.
+func FenceWrites(c *clientv3.Client, fence func() error) *clientv3.Client {
+	c.KV = fencedKV{KV: c.KV, fence: fence}
+	return c
+}
+
+type fencedKV struct {
+	clientv3.KV
+	fence func() error
+}
+
+func (f fencedKV) Put(ctx context.Context, key, val string, opts ...clientv3.OpOption) (*clientv3.PutResponse, error) {
+	if err := f.fence(); err != nil {
+		return nil, err
+	}
+	return f.KV.Put(ctx, key, val, opts...)
+}
+
+func (f fencedKV) Do(ctx context.Context, op clientv3.Op) (clientv3.OpResponse, error) {
+	if op.IsPut() {
+		if err := f.fence(); err != nil {
+			return clientv3.OpResponse{}, err
+		}
+	}
+	return f.KV.Do(ctx, op)
+}
+
+func (f fencedKV) Txn(ctx context.Context) clientv3.Txn {
+	return &fencedTxn{Txn: f.KV.Txn(ctx), fence: f.fence}
+}
+
+// fencedTxn refuses a transaction that may put, whichever branch it takes.
+type fencedTxn struct {
+	clientv3.Txn
+	fence func() error
+	puts  bool
+}
+
+func (t *fencedTxn) If(cs ...clientv3.Cmp) clientv3.Txn {
+	t.Txn = t.Txn.If(cs...)
+	return t
+}
+
+func (t *fencedTxn) Then(ops ...clientv3.Op) clientv3.Txn {
+	t.puts = t.puts || slices.ContainsFunc(ops, clientv3.Op.IsPut)
+	t.Txn = t.Txn.Then(ops...)
+	return t
+}
+
+func (t *fencedTxn) Else(ops ...clientv3.Op) clientv3.Txn {
+	t.puts = t.puts || slices.ContainsFunc(ops, clientv3.Op.IsPut)
+	t.Txn = t.Txn.Else(ops...)
+	return t
+}
+
+func (t *fencedTxn) Commit() (*clientv3.TxnResponse, error) {
+	if t.puts {
+		if err := t.fence(); err != nil {
+			return nil, err
+		}
+	}
+	return t.Txn.Commit()
 }
 
 // boundedKV bounds the unary requests; GetStream, a stream the caller reads at its own pace, passes

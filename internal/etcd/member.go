@@ -114,6 +114,9 @@ func (m *Member) fail(err error) {
 // Ready is closed once the member serves requests.
 func (m *Member) Ready() <-chan struct{} { return m.ready }
 
+// QuotaBackendBytes is the size the member's database may grow to before etcd raises NOSPACE.
+func (m *Member) QuotaBackendBytes() int64 { return m.cfg.QuotaBackendBytes }
+
 // Failed is closed when the member stopped on its own (or never got ready); Err then says why.
 func (m *Member) Failed() <-chan struct{} { return m.failed }
 

@@ -16,6 +16,7 @@ const (
 	ErrCodeTooLargeRevision // a future revision was asked for (504 / retry)
 	ErrCodeInvalidObject    // stored bytes do not decode
 	ErrCodeUnreachable      // etcd did not answer
+	ErrCodeNoSpace          // etcd refuses writes for lack of space (its NOSPACE alarm, or skiff's disk fence)
 )
 
 // Error is the one error type storage returns for the conditions above.
@@ -69,6 +70,8 @@ func (e *Error) Error() string {
 		msg = "invalid stored object"
 	case ErrCodeUnreachable:
 		msg = "storage unreachable"
+	case ErrCodeNoSpace:
+		msg = "no space"
 	}
 	s := fmt.Sprintf("%s: %s", e.Key, msg)
 	if e.Detail != "" {
@@ -98,6 +101,7 @@ func IsConflict(err error) bool         { return hasCode(err, ErrCodeConflict) }
 func IsExpired(err error) bool          { return hasCode(err, ErrCodeExpired) }
 func IsTooLargeRevision(err error) bool { return hasCode(err, ErrCodeTooLargeRevision) }
 func IsInvalidObject(err error) bool    { return hasCode(err, ErrCodeInvalidObject) }
+func IsNoSpace(err error) bool          { return hasCode(err, ErrCodeNoSpace) }
 func IsUnreachable(err error) bool      { return hasCode(err, ErrCodeUnreachable) }
 
 // DetailContinueExpired is the Detail of an Expired list error whose continue token is too old and

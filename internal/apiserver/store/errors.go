@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,6 +74,10 @@ func storageConflict(se *storage.Error, gr schema.GroupResource, name string) er
 	return errStale(gr, name)
 }
 
+// StatusReasonInsufficientStorage is the reason of a 507: Kubernetes has none of its own, as
+// kube-apiserver answers etcd's "database space exceeded" with a 500.
+const StatusReasonInsufficientStorage metav1.StatusReason = "InsufficientStorage"
+
 // ToAPIError maps a storage error to the Kubernetes Status error the API returns for it. Errors that
 // already are API status errors (for example from an UpdateFunc) pass through; anything else is an
 // internal error. name is the object's name ("" for collection operations).
@@ -105,6 +110,15 @@ func ToAPIError(err error, gr schema.GroupResource, name string) error {
 			Message: "Too large resource version",
 		}}
 		return tooLarge
+	case storage.ErrCodeNoSpace:
+		// 507 as WebDAV defines it: the write cannot be stored; reads and deletes still work.
+		msg := fmt.Sprintf("etcd refused to store this %s: no space (NOSPACE); reads and deletes still work, writes resume once space is freed", gr.String())
+		if se.Err != nil {
+			msg += ": " + se.Err.Error()
+		}
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusInsufficientStorage, Reason: StatusReasonInsufficientStorage, Message: msg,
+		}}
 	case storage.ErrCodeUnreachable:
 		op := se.Op
 		if op == "" {

@@ -367,6 +367,8 @@ func (s *Store) interpret(ctx context.Context, err error, op, key string, reques
 		if rev, revErr := s.CurrentRevision(rctx); revErr == nil {
 			e.Revision = rev
 		}
+	case errors.Is(err, rpctypes.ErrNoSpace), errors.Is(err, rpctypes.ErrGRPCNoSpace):
+		e = storage.NewError(storage.ErrCodeNoSpace, key, "", err)
 	case isUnreachable(err):
 		e = storage.NewError(storage.ErrCodeUnreachable, key, "", err)
 	default:

@@ -1,0 +1,173 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/utils/clock"
+)
+
+// DiskReserve is the free space an embedded member's file system keeps for etcd itself: one
+// preallocated WAL segment (64 MiB) or a twentieth of the file system, whichever is larger. Below
+// it writes are refused, so that etcd never meets a full disk (it exits when a WAL write fails).
+func DiskReserve(total uint64) uint64 { return max(64<<20, total/20) }
+
+// SpaceDecision is what to do about disk space now.
+type SpaceDecision struct {
+	// Fence refuses writes (reads and deletes go on).
+	Fence bool
+	// Reason says why, for /readyz and the logs.
+	Reason string
+}
+
+// DecideSpace fences writes when free space falls under the reserve and lifts the fence once
+// twice the reserve is free again (so a write at the edge does not flap it).
+func DecideSpace(free, total uint64, fenced bool) SpaceDecision {
+	reserve := DiskReserve(total)
+	switch {
+	case free < reserve, fenced && free < 2*reserve:
+		return SpaceDecision{Fence: true, Reason: fmt.Sprintf("NOSPACE: %d MiB free on etcd's disk, below the %d MiB kept for etcd: writes are refused until %d MiB are free", free>>20, reserve>>20, (2*reserve)>>20)}
+	default:
+		return SpaceDecision{}
+	}
+}
+
+// SpaceGuard watches the disk under an embedded member's data dir, refuses writes (FenceError)
+// before it is full, and clears a NOSPACE alarm of etcd's own once the database fits its quota
+// again, defragmenting the member first when most of its file is free pages.
+type SpaceGuard struct {
+	Dir    string
+	Client *clientv3.Client
+	// Endpoint is the local member's client URL (defragmentation and status are per member).
+	Endpoint string
+	Quota    int64
+	Clock    clock.WithTicker
+	Log      *slog.Logger
+
+	fence atomic.Pointer[string]
+	// lastDefrag is when the member was last defragmented (step runs on one goroutine).
+	lastDefrag time.Time
+}
+
+// defragInterval and defragWaste decide the periodic defragmentation: at most hourly, when at
+// least half of the member's file (and 64 MiB) is free pages that compaction left behind.
+const (
+	defragInterval = time.Hour
+	defragWaste    = 64 << 20
+)
+
+// NeedsDefrag reports whether a member whose file is dbSize bytes, inUse of them live, should be
+// defragmented now.
+func NeedsDefrag(dbSize, inUse int64, sinceLast time.Duration) bool {
+	waste := dbSize - inUse
+	return sinceLast >= defragInterval && waste >= defragWaste && waste*2 >= dbSize
+}
+
+// FenceError reports the fence while it is up: a write is refused with etcd's own no-space error,
+// so the storage layer answers it as it answers etcd's.
+func (g *SpaceGuard) FenceError() error {
+	if reason := g.fence.Load(); reason != nil {
+		return fmt.Errorf("%s: %w", *reason, rpctypes.ErrGRPCNoSpace)
+	}
+	return nil
+}
+
+// Check is the guard's part of /readyz: the fence's reason while it is up.
+func (g *SpaceGuard) Check() error {
+	if reason := g.fence.Load(); reason != nil {
+		return fmt.Errorf("etcd %s", *reason)
+	}
+	return nil
+}
+
+// Run checks every interval until ctx ends.
+func (g *SpaceGuard) Run(ctx context.Context, interval time.Duration) {
+	ticker := g.Clock.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		g.step(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+	}
+}
+
+func (g *SpaceGuard) step(ctx context.Context) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(g.Dir, &st); err == nil {
+		free, total := st.Bavail*uint64(st.Bsize), st.Blocks*uint64(st.Bsize)
+		fenced := g.fence.Load() != nil
+		d := DecideSpace(free, total, fenced)
+		switch {
+		case d.Fence && !fenced:
+			g.fence.Store(&d.Reason)
+			g.Log.Error("etcd's disk is nearly full: refusing writes", "dir", g.Dir, "reason", d.Reason)
+		case !d.Fence && fenced:
+			g.fence.Store(nil)
+			g.Log.Info("etcd's disk has room again: writes accepted", "dir", g.Dir, "freeMiB", free>>20)
+		}
+	}
+	g.clearQuotaAlarm(ctx)
+	g.defragment(ctx)
+}
+
+// defragment gives the member's free pages back to the file system when NeedsDefrag says so.
+func (g *SpaceGuard) defragment(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	st, err := g.Client.Status(ctx, g.Endpoint)
+	if err != nil || !NeedsDefrag(st.DbSize, st.DbSizeInUse, g.Clock.Since(g.lastDefrag)) {
+		return
+	}
+	g.lastDefrag = g.Clock.Now()
+	if _, err := g.Client.Defragment(ctx, g.Endpoint); err != nil {
+		g.Log.Warn("periodic etcd defragmentation failed", "err", err)
+		return
+	}
+	g.Log.Info("etcd defragmented", "beforeMiB", st.DbSize>>20, "inUseMiB", st.DbSizeInUse>>20)
+}
+
+// clearQuotaAlarm disarms etcd's NOSPACE alarm (raised when the database outgrew its quota) once
+// the data in use fits under 80% of the quota again, after a defragmentation that gives the
+// freed pages back.
+func (g *SpaceGuard) clearQuotaAlarm(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	alarms, err := g.Client.AlarmList(ctx)
+	if err != nil {
+		return
+	}
+	noSpace := false
+	for _, a := range alarms.Alarms {
+		if a.Alarm == etcdserverpb.AlarmType_NOSPACE {
+			noSpace = true
+		}
+	}
+	if !noSpace || g.Quota <= 0 {
+		return
+	}
+	st, err := g.Client.Status(ctx, g.Endpoint)
+	if err != nil || st.DbSizeInUse > g.Quota*8/10 {
+		return
+	}
+	if st.DbSize > g.Quota*8/10 {
+		if _, err := g.Client.Defragment(ctx, g.Endpoint); err != nil {
+			g.Log.Warn("defragment before clearing NOSPACE failed", "err", err)
+			return
+		}
+	}
+	if _, err := g.Client.AlarmDisarm(ctx, &clientv3.AlarmMember{Alarm: etcdserverpb.AlarmType_NOSPACE}); err != nil {
+		g.Log.Warn("clear etcd's NOSPACE alarm", "err", err)
+		return
+	}
+	g.Log.Info("etcd's NOSPACE alarm cleared: the database fits its quota again", "inUseMiB", st.DbSizeInUse>>20, "quotaMiB", g.Quota>>20)
+}

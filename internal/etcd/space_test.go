@@ -1,0 +1,99 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/skiff-sh/skiff/internal/etcd"
+	"github.com/skiff-sh/skiff/internal/etcd/etcdtest"
+)
+
+func TestDecideSpace(t *testing.T) {
+	const gib = uint64(1) << 30
+	for _, tc := range []struct {
+		name          string
+		free, total   uint64
+		fenced, fence bool
+	}{
+		{"plenty", 50 * gib, 100 * gib, false, false},
+		{"under 5% of a large disk", 4 * gib, 100 * gib, false, true},
+		{"small disk keeps a WAL segment", 60 << 20, 200 << 20, false, true},
+		{"small disk above the segment", 70 << 20, 200 << 20, false, false},
+		{"fenced until twice the reserve", 100 << 20, 200 << 20, true, true},
+		{"fence lifted at twice the reserve", 130 << 20, 200 << 20, true, false},
+	} {
+		d := etcd.DecideSpace(tc.free, tc.total, tc.fenced)
+		if d.Fence != tc.fence || (d.Fence && d.Reason == "") {
+			t.Errorf("%s: %+v, want fence %v", tc.name, d, tc.fence)
+		}
+	}
+}
+
+func TestNeedsDefrag(t *testing.T) {
+	for _, tc := range []struct {
+		db, inUse int64
+		since     time.Duration
+		want      bool
+	}{
+		{1 << 30, 100 << 20, 2 * time.Hour, true},
+		{1 << 30, 100 << 20, time.Minute, false},
+		{100 << 20, 10 << 20, 2 * time.Hour, true},
+		{60 << 20, 1 << 20, 2 * time.Hour, false}, // under 64 MiB of waste
+		{1 << 30, 700 << 20, 2 * time.Hour, false},
+	} {
+		if got := etcd.NeedsDefrag(tc.db, tc.inUse, tc.since); got != tc.want {
+			t.Errorf("NeedsDefrag(%d, %d, %s) = %v", tc.db, tc.inUse, tc.since, got)
+		}
+	}
+}
+
+// TestFenceWrites: while fenced, puts (alone or in a transaction's branches) fail with etcd's own
+// no-space error; reads, deletes and put-free transactions go through; lifting the fence lets
+// writes through again.
+func TestFenceWrites(t *testing.T) {
+	member := etcdtest.StartEmbedded(t, etcdtest.Options{})
+	raw, err := member.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var fenced atomic.Bool
+	c := etcd.FenceWrites(raw, func() error {
+		if fenced.Load() {
+			return errors.Join(errors.New("disk full"), rpctypes.ErrGRPCNoSpace)
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := c.Put(ctx, "/k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	fenced.Store(true)
+	noSpace := func(err error) bool { return errors.Is(err, rpctypes.ErrGRPCNoSpace) }
+	if _, err := c.Put(ctx, "/k2", "v"); !noSpace(err) {
+		t.Fatalf("fenced put: %v", err)
+	}
+	if _, err := c.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision("/k3"), "=", 0)).Then(clientv3.OpPut("/k3", "v")).Commit(); !noSpace(err) {
+		t.Fatalf("fenced txn put: %v", err)
+	}
+	if _, err := c.Txn(ctx).Then(clientv3.OpGet("/k")).Else(clientv3.OpPut("/k", "x")).Commit(); !noSpace(err) {
+		t.Fatalf("fenced txn with a put in else: %v", err)
+	}
+	if resp, err := c.Get(ctx, "/k"); err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("read while fenced: %v", err)
+	}
+	if _, err := c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision("/k"), ">", 0)).Then(clientv3.OpDelete("/k")).Commit(); err != nil {
+		t.Fatalf("delete while fenced: %v", err)
+	}
+	fenced.Store(false)
+	if _, err := c.Put(ctx, "/k2", "v"); err != nil {
+		t.Fatalf("put after the fence: %v", err)
+	}
+}
