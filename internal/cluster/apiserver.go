@@ -125,7 +125,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 			}
 			return etcd.CheckHealth(ctx, client)
 		},
-		NonResourceHandlers: etcdMembershipHandlers(client, cfg.Logger),
+		NonResourceHandlers: etcdMembershipHandlers(client, spaceCheck, cfg.Logger),
 		Authenticator:       apiserver.UnionAuthenticator{apiserver.ClientCertAuthenticator{}, bootstrapTokenAuthenticator(cfg, &built)},
 		Admission:           admission.plugins(apiserver.RBACEscalation{Authorizer: authz.authorize, Rules: authz.rules}, apiserver.NodeRestriction{}),
 		OpenAPI:             oapi,

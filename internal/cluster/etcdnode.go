@@ -99,10 +99,10 @@ func (n *Node) startStorage(ctx context.Context) error {
 
 // etcdMembershipHandlers serve etcd membership through the API server (/skiff/v1/etcd/members),
 // for cluster admins (RBAC non-resource URLs; cluster-admin and system:masters have them).
-func etcdMembershipHandlers(client *clientv3.Client, log *slog.Logger) []apiserver.NonResourceHandler {
+func etcdMembershipHandlers(client *clientv3.Client, localAlarm func() error, log *slog.Logger) []apiserver.NonResourceHandler {
 	return []apiserver.NonResourceHandler{{
 		Prefix:  etcdapi.MembersPath,
-		Handler: &membershipapi.Handler{Client: client, Clock: clock.RealClock{}, Log: log.With("component", "etcd-membership")},
+		Handler: &membershipapi.Handler{Client: client, Clock: clock.RealClock{}, Log: log.With("component", "etcd-membership"), LocalAlarm: localAlarm},
 	}}
 }
 

@@ -36,6 +36,9 @@ type MemberList struct {
 	LeaderID string `json:"leaderID,omitempty"`
 	// Quorum is false when fewer than a majority of the voting members are healthy.
 	Quorum bool `json:"quorum"`
+	// Alarms are conditions that refuse writes beyond etcd's own alarms (which members report in
+	// their Error): the answering API server's disk fence ("NOSPACE: ...").
+	Alarms []string `json:"alarms,omitempty"`
 }
 
 // AddMemberRequest asks for a new learner member.

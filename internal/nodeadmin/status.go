@@ -215,6 +215,9 @@ func (r Report) WriteText(w io.Writer, now time.Time) error {
 			q = "NO QUORUM"
 		}
 		fmt.Fprintf(tw, "ETCD (%d members, %s)\n", len(r.Etcd.Members), q)
+		for _, a := range r.Etcd.Alarms {
+			fmt.Fprintf(tw, "ALARM: %s\n", a)
+		}
 		fmt.Fprintln(tw, "MEMBER\tID\tLEADER\tHEALTHY\tLEARNER\tRAFT-INDEX\tDB-SIZE\tVERSION\tPEER-URLS\tERROR")
 		for _, m := range r.Etcd.Members {
 			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\t%d\t%d\t%s\t%s\t%s\n", orDash(m.Name), m.ID, m.IsLeader, m.Healthy, m.IsLearner,

@@ -84,6 +84,9 @@ func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
 	if body := c.readyzVerbose(t); !strings.Contains(body, "NOSPACE") {
 		t.Errorf("/readyz?verbose does not name NOSPACE: %s", body)
 	}
+	if r := c.status(t); r.Etcd == nil || len(r.Etcd.Alarms) == 0 || !strings.Contains(r.Etcd.Alarms[0], "NOSPACE") {
+		t.Errorf("skiff status does not show the NOSPACE alarm: %+v %s", r.Etcd, r.EtcdError)
+	}
 
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)

@@ -32,6 +32,9 @@ type Handler struct {
 	Client *clientv3.Client
 	Clock  clock.Clock
 	Log    *slog.Logger
+	// LocalAlarm reports a condition of this API server's own member that etcd raises no alarm
+	// for (skiff's disk fence); nil when there is none to report.
+	LocalAlarm func() error
 }
 
 type action int
@@ -105,6 +108,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch act {
 	case actionList:
 		list, err := etcd.ListMembers(ctx, h.Client)
+		if err == nil && h.LocalAlarm != nil {
+			if alarm := h.LocalAlarm(); alarm != nil {
+				list.Alarms = append(list.Alarms, alarm.Error())
+			}
+		}
 		h.answer(w, list, err)
 	case actionAdd:
 		var req etcdapi.AddMemberRequest
