@@ -22,7 +22,7 @@ import (
 // Defaults for Config's zero values.
 const (
 	DefaultHistorySize        = 4096
-	DefaultHistoryBytes       = 32 << 20
+	DefaultHistoryBytes       = 16 << 20
 	DefaultWatcherBuffer      = 1024
 	DefaultBookmarkInterval   = 5 * time.Second
 	DefaultSlowWatcherTimeout = 100 * time.Millisecond
@@ -41,7 +41,7 @@ type Config struct {
 	// HistorySize is how many recent events per resource are kept to serve watches from a recent
 	// resourceVersion.
 	HistorySize int
-	// HistoryBytes bounds the same history by the estimated size of its objects (default 32 MiB
+	// HistoryBytes bounds the same history by the estimated size of its objects (default 16 MiB
 	// per resource; negative: by count only). Watches from a revision the history no longer
 	// reaches are served by etcd, so a smaller history costs speed, never correctness.
 	HistoryBytes int64
