@@ -75,6 +75,10 @@ type Config struct {
 	ClusterDNS []string
 	// ClusterDomain is the cluster's DNS domain (default cluster.local).
 	ClusterDomain string
+	// ResolvConf is the node resolv.conf the kubelet gives pods with dnsPolicy Default (empty:
+	// /etc/resolv.conf); the conformance harness points it at a test address so no pod asks the
+	// host's real resolver.
+	ResolvConf string
 	// ClusterCIDR is the pod network; each node gets a podCIDR from it.
 	ClusterCIDR string
 	// Controllers selects controllers as kube-controller-manager's --controllers does.

@@ -72,6 +72,7 @@ func runWorker(ctx context.Context, cfg *Config, now time.Time) error {
 		AllowedUnsafeSysctls: cfg.AllowedUnsafeSysctls,
 		ClusterDNS:           cfg.ClusterDNS,
 		ClusterDomain:        cfg.ClusterDomain,
+		ResolvConf:           cfg.ResolvConf,
 		NodeName:             cfg.NodeName,
 		// No roles: NodeRestriction forbids a kubelet node-role.kubernetes.io labels; the control
 		// plane sets them (labelNodeRoles), as kubeadm does with the admin's credentials.

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Runs the upstream Kubernetes [Conformance] specs (e2e.test v1.33.13) against a
+# fresh one-node skiff cluster, offline. Not part of .ci/run: the whole suite
+# takes about an hour. See README "Conformance".
+#
+#   hack/conformance.sh                       all [Conformance] specs: parallel ones, then [Serial]
+#   hack/conformance.sh --focus 'ConfigMap'   only those whose name also matches REGEX
+#
+# Options:
+#   --focus REGEX   run only [Conformance] specs whose name matches REGEX
+#   --skip REGEX    and skip those matching REGEX
+#   --procs N       parallel ginkgo processes (default 3)
+#   --no-serial     do not run the [Serial] specs afterwards
+#   --results DIR   where junit reports, logs and the summary go (default /tmp/skiff-conformance-<time>)
+#   --keep          leave the cluster running at the end (prints how to stop it)
+#
+# Steps: builds e2e.test and ginkgo (hack/conformance/build-e2e.sh) and the test
+# images (hack/conformance/build-images.sh) into $SKIFF_CONFORMANCE_CACHE
+# (default ${XDG_CACHE_HOME:-~/.cache}/skiff-conformance), reusing what is
+# there; builds skiff; creates a dummy interface with a private test address
+# and starts `skiff server` (all roles) bound to it with its own pod and
+# service ranges; imports the images; runs ginkgo; prints passed/failed per
+# SIG from the junit reports; stops the cluster and removes what it created.
+#
+# Network: pods get a resolv.conf naming only the test address (nothing
+# answers there), and an iptables raw-table chain drops any packet from the
+# pod range to an address outside the pod range, the service range and the
+# test address, so no spec reaches another host.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+
+focus='' skip='' procs=3 serial=1 keep=0
+results=/tmp/skiff-conformance-$(date -u +%Y%m%dT%H%M%S)
+while (($#)); do
+	case $1 in
+	--focus) focus=$2; shift 2 ;;
+	--skip) skip=$2; shift 2 ;;
+	--procs) procs=$2; shift 2 ;;
+	--no-serial) serial=0; shift ;;
+	--results) results=$2; shift 2 ;;
+	--keep) keep=1; shift ;;
+	-h | --help) sed -n '2,30p' "$0"; exit 0 ;;
+	*) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
+	esac
+done
+
+version=v1.33.13
+cache=${SKIFF_CONFORMANCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/skiff-conformance}
+mkdir -p "$cache" "$results"
+results=$(cd "$results" && pwd)
+log() { echo "[$(date -u +%H:%M:%S)] $*"; }
+
+[[ $(id -u) == 0 ]] || { echo "needs root (containerd, iptables, a dummy interface)" >&2; exit 1; }
+./hack/install-runtime.sh >/dev/null
+
+log "e2e.test and ginkgo ($version) in $cache/bin"
+hack/conformance/build-e2e.sh "$cache" "$version"
+log "skiff"
+nice -n 19 go build -o "$results/skiff" ./cmd/skiff
+skiff=$results/skiff
+log "test images in $cache/images"
+hack/conformance/build-images.sh "$cache" "$skiff" "$version"
+
+# --- the cluster's network: a dummy interface with a private test address ---
+id=$$
+ifname=skconf$((id % 100000))
+addr=''
+for _ in $(seq 1 20); do
+	cand=10.250.$((RANDOM % 250 + 1)).$((RANDOM % 250 + 2))
+	ip -o addr | grep -q " $cand/" || { addr=$cand; break; }
+done
+[[ -n $addr ]] || { echo "no free test address in 10.250.0.0/16" >&2; exit 1; }
+pod_cidr=10.244.0.0/16
+svc_cidr=10.245.0.0/16
+chain=SKCONF-$id
+data=$(mktemp -d /tmp/skc.XXXX) # short: containerd's socket path must stay under the unix-socket limit
+skiff_pid=''
+
+cleanup() {
+	set +e
+	if [[ -n $skiff_pid ]] && kill -0 "$skiff_pid" 2>/dev/null; then
+		if ((keep)); then
+			echo "cluster left running: KUBECONFIG=$data/admin.kubeconfig; stop with: kill $skiff_pid, then" \
+				"ip link del $ifname; iptables -t raw -D PREROUTING -j $chain; iptables -t raw -F $chain; iptables -t raw -X $chain"
+			return
+		fi
+		log "stopping the cluster"
+		KUBECONFIG=$data/admin.kubeconfig timeout 120 kubectl delete pods --all --all-namespaces --grace-period=1 --timeout=90s >/dev/null 2>&1
+		kill -INT "$skiff_pid"
+		for _ in $(seq 1 30); do kill -0 "$skiff_pid" 2>/dev/null || break; sleep 1; done
+		kill -KILL "$skiff_pid" 2>/dev/null
+		wait "$skiff_pid" 2>/dev/null
+	fi
+	iptables -t raw -D PREROUTING -j "$chain" 2>/dev/null
+	iptables -t raw -F "$chain" 2>/dev/null
+	iptables -t raw -X "$chain" 2>/dev/null
+	ip link del "$ifname" 2>/dev/null
+	grep -q " $data/" /proc/mounts 2>/dev/null && awk -v d="$data/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r | xargs -r -n1 umount -l
+	rm -rf "$data"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log "test address $addr on $ifname; pods $pod_cidr, services $svc_cidr"
+ip link add "$ifname" type dummy
+ip addr add "$addr/32" dev "$ifname"
+ip link set "$ifname" up
+iptables -t raw -N "$chain"
+iptables -t raw -A "$chain" ! -s "$pod_cidr" -j RETURN
+iptables -t raw -A "$chain" -d "$pod_cidr" -j RETURN
+iptables -t raw -A "$chain" -d "$svc_cidr" -j RETURN
+iptables -t raw -A "$chain" -d "$addr/32" -j RETURN
+iptables -t raw -A "$chain" -j DROP
+iptables -t raw -I PREROUTING 1 -j "$chain"
+echo "nameserver $addr" >"$data/resolv.conf"
+
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 20000))
+		ss -Hltn "sport = :$p" | grep -q . || { echo "$p"; return; }
+	done
+}
+https_port=$(free_port) etcd_port=$(free_port) peer_port=$(free_port) kubelet_port=$(free_port)
+export KUBECONFIG=$data/admin.kubeconfig
+
+log "starting skiff (data $data, log $results/skiff.log)"
+"$skiff" server --data-dir "$data" --roles etcd,controlplane,worker --node-name "skconf-$id" \
+	--bind-address "$addr" --https-port "$https_port" --etcd-client-port "$etcd_port" \
+	--etcd-peer-port "$peer_port" --kubelet-port "$kubelet_port" \
+	--cluster-cidr "$pod_cidr" --service-cidr "$svc_cidr" --resolv-conf "$data/resolv.conf" \
+	--local-path-helper-image registry.k8s.io/e2e-test-images/busybox:1.36.1-1 \
+	>"$results/skiff.log" 2>&1 &
+skiff_pid=$!
+for i in $(seq 1 240); do
+	if [[ -f $KUBECONFIG ]] && kubectl get --raw /readyz >/dev/null 2>&1 &&
+		kubectl wait --for=condition=Ready node --all --timeout=2s >/dev/null 2>&1; then
+		break
+	fi
+	kill -0 "$skiff_pid" 2>/dev/null || { tail -30 "$results/skiff.log" >&2; exit 1; }
+	((i < 240)) || { echo "skiff not ready after 240 tries; see $results/skiff.log" >&2; exit 1; }
+	sleep 1
+done
+log "importing images"
+"$skiff" images import --data-dir "$data" "$cache"/images/*.tar >/dev/null
+
+# --- the specs ---
+e2e_args=(--kubeconfig="$KUBECONFIG" --provider=skeleton --disable-log-dump
+	--report-dir="$results" --e2e-output-dir="$results")
+ginkgo_args=(--timeout=3h --poll-progress-after=5m --no-color --output-dir="$results")
+[[ -n $focus ]] && ginkgo_args+=(--focus="$focus")
+[[ -n $skip ]] && ginkgo_args+=(--skip="$skip")
+
+status=0
+log "parallel [Conformance] specs (--procs=$procs)"
+"$cache/bin/ginkgo" run --procs="$procs" "${ginkgo_args[@]}" \
+	--label-filter='Conformance && !Serial && !Disruptive' --junit-report=junit_parallel.xml \
+	"$cache/bin/e2e.test" -- "${e2e_args[@]}" >"$results/parallel.log" 2>&1 || status=1
+reports=("$results/junit_parallel.xml")
+if ((serial)); then
+	log "[Serial] [Conformance] specs"
+	"$cache/bin/ginkgo" run "${ginkgo_args[@]}" \
+		--label-filter='Conformance && Serial && !Disruptive' --junit-report=junit_serial.xml \
+		"$cache/bin/e2e.test" -- "${e2e_args[@]}" >"$results/serial.log" 2>&1 || status=1
+	reports+=("$results/junit_serial.xml")
+fi
+
+existing=()
+for r in "${reports[@]}"; do [[ -f $r ]] && existing+=("$r"); done
+if ((${#existing[@]})); then
+	(cd "$repo" && go run ./hack/conformance/junitsum "${existing[@]}") | tee "$results/summary.txt"
+else
+	echo "no junit report was written; see $results/parallel.log" >&2
+	status=1
+fi
+log "results in $results (junit_*.xml, parallel.log, serial.log, skiff.log, summary.txt)"
+exit $status
