@@ -23,9 +23,10 @@
 # SIG from the junit reports; stops the cluster and removes what it created.
 #
 # Network: pods get a resolv.conf naming only the test address (nothing
-# answers there), and an iptables raw-table chain drops any packet from the
-# pod range to an address outside the pod range, the service range and the
-# test address, so no spec reaches another host.
+# answers there), and an iptables chain (FORWARD, and OUTPUT for the service
+# range) drops what a pod sends off the node and any packet still addressed to
+# a ClusterIP after DNAT (skiff has no service proxy yet), so no spec reaches
+# another host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -82,7 +83,7 @@ cleanup() {
 	if [[ -n $skiff_pid ]] && kill -0 "$skiff_pid" 2>/dev/null; then
 		if ((keep)); then
 			echo "cluster left running: KUBECONFIG=$data/admin.kubeconfig; stop with: kill $skiff_pid, then" \
-				"ip link del $ifname; iptables -t raw -D PREROUTING -j $chain; iptables -t raw -F $chain; iptables -t raw -X $chain"
+				"ip link del $ifname; iptables -D FORWARD -j $chain; iptables -D OUTPUT -d $svc_cidr -j $chain; iptables -F $chain; iptables -X $chain"
 			return
 		fi
 		log "stopping the cluster"
@@ -92,9 +93,10 @@ cleanup() {
 		kill -KILL "$skiff_pid" 2>/dev/null
 		wait "$skiff_pid" 2>/dev/null
 	fi
-	iptables -t raw -D PREROUTING -j "$chain" 2>/dev/null
-	iptables -t raw -F "$chain" 2>/dev/null
-	iptables -t raw -X "$chain" 2>/dev/null
+	iptables -D FORWARD -j "$chain" 2>/dev/null
+	iptables -D OUTPUT -d "$svc_cidr" -j "$chain" 2>/dev/null
+	iptables -F "$chain" 2>/dev/null
+	iptables -X "$chain" 2>/dev/null
 	ip link del "$ifname" 2>/dev/null
 	grep -q " $data/" /proc/mounts 2>/dev/null && awk -v d="$data/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r | xargs -r -n1 umount -l
 	rm -rf "$data"
@@ -106,13 +108,15 @@ log "test address $addr on $ifname; pods $pod_cidr, services $svc_cidr"
 ip link add "$ifname" type dummy
 ip addr add "$addr/32" dev "$ifname"
 ip link set "$ifname" up
-iptables -t raw -N "$chain"
-iptables -t raw -A "$chain" ! -s "$pod_cidr" -j RETURN
-iptables -t raw -A "$chain" -d "$pod_cidr" -j RETURN
-iptables -t raw -A "$chain" -d "$svc_cidr" -j RETURN
-iptables -t raw -A "$chain" -d "$addr/32" -j RETURN
-iptables -t raw -A "$chain" -j DROP
-iptables -t raw -I PREROUTING 1 -j "$chain"
+# Filter after DNAT: a pod may reach pods (directly or through a Service's rules, once a service
+# proxy writes them); a packet still addressed to a ClusterIP has no rules and would follow the
+# default route off this machine, so it is dropped, as is anything else a pod sends off the node.
+iptables -N "$chain"
+iptables -A "$chain" -d "$svc_cidr" -j DROP
+iptables -A "$chain" -s "$pod_cidr" -d "$pod_cidr" -j RETURN
+iptables -A "$chain" -s "$pod_cidr" -j DROP
+iptables -I FORWARD 1 -j "$chain"
+iptables -I OUTPUT 1 -d "$svc_cidr" -j "$chain"
 echo "nameserver $addr" >"$data/resolv.conf"
 
 free_port() {
