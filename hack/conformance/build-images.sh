@@ -31,19 +31,21 @@ e2e=registry.k8s.io/e2e-test-images
 stamp=$out/.version
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$version" ]]; then
 	rm -f "$out"/*.tar
+	echo "$version" >"$stamp"
 fi
 
 have() { [[ -f $out/$(echo "$1" | sed 's#[/:@]#_#g').tar ]]; }
 
 # Debian packages the images take binaries from when the host lacks them.
 deb_packages=(nginx bind9-dnsutils bind9-libs netcat-openbsd libuv1 libjson-c5 liblmdb0 libmaxminddb0
-	libfstrm0 libprotobuf-c1 libnghttp2-14 libxml2 libicu72 libedit2 libbsd0 libmd0 libidn2-0 libunistring2)
+	libfstrm0 libprotobuf-c1 libnghttp2-14 libxml2 libicu72 libedit2 libbsd0 libmd0 libidn2-0 libunistring2
+	libjemalloc2 bind9-host)
 fetch_debs() {
-	[[ -f $debroot/.ready ]] && return 0
+	[[ "$(cat "$debroot/.ready" 2>/dev/null)" == "${deb_packages[*]}" ]] && return 0
 	echo "fetching Debian packages: ${deb_packages[*]}"
-	(cd "$debs" && apt-get download "${deb_packages[@]}" >/dev/null)
+	(cd "$debs" && apt-get download "${deb_packages[@]}" 2>&1 | grep -v "unsandboxed" || true)
 	for d in "$debs"/*.deb; do dpkg -x "$d" "$debroot"; done
-	touch "$debroot/.ready"
+	echo "${deb_packages[*]}" >"$debroot/.ready"
 }
 
 # copy_bin ROOT BINARY [NAME]: copies BINARY (a path on the host or under
@@ -239,5 +241,4 @@ for v in 1.14-4 1.15-4; do
 	build $e2e/nginx:$v "$r" --cmd /usr/sbin/nginx
 done
 
-echo "$version" >"$stamp"
 ls "$out"/*.tar
