@@ -17,8 +17,8 @@
 # Steps: builds e2e.test and ginkgo (hack/conformance/build-e2e.sh) and the test
 # images (hack/conformance/build-images.sh) into $SKIFF_CONFORMANCE_CACHE
 # (default ${XDG_CACHE_HOME:-~/.cache}/skiff-conformance), reusing what is
-# there; builds skiff; creates a dummy interface with a private test address
-# and starts `skiff server` (all roles) bound to it with its own pod and
+# there; builds skiff; puts a private test address on a new dummy interface
+# (on loopback where the kernel has no dummy driver) and starts `skiff server` (all roles) bound to it with its own pod and
 # service ranges; imports the images; runs ginkgo; prints passed/failed per
 # SIG from the junit reports; stops the cluster and removes what it created.
 #
@@ -75,6 +75,7 @@ done
 pod_cidr=10.244.0.0/16
 svc_cidr=10.245.0.0/16
 chain=SKCONF-$id
+bridge=skcbr$((id % 100000)) # its own bridge and CNI network: other clusters on this host use cni0
 data=$(mktemp -d /tmp/skc.XXXX) # short: containerd's socket path must stay under the unix-socket limit
 skiff_pid=''
 
@@ -83,7 +84,7 @@ cleanup() {
 	if [[ -n $skiff_pid ]] && kill -0 "$skiff_pid" 2>/dev/null; then
 		if ((keep)); then
 			echo "cluster left running: KUBECONFIG=$data/admin.kubeconfig; stop with: kill $skiff_pid, then" \
-				"ip link del $ifname; iptables -D FORWARD -j $chain; iptables -D OUTPUT -d $svc_cidr -j $chain; iptables -F $chain; iptables -X $chain"
+				"ip addr del $addr/32 dev $ifname; ip link del $bridge; ip link del $ifname (unless lo); iptables -D FORWARD -j $chain; iptables -D OUTPUT -d $svc_cidr -j $chain; iptables -F $chain; iptables -X $chain"
 			return
 		fi
 		log "stopping the cluster"
@@ -97,7 +98,13 @@ cleanup() {
 	iptables -D OUTPUT -d "$svc_cidr" -j "$chain" 2>/dev/null
 	iptables -F "$chain" 2>/dev/null
 	iptables -X "$chain" 2>/dev/null
-	ip link del "$ifname" 2>/dev/null
+	ip link del "$bridge" 2>/dev/null
+	rm -rf "/var/lib/cni/networks/$bridge"
+	if [[ $ifname == lo ]]; then
+		ip addr del "$addr/32" dev lo 2>/dev/null
+	else
+		ip link del "$ifname" 2>/dev/null
+	fi
 	grep -q " $data/" /proc/mounts 2>/dev/null && awk -v d="$data/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r | xargs -r -n1 umount -l
 	rm -rf "$data"
 }
@@ -105,9 +112,12 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 log "test address $addr on $ifname; pods $pod_cidr, services $svc_cidr"
-ip link add "$ifname" type dummy
+if ip link add "$ifname" type dummy 2>/dev/null; then
+	ip link set "$ifname" up
+else
+	ifname=lo # no dummy interfaces in this kernel: the address goes on loopback, removed at the end
+fi
 ip addr add "$addr/32" dev "$ifname"
-ip link set "$ifname" up
 # Filter after DNAT: a pod may reach pods (directly or through a Service's rules, once a service
 # proxy writes them); a packet still addressed to a ClusterIP has no rules and would follow the
 # default route off this machine, so it is dropped, as is anything else a pod sends off the node.
@@ -133,7 +143,7 @@ log "starting skiff (data $data, log $results/skiff.log)"
 "$skiff" server --data-dir "$data" --roles etcd,controlplane,worker --node-name "skconf-$id" \
 	--bind-address "$addr" --https-port "$https_port" --etcd-client-port "$etcd_port" \
 	--etcd-peer-port "$peer_port" --kubelet-port "$kubelet_port" \
-	--cluster-cidr "$pod_cidr" --service-cidr "$svc_cidr" --resolv-conf "$data/resolv.conf" \
+	--cluster-cidr "$pod_cidr" --service-cidr "$svc_cidr" --cni-bridge "$bridge" --resolv-conf "$data/resolv.conf" \
 	--local-path-helper-image registry.k8s.io/e2e-test-images/busybox:1.36.1-1 \
 	>"$results/skiff.log" 2>&1 &
 skiff_pid=$!

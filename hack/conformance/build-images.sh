@@ -173,6 +173,9 @@ agnhost_root() {
 		tool "$root" "$t"
 	done
 	[[ -e $root/bin/bash ]] || ln -s /usr/bin/bash "$root/bin/bash"
+	# Debian's static busybox sh runs its own applets before PATH (nc, wget...): the specs'
+	# `sh -c` commands must reach the Debian tools, as they reach alpine's in the real image.
+	ln -sf /usr/bin/bash "$root/bin/sh"
 }
 if ! have $e2e/agnhost:2.53; then
 	agnhost_root "$work/agnhost"
@@ -195,6 +198,7 @@ if ! have $e2e/jessie-dnsutils:1.7; then
 		tool "$r" "$t"
 	done
 	[[ -e $r/bin/bash ]] || ln -s /usr/bin/bash "$r/bin/bash"
+	ln -sf /usr/bin/bash "$r/bin/sh"
 	build $e2e/jessie-dnsutils:1.7 "$r" --cmd sh
 fi
 

@@ -75,6 +75,9 @@ type Config struct {
 	ClusterDNS []string
 	// ClusterDomain is the cluster's DNS domain (default cluster.local).
 	ClusterDomain string
+	// CNIBridge is the bridge the kubelet's pods attach to, also used as the CNI network name (so
+	// host-local IPAM keeps its own state); empty: the kubelet's defaults (cni0, "skiff").
+	CNIBridge string
 	// ResolvConf is the node resolv.conf the kubelet gives pods with dnsPolicy Default (empty:
 	// /etc/resolv.conf); the conformance harness points it at a test address so no pod asks the
 	// host's real resolver.

@@ -73,6 +73,8 @@ func runWorker(ctx context.Context, cfg *Config, now time.Time) error {
 		ClusterDNS:           cfg.ClusterDNS,
 		ClusterDomain:        cfg.ClusterDomain,
 		ResolvConf:           cfg.ResolvConf,
+		CNIBridge:            cfg.CNIBridge,
+		CNINetworkName:       cfg.CNIBridge,
 		NodeName:             cfg.NodeName,
 		// No roles: NodeRestriction forbids a kubelet node-role.kubernetes.io labels; the control
 		// plane sets them (labelNodeRoles), as kubeadm does with the admin's credentials.
