@@ -23,7 +23,7 @@
 # SIG from the junit reports; stops the cluster and removes what it created.
 #
 # Network: pods get a resolv.conf naming only the test address (nothing
-# answers there), and an iptables chain (FORWARD, and OUTPUT for the service
+# answers there), image pulls go to a proxy on a closed loopback port, and an iptables chain (FORWARD, and OUTPUT for the service
 # range) drops what a pod sends off the node and any packet still addressed to
 # a ClusterIP after DNAT (skiff has no service proxy yet), so no spec reaches
 # another host.
@@ -140,7 +140,13 @@ https_port=$(free_port) etcd_port=$(free_port) peer_port=$(free_port) kubelet_po
 export KUBECONFIG=$data/admin.kubeconfig
 
 log "starting skiff (data $data, log $results/skiff.log)"
-"$skiff" server --data-dir "$data" --roles etcd,controlplane,worker --node-name "skconf-$id" \
+# Image pulls: some specs deliberately name images that do not exist (gcr.io/...:nonexistent,
+# foo:non-existent). containerd (a child of skiff) would resolve and contact those registries;
+# a proxy on a closed loopback port makes every pull fail locally without a DNS lookup, while
+# the cluster's own addresses bypass it.
+HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 \
+	NO_PROXY="localhost,127.0.0.0/8,$addr,$pod_cidr,$svc_cidr" \
+	"$skiff" server --data-dir "$data" --roles etcd,controlplane,worker --node-name "skconf-$id" \
 	--bind-address "$addr" --https-port "$https_port" --etcd-client-port "$etcd_port" \
 	--etcd-peer-port "$peer_port" --kubelet-port "$kubelet_port" \
 	--cluster-cidr "$pod_cidr" --service-cidr "$svc_cidr" --cni-bridge "$bridge" --resolv-conf "$data/resolv.conf" \
