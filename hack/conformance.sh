@@ -137,6 +137,9 @@ free_port() {
 	done
 }
 https_port=$(free_port) etcd_port=$(free_port) peer_port=$(free_port) kubelet_port=$(free_port)
+# e2e.test reaches kubelets through the API server's node proxy at the well-known port 10250
+# (ports.KubeletPort), not the one the node publishes: take it when it is free.
+ss -Hltn "sport = :10250" | grep -q . || kubelet_port=10250
 export KUBECONFIG=$data/admin.kubeconfig
 
 log "starting skiff (data $data, log $results/skiff.log)"
@@ -166,8 +169,7 @@ log "importing images"
 "$skiff" images import --data-dir "$data" "$cache"/images/*.tar >/dev/null
 
 # --- the specs ---
-e2e_args=(--kubeconfig="$KUBECONFIG" --provider=skeleton --disable-log-dump
-	--report-dir="$results" --e2e-output-dir="$results")
+e2e_args=(--kubeconfig="$KUBECONFIG" --provider=skeleton --disable-log-dump)
 ginkgo_args=(--timeout=3h --poll-progress-after=5m --no-color --output-dir="$results")
 [[ -n $focus ]] && ginkgo_args+=(--focus="$focus")
 [[ -n $skip ]] && ginkgo_args+=(--skip="$skip")

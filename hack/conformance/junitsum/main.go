@@ -61,6 +61,16 @@ func sig(name string) string {
 	return "other"
 }
 
+// specName drops what ginkgo adds to a spec's text in the junit report: the "[It] " node type
+// before it and the label list ("[sig-node, NodeConformance, Conformance]") after it.
+func specName(name string) string {
+	name = strings.TrimPrefix(name, "[It] ")
+	if i := strings.LastIndex(name, " ["); i >= 0 && strings.HasSuffix(name, "]") && strings.Contains(name[i:], ", ") {
+		name = name[:i]
+	}
+	return name
+}
+
 type tally struct{ passed, failed int }
 
 // summarize counts outcomes per SIG and lists the failed specs, sorted. Suite
@@ -84,7 +94,7 @@ func summarize(cases []testCase) (map[string]*tally, []string) {
 			bySig[s].passed++
 		} else {
 			bySig[s].failed++
-			failed = append(failed, c.Name)
+			failed = append(failed, specName(c.Name))
 		}
 	}
 	sort.Strings(failed)

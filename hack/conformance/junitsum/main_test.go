@@ -11,7 +11,7 @@ const report = `<?xml version="1.0" encoding="UTF-8"?>
   <testsuite name="Kubernetes e2e suite" tests="5">
     <testcase name="[SynchronizedBeforeSuite]" status="passed" time="1"></testcase>
     <testcase name="[sig-node] Pods should run [Conformance]" status="passed" time="3"></testcase>
-    <testcase name="[sig-node] Pods should fail [Conformance]" status="failed" time="3"><failure message="x">boom</failure></testcase>
+    <testcase name="[It] [sig-node] Pods should fail [Conformance] [sig-node, Conformance]" status="failed" time="3"><failure message="x">boom</failure></testcase>
     <testcase name="[sig-apps] Job should do [Conformance]" status="timedout" time="900"><failure message="t"></failure></testcase>
     <testcase name="[sig-apps] Deployment should skip [Conformance]" status="skipped" time="0"><skipped message="s"></skipped></testcase>
     <testcase name="[sig-storage] ConfigMap works [NodeConformance] [Conformance]" status="passed" time="2"></testcase>
@@ -61,5 +61,17 @@ func TestSig(t *testing.T) {
 	}
 	if s := sig("[SynchronizedAfterSuite]"); s != "other" {
 		t.Errorf("sig = %s", s)
+	}
+}
+
+func TestSpecName(t *testing.T) {
+	for in, want := range map[string]string{
+		"[It] [sig-node] ConfigMap should be consumable via the environment [NodeConformance] [Conformance] [sig-node, NodeConformance, Conformance]": "[sig-node] ConfigMap should be consumable via the environment [NodeConformance] [Conformance]",
+		"[sig-apps] Job should do [Conformance]": "[sig-apps] Job should do [Conformance]",
+		"[SynchronizedBeforeSuite]":              "[SynchronizedBeforeSuite]",
+	} {
+		if got := specName(in); got != want {
+			t.Errorf("specName(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
