@@ -28,10 +28,12 @@ export GOWORK=off GOFLAGS=-mod=mod
 [[ -f $src/.ready ]] || { echo "no k8s source in $src: run build-e2e.sh first" >&2; exit 1; }
 
 e2e=registry.k8s.io/e2e-test-images
+# Bump recipe when an image's recipe changes, so existing caches rebuild.
+recipe=2
 stamp=$out/.version
-if [[ "$(cat "$stamp" 2>/dev/null)" != "$version" ]]; then
+if [[ "$(cat "$stamp" 2>/dev/null)" != "$version-$recipe" ]]; then
 	rm -f "$out"/*.tar
-	echo "$version" >"$stamp"
+	echo "$version-$recipe" >"$stamp"
 fi
 
 have() { [[ -f $out/$(echo "$1" | sed 's#[/:@]#_#g').tar ]]; }
@@ -122,6 +124,17 @@ busybox_root() {
 	echo "hosts: files dns" >"$root/etc/nsswitch.conf"
 }
 
+# bash_sh ROOT: bash from the host as /bin/sh. Debian's static busybox sh (and dash) drop
+# environment variables whose names are not shell names ("data-1" from a ConfigMap's envFrom)
+# before running `env`; the upstream images' shells pass them on, bash does too.
+bash_sh() {
+	local root=$1
+	rm -f "$root/bin/bash" "$root/usr/bin/bash"
+	tool "$root" bash
+	[[ -e $root/bin/bash ]] || ln -s /usr/bin/bash "$root/bin/bash"
+	ln -sf /usr/bin/bash "$root/bin/sh"
+}
+
 build() { # build TAG ROOT [build-dir flags...]
 	local tag=$1 root=$2
 	shift 2
@@ -144,10 +157,12 @@ fi
 # busybox, nonroot, httpd
 if ! have $e2e/busybox:1.36.1-1; then
 	busybox_root "$work/busybox"
+	bash_sh "$work/busybox"
 	build $e2e/busybox:1.36.1-1 "$work/busybox" --cmd sh
 fi
 if ! have $e2e/nonroot:1.4; then
 	busybox_root "$work/nonroot"
+	bash_sh "$work/nonroot"
 	build $e2e/nonroot:1.4 "$work/nonroot" --cmd sh --user 1234
 fi
 for v in 2.4.38-4 2.4.39-4; do
@@ -168,14 +183,13 @@ agnhost_root() {
 	ln -s agnhost "$root/agnhost-2"
 	cp "$src/test/images/agnhost/porter/localhost.crt" "$src/test/images/agnhost/porter/localhost.key" "$root/"
 	mkdir -p "$root/uploads"
-	for t in bash curl ip getent nc dig host nslookup; do
+	for t in curl ip getent nc dig host nslookup; do
 		rm -f "$root/usr/bin/$t" "$root/bin/$t" "$root/sbin/$t" "$root/usr/sbin/$t"
 		tool "$root" "$t"
 	done
-	[[ -e $root/bin/bash ]] || ln -s /usr/bin/bash "$root/bin/bash"
-	# Debian's static busybox sh runs its own applets before PATH (nc, wget...): the specs'
-	# `sh -c` commands must reach the Debian tools, as they reach alpine's in the real image.
-	ln -sf /usr/bin/bash "$root/bin/sh"
+	# Also: Debian's static busybox sh runs its own applets before PATH (nc, wget...), and the
+	# specs' `sh -c` commands must reach the Debian tools, as they reach alpine's in the real image.
+	bash_sh "$root"
 }
 if ! have $e2e/agnhost:2.53; then
 	agnhost_root "$work/agnhost"
@@ -193,12 +207,11 @@ done
 if ! have $e2e/jessie-dnsutils:1.7; then
 	r=$work/jessie-dnsutils
 	busybox_root "$r"
-	for t in bash dig host nslookup getent; do
+	for t in dig host nslookup getent; do
 		rm -f "$r/usr/bin/$t" "$r/bin/$t"
 		tool "$r" "$t"
 	done
-	[[ -e $r/bin/bash ]] || ln -s /usr/bin/bash "$r/bin/bash"
-	ln -sf /usr/bin/bash "$r/bin/sh"
+	bash_sh "$r"
 	build $e2e/jessie-dnsutils:1.7 "$r" --cmd sh
 fi
 
