@@ -10,6 +10,8 @@
 #   --focus REGEX   run only [Conformance] specs whose name matches REGEX
 #   --skip REGEX    and skip those matching REGEX
 #   --procs N       parallel ginkgo processes (default 3)
+#   --timeout D     ginkgo's time limit for each of the two runs (default 3h); specs cut by it
+#                   are reported as interrupted (failed) in the junit report
 #   --no-serial     do not run the [Serial] specs afterwards
 #   --results DIR   where junit reports, logs and the summary go (default /tmp/skiff-conformance-<time>)
 #   --keep          leave the cluster running at the end (prints how to stop it)
@@ -31,13 +33,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 
-focus='' skip='' procs=3 serial=1 keep=0
+focus='' skip='' procs=3 serial=1 keep=0 timeout=3h
 results=/tmp/skiff-conformance-$(date -u +%Y%m%dT%H%M%S)
 while (($#)); do
 	case $1 in
 	--focus) focus=$2; shift 2 ;;
 	--skip) skip=$2; shift 2 ;;
 	--procs) procs=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
 	--no-serial) serial=0; shift ;;
 	--results) results=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
@@ -170,7 +173,7 @@ log "importing images"
 
 # --- the specs ---
 e2e_args=(--kubeconfig="$KUBECONFIG" --provider=skeleton --disable-log-dump)
-ginkgo_args=(--timeout=3h --poll-progress-after=5m --no-color --output-dir="$results")
+ginkgo_args=(--timeout="$timeout" --poll-progress-after=5m --no-color --output-dir="$results")
 [[ -n $focus ]] && ginkgo_args+=(--focus="$focus")
 [[ -n $skip ]] && ginkgo_args+=(--skip="$skip")
 
