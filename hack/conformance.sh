@@ -75,8 +75,17 @@ for _ in $(seq 1 20); do
 	ip -o addr | grep -q " $cand/" || { addr=$cand; break; }
 done
 [[ -n $addr ]] || { echo "no free test address in 10.250.0.0/16" >&2; exit 1; }
-pod_cidr=10.244.0.0/16
-svc_cidr=10.245.0.0/16
+# A /24 of its own for the pods (the node's podCIDR is the whole range) and for the services, so
+# that runs side by side on one host do not route the same pod addresses to two bridges.
+pod_cidr='' svc_cidr=''
+for _ in $(seq 1 50); do
+	n=$((RANDOM % 256))
+	if ! ip route | grep -q "^10\.244\.$n\.\|^10\.245\.$n\."; then
+		pod_cidr=10.244.$n.0/24 svc_cidr=10.245.$n.0/24
+		break
+	fi
+done
+[[ -n $pod_cidr ]] || { echo "no free /24 in 10.244.0.0/16" >&2; exit 1; }
 chain=SKCONF-$id
 bridge=skcbr$((id % 100000)) # its own bridge and CNI network: other clusters on this host use cni0
 data=$(mktemp -d /tmp/skc.XXXX) # short: containerd's socket path must stay under the unix-socket limit
