@@ -29,7 +29,7 @@ export GOWORK=off GOFLAGS=-mod=mod
 
 e2e=registry.k8s.io/e2e-test-images
 # Bump recipe when an image's recipe changes, so existing caches rebuild.
-recipe=2
+recipe=3
 stamp=$out/.version
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$version-$recipe" ]]; then
 	rm -f "$out"/*.tar
@@ -109,6 +109,8 @@ busybox_root() {
 		[[ $a == bin/busybox || -e $root/$a ]] && continue
 		mkdir -p "$root/$(dirname "$a")"
 		ln -s /bin/busybox "$root/$a"
+		# The upstream busybox image has every applet in /bin too: specs run /bin/sysctl.
+		[[ -e $root/bin/${a##*/} ]] || ln -s /bin/busybox "$root/bin/${a##*/}"
 	done
 	cat >"$root/etc/passwd" <<-'P'
 		root:x:0:0:root:/root:/bin/sh
