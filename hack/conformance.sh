@@ -44,7 +44,7 @@ while (($#)); do
 	--no-serial) serial=0; shift ;;
 	--results) results=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
-	-h | --help) sed -n '2,30p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
