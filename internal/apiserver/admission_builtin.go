@@ -17,7 +17,7 @@ import (
 
 // DefaultAdmission is the built-in admission chain, in Kubernetes' order.
 func DefaultAdmission() []AdmissionPlugin {
-	return []AdmissionPlugin{NamespaceLifecycle{}, ServiceAccountDefault{}, DefaultTolerationSeconds{Seconds: 300}, Priority{}, DefaultStorageClass{}}
+	return []AdmissionPlugin{NamespaceLifecycle{}, ServiceAccountDefault{}, DefaultTolerationSeconds{Seconds: 300}, Priority{}, RuntimeClass{}, DefaultStorageClass{}}
 }
 
 func isPodCreate(a *AdmissionAttributes) (*corev1.Pod, bool) {

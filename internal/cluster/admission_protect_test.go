@@ -53,7 +53,7 @@ func TestAdmissionOrder(t *testing.T) {
 		names = append(names, p.Name())
 	}
 	got := strings.Join(names, ",")
-	want := "NamespaceLifecycle,ServiceAccount,DefaultTolerationSeconds,Priority,DefaultStorageClass,LimitRanger,PodSecurity,ImagePolicy," +
+	want := "NamespaceLifecycle,ServiceAccount,DefaultTolerationSeconds,Priority,RuntimeClass,DefaultStorageClass,LimitRanger,PodSecurity,ImagePolicy," +
 		"MutatingAdmissionWebhook,ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,ResourceQuota"
 	if got != want {
 		t.Errorf("chain\n got %s\nwant %s", got, want)

@@ -87,6 +87,13 @@ type Config struct {
 	DNSUpstreams []string
 	// DisableProxy keeps a worker from running the service proxy (k3s's --disable-kube-proxy).
 	DisableProxy bool
+	// CNIBridge is the bridge the kubelet's pods attach to, also used as the CNI network name (so
+	// host-local IPAM keeps its own state); empty: the kubelet's defaults (cni0, "skiff").
+	CNIBridge string
+	// ResolvConf is the node resolv.conf the kubelet gives pods with dnsPolicy Default (empty:
+	// /etc/resolv.conf); the conformance harness points it at a test address so no pod asks the
+	// host's real resolver.
+	ResolvConf string
 	// ClusterCIDR is the pod network; each node gets a podCIDR from it.
 	ClusterCIDR string
 	// Controllers selects controllers as kube-controller-manager's --controllers does.

@@ -93,6 +93,9 @@ func runKubelet(ctx context.Context, cfg *Config, id kubeletIdentity) error {
 		AllowedUnsafeSysctls: cfg.AllowedUnsafeSysctls,
 		ClusterDNS:           cfg.ClusterDNS,
 		ClusterDomain:        cfg.ClusterDomain,
+		ResolvConf:           cfg.ResolvConf,
+		CNIBridge:            cfg.CNIBridge,
+		CNINetworkName:       cfg.CNIBridge,
 		NodeName:             cfg.NodeName,
 		// No roles: NodeRestriction forbids a kubelet node-role.kubernetes.io labels; the control
 		// plane sets them (labelNodeRoles), as kubeadm does with the admin's credentials.

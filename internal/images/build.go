@@ -88,16 +88,21 @@ func Build(dir string, spec Spec) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("build image %s: archive: %w", spec.Tag, err)
 	}
+	return writeArchive(dir, spec.Tag, archive)
+}
+
+// writeArchive writes archive as dir/ArchiveName(tag), atomically.
+func writeArchive(dir, tag string, archive []byte) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("build image %s: %w", spec.Tag, err)
+		return "", fmt.Errorf("build image %s: %w", tag, err)
 	}
-	out := filepath.Join(dir, ArchiveName(spec.Tag))
+	out := filepath.Join(dir, ArchiveName(tag))
 	tmp := out + ".tmp"
 	if err := os.WriteFile(tmp, archive, 0o644); err != nil {
-		return "", fmt.Errorf("build image %s: write: %w", spec.Tag, err)
+		return "", fmt.Errorf("build image %s: write: %w", tag, err)
 	}
 	if err := os.Rename(tmp, out); err != nil {
-		return "", fmt.Errorf("build image %s: %w", spec.Tag, err)
+		return "", fmt.Errorf("build image %s: %w", tag, err)
 	}
 	return out, nil
 }
@@ -204,7 +209,9 @@ type imageConfig struct {
 }
 
 type containerConfig struct {
+	User       string   `json:"User,omitempty"`
 	Env        []string `json:"Env"`
+	Entrypoint []string `json:"Entrypoint,omitempty"`
 	Cmd        []string `json:"Cmd,omitempty"`
 	WorkingDir string   `json:"WorkingDir,omitempty"`
 }
@@ -222,12 +229,18 @@ type manifestEntry struct {
 
 // buildArchive wraps the layer into a docker-archive (docker save format).
 func buildArchive(spec Spec, layer []byte) ([]byte, error) {
+	return archiveWithConfig(spec.Tag, containerConfig{Env: []string{defaultPath}, Cmd: spec.Cmd, WorkingDir: "/"}, layer)
+}
+
+// archiveWithConfig wraps the layer into a docker-archive tagged tag whose
+// image runs with container config cc.
+func archiveWithConfig(tag string, cc containerConfig, layer []byte) ([]byte, error) {
 	layerSum := sha256.Sum256(layer)
 	layerHex := hex.EncodeToString(layerSum[:])
 	cfg := imageConfig{
 		Architecture: runtime.GOARCH,
 		OS:           "linux",
-		Config:       containerConfig{Env: []string{defaultPath}, Cmd: spec.Cmd, WorkingDir: "/"},
+		Config:       cc,
 		RootFS:       rootFS{Type: "layers", DiffIDs: []string{"sha256:" + layerHex}},
 	}
 	cfgJSON, err := json.Marshal(cfg)
@@ -237,7 +250,7 @@ func buildArchive(spec Spec, layer []byte) ([]byte, error) {
 	cfgSum := sha256.Sum256(cfgJSON)
 	cfgName := hex.EncodeToString(cfgSum[:]) + ".json"
 	layerName := layerHex + "/layer.tar"
-	manifest, err := json.Marshal([]manifestEntry{{Config: cfgName, RepoTags: []string{spec.Tag}, Layers: []string{layerName}}})
+	manifest, err := json.Marshal([]manifestEntry{{Config: cfgName, RepoTags: []string{tag}, Layers: []string{layerName}}})
 	if err != nil {
 		return nil, err
 	}

@@ -94,6 +94,8 @@ var rules = []struct {
 	// skiff may not depend on k8s.io/apiextensions-apiserver (its types are declared in internal/apis).
 	{name: "no apiextensions-apiserver", pattern: "./...", forbidden: []string{"k8s.io/apiextensions-apiserver"}},
 	{name: "no upstream component anywhere", pattern: "./...", forbidden: upstreamComponents},
+	// hack/ holds developer tools (the conformance harness's junit summary): the standard library only.
+	{name: "hack tools link nothing of skiff or Kubernetes", pattern: "./hack/...", forbidden: []string{module + "internal/", "k8s.io/"}},
 }
 
 func TestImportRules(t *testing.T) {

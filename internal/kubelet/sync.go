@@ -604,7 +604,15 @@ func (k *Kubelet) terminationLogFile(pod *corev1.Pod, container string, restarts
 	if err != nil {
 		return "", fmt.Errorf("termination log: %w", err)
 	}
-	return path, f.Close()
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("termination log: %w", err)
+	}
+	// The umask took the group and world write bits: a container running as another user must
+	// be able to write its message (upstream chmods the file to 0666 too).
+	if err := os.Chmod(path, 0o666); err != nil {
+		return "", fmt.Errorf("termination log: %w", err)
+	}
+	return path, nil
 }
 
 // killPod stops the pod's running containers in parallel, giving each the

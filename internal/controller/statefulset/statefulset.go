@@ -292,7 +292,7 @@ func (c *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, pods [
 	// not at the update revision goes, once every pod is healthy.
 	for ord := start + replicas - 1; ord >= start+partition; ord-- {
 		pod := byOrdinal[ord]
-		if pod == nil || pod.Labels[ctrlutil.RevisionHashLabel] == hashOfRevisionName(set, updateRevision) {
+		if pod == nil || pod.Labels[ctrlutil.RevisionHashLabel] == updateRevision {
 			continue
 		}
 		if pod.DeletionTimestamp != nil || !allHealthy(pods, nil) {
@@ -333,7 +333,9 @@ func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, ord
 	}
 	pod.Labels[PodNameLabel] = name
 	pod.Labels[PodIndexLabel] = strconv.Itoa(ord)
-	pod.Labels[ctrlutil.RevisionHashLabel] = hash
+	// Upstream labels a StatefulSet's pods with the revision's name ("<set>-<hash>"), the value
+	// status.currentRevision/updateRevision hold, unlike a DaemonSet's pods (the bare hash).
+	pod.Labels[ctrlutil.RevisionHashLabel] = revision
 	pod.Spec.Hostname = name
 	pod.Spec.Subdomain = set.Spec.ServiceName
 
@@ -409,7 +411,6 @@ func (c *Controller) updateStatus(ctx context.Context, set *appsv1.StatefulSet, 
 	status := set.Status
 	status.ObservedGeneration = set.Generation
 	status.Replicas, status.ReadyReplicas, status.AvailableReplicas, status.CurrentReplicas, status.UpdatedReplicas = 0, 0, 0, 0, 0
-	currentHash, updateHash := hashOfRevisionName(set, currentRevision), hashOfRevisionName(set, updateRevision)
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil {
 			continue
@@ -421,11 +422,10 @@ func (c *Controller) updateStatus(ctx context.Context, set *appsv1.StatefulSet, 
 				status.AvailableReplicas++
 			}
 		}
-		switch p.Labels[ctrlutil.RevisionHashLabel] {
-		case currentHash:
+		if p.Labels[ctrlutil.RevisionHashLabel] == currentRevision {
 			status.CurrentReplicas++
 		}
-		if p.Labels[ctrlutil.RevisionHashLabel] == updateHash {
+		if p.Labels[ctrlutil.RevisionHashLabel] == updateRevision {
 			status.UpdatedReplicas++
 		}
 	}

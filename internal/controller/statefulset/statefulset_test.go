@@ -40,7 +40,7 @@ func makeSet(replicas int32, image string) *appsv1.StatefulSet {
 func setPod(set *appsv1.StatefulSet, ordinal int, image string, ready bool) *corev1.Pod {
 	tmpl := set.Spec.Template.DeepCopy()
 	tmpl.Spec.Containers[0].Image = image
-	b := ctrltest.MakePod(PodName(set, ordinal)).Labels(map[string]string{"app": "db", ctrlutil.RevisionHashLabel: ctrlutil.TemplateHash(tmpl, nil)}).
+	b := ctrltest.MakePod(PodName(set, ordinal)).Labels(map[string]string{"app": "db", ctrlutil.RevisionHashLabel: set.Name + "-" + ctrlutil.TemplateHash(tmpl, nil)}).
 		OwnedBy(set, "apps/v1", "StatefulSet")
 	if ready {
 		b.Ready(ctrltest.Epoch())
@@ -169,6 +169,12 @@ func TestCreatedPodIdentity(t *testing.T) {
 	}
 	if claim == nil || claim.Labels["app"] != "db" || len(claim.OwnerReferences) != 0 {
 		t.Fatalf("claim %+v", claim)
+	}
+	// As upstream: the pod's controller-revision-hash is the revision's name, the value
+	// status.updateRevision holds (conformance compares the two).
+	set := makeSet(1, "pg:1")
+	if want := set.Name + "-" + ctrlutil.TemplateHash(&set.Spec.Template, nil); pod.Labels[ctrlutil.RevisionHashLabel] != want {
+		t.Errorf("pod revision label %q, want %q", pod.Labels[ctrlutil.RevisionHashLabel], want)
 	}
 }
 

@@ -42,6 +42,14 @@ func TestValidateValidatingWebhookConfiguration(t *testing.T) {
 			want: "webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds"},
 		{name: "http url", mutate: func(w *admissionregistrationv1.ValidatingWebhook) { w.ClientConfig.URL = ptr.To("http://example.com/") },
 			want: "'https' is the only allowed URL scheme"},
+		{name: "service with an empty path", mutate: func(w *admissionregistrationv1.ValidatingWebhook) {
+			w.ClientConfig.URL = nil
+			w.ClientConfig.Service = &admissionregistrationv1.ServiceReference{Namespace: "a", Name: "b", Path: ptr.To("")}
+		}},
+		{name: "service path without a leading slash", mutate: func(w *admissionregistrationv1.ValidatingWebhook) {
+			w.ClientConfig.URL = nil
+			w.ClientConfig.Service = &admissionregistrationv1.ServiceReference{Namespace: "a", Name: "b", Path: ptr.To("hook")}
+		}, want: "webhooks[0].clientConfig.service.path: Invalid value: \"hook\": must start with a '/'"},
 		{name: "url and service", mutate: func(w *admissionregistrationv1.ValidatingWebhook) {
 			w.ClientConfig.Service = &admissionregistrationv1.ServiceReference{Namespace: "a", Name: "b"}
 		}, want: "webhooks[0].clientConfig: Required value: exactly one of url or service is required"},

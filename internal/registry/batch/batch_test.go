@@ -376,6 +376,14 @@ func TestJobUpdate(t *testing.T) {
 	if *good.Spec.Parallelism != 1 || good.Status.Succeeded != 1 {
 		t.Fatal("status update changed spec or lost status")
 	}
+	// /status keeps annotation changes, as upstream (conformance "Job should apply changes to a
+	// job status" patches one).
+	annotated := old.DeepCopy()
+	annotated.Annotations = map[string]string{"patchedstatus": "true"}
+	st.PrepareForUpdate(ctx, annotated, old)
+	if annotated.Annotations["patchedstatus"] != "true" {
+		t.Errorf("status update dropped the annotation: %v", annotated.Annotations)
+	}
 }
 
 func TestCronJobDefaults(t *testing.T) {

@@ -102,6 +102,9 @@ type typedStatusStrategy[T object] struct {
 	prepareUpdate  func(obj, old T)
 	validateUpdate func(obj, old T) field.ErrorList
 	resetFields    []string
+	// keepMetadata lets /status change labels and annotations, as upstream's namespace status
+	// strategy does (it only restores the spec).
+	keepMetadata bool
 }
 
 var _ registry.StatusStrategy = &typedStatusStrategy[*corev1.Pod]{}
@@ -112,7 +115,9 @@ func (s *typedStatusStrategy[T]) PrepareForUpdate(_ context.Context, obj, old ru
 	if !ok1 || !ok2 {
 		return
 	}
-	metav1.ResetObjectMetaForStatus(o, p)
+	if !s.keepMetadata {
+		metav1.ResetObjectMetaForStatus(o, p)
+	}
 	s.prepareUpdate(o, p)
 }
 
@@ -240,6 +245,7 @@ func newNamespaceStatusStrategy() *typedStatusStrategy[*corev1.Namespace] {
 		prepareUpdate:  func(ns, old *corev1.Namespace) { ns.Spec = old.Spec },
 		validateUpdate: ValidateNamespaceStatusUpdate,
 		resetFields:    []string{"spec"},
+		keepMetadata:   true,
 	}
 }
 

@@ -459,3 +459,20 @@ func TestVolumeStrategiesResetStatus(t *testing.T) {
 		t.Fatalf("pvc phase = %s", pvc.Status.Phase)
 	}
 }
+
+// Namespace /status may change labels and annotations besides the status (upstream only restores
+// the spec); the conformance spec "Namespaces should apply changes to a namespace status" patches
+// an annotation through /status.
+func TestStatusMetadataChanges(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+	upd := ns.DeepCopy()
+	upd.Annotations = map[string]string{"e2e-patched-ns-status": "a"}
+	upd.Spec.Finalizers = nil
+	upd.Status.Conditions = []corev1.NamespaceCondition{{Type: "StatusPatch", Status: corev1.ConditionTrue, Reason: "E2E"}}
+	resourceByPlural(t, "namespaces").Status.PrepareForUpdate(ctx, upd, ns)
+	if upd.Annotations["e2e-patched-ns-status"] != "a" || len(upd.Status.Conditions) != 1 || len(upd.Spec.Finalizers) != 1 {
+		t.Errorf("namespace /status: annotations %v, conditions %v, finalizers %v", upd.Annotations, upd.Status.Conditions, upd.Spec.Finalizers)
+	}
+
+}

@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# Builds, offline, the container images the upstream [Conformance] specs use, as
+# single-layer docker-archives tagged exactly as e2e.test asks for them
+# (`e2e.test --list-images`), into $CACHE/images. Each image's root filesystem
+# is assembled under $CACHE/rootfs from: binaries built from the k8s.io/kubernetes
+# module source (agnhost, pause, nonewprivs), the host's static busybox, and
+# Debian binaries (from the host, or `apt-get download` + `dpkg -x` when the
+# host lacks them) with the shared libraries they load. `skiff images build-dir`
+# writes the archives. Images already built for this k8s version are kept.
+#
+# usage: hack/conformance/build-images.sh CACHE_DIR SKIFF_BINARY [K8S_VERSION]
+# Substitutes (see README "Conformance"): nginx is Debian's 1.22 under the
+# 1.14/1.15 tags, httpd is busybox httpd, jessie-dnsutils is busybox + bash +
+# Debian's dig/host/nslookup. sample-apiserver and etcd (the aggregator spec)
+# are not built yet.
+set -euo pipefail
+
+cache=${1:?usage: build-images.sh CACHE_DIR SKIFF_BINARY [K8S_VERSION]}
+skiff=${2:?usage: build-images.sh CACHE_DIR SKIFF_BINARY [K8S_VERSION]}
+version=${3:-v1.33.13}
+src=$cache/src/kubernetes-$version
+out=$cache/images
+work=$cache/rootfs
+debs=$cache/debs
+debroot=$cache/debroot
+mkdir -p "$out" "$work" "$debs" "$debroot" "$cache/build"
+export GOWORK=off GOFLAGS=-mod=mod
+[[ -f $src/.ready ]] || { echo "no k8s source in $src: run build-e2e.sh first" >&2; exit 1; }
+
+e2e=registry.k8s.io/e2e-test-images
+# Bump recipe when an image's recipe changes, so existing caches rebuild.
+recipe=3
+stamp=$out/.version
+if [[ "$(cat "$stamp" 2>/dev/null)" != "$version-$recipe" ]]; then
+	rm -f "$out"/*.tar
+	echo "$version-$recipe" >"$stamp"
+fi
+
+have() { [[ -f $out/$(echo "$1" | sed 's#[/:@]#_#g').tar ]]; }
+
+# Debian packages the images take binaries from when the host lacks them.
+deb_packages=(nginx bind9-dnsutils bind9-libs netcat-openbsd libuv1 libjson-c5 liblmdb0 libmaxminddb0
+	libfstrm0 libprotobuf-c1 libnghttp2-14 libxml2 libicu72 libedit2 libbsd0 libmd0 libidn2-0 libunistring2
+	libjemalloc2 bind9-host)
+fetch_debs() {
+	[[ "$(cat "$debroot/.ready" 2>/dev/null)" == "${deb_packages[*]}" ]] && return 0
+	echo "fetching Debian packages: ${deb_packages[*]}"
+	(cd "$debs" && apt-get download "${deb_packages[@]}" 2>&1 | grep -v "unsandboxed" || true)
+	for d in "$debs"/*.deb; do dpkg -x "$d" "$debroot"; done
+	echo "${deb_packages[*]}" >"$debroot/.ready"
+}
+
+# copy_bin ROOT BINARY [NAME]: copies BINARY (a path on the host or under
+# $debroot) into ROOT at its own path (or /usr/bin/NAME) with every shared
+# library ldd resolves, searching $debroot's library dirs after the host's.
+copy_bin() {
+	local root=$1 bin=$2 name=${3:-}
+	local dest=${bin#"$debroot"}
+	[[ -n $name ]] && dest=/usr/bin/$name
+	install -D -m 0755 "$bin" "$root$dest"
+	local libpath="$debroot/usr/lib/x86_64-linux-gnu:$debroot/lib/x86_64-linux-gnu"
+	local missing
+	missing=$(LD_LIBRARY_PATH=$libpath ldd "$bin" 2>/dev/null | awk '/not found/ {print $1}')
+	if [[ -n $missing ]]; then
+		echo "$bin needs libraries neither the host nor $debroot has: $missing" >&2
+		return 1
+	fi
+	LD_LIBRARY_PATH=$libpath ldd "$bin" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' |
+		while read -r lib; do
+			local real target
+			real=$(readlink -f "$lib")
+			target=${lib#"$debroot"}
+			mkdir -p "$root$(dirname "$target")"
+			cp -L "$real" "$root$target"
+		done
+}
+
+# tool ROOT NAME: copies command NAME from the host, else from $debroot.
+tool() {
+	local root=$1 name=$2 path=""
+	path=$(command -v "$name" 2>/dev/null || true)
+	if [[ -z $path ]]; then
+		fetch_debs
+		local file=$name
+		[[ $name == nc ]] && file=nc.openbsd # /bin/nc is a Debian alternatives link
+		for d in usr/bin bin usr/sbin sbin; do
+			[[ -x $debroot/$d/$file ]] && { path=$debroot/$d/$file; break; }
+		done
+		[[ -n $path ]] || { echo "tool $name: not on the host nor in $debroot" >&2; return 1; }
+		copy_bin "$root" "$path" "$name"
+		return
+	fi
+	copy_bin "$root" "$path"
+}
+
+# busybox_root ROOT: a root filesystem with the host's static busybox and its applets.
+busybox_root() {
+	local root=$1 bb
+	rm -rf "$root"
+	bb=$(command -v busybox)
+	if ldd "$bb" >/dev/null 2>&1; then
+		echo "$bb is not static: install busybox-static" >&2
+		return 1
+	fi
+	mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,etc,tmp,root,home,proc,sys,dev,var/run,run}
+	chmod 1777 "$root/tmp"
+	install -m 0755 "$bb" "$root/bin/busybox"
+	"$bb" --list-full | while read -r a; do
+		[[ $a == bin/busybox || -e $root/$a ]] && continue
+		mkdir -p "$root/$(dirname "$a")"
+		ln -s /bin/busybox "$root/$a"
+		# The upstream busybox image has every applet in /bin too: specs run /bin/sysctl.
+		[[ -e $root/bin/${a##*/} ]] || ln -s /bin/busybox "$root/bin/${a##*/}"
+	done
+	cat >"$root/etc/passwd" <<-'P'
+		root:x:0:0:root:/root:/bin/sh
+		user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh
+		nobody:x:65534:65534:nobody:/home:/bin/false
+	P
+	cat >"$root/etc/group" <<-'G'
+		root:x:0:
+		user-defined-in-image:x:1000:
+		group-defined-in-image:x:50000:user-defined-in-image
+		nogroup:x:65534:
+	G
+	echo "hosts: files dns" >"$root/etc/nsswitch.conf"
+}
+
+# bash_sh ROOT: bash from the host as /bin/sh. Debian's static busybox sh (and dash) drop
+# environment variables whose names are not shell names ("data-1" from a ConfigMap's envFrom)
+# before running `env`; the upstream images' shells pass them on, bash does too.
+bash_sh() {
+	local root=$1
+	rm -f "$root/bin/bash" "$root/usr/bin/bash"
+	tool "$root" bash
+	[[ -e $root/bin/bash ]] || ln -s /usr/bin/bash "$root/bin/bash"
+	ln -sf /usr/bin/bash "$root/bin/sh"
+}
+
+build() { # build TAG ROOT [build-dir flags...]
+	local tag=$1 root=$2
+	shift 2
+	"$skiff" images build-dir --root "$root" --tag "$tag" --out "$out" "$@" >/dev/null
+	echo "built $tag"
+}
+
+gobuild() { # gobuild OUT PKG
+	(cd "$src" && CGO_ENABLED=0 nice -n 19 go build -trimpath -ldflags=-s -o "$1" "$2")
+}
+
+# pause
+if ! have registry.k8s.io/pause:3.10; then
+	r=$work/pause
+	rm -rf "$r" && mkdir -p "$r"
+	nice -n 19 gcc -Os -static -o "$r/pause" "$src/build/pause/linux/pause.c"
+	build registry.k8s.io/pause:3.10 "$r" --entrypoint /pause
+fi
+
+# busybox, nonroot, httpd
+if ! have $e2e/busybox:1.36.1-1; then
+	busybox_root "$work/busybox"
+	bash_sh "$work/busybox"
+	build $e2e/busybox:1.36.1-1 "$work/busybox" --cmd sh
+fi
+if ! have $e2e/nonroot:1.4; then
+	busybox_root "$work/nonroot"
+	bash_sh "$work/nonroot"
+	build $e2e/nonroot:1.4 "$work/nonroot" --cmd sh --user 1234
+fi
+for v in 2.4.38-4 2.4.39-4; do
+	have $e2e/httpd:$v && continue
+	r=$work/httpd-$v
+	busybox_root "$r"
+	mkdir -p "$r/usr/local/apache2/htdocs"
+	echo '<html><body><h1>It works!</h1></body></html>' >"$r/usr/local/apache2/htdocs/index.html"
+	build $e2e/httpd:$v "$r" --cmd "httpd -f -p 80 -h /usr/local/apache2/htdocs"
+done
+
+# agnhost (+ kitten, nautilus on top of it)
+agnhost_root() {
+	local root=$1
+	busybox_root "$root"
+	[[ -x $cache/build/agnhost ]] || gobuild "$cache/build/agnhost" ./test/images/agnhost
+	install -m 0755 "$cache/build/agnhost" "$root/agnhost"
+	ln -s agnhost "$root/agnhost-2"
+	cp "$src/test/images/agnhost/porter/localhost.crt" "$src/test/images/agnhost/porter/localhost.key" "$root/"
+	mkdir -p "$root/uploads"
+	for t in curl ip getent nc dig host nslookup; do
+		rm -f "$root/usr/bin/$t" "$root/bin/$t" "$root/sbin/$t" "$root/usr/sbin/$t"
+		tool "$root" "$t"
+	done
+	# Also: Debian's static busybox sh runs its own applets before PATH (nc, wget...), and the
+	# specs' `sh -c` commands must reach the Debian tools, as they reach alpine's in the real image.
+	bash_sh "$root"
+}
+if ! have $e2e/agnhost:2.53; then
+	agnhost_root "$work/agnhost"
+	build $e2e/agnhost:2.53 "$work/agnhost" --entrypoint /agnhost --cmd pause
+fi
+for pet in kitten nautilus; do
+	have $e2e/$pet:1.7 && continue
+	r=$work/$pet
+	agnhost_root "$r"
+	cp "$src/test/images/$pet/html/$pet.jpg" "$src/test/images/$pet/html/data.json" "$r/"
+	build $e2e/$pet:1.7 "$r" --entrypoint /agnhost --cmd test-webserver
+done
+
+# jessie-dnsutils
+if ! have $e2e/jessie-dnsutils:1.7; then
+	r=$work/jessie-dnsutils
+	busybox_root "$r"
+	for t in dig host nslookup getent; do
+		rm -f "$r/usr/bin/$t" "$r/bin/$t"
+		tool "$r" "$t"
+	done
+	bash_sh "$r"
+	build $e2e/jessie-dnsutils:1.7 "$r" --cmd sh
+fi
+
+# nonewprivs
+if ! have $e2e/nonewprivs:1.3; then
+	r=$work/nonewprivs
+	busybox_root "$r"
+	gobuild "$cache/build/nnp" ./test/images/nonewprivs
+	install -D -m 4755 "$cache/build/nnp" "$r/usr/local/bin/nnp"
+	build $e2e/nonewprivs:1.3 "$r" --cmd nnp
+fi
+
+# nginx
+for v in 1.14-4 1.15-4; do
+	have $e2e/nginx:$v && continue
+	fetch_debs
+	r=$work/nginx-$v
+	busybox_root "$r"
+	copy_bin "$r" "$debroot/usr/sbin/nginx"
+	mkdir -p "$r/etc/nginx" "$r/usr/share/nginx/html" "$r/var/log/nginx" "$r/var/lib/nginx" "$r/var/cache/nginx"
+	cp "$debroot/etc/nginx/mime.types" "$r/etc/nginx/" 2>/dev/null || touch "$r/etc/nginx/mime.types"
+	cat >"$r/etc/nginx/nginx.conf" <<-'N'
+		daemon off;
+		user root;
+		worker_processes 1;
+		pid /run/nginx.pid;
+		error_log stderr;
+		events { worker_connections 256; }
+		http {
+			include /etc/nginx/mime.types;
+			access_log /dev/stdout;
+			server {
+				listen 80;
+				root /usr/share/nginx/html;
+				index index.html;
+			}
+		}
+	N
+	cat >"$r/usr/share/nginx/html/index.html" <<-'H'
+		<!DOCTYPE html>
+		<html><head><title>Welcome to nginx!</title></head>
+		<body><h1>Welcome to nginx!</h1></body></html>
+	H
+	build $e2e/nginx:$v "$r" --cmd /usr/sbin/nginx
+done
+
+ls "$out"/*.tar
