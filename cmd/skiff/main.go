@@ -33,6 +33,8 @@ Usage:
   skiff token ...           create, list and delete join tokens (skiff token -h)
   skiff status [-o json]    nodes and roles, etcd members, API servers, leaders, versions
   skiff node remove NAME    cordon a node, remove its etcd member, delete its Node object
+  skiff install [-- ARGS]   install the binary and a systemd unit running skiff server ARGS
+  skiff uninstall --yes     remove the node's containers, mounts, rules, data dir, unit and binary
   skiff version             print the version
 
 Run "skiff server -h" for the server's flags.
@@ -61,6 +63,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runImages(args[1:], stdout, stderr)
 	case "explain":
 		return runExplain(args[1:], stdout, stderr)
+	case "install":
+		return runInstall(args[1:], stdout, stderr)
+	case "uninstall":
+		return runUninstall(args[1:], stdout, stderr)
 	case "secrets-encrypt":
 		return runSecretsEncrypt(args[1:], stdout, stderr)
 	case "etcd":
