@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -86,12 +87,18 @@ func (s *Server) flowSeats(r *http.Request, info *RequestInfo) int {
 		return 1
 	}
 	n := s.cfg.FlowControl.ObjectCount(gr.String(), func() (int64, error) {
-		return h.st.Count(context.WithoutCancel(r.Context()), "")
+		// An estimate is not worth waiting for: bounded well below etcd's own request timeout.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), objectCountTimeout)
+		defer cancel()
+		return h.st.Count(ctx, "")
 	})
 	limit, _ := strconv.ParseInt(q.Get("limit"), 10, 64)
 	filtered := q.Get("labelSelector") != "" || q.Get("fieldSelector") != ""
 	return flowcontrol.ListSeats(n, limit, filtered)
 }
+
+// objectCountTimeout bounds the count behind a LIST's seat estimate.
+const objectCountTimeout = time.Second
 
 type seatsKey struct{}
 

@@ -30,7 +30,9 @@ func NewObjectCounts(c clock.PassiveClock, refresh time.Duration) *ObjectCounts 
 }
 
 // Get returns the count of resource, calling count when the remembered one is older than the
-// refresh interval and nobody else is refreshing it. A failing count keeps the old value.
+// refresh interval and nobody else is refreshing it. A failing count keeps the old value and is
+// not tried again before the interval is over (when etcd has lost quorum every count fails, and a
+// LIST should not wait for one each time).
 func (o *ObjectCounts) Get(resource string, count func() (int64, error)) int64 {
 	o.mu.Lock()
 	e := o.counts[resource]
@@ -52,8 +54,9 @@ func (o *ObjectCounts) Get(resource string, count func() (int64, error)) int64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	e.refreshing = false
+	e.at = now
 	if err == nil {
-		e.n, e.at = n, now
+		e.n = n
 	}
 	return e.n
 }
