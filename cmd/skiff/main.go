@@ -33,6 +33,7 @@ Usage:
   skiff token ...           create, list and delete join tokens (skiff token -h)
   skiff status [-o json]    nodes and roles, etcd members, API servers, leaders, versions
   skiff node remove NAME    cordon a node, remove its etcd member, delete its Node object
+  skiff dashboard [--port 8001]  the web dashboard on loopback with the admin credentials (prints its URL)
   skiff version             print the version
 
 Run "skiff server -h" for the server's flags.
@@ -71,6 +72,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runStatus(args[1:], stdout, stderr)
 	case "node":
 		return runNode(args[1:], stdout, stderr)
+	case "dashboard":
+		return runDashboard(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, cluster.Version.GitVersion)
 		return nil
