@@ -190,8 +190,9 @@ function qty(s) {
   return f === undefined ? 0 : parseFloat(m[1]) * Math.pow(10, m[2] ? parseInt(m[2], 10) : 0) * f;
 }
 
-function fmtCPU(v) { return v >= 1 ? (Math.round(v * 100) / 100) + '' : Math.round(v * 1000) + 'm'; }
+function fmtCPU(v) { if (!v) return '0'; return v >= 1 ? (Math.round(v * 100) / 100) + '' : Math.round(v * 1000) + 'm'; }
 function fmtMem(v) {
+  if (!v) return '0';
   if (v >= 1024 ** 3) return (Math.round(v / 1024 ** 3 * 10) / 10) + 'Gi';
   if (v >= 1024 ** 2) return Math.round(v / 1024 ** 2) + 'Mi';
   return Math.round(v / 1024) + 'Ki';
@@ -671,6 +672,7 @@ function render() {
     state.timers = [];
     if (state.logAbort) { state.logAbort.abort(); state.logAbort = null; }
     state.logFor = null;
+    showMsg(''); // a message belongs to the view it came from
     document.querySelectorAll('#nav a').forEach((el) => el.classList.toggle('active', el.dataset.view === view));
   }
   for (const l of state.lives.values()) l.used = false;
