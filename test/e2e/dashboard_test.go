@@ -151,8 +151,12 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
-	// The screenshots are committed under docs/dashboard and shown in the README.
-	dir := filepath.Join("..", "..", "docs", "dashboard")
+	// With SKIFF_SCREENSHOTS=docs the screenshots replace those committed under docs/dashboard
+	// (shown in the README); otherwise they go to the test's temporary directory.
+	dir := t.TempDir()
+	if os.Getenv("SKIFF_SCREENSHOTS") == "docs" {
+		dir = filepath.Join("..", "..", "docs", "dashboard")
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
