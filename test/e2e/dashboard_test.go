@@ -102,8 +102,7 @@ func browser(t *testing.T) context.Context {
 		t.Skip("chromium is not installed (hack/install-chromium.sh)")
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
-		chromedp.Flag("ignore-certificate-errors", true), chromedp.WindowSize(1500, 900),
-		chromedp.UserDataDir(t.TempDir()))
+		chromedp.Flag("ignore-certificate-errors", true), chromedp.WindowSize(1500, 900))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() {

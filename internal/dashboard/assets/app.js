@@ -190,7 +190,10 @@ function qty(s) {
   return f === undefined ? 0 : parseFloat(m[1]) * Math.pow(10, m[2] ? parseInt(m[2], 10) : 0) * f;
 }
 
-function fmtCPU(v) { if (!v) return '0'; return v >= 1 ? (Math.round(v * 100) / 100) + '' : Math.round(v * 1000) + 'm'; }
+function fmtCPU(v) {
+  const m = Math.round(v * 1000); // millicores: sums of 100m are not exact in floating point
+  return m === 0 ? '0' : m >= 1000 ? (m / 1000) + '' : m + 'm';
+}
 function fmtMem(v) {
   if (!v) return '0';
   if (v >= 1024 ** 3) return (Math.round(v / 1024 ** 3 * 10) / 10) + 'Gi';
