@@ -23,6 +23,7 @@ func TestDecide(t *testing.T) {
 		{"root redirects", "GET", "127.0.0.1:8001", "", "/", redirectToPage},
 		{"api", "GET", "127.0.0.1:8001", "", "/api/v1/pods", forward},
 		{"apis", "PATCH", "[::1]:8001", "http://[::1]:8001", "/apis/apps/v1/namespaces/a/deployments/d/scale", forward},
+		{"readyz", "GET", "127.0.0.1:8001", "", "/readyz", forward},
 		{"skiff", "GET", "127.0.0.1:8001", "", "/skiff/v1/etcd/members", forward},
 		{"same-origin write", "DELETE", "127.0.0.1:8001", "http://127.0.0.1:8001", "/api/v1/namespaces/a/pods/p", forward},
 		{"foreign host (DNS rebinding)", "GET", "evil.example:8001", "", "/api/v1/secrets", refuseHost},

@@ -19,6 +19,9 @@ import (
 // proxiedPrefixes are the API paths `skiff dashboard` forwards to the API server.
 var proxiedPrefixes = []string{"/api", "/apis", "/skiff"}
 
+// proxiedPaths are single paths also forwarded (the control-plane view shows /readyz).
+var proxiedPaths = map[string]bool{"/readyz": true, "/healthz": true, "/livez": true, "/version": true}
+
 // rejectedPaths are never forwarded, as kubectl proxy's default --reject-paths: a page has no
 // business executing in or attaching to containers with the node's admin credentials.
 var rejectedPaths = regexp.MustCompile(`^/api/.*/pods/.*/(exec|attach|portforward)$`)
@@ -55,6 +58,8 @@ func decide(method, host, origin, path string) proxyDecision {
 		return redirectToPage
 	case IsAsset(method, path):
 		return serveAsset
+	case proxiedPaths[path]:
+		return forward
 	}
 	for _, p := range proxiedPrefixes {
 		if path == p || strings.HasPrefix(path, p+"/") {

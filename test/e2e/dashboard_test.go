@@ -252,7 +252,7 @@ spec:
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, 30*time.Second, "etcd leader and scheduler/controller-manager holders",
-		`(m => m !== null && m.innerText.includes('leader'))(document.getElementById('etcd-members')) && (l => l !== null && !l.innerText.includes('(none)'))(document.getElementById('leaders'))`)
+		`(m => m !== null && m.innerText.includes('leader'))(document.getElementById('etcd-members')) && (l => l !== null && !l.innerText.includes('(none)'))(document.getElementById('leaders')) && document.getElementById('apiserver-ready').innerText.startsWith('ready:')`)
 	screenshot(t, ctx, "controlplane")
 
 	// A token bound to view in one namespace: signs in on the API server itself, sees that

@@ -596,7 +596,7 @@ function renderControlPlane() {
         '</td><td>' + esc(m.version) + '</td><td>' + esc((m.clientURLs || []).join(', ')) + '</td></tr>').join('') + '</table>' +
       '<p class="status">quorum: ' + esc(cp.members.quorum ? 'yes' : 'NO') + '</p>';
   }
-  html += '<h2>API server (this one)</h2><pre class="status">' + esc(cp.ready) + '</pre>';
+  html += '<h2>API server (this one)</h2><pre class="status" id="apiserver-ready">' + esc(cp.ready) + '</pre>';
   html += '<h2>Leaders</h2>' + statusLine([leases], 'leases', leases.items.size);
   html += '<table class="kv" id="leaders"><tr><th>Component</th><th>Holder</th><th>Since</th><th>Renewed</th></tr>';
   for (const name of ['kube-scheduler', 'kube-controller-manager']) {
