@@ -224,6 +224,16 @@ func TestDashboardBrowser(t *testing.T) {
 		`window.__noReload === 1 && (r => r && r.querySelector('.desired').innerText === '3' && r.querySelector('.ready').innerText === '3')(Array.from(document.querySelectorAll('#t-workloads .vt-row')).find(r => r.innerText.includes('web')))`)
 	screenshot(t, ctx, "workloads")
 
+	// Services with their endpoints.
+	k.run("expose", "deployment", "web", "--port=80")
+	clusterIP := k.jsonpath("{.spec.clusterIP}", "service", "web")
+	if err := chromedp.Run(ctx, chromedp.Navigate(url+"#services")); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, 60*time.Second, "service web with its cluster IP and 3 ready endpoints",
+		fmt.Sprintf(`(t => t.includes(%q) && t.includes('80/TCP') && t.includes('3 ready'))(`+rowJS("t-services", "web")+`)`, clusterIP))
+	screenshot(t, ctx, "services")
+
 	// A Pending pod shows the scheduler's reasons.
 	k.apply(`apiVersion: v1
 kind: Pod

@@ -543,6 +543,50 @@ async function followLogs(ns, name, container) {
   }
 }
 
+// ---- services ---------------------------------------------------------------------------------
+
+function endpointsBySvc(slices) {
+  if (slices._byv === slices.version) return slices._by;
+  const by = new Map();
+  for (const es of slices.items.values()) {
+    const svc = (es.metadata.labels || {})['kubernetes.io/service-name'];
+    if (!svc) continue;
+    const key = es.metadata.namespace + '/' + svc;
+    const e = by.get(key) || { ready: [], notReady: 0 };
+    for (const ep of es.endpoints || []) {
+      if (!ep.conditions || ep.conditions.ready !== false) e.ready.push(...(ep.addresses || []));
+      else e.notReady++;
+    }
+    by.set(key, e);
+  }
+  slices._by = by;
+  slices._byv = slices.version;
+  return by;
+}
+
+function renderServices() {
+  const ns = $('ns').value.trim();
+  const services = live(nsPath('', 'services', ns));
+  const slices = live(nsPath('discovery.k8s.io/v1', 'endpointslices', ns));
+  const rows = services.sorted();
+  const eps = endpointsBySvc(slices);
+  section('head', '<h1>Services</h1>' + statusLine([services, slices], 'services', rows.length));
+  vtable('t-services', 'cols-services', [
+    { t: 'Namespace', c: (o) => esc(o.metadata.namespace) },
+    { t: 'Name', c: (o) => esc(o.metadata.name) },
+    { t: 'Type', c: (o) => esc(o.spec.type || 'ClusterIP') },
+    { t: 'Cluster IP', c: (o) => esc(o.spec.clusterIP || '') },
+    { t: 'Ports', c: (o) => esc((o.spec.ports || []).map((p) => p.port + (p.nodePort ? ':' + p.nodePort : '') + '/' + (p.protocol || 'TCP')).join(', ')) },
+    { t: 'Endpoints', c: (o) => {
+      const e = eps.get(o.metadata.namespace + '/' + o.metadata.name);
+      if (!e) return o.spec.selector ? badge('none', 'warn') : badge('no selector');
+      return badge(e.ready.length + ' ready', e.ready.length ? 'good' : 'bad') + (e.notReady ? badge(e.notReady + ' not ready', 'warn') : '') +
+        esc(e.ready.slice(0, 4).join(', ') + (e.ready.length > 4 ? ', …' : ''));
+    } },
+    { t: 'Age', c: (o) => esc(age(o.metadata.creationTimestamp)) },
+  ], rows);
+}
+
 // ---- events -----------------------------------------------------------------------------------
 
 function renderEvents() {
@@ -683,6 +727,7 @@ function render() {
     case 'workloads': renderWorkloads(); break;
     case 'pods': renderPods(); break;
     case 'pod': renderPod(a, b); break;
+    case 'services': renderServices(); break;
     case 'events': renderEvents(); break;
     case 'controlplane': renderControlPlane(); break;
     default: renderNodes();
