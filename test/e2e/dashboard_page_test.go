@@ -40,6 +40,8 @@ func TestDashboardPageDecisions(t *testing.T) {
 		{`podStatus({metadata: {}, status: {phase: 'Running', containerStatuses: [{state: {waiting: {reason: 'CrashLoopBackOff'}}}]}})`, "CrashLoopBackOff"},
 		{`podStatus({metadata: {deletionTimestamp: 'x'}, status: {phase: 'Running'}})`, "Terminating"},
 	}
+	// A token the API stops taking returns the page to the sign-in form.
+	tests = append(tests, struct{ expr, want string }{`(tokenRejected('Unauthorized'), !document.getElementById('signin').hidden && document.getElementById('view').hidden && document.getElementById('msg').innerText.includes('sign in again'))`, "true"})
 	for _, tt := range tests {
 		var got any
 		if err := chromedp.Run(ctx, chromedp.Evaluate(tt.expr, &got)); err != nil {

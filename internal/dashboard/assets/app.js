@@ -78,7 +78,8 @@ class Live {
         if (this.stopped) return;
         this.error = e.message || String(e);
         this.changed();
-        if (e.status === 401 || e.status === 403 || e.status === 404) return; // RBAC or absent: say so, stop
+        if (e.status === 401) { tokenRejected(e.message); return; }
+        if (e.status === 403 || e.status === 404) return; // RBAC or absent: say so, stop
         await new Promise((r) => setTimeout(r, 2000));
       }
     }
@@ -743,6 +744,19 @@ function signedIn(who) {
   $('signout').hidden = !state.token;
   $('who').textContent = who;
   scheduleRender();
+}
+
+// tokenRejected: the API no longer takes the token (expired, deleted): stop everything and ask
+// for a new one.
+function tokenRejected(message) {
+  for (const l of state.lives.values()) l.stop();
+  state.lives.clear();
+  state.view = '';
+  $('view').innerHTML = '';
+  sessionStorage.removeItem(TOKEN_KEY);
+  state.token = '';
+  signIn();
+  showMsg('the API server rejected the token (' + message + '): sign in again');
 }
 
 function signIn() {
