@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 ./hack/install-etcd.sh >/dev/null
 ./hack/install-runtime.sh >/dev/null
 ./hack/install-python-client.sh >/dev/null
+./hack/install-chromium.sh >/dev/null
 if ! command -v kubectl >/dev/null; then
 	echo "kubectl is required on PATH (v1.32)" >&2
 	exit 1

@@ -35,6 +35,7 @@ Usage:
   skiff node remove NAME    cordon a node, remove its etcd member, delete its Node object
   skiff install [-- ARGS]   install the binary and a systemd unit running skiff server ARGS
   skiff uninstall --yes     remove the node's containers, mounts, rules, data dir, unit and binary
+  skiff dashboard [--port 8001]  the web dashboard on loopback with the admin credentials (prints its URL)
   skiff version             print the version
 
 Run "skiff server -h" for the server's flags.
@@ -77,6 +78,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runStatus(args[1:], stdout, stderr)
 	case "node":
 		return runNode(args[1:], stdout, stderr)
+	case "dashboard":
+		return runDashboard(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, cluster.Version.GitVersion)
 		return nil

@@ -314,6 +314,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	// The dashboard's static files (GET/HEAD /dashboard/...) load without credentials: the page
+	// signs the user in and sends their token with every API call. Nothing else is exempt.
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == "/dashboard" || strings.HasPrefix(r.URL.Path, "/dashboard/")) {
+		if h := s.nonResourceHandler(r.URL.Path); h != nil {
+			h.ServeHTTP(rec, r)
+			return
+		}
+	}
+
 	user, ok, err := s.cfg.Authenticator.AuthenticateRequest(r)
 	if err != nil || !ok {
 		s.writeError(rec, r, apierrors.NewUnauthorized("Unauthorized"))

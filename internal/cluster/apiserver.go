@@ -18,6 +18,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/apiserver"
 	"github.com/skiff-sh/skiff/internal/apiserver/discovery"
 	"github.com/skiff-sh/skiff/internal/controller/localpath"
+	"github.com/skiff-sh/skiff/internal/dashboard"
 	"github.com/skiff-sh/skiff/internal/etcd"
 	"github.com/skiff-sh/skiff/internal/openapi"
 	"github.com/skiff-sh/skiff/internal/pki"
@@ -125,7 +126,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 			}
 			return etcd.CheckHealth(ctx, client)
 		},
-		NonResourceHandlers: etcdMembershipHandlers(client, spaceCheck, cfg.Logger),
+		NonResourceHandlers: append(etcdMembershipHandlers(client, spaceCheck, cfg.Logger), apiserver.NonResourceHandler{Prefix: dashboard.Prefix, Handler: dashboard.Assets()}),
 		Authenticator:       apiserver.UnionAuthenticator{apiserver.ClientCertAuthenticator{}, bootstrapTokenAuthenticator(cfg, &built)},
 		Admission:           admission.plugins(apiserver.RBACEscalation{Authorizer: authz.authorize, Rules: authz.rules}, apiserver.NodeRestriction{}),
 		OpenAPI:             oapi,

@@ -83,6 +83,8 @@ var rules = []struct {
 	{name: "the etcd membership endpoints sit on etcd, not on the server", pattern: "./internal/etcd/membershipapi/...",
 		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster"}},
 	{name: "status and node remove are API clients", pattern: "./internal/nodeadmin/...", forbidden: apiClientForbidden},
+	// The dashboard serves files and proxies HTTP; it reads the cluster only from the browser.
+	{name: "the dashboard is an API client", pattern: "./internal/dashboard/...", forbidden: apiClientForbidden},
 	// Quota measures are shared by the ResourceQuota admission plugin and the resourcequota
 	// controller: pure, on API types only.
 	{name: "quota measures are pure", pattern: "./internal/quota/...",
