@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"net"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -273,14 +274,34 @@ func (a *Allocator) allocateNodePorts(ctx context.Context, svc *corev1.Service, 
 
 // releaseService gives back everything a deleted service held.
 func (a *Allocator) releaseService(ctx context.Context, svc *corev1.Service) {
-	for _, s := range svc.Spec.ClusterIPs {
+	ips := svc.Spec.ClusterIPs
+	if len(ips) == 0 && svc.Spec.ClusterIP != "" {
+		ips = []string{svc.Spec.ClusterIP}
+	}
+	for _, s := range ips {
 		if o, ok := a.ipOffset(net.ParseIP(s)); ok {
-			_ = a.ips.release(ctx, o)
+			releaseWithRetry(ctx, a.ips, o)
 		}
 	}
 	for _, p := range svc.Spec.Ports {
 		if p.NodePort >= nodePortBase && p.NodePort < nodePortBase+nodePortSize {
-			_ = a.nodePorts.release(ctx, int(p.NodePort)-nodePortBase)
+			releaseWithRetry(ctx, a.nodePorts, int(p.NodePort)-nodePortBase)
+		}
+	}
+}
+
+// releaseWithRetry gives an offset back, trying again a few times: the deletion that frees it has
+// already happened, so a release lost to a passing etcd error (a slow fsync's "request timed out")
+// would leak the address for good.
+func releaseWithRetry(ctx context.Context, b *bitmapRange, offset int) {
+	for attempt := range 3 {
+		if err := b.release(ctx, offset); err == nil || ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
 		}
 	}
 }
