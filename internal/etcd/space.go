@@ -52,8 +52,9 @@ type SpaceGuard struct {
 	Log      *slog.Logger
 
 	fence atomic.Pointer[string]
-	// lastDefrag is when the member was last defragmented (step runs on one goroutine).
-	lastDefrag time.Time
+	// lastDefrag is when the member was last defragmented, lastEtcdCheck when the member's
+	// alarms and status were last asked for (step runs on one goroutine).
+	lastDefrag, lastEtcdCheck time.Time
 }
 
 // defragInterval and defragWaste decide the periodic defragmentation: at most hourly, when at
@@ -62,6 +63,15 @@ const (
 	defragInterval = time.Hour
 	defragWaste    = 64 << 20
 )
+
+// etcdCheckInterval spaces the guard's calls to etcd (alarm list, member status) out more than
+// the disk check: the disk is read every tick because a filling disk is urgent, while the quota
+// alarm and defragmentation are not, and without quorum an alarm list blocks for seconds.
+const etcdCheckInterval = 15 * time.Second
+
+// EtcdCheckDue reports whether the guard should ask etcd for alarms and status again, sinceLast
+// after it last did.
+func EtcdCheckDue(sinceLast time.Duration) bool { return sinceLast >= etcdCheckInterval }
 
 // NeedsDefrag reports whether a member whose file is dbSize bytes, inUse of them live, should be
 // defragmented now.
@@ -116,6 +126,10 @@ func (g *SpaceGuard) step(ctx context.Context) {
 			g.Log.Info("etcd's disk has room again: writes accepted", "dir", g.Dir, "freeMiB", free>>20)
 		}
 	}
+	if !EtcdCheckDue(g.Clock.Since(g.lastEtcdCheck)) {
+		return
+	}
+	g.lastEtcdCheck = g.Clock.Now()
 	g.clearQuotaAlarm(ctx)
 	g.defragment(ctx)
 }
@@ -140,6 +154,10 @@ func (g *SpaceGuard) defragment(ctx context.Context) {
 // the data in use fits under 80% of the quota again, after a defragmentation that gives the
 // freed pages back.
 func (g *SpaceGuard) clearQuotaAlarm(ctx context.Context) {
+	if g.Quota <= 0 {
+		// No quota of skiff's: etcd's own default applies and its alarm is left to the operator.
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	alarms, err := g.Client.AlarmList(ctx)
@@ -152,7 +170,7 @@ func (g *SpaceGuard) clearQuotaAlarm(ctx context.Context) {
 			noSpace = true
 		}
 	}
-	if !noSpace || g.Quota <= 0 {
+	if !noSpace {
 		return
 	}
 	st, err := g.Client.Status(ctx, g.Endpoint)

@@ -53,6 +53,26 @@ func TestNeedsDefrag(t *testing.T) {
 	}
 }
 
+// TestEtcdCheckDue: the guard asks etcd for alarms and status far less often than it reads the
+// disk (every tick), and never twice within the interval.
+func TestEtcdCheckDue(t *testing.T) {
+	for _, tc := range []struct {
+		since time.Duration
+		want  bool
+	}{
+		{0, false},
+		{time.Second, false},
+		{14 * time.Second, false},
+		{15 * time.Second, true},
+		{time.Hour, true},
+		{time.Since(time.Time{}), true}, // never checked yet
+	} {
+		if got := etcd.EtcdCheckDue(tc.since); got != tc.want {
+			t.Errorf("EtcdCheckDue(%s) = %v, want %v", tc.since, got, tc.want)
+		}
+	}
+}
+
 // TestFenceWrites: while fenced, puts (alone or in a transaction's branches) fail with etcd's own
 // no-space error; reads, deletes and put-free transactions go through; lifting the fence lets
 // writes through again.
