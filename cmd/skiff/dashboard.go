@@ -1,17 +1,13 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
-	"syscall"
 
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -39,7 +35,7 @@ func runDashboard(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("skiff dashboard: load %s: %w", path, err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := commandContext()
 	defer stop()
 	return dashboard.Serve(ctx, net.JoinHostPort(*address, strconv.Itoa(*port)), cfg, log, func(url string) {
 		fmt.Fprintf(stdout, "Dashboard at %s (API server %s as the admin of %s); Ctrl-C stops it\n", url, cfg.Host, path)

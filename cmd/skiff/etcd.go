@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/skiff-sh/skiff/internal/cluster"
 )
@@ -46,7 +42,7 @@ func runSnapshotSave(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return errors.New("skiff etcd snapshot save: one FILE is required")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := commandContext()
 	defer stop()
 	st, err := cluster.SaveEtcdSnapshot(ctx, *dataDir, fs.Arg(0))
 	if err != nil {

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/skiff-sh/skiff/internal/cluster"
 )
@@ -25,7 +21,7 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.ServerArgs, o.Start = fs.Args(), !*noStart
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := commandContext()
 	defer stop()
 	return cluster.Install(ctx, o, printer(stdout))
 }
@@ -45,7 +41,7 @@ func runUninstall(args []string, stdout, stderr io.Writer) error {
 	if !*yes {
 		return errors.New("skiff uninstall deletes the node's data dir (etcd data, certificates, local volumes), its containers and its rules: run it again with --yes")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := commandContext()
 	defer stop()
 	return cluster.Uninstall(ctx, o, printer(stdout))
 }

@@ -2,17 +2,14 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -206,7 +203,7 @@ func runServer(args []string, stderr io.Writer) error {
 	}
 	cfg.Logger = logger
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := commandContext()
 	defer stop()
 	return cluster.Run(ctx, cfg)
 }

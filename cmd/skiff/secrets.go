@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/skiff-sh/skiff/internal/cluster"
 )
@@ -24,7 +20,7 @@ func runSecretsEncrypt(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := commandContext()
 	defer stop()
 	return cluster.RotateSecretsEncryption(ctx, *dataDir, func(format string, a ...any) {
 		fmt.Fprintf(stdout, format+"\n", a...)
