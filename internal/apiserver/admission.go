@@ -94,7 +94,7 @@ func AddAdmissionWarning(ctx context.Context, msg string) {
 // warningWriter adds the collected admission warnings as headers just before the status line goes
 // out, whichever handler writes the response (success or error).
 type warningWriter struct {
-	http.ResponseWriter
+	wrappedWriter
 	warnings *admissionWarnings
 	wrote    bool
 }
@@ -124,17 +124,11 @@ func (w *warningWriter) Write(b []byte) (int, error) {
 // Flush passes through for watches and streamed responses.
 func (w *warningWriter) Flush() {
 	w.flushWarnings()
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+	w.wrappedWriter.Flush()
 }
-
-// Unwrap lets http.ResponseController reach the connection beneath: exec, attach and port-forward
-// upgrades hijack it through the proxy.
-func (w *warningWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // withAdmissionWarnings prepares a write request to collect admission warnings.
 func withAdmissionWarnings(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request) {
 	warnings := &admissionWarnings{}
-	return &warningWriter{ResponseWriter: w, warnings: warnings}, r.WithContext(context.WithValue(r.Context(), admissionWarningsKey{}, warnings))
+	return &warningWriter{wrappedWriter: wrappedWriter{w}, warnings: warnings}, r.WithContext(context.WithValue(r.Context(), admissionWarningsKey{}, warnings))
 }

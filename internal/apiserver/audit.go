@@ -77,7 +77,7 @@ func (s *Server) auditBegin(w http.ResponseWriter, r *http.Request, info *Reques
 		r.Body = teeBody{ReadCloser: r.Body, buf: rec.request}
 	}
 	rec.response = &limitedBuffer{limit: auditBodyLimit}
-	rec.writer = &auditWriter{ResponseWriter: w, record: rec, longRunning: longRunning(info)}
+	rec.writer = &auditWriter{wrappedWriter: wrappedWriter{w}, record: rec, longRunning: longRunning(info)}
 	return rec, rec.writer, r
 }
 
@@ -222,7 +222,7 @@ func sourceIPs(r *http.Request) []string {
 // auditWriter notes the response's status, captures its body and records ResponseStarted for
 // long-running responses.
 type auditWriter struct {
-	http.ResponseWriter
+	wrappedWriter
 	record      *auditRecord
 	longRunning bool
 	status      int
@@ -247,14 +247,6 @@ func (w *auditWriter) Write(b []byte) (int, error) {
 	}
 	return w.ResponseWriter.Write(b)
 }
-
-func (w *auditWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (w *auditWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // limitedBuffer keeps up to limit bytes; past it, it keeps nothing (a cut body is not an object).
 // It is locked: a handler cut off by the request timeout may still be reading its body while the

@@ -283,7 +283,7 @@ func (s *Server) Resources() []*registry.Resource {
 // ServeHTTP authenticates, routes and records every request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.clock.Now()
-	rec := &statusRecorder{ResponseWriter: w}
+	rec := &statusRecorder{wrappedWriter: wrappedWriter{w}}
 	info := ParseRequestInfo(r)
 	defer func() {
 		if p := recover(); p != nil {
@@ -493,7 +493,7 @@ func TLSConfig(cert tls.Certificate, clientCAs *tls.Config) *tls.Config {
 
 // statusRecorder remembers the status code for logs and metrics and passes Flush through for watches.
 type statusRecorder struct {
-	http.ResponseWriter
+	wrappedWriter
 	status int
 }
 
@@ -510,14 +510,6 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 	}
 	return r.ResponseWriter.Write(b)
 }
-
-func (r *statusRecorder) Flush() {
-	if f, ok := r.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 func (r *statusRecorder) statusCode() int {
 	if r.status == 0 {
