@@ -14,10 +14,12 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// DiskReserve is the free space an embedded member's file system keeps for etcd itself: one
-// preallocated WAL segment (64 MiB) or a twentieth of the file system, whichever is larger. Below
-// it writes are refused, so that etcd never meets a full disk (it exits when a WAL write fails).
-func DiskReserve(total uint64) uint64 { return max(64<<20, total/20) }
+// DiskReserve is the free space an embedded member's file system keeps for etcd itself: a
+// twentieth of the file system, but at least one preallocated WAL segment (64 MiB) and at most
+// 1 GiB (room for several segments and a snapshot; 5% of a 250 GB disk would refuse writes with
+// 12 GB still free). Below it writes are refused, so that etcd never meets a full disk (it exits
+// when a WAL write fails).
+func DiskReserve(total uint64) uint64 { return min(max(64<<20, total/20), 1<<30) }
 
 // SpaceDecision is what to do about disk space now.
 type SpaceDecision struct {

@@ -22,7 +22,11 @@ func TestDecideSpace(t *testing.T) {
 		fenced, fence bool
 	}{
 		{"plenty", 50 * gib, 100 * gib, false, false},
-		{"under 5% of a large disk", 4 * gib, 100 * gib, false, true},
+		{"under 5% of a mid-size disk", 800 << 20, 16 * gib, false, true},
+		{"above 5% of a mid-size disk", 900 << 20, 16 * gib, false, false},
+		{"a large disk keeps at most 1 GiB", 2 * gib, 250 * gib, false, false},
+		{"under 1 GiB of a large disk", gib - 1, 250 * gib, false, true},
+		{"large disk fenced until 2 GiB", 3 * gib / 2, 250 * gib, true, true},
 		{"small disk keeps a WAL segment", 60 << 20, 200 << 20, false, true},
 		{"small disk above the segment", 70 << 20, 200 << 20, false, false},
 		{"fenced until twice the reserve", 100 << 20, 200 << 20, true, true},
