@@ -327,6 +327,11 @@ func DefaultService(svc *corev1.Service) {
 	if spec.SessionAffinity == "" {
 		spec.SessionAffinity = corev1.ServiceAffinityNone
 	}
+	if spec.SessionAffinity == corev1.ServiceAffinityNone {
+		// As Kubernetes' defaulting does: switching affinity off drops its settings, so an
+		// update that only sets None is valid (conformance's affinity transition specs do that).
+		spec.SessionAffinityConfig = nil
+	}
 	if spec.SessionAffinity == corev1.ServiceAffinityClientIP &&
 		(spec.SessionAffinityConfig == nil || spec.SessionAffinityConfig.ClientIP == nil || spec.SessionAffinityConfig.ClientIP.TimeoutSeconds == nil) {
 		timeout := defaultSessionAffinityTimeoutSeconds

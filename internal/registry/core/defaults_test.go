@@ -153,6 +153,13 @@ func TestServiceDefaults(t *testing.T) {
 		t.Errorf("ClientIP timeout = %d", *lb.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds)
 	}
 
+	// Switching affinity off (an update that sets only None) drops the ClientIP settings.
+	lb.Spec.SessionAffinity = corev1.ServiceAffinityNone
+	s.Default(lb)
+	if lb.Spec.SessionAffinityConfig != nil {
+		t.Errorf("sessionAffinity None kept sessionAffinityConfig %+v", lb.Spec.SessionAffinityConfig)
+	}
+
 	ext := &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com"}}
 	s.Default(ext)
 	if ext.Spec.InternalTrafficPolicy != nil || ext.Spec.IPFamilyPolicy != nil {
