@@ -69,8 +69,10 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 	}{
 		{svcInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.loop.Enqueue, UpdateFunc: func(_, o any) { c.loop.Enqueue(o) }, DeleteFunc: c.loop.Enqueue}},
 		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: func(o any) { podChanged(o) }, UpdateFunc: func(old, o any) { podChanged(old, o) }, DeleteFunc: func(o any) { podChanged(o) }}},
-		// Someone else changed or deleted our Endpoints: put them back.
-		{epInformer.Informer(), cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, o any) { c.loop.Enqueue(o) }, DeleteFunc: c.loop.Enqueue}},
+		// Someone else changed or deleted our Endpoints: put them back. Endpoints with no Service
+		// of their name are someone else's (written by hand, as conformance's Endpoints lifecycle
+		// spec does): a change to them is not ours to undo, and reconciling would delete them.
+		{epInformer.Informer(), cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, o any) { c.endpointsUpdated(o) }, DeleteFunc: c.loop.Enqueue}},
 	}
 	for _, h := range handlers {
 		if _, err := h.inf.AddEventHandler(h.h); err != nil {
@@ -78,6 +80,16 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 		}
 	}
 	return c, nil
+}
+
+// endpointsUpdated queues the Service of changed Endpoints, when there is one.
+func (c *Controller) endpointsUpdated(o any) {
+	if ep, ok := o.(*corev1.Endpoints); ok {
+		if _, err := c.svcLister.Services(ep.Namespace).Get(ep.Name); err != nil {
+			return
+		}
+	}
+	c.loop.Enqueue(o)
 }
 
 // Run runs workers until ctx is done.

@@ -183,3 +183,23 @@ func TestPodEventsEnqueueMatchingServices(t *testing.T) {
 		t.Fatalf("keys %v", keys)
 	}
 }
+
+// TestEndpointsWithoutServiceAreLeftAlone: a change to Endpoints of a Service queues that
+// Service (to put the controller's answer back), while a change to Endpoints no Service owns
+// queues nothing, since syncing them would delete what someone wrote by hand.
+func TestEndpointsWithoutServiceAreLeftAlone(t *testing.T) {
+	env := ctrltest.NewEnv()
+	c, err := New(env.Deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Seed(t, env.Factory.Core().V1().Services().Informer(), makeService())
+	c.endpointsUpdated(&corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "static", Namespace: "default"}})
+	if n := c.loop.Queue.Len(); n != 0 {
+		t.Fatalf("Endpoints without a Service queued %d keys", n)
+	}
+	c.endpointsUpdated(&corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}})
+	if n := c.loop.Queue.Len(); n != 1 {
+		t.Fatalf("Endpoints of Service web queued %d keys, want its key", n)
+	}
+}
