@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"strings"
 
@@ -91,6 +92,11 @@ func admitPod(a *AdmissionAttributes, nodeName string, forbid func(string, ...an
 		}
 		if old != nil && old.Spec.NodeName != nodeName {
 			return forbid("node %q can only update pod status for pods with spec.nodeName set to itself", nodeName)
+		}
+		// /status may change a pod's labels, but not a kubelet's: labels select pods for
+		// Services and controllers.
+		if old != nil && pod != nil && !maps.Equal(old.Labels, pod.Labels) {
+			return forbid("node %q cannot update labels through pod status", nodeName)
 		}
 	case "delete":
 		if old != nil && old.Spec.NodeName != nodeName {

@@ -38,6 +38,11 @@ func TestNodeRestriction(t *testing.T) {
 		{"plain pod", AdmissionAttributes{Verb: "create", Resource: pods, Object: pod("a", false)}, false},
 		{"mirror pod elsewhere", AdmissionAttributes{Verb: "create", Resource: pods, Object: pod("b", true)}, false},
 		{"status of its pod", AdmissionAttributes{Verb: "update", Subresource: "status", Resource: pods, Object: pod("a", false), OldObject: pod("a", false)}, true},
+		{"labels through its pod's status", AdmissionAttributes{Verb: "update", Subresource: "status", Resource: pods, Object: func() *corev1.Pod {
+			p := pod("a", false)
+			p.Labels = map[string]string{"app": "other"}
+			return p
+		}(), OldObject: pod("a", false)}, false},
 		{"status of another node's pod", AdmissionAttributes{Verb: "update", Subresource: "status", Resource: pods, Object: pod("b", false), OldObject: pod("b", false)}, false},
 		{"pod spec", AdmissionAttributes{Verb: "update", Resource: pods, Object: pod("a", false), OldObject: pod("a", false)}, false},
 		{"delete its pod", AdmissionAttributes{Verb: "delete", Resource: pods, OldObject: pod("a", false)}, true},

@@ -78,6 +78,7 @@ func Resources() []*registry.Resource {
 			},
 			Status: &vu.StatusStrategy[vap]{
 				APIVersion: apiVersion,
+				Metadata:   vu.StatusResetsMetadata,
 				KeepSpec:   func(p, old vap) { p.Spec = old.Spec },
 				ValidateStatus: func(p, _ vap) field.ErrorList {
 					return validatePolicyStatus(&p.Status)

@@ -61,6 +61,7 @@ func Resources() []*registry.Resource {
 		}},
 		Status: &vu.StatusStrategy[*crdv1.CustomResourceDefinition]{
 			APIVersion: apiVersion,
+			Metadata:   vu.StatusResetsMetadata,
 			KeepSpec: func(c, old *crdv1.CustomResourceDefinition) {
 				c.Spec = old.Spec
 			},

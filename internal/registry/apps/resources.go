@@ -52,9 +52,9 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 				UnconditionalUpdate: true,
 			},
 			Status: &vu.StatusStrategy[*appsv1.Deployment]{
-				APIVersion:            gv.String(),
-				KeepSpec:              func(d, old *appsv1.Deployment) { d.Spec = old.Spec },
-				KeepAnnotationChanges: true,
+				APIVersion: gv.String(),
+				KeepSpec:   func(d, old *appsv1.Deployment) { d.Spec = old.Spec },
+				Metadata:   vu.StatusResetsLabels,
 				ValidateStatus: func(d, old *appsv1.Deployment) field.ErrorList {
 					return ValidateDeploymentStatus(&d.Status, &old.Status)
 				},

@@ -108,8 +108,8 @@ func Resources() []*registry.Resource {
 				ValidateStatus: func(h, _ *autoscalingv1.HorizontalPodAutoscaler) field.ErrorList {
 					return validateStatus(&ToV2(h).Status, field.NewPath("status"))
 				},
-				// The v1 status continues in annotations (current metrics, conditions).
-				KeepAnnotationChanges: true,
+				// The v1 status continues in annotations (current metrics, conditions): /status
+				// keeps metadata changes (the default).
 			},
 		},
 	}

@@ -49,7 +49,6 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 				ValidateStatus: func(j, _ *batchv1.Job) field.ErrorList { return ValidateJobStatus(&j.Status) },
 				// Upstream's job status strategy restores only the spec; conformance "Job should
 				// apply changes to a job status" patches an annotation through /status.
-				KeepAnnotationChanges: true,
 			},
 			SelectableFields: jobFields,
 		},
@@ -74,7 +73,6 @@ func ResourcesWith(pod vu.PodTemplate) []*registry.Resource {
 				APIVersion: gv.String(),
 				KeepSpec:   func(cj, old *batchv1.CronJob) { cj.Spec = old.Spec },
 				// As upstream's cronjob status strategy: only the spec is restored.
-				KeepAnnotationChanges: true,
 			},
 		},
 	}

@@ -102,9 +102,6 @@ type typedStatusStrategy[T object] struct {
 	prepareUpdate  func(obj, old T)
 	validateUpdate func(obj, old T) field.ErrorList
 	resetFields    []string
-	// keepMetadata lets /status change labels and annotations, as upstream's namespace status
-	// strategy does (it only restores the spec).
-	keepMetadata bool
 }
 
 var _ registry.StatusStrategy = &typedStatusStrategy[*corev1.Pod]{}
@@ -115,9 +112,9 @@ func (s *typedStatusStrategy[T]) PrepareForUpdate(_ context.Context, obj, old ru
 	if !ok1 || !ok2 {
 		return
 	}
-	if !s.keepMetadata {
-		metav1.ResetObjectMetaForStatus(o, p)
-	}
+	// Only what prepareUpdate restores: Kubernetes' core status strategies restore the spec and
+	// let /status change labels and annotations (conformance's Service status lifecycle patches
+	// an annotation through it); the store keeps generation, UID and timestamps.
 	s.prepareUpdate(o, p)
 }
 
@@ -206,7 +203,12 @@ func (s *PodStrategy) CheckGracefulDelete(_ context.Context, obj runtime.Object,
 
 func newPodStatusStrategy() *typedStatusStrategy[*corev1.Pod] {
 	return &typedStatusStrategy[*corev1.Pod]{
-		prepareUpdate:  func(pod, old *corev1.Pod) { pod.Spec = old.Spec },
+		prepareUpdate: func(pod, old *corev1.Pod) {
+			pod.Spec = old.Spec
+			// As Kubernetes: a kubelet's status write must not change the owner references
+			// garbage collection follows.
+			pod.OwnerReferences = old.OwnerReferences
+		},
 		validateUpdate: ValidatePodStatusUpdate,
 		resetFields:    []string{"spec"},
 	}
@@ -245,7 +247,6 @@ func newNamespaceStatusStrategy() *typedStatusStrategy[*corev1.Namespace] {
 		prepareUpdate:  func(ns, old *corev1.Namespace) { ns.Spec = old.Spec },
 		validateUpdate: ValidateNamespaceStatusUpdate,
 		resetFields:    []string{"spec"},
-		keepMetadata:   true,
 	}
 }
 

@@ -70,6 +70,7 @@ func Resources() []*registry.Resource {
 			},
 			Status: &vu.StatusStrategy[*flowcontrolv1.FlowSchema]{
 				APIVersion: gv.String(),
+				Metadata:   vu.StatusResetsMetadata,
 				KeepSpec:   func(fs, old *flowcontrolv1.FlowSchema) { fs.Spec = old.Spec },
 				ValidateStatus: func(fs, _ *flowcontrolv1.FlowSchema) field.ErrorList {
 					return validateConditionTypes(flowSchemaConditionTypes(fs.Status.Conditions), field.NewPath("status", "conditions"))
@@ -95,6 +96,7 @@ func Resources() []*registry.Resource {
 			},
 			Status: &vu.StatusStrategy[*flowcontrolv1.PriorityLevelConfiguration]{
 				APIVersion: gv.String(),
+				Metadata:   vu.StatusResetsMetadata,
 				KeepSpec:   func(pl, old *flowcontrolv1.PriorityLevelConfiguration) { pl.Spec = old.Spec },
 				ValidateStatus: func(pl, _ *flowcontrolv1.PriorityLevelConfiguration) field.ErrorList {
 					return validateConditionTypes(priorityLevelConditionTypes(pl.Status.Conditions), field.NewPath("status", "conditions"))

@@ -109,6 +109,7 @@ func Resources() []*registry.Resource {
 			},
 			Status: &vu.StatusStrategy[*storagev1.VolumeAttachment]{
 				APIVersion: gv.String(),
+				Metadata:   vu.StatusResetsMetadata,
 				KeepSpec:   func(va, old *storagev1.VolumeAttachment) { va.Spec = old.Spec },
 				ValidateStatus: func(va, _ *storagev1.VolumeAttachment) field.ErrorList {
 					return validateVolumeAttachmentStatus(&va.Status, field.NewPath("status"))

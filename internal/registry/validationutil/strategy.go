@@ -165,8 +165,24 @@ func (s *Strategy[T]) AllowCreateOnUpdate() bool { return s.CreateOnUpdate }
 // AllowUnconditionalUpdate reports whether PUT without a resourceVersion is accepted.
 func (s *Strategy[T]) AllowUnconditionalUpdate() bool { return s.UnconditionalUpdate }
 
-// StatusStrategy implements registry.StatusStrategy: only the status (and the metadata
-// ResetObjectMetaForStatus leaves alone) may change through /status.
+// StatusMetadata says what of an object's metadata a /status request may change.
+type StatusMetadata int
+
+const (
+	// StatusKeepsMetadata lets /status change labels, annotations, finalizers and owner references
+	// (never the generation, UID or timestamps, which the store keeps): Kubernetes' status
+	// strategies for most built-in resources only restore the spec, and conformance's status
+	// lifecycle specs patch an annotation through /status.
+	StatusKeepsMetadata StatusMetadata = iota
+	// StatusResetsLabels keeps the stored labels, as Kubernetes' Deployment status strategy does.
+	StatusResetsLabels
+	// StatusResetsMetadata keeps all of the stored metadata (metav1.ResetObjectMetaForStatus), as
+	// Kubernetes does for CRDs, VolumeAttachments, admission policies and flow-control objects.
+	StatusResetsMetadata
+)
+
+// StatusStrategy implements registry.StatusStrategy: the status, and the metadata Metadata
+// allows, change through /status; the spec is restored by KeepSpec.
 type StatusStrategy[T Object] struct {
 	// APIVersion ("apps/v1") keys the reset fields server-side apply must not record: the spec.
 	APIVersion string
@@ -174,9 +190,8 @@ type StatusStrategy[T Object] struct {
 	KeepSpec func(obj, old T)
 	// ValidateStatus checks the new status (and its change from the old one).
 	ValidateStatus func(obj, old T) field.ErrorList
-	// KeepAnnotationChanges lets /status change annotations, as Kubernetes allows for Deployments:
-	// their controller records the revision there without bumping the generation.
-	KeepAnnotationChanges bool
+	// Metadata says which metadata changes a /status request keeps.
+	Metadata StatusMetadata
 }
 
 var (
@@ -189,7 +204,7 @@ func (s *StatusStrategy[T]) GetResetFields() map[fieldpath.APIVersion]*fieldpath
 	return resetFields(s.APIVersion, "spec")
 }
 
-// PrepareForUpdate resets spec and metadata to the stored object's.
+// PrepareForUpdate restores the spec and, as Metadata says, metadata to the stored object's.
 func (s *StatusStrategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	o, ok := obj.(T)
 	if !ok {
@@ -202,10 +217,11 @@ func (s *StatusStrategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime
 	if s.KeepSpec != nil {
 		s.KeepSpec(o, prev)
 	}
-	annotations := o.GetAnnotations()
-	metav1.ResetObjectMetaForStatus(o, prev)
-	if s.KeepAnnotationChanges {
-		o.SetAnnotations(annotations)
+	switch s.Metadata {
+	case StatusResetsLabels:
+		o.SetLabels(prev.GetLabels())
+	case StatusResetsMetadata:
+		metav1.ResetObjectMetaForStatus(o, prev)
 	}
 }
 

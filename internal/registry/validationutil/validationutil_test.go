@@ -98,9 +98,31 @@ func TestGenericStrategy(t *testing.T) {
 	upd.Labels = nil
 	upd.Spec.MinReadySeconds = 9
 	upd.Status.NumberReady = 2
+	upd.Annotations = map[string]string{"a": "b"}
 	st.PrepareForUpdate(ctx, upd, old)
-	if upd.Labels["k"] != "v" || upd.Spec.MinReadySeconds != 0 || upd.Status.NumberReady != 2 || upd.Generation != 4 {
+	// The default keeps metadata changes (Kubernetes' status strategies restore only the spec).
+	if upd.Labels != nil || upd.Annotations["a"] != "b" || upd.Spec.MinReadySeconds != 0 || upd.Status.NumberReady != 2 || upd.Generation != 4 {
 		t.Fatalf("status prepare = %+v", upd)
+	}
+	for _, tc := range []struct {
+		metadata        StatusMetadata
+		labels, annotes bool // whether the stored labels / annotations come back
+	}{
+		{StatusKeepsMetadata, false, false},
+		{StatusResetsLabels, true, false},
+		{StatusResetsMetadata, true, true},
+	} {
+		st.Metadata = tc.metadata
+		old.Annotations = map[string]string{"a": "old"}
+		upd := old.DeepCopy()
+		upd.Labels, upd.Annotations = map[string]string{"k": "new"}, map[string]string{"a": "new"}
+		st.PrepareForUpdate(ctx, upd, old)
+		if got := upd.Labels["k"] == "v"; got != tc.labels {
+			t.Errorf("metadata %d: labels %v", tc.metadata, upd.Labels)
+		}
+		if got := upd.Annotations["a"] == "old"; got != tc.annotes {
+			t.Errorf("metadata %d: annotations %v", tc.metadata, upd.Annotations)
+		}
 	}
 }
 
