@@ -62,13 +62,20 @@ func splitSchemeNamePort(id string) (scheme, name, port string, ok bool) {
 // proxyPath is what follows "<name>/proxy" in the request path, leading slash kept ("" when the
 // request ends at "proxy").
 func proxyPath(r *http.Request, info *RequestInfo) string {
+	_, rest := splitProxyPath(r, info)
+	return rest
+}
+
+// splitProxyPath splits the request path into the API path the backend's root appears under
+// (".../pods/web/proxy") and what follows it.
+func splitProxyPath(r *http.Request, info *RequestInfo) (prefix, rest string) {
 	// The first match is the route itself: namespaces and names cannot contain "/".
 	marker := "/" + info.Resource + "/" + info.Name + "/proxy"
 	i := strings.Index(r.URL.Path, marker)
 	if i < 0 {
-		return ""
+		return "", ""
 	}
-	return r.URL.Path[i+len(marker):]
+	return r.URL.Path[:i+len(marker)], r.URL.Path[i+len(marker):]
 }
 
 // defaultProxyAddressAllowed reports whether the API server may dial ip for a pod or service: a global unicast
@@ -78,11 +85,16 @@ func defaultProxyAddressAllowed(ip net.IP) bool { return ip != nil && ip.IsGloba
 
 // serveProxy forwards the request to target through transport.
 func (h *resourceHandler) serveProxy(w http.ResponseWriter, r *http.Request, info *RequestInfo, target *url.URL, transport http.RoundTripper) {
-	target.Path = proxyPath(r, info)
+	prefix, rest := splitProxyPath(r, info)
+	if proxyRootRedirect(w, r, rest) {
+		return
+	}
+	target.Path = rest
 	if target.Path == "" {
 		target.Path = "/"
 	}
 	target.RawQuery = r.URL.RawQuery
+	rw := proxyRewrite{prefix: prefix, backendHost: target.Host, requestHost: r.Host}
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL = target
@@ -90,9 +102,11 @@ func (h *resourceHandler) serveProxy(w http.ResponseWriter, r *http.Request, inf
 			pr.Out.Header.Del("Authorization")
 			pr.Out.Header.Del("Impersonate-User")
 			pr.Out.Header.Del("Impersonate-Group")
+			rw.forwardedHeaders(pr.Out, pr.In)
 		},
-		Transport:     transport,
-		FlushInterval: -1,
+		ModifyResponse: rw.modifyResponse,
+		Transport:      transport,
+		FlushInterval:  -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			h.s.writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("error trying to reach service: %v", err)))
 		},

@@ -65,6 +65,15 @@ func backend(t *testing.T, tlsServer bool) (*httptest.Server, *string) {
 			_ = rw.Flush()
 			return
 		}
+		if r.URL.Path == "/page" {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprintf(w, `<a href="/rewriteme">x</a><img src="rel.png"><a href="http://%s/abs">y</a> uri=%s`, r.Host, r.Header.Get("X-Forwarded-Uri"))
+			return
+		}
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, "/target", http.StatusFound)
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		seen = fmt.Sprintf("%s %s?%s auth=%q body=%q", r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get("Authorization"), body)
 		fmt.Fprint(w, "hello from backend")
@@ -152,6 +161,31 @@ func TestProxySubresources(t *testing.T) {
 			if want := method + ` /m? auth="" body="payload"`; code != 200 || *seen != want {
 				t.Fatalf("%s: %d, backend saw %q, want %q", method, code, *seen, want)
 			}
+		}
+		// Links and redirects to the backend's root stay under the proxy path.
+		code, body = raw(t, c, http.MethodGet, base+"/page", "")
+		want := `<a href="` + base + `/rewriteme">x</a><img src="rel.png"><a href="` + base + `/abs">y</a> uri=` + base + `/page`
+		if code != 200 || body != want {
+			t.Fatalf("HTML page: %d\n got %s\nwant %s", code, body, want)
+		}
+		// A redirect to the backend's root stays under the proxy path too.
+		rt, err := rest.TransportFor(c.admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodGet, c.server.URL+base+"/moved", nil)
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || loc != base+"/target" {
+			t.Fatalf("redirect: %d to %q, want 302 to %s/target", resp.StatusCode, loc, base)
+		}
+		// GET at the proxy root is sent to the root with a slash, as Kubernetes does.
+		code, _ = raw(t, c, http.MethodGet, base+"?method=GET", "")
+		if code != http.StatusMovedPermanently {
+			t.Fatalf("GET of the proxy root: %d, want 301", code)
 		}
 		// Without a port, the first declared container port (1, where nothing listens): a 503.
 		code, body = raw(t, c, http.MethodGet, "/api/v1/namespaces/"+ns+"/pods/web/proxy/", "")
