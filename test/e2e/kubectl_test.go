@@ -355,6 +355,37 @@ func TestKubectl(t *testing.T) {
 		mustContain(t, c.stdin("apiVersion: v1\nkind: Service\nmetadata: {name: reuse}\nspec:\n  clusterIP: "+ip+"\n  ports: [{port: 80}]\n", "create", "-f", "-"), "service/reuse created")
 	})
 
+	t.Run("service CIDR and IP addresses", func(t *testing.T) {
+		// The cluster's service range is published as the Ready "kubernetes" ServiceCIDR.
+		if got := c.kubectl("get", "servicecidr", "kubernetes", "-o", `jsonpath={.spec.cidrs[0]} {.status.conditions[?(@.type=="Ready")].status}`); got != "10.43.0.0/16 True" {
+			t.Fatalf("default ServiceCIDR: %q", got)
+		}
+		if out, err := c.kubectlIn(`{"apiVersion":"networking.k8s.io/v1","kind":"IPAddress","metadata":{"name":"192.0.2.9"},"spec":{"parentRef":{"resource":"things","name":"a"}}}`, "create", "-f", "-"); err != nil {
+			t.Fatalf("create IPAddress: %v\n%s", err, out)
+		}
+		c.kubectl("annotate", "ip", "192.0.2.9", "checked=yes")
+		if got := c.kubectl("get", "ipaddress", "192.0.2.9", "-o", "jsonpath={.metadata.annotations.checked}"); got != "yes" {
+			t.Fatalf("IPAddress annotation: %q", got)
+		}
+		out, err := c.kubectlIn(`{"apiVersion":"networking.k8s.io/v1","kind":"IPAddress","metadata":{"name":"192.0.02.9"},"spec":{"parentRef":{"resource":"things","name":"a"}}}`, "create", "-f", "-")
+		if err == nil {
+			t.Fatal("a non-canonical IPAddress name was accepted")
+		}
+		mustContain(t, out, "must be a valid IP address")
+		c.kubectl("delete", "ipaddress", "192.0.2.9")
+	})
+
+	t.Run("status subresources keep metadata changes", func(t *testing.T) {
+		// As Kubernetes: /status of a Service may change its annotations (conformance's service
+		// status lifecycle does), never its spec.
+		c.kubectl("create", "service", "clusterip", "statusmeta", "--tcp=80:80")
+		c.kubectl("patch", "service", "statusmeta", "--subresource=status", "--type=merge", "-p", `{"metadata":{"annotations":{"patchedstatus":"true"}},"spec":{"type":"NodePort"}}`)
+		if got := c.kubectl("get", "service", "statusmeta", "-o", "jsonpath={.metadata.annotations.patchedstatus} {.spec.type}"); got != "true ClusterIP" {
+			t.Fatalf("after a status patch: %q", got)
+		}
+		c.kubectl("delete", "service", "statusmeta")
+	})
+
 	t.Run("service account tokens", func(t *testing.T) {
 		eventually(t, 20*time.Second, func() error {
 			_, err := c.kubectlErr("get", "serviceaccount", "default")

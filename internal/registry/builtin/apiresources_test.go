@@ -37,15 +37,24 @@ func apiResourceLine(gv string, r metav1.APIResource) string {
 	return strings.Join([]string{r.Name, list(r.ShortNames), gv, strconv.FormatBool(r.Namespaced), r.Kind, list(verbs), list(r.Categories)}, " ")
 }
 
-// readAPIResources parses the file into normalised lines keyed by "group/version resource".
+// readAPIResources parses the files (v1.32's list and what v1.33 adds to it) into normalised
+// lines keyed by "group/version resource".
 func readAPIResources(t *testing.T) map[string]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "api-resources-1.32.txt"))
+	lines := map[string]string{}
+	for _, name := range []string{"api-resources-1.32.txt", "api-resources-1.33-added.txt"} {
+		readAPIResourceFile(t, filepath.Join("testdata", name), lines)
+	}
+	return lines
+}
+
+func readAPIResourceFile(t *testing.T, path string, lines map[string]string) {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	lines := map[string]string{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		text := strings.TrimSpace(sc.Text())
@@ -65,7 +74,6 @@ func readAPIResources(t *testing.T) map[string]string {
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return lines
 }
 
 // servedAPIResources asks skiff's discovery, as kubectl does, for every served resource (not the

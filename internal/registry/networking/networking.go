@@ -38,7 +38,7 @@ var (
 // Resources returns the networking.k8s.io/v1 resources.
 func Resources() []*registry.Resource {
 	gv := networkingv1.SchemeGroupVersion
-	return []*registry.Resource{
+	return append([]*registry.Resource{
 		{
 			GroupVersion: gv, Kind: "Ingress", ListKind: "IngressList",
 			Plural: "ingresses", Singular: "ingress", ShortNames: []string{"ing"}, Namespaced: true,
@@ -101,7 +101,7 @@ func Resources() []*registry.Resource {
 				UnconditionalUpdate: true,
 			},
 		},
-	}
+	}, addressResources()...)
 }
 
 // ValidateIngressCreate adds the create-only rule to ValidateIngressSpec: the legacy class
