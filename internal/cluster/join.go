@@ -49,9 +49,6 @@ func (c *Config) validateJoin() []error {
 	if u, err := url.Parse(c.Server); err != nil || u.Scheme != "https" || u.Host == "" {
 		errs = append(errs, fmt.Errorf("--server %q must be https://HOST:PORT", c.Server))
 	}
-	if c.HasRole(RoleEtcd) && !c.HasRole(RoleControlPlane) {
-		errs = append(errs, errors.New("an etcd-only node cannot join yet: join etcd,controlplane nodes (stacked), worker nodes, or control-plane nodes on an external etcd"))
-	}
 	if c.Token != "" {
 		if _, err := join.ParseJoinToken(c.Token); err != nil {
 			errs = append(errs, fmt.Errorf("--token: %w", err))
