@@ -1,47 +1,94 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skiff-sh/skiff/internal/nodeadmin"
 )
 
-// Helpers for HA topologies with workers on the multinode harness (multinode_test.go): control
-// planes in the host's network namespace on extra addresses of the test bridge (the kubernetes
-// endpoints may not list loopback addresses, and the workers must reach every API server), all on
-// one set of port numbers, as the endpoints carry a single port.
+// Helpers for HA topologies with workers on the multinode harness (multinode_test.go): the first
+// control plane on the test bridge's host address, the others in network namespaces of their own
+// (like the workers; in one namespace every connection between two local addresses has the
+// destination as its source, which etcd's peer certificate check refuses), all on one set of port
+// numbers, as the kubernetes endpoints carry a single port.
 
-// addBridgeAddress gives the host one more address on the test bridge (.<last>); it goes with the
-// bridge.
-func (n *testNet) addBridgeAddress(last int) string {
-	n.t.Helper()
-	ip := fmt.Sprintf("%s.%d", n.prefix, last)
-	run(n.t, "ip", "addr", "add", ip+"/24", "dev", n.bridge)
-	return ip
-}
-
-// haControlPlane starts (or joins, with server and token) an etcd,controlplane node bound to addr
-// with the given ports; extra goes to skiff server.
-func haControlPlane(t *testing.T, addr, name string, ports [3]int, server, token string, extra ...string) *cluster {
+// haControlPlane starts (or joins, with server and token) an etcd,controlplane node in h (nil: the
+// host, on the bridge's address) with the given ports; extra goes to skiff server. Its kubeconfig
+// for the test reaches its API server directly (its own balancer listens on its namespace's
+// loopback).
+func haControlPlane(t *testing.T, n *testNet, h *netHost, name string, ports [3]int, server, token string, extra ...string) *cluster {
 	t.Helper()
 	dir := filepath.Join(os.TempDir(), "skha"+randomID(t))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	addr := n.HostIP()
+	if h != nil {
+		addr = h.IP
+	}
 	args := append([]string{"--bind-address", addr, "--advertise-address", addr, "--node-name", name}, extra...)
 	if server != "" {
 		args = append(args, "--server", server, "--token", token)
 	}
 	c := &cluster{t: t, bin: skiffBinary, dataDir: dir, ports: ports, extraArgs: args}
 	c.kubeconfig = filepath.Join(dir, "admin.kubeconfig")
-	c.start()
+	if h == nil {
+		c.start()
+	} else {
+		startInNamespace(c, h, addr)
+	}
 	t.Cleanup(c.stop)
 	return c
+}
+
+// startInNamespace starts c's skiff server in h's network namespace and waits for its API server,
+// through a copy of its admin kubeconfig that names addr.
+func startInNamespace(c *cluster, h *netHost, addr string) {
+	c.t.Helper()
+	logFile, err := os.OpenFile(filepath.Join(c.dataDir, "skiff.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.logFile = logFile
+	c.cmd = h.Command(skiffBinary, c.serverArgs()...)
+	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
+	if err := c.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	admin := filepath.Join(c.dataDir, "admin.kubeconfig")
+	c.kubeconfig = filepath.Join(c.dataDir, "direct.kubeconfig")
+	eventually(c.t, 90*time.Second, func() error {
+		data, err := os.ReadFile(admin)
+		if err != nil {
+			return err
+		}
+		direct := regexp.MustCompile(`server: https://[^\s]+`).ReplaceAll(data, []byte("server: https://"+addr+":"+strconv.Itoa(c.ports[0])))
+		return os.WriteFile(c.kubeconfig, direct, 0o600)
+	})
+	c.waitReady()
+}
+
+// haStatus is `skiff status -o json` through c's test kubeconfig.
+func haStatus(t *testing.T, c *cluster) (nodeadmin.Report, error) {
+	out, err := exec.Command(skiffBinary, "status", "-o", "json", "--kubeconfig", c.kubeconfig).Output()
+	var r nodeadmin.Report
+	if err != nil {
+		return r, fmt.Errorf("skiff status: %v", err)
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		return r, fmt.Errorf("skiff status -o json: %v\n%s", err, out)
+	}
+	return r, nil
 }
 
 // withoutToken drops --server's --token from a node's arguments (a restart needs none).
@@ -153,21 +200,27 @@ func TestHAStackedWithWorkers(t *testing.T) {
 	// A short grace period, so the lost worker is noticed quickly (upstream's default is 40 s).
 	grace := []string{"--node-monitor-grace-period=8s"}
 	began := time.Now()
-	cp1 := haControlPlane(t, n.HostIP(), "cp-1", ports, "", "", grace...)
+	cp1 := haControlPlane(t, n, nil, "cp-1", ports, "", "", grace...)
 	t.Logf("figure: single node (etcd,controlplane) start to serving: %s", time.Since(began).Round(100*time.Millisecond))
 	token := cp1.createToken("--control-plane", "--ttl", "1h")
+	workerToken := cp1.createToken()
 	url := func(ip string) string { return "https://" + ip + ":" + strconv.Itoa(ports[0]) }
 	cps := map[string]*cluster{"cp-1": cp1}
-	for i, last := range []int{201, 202} {
+	addrs := map[string]string{"cp-1": n.HostIP()}
+	hosts := map[string]*netHost{}
+	for i := range 2 {
 		name := fmt.Sprintf("cp-%d", i+2)
-		ip := n.addBridgeAddress(last)
+		h := n.addHost()
 		began := time.Now()
-		cps[name] = haControlPlane(t, ip, name, ports, url(n.HostIP()), token, grace...)
+		cps[name], addrs[name], hosts[name] = haControlPlane(t, n, h, name, ports, url(n.HostIP()), token, grace...), h.IP, h
 		t.Logf("figure: stacked control plane %s join to serving: %s", name, time.Since(began).Round(100*time.Millisecond))
 	}
 	var leader string
 	eventually(t, time.Minute, func() error {
-		r := cp1.status(t)
+		r, err := haStatus(t, cp1)
+		if err != nil {
+			return err
+		}
 		if r.Etcd == nil || len(r.Etcd.Members) != 3 || !r.Etcd.Quorum {
 			return fmt.Errorf("want 3 members with quorum: %+v %s", r.Etcd, r.EtcdError)
 		}
@@ -191,12 +244,7 @@ func TestHAStackedWithWorkers(t *testing.T) {
 			survivor = c
 		}
 	}
-	victimURL := ""
-	for i, a := range victim.extraArgs {
-		if a == "--advertise-address" {
-			victimURL = url(victim.extraArgs[i+1])
-		}
-	}
+	victimURL, victimHost := url(addrs[leader]), hosts[leader]
 	// The kubernetes endpoints list the three API servers before the workers join.
 	eventually(t, time.Minute, func() error {
 		if got, err := endpointsOf(survivor); err != nil || len(strings.Fields(got)) != 3 {
@@ -205,7 +253,6 @@ func TestHAStackedWithWorkers(t *testing.T) {
 		return nil
 	})
 
-	workerToken := survivor.createToken()
 	w1, w2 := newJoinedNode(t, n.addHost(), "worker-1", victimURL), newJoinedNode(t, n.addHost(), "worker-2", victimURL)
 	t.Cleanup(func() {
 		_, _ = survivor.kubectlErr("delete", "deployment", "--all", "--timeout=30s")
@@ -323,6 +370,10 @@ func TestHAStackedWithWorkers(t *testing.T) {
 		onW1, time.Since(lost).Round(100*time.Millisecond))
 	// The killed control plane comes back without its token and serves again.
 	victim.extraArgs = withoutToken(victim.extraArgs)
-	victim.start()
+	if leader == "cp-1" {
+		victim.start()
+	} else {
+		startInNamespace(victim, victimHost, addrs[leader])
+	}
 	mustContain(t, victim.kubectl("get", "deployment", "fresh"), "fresh")
 }
