@@ -78,6 +78,40 @@ func startInNamespace(c *cluster, h *netHost, addr string) {
 	c.waitReady()
 }
 
+// reapKilledWorker removes what a worker killed with -9 leaves behind: its containerd shims and
+// their containers (each shim names its -address under the worker's data dir), then the mounts
+// under the data dir.
+func reapKilledWorker(t *testing.T, dir string) {
+	var killTree func(pid string)
+	killTree = func(pid string) {
+		children, _ := exec.Command("pgrep", "-P", pid).Output()
+		for _, c := range strings.Fields(string(children)) {
+			killTree(c)
+		}
+		if n, err := strconv.Atoi(pid); err == nil {
+			if p, err := os.FindProcess(n); err == nil {
+				_ = p.Kill()
+			}
+		}
+	}
+	shims, _ := exec.Command("pgrep", "-f", "containerd-shim.* -address "+dir+"/").Output()
+	for _, pid := range strings.Fields(string(shims)) {
+		killTree(pid)
+	}
+	mounts, _ := os.ReadFile("/proc/mounts")
+	var under []string
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
+			under = append(under, f[1])
+		}
+	}
+	for i := len(under) - 1; i >= 0; i-- {
+		if out, err := exec.Command("umount", "-l", under[i]).CombinedOutput(); err != nil {
+			t.Logf("umount %s: %v %s", under[i], err, out)
+		}
+	}
+}
+
 // haStatus is `skiff status -o json` through c's test kubeconfig.
 func haStatus(t *testing.T, c *cluster) (nodeadmin.Report, error) {
 	out, err := exec.Command(skiffBinary, "status", "-o", "json", "--kubeconfig", c.kubeconfig).Output()
@@ -285,9 +319,10 @@ func TestHAStackedWithWorkers(t *testing.T) {
 		return nil
 	})
 	steady, err := podsOf(survivor, "steady")
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || len(steady) != 4 {
+		t.Fatalf("pods of steady: %v (%v)", steady, err)
 	}
+	t.Logf("steady's pods: %v", steady)
 
 	// Kill the etcd leader's node, the API server the workers joined through.
 	killed := time.Now()
@@ -338,6 +373,7 @@ func TestHAStackedWithWorkers(t *testing.T) {
 	<-w1.done
 	w1.logFile.Close()
 	w1.cmd = nil
+	t.Cleanup(func() { reapKilledWorker(t, w1.dataDir) })
 	eventually(t, 2*time.Minute, func() error {
 		status, _ := survivor.kubectlErr("get", "node", "worker-1", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
 		taints, _ := survivor.kubectlErr("get", "node", "worker-1", "-o", "jsonpath={.spec.taints}")
@@ -362,7 +398,10 @@ func TestHAStackedWithWorkers(t *testing.T) {
 			}
 		}
 		if running != 4 {
-			return fmt.Errorf("%d of 4 pods running on the other worker: %v", running, pods)
+			wide, _ := survivor.kubectlErr("get", "pods", "-o", "wide", "--request-timeout=10s")
+			nodes, _ := survivor.kubectlErr("get", "nodes", "--request-timeout=10s")
+			rs, _ := survivor.kubectlErr("get", "rs", "--request-timeout=10s")
+			return fmt.Errorf("%d of 4 pods running on the other worker: %v\n%s\n%s\n%s", running, pods, wide, nodes, rs)
 		}
 		return nil
 	})
