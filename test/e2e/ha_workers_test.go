@@ -231,8 +231,9 @@ func leaseRenewTime(c *cluster, node string) (time.Time, error) {
 func TestHAStackedWithWorkers(t *testing.T) {
 	n := newTestNet(t)
 	ports := [3]int{freePort(t), freePort(t), freePort(t)}
-	// A short grace period, so the lost worker is noticed quickly (upstream's default is 40 s).
-	grace := []string{"--node-monitor-grace-period=8s"}
+	// A shorter grace period, so the lost worker is noticed sooner (upstream's default is 40 s); it
+	// must stay above the kubelets' Lease renewal interval (10 s), or healthy nodes flap.
+	grace := []string{"--node-monitor-grace-period=20s"}
 	began := time.Now()
 	cp1 := haControlPlane(t, n, nil, "cp-1", ports, "", "", grace...)
 	t.Logf("figure: single node (etcd,controlplane) start to serving: %s", time.Since(began).Round(100*time.Millisecond))
@@ -288,15 +289,18 @@ func TestHAStackedWithWorkers(t *testing.T) {
 	})
 
 	w1, w2 := newJoinedNode(t, n.addHost(), "worker-1", victimURL), newJoinedNode(t, n.addHost(), "worker-2", victimURL)
+	began = time.Now()
+	for _, w := range []*joinedNode{w1, w2} {
+		// Cleanups run last first: pods deleted while the kubelets run, then the workers stopped,
+		// then whatever a killed worker left behind reaped.
+		t.Cleanup(func() { reapKilledWorker(t, w.dataDir) })
+		w.start(workerToken)
+		t.Cleanup(w.stop)
+	}
 	t.Cleanup(func() {
 		_, _ = survivor.kubectlErr("delete", "deployment", "--all", "--timeout=30s")
 		_, _ = survivor.kubectlErr("delete", "pods", "--all", "--grace-period=1", "--timeout=60s")
 	})
-	began = time.Now()
-	for _, w := range []*joinedNode{w1, w2} {
-		w.start(workerToken)
-		t.Cleanup(w.stop)
-	}
 	waitNodesReady(t, survivor, 3*time.Minute, "worker-1", "worker-2")
 	t.Logf("figure: two workers (started together) join to Ready: %s", time.Since(began).Round(100*time.Millisecond))
 	// Each worker's balancer learned all three API servers.
@@ -373,7 +377,6 @@ func TestHAStackedWithWorkers(t *testing.T) {
 	<-w1.done
 	w1.logFile.Close()
 	w1.cmd = nil
-	t.Cleanup(func() { reapKilledWorker(t, w1.dataDir) })
 	eventually(t, 2*time.Minute, func() error {
 		status, _ := survivor.kubectlErr("get", "node", "worker-1", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
 		taints, _ := survivor.kubectlErr("get", "node", "worker-1", "-o", "jsonpath={.spec.taints}")
@@ -405,7 +408,7 @@ func TestHAStackedWithWorkers(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("figure: %d pods of the lost worker recreated and running on worker-2 %s after the kill (tolerationSeconds 5, grace period 8s)",
+	t.Logf("figure: %d pods of the lost worker recreated and running on worker-2 %s after the kill (tolerationSeconds 5, grace period 20s)",
 		onW1, time.Since(lost).Round(100*time.Millisecond))
 	// The killed control plane comes back without its token and serves again.
 	victim.extraArgs = withoutToken(victim.extraArgs)
