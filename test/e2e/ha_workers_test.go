@@ -79,11 +79,15 @@ func startInNamespace(c *cluster, h *netHost, addr string) {
 }
 
 // reapKilledWorker removes what a worker killed with -9 leaves behind: its containerd shims and
-// their containers (each shim names its -address under the worker's data dir), then the mounts
-// under the data dir.
+// their containers (each shim names its -address under the worker's data dir), the pods' network
+// namespaces, then the mounts under the data dir.
 func reapKilledWorker(t *testing.T, dir string) {
+	podNets := map[string]bool{}
 	var killTree func(pid string)
 	killTree = func(pid string) {
+		if ns, err := exec.Command("ip", "netns", "identify", pid).Output(); err == nil && strings.HasPrefix(string(ns), "cni-") {
+			podNets[strings.TrimSpace(string(ns))] = true
+		}
 		children, _ := exec.Command("pgrep", "-P", pid).Output()
 		for _, c := range strings.Fields(string(children)) {
 			killTree(c)
@@ -97,6 +101,9 @@ func reapKilledWorker(t *testing.T, dir string) {
 	shims, _ := exec.Command("pgrep", "-f", "containerd-shim.* -address "+dir+"/").Output()
 	for _, pid := range strings.Fields(string(shims)) {
 		killTree(pid)
+	}
+	for ns := range podNets {
+		_ = exec.Command("ip", "netns", "del", ns).Run()
 	}
 	mounts, _ := os.ReadFile("/proc/mounts")
 	var under []string
