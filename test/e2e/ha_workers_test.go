@@ -319,7 +319,8 @@ func TestHAStackedWithWorkers(t *testing.T) {
 			}
 			return nil
 		})
-		mustContain(t, w.log(), "node-local API load balancer listening")
+		whole, _ := os.ReadFile(w.logPath())
+		mustContain(t, string(whole), "node-local API load balancer listening")
 	}
 	importBusybox(t, survivor, w1, w2)
 	survivor.stdin(evictableDeployment("steady", 4, 5), "apply", "-f", "-")
