@@ -69,6 +69,9 @@ type Node struct {
 // is ordered: the kubelet, controllers and scheduler return first, then the API server stops
 // serving, and etcd stops last.
 func Run(ctx context.Context, cfg Config) error {
+	if cfg.Server != "" && cfg.HasRole(RoleEtcd) && !cfg.HasRole(RoleControlPlane) {
+		return runEtcdNode(ctx, cfg) // etcdonly.go
+	}
 	if cfg.Server != "" && !cfg.HasRole(RoleControlPlane) {
 		return runJoinedNode(ctx, cfg)
 	}

@@ -319,12 +319,7 @@ func (c *Config) Validate() error {
 	if c.HasRole(RoleEtcd) && len(c.EtcdServers) > 0 {
 		errs = append(errs, errors.New("--etcd-servers names an external etcd: drop the etcd role or the flag"))
 	}
-	if c.HasRole(RoleControlPlane) && !c.HasRole(RoleEtcd) && len(c.EtcdServers) == 0 {
-		errs = append(errs, errors.New("a controlplane node without the etcd role needs --etcd-servers"))
-	}
-	if !c.HasRole(RoleControlPlane) && c.HasRole(RoleEtcd) {
-		errs = append(errs, errors.New("an etcd-only node is not available yet (joining a cluster is a later issue)"))
-	}
+	errs = append(errs, c.validateEtcdOnly()...) // etcdonly.go
 	return errors.Join(errs...)
 }
 

@@ -41,6 +41,9 @@ func (n *Node) startStorage(ctx context.Context) error {
 		}
 		return recordEtcdEndpoints(n.cfg.DataDir, n.cfg.EtcdServers)
 	}
+	if n.cfg.onClusterEtcd() {
+		return n.startClusterEtcdClient(ctx) // etcdonly.go
+	}
 	certs, err := ensureEtcdCertificates(&n.cfg, time.Now())
 	if err != nil {
 		return err

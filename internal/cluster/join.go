@@ -49,24 +49,12 @@ func (c *Config) validateJoin() []error {
 	if u, err := url.Parse(c.Server); err != nil || u.Scheme != "https" || u.Host == "" {
 		errs = append(errs, fmt.Errorf("--server %q must be https://HOST:PORT", c.Server))
 	}
-	if c.HasRole(RoleEtcd) && !c.HasRole(RoleControlPlane) {
-		errs = append(errs, errors.New("an etcd-only node cannot join yet: join etcd,controlplane nodes (stacked), worker nodes, or control-plane nodes on an external etcd"))
-	}
 	if c.Token != "" {
 		if _, err := join.ParseJoinToken(c.Token); err != nil {
 			errs = append(errs, fmt.Errorf("--token: %w", err))
 		}
 	}
 	return errs
-}
-
-// apiServerURL is the API server a joined node's components use: the one place to route it
-// through the node-local load balancer.
-func apiServerURL(cfg *Config) string {
-	if cfg.Server != "" {
-		return cfg.Server
-	}
-	return cfg.LocalURL()
 }
 
 // joinControlPlane prepares a joining control-plane node: unless it already has the cluster's keys
@@ -156,12 +144,19 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 		},
 		ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
 	}
-	restCfg := id.RESTConfig(apiServerURL(&cfg), "kubelet")
+	// Every component reaches the API servers through the node-local balancer (joinlb.go); it
+	// outlives the roles, so the kubelet's last status writes still go through.
+	nodeLB, err := startJoinedLB(ctx, &cfg, id)
+	if err != nil {
+		return fmt.Errorf("start load balancer: %w", err)
+	}
+	defer nodeLB.close()
+	restCfg := joinedRESTConfig(&cfg, id, "kubelet")
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return err
 	}
-	cfg.Logger.Info("skiff node joined", "node", cfg.NodeName, "roles", cfg.Roles, "server", cfg.Server)
+	cfg.Logger.Info("skiff node joined", "node", cfg.NodeName, "roles", cfg.Roles, "server", cfg.Server, "api", cfg.LBURL())
 	roles := []role{
 		{name: "worker", run: func(ctx context.Context) error {
 			return runKubelet(ctx, &cfg, kubeletIdentity{rest: restCfg, serverTLS: serverTLS, labels: map[string]string{workerRoleLabel: "true"}})
@@ -170,12 +165,12 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 			return runCertificates(ctx, &cfg, id, client, serving, clock.RealClock{})
 		}},
 		{name: "dns", run: func(ctx context.Context) error {
-			return runDNSAs(ctx, &cfg, prometheus.NewRegistry(), id.RESTConfig(apiServerURL(&cfg), "dns"))
+			return runDNSAs(ctx, &cfg, prometheus.NewRegistry(), joinedRESTConfig(&cfg, id, "dns"))
 		}},
 	}
 	if !cfg.DisableProxy {
 		roles = append(roles, role{name: "service proxy", run: func(ctx context.Context) error {
-			return runProxyAs(ctx, &cfg, prometheus.NewRegistry(), id.RESTConfig(apiServerURL(&cfg), "proxy"))
+			return runProxyAs(ctx, &cfg, prometheus.NewRegistry(), joinedRESTConfig(&cfg, id, "proxy"))
 		}})
 	}
 	return runRoles(ctx, roles, roleStopGrace, cfg.Logger)

@@ -24,14 +24,3 @@ func TestNodeTaints(t *testing.T) {
 		}
 	}
 }
-
-func TestAPIServerURL(t *testing.T) {
-	local := &Config{BindAddress: "0.0.0.0", HTTPSPort: 6443}
-	if got := apiServerURL(local); got != "https://127.0.0.1:6443" {
-		t.Errorf("own cluster: %s", got)
-	}
-	joined := &Config{BindAddress: "172.31.5.2", HTTPSPort: 6443, Server: "https://172.31.5.1:6443"}
-	if got := apiServerURL(joined); got != "https://172.31.5.1:6443" {
-		t.Errorf("joined node: %s", got)
-	}
-}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -103,41 +104,52 @@ func (n *Node) startLB(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	n.lb, err = launchLB(ctx, cfg, seeds, probeTLS, rc, n.metrics.fresh("lb"), nil)
+	return err
+}
+
+// launchLB listens on the node's balancer address and runs the balancer with its endpoint watch
+// (through itself, with rc) until the returned nodeLB is stopped; learned (optional) is told each
+// API server list the watch learns.
+func launchLB(ctx context.Context, cfg *Config, seeds []string, probeTLS *tls.Config, rc *rest.Config, reg prometheus.Registerer, learned func([]string)) (*nodeLB, error) {
 	b, err := lb.New(lb.Config{
 		ListenAddress: cfg.LBAddress(), Seeds: seeds, ProbeTLS: probeTLS,
-		Registerer: n.metrics.fresh("lb"), Logger: cfg.Logger.With("component", "lb"),
+		Registerer: reg, Logger: cfg.Logger.With("component", "lb"), Learned: learned,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	lbCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	n.lb = &nodeLB{b: b, stop: cancel, done: make(chan struct{})}
+	nl := &nodeLB{b: b, stop: cancel, done: make(chan struct{})}
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
 		_ = b.WatchEndpoints(lbCtx, client)
 	}()
 	go func() {
-		defer close(n.lb.done)
+		defer close(nl.done)
 		if err := b.Run(lbCtx); err != nil {
 			cfg.Logger.Error("node-local load balancer stopped", "err", err)
 		}
 		<-watchDone
 	}()
 	cfg.Logger.Info("node-local API load balancer listening", "address", b.Addr(), "seeds", seeds)
-	return nil
+	return nl, nil
 }
 
-func (n *Node) stopLB() {
-	if n.lb == nil {
+func (n *Node) stopLB() { n.lb.close() }
+
+// close stops the balancer and waits for it (nil: nothing to stop).
+func (l *nodeLB) close() {
+	if l == nil {
 		return
 	}
-	n.lb.stop()
-	<-n.lb.done
+	l.stop()
+	<-l.done
 }
 
 // probeTLSConfig is the TLS the balancer's /readyz probes use: the cluster CA, the balancer's

@@ -37,6 +37,9 @@ type Config struct {
 	// Registerer takes the balancer's metrics; nil registers none.
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
+	// Learned, when set, is told every new API server list WatchEndpoints learns (a joined node
+	// keeps it on disk, so a restart does not depend on its --server alone).
+	Learned func(addrs []string)
 }
 
 func (c *Config) defaults() {

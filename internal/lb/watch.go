@@ -35,6 +35,9 @@ func (b *Balancer) WatchEndpoints(ctx context.Context, client kubernetes.Interfa
 		last = addrs
 		b.cfg.Logger.Info("API servers learned from the kubernetes endpoints", "backends", addrs)
 		b.SetEndpoints(addrs)
+		if b.cfg.Learned != nil && len(addrs) > 0 {
+			b.cfg.Learned(addrs)
+		}
 	}
 	// One handler goroutine delivers the notifications, so update runs serially.
 	_, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

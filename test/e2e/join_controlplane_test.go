@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestJoinControlPlane: HA with external etcd. A second control plane on the same etcd joins with
@@ -42,8 +43,10 @@ func TestJoinControlPlane(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	began := time.Now()
 	c2.start()
 	t.Cleanup(c2.stop)
+	t.Logf("figure: control plane on external etcd, join to serving: %s", time.Since(began).Round(100*time.Millisecond))
 
 	ca1, _ := os.ReadFile(filepath.Join(c1.dataDir, "pki", "ca.crt"))
 	ca2, _ := os.ReadFile(filepath.Join(dir, "pki", "ca.crt"))

@@ -41,6 +41,7 @@ func newWorkerCluster(t *testing.T, extraArgs ...string) *cluster {
 	c := &cluster{t: t, bin: skiffBinary, dataDir: dir, roles: "etcd,controlplane,worker", extraArgs: extraArgs}
 	c.ports = [3]int{freePort(t), freePort(t), freePort(t)}
 	c.kubeconfig = filepath.Join(c.dataDir, "admin.kubeconfig")
+	began := time.Now()
 	c.start()
 	t.Cleanup(func() {
 		_, _ = c.kubectlErr("delete", "pods", "--all", "--all-namespaces", "--grace-period=1", "--timeout=60s")
@@ -55,6 +56,7 @@ func newWorkerCluster(t *testing.T, extraArgs ...string) *cluster {
 		}
 		return nil
 	})
+	t.Logf("figure: single node (all roles) start to Node Ready: %s", time.Since(began).Round(100*time.Millisecond))
 	archive, err := execOutput(skiffBinary, "images", "build-busybox", "--out", dir)
 	if err != nil {
 		t.Fatalf("build image: %v\n%s", err, archive)
