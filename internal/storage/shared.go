@@ -1,0 +1,42 @@
+package storage
+
+import (
+	"context"
+	"io"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// SharedLister is implemented by stores that can answer a list with the objects they already hold in
+// memory (the watch cache), without copying or re-encoding them per request.
+type SharedLister interface {
+	// ListShared answers like List. served is false when the store cannot answer from memory
+	// (not ready, a revision it does not hold, options it leaves to etcd): the caller then calls List.
+	ListShared(ctx context.Context, prefix string, opts ListOptions) (list *SharedList, served bool, err error)
+}
+
+// SharedList is a list page whose items belong to the store: they must not be mutated.
+type SharedList struct {
+	Items              []SharedObject
+	ResourceVersion    string
+	Continue           string
+	RemainingItemCount *int64
+}
+
+// SharedObject is one object version held by a store, with its encodings memoized: each wire form
+// is encoded once per object version and reused by every response that sends it.
+type SharedObject interface {
+	// Object is the stored object. It must not be mutated.
+	Object() runtime.Object
+	// Encoded returns the bytes encode writes for the object, computed on the first call for id
+	// (one id per wire form: media type, version, with or without type metadata) and memoized
+	// while the object version stays in the store and the store's memory bound allows.
+	Encoded(id string, encode func(obj runtime.Object, w io.Writer) error) ([]byte, error)
+}
+
+// ProgressRequester is implemented by stores whose watches can be asked to report the store's
+// current revision (etcd's progress request): a cache waiting to catch up with a revision asks for it
+// rather than waiting for the next periodic progress notification.
+type ProgressRequester interface {
+	RequestWatchProgress(ctx context.Context) error
+}
