@@ -158,6 +158,10 @@ func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, info *Req
 		h.s.writeError(w, r, err)
 		return
 	}
+	// From the watch cache's shared objects and their memoized encodings when it can (liststream.go).
+	if h.streamList(w, r, choice, info, opts) {
+		return
+	}
 	list, err := h.st.List(r.Context(), info.Namespace, opts)
 	if err != nil {
 		h.s.writeError(w, r, err)
