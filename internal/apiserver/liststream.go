@@ -107,9 +107,11 @@ func (h *resourceHandler) streamList(w http.ResponseWriter, r *http.Request, cho
 	w.Header().Set("Content-Length", strconv.FormatInt(body.size(), 10))
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriterSize(w, streamBufferSize)
-	if err := body.writeTo(bw); err == nil {
+	err = body.writeTo(bw)
+	if err == nil {
 		err = bw.Flush()
-	} else {
+	}
+	if err != nil {
 		h.s.log.Debug("write list", "path", r.URL.Path, "err", err)
 	}
 	return true
