@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/skiff-sh/skiff/internal/storage"
 )
@@ -286,4 +287,26 @@ func withoutTypeMeta(obj runtime.Object) (runtime.Object, error) {
 	}
 	out.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	return out, nil
+}
+
+// shareWatchObjects lets a watch served from the watch cache send the cache's objects, each encoded
+// once per wire form for every watcher, when the response form allows it (as for streamed lists).
+func (h *resourceHandler) shareWatchObjects(wi watch.Interface, choice mediaChoice) {
+	if sharer, ok := wi.(storage.ObjectSharer); ok && h.streamedForm(choice) != notStreamed {
+		sharer.ShareObjects()
+	}
+}
+
+// encodeSharedWatchObject is a watch event's object, with its type metadata, from the memo.
+func (h *resourceHandler) encodeSharedWatchObject(choice mediaChoice, shared *storage.SharedEventObject) ([]byte, error) {
+	gv := h.res.GroupVersion
+	id := "watch:" + choice.info.MediaType + ":" + gv.String()
+	return shared.Encoded(id, func(obj runtime.Object, w io.Writer) error {
+		// The encoder sets type metadata: on a shallow copy, never on the shared object.
+		cp, err := withoutTypeMeta(obj)
+		if err != nil {
+			return err
+		}
+		return h.s.codecs.EncoderForVersion(choice.info.Serializer, gv).Encode(cp, w)
+	})
 }

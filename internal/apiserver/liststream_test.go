@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"reflect"
 	"sync/atomic"
 	"testing"
 
@@ -13,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-sh/skiff/internal/registry"
 	"github.com/skiff-sh/skiff/internal/storage"
@@ -38,21 +41,7 @@ func (s sharedCounter) ListShared(ctx context.Context, prefix string, opts stora
 // and selections; a second list reuses the memoized encodings.
 func TestStreamedListIsTheEncodersBytes(t *testing.T) {
 	var served atomic.Int64
-	c := startTestCluster(t, func(cfg *Config) {
-		inner := cfg.Storage
-		cfg.Storage = func(res *registry.Resource) (storage.Interface, error) {
-			st, err := inner(res)
-			if err != nil {
-				return nil, err
-			}
-			cache, err := watchcache.New(st, watchcache.Config{NewFunc: res.New, NewListFunc: res.NewList})
-			if err != nil {
-				return nil, err
-			}
-			t.Cleanup(cache.Stop)
-			return sharedCounter{Cache: cache, served: &served}, nil
-		}
-	})
+	c := startCachedTestCluster(t, &served)
 	ctx := context.Background()
 	ns := c.namespace(t, "stream")
 	for i := range 30 {
@@ -129,4 +118,92 @@ func encodeListTheOrdinaryWay(t *testing.T, h *resourceHandler, choice mediaChoi
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// startCachedTestCluster is the test cluster with every resource behind a watch cache, as
+// internal/cluster assembles it; served counts the lists the caches served from memory.
+func startCachedTestCluster(t *testing.T, served *atomic.Int64) *testCluster {
+	return startTestCluster(t, func(cfg *Config) {
+		inner := cfg.Storage
+		cfg.Storage = func(res *registry.Resource) (storage.Interface, error) {
+			st, err := inner(res)
+			if err != nil {
+				return nil, err
+			}
+			cache, err := watchcache.New(st, watchcache.Config{NewFunc: res.New, NewListFunc: res.NewList})
+			if err != nil {
+				return nil, err
+			}
+			t.Cleanup(cache.Stop)
+			return sharedCounter{Cache: cache, served: served}, nil
+		}
+	})
+}
+
+// TestSharedWatchEvents: watches served from the cache with shared objects deliver, in JSON and
+// protobuf, the same events as the objects the writes returned, including an object leaving a
+// label selector (DELETED with its last matching state).
+func TestSharedWatchEvents(t *testing.T) {
+	var served atomic.Int64
+	c := startCachedTestCluster(t, &served)
+	ctx := context.Background()
+	ns := c.namespace(t, "watchshare")
+	pods := c.client.CoreV1().Pods(ns)
+	start, err := pods.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	protoCfg := *c.admin
+	protoCfg.ContentType = runtime.ContentTypeProtobuf
+	protoCfg.AcceptContentTypes = runtime.ContentTypeProtobuf
+	protoClient, err := kubernetes.NewForConfig(&protoCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := metav1.ListOptions{ResourceVersion: start.ResourceVersion, LabelSelector: "app=web"}
+	var watchers []watch.Interface
+	for _, cs := range []kubernetes.Interface{c.client, protoClient, c.client} {
+		w, err := cs.CoreV1().Pods(ns).Watch(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+		watchers = append(watchers, w)
+	}
+	created, err := pods.Create(ctx, makePod("a").ns(ns).label("app", "web").obj(), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := created.DeepCopy()
+	step.Annotations = map[string]string{"step": "2"}
+	updated, err := pods.Update(ctx, step, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	away := updated.DeepCopy()
+	away.Labels["app"] = "db"
+	moved, err := pods.Update(ctx, away, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		typ watch.EventType
+		rv  string
+		pod *corev1.Pod
+	}{{watch.Added, created.ResourceVersion, created}, {watch.Modified, updated.ResourceVersion, updated}, {watch.Deleted, moved.ResourceVersion, updated}}
+	for i, w := range watchers {
+		for _, exp := range want {
+			ev := nextEvent(t, w)
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok || ev.Type != exp.typ || pod.ResourceVersion != exp.rv {
+				t.Fatalf("watcher %d: %s %T, want %s at %s", i, ev.Type, ev.Object, exp.typ, exp.rv)
+			}
+			got, wantPod := pod.DeepCopy(), exp.pod.DeepCopy()
+			got.TypeMeta, wantPod.TypeMeta = metav1.TypeMeta{}, metav1.TypeMeta{}
+			got.ResourceVersion, wantPod.ResourceVersion = "", ""
+			if !reflect.DeepEqual(got, wantPod) {
+				t.Fatalf("watcher %d %s: object differs:\n%+v\n%+v", i, ev.Type, got, wantPod)
+			}
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // SharedLister is implemented by stores that can answer a list with the objects they already hold in
@@ -40,3 +41,22 @@ type SharedObject interface {
 type ProgressRequester interface {
 	RequestWatchProgress(ctx context.Context) error
 }
+
+// ObjectSharer is implemented by watches that can send the store's own objects, with memoized
+// encodings, instead of a copy per watcher. After ShareObjects, events may carry a
+// *SharedEventObject, which the receiver must not mutate; events read before may still be copies.
+type ObjectSharer interface {
+	ShareObjects()
+}
+
+// SharedEventObject is a shared watch event object: encode it through Encoded (one encoding per
+// wire form for every watcher that sends it), or DeepCopyObject it to get an object of one's own.
+type SharedEventObject struct {
+	SharedObject
+}
+
+// GetObjectKind implements runtime.Object: the shared object's type metadata is not to be set.
+func (o *SharedEventObject) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object: a copy of the shared object itself (not of the wrapper).
+func (o *SharedEventObject) DeepCopyObject() runtime.Object { return o.Object().DeepCopyObject() }

@@ -36,6 +36,10 @@ type event struct {
 
 	prevOnce  sync.Once
 	prevAtRev runtime.Object
+
+	// memo are the event's objects with memoized encodings, made when a watcher that shares
+	// objects sends them (watchshare.go).
+	memo eventMemo
 }
 
 // previousAtRevision is the state before a modification stamped with the modification's revision:
@@ -80,6 +84,7 @@ func (h *history) push(e *event) (evicted *event) {
 // pop removes the oldest event.
 func (h *history) pop() *event {
 	e := h.buf[h.start]
+	e.memo.evict()
 	h.buf[h.start] = nil
 	h.start = (h.start + 1) % len(h.buf)
 	h.n--
