@@ -26,7 +26,7 @@ const (
 	DefaultWatcherBuffer      = 1024
 	DefaultBookmarkInterval   = 5 * time.Second
 	DefaultSlowWatcherTimeout = 100 * time.Millisecond
-	// DefaultEncodedBytes bounds the memoized encodings of list items per resource.
+	// DefaultEncodedBytes bounds the memoized encodings of list items and watch events per resource.
 	DefaultEncodedBytes = 128 << 20
 	// DefaultConsistentReadTimeout bounds how long a consistent list waits for the cache to reach
 	// etcd's revision before it is read from etcd instead (upstream waits as long).
@@ -57,8 +57,9 @@ type Config struct {
 	// SlowWatcherTimeout is how long an event's delivery waits for watchers whose buffer is full before
 	// closing them; negative closes them at once.
 	SlowWatcherTimeout time.Duration
-	// EncodedBytes bounds the bytes of list items' memoized encodings per resource (default 128
-	// MiB; negative: nothing is memoized). Over it, items are encoded per response.
+	// EncodedBytes bounds the bytes of the memoized encodings of list items and watch events per
+	// resource (default 128 MiB; negative: nothing is memoized). Over it, objects are encoded per
+	// response.
 	EncodedBytes int64
 	// ConsistentReadTimeout bounds how long a list waits for the cache to catch up with the revision
 	// it must reflect before it goes to etcd.

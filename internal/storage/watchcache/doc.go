@@ -21,8 +21,12 @@
 // a cache not yet filled, a wait that timed out) goes to the wrapped store, which answers and words
 // errors as without the cache. ListShared hands out the cache's own objects, each version with its
 // encodings memoized once per wire form (within a byte budget, dropped when the version leaves the
-// state), so the API server streams list responses without copying or re-encoding them.
+// state), so the API server streams list responses without copying or re-encoding them. Watches
+// the API server opts in (ObjectSharer) send the cache's objects too, each event's encodings
+// memoized for all its watchers and dropped when the event leaves the history; every other watcher
+// still gets its own copies.
 // Gets and writes are passed to the wrapped store.
-// It must not import the API server, and never mutates an object it hands out or receives: every
-// watcher gets its own copy, because the API layer's encoders set type metadata on what they encode.
+// It must not import the API server, and never mutates an object it hands out or receives: List
+// and watchers that do not opt in get copies, because the API layer's encoders set type metadata on
+// what they encode; shared objects are encoded through shallow copies.
 package watchcache
