@@ -158,6 +158,10 @@ func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, info *Req
 		h.s.writeError(w, r, err)
 		return
 	}
+	// From the watch cache's shared objects and their memoized encodings when it can (liststream.go).
+	if h.streamList(w, r, choice, info, opts) {
+		return
+	}
 	list, err := h.st.List(r.Context(), info.Namespace, opts)
 	if err != nil {
 		h.s.writeError(w, r, err)
@@ -208,6 +212,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info *Re
 		return
 	}
 	defer wi.Stop()
+	h.shareWatchObjects(wi, choice)
 
 	mediaType := choice.info.MediaType
 	if mediaType != runtime.ContentTypeJSON {
@@ -257,6 +262,9 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, info *Re
 func (h *resourceHandler) encodeWatchObject(choice mediaChoice, ev watch.Event, first bool) ([]byte, error) {
 	if ev.Type == watch.Error {
 		return runtime.Encode(h.s.codecs.EncoderForVersion(choice.info.Serializer, metav1.Unversioned), ev.Object)
+	}
+	if shared, ok := ev.Object.(*storage.SharedEventObject); ok {
+		return h.encodeSharedWatchObject(choice, shared)
 	}
 	obj, gv, err := h.convertOutput(choice, ev.Object, nil)
 	if err != nil {

@@ -40,7 +40,7 @@ func componentRESTConfig(cfg *Config, user string, groups []string, now time.Tim
 	if err != nil {
 		return nil, err
 	}
-	return &rest.Config{
+	return preferProtobuf(&rest.Config{
 		Host:            cfg.LocalURL(),
 		TLSClientConfig: rest.TLSClientConfig{CAData: ca.CertPEM, CertData: certPEM, KeyData: keyPEM},
 		// Components share the process with (or sit next to) their API server; a low client-side
@@ -49,7 +49,7 @@ func componentRESTConfig(cfg *Config, user string, groups []string, now time.Tim
 		QPS:       5000,
 		Burst:     5000,
 		UserAgent: name,
-	}, nil
+	}), nil
 }
 
 func sanitize(s string) string {

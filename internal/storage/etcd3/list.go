@@ -42,7 +42,7 @@ func planList(prefix string, opts storage.ListOptions) (listPlan, error) {
 		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 			return p, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
 		}
-		startKey, rev, err := decodeContinue(pred.Continue, p.keyPrefix)
+		startKey, rev, err := storage.DecodeContinue(pred.Continue, p.keyPrefix)
 		if err != nil {
 			return p, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 		}
@@ -170,7 +170,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 	listAccessor.SetContinue("")
 	listAccessor.SetRemainingItemCount(nil)
 	if paging && hasMore {
-		token, err := encodeContinue(lastKey+"\x00", plan.keyPrefix, readRev)
+		token, err := storage.EncodeContinue(lastKey+"\x00", plan.keyPrefix, readRev)
 		if err != nil {
 			return fmt.Errorf("list %s: %w", plan.keyPrefix, err)
 		}
@@ -191,7 +191,7 @@ func (s *Store) listError(ctx context.Context, err error, plan listPlan) error {
 	}
 	// The pinned revision is gone: offer to continue from the same key at the latest revision.
 	se := e.(*storage.Error)
-	token, tokenErr := encodeContinue(plan.startKey, plan.keyPrefix, -1)
+	token, tokenErr := storage.EncodeContinue(plan.startKey, plan.keyPrefix, -1)
 	if tokenErr != nil {
 		se.Detail = storage.DetailContinueExpired
 		return se

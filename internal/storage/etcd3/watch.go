@@ -281,3 +281,13 @@ func (w *watcher) sendError(ctx context.Context, err apierrors.APIStatus) {
 	}
 	w.send(ctx, watch.Event{Type: watch.Error, Object: &status})
 }
+
+// RequestWatchProgress implements storage.ProgressRequester: every watch of this client's shared
+// stream (the watches opened by Watch, which require a leader) gets a progress notification with
+// the current revision once it has caught up; watches with ProgressNotify turn it into a bookmark.
+func (s *Store) RequestWatchProgress(ctx context.Context) error {
+	if err := s.client.RequestProgress(clientv3.WithRequireLeader(ctx)); err != nil {
+		return fmt.Errorf("request watch progress: %w", err)
+	}
+	return nil
+}

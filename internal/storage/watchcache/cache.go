@@ -26,6 +26,11 @@ const (
 	DefaultWatcherBuffer      = 1024
 	DefaultBookmarkInterval   = 5 * time.Second
 	DefaultSlowWatcherTimeout = 100 * time.Millisecond
+	// DefaultEncodedBytes bounds the memoized encodings of list items and watch events per resource.
+	DefaultEncodedBytes = 128 << 20
+	// DefaultConsistentReadTimeout bounds how long a consistent list waits for the cache to reach
+	// etcd's revision before it is read from etcd instead (upstream waits as long).
+	DefaultConsistentReadTimeout = 3 * time.Second
 	// initTimeout bounds the list that fills a resource's cache.
 	initTimeout = time.Minute
 )
@@ -52,7 +57,14 @@ type Config struct {
 	// SlowWatcherTimeout is how long an event's delivery waits for watchers whose buffer is full before
 	// closing them; negative closes them at once.
 	SlowWatcherTimeout time.Duration
-	Logger             *slog.Logger
+	// EncodedBytes bounds the bytes of the memoized encodings of list items and watch events per
+	// resource (default 128 MiB; negative: nothing is memoized). Over it, objects are encoded per
+	// response.
+	EncodedBytes int64
+	// ConsistentReadTimeout bounds how long a list waits for the cache to catch up with the revision
+	// it must reflect before it goes to etcd.
+	ConsistentReadTimeout time.Duration
+	Logger                *slog.Logger
 	// Metrics, when set, records the cache's Prometheus metrics (see NewMetrics).
 	Metrics *Metrics
 }
@@ -78,6 +90,15 @@ func (c *Config) setDefaults() {
 	}
 	if c.SlowWatcherTimeout == 0 {
 		c.SlowWatcherTimeout = DefaultSlowWatcherTimeout
+	}
+	switch {
+	case c.EncodedBytes == 0:
+		c.EncodedBytes = DefaultEncodedBytes
+	case c.EncodedBytes < 0:
+		c.EncodedBytes = 0
+	}
+	if c.ConsistentReadTimeout <= 0 {
+		c.ConsistentReadTimeout = DefaultConsistentReadTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -138,9 +159,9 @@ func (c *Cache) Get(ctx context.Context, key string, opts storage.GetOptions, ou
 	return c.store.Get(ctx, key, opts, out)
 }
 
-// List implements storage.Interface.
+// List implements storage.Interface: from memory when it can (list.go), otherwise from the wrapped store.
 func (c *Cache) List(ctx context.Context, prefix string, opts storage.ListOptions, listObj runtime.Object) error {
-	return c.store.List(ctx, prefix, opts, listObj)
+	return c.listInto(ctx, prefix, opts, listObj)
 }
 
 // GuaranteedUpdate implements storage.Interface.

@@ -12,7 +12,21 @@
 // resumes from its last resourceVersion, as Kubernetes' watch cache does. Watchers that allow bookmarks
 // get one each bookmark interval in which nothing else was sent to them.
 //
-// Reads and writes are passed to the wrapped store: only watches are served from memory.
-// It must not import the API server, and never mutates an object it hands out or receives: every
-// watcher gets its own copy, because the API layer's encoders set type metadata on what they encode.
+// Lists are served from memory too (list.go), with the same items, order, resourceVersion, continue
+// tokens and remaining counts as the etcd store: a consistent list (resourceVersion "") first reads
+// etcd's current revision with a count-only quorum read, asks etcd for a watch progress notification
+// and waits (bounded) until the cache has applied that revision; "0" and NotOlderThan are served
+// from the state, Exact and continue tokens from the state rebuilt with the history while it reaches
+// back that far. Anything else (single keys, malformed options, a revision the cache does not hold,
+// a cache not yet filled, a wait that timed out) goes to the wrapped store, which answers and words
+// errors as without the cache. ListShared hands out the cache's own objects, each version with its
+// encodings memoized once per wire form (within a byte budget, dropped when the version leaves the
+// state), so the API server streams list responses without copying or re-encoding them. Watches
+// the API server opts in (ObjectSharer) send the cache's objects too, each event's encodings
+// memoized for all its watchers and dropped when the event leaves the history; every other watcher
+// still gets its own copies.
+// Gets and writes are passed to the wrapped store.
+// It must not import the API server, and never mutates an object it hands out or receives: List
+// and watchers that do not opt in get copies, because the API layer's encoders set type metadata on
+// what they encode; shared objects are encoded through shallow copies.
 package watchcache

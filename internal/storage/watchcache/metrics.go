@@ -14,6 +14,7 @@ type Metrics struct {
 	terminated      *prometheus.CounterVec
 	passedThrough   *prometheus.CounterVec
 	initializations *prometheus.CounterVec
+	lists           *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics on reg.
@@ -40,8 +41,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "apiserver_watch_cache_initializations_total",
 			Help: "Times a resource's watch cache was filled from a list (first use and after failures), by resource key root.",
 		}, labels),
+		lists: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_watch_cache_lists_total",
+			Help: "Lists by resource key root and where they were answered: source \"cache\" (memory) or \"etcd\".",
+		}, []string{"resource", "source"}),
 	}
-	for _, c := range []prometheus.Collector{m.watchers, m.events, m.terminated, m.passedThrough, m.initializations} {
+	for _, c := range []prometheus.Collector{m.watchers, m.events, m.terminated, m.passedThrough, m.initializations, m.lists} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register watch cache metrics: %w", err)
 		}
@@ -83,4 +88,15 @@ func (m *Metrics) initialized(root string) {
 	if m != nil {
 		m.initializations.WithLabelValues(root).Inc()
 	}
+}
+
+func (m *Metrics) listServed(root string, fromCache bool) {
+	if m == nil {
+		return
+	}
+	source := "etcd"
+	if fromCache {
+		source = "cache"
+	}
+	m.lists.WithLabelValues(root, source).Inc()
 }

@@ -27,7 +27,8 @@ type event struct {
 	// obj is the new state (Added, Modified) or the last state with rev as its resourceVersion
 	// (Deleted).
 	obj runtime.Object
-	// prev is the state before a Modified change (as stored, with its own resourceVersion).
+	// prev is the state before a Modified or Deleted change (as stored, with its own
+	// resourceVersion): lists at an older revision are rebuilt from it.
 	prev runtime.Object
 
 	// size estimates the bytes obj holds (see objectSize), for the history's byte bound.
@@ -35,6 +36,10 @@ type event struct {
 
 	prevOnce  sync.Once
 	prevAtRev runtime.Object
+
+	// memo are the event's objects with memoized encodings, made when a watcher that shares
+	// objects sends them (watchshare.go).
+	memo eventMemo
 }
 
 // previousAtRevision is the state before a modification stamped with the modification's revision:
@@ -79,6 +84,7 @@ func (h *history) push(e *event) (evicted *event) {
 // pop removes the oldest event.
 func (h *history) pop() *event {
 	e := h.buf[h.start]
+	e.memo.evict()
 	h.buf[h.start] = nil
 	h.start = (h.start + 1) % len(h.buf)
 	h.n--
@@ -127,6 +133,9 @@ type resourceCache struct {
 	historyFrom int64
 	watchers    map[*cacheWatcher]struct{}
 	failed      bool
+
+	// lists is what serving lists from memory keeps (list.go).
+	lists listState
 }
 
 func newResourceCache(c *Cache, root string) *resourceCache {
@@ -138,6 +147,7 @@ func newResourceCache(c *Cache, root string) *resourceCache {
 		state:    map[string]runtime.Object{},
 		hist:     history{buf: make([]*event, c.cfg.HistorySize), maxBytes: c.cfg.HistoryBytes},
 		watchers: map[*cacheWatcher]struct{}{},
+		lists:    newListState(c.cfg.EncodedBytes),
 	}
 }
 
@@ -184,6 +194,7 @@ func (rc *resourceCache) init(requested int64) (watch.Interface, error) {
 		rc.state[key] = obj
 	}
 	rc.rev, rc.historyFrom = rev, rev
+	rc.lists.lastChange = rev
 	c.cfg.Metrics.initialized(rc.root)
 	// The underlying watch outlives this request: it belongs to the cache.
 	return c.store.Watch(c.base, rc.root, storage.ListOptions{
@@ -235,7 +246,7 @@ func (rc *resourceCache) process(ev watch.Event) error {
 			return fmt.Errorf("bookmark: %w", err)
 		}
 		rc.mu.Lock()
-		rc.rev = max(rc.rev, rev)
+		rc.advanceLocked(rev)
 		rc.mu.Unlock()
 		return nil
 	case watch.Added, watch.Modified, watch.Deleted:
@@ -250,8 +261,10 @@ func (rc *resourceCache) process(ev watch.Event) error {
 	rc.mu.Lock()
 	prev, existed := rc.state[key]
 	e := &event{typ: ev.Type, key: key, rev: rev, obj: ev.Object, size: objectSize(ev.Object)}
+	rc.lists.changedLocked(key, rev, ev.Type == watch.Deleted || !existed)
 	switch {
 	case ev.Type == watch.Deleted:
+		e.prev = prev
 		delete(rc.state, key)
 	case existed:
 		e.typ, e.prev = watch.Modified, prev
@@ -263,7 +276,7 @@ func (rc *resourceCache) process(ev watch.Event) error {
 	if evicted := rc.hist.push(e); evicted != nil {
 		rc.historyFrom = evicted.rev
 	}
-	rc.rev = max(rc.rev, rev)
+	rc.advanceLocked(rev)
 	var blocked []*cacheWatcher
 	for w := range rc.watchers {
 		select {
@@ -420,6 +433,8 @@ func (rc *resourceCache) terminateLocked(w *cacheWatcher) bool {
 func (rc *resourceCache) fail(err error) {
 	rc.mu.Lock()
 	rc.failed = true
+	rc.lists.dropAllLocked()
+	rc.lists.wakeLocked()
 	n := len(rc.watchers)
 	for w := range rc.watchers {
 		rc.terminateLocked(w)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -43,6 +44,8 @@ type cacheWatcher struct {
 	cancel context.CancelFunc
 	// sentSinceTick tells whether anything went to the client since the last bookmark tick.
 	sentSinceTick bool
+	// share is set by ShareObjects: changes are sent as the cache's objects (watchshare.go).
+	share atomic.Bool
 }
 
 var _ watch.Interface = (*cacheWatcher)(nil)
@@ -192,7 +195,7 @@ func (w *cacheWatcher) transform(e *event) (*watch.Event, error) {
 		if !curMatches {
 			return nil, nil
 		}
-		return &watch.Event{Type: e.typ, Object: e.obj.DeepCopyObject()}, nil
+		return &watch.Event{Type: e.typ, Object: w.current(e)}, nil
 	}
 	oldMatches, err := w.predicate.Matches(e.prev)
 	if err != nil {
@@ -200,11 +203,11 @@ func (w *cacheWatcher) transform(e *event) (*watch.Event, error) {
 	}
 	switch {
 	case curMatches && oldMatches:
-		return &watch.Event{Type: watch.Modified, Object: e.obj.DeepCopyObject()}, nil
+		return &watch.Event{Type: watch.Modified, Object: w.current(e)}, nil
 	case curMatches:
-		return &watch.Event{Type: watch.Added, Object: e.obj.DeepCopyObject()}, nil
+		return &watch.Event{Type: watch.Added, Object: w.current(e)}, nil
 	case oldMatches:
-		return &watch.Event{Type: watch.Deleted, Object: e.previousAtRevision().DeepCopyObject()}, nil
+		return &watch.Event{Type: watch.Deleted, Object: w.previous(e)}, nil
 	}
 	return nil, nil
 }

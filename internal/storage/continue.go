@@ -1,4 +1,4 @@
-package etcd3
+package storage
 
 import (
 	"encoding/base64"
@@ -20,7 +20,10 @@ type continueToken struct {
 
 const continueTokenVersion = "meta.k8s.io/v1"
 
-func encodeContinue(nextKey, keyPrefix string, rev int64) (string, error) {
+// EncodeContinue makes the continue token of a list page read at rev whose next page starts at
+// nextKey (under keyPrefix). The etcd store and the watch cache both make and read these tokens,
+// so a page served by one continues in the other.
+func EncodeContinue(nextKey, keyPrefix string, rev int64) (string, error) {
 	if !strings.HasPrefix(nextKey, keyPrefix) {
 		return "", fmt.Errorf("continue key %q is outside the list prefix %q", nextKey, keyPrefix)
 	}
@@ -35,8 +38,8 @@ func encodeContinue(nextKey, keyPrefix string, rev int64) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(out), nil
 }
 
-// decodeContinue returns the full key to resume at and the revision to read at.
-func decodeContinue(token, keyPrefix string) (string, int64, error) {
+// DecodeContinue returns the full key to resume at and the revision to read at.
+func DecodeContinue(token, keyPrefix string) (string, int64, error) {
 	data, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
 		return "", 0, fmt.Errorf("continue key is not valid: %w", err)
