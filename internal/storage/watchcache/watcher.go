@@ -32,8 +32,10 @@ type cacheWatcher struct {
 	// Set before the watcher runs.
 	initial       []runtime.Object
 	initialShared bool // initial objects belong to the cache and must be copied
-	endBookmark   bool
-	backlog       []*event
+	// shared hands out the cache's own objects uncopied (WatchShared's in-process readers).
+	shared      bool
+	endBookmark bool
+	backlog     []*event
 	// position is the revision up to which the watcher has seen every change.
 	position int64
 
@@ -110,7 +112,7 @@ func (w *cacheWatcher) sendInitial() bool {
 			if !matches {
 				continue
 			}
-			obj = obj.DeepCopyObject()
+			obj = w.own(obj)
 		}
 		if !w.send(watch.Event{Type: watch.Added, Object: obj}) {
 			return false
@@ -192,7 +194,7 @@ func (w *cacheWatcher) transform(e *event) (*watch.Event, error) {
 		if !curMatches {
 			return nil, nil
 		}
-		return &watch.Event{Type: e.typ, Object: e.obj.DeepCopyObject()}, nil
+		return &watch.Event{Type: e.typ, Object: w.own(e.obj)}, nil
 	}
 	oldMatches, err := w.predicate.Matches(e.prev)
 	if err != nil {
@@ -200,11 +202,11 @@ func (w *cacheWatcher) transform(e *event) (*watch.Event, error) {
 	}
 	switch {
 	case curMatches && oldMatches:
-		return &watch.Event{Type: watch.Modified, Object: e.obj.DeepCopyObject()}, nil
+		return &watch.Event{Type: watch.Modified, Object: w.own(e.obj)}, nil
 	case curMatches:
-		return &watch.Event{Type: watch.Added, Object: e.obj.DeepCopyObject()}, nil
+		return &watch.Event{Type: watch.Added, Object: w.own(e.obj)}, nil
 	case oldMatches:
-		return &watch.Event{Type: watch.Deleted, Object: e.previousAtRevision().DeepCopyObject()}, nil
+		return &watch.Event{Type: watch.Deleted, Object: w.own(e.previousAtRevision())}, nil
 	}
 	return nil, nil
 }
