@@ -46,7 +46,7 @@ func main() {
 type options struct {
 	skiff, simnode, upstream, etcd string
 	label, serverLog               string
-	serverArgs                     string
+	serverArgs, simArgs            string
 	nodes, deployments, replicas   int
 	simWorkers                     int
 	heartbeat                      time.Duration
@@ -63,6 +63,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.upstream, "upstream", "", "directory with kube-apiserver, kube-controller-manager and kube-scheduler: measure them instead of skiff")
 	fs.StringVar(&o.etcd, "etcd", "/usr/bin/etcd", "etcd binary for --upstream")
 	fs.StringVar(&o.serverArgs, "server-args", "", "extra skiff server arguments, space-separated")
+	fs.StringVar(&o.simArgs, "sim-args", "", "extra simnode arguments, space-separated")
 	fs.StringVar(&o.label, "label", "", "a note printed with the figures")
 	fs.StringVar(&o.serverLog, "server-log", "", "file for the control plane's log (default: discarded)")
 	fs.IntVar(&o.nodes, "nodes", 500, "simulated nodes")
@@ -142,8 +143,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 
 	logf("starting simnode with %d nodes ...", o.nodes)
-	sim := exec.CommandContext(ctx, o.simnode, "--kubeconfig", kubeconfig, "--nodes", strconv.Itoa(o.nodes),
-		"--workers", strconv.Itoa(o.simWorkers), "--heartbeat", o.heartbeat.String(), "--qps", "5000")
+	sim := exec.CommandContext(ctx, o.simnode, append([]string{"--kubeconfig", kubeconfig, "--nodes", strconv.Itoa(o.nodes),
+		"--workers", strconv.Itoa(o.simWorkers), "--heartbeat", o.heartbeat.String(), "--qps", "5000"}, strings.Fields(o.simArgs)...)...)
 	sim.Stdout, sim.Stderr = serverLog, serverLog
 	if err := sim.Start(); err != nil {
 		return fmt.Errorf("start simnode: %w", err)
@@ -193,7 +194,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	usages, peakSum := samp.finish()
 	startup, scheduling := obs.latencies()
 	r := report{
-		label: o.label, subject: subject, machine: bench.DescribeMachine().String(), load: load0 + " -> " + loadAverage(),
+		label: o.label, settle: o.settle, subject: subject, machine: bench.DescribeMachine().String(), load: load0 + " -> " + loadAverage(),
 		nodes: o.nodes, deployments: o.deployments, replicas: o.replicas, allRunning: allRunning,
 		startupP50: pct(startup, 50), startupP99: pct(startup, 99), schedP50: pct(scheduling, 50), schedP99: pct(scheduling, 99),
 		verbs: latencyBetween(before, after), usages: usages, peakControlPlane: peakSum,
@@ -244,6 +245,7 @@ func loadAverage() string {
 
 type report struct {
 	label, subject, machine, load              string
+	settle                                     time.Duration
 	nodes, deployments, replicas               int
 	allRunning                                 time.Duration
 	startupP50, startupP99, schedP50, schedP99 time.Duration
@@ -257,6 +259,7 @@ func (r report) write(w io.Writer) {
 	sec := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 	fmt.Fprintf(w, "## density: %d nodes, %d Deployments x %d replicas (%d pods)\n\n", r.nodes, r.deployments, r.replicas, r.deployments*r.replicas)
 	fmt.Fprintf(w, "- subject: %s\n- machine: %s; load average %s\n", r.subject, r.machine, r.load)
+	fmt.Fprintf(w, "- CPU seconds are from the first Deployment create until %s after all pods ran\n", r.settle)
 	if r.label != "" {
 		fmt.Fprintf(w, "- note: %s\n", r.label)
 	}
