@@ -177,7 +177,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		samp.finish()
 		return err
 	}
-	if err := waitAll(ctx, obs, o.timeout, logf, start); err != nil {
+	if err := waitAll(ctx, obs, samp, o.timeout, logf, start); err != nil {
 		samp.finish()
 		return err
 	}
@@ -203,7 +203,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func waitAll(ctx context.Context, obs *observer, timeout time.Duration, logf func(string, ...any), start time.Time) error {
+func waitAll(ctx context.Context, obs *observer, samp *sampler, timeout time.Duration, logf func(string, ...any), start time.Time) error {
 	progress := time.NewTicker(10 * time.Second)
 	defer progress.Stop()
 	deadline := time.After(timeout)
@@ -213,7 +213,7 @@ func waitAll(ctx context.Context, obs *observer, timeout time.Duration, logf fun
 			return nil
 		case <-progress.C:
 			seen, scheduled, running := obs.counts()
-			logf("%s: %d pods seen, %d scheduled, %d Running", time.Since(start).Round(time.Second), seen, scheduled, running)
+			logf("%s: %d pods seen, %d scheduled, %d Running; control plane peak RSS so far %d MiB", time.Since(start).Round(time.Second), seen, scheduled, running, samp.peakSoFar()>>20)
 		case <-deadline:
 			seen, scheduled, running := obs.counts()
 			return fmt.Errorf("after %s only %d of %d pods Running (%d seen, %d scheduled)", timeout, running, obs.want, seen, scheduled)

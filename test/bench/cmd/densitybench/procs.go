@@ -86,6 +86,13 @@ func (s *sampler) sample() {
 	s.peakSum = max(s.peakSum, sum)
 }
 
+// peakSoFar is the control plane's peak summed RSS until now.
+func (s *sampler) peakSoFar() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peakSum
+}
+
 // finish stops sampling and returns each process's peak RSS and CPU time since the start, and
 // the peak of the control plane's summed RSS.
 func (s *sampler) finish() ([]usage, int64) {
