@@ -1,13 +1,10 @@
 package local
 
 import (
-	"context"
 	"fmt"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -64,15 +61,10 @@ func (lw *ListerWatcher) newInformer(example runtime.Object) func(kubernetes.Int
 	}
 }
 
-// listWatch adapts lw to cache.ListWatch, which every informer constructor takes.
+// listWatch adapts lw to cache.ListWatch, which every informer constructor takes (client-go's
+// reflector calls the context variants).
 func (lw *ListerWatcher) listWatch() *cache.ListWatch {
 	return &cache.ListWatch{
-		ListFunc: func(opts metav1.ListOptions) (runtime.Object, error) {
-			return lw.ListWithContext(context.Background(), opts)
-		},
-		WatchFunc: func(opts metav1.ListOptions) (watch.Interface, error) {
-			return lw.WatchWithContext(context.Background(), opts)
-		},
 		ListWithContextFunc:  lw.ListWithContext,
 		WatchFuncWithContext: lw.WatchWithContext,
 		DisableChunking:      true,
