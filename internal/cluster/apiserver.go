@@ -78,7 +78,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 		if err != nil {
 			return nil, err
 		}
-		caches.add(cache)
+		caches.addResource(res, cache)
 		return cache, nil
 	}
 	_, serviceRange, err := net.ParseCIDR(cfg.ServiceCIDR)
@@ -229,6 +229,8 @@ func bootstrap(ctx context.Context, srv *apiserver.Server, cfg *Config) error {
 type cacheSet struct {
 	mu     sync.Mutex
 	caches []*watchcache.Cache
+	// byResource finds a resource's cache for in-process informers (onecopy.go).
+	byResource map[schema.GroupResource]cachedResource
 }
 
 func (s *cacheSet) add(c *watchcache.Cache) {

@@ -139,12 +139,16 @@ func (n *Node) runRoles(ctx context.Context) error {
 	}}}
 	roles = append(roles, n.endpointReconcilerRole())
 	if n.cfg.HasRole(RoleControlPlane) {
+		inProcess, err := n.caches.localInformers(&n.cfg)
+		if err != nil {
+			return err
+		}
 		roles = append(roles,
 			role{name: "controller manager", run: func(ctx context.Context) error {
-				return runControllerManager(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now())
+				return runControllerManager(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess)
 			}},
 			role{name: "scheduler", run: func(ctx context.Context) error {
-				return runScheduler(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now())
+				return runScheduler(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess)
 			}},
 			role{name: "joined worker labels", run: func(ctx context.Context) error {
 				labelJoinedWorkers(ctx, n.authz.client, n.cfg.Logger)

@@ -87,6 +87,10 @@ type Config struct {
 	DNSUpstreams []string
 	// DisableProxy keeps a worker from running the service proxy (k3s's --disable-kube-proxy).
 	DisableProxy bool
+	// DisableLocalInformers makes the controller manager and scheduler of a control-plane node read
+	// through client-go like remote components, instead of from the API server's watch cache in
+	// process (onecopy.go); for comparisons and as an escape hatch.
+	DisableLocalInformers bool
 	// CNIBridge is the bridge the kubelet's pods attach to, also used as the CNI network name (so
 	// host-local IPAM keeps its own state); empty: the kubelet's defaults (cni0, "skiff").
 	CNIBridge string

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/local"
 	"github.com/skiff-sh/skiff/internal/controller/manager"
 	"github.com/skiff-sh/skiff/internal/pki"
 	"github.com/skiff-sh/skiff/internal/scheduler"
@@ -67,7 +68,7 @@ func sanitize(s string) string {
 
 // runControllerManager runs the controller manager until ctx ends, re-entering leader election
 // whenever the Lease is lost, as a restarted kube-controller-manager would.
-func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMetrics, now time.Time) error {
+func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMetrics, now time.Time, inProcess *local.Informers) error {
 	restCfg, err := componentRESTConfig(cfg, "system:kube-controller-manager", nil, now)
 	if err != nil {
 		return err
@@ -98,6 +99,7 @@ func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMe
 			Logger:                 cfg.Logger.With("component", "controller-manager"),
 			LocalPathDir:           cfg.LocalPathDir,
 			LocalPathHelperImage:   cfg.LocalPathHelperImage,
+			PrepareInformers:       inProcess.Register,
 		})
 		if ctx.Err() != nil {
 			return nil
@@ -111,7 +113,7 @@ func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMe
 
 // runScheduler runs the scheduler under leader election until ctx ends, campaigning again whenever
 // the Lease is lost.
-func runScheduler(ctx context.Context, cfg *Config, metrics *componentMetrics, now time.Time) error {
+func runScheduler(ctx context.Context, cfg *Config, metrics *componentMetrics, now time.Time, inProcess *local.Informers) error {
 	restCfg, err := componentRESTConfig(cfg, "system:kube-scheduler", nil, now)
 	if err != nil {
 		return err
@@ -131,6 +133,7 @@ func runScheduler(ctx context.Context, cfg *Config, metrics *componentMetrics, n
 			Client: client, Configuration: conf, LeaderElect: true, Registerer: metrics.fresh("scheduler"),
 			LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
 			Identity: cfg.NodeName + "_" + fmt.Sprint(os.Getpid()), Logger: cfg.Logger,
+			PrepareInformers: inProcess.Register,
 		})
 		if ctx.Err() != nil {
 			return nil

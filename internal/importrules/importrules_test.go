@@ -70,6 +70,11 @@ var rules = []struct {
 	// Admission plugins reach objects through the API server's Lookup and ListWatch, never etcd.
 	{name: "admission plugins sit on the API server, not on etcd", pattern: "./internal/apiserver/admission/...",
 		forbidden: []string{module + "internal/cluster", module + "internal/storage/etcd3", module + "internal/etcd"}},
+	// The in-process list-watch reads the API server's watch cache through an interface: never etcd,
+	// never the HTTP layer or the node assembly.
+	{name: "the in-process list-watch sits on the watch cache", pattern: "./internal/apiserver/local/...",
+		forbidden: []string{module + "internal/cluster", module + "internal/storage/etcd3", module + "internal/etcd", "go.etcd.io/etcd/"},
+		exact:     []string{module + "internal/apiserver"}},
 	// The admission CEL environment is pure: the registry compiles with it, so it must not see the server.
 	{name: "the CEL environment is pure", pattern: "./internal/cel/...",
 		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster", "go.etcd.io/etcd/"}},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -40,6 +41,11 @@ type Config struct {
 	Registerer prometheus.Registerer
 	Clock      clock.WithTicker
 	Logger     *slog.Logger
+
+	// PrepareInformers, when set, is called with the informer factory before the scheduler asks it
+	// for an informer: the node assembly registers informers that read the API server's cache in
+	// process (InformerFor), so the scheduler's code stays the same.
+	PrepareInformers func(informers.SharedInformerFactory)
 }
 
 // Default fills unset fields: leader election settings from the

@@ -39,6 +39,9 @@ func RunWithHook(ctx context.Context, cfg Config, started func(*Scheduler)) erro
 		cfg.Client = client
 	}
 	factory := informers.NewSharedInformerFactory(cfg.Client, 0)
+	if cfg.PrepareInformers != nil {
+		cfg.PrepareInformers(factory)
+	}
 	s, err := New(cfg, factory)
 	if err != nil {
 		return err

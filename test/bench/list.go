@@ -267,9 +267,6 @@ func loadAvg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// PID is the server process's id.
-func (s *Server) PID() int { return s.cmd.Process.Pid }
-
 func jsonSize(obj any) (int, error) {
 	data, err := json.Marshal(obj)
 	return len(data), err

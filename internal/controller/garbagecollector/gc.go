@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -39,9 +40,13 @@ type Controller struct {
 	dynamic  dynamic.Interface
 	discover ctrlutil.DiscoverFunc
 	factory  dynamicinformer.DynamicSharedInformerFactory
-	clock    clock.WithTicker
-	loop     *ctrlutil.Loop
-	log      *slog.Logger
+	// typed is the controller manager's shared factory: resources it has a Go type for are
+	// followed through its informers (shared with the other controllers, and in a control-plane
+	// process fed by the API server's cache) instead of a second, unstructured copy. May be nil.
+	typed informers.SharedInformerFactory
+	clock clock.WithTicker
+	loop  *ctrlutil.Loop
+	log   *slog.Logger
 
 	mu       sync.RWMutex
 	monitors map[schema.GroupVersionResource]*monitor
@@ -59,6 +64,7 @@ func New(deps ctrlutil.Deps, client dynamic.Interface, discover ctrlutil.Discove
 		dynamic:  client,
 		discover: discover,
 		factory:  dynamicinformer.NewDynamicSharedInformerFactory(client, 0),
+		typed:    deps.Informers,
 		clock:    deps.Clock,
 		log:      deps.Log(),
 		monitors: map[schema.GroupVersionResource]*monitor{},
@@ -71,7 +77,7 @@ func New(deps ctrlutil.Deps, client dynamic.Interface, discover ctrlutil.Discove
 // Run watches every deletable resource and collects garbage until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	c.rediscover(ctx)
-	c.factory.Start(ctx.Done())
+	c.startInformers(ctx)
 	defer c.factory.Shutdown()
 	go func() {
 		ticker := c.clock.NewTicker(RediscoveryPeriod)
@@ -82,7 +88,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 				return
 			case <-ticker.C():
 				c.rediscover(ctx)
-				c.factory.Start(ctx.Done())
+				c.startInformers(ctx)
 			}
 		}
 	}()
@@ -127,9 +133,9 @@ func (c *Controller) AddResources(resources []ctrlutil.APIResource) error {
 		if _, ok := c.monitors[r.GVR]; ok {
 			continue
 		}
-		inf := c.factory.ForResource(r.GVR).Informer()
-		if err := inf.AddIndexers(cache.Indexers{ownerIndex: indexByOwner, uidIndex: indexByUID}); err != nil {
-			return fmt.Errorf("index %s: %w", r.GVR, err)
+		inf, err := c.informerFor(r.GVR)
+		if err != nil {
+			return err
 		}
 		gvr := r.GVR
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -142,6 +148,35 @@ func (c *Controller) AddResources(resources []ctrlutil.APIResource) error {
 		c.monitors[r.GVR] = &monitor{res: r, informer: inf}
 	}
 	return nil
+}
+
+// informerFor is the indexed informer of gvr: the typed factory's when it knows the resource
+// (only metadata is read, so a typed object serves as well as an unstructured one), otherwise a
+// dynamic one.
+func (c *Controller) informerFor(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, error) {
+	indexers := cache.Indexers{ownerIndex: indexByOwner, uidIndex: indexByUID}
+	if c.typed != nil {
+		if generic, err := c.typed.ForResource(gvr); err == nil {
+			inf := generic.Informer()
+			if err := inf.AddIndexers(indexers); err == nil {
+				return inf, nil
+			}
+		}
+	}
+	inf := c.factory.ForResource(gvr).Informer()
+	if err := inf.AddIndexers(indexers); err != nil {
+		return nil, fmt.Errorf("index %s: %w", gvr, err)
+	}
+	return inf, nil
+}
+
+// startInformers starts the informers of resources added since the last call (Start skips
+// running ones).
+func (c *Controller) startInformers(ctx context.Context) {
+	c.factory.Start(ctx.Done())
+	if c.typed != nil {
+		c.typed.Start(ctx.Done())
+	}
 }
 
 // ignored: Events churn constantly and are never owners or dependants worth

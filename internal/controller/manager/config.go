@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
@@ -71,6 +72,11 @@ type Config struct {
 	Clock clock.WithTicker
 	// Registerer receives the metrics; default a fresh registry (discarded).
 	Registerer prometheus.Registerer
+
+	// PrepareInformers, when set, is called with each leadership term's informer factory before
+	// any controller asks it for an informer: the node assembly registers informers that read the
+	// API server's cache in process (InformerFor), so the controllers' code stays the same.
+	PrepareInformers func(informers.SharedInformerFactory)
 }
 
 // LeaderElection configures the Lease that makes one manager active.

@@ -136,6 +136,9 @@ func runElected(ctx context.Context, cfg *Config, runControllers func(context.Co
 // all stopped when ctx ends.
 func runTerm(ctx context.Context, cfg *Config, registry map[string]constructor, enabled sets.Set[string], metrics *ctrlutil.Metrics) error {
 	factory := informers.NewSharedInformerFactory(cfg.Client, cfg.ResyncPeriod)
+	if cfg.PrepareInformers != nil {
+		cfg.PrepareInformers(factory)
+	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cfg.Client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()

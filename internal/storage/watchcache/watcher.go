@@ -33,8 +33,10 @@ type cacheWatcher struct {
 	// Set before the watcher runs.
 	initial       []runtime.Object
 	initialShared bool // initial objects belong to the cache and must be copied
-	endBookmark   bool
-	backlog       []*event
+	// shared hands out the cache's own objects uncopied (WatchShared's in-process readers).
+	shared      bool
+	endBookmark bool
+	backlog     []*event
 	// position is the revision up to which the watcher has seen every change.
 	position int64
 
@@ -113,7 +115,7 @@ func (w *cacheWatcher) sendInitial() bool {
 			if !matches {
 				continue
 			}
-			obj = obj.DeepCopyObject()
+			obj = w.own(obj)
 		}
 		if !w.send(watch.Event{Type: watch.Added, Object: obj}) {
 			return false

@@ -49,6 +49,10 @@ var _ storage.ObjectSharer = (*cacheWatcher)(nil)
 
 // current is e's object as this watcher sends it.
 func (w *cacheWatcher) current(e *event) runtime.Object {
+	if w.shared {
+		// An in-process reader (WatchShared) takes the cache's own object.
+		return e.obj
+	}
 	if !w.share.Load() {
 		return e.obj.DeepCopyObject()
 	}
@@ -57,6 +61,9 @@ func (w *cacheWatcher) current(e *event) runtime.Object {
 
 // previous is the last state of an object that stopped matching, as this watcher sends it.
 func (w *cacheWatcher) previous(e *event) runtime.Object {
+	if w.shared {
+		return e.previousAtRevision()
+	}
 	if !w.share.Load() {
 		return e.previousAtRevision().DeepCopyObject()
 	}

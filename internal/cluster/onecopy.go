@@ -1,0 +1,67 @@
+package cluster
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/skiff-sh/skiff/internal/apiserver/local"
+	"github.com/skiff-sh/skiff/internal/registry"
+	"github.com/skiff-sh/skiff/internal/storage/watchcache"
+)
+
+// inProcessResources are the resources whose informers, in a process that also runs the API
+// server, read its watch cache instead of a client: those with many or large objects (pods, nodes
+// and their Leases, workloads, endpoints) that several components cache.
+func inProcessResources() []schema.GroupResource {
+	return []schema.GroupResource{
+		{Resource: "pods"}, {Resource: "nodes"}, {Resource: "services"}, {Resource: "namespaces"},
+		{Resource: "persistentvolumeclaims"}, {Resource: "persistentvolumes"},
+		{Group: "apps", Resource: "replicasets"}, {Group: "apps", Resource: "deployments"},
+		{Group: "apps", Resource: "statefulsets"}, {Group: "apps", Resource: "daemonsets"},
+		{Group: "batch", Resource: "jobs"},
+		{Group: "discovery.k8s.io", Resource: "endpointslices"},
+		{Group: "coordination.k8s.io", Resource: "leases"},
+	}
+}
+
+// cachedResource is a resource and the watch cache its storage sits on.
+type cachedResource struct {
+	res   *registry.Resource
+	cache *watchcache.Cache
+}
+
+// addResource records c as res's watch cache (and stops it with the others).
+func (s *cacheSet) addResource(res *registry.Resource, c *watchcache.Cache) {
+	s.add(c)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byResource == nil {
+		s.byResource = map[schema.GroupResource]cachedResource{}
+	}
+	s.byResource[res.GroupResource()] = cachedResource{res: res, cache: c}
+}
+
+// localInformers are the in-process informers of this node's controller manager and scheduler:
+// nil (every informer through client-go) when turned off or when the API server has no watch
+// cache for a resource yet.
+func (s *cacheSet) localInformers(cfg *Config) (*local.Informers, error) {
+	if cfg.DisableLocalInformers {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := &local.Informers{}
+	for _, gr := range inProcessResources() {
+		cr, ok := s.byResource[gr]
+		if !ok || cr.res.GroupVersion.Version != "v1" {
+			continue
+		}
+		if err := in.Add(cr.res, cr.cache); err != nil {
+			return nil, err
+		}
+	}
+	if in.Len() == 0 {
+		return nil, nil
+	}
+	cfg.Logger.Info("controller manager and scheduler read from the API server's watch cache in process", "resources", in.Len())
+	return in, nil
+}
