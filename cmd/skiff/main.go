@@ -160,6 +160,15 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.IdleConnectionTimeout, "idle-connection-timeout", 90*time.Second, "how long an idle keep-alive connection to the API server stays open")
 	fs.IntVar(&cfg.MaxConnectionsPerClient, "max-connections-per-client", 1000, "connections to the API server one client address may hold open (0: unbounded)")
 	fs.IntVar(&cfg.MaxRequestsInflight, "max-requests-inflight", 600, "API Priority and Fairness: the seats the limited priority levels share (kube-apiserver's 400 + 200 in flight)")
+	// API aggregation (APIServices): the front-proxy client certificate and the request headers
+	// extension API servers trust; empty files are created in <data-dir>/pki at start.
+	fs.StringVar(&cfg.Aggregation.RequestHeaderClientCAFile, "requestheader-client-ca-file", "", "CA (PEM) of the front-proxy client certificate, published to extension API servers in kube-system/extension-apiserver-authentication (default: <data-dir>/pki/front-proxy-ca.crt, created)")
+	fs.StringVar(&cfg.Aggregation.ProxyClientCertFile, "proxy-client-cert-file", "", "client certificate the API server presents to extension API servers (default: <data-dir>/pki/front-proxy-client.crt, created)")
+	fs.StringVar(&cfg.Aggregation.ProxyClientKeyFile, "proxy-client-key-file", "", "key of --proxy-client-cert-file")
+	fs.Var(commaList{&cfg.Aggregation.UsernameHeaders}, "requestheader-username-headers", "request headers naming the user to extension API servers (default X-Remote-User)")
+	fs.Var(commaList{&cfg.Aggregation.GroupHeaders}, "requestheader-group-headers", "request headers naming the groups (default X-Remote-Group)")
+	fs.Var(commaList{&cfg.Aggregation.ExtraHeadersPrefix}, "requestheader-extra-headers-prefix", "request header prefixes of the user's extra attributes (default X-Remote-Extra-)")
+	fs.Var(commaList{&cfg.Aggregation.AllowedNames}, "requestheader-allowed-names", "common names of front-proxy client certificates extension API servers accept (default front-proxy-client)")
 	// Admission that protects (issue 10).
 	fs.StringVar(&cfg.ImagePolicyFile, "image-policy", "", "image policy file (kind ImagePolicy: allowed image prefixes by default and per namespace); pods with other images are refused. Empty: all images allowed")
 	fs.StringVar(&cfg.PodSecurityConfigFile, "pod-security-config", "", "PodSecurityConfiguration file (pod-security.admission.config.k8s.io/v1): default enforce/audit/warn levels and exempt usernames, runtimeClasses, namespaces. Empty: privileged, nothing exempt")

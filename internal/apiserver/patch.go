@@ -158,6 +158,18 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, info *Re
 	}
 	uc := &updateContext{subresource: subresource, opts: opts, forceAllowCreate: pt == types.ApplyYAMLPatchType}
 	var warnings []string
+	if pt == types.ApplyYAMLPatchType && (opts.fieldValidation == "Strict" || opts.fieldValidation == "Warn") {
+		// Duplicate keys in an apply configuration, as kube-apiserver finds them: an error under
+		// Strict, a warning under Warn (the decoding below keeps the last value).
+		var strict map[string]interface{}
+		if err := yaml.UnmarshalStrict(body, &strict); err != nil {
+			if opts.fieldValidation == "Strict" {
+				h.s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding YAML: %v", err)))
+				return
+			}
+			warnings = append(warnings, err.Error())
+		}
+	}
 	out, created, err := h.st.Update(r.Context(), info.Namespace, info.Name, func(_ context.Context, current runtime.Object) (runtime.Object, error) {
 		if pt == types.ApplyYAMLPatchType {
 			return h.applyServerSide(current, body, info, uc)

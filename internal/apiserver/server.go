@@ -100,6 +100,9 @@ type Config struct {
 	NonResourceHandlers []NonResourceHandler
 	// FlowControl is API Priority and Fairness (nil: every request runs at once).
 	FlowControl *flowcontrol.Controller
+	// Aggregation, when set, proxies the group versions of APIServices with a service to their
+	// extension API servers (aggregation.go); RunAggregation keeps them up to date.
+	Aggregation *AggregationConfig
 }
 
 // NonResourceHandler serves every path under Prefix.
@@ -158,6 +161,8 @@ type Server struct {
 	byKind   map[schema.GroupVersionKind]*resourceHandler
 	// crds serves CustomResourceDefinitions' resources (SyncCustomResources, RunCustomResources).
 	crds *crdController
+	// agg proxies APIServices' group versions (nil without Config.Aggregation).
+	agg *aggregator
 }
 
 // New builds the server and opens a store for every resource.
@@ -208,6 +213,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if cfg.Aggregation != nil {
+		s.agg = newAggregator(s, *cfg.Aggregation)
+	}
 	if cfg.ServiceAccountTokens != nil && cfg.ServiceAccountTokens.Verifier != nil {
 		s.cfg.Authenticator = UnionAuthenticator{cfg.Authenticator, serviceAccountAuthenticator{s: s}}
 	}
@@ -379,7 +387,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, forbidden(authzInfo, user, reason))
 		return
 	}
-	if longRunning(info) || strings.HasPrefix(r.URL.Path, "/debug/pprof") {
+	if longRunning(info) || isUpgradeRequest(r) || strings.HasPrefix(r.URL.Path, "/debug/pprof") {
 		// Profiles run for their ?seconds=, like watches for their timeoutSeconds.
 		s.serveAuthorized(w, r, info)
 		return
@@ -399,6 +407,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveAuthorized serves an authenticated, authorized request.
 func (s *Server) serveAuthorized(rec http.ResponseWriter, r *http.Request, info *RequestInfo) {
+	if rt := s.agg.route(r.URL.Path); rt != nil {
+		// An APIService with a service: proxied to its extension API server (aggregation.go).
+		s.agg.serve(rec, r, rt)
+		return
+	}
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/debug/pprof"):
 		// Profiling, as kube-apiserver's --profiling serves it, for authenticated callers only.

@@ -102,6 +102,11 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 	if err != nil {
 		return nil, nil, err
 	}
+	// API aggregation: the front-proxy certificates (aggregation.go).
+	aggregation, err := newAggregationSetup(cfg, clock.RealClock{}.Now())
+	if err != nil {
+		return nil, nil, err
+	}
 	var built atomic.Pointer[apiserver.Server]
 	flowControl, err := newFlowControl(cfg, metricsRegistry)
 	if err != nil {
@@ -144,6 +149,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 		RequestTimeout:    cfg.RequestTimeout,
 		MinRequestTimeout: cfg.MinRequestTimeout,
 		FlowControl:       flowControl,
+		Aggregation:       &aggregation.server,
 		Version:           Version,
 		Registry:          metricsRegistry,
 		Gatherer:          metrics,
@@ -165,6 +171,9 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 		return nil, nil, err
 	}
 	if err := ensurePolicy(ctx, srv); err != nil {
+		return nil, nil, err
+	}
+	if err := ensureAggregationObjects(ctx, srv, aggregation, resources); err != nil {
 		return nil, nil, err
 	}
 	return srv, authz, nil

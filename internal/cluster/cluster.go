@@ -281,6 +281,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			cfg.Logger.Error("custom resources", "err", err)
 		}
 	}()
+	// APIServices: availability and proxying to extension API servers (aggregation.go).
+	go func() {
+		if err := api.RunAggregation(compactCtx); err != nil {
+			cfg.Logger.Error("API aggregation", "err", err)
+		}
+	}()
 	tlsCfg, err := servingTLS(certs)
 	if err != nil {
 		return nil, err

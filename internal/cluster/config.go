@@ -168,7 +168,9 @@ type Config struct {
 	// PodSecurityConfiguration (default levels and exemptions; empty: privileged, nothing exempt).
 	ImagePolicyFile       string
 	PodSecurityConfigFile string
-	Logger                *slog.Logger
+	// API aggregation: the front-proxy certificates and --requestheader-* settings (aggregation.go).
+	Aggregation AggregationOptions
+	Logger      *slog.Logger
 }
 
 // Default fills unset fields.

@@ -28,6 +28,9 @@ type Keys struct {
 	CACert, CAKey, SAKey []byte
 	// Optional: empty when the first node has none.
 	EtcdCACert, EtcdCAKey, EncryptionConfig []byte
+	// The front-proxy CA, so that every API server's proxy client certificate is trusted by the
+	// extension API servers (which read one requestheader CA).
+	FrontProxyCACert, FrontProxyCAKey []byte
 }
 
 // Key names in the keys Secret and file names in a node's pki directory.
@@ -39,6 +42,8 @@ const (
 	keysEtcdCACert       = "etcd-ca.crt"
 	keysEtcdCAKey        = "etcd-ca.key"
 	keysEncryptionConfig = "encryption-config.yaml"
+	keysFrontProxyCACert = "front-proxy-ca.crt"
+	keysFrontProxyCAKey  = "front-proxy-ca.key"
 )
 
 // optional lists the optional keys with their Secret keys and files under pki/.
@@ -53,6 +58,8 @@ func (k *Keys) optional() []struct {
 		{keysEtcdCAKey, filepath.Join("etcd", "ca.key"), &k.EtcdCAKey},
 		{keysEtcdCACert, filepath.Join("etcd", "ca.crt"), &k.EtcdCACert},
 		{keysEncryptionConfig, "encryption-config.yaml", &k.EncryptionConfig},
+		{keysFrontProxyCAKey, keysFrontProxyCAKey, &k.FrontProxyCAKey},
+		{keysFrontProxyCACert, keysFrontProxyCACert, &k.FrontProxyCACert},
 	}
 }
 

@@ -51,13 +51,21 @@ func (d *definitionSet) withCustomResources(resources []*registry.Resource) (*de
 			v2     bool
 		}{{v2RefPrefix, true}, {v3RefPrefix, false}} {
 			ref := func(name string) spec.Ref { return spec.MustCreateRef(form.prefix + name) }
-			kind := objectSchema(base, gvk, ref)
 			list := listSchema(gvk.GroupVersion().WithKind(res.ListKind), ref(kindName), ref)
 			if form.v2 {
-				out.v2[kindName] = *pruneDefaults(toV2(&kind))
+				// As kube-apiserver: a schema that keeps unknown fields at its root is published in
+				// v2 as a bare object (kubectl's v2 validation would refuse the unknown fields
+				// against any declared property); others lose what v2 cannot say.
+				kind := spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}},
+					VendorExtensible: spec.VendorExtensible{Extensions: withKinds(nil, []schema.GroupVersionKind{gvk})}}
+				if !preservesUnknownFields(&base) {
+					kind = objectSchema(*toV2(&base), gvk, ref)
+				}
+				out.v2[kindName] = *pruneDefaults(&kind)
 				out.v2[listName] = list
 				continue
 			}
+			kind := objectSchema(base, gvk, ref)
 			out.v3[kindName] = builderutil.WrapRefs(&kind)
 			out.v3[listName] = builderutil.WrapRefs(&list)
 		}
@@ -81,7 +89,7 @@ func objectSchema(base spec.Schema, gvk schema.GroupVersionKind, ref func(string
 	}
 	s.Properties["apiVersion"] = stringProperty("APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources")
 	s.Properties["kind"] = stringProperty("Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds")
-	s.Properties["metadata"] = spec.Schema{SchemaProps: spec.SchemaProps{Ref: ref(objectMetaName)}}
+	s.Properties["metadata"] = spec.Schema{SchemaProps: spec.SchemaProps{Ref: ref(objectMetaName), Description: objectMetadataDescription}}
 	s.Extensions = withKinds(base.Extensions, []schema.GroupVersionKind{gvk})
 	return s
 }
@@ -104,26 +112,61 @@ func listSchema(gvk schema.GroupVersionKind, item spec.Ref, ref func(string) spe
 	}
 }
 
-// toV2 drops what OpenAPI v2 cannot say (nullable, anyOf, oneOf, not), as kube-apiserver does when
-// it publishes a custom resource's schema in v2.
+// objectMetadataDescription is the description kube-apiserver gives a custom resource's metadata
+// (kubectl explain <resource>.metadata shows it).
+const objectMetadataDescription = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+
+func preservesUnknownFields(s *spec.Schema) bool {
+	v, _ := s.Extensions["x-kubernetes-preserve-unknown-fields"].(bool)
+	return v
+}
+
+// toV2 drops what OpenAPI v2 (and kubectl's v2 validation) cannot take, as kube-apiserver does
+// when it publishes a custom resource's schema in v2: allOf, anyOf, oneOf and not; a nullable
+// value loses its type, items and properties; a value keeping unknown fields loses its items and
+// properties (and an object its type); an array left without items loses its type; a nullable
+// property is not required.
 func toV2(s *spec.Schema) *spec.Schema {
 	if s == nil {
 		return nil
 	}
 	c := *s
-	c.Nullable = false
-	c.AnyOf, c.OneOf, c.Not = nil, nil, nil
-	if s.Properties != nil {
+	c.AllOf, c.AnyOf, c.OneOf, c.Not = nil, nil, nil, nil
+	preserve := preservesUnknownFields(s)
+	if c.Nullable || preserve {
+		if c.Nullable {
+			c.Type = nil
+		}
+		c.Nullable = false
+		c.Items, c.Properties = nil, nil
+	}
+	if c.Properties != nil {
 		c.Properties = make(map[string]spec.Schema, len(s.Properties))
+		var required []string
+		for _, name := range s.Required {
+			if p, ok := s.Properties[name]; !ok || !p.Nullable {
+				required = append(required, name)
+			}
+		}
+		c.Required = required
 		for k, p := range s.Properties {
 			c.Properties[k] = *toV2(&p)
 		}
 	}
-	if s.Items != nil && s.Items.Schema != nil {
-		c.Items = &spec.SchemaOrArray{Schema: toV2(s.Items.Schema)}
+	if c.Items != nil && c.Items.Schema != nil {
+		c.Items = &spec.SchemaOrArray{Schema: toV2(c.Items.Schema)}
 	}
-	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
-		c.AdditionalProperties = &spec.SchemaOrBool{Allows: true, Schema: toV2(s.AdditionalProperties.Schema)}
+	if c.AdditionalProperties != nil && c.AdditionalProperties.Schema != nil {
+		if c.AdditionalProperties.Schema.Nullable {
+			c.Required = nil
+		}
+		c.AdditionalProperties = &spec.SchemaOrBool{Allows: true, Schema: toV2(c.AdditionalProperties.Schema)}
+	}
+	if c.Items == nil && c.Type.Contains("array") {
+		c.Type = nil
+	}
+	if preserve && c.Type.Contains("object") {
+		c.Type = nil
 	}
 	return &c
 }

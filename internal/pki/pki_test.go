@@ -235,3 +235,42 @@ func writeFile(t *testing.T, path, data string) {
 		t.Fatal(err)
 	}
 }
+
+// TestEnsureFrontProxy: the client certificate chains to the front-proxy CA (not the cluster CA)
+// with its well-known name and client usage, and a second call keeps both.
+func TestEnsureFrontProxy(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	files, err := EnsureFrontProxy(dir, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(files.CACert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, err := os.ReadFile(files.ClientCert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ParseCertificate(certPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, CurrentTime: now}); err != nil {
+		t.Fatalf("client certificate does not verify against the front-proxy CA: %v", err)
+	}
+	if cert.Subject.CommonName != FrontProxyClientName {
+		t.Fatalf("common name %q", cert.Subject.CommonName)
+	}
+	again, err := EnsureFrontProxy(dir, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM2, _ := os.ReadFile(again.ClientCert)
+	if string(certPEM2) != string(certPEM) {
+		t.Fatal("a second call replaced a valid client certificate")
+	}
+}

@@ -32,6 +32,12 @@ const (
 type Discovery struct {
 	mu    sync.RWMutex
 	state *documents
+
+	// inputs are what state was prepared from, so that either part can be replaced alone.
+	inputsMu  sync.Mutex
+	resources []*registry.Resource
+	extra     map[schema.GroupResource][]Subresource
+	external  []External
 }
 
 // documents are the prepared answers of one set of resources.
@@ -64,7 +70,15 @@ func New(resources []*registry.Resource, extraSubresources map[schema.GroupResou
 
 // Update replaces the served resources (a CustomResourceDefinition was added or removed).
 func (d *Discovery) Update(resources []*registry.Resource, extraSubresources map[schema.GroupResource][]Subresource) {
-	state := prepare(buildModel(resources, extraSubresources))
+	d.inputsMu.Lock()
+	defer d.inputsMu.Unlock()
+	d.resources, d.extra = resources, extraSubresources
+	d.rebuild()
+}
+
+// rebuild prepares the documents from the inputs; the caller holds inputsMu.
+func (d *Discovery) rebuild() {
+	state := prepare(buildModel(d.resources, d.extra), d.external)
 	d.mu.Lock()
 	d.state = state
 	d.mu.Unlock()
@@ -76,7 +90,7 @@ func (d *Discovery) current() *documents {
 	return d.state
 }
 
-func prepare(m *model) *documents {
+func prepare(m *model, external []External) *documents {
 	docs := &documents{
 		groupList:  metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}},
 		groups:     map[string]metav1.APIGroup{},
@@ -107,6 +121,7 @@ func prepare(m *model) *documents {
 		addResources(group)
 		groupsList.Items = append(groupsList.Items, aggregatedGroup(group))
 	}
+	mergeExternal(docs, &groupsList, external)
 	for _, apis := range []bool{false, true} {
 		list := coreList
 		if apis {

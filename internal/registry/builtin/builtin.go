@@ -17,10 +17,12 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	crdv1 "github.com/skiff-sh/skiff/internal/apis/apiextensionsv1"
+	apiregv1 "github.com/skiff-sh/skiff/internal/apis/apiregistrationv1"
 	"github.com/skiff-sh/skiff/internal/apiserver/discovery"
 	"github.com/skiff-sh/skiff/internal/registry"
 	"github.com/skiff-sh/skiff/internal/registry/admissionregistration"
 	"github.com/skiff-sh/skiff/internal/registry/apiextensions"
+	"github.com/skiff-sh/skiff/internal/registry/apiregistration"
 	"github.com/skiff-sh/skiff/internal/registry/apps"
 	"github.com/skiff-sh/skiff/internal/registry/autoscaling"
 	"github.com/skiff-sh/skiff/internal/registry/batch"
@@ -51,6 +53,9 @@ func NewScheme() (*runtime.Scheme, error) {
 	if err := crdv1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("register apiextensions types: %w", err)
 	}
+	if err := apiregv1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("register apiregistration types: %w", err)
+	}
 	for name, register := range map[string]func(*runtime.Scheme) error{
 		"core":                  core.RegisterDefaults,
 		"apps":                  apps.RegisterDefaults,
@@ -69,6 +74,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		"autoscaling":           autoscaling.RegisterDefaults,
 		"admissionregistration": admissionregistration.RegisterDefaults,
 		"apiextensions":         apiextensions.RegisterDefaults,
+		"apiregistration":       apiregistration.RegisterDefaults,
 	} {
 		if err := register(s); err != nil {
 			return nil, fmt.Errorf("register %s defaults: %w", name, err)
@@ -99,6 +105,7 @@ func Resources() []*registry.Resource {
 	all = append(all, autoscaling.Resources()...)
 	all = append(all, admissionregistration.Resources()...)
 	all = append(all, apiextensions.Resources()...)
+	all = append(all, apiregistration.Resources()...)
 	for _, r := range all {
 		if r.Printer == nil {
 			r.Printer = printers.ForResource(r.GroupResource())
@@ -168,9 +175,9 @@ func StorageCodec(scheme *runtime.Scheme, res *registry.Resource, encoding strin
 		}
 		return eventsCodec{inner: inner}, nil
 	}
-	if res.GroupVersion.Group == crdv1.GroupName {
-		// The definitions are hand-declared types without protobuf marshalling: always JSON, as
-		// kube-apiserver stores them.
+	if res.GroupVersion.Group == crdv1.GroupName || res.GroupVersion.Group == apiregv1.GroupName {
+		// The definitions and APIServices are hand-declared types: always JSON, as kube-apiserver
+		// stores them.
 		encoding = storage.EncodingJSON
 	}
 	return storage.NewCodec(scheme, res.GroupVersion, encoding)

@@ -1,0 +1,130 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/pki"
+	"github.com/skiff-sh/skiff/internal/registry"
+	"github.com/skiff-sh/skiff/internal/registry/apiregistration"
+)
+
+// AggregationOptions are kube-apiserver's aggregation flags: the front-proxy client certificate
+// the API server presents to extension API servers, the CA they check it against, and the request
+// headers that name the user. Empty files are the ones skiff creates in <data-dir>/pki.
+type AggregationOptions struct {
+	RequestHeaderClientCAFile string
+	ProxyClientCertFile       string
+	ProxyClientKeyFile        string
+	UsernameHeaders           []string
+	GroupHeaders              []string
+	ExtraHeadersPrefix        []string
+	AllowedNames              []string
+}
+
+// aggregationSetup is what the API server needs for aggregation and what the
+// extension-apiserver-authentication ConfigMap publishes.
+type aggregationSetup struct {
+	server        apiserver.AggregationConfig
+	frontProxyCA  []byte
+	allowedNames  []string
+	clusterCAPath string
+}
+
+// newAggregationSetup creates the front-proxy certificates when no files are configured and loads
+// the client pair.
+func newAggregationSetup(cfg *Config, now time.Time) (*aggregationSetup, error) {
+	opts := cfg.Aggregation
+	dir := filepath.Join(cfg.DataDir, "pki")
+	if opts.RequestHeaderClientCAFile == "" || opts.ProxyClientCertFile == "" {
+		files, err := pki.EnsureFrontProxy(dir, now)
+		if err != nil {
+			return nil, err
+		}
+		if opts.RequestHeaderClientCAFile == "" {
+			opts.RequestHeaderClientCAFile = files.CACert
+		}
+		if opts.ProxyClientCertFile == "" {
+			opts.ProxyClientCertFile, opts.ProxyClientKeyFile = files.ClientCert, files.ClientKey
+		}
+	}
+	caPEM, err := os.ReadFile(opts.RequestHeaderClientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("--requestheader-client-ca-file: %w", err)
+	}
+	cert, err := tls.LoadX509KeyPair(opts.ProxyClientCertFile, opts.ProxyClientKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--proxy-client-cert-file: %w", err)
+	}
+	orDefault := func(v []string, def string) []string {
+		if len(v) == 0 {
+			return []string{def}
+		}
+		return v
+	}
+	return &aggregationSetup{
+		server: apiserver.AggregationConfig{
+			ProxyClientCert:     &cert,
+			UsernameHeaders:     orDefault(opts.UsernameHeaders, "X-Remote-User"),
+			GroupHeaders:        orDefault(opts.GroupHeaders, "X-Remote-Group"),
+			ExtraHeaderPrefixes: orDefault(opts.ExtraHeadersPrefix, "X-Remote-Extra-"),
+		},
+		frontProxyCA:  caPEM,
+		allowedNames:  orDefault(opts.AllowedNames, pki.FrontProxyClientName),
+		clusterCAPath: filepath.Join(dir, "ca.crt"),
+	}, nil
+}
+
+// ensureAggregationObjects creates the local APIServices of the served built-in group versions
+// and kube-system/extension-apiserver-authentication, which extension API servers read to trust
+// the front proxy (kube-apiserver's cluster-authentication-trust-controller keeps the same keys).
+func ensureAggregationObjects(ctx context.Context, srv *apiserver.Server, setup *aggregationSetup, resources []*registry.Resource) error {
+	var served []schema.GroupVersion
+	for _, r := range resources {
+		served = append(served, r.GroupVersion)
+	}
+	for _, svc := range apiregistration.LocalAPIServices(served) {
+		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: "apiregistration.k8s.io", Resource: "apiservices"}, svc); err != nil {
+			return err
+		}
+	}
+	cm, err := extensionAuthConfigMap(setup)
+	if err != nil {
+		return err
+	}
+	return srv.EnsureObject(ctx, schema.GroupResource{Resource: "configmaps"}, cm)
+}
+
+// extensionAuthConfigMap is kube-system/extension-apiserver-authentication with upstream's keys:
+// the client CA, the requestheader CA and the header names as JSON lists.
+func extensionAuthConfigMap(setup *aggregationSetup) (*corev1.ConfigMap, error) {
+	clientCA, err := os.ReadFile(setup.clusterCAPath)
+	if err != nil {
+		return nil, fmt.Errorf("cluster CA: %w", err)
+	}
+	list := func(v []string) string {
+		data, _ := json.Marshal(v)
+		return string(data)
+	}
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "extension-apiserver-authentication", Namespace: "kube-system"},
+		Data: map[string]string{
+			"client-ca-file":                     string(clientCA),
+			"requestheader-client-ca-file":       string(setup.frontProxyCA),
+			"requestheader-allowed-names":        list(setup.allowedNames),
+			"requestheader-username-headers":     list(setup.server.UsernameHeaders),
+			"requestheader-group-headers":        list(setup.server.GroupHeaders),
+			"requestheader-extra-headers-prefix": list(setup.server.ExtraHeaderPrefixes),
+		},
+	}, nil
+}
