@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/skiff-sh/skiff/internal/cluster"
+	"github.com/skiff-sh/skiff/internal/cni"
 	"github.com/skiff-sh/skiff/internal/controller/localpath"
 )
 
@@ -42,6 +43,11 @@ Run "skiff server -h" for the server's flags.
 `
 
 func main() {
+	// containerd runs this binary as the pod network's CNI plugin through a link named after the
+	// plugin's type (internal/cni); nothing else of skiff starts then.
+	if cni.IsPluginName(os.Args[0]) {
+		os.Exit(cni.Main(os.Getenv, os.Stdin, os.Stdout))
+	}
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "skiff:", err)
@@ -132,6 +138,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.NodeName, "node-name", "", "this node's name (default: host name)")
 	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.43.0.0/16", "range of service cluster IPs")
 	fs.StringVar(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain: pods' search domains and /etc/hosts names end with it")
+	fs.StringVar(&cfg.CNIPlugin, "cni-plugin", "skiff", "the pod network's CNI plugin: skiff (skiff's own: veth, bridge, addresses and masquerade in one exec of this binary) or bridge (the bridge, host-local and portmap plugins of /usr/lib/cni)")
 	fs.StringVar(&cfg.CNIBridge, "cni-bridge", "", "Linux bridge (and CNI network name) the node's pods attach to (default cni0, network \"skiff\"); a distinct name keeps several clusters on one host apart")
 	fs.StringVar(&cfg.ResolvConf, "resolv-conf", "", "resolver file pods with dnsPolicy Default (and ClusterFirst pods until cluster DNS serves) get, as the kubelet's --resolv-conf (default: /etc/resolv.conf)")
 	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "10.42.0.0/16", "pod network; every node gets a podCIDR from it")

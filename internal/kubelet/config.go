@@ -40,6 +40,14 @@ type Config struct {
 	CNIConfDir string
 	// CNIBridge names the bridge in the network list; default "cni0".
 	CNIBridge string
+	// SkiffCNI makes the network list name skiff's own CNI plugin
+	// (internal/cni) instead of bridge, host-local and portmap; the runtime's
+	// CNI bin dir must hold it (containerd.Config.SkiffCNIBinary). Its address
+	// leases live in DataDir/cni.
+	SkiffCNI bool
+	// CNIPortmapPath is the portmap plugin skiff's plugin runs for pods with
+	// hostPorts; default /usr/lib/cni/portmap.
+	CNIPortmapPath string
 	// CNINetworkName names the network list (and host-local IPAM's state
 	// dir); default "skiff".
 	CNINetworkName string
@@ -107,6 +115,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.CNIBridge == "" {
 		c.CNIBridge = "cni0"
+	}
+	if c.CNIPortmapPath == "" {
+		c.CNIPortmapPath = "/usr/lib/cni/portmap"
 	}
 	if c.CNINetworkName == "" {
 		c.CNINetworkName = "skiff"

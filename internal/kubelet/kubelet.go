@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -255,7 +256,11 @@ func (k *Kubelet) setNode(node *corev1.Node) {
 	if !changed {
 		return
 	}
-	if err := containerd.WriteCNIConfig(k.cfg.CNIConfDir, containerd.CNINetwork{Name: k.cfg.CNINetworkName, Bridge: k.cfg.CNIBridge, PodCIDRs: cidrs}); err != nil {
+	network := containerd.CNINetwork{Name: k.cfg.CNINetworkName, Bridge: k.cfg.CNIBridge, PodCIDRs: cidrs}
+	if k.cfg.SkiffCNI {
+		network.Skiff = &containerd.SkiffCNI{StateDir: filepath.Join(k.cfg.DataDir, "cni"), PortmapPath: k.cfg.CNIPortmapPath}
+	}
+	if err := containerd.WriteCNIConfig(k.cfg.CNIConfDir, network); err != nil {
 		k.log.Error("write CNI config", "err", err)
 		return
 	}
