@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,6 +90,11 @@ type Config struct {
 	NodeStatusUpdateFrequency time.Duration
 	// NodeStatusReportFrequency is how often status is posted even unchanged.
 	NodeStatusReportFrequency time.Duration
+	// MaxParallelSandboxes bounds how many pod sandboxes are being created at
+	// once (the runtime's heaviest call: a shim, runc and the CNI plugin per
+	// sandbox); more pods wait their turn with their first status written.
+	// Default: 2 per CPU, at least 4.
+	MaxParallelSandboxes int
 	// RelistPeriod is how often container states are compared with the
 	// previous listing to notice exits.
 	RelistPeriod time.Duration
@@ -130,6 +136,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Port == 0 {
 		c.Port = 10250
+	}
+	if c.MaxParallelSandboxes <= 0 {
+		c.MaxParallelSandboxes = max(4, 2*runtime.NumCPU())
 	}
 	durations := []struct {
 		field *time.Duration
