@@ -18,7 +18,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/skiff-sh/skiff/internal/cluster"
-	"github.com/skiff-sh/skiff/internal/cni"
+	// containerd runs this binary as the pod network's CNI plugin through a link named after the
+	// plugin's type: cniexec serves it from its package initializer, before the rest of skiff
+	// initializes, and exits.
+	_ "github.com/skiff-sh/skiff/internal/cni/cniexec"
 	"github.com/skiff-sh/skiff/internal/controller/localpath"
 )
 
@@ -43,11 +46,6 @@ Run "skiff server -h" for the server's flags.
 `
 
 func main() {
-	// containerd runs this binary as the pod network's CNI plugin through a link named after the
-	// plugin's type (internal/cni); nothing else of skiff starts then.
-	if cni.IsPluginName(os.Args[0]) {
-		os.Exit(cni.Main(os.Getenv, os.Stdin, os.Stdout))
-	}
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "skiff:", err)

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -26,6 +27,8 @@ type host struct {
 	iptables func(ctx context.Context, v6 bool, args ...string) error
 	// sysctl writes a sysctl file under /proc/sys when its value differs.
 	sysctl func(path, value string) error
+	// bootID names this boot of the machine.
+	bootID func() string
 }
 
 func newHost() (*host, error) {
@@ -33,7 +36,15 @@ func newHost() (*host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netlink: %w", err)
 	}
-	return &host{nl: h, iptables: runIPTables, sysctl: writeSysctl}, nil
+	return &host{nl: h, iptables: runIPTables, sysctl: writeSysctl, bootID: readBootID}, nil
+}
+
+func readBootID() string {
+	raw, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(raw))
 }
 
 func (h *host) close() { h.nl.Close() }
@@ -61,10 +72,9 @@ func writeSysctl(path, value string) error {
 	return nil
 }
 
-// ensureBridge makes the node's bridge exist, be up and carry each range's gateway address. It
-// reports whether this call created it.
+// ensureBridge makes the node's bridge exist, be up and carry each range's gateway address, and
+// the network's masquerade rules exist.
 func (h *host) ensureBridge(ctx context.Context, n Network) (netlink.Link, error) {
-	created := false
 	br, err := h.nl.LinkByName(n.Conf.Bridge)
 	if err != nil {
 		if !isNotFound(err) {
@@ -75,12 +85,8 @@ func (h *host) ensureBridge(ctx context.Context, n Network) (netlink.Link, error
 		if n.Conf.MTU > 0 {
 			attrs.MTU = n.Conf.MTU
 		}
-		err := h.nl.LinkAdd(&netlink.Bridge{LinkAttrs: attrs})
-		switch {
-		case err == nil:
-			created = true
-		case errors.Is(err, syscall.EEXIST): // another sandbox's plugin was first
-		default:
+		// EEXIST: another sandbox's plugin was first.
+		if err := h.nl.LinkAdd(&netlink.Bridge{LinkAttrs: attrs}); err != nil && !errors.Is(err, syscall.EEXIST) {
 			return nil, fmt.Errorf("create bridge %s: %w", n.Conf.Bridge, err)
 		}
 		if br, err = h.nl.LinkByName(n.Conf.Bridge); err != nil {
@@ -113,12 +119,45 @@ func (h *host) ensureBridge(ctx context.Context, n Network) (netlink.Link, error
 			return nil, err
 		}
 	}
-	if created && n.Conf.IPMasq {
-		if err := h.ensureMasquerade(ctx, n); err != nil {
+	if n.Conf.IPMasq {
+		if err := h.masqueradeOnce(ctx, n, br.Attrs().Index); err != nil {
 			return nil, err
 		}
 	}
 	return br, nil
+}
+
+// masqueradeOnce installs the masquerade rules once per bridge and boot: a marker file named
+// after the boot and the bridge's index says it was done, so an ADD runs no iptables at all
+// unless the bridge is new (created, or the node rebooted). A lock keeps two ADDs from
+// appending the same rules twice.
+func (h *host) masqueradeOnce(ctx context.Context, n Network, bridgeIndex int) error {
+	dir := filepath.Join(n.Conf.StateDir, n.Conf.Name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	marker := filepath.Join(dir, fmt.Sprintf("masquerade-%s-%s-%d", h.bootID(), n.Conf.Bridge, bridgeIndex))
+	if _, err := os.Stat(marker); err == nil {
+		return nil
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "masquerade.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("masquerade lock: %w", err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("masquerade lock: %w", err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		return nil // another ADD did it meanwhile
+	}
+	if err := h.ensureMasquerade(ctx, n); err != nil {
+		return err
+	}
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		return fmt.Errorf("masquerade marker: %w", err)
+	}
+	return nil
 }
 
 // ensureMasquerade installs the network's masquerade chain: traffic from a pod CIDR to anything

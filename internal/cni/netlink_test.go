@@ -94,6 +94,7 @@ func testHost(t *testing.T, nodeNS string) (*host, *recorded) {
 			rec.sysctls = append(rec.sysctls, path+"="+value)
 			return nil
 		},
+		bootID: func() string { return "boot-1" },
 	}, rec
 }
 
@@ -112,7 +113,7 @@ func TestAttachDetach(t *testing.T) {
 	nodeNS := testNetns(t, "skcni-node-"+id)
 	podNS := testNetns(t, "skcni-pod-"+id)
 	h, rec := testHost(t, nodeNS)
-	n, err := ParseConf([]byte(`{"cniVersion":"1.0.0","name":"t","type":"skiff-bridge","bridge":"skbr` + id[:6] + `","subnets":["10.250.41.0/24"],"stateDir":"/x","hairpinMode":true,"ipMasq":true}`))
+	n, err := ParseConf([]byte(`{"cniVersion":"1.0.0","name":"t","type":"skiff-bridge","bridge":"skbr` + id[:6] + `","subnets":["10.250.41.0/24"],"stateDir":"` + t.TempDir() + `","hairpinMode":true,"ipMasq":true}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestAttachDetach(t *testing.T) {
 		t.Errorf("bridge creation: sysctls %v, iptables %v", rec.sysctls, rec.iptables)
 	}
 	masq := len(rec.iptables)
-	// A second sandbox finds the bridge: no masquerade work again.
+	// A second sandbox finds the bridge and the marker: no iptables run again.
 	if _, err := h.ensureBridge(ctx, n); err != nil || len(rec.iptables) != masq {
 		t.Fatalf("second ensureBridge: %v, iptables %v", err, rec.iptables[masq:])
 	}

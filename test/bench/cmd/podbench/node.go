@@ -256,6 +256,8 @@ func (r report) write(w io.Writer) {
 	if n := len(r.sequential.running); n > 0 {
 		fmt.Fprintf(w, "One after another, the node used %s of CPU per pod.\n", (r.sequentialCPU / time.Duration(n)).Round(time.Millisecond))
 	}
+	fmt.Fprintf(w, "During the burst the machine's CPUs were %.0f%% busy (everything running on it), the node's share of the machine's CPU time was %.0f%%.\n",
+		100*float64(r.machineBusy)/float64(max(r.machineTotal, 1)), 100*float64(r.burstCPU)/float64(max(r.machineTotal, 1)))
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| CPU per pod, by process | at once | one after another |")
 	fmt.Fprintln(w, "|---|---:|---:|")
@@ -286,8 +288,7 @@ func (r report) write(w io.Writer) {
 		}
 		fmt.Fprintf(w, "| total | %.1f |\n", float64(total)/float64(r.traced))
 	}
-	fmt.Fprintf(w, "During the burst the machine's CPUs were %.0f%% busy (everything running on it), the node's share of the machine's CPU time was %.0f%%.\n",
-		100*float64(r.machineBusy)/float64(max(r.machineTotal, 1)), 100*float64(r.burstCPU)/float64(max(r.machineTotal, 1)))
+	fmt.Fprintln(w)
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "| Node with %d pods running (%s window) | processes | CPU (%% of one core) | RSS (MiB) | PSS (MiB) |\n", r.pods, r.steady.window.Round(time.Second))
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
