@@ -252,7 +252,9 @@ func (r report) write(w io.Writer) {
 	fmt.Fprintf(w, "All %d pods Running %s after the first create; the node (skiff, containerd, shims, and the runc and CNI processes they ran) used %s of CPU meanwhile, %s per pod; deleting them took %s.\n",
 		r.pods, r.burstWall.Round(10*time.Millisecond), r.burstCPU.Round(10*time.Millisecond), (r.burstCPU / time.Duration(r.pods)).Round(time.Millisecond), r.deleteWall.Round(10*time.Millisecond))
 	fmt.Fprintf(w, "Of that: skiff %s (API server, etcd, controllers, scheduler, kubelet), containerd with the CNI plugins %s, shims with runc %s.\n",
-		r.burstCPUByKind["skiff"].Round(10*time.Millisecond), r.burstCPUByKind["containerd"].Round(10*time.Millisecond), r.burstCPUByKind["shim"].Round(10*time.Millisecond))
+		(r.burstCPUByKind["skiff"] + r.burstCPUByKind[childrenOf("skiff")]).Round(10*time.Millisecond),
+		(r.burstCPUByKind["containerd"] + r.burstCPUByKind[childrenOf("containerd")]).Round(10*time.Millisecond),
+		(r.burstCPUByKind["shim"] + r.burstCPUByKind[childrenOf("shim")]).Round(10*time.Millisecond))
 	if n := len(r.sequential.running); n > 0 {
 		fmt.Fprintf(w, "One after another, the node used %s of CPU per pod.\n", (r.sequentialCPU / time.Duration(n)).Round(time.Millisecond))
 	}
