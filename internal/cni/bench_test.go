@@ -38,8 +38,8 @@ func BenchmarkSandboxNetwork(b *testing.B) {
 		}
 	}
 	id := fmt.Sprintf("%x", time.Now().UnixNano()&0xffffff)
-	nodeNS := benchNetns(b, "skcnib-node-"+id)
-	podNS := benchNetns(b, "skcnib-pod-"+id)
+	nodeNS := testNetns(b, "skcnib-node-"+id)
+	podNS := testNetns(b, "skcnib-pod-"+id)
 	dir := b.TempDir()
 	plugin := filepath.Join(dir, Type)
 	if err := os.Symlink(binary, plugin); err != nil {
@@ -115,13 +115,4 @@ func BenchmarkSandboxNetwork(b *testing.B) {
 		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		b.ReportMetric(3, "execs/op")
 	})
-}
-
-func benchNetns(b *testing.B, name string) string {
-	b.Helper()
-	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
-		b.Fatalf("ip netns add %s: %v: %s", name, err, out)
-	}
-	b.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
-	return "/var/run/netns/" + name
 }

@@ -47,7 +47,7 @@ func suffix(t *testing.T) string {
 }
 
 // testNetns creates a named network namespace removed at the end of the test.
-func testNetns(t *testing.T, name string) string {
+func testNetns(t testing.TB, name string) string {
 	t.Helper()
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
