@@ -15,6 +15,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/skiff-sh/skiff/internal/cluster"
+	// containerd runs this binary as the pod network's CNI plugin through a link named after the
+	// plugin's type: cniexec serves it from its package initializer, before the rest of skiff
+	// initializes, and exits.
+	_ "github.com/skiff-sh/skiff/internal/cni/cniexec"
 	"github.com/skiff-sh/skiff/internal/controller/localpath"
 )
 
@@ -129,6 +133,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.NodeName, "node-name", "", "this node's name (default: host name)")
 	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.43.0.0/16", "range of service cluster IPs")
 	fs.StringVar(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain: pods' search domains and /etc/hosts names end with it")
+	fs.StringVar(&cfg.CNIPlugin, "cni-plugin", "skiff", "the pod network's CNI plugin: skiff (skiff's own: veth, bridge, addresses and masquerade in one exec of this binary) or bridge (the bridge, host-local and portmap plugins of /usr/lib/cni)")
 	fs.StringVar(&cfg.CNIBridge, "cni-bridge", "", "Linux bridge (and CNI network name) the node's pods attach to (default cni0, network \"skiff\"); a distinct name keeps several clusters on one host apart")
 	fs.StringVar(&cfg.ResolvConf, "resolv-conf", "", "resolver file pods with dnsPolicy Default (and ClusterFirst pods until cluster DNS serves) get, as the kubelet's --resolv-conf (default: /etc/resolv.conf)")
 	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "10.42.0.0/16", "pod network; every node gets a podCIDR from it")

@@ -94,6 +94,9 @@ type Config struct {
 	// CNIBridge is the bridge the kubelet's pods attach to, also used as the CNI network name (so
 	// host-local IPAM keeps its own state); empty: the kubelet's defaults (cni0, "skiff").
 	CNIBridge string
+	// CNIPlugin is the pod network's CNI plugin: "skiff" (default; skiff's own, see internal/cni)
+	// or "bridge" (the distribution's bridge, host-local and portmap plugins).
+	CNIPlugin string
 	// ResolvConf is the node resolv.conf the kubelet gives pods with dnsPolicy Default (empty:
 	// /etc/resolv.conf); the conformance harness points it at a test address so no pod asks the
 	// host's real resolver.
@@ -178,6 +181,9 @@ func (c *Config) Default() {
 	if c.DataDir == "" {
 		c.DataDir = "/var/lib/skiff"
 	}
+	if c.CNIPlugin == "" {
+		c.CNIPlugin = CNIPluginSkiff
+	}
 	if c.LocalPathDir == "" {
 		dir, _ := filepath.Abs(c.DataDir)
 		c.LocalPathDir = filepath.Join(dir, "storage")
@@ -258,6 +264,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("data dir %q: %w", c.DataDir, err))
 		}
 		c.DataDir = abs
+	}
+	if c.CNIPlugin != CNIPluginSkiff && c.CNIPlugin != CNIPluginBridge {
+		errs = append(errs, fmt.Errorf("--cni-plugin %q: must be %s or %s", c.CNIPlugin, CNIPluginSkiff, CNIPluginBridge))
 	}
 	if !filepath.IsAbs(c.LocalPathDir) {
 		// Volume paths are read on other nodes, so a relative one means nothing there.

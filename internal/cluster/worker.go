@@ -111,8 +111,12 @@ func runKubelet(ctx context.Context, cfg *Config, id kubeletIdentity) error {
 		kcfg.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: cfg.AdvertiseAddress}, {Type: corev1.NodeHostName, Address: cfg.NodeName}}
 	}
 	kcfg = kcfg.WithDefaults()
+	ccfg, err := containerdForCNI(cfg, kcfg.DataDir)
+	if err != nil {
+		return err
+	}
 	return kubelet.RunWorker(ctx, kubelet.WorkerConfig{
-		Kubelet: kcfg, RuntimeEndpoint: cfg.ContainerRuntimeEndpoint,
+		Kubelet: kcfg, RuntimeEndpoint: cfg.ContainerRuntimeEndpoint, Containerd: ccfg,
 		ServerTLS: id.serverTLS, ServerAddress: net.JoinHostPort(cfg.BindAddress, strconv.Itoa(int(kcfg.Port))),
 	}, client, cfg.Logger)
 }

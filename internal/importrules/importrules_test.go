@@ -101,6 +101,11 @@ var rules = []struct {
 	// skiff may not depend on k8s.io/apiextensions-apiserver (its types are declared in internal/apis).
 	{name: "no apiextensions-apiserver", pattern: "./...", forbidden: []string{"k8s.io/apiextensions-apiserver"}},
 	{name: "no upstream component anywhere", pattern: "./...", forbidden: upstreamComponents},
+	// The CNI plugin runs from a package initializer of the skiff binary before the rest of it
+	// initializes (internal/cni/cniexec): it links netlink and the standard library, nothing of
+	// skiff's components or Kubernetes.
+	{name: "the CNI plugin is light", pattern: "./internal/cni/...",
+		forbidden: []string{module + "internal/", "k8s.io/", "go.etcd.io/", "google.golang.org/"}, allowed: []string{module + "internal/cni"}},
 	// hack/ holds developer tools (the conformance harness's junit summary): the standard library only.
 	{name: "hack tools link nothing of skiff or Kubernetes", pattern: "./hack/...", forbidden: []string{module + "internal/", "k8s.io/"}},
 }

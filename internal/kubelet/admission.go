@@ -275,10 +275,6 @@ func (k *Kubelet) rejectPod(ctx context.Context, pod *corev1.Pod, result admitRe
 		k.mu.Unlock()
 		return fmt.Errorf("reject pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	k.mu.Lock()
-	if entry, ok := k.pods[pod.UID]; ok && !entry.deleted {
-		entry.pod = updated
-	}
-	k.mu.Unlock()
+	k.keepNewer(updated)
 	return nil
 }

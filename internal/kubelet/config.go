@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,14 @@ type Config struct {
 	CNIConfDir string
 	// CNIBridge names the bridge in the network list; default "cni0".
 	CNIBridge string
+	// SkiffCNI makes the network list name skiff's own CNI plugin
+	// (internal/cni) instead of bridge, host-local and portmap; the runtime's
+	// CNI bin dir must hold it (containerd.Config.SkiffCNIBinary). Its address
+	// leases live in DataDir/cni.
+	SkiffCNI bool
+	// CNIPortmapPath is the portmap plugin skiff's plugin runs for pods with
+	// hostPorts; default /usr/lib/cni/portmap.
+	CNIPortmapPath string
 	// CNINetworkName names the network list (and host-local IPAM's state
 	// dir); default "skiff".
 	CNINetworkName string
@@ -81,6 +90,11 @@ type Config struct {
 	NodeStatusUpdateFrequency time.Duration
 	// NodeStatusReportFrequency is how often status is posted even unchanged.
 	NodeStatusReportFrequency time.Duration
+	// MaxParallelSandboxes bounds how many pod sandboxes are being created at
+	// once (the runtime's heaviest call: a shim, runc and the CNI plugin per
+	// sandbox); more pods wait their turn with their first status written.
+	// Default: 2 per CPU, at least 4.
+	MaxParallelSandboxes int
 	// RelistPeriod is how often container states are compared with the
 	// previous listing to notice exits.
 	RelistPeriod time.Duration
@@ -108,6 +122,9 @@ func (c Config) WithDefaults() Config {
 	if c.CNIBridge == "" {
 		c.CNIBridge = "cni0"
 	}
+	if c.CNIPortmapPath == "" {
+		c.CNIPortmapPath = "/usr/lib/cni/portmap"
+	}
 	if c.CNINetworkName == "" {
 		c.CNINetworkName = "skiff"
 	}
@@ -119,6 +136,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Port == 0 {
 		c.Port = 10250
+	}
+	if c.MaxParallelSandboxes <= 0 {
+		c.MaxParallelSandboxes = max(4, 2*runtime.NumCPU())
 	}
 	durations := []struct {
 		field *time.Duration

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -85,6 +87,9 @@ type Kubelet struct {
 	runtimeID string
 
 	workerWG sync.WaitGroup
+	// sandboxSlots bounds the sandboxes being created at once
+	// (Config.MaxParallelSandboxes).
+	sandboxSlots chan struct{}
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -94,6 +99,8 @@ type Kubelet struct {
 type podEntry struct {
 	pod     *corev1.Pod
 	deleted bool
+	// written is the resourceVersion of the kubelet's last status write.
+	written string
 }
 
 // New validates cfg and returns a Kubelet.
@@ -110,7 +117,8 @@ func New(cfg Config, deps Deps) (*Kubelet, error) {
 	}
 	k := &Kubelet{
 		cfg: cfg, client: deps.Client, runtime: deps.Runtime, clock: deps.Clock, log: deps.Log, recorder: deps.Recorder,
-		pods: map[types.UID]*podEntry{}, workers: map[types.UID]*podWorker{}, waiting: map[types.UID]map[string]corev1.ContainerStateWaiting{},
+		sandboxSlots: make(chan struct{}, cfg.MaxParallelSandboxes),
+		pods:         map[types.UID]*podEntry{}, workers: map[types.UID]*podWorker{}, waiting: map[types.UID]map[string]corev1.ContainerStateWaiting{},
 		ready: make(chan struct{}), runtimeID: "containerd", tokens: map[string]cachedToken{}, admitted: map[types.UID]bool{}, owned: map[string]bool{},
 	}
 	sysctls, err := newSysctlAllowlist(cfg.AllowedUnsafeSysctls)
@@ -175,7 +183,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	podInformer := factory.Core().V1().Pods().Informer()
 	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { k.podSeen(obj) },
-		UpdateFunc: func(_, obj any) { k.podSeen(obj) },
+		UpdateFunc: func(_, obj any) { k.podUpdated(obj) },
 		DeleteFunc: k.podGone,
 	}); err != nil {
 		return fmt.Errorf("kubelet: pod informer: %w", err)
@@ -255,7 +263,11 @@ func (k *Kubelet) setNode(node *corev1.Node) {
 	if !changed {
 		return
 	}
-	if err := containerd.WriteCNIConfig(k.cfg.CNIConfDir, containerd.CNINetwork{Name: k.cfg.CNINetworkName, Bridge: k.cfg.CNIBridge, PodCIDRs: cidrs}); err != nil {
+	network := containerd.CNINetwork{Name: k.cfg.CNINetworkName, Bridge: k.cfg.CNIBridge, PodCIDRs: cidrs}
+	if k.cfg.SkiffCNI {
+		network.Skiff = &containerd.SkiffCNI{StateDir: filepath.Join(k.cfg.DataDir, "cni"), PortmapPath: k.cfg.CNIPortmapPath}
+	}
+	if err := containerd.WriteCNIConfig(k.cfg.CNIConfDir, network); err != nil {
 		k.log.Error("write CNI config", "err", err)
 		return
 	}
@@ -370,6 +382,58 @@ func (k *Kubelet) podSeen(obj any) {
 	k.pods[pod.UID] = &podEntry{pod: pod}
 	k.mu.Unlock()
 	k.enqueue(pod.UID)
+}
+
+// keepNewer records the pod a status write returned, unless the informer
+// delivered a newer state meanwhile: a deletion that arrived while the write
+// was in flight must not be overwritten by the older answer, or the worker
+// would never see the pod is terminating.
+func (k *Kubelet) keepNewer(updated *corev1.Pod) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if entry, ok := k.pods[updated.UID]; ok && !entry.deleted {
+		entry.written = updated.ResourceVersion
+		if newerPod(entry.pod, updated) {
+			entry.pod = updated
+		}
+	}
+}
+
+// newerPod reports whether candidate is a later state of the pod than
+// current, by resourceVersion (etcd revisions, so they compare as numbers).
+// When either cannot be compared, the candidate wins unless current is
+// terminating and the candidate is not.
+func newerPod(current, candidate *corev1.Pod) bool {
+	if current == nil {
+		return true
+	}
+	cur, err1 := strconv.ParseUint(current.ResourceVersion, 10, 64)
+	cand, err2 := strconv.ParseUint(candidate.ResourceVersion, 10, 64)
+	if err1 != nil || err2 != nil {
+		return current.DeletionTimestamp == nil || candidate.DeletionTimestamp != nil
+	}
+	return cand > cur
+}
+
+// podUpdated records an update and wakes the pod's worker, except for the
+// echo of the kubelet's own status write (the update carrying the
+// resourceVersion that write returned): the worker wrote that state itself,
+// and a sync for it would redo the runtime queries for nothing.
+func (k *Kubelet) podUpdated(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	k.mu.Lock()
+	entry, known := k.pods[pod.UID]
+	echo := known && !entry.deleted && entry.written != "" && entry.written == pod.ResourceVersion && pod.Spec.NodeName == k.cfg.NodeName
+	if echo {
+		entry.pod = pod
+	}
+	k.mu.Unlock()
+	if !echo {
+		k.podSeen(obj)
+	}
 }
 
 func (k *Kubelet) podGone(obj any) {

@@ -27,12 +27,19 @@ func (k *Kubelet) runtimeState(ctx context.Context, uid types.UID) (*podRuntimeS
 	if err != nil {
 		return nil, err
 	}
+	slices.SortStableFunc(sandboxes, func(a, b *runtimeapi.PodSandbox) int { return compareNewest(a.CreatedAt, b.CreatedAt) })
+	return k.refreshContainers(ctx, uid, &podRuntimeState{sandboxes: sandboxes})
+}
+
+// refreshContainers returns state with the pod's containers read again and
+// its sandboxes as they were.
+func (k *Kubelet) refreshContainers(ctx context.Context, uid types.UID, sandboxes *podRuntimeState) (*podRuntimeState, error) {
+	selector := map[string]string{labelPodUID: string(uid)}
 	containers, err := k.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
 	if err != nil {
 		return nil, err
 	}
-	state := &podRuntimeState{sandboxes: sandboxes}
-	slices.SortStableFunc(state.sandboxes, func(a, b *runtimeapi.PodSandbox) int { return compareNewest(a.CreatedAt, b.CreatedAt) })
+	state := &podRuntimeState{sandboxes: sandboxes.sandboxes}
 	for _, c := range containers {
 		status, err := k.runtime.ContainerStatus(ctx, c.Id)
 		if cri.IsNotFound(err) {

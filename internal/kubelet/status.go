@@ -40,11 +40,7 @@ func (k *Kubelet) writeStatus(ctx context.Context, pod *corev1.Pod, state *podRu
 	if err != nil {
 		return err
 	}
-	k.mu.Lock()
-	if entry, ok := k.pods[pod.UID]; ok && !entry.deleted {
-		entry.pod = updated
-	}
-	k.mu.Unlock()
+	k.keepNewer(updated)
 	return nil
 }
 

@@ -104,6 +104,9 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 		}
 	}
 	sandbox := state.readySandbox()
+	// sandboxStatus is the sandbox's status; a sandbox created in this sync
+	// comes with it.
+	var sandboxStatus *runtimeapi.PodSandboxStatus
 	if sandbox == nil && len(state.containers) > 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
 		// The sandbox died after containers ran; a Never pod is not
 		// recreated: it ends with the state its containers reached.
@@ -126,16 +129,18 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 			}
 		}
 		var err error
-		sandbox, state, err = k.createSandbox(ctx, pod, state)
+		sandbox, sandboxStatus, state, err = k.createSandbox(ctx, pod, state)
 		if err != nil {
 			_ = k.writeStatus(ctx, pod, state, nil, false)
 			return syncResult{err: err}
 		}
 	}
 	sandboxConfig := k.sandboxConfig(pod, sandbox.Metadata.GetAttempt())
-	sandboxStatus, err := k.runtime.PodSandboxStatus(ctx, sandbox.Id)
-	if err != nil {
-		return syncResult{err: err}
+	if sandboxStatus == nil {
+		var err error
+		if sandboxStatus, err = k.runtime.PodSandboxStatus(ctx, sandbox.Id); err != nil {
+			return syncResult{err: err}
+		}
 	}
 	podIPs := sandboxIPs(pod, sandboxStatus, k.currentHostIPs())
 	src := newObjectSource(ctx, k.client)
@@ -285,7 +290,9 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 		}
 	}
 	if changed {
-		fresh, err := k.runtimeState(ctx, pod.UID)
+		// This sync created no sandbox after the one above: only the
+		// containers need a fresh look.
+		fresh, err := k.refreshContainers(ctx, pod.UID, state)
 		if err != nil {
 			return syncResult{err: err}
 		}
@@ -389,9 +396,10 @@ func sandboxIPs(pod *corev1.Pod, status *runtimeapi.PodSandboxStatus, hostIPs []
 }
 
 // createSandbox stops what is left of earlier sandboxes and runs a new one.
-func (k *Kubelet) createSandbox(ctx context.Context, pod *corev1.Pod, state *podRuntimeState) (*runtimeapi.PodSandbox, *podRuntimeState, error) {
+// It returns the new sandbox, its status and the pod's runtime state with it.
+func (k *Kubelet) createSandbox(ctx context.Context, pod *corev1.Pod, state *podRuntimeState) (*runtimeapi.PodSandbox, *runtimeapi.PodSandboxStatus, *podRuntimeState, error) {
 	if err := k.killPod(ctx, nil, state, gracePeriod(pod)); err != nil {
-		return nil, state, err
+		return nil, nil, state, err
 	}
 	var attempt uint32
 	if len(state.sandboxes) > 0 {
@@ -407,7 +415,7 @@ func (k *Kubelet) createSandbox(ctx context.Context, pod *corev1.Pod, state *pod
 		}
 	}
 	if err := os.MkdirAll(k.podLogDir(pod), 0o755); err != nil {
-		return nil, state, fmt.Errorf("pod log dir: %w", err)
+		return nil, nil, state, fmt.Errorf("pod log dir: %w", err)
 	}
 	config := k.sandboxConfig(pod, attempt)
 	// The runtime writes resolv.conf when it creates the sandbox: warn about
@@ -416,19 +424,52 @@ func (k *Kubelet) createSandbox(ctx context.Context, pod *corev1.Pod, state *pod
 	for _, e := range dnsEvents {
 		k.recorder.Event(pod, corev1.EventTypeWarning, e.reason, e.message)
 	}
-	if _, err := k.runtime.RunPodSandbox(ctx, config, k.cfg.RuntimeHandler); err != nil {
+	id, err := k.runSandbox(ctx, config)
+	if err != nil {
 		k.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
-		return nil, state, err
+		return nil, nil, state, err
+	}
+	status, err := k.runtime.PodSandboxStatus(ctx, id)
+	if err != nil {
+		return nil, nil, state, err
+	}
+	if status.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return nil, nil, state, fmt.Errorf("pod %s: sandbox not ready right after creation", podDescription(pod))
+	}
+	sandbox := sandboxOf(status, k.cfg.RuntimeHandler)
+	if len(state.sandboxes) == 0 && len(state.containers) == 0 {
+		// A new pod: the runtime has nothing of it but this sandbox, no
+		// need to list.
+		return sandbox, status, &podRuntimeState{sandboxes: []*runtimeapi.PodSandbox{sandbox}}, nil
 	}
 	fresh, err := k.runtimeState(ctx, pod.UID)
 	if err != nil {
-		return nil, state, err
+		return nil, nil, state, err
 	}
-	sandbox := fresh.readySandbox()
-	if sandbox == nil {
-		return nil, fresh, fmt.Errorf("pod %s: sandbox not ready right after creation", podDescription(pod))
+	if ready := fresh.readySandbox(); ready == nil || ready.Id != id {
+		return nil, nil, fresh, fmt.Errorf("pod %s: sandbox not ready right after creation", podDescription(pod))
 	}
-	return sandbox, fresh, nil
+	return fresh.readySandbox(), status, fresh, nil
+}
+
+// runSandbox runs a sandbox once one of the Config.MaxParallelSandboxes
+// slots is free.
+func (k *Kubelet) runSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig) (string, error) {
+	select {
+	case k.sandboxSlots <- struct{}{}:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	defer func() { <-k.sandboxSlots }()
+	return k.runtime.RunPodSandbox(ctx, config, k.cfg.RuntimeHandler)
+}
+
+// sandboxOf is the list entry of a sandbox, from its status.
+func sandboxOf(s *runtimeapi.PodSandboxStatus, handler string) *runtimeapi.PodSandbox {
+	return &runtimeapi.PodSandbox{
+		Id: s.Id, Metadata: s.Metadata, State: s.State, CreatedAt: s.CreatedAt,
+		Labels: s.Labels, Annotations: s.Annotations, RuntimeHandler: handler,
+	}
 }
 
 // startContainer pulls the image if needed, then creates and starts one

@@ -58,6 +58,10 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, client kubernetes.Interfac
 			return err
 		}
 		cfg.Kubelet.CNIConfDir = supervisor.Config().CNIConfDir
+		if supervisor.Config().SkiffCNIBinary != "" {
+			cfg.Kubelet.SkiffCNI = true
+			cfg.Kubelet.CNIPortmapPath = filepath.Join(supervisor.Config().StockCNIBinDir, "portmap")
+		}
 		go func() { supervised <- supervisor.Run(ctx) }()
 		select {
 		case <-supervisor.Ready():

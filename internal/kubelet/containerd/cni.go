@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+
+	"github.com/skiff-sh/skiff/internal/cni"
 )
 
 // CNIConfigFile is the name of the network list skiff writes; containerd
@@ -23,6 +25,17 @@ type CNINetwork struct {
 	Bridge string
 	// PodCIDRs are the node's pod ranges (one per IP family).
 	PodCIDRs []string
+	// Skiff, when set, makes the list name skiff's own plugin (internal/cni: veth, bridge,
+	// addresses and masquerade in one exec) instead of bridge, host-local and portmap.
+	Skiff *SkiffCNI
+}
+
+// SkiffCNI is what skiff's plugin needs beyond the network's name, bridge and CIDRs.
+type SkiffCNI struct {
+	// StateDir holds the address leases; it must survive restarts.
+	StateDir string
+	// PortmapPath is the portmap plugin, run only for pods with hostPorts.
+	PortmapPath string
 }
 
 type cniRange struct {
@@ -65,6 +78,9 @@ func (n CNINetwork) Render() ([]byte, error) {
 	}
 	if n.Bridge == "" {
 		n.Bridge = "cni0"
+	}
+	if n.Skiff != nil {
+		return cni.RenderList(cni.ListConfig{Name: n.Name, Bridge: n.Bridge, Subnets: n.PodCIDRs, StateDir: n.Skiff.StateDir, PortmapPath: n.Skiff.PortmapPath})
 	}
 	ipam := &cniIPAM{Type: "host-local"}
 	for _, cidr := range n.PodCIDRs {

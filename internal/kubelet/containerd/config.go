@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/skiff-sh/skiff/internal/cni"
 	"github.com/skiff-sh/skiff/internal/images"
 )
 
@@ -31,8 +33,16 @@ type Config struct {
 	// SandboxImage is the pause image every pod sandbox runs; it must be
 	// present locally (imported), no registry is assumed.
 	SandboxImage string
-	// CNIBinDir holds the CNI plugins; default /usr/lib/cni (Debian).
+	// CNIBinDir holds the CNI plugins; default /usr/lib/cni (Debian), or
+	// DataDir/containerd/cni/bin with SkiffCNIBinary.
 	CNIBinDir string
+	// SkiffCNIBinary, when set, is the skiff executable serving as the pod
+	// network's CNI plugin (internal/cni): WriteFiles fills CNIBinDir with a
+	// link named after the plugin's type to it and links to every plugin of
+	// StockCNIBinDir (loopback, portmap, ...).
+	SkiffCNIBinary string
+	// StockCNIBinDir holds the distribution's CNI plugins; default /usr/lib/cni.
+	StockCNIBinDir string
 	// CNIConfDir holds this node's CNI network list; default
 	// DataDir/containerd/cni/net.d. containerd reloads it live.
 	CNIConfDir string
@@ -87,7 +97,11 @@ func (c *Config) fillDefaults() {
 	set(&c.StateDir, filepath.Join(base, "state"))
 	set(&c.Address, filepath.Join(c.StateDir, "containerd.sock"))
 	set(&c.SandboxImage, images.PauseImage)
-	set(&c.CNIBinDir, "/usr/lib/cni")
+	set(&c.StockCNIBinDir, "/usr/lib/cni")
+	if c.SkiffCNIBinary != "" {
+		set(&c.CNIBinDir, filepath.Join(base, "cni", "bin"))
+	}
+	set(&c.CNIBinDir, c.StockCNIBinDir)
 	set(&c.CNIConfDir, filepath.Join(base, "cni", "net.d"))
 	set(&c.StreamServerAddress, "127.0.0.1")
 	set(&c.StreamServerPort, "0")
@@ -116,7 +130,7 @@ func (c Config) Validate() error {
 	} else if !filepath.IsAbs(c.DataDir) {
 		errs = append(errs, fmt.Errorf("dataDir: %q must be an absolute path", c.DataDir))
 	}
-	for name, dir := range map[string]string{"rootDir": c.RootDir, "stateDir": c.StateDir, "cniBinDir": c.CNIBinDir, "cniConfDir": c.CNIConfDir, "registryConfigDir": c.RegistryConfigDir} {
+	for name, dir := range map[string]string{"rootDir": c.RootDir, "stateDir": c.StateDir, "cniBinDir": c.CNIBinDir, "stockCNIBinDir": c.StockCNIBinDir, "skiffCNIBinary": c.SkiffCNIBinary, "cniConfDir": c.CNIConfDir, "registryConfigDir": c.RegistryConfigDir} {
 		if dir != "" && !filepath.IsAbs(dir) {
 			errs = append(errs, fmt.Errorf("%s: %q must be an absolute path", name, dir))
 		}
@@ -233,11 +247,47 @@ func (c Config) WriteFiles() error {
 			return fmt.Errorf("containerd dirs: %w", err)
 		}
 	}
+	if err := c.linkCNIPlugins(); err != nil {
+		return err
+	}
 	text, err := c.Render()
 	if err != nil {
 		return err
 	}
 	return writeFileAtomic(c.ConfigPath(), []byte(text), 0o600)
+}
+
+// linkCNIPlugins fills CNIBinDir for SkiffCNIBinary: skiff's plugin under its type's name, the
+// stock plugins beside it. Links are replaced at every start (the binary may have moved).
+func (c Config) linkCNIPlugins() error {
+	if c.SkiffCNIBinary == "" || c.CNIBinDir == c.StockCNIBinDir {
+		return nil
+	}
+	if err := os.MkdirAll(c.CNIBinDir, 0o755); err != nil {
+		return fmt.Errorf("cni bin dir: %w", err)
+	}
+	links := map[string]string{cni.Type: c.SkiffCNIBinary}
+	stock, err := os.ReadDir(c.StockCNIBinDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cni plugins: %w", err)
+	}
+	for _, e := range stock {
+		if e.Name() != cni.Type {
+			links[e.Name()] = filepath.Join(c.StockCNIBinDir, e.Name())
+		}
+	}
+	for name, target := range links {
+		path := filepath.Join(c.CNIBinDir, name)
+		tmp := path + ".tmp"
+		_ = os.Remove(tmp)
+		if err := os.Symlink(target, tmp); err != nil {
+			return fmt.Errorf("cni plugin link %s: %w", name, err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return fmt.Errorf("cni plugin link %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {

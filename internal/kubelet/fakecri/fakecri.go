@@ -211,6 +211,12 @@ func (r *Runtime) SandboxCount() (all, ready int) {
 	return all, ready
 }
 
+// note records a read-only call (no injected failure applies to it), so tests
+// can count every round trip.
+func (r *Runtime) note(method, target string) {
+	r.calls = append(r.calls, Call{Method: method, Target: target})
+}
+
 func (r *Runtime) record(method, target string) error {
 	r.calls = append(r.calls, Call{Method: method, Target: target})
 	if err, ok := r.failures[method]; ok {
@@ -318,6 +324,7 @@ func (r *Runtime) RemovePodSandbox(_ context.Context, id string) error {
 func (r *Runtime) PodSandboxStatus(_ context.Context, id string) (*runtimeapi.PodSandboxStatus, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.note("PodSandboxStatus", id)
 	s, ok := r.sandboxes[id]
 	if !ok {
 		return nil, notFound("sandbox", id)
@@ -337,6 +344,7 @@ func labelsMatch(selector, labels map[string]string) bool {
 func (r *Runtime) ListPodSandbox(_ context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.note("ListPodSandbox", "")
 	var out []*runtimeapi.PodSandbox
 	for id, s := range r.sandboxes {
 		if filter.GetId() != "" && filter.GetId() != id {
@@ -478,6 +486,7 @@ func (r *Runtime) ListContainers(_ context.Context, filter *runtimeapi.Container
 func (r *Runtime) ContainerStatus(_ context.Context, id string) (*runtimeapi.ContainerStatus, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.note("ContainerStatus", id)
 	c, ok := r.containers[id]
 	if !ok {
 		return nil, notFound("container", id)
@@ -520,6 +529,7 @@ func (r *Runtime) PortForward(_ context.Context, req *runtimeapi.PortForwardRequ
 func (r *Runtime) ImageStatus(_ context.Context, spec *runtimeapi.ImageSpec) (*runtimeapi.Image, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.note("ImageStatus", spec.GetImage())
 	if img, ok := r.images[spec.GetImage()]; ok {
 		return proto.Clone(img).(*runtimeapi.Image), nil
 	}

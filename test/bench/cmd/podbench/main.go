@@ -63,6 +63,8 @@ type options struct {
 	timeout     time.Duration
 	serverLog   string
 	label       string
+	traced      int
+	tmpDir      string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -77,6 +79,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long all pods may take to run")
 	fs.StringVar(&o.serverLog, "server-log", "", "file for skiff's log (default: the data dir's name + .log in /tmp)")
 	fs.StringVar(&o.label, "label", "", "a note printed with the figures")
+	fs.StringVar(&o.tmpDir, "tmp-dir", "/tmp", "where the node's data dir goes (etcd refuses writes when its file system has less than a twentieth free: a tmpfs helps on a full disk)")
+	fs.IntVar(&o.traced, "trace-execs", 0, "pods created one after another at the end with strace following containerd: counts the programs each pod runs")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -107,7 +111,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	// A short data dir keeps containerd's socket path under the unix-socket limit.
-	dataDir, err := os.MkdirTemp("/tmp", "skpb")
+	dataDir, err := os.MkdirTemp(o.tmpDir, "skpb")
 	if err != nil {
 		return err
 	}
@@ -224,12 +228,22 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 			report.sequential.add(lat)
 		}
+		report.sequentialCPUByKind = map[string]time.Duration{}
 		for kind, used := range nodeCPU(dataDir) {
+			report.sequentialCPUByKind[kind] = used - before[kind]
 			report.sequentialCPU += used - before[kind]
 		}
 		if err := deletePods(ctx, client, o.timeout); err != nil {
 			return err
 		}
+	}
+	if o.traced > 0 {
+		fmt.Fprintf(stderr, "creating %d pods with strace following containerd ...\n", o.traced)
+		report.execs, err = traceExecs(ctx, client, dataDir, o.traced, o.timeout)
+		if err != nil {
+			return err
+		}
+		report.traced = o.traced
 	}
 	report.write(stdout)
 	succeeded = true

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,8 +21,10 @@ import (
 type nodeProcess struct {
 	pid  int
 	kind string // skiff, containerd or shim
-	cpu  time.Duration
-	rss  int64 // bytes
+	// cpu is the process's own CPU time; childCPU that of its reaped children (runc for the
+	// shims; the CNI plugins, their iptables runs and the shims' start commands for containerd).
+	cpu, childCPU time.Duration
+	rss           int64 // bytes
 	// pss is the proportional share of memory: shared pages (the shims' common binary) divided
 	// among the processes mapping them, so the sum over processes does not count them 100 times.
 	pss int64
@@ -41,7 +44,7 @@ func nodeProcesses(dataDir string) []nodeProcess {
 		}
 		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
 		p := nodeProcess{pid: pid, kind: processKind(filepath.Base(args[0]))}
-		p.cpu, _ = processCPU(pid)
+		p.cpu, p.childCPU, _ = processCPU(pid)
 		p.rss, _ = statusField(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:")
 		p.pss, _ = statusField(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:")
 		out = append(out, p)
@@ -65,26 +68,26 @@ func processKind(command string) string {
 // command name, which may hold spaces) plus that of its reaped children (fields 16 and 17):
 // runc and the CNI plugins are short-lived children of the shims and containerd, and their
 // CPU is part of what a pod costs the node.
-func processCPU(pid int) (time.Duration, error) {
+func processCPU(pid int) (own, children time.Duration, err error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	stat := string(raw)
 	fields := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])
 	if len(fields) < 15 {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+		return 0, 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
 	}
-	var ticks int64
-	for _, f := range fields[11:15] {
+	var ticks [4]int64
+	for i, f := range fields[11:15] {
 		n, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		ticks += n
+		ticks[i] = n
 	}
 	const userHZ = 100
-	return time.Duration(ticks) * time.Second / userHZ, nil
+	return time.Duration(ticks[0]+ticks[1]) * time.Second / userHZ, time.Duration(ticks[2]+ticks[3]) * time.Second / userHZ, nil
 }
 
 // statusField reads a "Name:   123 kB" line of a /proc file, in bytes.
@@ -102,13 +105,28 @@ func statusField(path, name string) (int64, error) {
 	return 0, fmt.Errorf("no %s in %s", name, path)
 }
 
-// nodeCPU is the CPU time the node's live processes have used so far, by kind.
+// nodeCPU is the CPU time the node's live processes have used so far, by kind; a kind's reaped
+// children count under childrenOf(kind).
 func nodeCPU(dataDir string) map[string]time.Duration {
 	byKind := map[string]time.Duration{}
 	for _, p := range nodeProcesses(dataDir) {
 		byKind[p.kind] += p.cpu
+		byKind[childrenOf(p.kind)] += p.childCPU
 	}
 	return byKind
+}
+
+func childrenOf(kind string) string { return kind + " children" }
+
+// cpuRows name the CPU split podbench reports, in order: each process kind, then what its
+// short-lived children used.
+var cpuRows = []struct{ key, what string }{ //nolint:gochecknoglobals // constant table.
+	{"skiff", "skiff (API server, etcd, controllers, scheduler, kubelet)"},
+	{childrenOf("skiff"), "skiff's children (iptables of the proxy, containerd's start)"},
+	{"containerd", "containerd"},
+	{childrenOf("containerd"), "containerd's children: CNI plugins (with their iptables runs), shim start"},
+	{"shim", "shims"},
+	{childrenOf("shim"), "shims' children: runc"},
 }
 
 // nodeSample is the node's footprint over a window: CPU used per kind, RSS at the end.
@@ -123,7 +141,7 @@ type nodeSample struct {
 func sampleNode(ctx context.Context, dataDir string, window time.Duration) (nodeSample, error) {
 	before := map[int]time.Duration{}
 	for _, p := range nodeProcesses(dataDir) {
-		before[p.pid] = p.cpu
+		before[p.pid] = p.cpu + p.childCPU
 	}
 	start := time.Now()
 	select {
@@ -133,7 +151,7 @@ func sampleNode(ctx context.Context, dataDir string, window time.Duration) (node
 	}
 	s := nodeSample{window: time.Since(start), cpu: map[string]time.Duration{}, rss: map[string]int64{}, pss: map[string]int64{}, count: map[string]int{}}
 	for _, p := range nodeProcesses(dataDir) {
-		s.cpu[p.kind] += p.cpu - before[p.pid]
+		s.cpu[p.kind] += p.cpu + p.childCPU - before[p.pid]
 		s.rss[p.kind] += p.rss
 		s.pss[p.kind] += p.pss
 		s.count[p.kind]++
@@ -191,6 +209,10 @@ type report struct {
 	burstCPU               time.Duration
 	burstCPUByKind         map[string]time.Duration
 	sequentialCPU          time.Duration
+	sequentialCPUByKind    map[string]time.Duration
+	// execs counts the programs run for traced pods (by name), traced how many pods.
+	execs  map[string]int
+	traced int
 	// machineBusy and machineTotal are all CPUs' busy and elapsed time during the burst.
 	machineBusy, machineTotal time.Duration
 	steady                    nodeSample
@@ -230,12 +252,45 @@ func (r report) write(w io.Writer) {
 	fmt.Fprintf(w, "All %d pods Running %s after the first create; the node (skiff, containerd, shims, and the runc and CNI processes they ran) used %s of CPU meanwhile, %s per pod; deleting them took %s.\n",
 		r.pods, r.burstWall.Round(10*time.Millisecond), r.burstCPU.Round(10*time.Millisecond), (r.burstCPU / time.Duration(r.pods)).Round(time.Millisecond), r.deleteWall.Round(10*time.Millisecond))
 	fmt.Fprintf(w, "Of that: skiff %s (API server, etcd, controllers, scheduler, kubelet), containerd with the CNI plugins %s, shims with runc %s.\n",
-		r.burstCPUByKind["skiff"].Round(10*time.Millisecond), r.burstCPUByKind["containerd"].Round(10*time.Millisecond), r.burstCPUByKind["shim"].Round(10*time.Millisecond))
+		(r.burstCPUByKind["skiff"] + r.burstCPUByKind[childrenOf("skiff")]).Round(10*time.Millisecond),
+		(r.burstCPUByKind["containerd"] + r.burstCPUByKind[childrenOf("containerd")]).Round(10*time.Millisecond),
+		(r.burstCPUByKind["shim"] + r.burstCPUByKind[childrenOf("shim")]).Round(10*time.Millisecond))
 	if n := len(r.sequential.running); n > 0 {
 		fmt.Fprintf(w, "One after another, the node used %s of CPU per pod.\n", (r.sequentialCPU / time.Duration(n)).Round(time.Millisecond))
 	}
 	fmt.Fprintf(w, "During the burst the machine's CPUs were %.0f%% busy (everything running on it), the node's share of the machine's CPU time was %.0f%%.\n",
 		100*float64(r.machineBusy)/float64(max(r.machineTotal, 1)), 100*float64(r.burstCPU)/float64(max(r.machineTotal, 1)))
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| CPU per pod, by process | at once | one after another |")
+	fmt.Fprintln(w, "|---|---:|---:|")
+	perPod := func(d time.Duration, n int) string {
+		if n == 0 {
+			return "-"
+		}
+		return ms(d / time.Duration(n))
+	}
+	for _, row := range cpuRows {
+		fmt.Fprintf(w, "| %s | %s | %s |\n", row.what, perPod(r.burstCPUByKind[row.key], r.pods), perPod(r.sequentialCPUByKind[row.key], len(r.sequential.running)))
+	}
+	fmt.Fprintf(w, "| total | %s | %s |\n", perPod(r.burstCPU, r.pods), perPod(r.sequentialCPU, len(r.sequential.running)))
+	if r.traced > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "Programs run per pod (strace following containerd over %d pods started one after another and deleted):\n\n", r.traced)
+		fmt.Fprintln(w, "| program | runs per pod |")
+		fmt.Fprintln(w, "|---|---:|")
+		names := make([]string, 0, len(r.execs))
+		total := 0
+		for name, n := range r.execs {
+			names = append(names, name)
+			total += n
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			fmt.Fprintf(w, "| %s | %.1f |\n", name, float64(r.execs[name])/float64(r.traced))
+		}
+		fmt.Fprintf(w, "| total | %.1f |\n", float64(total)/float64(r.traced))
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "| Node with %d pods running (%s window) | processes | CPU (%% of one core) | RSS (MiB) | PSS (MiB) |\n", r.pods, r.steady.window.Round(time.Second))
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
