@@ -27,7 +27,7 @@
 # Network: pods get a resolv.conf naming only the test address (nothing
 # answers there), image pulls go to a proxy on a closed loopback port, and an iptables chain (FORWARD, and OUTPUT for the service
 # range) drops what a pod sends off the node and any packet still addressed to
-# a ClusterIP after DNAT (skiff has no service proxy yet), so no spec reaches
+# a ClusterIP after DNAT (one the service proxy has not rewritten), so no spec reaches
 # another host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
