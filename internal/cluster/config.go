@@ -164,6 +164,13 @@ type Config struct {
 	// PodSecurityConfiguration (default levels and exemptions; empty: privileged, nothing exempt).
 	ImagePolicyFile       string
 	PodSecurityConfigFile string
+	// Authentication (issue 10): AnonymousAuth lets requests without credentials in as
+	// system:anonymous (kube-apiserver's --anonymous-auth); ServiceAccountIssuer is the "iss" of
+	// service-account tokens and of the OIDC discovery document (empty: DefaultServiceAccountIssuer),
+	// ServiceAccountJWKSURI the jwks_uri that document names (empty: <issuer>/openid/v1/jwks).
+	AnonymousAuth         bool
+	ServiceAccountIssuer  string
+	ServiceAccountJWKSURI string
 	Logger                *slog.Logger
 }
 
