@@ -40,7 +40,9 @@ var Version = version.Info{
 
 // Node is a running skiff node.
 type Node struct {
-	cfg        Config
+	cfg Config
+	// certs logs certificate expiries and renewals (certcheck.go).
+	certs      *certChecker
 	etcdMember *etcd.Member
 	etcdClient *clientv3.Client
 	api        *apiserver.Server
@@ -135,6 +137,7 @@ func (n *Node) runRoles(ctx context.Context) error {
 		}
 	}}}
 	roles = append(roles, n.endpointReconcilerRole())
+	roles = append(roles, role{name: "certificate check", run: n.certs.run})
 	if n.cfg.HasRole(RoleControlPlane) {
 		roles = append(roles,
 			role{name: "controller manager", run: func(ctx context.Context) error {
@@ -237,6 +240,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			n.Stop()
 		}
 	}()
+	n.certs = newCertChecker(&cfg, clock.RealClock{})
 	certs, err := ensureCertificates(&cfg, clock.RealClock{}.Now())
 	if err != nil {
 		return nil, err
