@@ -291,7 +291,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	cfg.Logger.Debug("API server connection limits", "perClient", limits.PerClient, "total", limits.Total,
 		"requestTimeout", cfg.RequestTimeout, "idleTimeout", cfg.IdleConnectionTimeout)
 	n.listener = apiserver.LimitListener(ln, limits, n.metrics.connectionRejected)
-	n.httpServer = apiServerHTTP(api, tlsCfg, cfg.IdleConnectionTimeout)
+	n.httpServer = apiServerHTTP(api, tlsCfg, cfg.IdleConnectionTimeout, cfg.ReadHeaderTimeout)
 	ok = true
 	return n, nil
 }

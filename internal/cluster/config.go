@@ -171,7 +171,10 @@ type Config struct {
 	AnonymousAuth         bool
 	ServiceAccountIssuer  string
 	ServiceAccountJWKSURI string
-	Logger                *slog.Logger
+	// ReadHeaderTimeout bounds how long a client may take to send its request headers to the API
+	// server (0: DefaultReadHeaderTimeout, 32 s as kube-apiserver).
+	ReadHeaderTimeout time.Duration
+	Logger            *slog.Logger
 }
 
 // Default fills unset fields.
