@@ -5,7 +5,6 @@ import (
 	"crypto/elliptic"
 	"encoding/base64"
 	"encoding/json"
-	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +31,11 @@ func keyFromJWKS(t *testing.T, doc []byte) map[string]*ecdsa.PublicKey {
 		if err1 != nil || err2 != nil || len(x) != 32 || len(y) != 32 {
 			t.Fatalf("bad coordinates in %v", k)
 		}
-		out[k["kid"]] = &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}
+		pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, x...), y...))
+		if err != nil {
+			t.Fatalf("key %v is not a P-256 point: %v", k, err)
+		}
+		out[k["kid"]] = pub
 	}
 	return out
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/elliptic"
 	"encoding/base64"
 	"encoding/json"
-	"math/big"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -107,7 +106,11 @@ func TestServiceAccountIssuerDiscovery(t *testing.T) {
 	for _, k := range set.Keys {
 		x, _ := base64.RawURLEncoding.DecodeString(k["x"])
 		y, _ := base64.RawURLEncoding.DecodeString(k["y"])
-		keys[k["kid"]] = &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}
+		pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, x...), y...))
+		if err != nil {
+			t.Fatalf("JWKS key %v is not a P-256 point: %v", k, err)
+		}
+		keys[k["kid"]] = pub
 	}
 	parsed, err := jwt.Parse(token, func(tok *jwt.Token) (any, error) {
 		kid, _ := tok.Header["kid"].(string)
