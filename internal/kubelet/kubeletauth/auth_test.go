@@ -219,3 +219,27 @@ func TestCacheBounded(t *testing.T) {
 		t.Fatal("the newest entry was dropped")
 	}
 }
+
+// BenchmarkWrapCached is the cost the kubelet API adds to a request once the token and the
+// access decision are cached (the usual case: the API server's certificate, or a token in use).
+func BenchmarkWrapCached(b *testing.B) {
+	user := authenticationv1.UserInfo{Username: "u", Groups: []string{"system:authenticated"}}
+	rv := newReviewer(map[string]authenticationv1.UserInfo{"t": user}, []string{"u get proxy"})
+	a, err := New(Config{Client: rv.client, NodeName: "n1", Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := a.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	r := tokenRequest("GET", "/containerLogs/a/b/c", "t")
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != 200 {
+			b.Fatal(w.Code)
+		}
+	}
+	if rv.sars != 1 || rv.tokenReviews != 1 {
+		b.Fatalf("reviews not cached: %d access, %d token", rv.sars, rv.tokenReviews)
+	}
+}
