@@ -154,7 +154,9 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 			}
 			return nil, errors.New("kubelet serving certificate not issued yet")
 		},
-		ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
+		// Certificates are verified when given; callers without one bring a bearer token, which
+		// the kubelet reviews (kubeletauth), as on every other node.
+		ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12,
 	}
 	restCfg := id.RESTConfig(apiServerURL(&cfg), "kubelet")
 	client, err := kubernetes.NewForConfig(restCfg)
