@@ -158,6 +158,11 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.AuditLogPath, "audit-log-path", "", "file the audit log is appended to, one JSON event per line (\"-\": standard output)")
 	fs.IntVar(&cfg.AuditLogMaxSizeMB, "audit-log-maxsize", 100, "megabytes the audit log grows to before it is rotated (0: never)")
 	fs.IntVar(&cfg.AuditLogMaxBackups, "audit-log-maxbackup", 10, "rotated audit logs to keep (0: all)")
+	// Authentication (issue 10): kube-apiserver's names.
+	fs.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", true, "let requests without credentials in as system:anonymous (group system:unauthenticated), authorized by RBAC like any other; false answers them 401")
+	fs.StringVar(&cfg.ServiceAccountIssuer, "service-account-issuer", "", "issuer (\"iss\") of service-account tokens and of /.well-known/openid-configuration (default https://kubernetes.default.svc.cluster.local)")
+	fs.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", 32*time.Second, "how long a client may take to send its request headers before the API server closes the connection")
+	fs.StringVar(&cfg.ServiceAccountJWKSURI, "service-account-jwks-uri", "", "jwks_uri the OpenID discovery document names (default <issuer>/openid/v1/jwks)")
 	fs.Int64Var(&cfg.EtcdQuotaBackendBytes, "etcd-quota-backend-bytes", 0, "size the embedded etcd database may grow to before etcd refuses writes (NOSPACE); 0: etcd's default, 2 GiB")
 	// Server limits (issue 13): kube-apiserver's names where it has them.
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", time.Minute, "how long a request that is not long-running may take before it is answered 504 (a shorter ?timeout= is honoured)")

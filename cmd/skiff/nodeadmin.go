@@ -17,6 +17,7 @@ import (
 
 	"github.com/skiff-sh/skiff/internal/etcdapi"
 	"github.com/skiff-sh/skiff/internal/nodeadmin"
+	"github.com/skiff-sh/skiff/internal/pki"
 )
 
 const nodeUsage = `Usage:
@@ -93,6 +94,8 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The certificates are this node's own, read from its data dir (absent: none shown).
+	in.Certificates, _ = pki.ReadExpiries(filepath.Join(*dataDir, "pki"))
 	report := nodeadmin.BuildReport(in)
 	if *output == "json" {
 		return report.WriteJSON(stdout)

@@ -134,3 +134,23 @@ func ForbiddenMessage(info *RequestInfo) string {
 	}
 	return fmt.Sprintf("%s resource %q in API group %q at the cluster scope", info.Verb, resource, info.APIGroup)
 }
+
+// Kubernetes' anonymous identity.
+const (
+	AnonymousUser  = "system:anonymous"
+	AnonymousGroup = "system:unauthenticated"
+)
+
+func anonymousUser() *UserInfo {
+	return &UserInfo{Name: AnonymousUser, Groups: []string{AnonymousGroup}}
+}
+
+// presentsCredentials reports whether a request tried to authenticate: a bearer token (or any
+// Authorization header) or a client certificate. Such a request is never let in as anonymous
+// when its credentials fail: a wrong token is 401, as kube-apiserver answers it.
+func presentsCredentials(r *http.Request) bool {
+	if r.Header.Get("Authorization") != "" {
+		return true
+	}
+	return r.TLS != nil && len(r.TLS.PeerCertificates) > 0
+}

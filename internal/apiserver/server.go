@@ -48,6 +48,10 @@ type Config struct {
 	Ready func(ctx context.Context) error
 
 	Authenticator Authenticator
+	// AnonymousAuth lets a request that carries no credentials in as system:anonymous in group
+	// system:unauthenticated, authorized like any other (kube-apiserver's --anonymous-auth); false
+	// answers it 401. Credentials that do not authenticate are 401 either way.
+	AnonymousAuth bool
 	Authorizer    Authorizer
 	// Rules lists the rules behind the Authorizer, for SelfSubjectRulesReview (nil: the review
 	// answers incomplete).
@@ -310,18 +314,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	switch r.URL.Path {
-	case "/healthz", "/livez":
-		writePlain(rec, http.StatusOK, "ok")
-		return
-	case "/readyz":
-		s.serveReadyz(rec, r)
-		return
-	case "/version", "/version/":
-		s.writeJSON(rec, http.StatusOK, s.cfg.Version)
-		return
-	}
-
 	// The dashboard's static files (GET/HEAD /dashboard/...) load without credentials: the page
 	// signs the user in and sends their token with every API call. Nothing else is exempt.
 	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == "/dashboard" || strings.HasPrefix(r.URL.Path, "/dashboard/")) {
@@ -332,6 +324,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	user, ok, err := s.cfg.Authenticator.AuthenticateRequest(r)
+	if err == nil && !ok && s.cfg.AnonymousAuth && !presentsCredentials(r) {
+		// Health, version and discovery are open to anonymous callers through the bootstrap
+		// policy's system:public-info-viewer binding, not by an exemption here.
+		user, ok = anonymousUser(), true
+	}
 	if err != nil || !ok {
 		s.writeError(rec, r, apierrors.NewUnauthorized("Unauthorized"))
 		return
@@ -413,6 +410,12 @@ func (s *Server) serveAuthorized(rec http.ResponseWriter, r *http.Request, info 
 		return
 	}
 	switch {
+	case r.URL.Path == "/healthz" || r.URL.Path == "/livez":
+		writePlain(rec, http.StatusOK, "ok")
+	case r.URL.Path == "/readyz":
+		s.serveReadyz(rec, r)
+	case r.URL.Path == "/version" || r.URL.Path == "/version/":
+		s.writeJSON(rec, http.StatusOK, s.cfg.Version)
 	case strings.HasPrefix(r.URL.Path, "/debug/pprof"):
 		// Profiling, as kube-apiserver's --profiling serves it, for authenticated callers only.
 		servePprof(rec, r)

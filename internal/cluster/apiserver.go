@@ -93,11 +93,15 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 	if err != nil {
 		return nil, nil, fmt.Errorf("service account key: %w", err)
 	}
-	saIssuer, err := serviceaccount.NewIssuer(saKey, serviceaccount.DefaultIssuer)
+	issuer, oidcHandlers, err := serviceAccountIssuer(cfg, saKey.Public())
 	if err != nil {
 		return nil, nil, err
 	}
-	audiences := []string{serviceaccount.DefaultIssuer}
+	saIssuer, err := serviceaccount.NewIssuer(saKey, issuer)
+	if err != nil {
+		return nil, nil, err
+	}
+	audiences := []string{issuer}
 	authz, err := newAuthorization(cfg, clock.RealClock{}.Now())
 	if err != nil {
 		return nil, nil, err
@@ -116,7 +120,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 		Authorizer: authz.authorize,
 		Rules:      authz.rules,
 		ServiceAccountTokens: &apiserver.ServiceAccountTokens{
-			Issuer: saIssuer, Verifier: serviceaccount.NewVerifier(saKey.Public(), serviceaccount.DefaultIssuer, audiences), Audiences: audiences,
+			Issuer: saIssuer, Verifier: serviceaccount.NewVerifier(saKey.Public(), issuer, audiences), Audiences: audiences,
 		},
 		Kubelet:               &apiserver.KubeletClientConfig{TLS: kubeletTLS, DefaultPort: 10250},
 		ServiceClusterIPRange: serviceRange,
@@ -131,8 +135,9 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 			}
 			return etcd.CheckHealth(ctx, client)
 		},
-		NonResourceHandlers: append(etcdMembershipHandlers(client, spaceCheck, cfg.Logger), apiserver.NonResourceHandler{Prefix: dashboard.Prefix, Handler: dashboard.Assets()}),
+		NonResourceHandlers: append(append(etcdMembershipHandlers(client, spaceCheck, cfg.Logger), apiserver.NonResourceHandler{Prefix: dashboard.Prefix, Handler: dashboard.Assets()}), oidcHandlers...),
 		Authenticator:       apiserver.UnionAuthenticator{apiserver.ClientCertAuthenticator{}, bootstrapTokenAuthenticator(cfg, &built)},
+		AnonymousAuth:       cfg.AnonymousAuth,
 		Admission:           admission.plugins(apiserver.RBACEscalation{Authorizer: authz.authorize, Rules: authz.rules}, apiserver.NodeRestriction{}),
 		OpenAPI:             oapi,
 		Discovery:           disc,

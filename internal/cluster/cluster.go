@@ -40,7 +40,9 @@ var Version = version.Info{
 
 // Node is a running skiff node.
 type Node struct {
-	cfg        Config
+	cfg Config
+	// certs logs certificate expiries and renewals (certcheck.go).
+	certs      *certChecker
 	etcdMember *etcd.Member
 	etcdClient *clientv3.Client
 	api        *apiserver.Server
@@ -138,6 +140,7 @@ func (n *Node) runRoles(ctx context.Context) error {
 		}
 	}}}
 	roles = append(roles, n.endpointReconcilerRole())
+	roles = append(roles, role{name: "certificate check", run: n.certs.run})
 	if n.cfg.HasRole(RoleControlPlane) {
 		inProcess, err := n.caches.localInformers(&n.cfg)
 		if err != nil {
@@ -244,6 +247,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			n.Stop()
 		}
 	}()
+	n.certs = newCertChecker(&cfg, clock.RealClock{})
 	certs, err := ensureCertificates(&cfg, clock.RealClock{}.Now())
 	if err != nil {
 		return nil, err
@@ -300,7 +304,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	cfg.Logger.Debug("API server connection limits", "perClient", limits.PerClient, "total", limits.Total,
 		"requestTimeout", cfg.RequestTimeout, "idleTimeout", cfg.IdleConnectionTimeout)
 	n.listener = apiserver.LimitListener(ln, limits, n.metrics.connectionRejected)
-	n.httpServer = apiServerHTTP(api, tlsCfg, cfg.IdleConnectionTimeout)
+	n.httpServer = apiServerHTTP(api, tlsCfg, cfg.IdleConnectionTimeout, cfg.ReadHeaderTimeout)
 	ok = true
 	return n, nil
 }

@@ -173,7 +173,17 @@ type Config struct {
 	PodSecurityConfigFile string
 	// API aggregation: the front-proxy certificates and --requestheader-* settings (aggregation.go).
 	Aggregation AggregationOptions
-	Logger      *slog.Logger
+	// Authentication (issue 10): AnonymousAuth lets requests without credentials in as
+	// system:anonymous (kube-apiserver's --anonymous-auth); ServiceAccountIssuer is the "iss" of
+	// service-account tokens and of the OIDC discovery document (empty: DefaultServiceAccountIssuer),
+	// ServiceAccountJWKSURI the jwks_uri that document names (empty: <issuer>/openid/v1/jwks).
+	AnonymousAuth         bool
+	ServiceAccountIssuer  string
+	ServiceAccountJWKSURI string
+	// ReadHeaderTimeout bounds how long a client may take to send its request headers to the API
+	// server (0: DefaultReadHeaderTimeout, 32 s as kube-apiserver).
+	ReadHeaderTimeout time.Duration
+	Logger            *slog.Logger
 }
 
 // Default fills unset fields.

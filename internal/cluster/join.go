@@ -142,7 +142,9 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 			}
 			return nil, errors.New("kubelet serving certificate not issued yet")
 		},
-		ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
+		// Certificates are verified when given; callers without one bring a bearer token, which
+		// the kubelet reviews (kubeletauth), as on every other node.
+		ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12,
 	}
 	// Every component reaches the API servers through the node-local balancer (joinlb.go); it
 	// outlives the roles, so the kubelet's last status writes still go through.

@@ -9,15 +9,22 @@ import (
 	"github.com/skiff-sh/skiff/internal/apiserver"
 )
 
+// DefaultReadHeaderTimeout is how long a client has to send its request headers (kube-apiserver
+// waits 32 s); a slower client's connection is closed.
+const DefaultReadHeaderTimeout = 32 * time.Second
+
 // apiServerHTTP is the API server's HTTP server with kube-apiserver's connection limits: headers
-// within 32 s, keep-alive connections closed after idle, 1 MiB of headers, and up to 1,000
+// within readHeader (DefaultReadHeaderTimeout when 0), keep-alive connections closed after idle, 1 MiB of headers, and up to 1,000
 // concurrent HTTP/2 streams per connection (informers multiplex every watch of a client over one
 // connection, so Go's default of 250 is too few for a controller manager).
-func apiServerHTTP(handler http.Handler, tlsCfg *tls.Config, idle time.Duration) *http.Server {
+func apiServerHTTP(handler http.Handler, tlsCfg *tls.Config, idle, readHeader time.Duration) *http.Server {
+	if readHeader <= 0 {
+		readHeader = DefaultReadHeaderTimeout
+	}
 	return &http.Server{
 		Handler:           handler,
 		TLSConfig:         tlsCfg,
-		ReadHeaderTimeout: 32 * time.Second,
+		ReadHeaderTimeout: readHeader,
 		IdleTimeout:       idle,
 		MaxHeaderBytes:    1 << 20,
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 1000},

@@ -122,7 +122,8 @@ func runKubelet(ctx context.Context, cfg *Config, id kubeletIdentity) error {
 }
 
 // kubeletServingTLS is the kubelet API's TLS: a serving certificate for the node's names and
-// addresses signed by the cluster CA, and client certificates (the API server's) required.
+// addresses signed by the cluster CA; client certificates are verified when given (the API
+// server's), and callers without one may bring a bearer token (kubeletauth reviews both).
 func kubeletServingTLS(cfg *Config, now time.Time) (*tls.Config, error) {
 	dir := filepath.Join(cfg.DataDir, "pki")
 	ca, err := pki.LoadOrCreateCA(dir, "ca", "skiff-ca", now)
@@ -143,7 +144,7 @@ func kubeletServingTLS(cfg *Config, now time.Time) (*tls.Config, error) {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
-	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}, nil
+	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12}, nil
 }
 
 // kubeletClientTLS is the API server's side of that connection: its own client certificate and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,6 +44,9 @@ type Deps struct {
 	Recorder record.EventRecorder
 	// Machine defaults to DetectMachineInfo(cfg.DataDir).
 	Machine *MachineInfo
+	// APIAuth authenticates and authorizes callers of the kubelet API (kubeletauth.Auth.Wrap);
+	// nil accepts any client certificate the TLS layer verified.
+	APIAuth func(http.Handler) http.Handler
 }
 
 // Kubelet runs one node's pods.
@@ -54,6 +58,8 @@ type Kubelet struct {
 	log      *slog.Logger
 	recorder record.EventRecorder
 	machine  MachineInfo
+	// apiAuth guards the kubelet API (Deps.APIAuth).
+	apiAuth func(http.Handler) http.Handler
 	// broadcaster is set when the kubelet created its own recorder.
 	broadcaster record.EventBroadcaster
 
@@ -133,6 +139,7 @@ func New(cfg Config, deps Deps) (*Kubelet, error) {
 		k.log = slog.Default()
 	}
 	k.log = k.log.With("component", "kubelet", "node", cfg.NodeName)
+	k.apiAuth = deps.APIAuth
 	if deps.Machine != nil {
 		k.machine = *deps.Machine
 	} else {

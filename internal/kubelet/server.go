@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,10 +14,12 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"sort"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/skiff-sh/skiff/internal/queryparam"
@@ -34,17 +37,49 @@ const logFollowPoll = 100 * time.Millisecond
 //	    /attach/{namespace}/{pod}/{container}?input&output&error&tty
 //	    /portForward/{namespace}/{pod}?port=...
 //
+//	GET /pods (the node's pods, a PodList)
+//
 // Streaming requests are proxied (with their protocol upgrade) to the
-// runtime's streaming server. Every request must come with a client
-// certificate verified by the TLS layer; anonymous callers get 401.
+// runtime's streaming server. Every caller is authenticated and authorized
+// by Deps.APIAuth (kubeletauth: client certificates or bearer tokens, then
+// SubjectAccessReviews on nodes/proxy, nodes/log, ...); without it, a client
+// certificate verified by the TLS layer is required. Anonymous callers get 401.
 func (k *Kubelet) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	mux.HandleFunc("GET /pods", k.servePods)
+	mux.HandleFunc("GET /pods/", k.servePods)
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.serveLogs)
 	mux.HandleFunc("/exec/{namespace}/{pod}/{container}", k.serveExec)
 	mux.HandleFunc("/attach/{namespace}/{pod}/{container}", k.serveAttach)
 	mux.HandleFunc("/portForward/{namespace}/{pod}", k.servePortForward)
+	if k.apiAuth != nil {
+		return k.apiAuth(mux)
+	}
 	return requireClientCertificate(mux)
+}
+
+// servePods answers the pods bound to this node that the kubelet runs, as upstream's /pods.
+func (k *Kubelet) servePods(w http.ResponseWriter, _ *http.Request) {
+	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
+	k.mu.Lock()
+	for _, e := range k.pods {
+		if !e.deleted && e.pod != nil {
+			list.Items = append(list.Items, *e.pod.DeepCopy())
+		}
+	}
+	k.mu.Unlock()
+	sort.Slice(list.Items, func(i, j int) bool {
+		a, b := list.Items[i], list.Items[j]
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
+	body, err := json.Marshal(list)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
 }
 
 func requireClientCertificate(next http.Handler) http.Handler {

@@ -15,6 +15,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/images"
 	"github.com/skiff-sh/skiff/internal/kubelet/containerd"
 	"github.com/skiff-sh/skiff/internal/kubelet/cri"
+	"github.com/skiff-sh/skiff/internal/kubelet/kubeletauth"
 )
 
 // WorkerConfig is everything the worker role needs: the kubelet, and either
@@ -82,7 +83,13 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, client kubernetes.Interfac
 			return err
 		}
 	}
-	k, err := New(cfg.Kubelet, Deps{Client: client, Runtime: runtime, Log: log})
+	// The kubelet API authenticates and authorizes through the API server (TokenReview,
+	// SubjectAccessReview), as the kubelet's Webhook modes do.
+	apiAuth, err := kubeletauth.New(kubeletauth.Config{Client: client, NodeName: cfg.Kubelet.NodeName, Log: log.With("component", "kubelet-api")})
+	if err != nil {
+		return err
+	}
+	k, err := New(cfg.Kubelet, Deps{Client: client, Runtime: runtime, Log: log, APIAuth: apiAuth.Wrap})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-sh/skiff/internal/etcdapi"
+	"github.com/skiff-sh/skiff/internal/pki"
 )
 
 // Labels and Lease names the report reads.
@@ -40,6 +41,19 @@ type Report struct {
 	Errors     []string          `json:"errors,omitempty"`
 	APIServers []APIServerStatus `json:"apiServers"`
 	Leaders    []LeaderStatus    `json:"leaders"`
+	// Certificates are this node's (<data-dir>/pki), when the data dir could be read.
+	Certificates []CertificateStatus `json:"certificates,omitempty"`
+}
+
+// CertificateStatus is one of the node's certificates.
+type CertificateStatus struct {
+	Name     string    `json:"name"`
+	NotAfter time.Time `json:"notAfter,omitzero"`
+	// ExpiresIn is the time left, rounded to hours ("expired" once past).
+	ExpiresIn string `json:"expiresIn,omitempty"`
+	// Soon is true within pki.RenewWithin of the expiry.
+	Soon  bool   `json:"soon,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // NodeStatus is one Node.
@@ -80,6 +94,8 @@ type Inputs struct {
 	EtcdErr       error
 	// Errs are the other reads that failed.
 	Errs []error
+	// Certificates are the node's certificate files (pki.ReadExpiries of <data-dir>/pki).
+	Certificates []pki.CertExpiry
 }
 
 // BuildReport computes the report (pure).
@@ -106,6 +122,19 @@ func BuildReport(in Inputs) Report {
 		r.Nodes = append(r.Nodes, ns)
 	}
 	slices.SortFunc(r.Nodes, func(a, b NodeStatus) int { return strings.Compare(a.Name, b.Name) })
+	for _, c := range in.Certificates {
+		cs := CertificateStatus{Name: c.Name, Error: c.Error}
+		if c.Error == "" {
+			cs.NotAfter = c.NotAfter
+			cs.Soon = !in.Now.Add(pki.RenewWithin).Before(c.NotAfter)
+			if left := c.NotAfter.Sub(in.Now); left > 0 {
+				cs.ExpiresIn = left.Round(time.Hour).String()
+			} else {
+				cs.ExpiresIn = "expired"
+			}
+		}
+		r.Certificates = append(r.Certificates, cs)
+	}
 	leaders := map[string]*LeaderStatus{}
 	for _, l := range in.Leases {
 		switch {
@@ -240,6 +269,22 @@ func (r Report) WriteText(w io.Writer, now time.Time) error {
 			since = l.Since.UTC().Format(time.RFC3339) + " (" + now.Sub(*l.Since).Round(time.Second).String() + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", l.Component, orDash(l.Holder), since, l.Fresh)
+	}
+	if len(r.Certificates) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "CERTIFICATE\tEXPIRES\tIN\tNOTE")
+		for _, c := range r.Certificates {
+			switch {
+			case c.Error != "":
+				fmt.Fprintf(tw, "%s\t-\t-\tUNREADABLE: %s\n", c.Name, c.Error)
+			default:
+				note := "-"
+				if c.Soon {
+					note = "EXPIRES WITHIN 30 DAYS"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, c.NotAfter.UTC().Format(time.RFC3339), c.ExpiresIn, note)
+			}
+		}
 	}
 	return tw.Flush()
 }

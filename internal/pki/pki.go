@@ -170,7 +170,7 @@ func (ca *CA) EnsureLeaf(dir, name string, leaf Leaf, now time.Time) (certPath, 
 }
 
 func (ca *CA) covers(cert *x509.Certificate, leaf Leaf, now time.Time) bool {
-	if cert.CheckSignatureFrom(ca.Cert) != nil || now.Add(30*24*time.Hour).After(cert.NotAfter) {
+	if cert.CheckSignatureFrom(ca.Cert) != nil || now.Add(RenewWithin).After(cert.NotAfter) {
 		return false
 	}
 	if cert.Subject.CommonName != leaf.CommonName || !slices.Equal(cert.Subject.Organization, leaf.Organization) {

@@ -55,6 +55,8 @@ type Request struct {
 type Issuer struct {
 	key    crypto.Signer
 	issuer string
+	// kid names the key in the token header, matching its entry in the JWKS (OIDC discovery).
+	kid string
 }
 
 // NewIssuer signs with key (ECDSA P-256: ES256) as issuer.
@@ -62,8 +64,15 @@ func NewIssuer(key crypto.Signer, issuer string) (*Issuer, error) {
 	if _, ok := key.(*ecdsa.PrivateKey); !ok {
 		return nil, fmt.Errorf("service account signing key must be ECDSA, got %T", key)
 	}
-	return &Issuer{key: key, issuer: issuer}, nil
+	kid, err := KeyID(key.Public())
+	if err != nil {
+		return nil, err
+	}
+	return &Issuer{key: key, issuer: issuer, kid: kid}, nil
 }
+
+// Name is the issuer ("iss") of the tokens it signs.
+func (i *Issuer) Name() string { return i.issuer }
 
 // Issue signs a token for req valid from now.
 func (i *Issuer) Issue(req Request, now time.Time) (string, time.Time, error) {
@@ -80,7 +89,9 @@ func (i *Issuer) Issue(req Request, now time.Time) (string, time.Time, error) {
 		},
 		Kubernetes: KubernetesClaim{Namespace: req.Namespace, ServiceAccount: req.ServiceAccount, Pod: req.BoundPod, Secret: req.BoundSecret, Node: req.BoundNode},
 	}
-	token, err := jwt.NewWithClaims(jwt.SigningMethodES256, c).SignedString(i.key)
+	t := jwt.NewWithClaims(jwt.SigningMethodES256, c)
+	t.Header["kid"] = i.kid
+	token, err := t.SignedString(i.key)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("sign service account token: %w", err)
 	}

@@ -53,13 +53,14 @@ func TestDashboardServedWithoutCredentials(t *testing.T) {
 	if code, _ := do("GET", "/dashboard/app.js", ""); code != 200 {
 		t.Errorf("GET /dashboard/app.js without credentials: %d", code)
 	}
+	// Without credentials a request is system:anonymous (--anonymous-auth), whom RBAC refuses.
 	for _, path := range []string{"/api/v1/pods", "/api/v1/namespaces/kube-system/secrets", "/skiff/v1/etcd/members"} {
-		if code, _ := do("GET", path, ""); code != http.StatusUnauthorized {
-			t.Errorf("GET %s without credentials: %d, want 401", path, code)
+		if code, _ := do("GET", path, ""); code != http.StatusForbidden {
+			t.Errorf("GET %s without credentials: %d, want 403", path, code)
 		}
 	}
-	if code, _ := do("POST", "/dashboard/", ""); code != http.StatusUnauthorized {
-		t.Errorf("POST /dashboard/ without credentials: %d, want 401 (only GET of the files is exempt)", code)
+	if code, _ := do("POST", "/dashboard/", ""); code != http.StatusForbidden {
+		t.Errorf("POST /dashboard/ without credentials: %d, want 403 (only GET of the files is exempt)", code)
 	}
 	if code, _ := do("GET", "/api/v1/pods", "not-a-token"); code != http.StatusUnauthorized {
 		t.Errorf("GET /api/v1/pods with a bad token: %d, want 401", code)

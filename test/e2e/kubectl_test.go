@@ -537,11 +537,12 @@ func TestKubeconfigCommand(t *testing.T) {
 		t.Fatal("skiff kubeconfig printed something other than the admin kubeconfig")
 	}
 	mustContain(t, out, "client-certificate-data", "certificate-authority-data")
-	// Anonymous requests are refused except health and version.
+	// Anonymous requests (--anonymous-auth, on by default) are system:anonymous, whom RBAC lets
+	// read health and version only.
 	ca := filepath.Join(c.dataDir, "pki", "ca.crt")
 	url := "https://127.0.0.1:" + itoa(c.ports[0])
 	anon, _ := execOutput("curl", "-s", "--cacert", ca, url+"/api/v1/namespaces")
-	mustContain(t, anon, `"code":401`, `"reason":"Unauthorized"`)
+	mustContain(t, anon, `"code":403`, `"reason":"Forbidden"`, `User \"system:anonymous\" cannot list resource \"namespaces\"`)
 	health, _ := execOutput("curl", "-s", "--cacert", ca, url+"/healthz")
 	if strings.TrimSpace(health) != "ok" {
 		t.Fatalf("anonymous /healthz = %q", health)

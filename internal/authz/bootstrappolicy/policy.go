@@ -158,7 +158,8 @@ func ClusterRoles() []rbacv1.ClusterRole {
 				rule("create", "get", "list", "watch").groups(legacyGroup).resources("nodes"),
 				rule("update", "patch").groups(legacyGroup).resources("nodes/status"),
 				rule("update", "patch").groups(legacyGroup).resources("nodes"),
-				eventsRuleBuilder(),
+				// Events of the core API only (upstream's node rules).
+				rule("create", "update", "patch").groups(legacyGroup).resources("events"),
 				rule(read...).groups(legacyGroup).resources("pods"),
 				rule("create", "delete").groups(legacyGroup).resources("pods"),
 				rule("update", "patch").groups(legacyGroup).resources("pods/status"),
@@ -190,6 +191,8 @@ func ClusterRoles() []rbacv1.ClusterRole {
 				// Full access to the kubelet API (the API server's own client to kubelets holds it).
 				rule("get", "list", "watch", "proxy").groups(legacyGroup).resources("nodes"),
 				rule("*").groups(legacyGroup).resources("nodes/proxy", "nodes/metrics", "nodes/stats", "nodes/log"),
+				// The kubelet's fine-grained subresources (/pods, /healthz, /configz).
+				rule("*").groups(legacyGroup).resources("nodes/configz", "nodes/healthz", "nodes/pods"),
 			),
 		},
 		{
@@ -214,8 +217,6 @@ func ClusterRoles() []rbacv1.ClusterRole {
 				eventsRuleBuilder(),
 				rule("create").groups(coordinationGroup).resources("leases"),
 				rule("get", "update").groups(coordinationGroup).resources("leases").names("kube-controller-manager"),
-				rule("create").groups(legacyGroup).resources("endpoints"),
-				rule("get", "update").groups(legacyGroup).resources("endpoints").names("kube-controller-manager"),
 				rule("create").groups(legacyGroup).resources("secrets", "serviceaccounts"),
 				rule("delete").groups(legacyGroup).resources("secrets"),
 				rule("get").groups(legacyGroup).resources("configmaps", "namespaces", "secrets", "serviceaccounts"),
@@ -272,6 +273,7 @@ func ClusterRoles() []rbacv1.ClusterRole {
 				rule(read...).groups(legacyGroup).resources("nodes"),
 				eventsRuleBuilder(),
 				rule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
+				rule("list", "watch").groups(networkingGroup).resources("servicecidrs"),
 			),
 		},
 		{
@@ -279,9 +281,8 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			Rules: rules(
 				eventsRuleBuilder(),
 				rule("create").groups(coordinationGroup).resources("leases"),
-				rule("get", "update").groups(coordinationGroup).resources("leases").names("kube-scheduler"),
-				rule("create").groups(legacyGroup).resources("endpoints"),
-				rule("get", "update").groups(legacyGroup).resources("endpoints").names("kube-scheduler"),
+				rule("get", "list", "update", "watch").groups(coordinationGroup).resources("leases").names("kube-scheduler"),
+				rule("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch").groups(coordinationGroup).resources("leasecandidates"),
 				rule(read...).groups(legacyGroup).resources("nodes"),
 				rule("get", "list", "watch", "delete").groups(legacyGroup).resources("pods"),
 				rule("create").groups(legacyGroup).resources("bindings", "pods/binding"),
@@ -294,6 +295,7 @@ func ClusterRoles() []rbacv1.ClusterRole {
 				rule("create").groups(authenticationGroup).resources("tokenreviews"),
 				rule("create").groups(authorizationGroup).resources("subjectaccessreviews"),
 				rule(read...).groups(storageGroup).resources("csinodes"),
+				rule(read...).groups(storageGroup).resources("volumeattachments"),
 				rule(read...).groups(legacyGroup).resources("namespaces"),
 				rule(read...).groups(storageGroup).resources("csidrivers"),
 				rule(read...).groups(storageGroup).resources("csistoragecapacities"),
@@ -374,6 +376,8 @@ func NamespaceRoles() []rbacv1.Role {
 			Rules: rules(
 				rule("watch").groups(legacyGroup).resources("configmaps"),
 				rule("get", "update").groups(legacyGroup).resources("configmaps").names("kube-controller-manager"),
+				rule("create", "get", "list", "update", "watch").groups(coordinationGroup).resources("leases"),
+				rule("create", "get", "list", "update", "watch").groups(coordinationGroup).resources("leasecandidates"),
 			),
 		},
 		{
@@ -381,6 +385,8 @@ func NamespaceRoles() []rbacv1.Role {
 			Rules: rules(
 				rule("watch").groups(legacyGroup).resources("configmaps"),
 				rule("get", "update").groups(legacyGroup).resources("configmaps").names("kube-scheduler"),
+				rule("create", "get", "list", "update", "watch").groups(coordinationGroup).resources("leases"),
+				rule("create", "get", "list", "update", "watch").groups(coordinationGroup).resources("leasecandidates"),
 			),
 		},
 		{
@@ -425,7 +431,8 @@ func NamespaceRoleBindings() []rbacv1.RoleBinding {
 	return []rbacv1.RoleBinding{
 		b,
 		roleBinding("kube-system", "system::leader-locking-kube-controller-manager",
-			append(subjects(rbacv1.UserKind, KubeControllerManager), serviceAccount("kube-system", "kube-controller-manager"))...),
+			append(subjects(rbacv1.UserKind, KubeControllerManager), serviceAccount("kube-system", "kube-controller-manager"),
+				serviceAccount("kube-system", "leader-election-controller"))...),
 		roleBinding("kube-system", "system::leader-locking-kube-scheduler",
 			append(subjects(rbacv1.UserKind, KubeScheduler), serviceAccount("kube-system", "kube-scheduler"))...),
 		roleBinding("kube-system", "system:controller:bootstrap-signer", serviceAccount("kube-system", "bootstrap-signer")),

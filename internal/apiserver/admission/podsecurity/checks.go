@@ -2,6 +2,7 @@ package podsecurity
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,26 +31,54 @@ type Violation struct {
 // check is one control of the standards; it returns nil when the pod passes.
 type check func(meta *metav1.ObjectMeta, spec *corev1.PodSpec) *Violation
 
+// versionedCheck is a control as of the standards' version (the minor of v1.N) it applies from;
+// at gives the control's rules at a version (most are the same at every version).
+type versionedCheck struct {
+	since int
+	at    func(minor int) check
+}
+
+func always(c check) versionedCheck { return versionedCheck{at: func(int) check { return c }} }
+
+func since(minor int, c check) versionedCheck {
+	return versionedCheck{since: minor, at: func(int) check { return c }}
+}
+
+// latestMinor stands for "latest": every control, at its newest rules.
+const latestMinor = math.MaxInt
+
 // baselineChecks are the baseline level's controls, in the order upstream reports them.
-var baselineChecks = []check{
-	checkAppArmor, checkCapabilitiesBaseline, checkHostNamespaces, checkHostPathVolumes, checkHostPorts,
-	checkHostProbes, checkPrivileged, checkProcMount, checkSELinux, checkSeccompBaseline, checkSysctls, checkWindowsHostProcess,
+var baselineChecks = []versionedCheck{
+	always(checkAppArmor), always(checkCapabilitiesBaseline), always(checkHostNamespaces), always(checkHostPathVolumes), always(checkHostPorts),
+	since(34, checkHostProbes), always(checkPrivileged), always(checkProcMount), {at: checkSELinuxAt}, always(checkSeccompBaseline),
+	{at: checkSysctlsAt}, always(checkWindowsHostProcess),
 }
 
 // restrictedChecks are the restricted level's controls: the baseline ones first, then those of
 // the restricted level, each group in upstream's order. The restricted capabilities, procMount and
-// seccomp controls replace their baseline counterparts, as upstream's overrides do.
-var restrictedChecks = []check{
-	checkAppArmor, checkHostNamespaces, checkHostPathVolumes, checkHostPorts, checkHostProbes, checkPrivileged,
-	checkSELinux, checkSysctls, checkWindowsHostProcess,
-	checkAllowPrivilegeEscalation, checkCapabilitiesRestricted, checkProcMountRestricted, checkRestrictedVolumes,
-	checkRunAsNonRoot, checkRunAsUser, checkSeccompRestricted,
+// seccomp controls replace their baseline counterparts, as upstream's overrides do (before the
+// version a restricted control starts at, the level has no such control).
+var restrictedChecks = []versionedCheck{
+	always(checkAppArmor), always(checkHostNamespaces), always(checkHostPathVolumes), always(checkHostPorts), since(34, checkHostProbes),
+	always(checkPrivileged), {at: checkSELinuxAt}, {at: checkSysctlsAt}, always(checkWindowsHostProcess),
+	since(8, checkAllowPrivilegeEscalation), since(22, checkCapabilitiesRestricted), always(checkProcMountRestricted),
+	always(checkRestrictedVolumes), always(checkRunAsNonRoot), since(23, checkRunAsUser), since(19, checkSeccompRestricted),
 }
 
-// Evaluate runs level's controls over a pod (or a pod template's) metadata and spec.
+// Evaluate runs level's latest controls over a pod (or a pod template's) metadata and spec.
 func Evaluate(level Level, meta *metav1.ObjectMeta, spec *corev1.PodSpec) []Violation {
-	var checks []check
-	switch level {
+	return EvaluateAt(LevelVersion{Level: level, Version: latest}, meta, spec)
+}
+
+// EvaluateAt runs the controls of a level as they were at its version (the
+// pod-security.kubernetes.io/<mode>-version label): a control newer than the version does not
+// apply, and the allowed sysctls and SELinux types are that version's. What skiff implements
+// differs by version as upstream's v1.33 checks do, plus the host probe control and two sysctls
+// that later upstream releases added (taken as v1.34). The Windows-pod exemptions of the
+// restricted controls (upstream's v1.25 variants) apply at every version.
+func EvaluateAt(lv LevelVersion, meta *metav1.ObjectMeta, spec *corev1.PodSpec) []Violation {
+	var checks []versionedCheck
+	switch lv.Level {
 	case Privileged:
 		return nil
 	case Baseline:
@@ -57,13 +86,28 @@ func Evaluate(level Level, meta *metav1.ObjectMeta, spec *corev1.PodSpec) []Viol
 	default:
 		checks = restrictedChecks
 	}
+	minor := versionMinor(lv.Version)
 	var out []Violation
 	for _, c := range checks {
-		if v := c(meta, spec); v != nil {
+		if minor < c.since {
+			continue
+		}
+		if v := c.at(minor)(meta, spec); v != nil {
 			out = append(out, *v)
 		}
 	}
 	return out
+}
+
+// versionMinor is N of "v1.N"; "latest" (or anything else, which the policy turned into latest
+// already) is every version.
+func versionMinor(v string) int {
+	if n, ok := strings.CutPrefix(v, "v1."); ok {
+		if minor, err := strconv.Atoi(n); err == nil {
+			return minor
+		}
+	}
+	return latestMinor
 }
 
 // Detail is the violations as upstream joins them: "reason (detail), reason (detail)".
@@ -388,14 +432,28 @@ func checkProcMountRestricted(_ *metav1.ObjectMeta, spec *corev1.PodSpec) *Viola
 	return &Violation{Reason: "procMount", Detail: fmt.Sprintf("%s must not set securityContext.procMount to %s", containersPhrase(bad), quoted(types.list()))}
 }
 
+// selinuxTypes are the SELinux types the baseline level allows; container_engine_t from v1.31.
 var selinuxTypes = map[string]bool{"": true, "container_t": true, "container_init_t": true, "container_kvm_t": true, "container_engine_t": true}
 
+func checkSELinuxAt(minor int) check {
+	if minor >= 31 {
+		return checkSELinux
+	}
+	return func(_ *metav1.ObjectMeta, spec *corev1.PodSpec) *Violation {
+		return checkSELinuxTypes(spec, func(t string) bool { return selinuxTypes[t] && t != "container_engine_t" })
+	}
+}
+
 func checkSELinux(_ *metav1.ObjectMeta, spec *corev1.PodSpec) *Violation {
+	return checkSELinuxTypes(spec, func(t string) bool { return selinuxTypes[t] })
+}
+
+func checkSELinuxTypes(spec *corev1.PodSpec, allowed func(string) bool) *Violation {
 	types := sortedSet{}
 	user, role := false, false
 	ok := func(o *corev1.SELinuxOptions) bool {
 		good := true
-		if !selinuxTypes[o.Type] {
+		if !allowed(o.Type) {
 			good = false
 			types.add(o.Type)
 		}
@@ -508,10 +566,25 @@ var safeSysctls = map[string]bool{
 	"net.ipv4.tcp_slow_start_after_idle": true, "net.ipv4.tcp_notsent_lowat": true,
 }
 
-func checkSysctls(_ *metav1.ObjectMeta, spec *corev1.PodSpec) *Violation {
+// sysctlSince are the versions safe sysctls joined the baseline level's set (absent: v1.0);
+// tcp_slow_start_after_idle and tcp_notsent_lowat came after v1.33 and are taken as v1.34.
+var sysctlSince = map[string]int{
+	"net.ipv4.ip_local_reserved_ports": 27,
+	"net.ipv4.tcp_keepalive_time":      29, "net.ipv4.tcp_fin_timeout": 29, "net.ipv4.tcp_keepalive_intvl": 29, "net.ipv4.tcp_keepalive_probes": 29,
+	"net.ipv4.tcp_rmem": 32, "net.ipv4.tcp_wmem": 32,
+	"net.ipv4.tcp_slow_start_after_idle": 34, "net.ipv4.tcp_notsent_lowat": 34,
+}
+
+func checkSysctlsAt(minor int) check {
+	return func(_ *metav1.ObjectMeta, spec *corev1.PodSpec) *Violation {
+		return checkSysctlSet(spec, func(name string) bool { return safeSysctls[name] && minor >= sysctlSince[name] })
+	}
+}
+
+func checkSysctlSet(spec *corev1.PodSpec, allowed func(string) bool) *Violation {
 	var bad []string
 	for _, s := range podSC(spec).Sysctls {
-		if !safeSysctls[s.Name] {
+		if !allowed(s.Name) {
 			bad = append(bad, s.Name)
 		}
 	}

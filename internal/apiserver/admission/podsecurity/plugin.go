@@ -42,7 +42,7 @@ func Decide(p Policy, meta *metav1.ObjectMeta, spec *corev1.PodSpec, isPod bool)
 	eval := func(lv LevelVersion) []Violation {
 		vs, ok := results[lv]
 		if !ok {
-			vs = Evaluate(lv.Level, meta, spec)
+			vs = EvaluateAt(lv, meta, spec)
 			results[lv] = vs
 		}
 		return vs
@@ -75,7 +75,7 @@ func ExistingPodWarnings(namespace string, enforce LevelVersion, pods []corev1.P
 	groups := map[string]*group{}
 	var order []string
 	for i := range pods {
-		vs := Evaluate(enforce.Level, &pods[i].ObjectMeta, &pods[i].Spec)
+		vs := EvaluateAt(enforce, &pods[i].ObjectMeta, &pods[i].Spec)
 		if len(vs) == 0 {
 			continue
 		}

@@ -317,3 +317,48 @@ func warningContext() (context.Context, func() string) {
 	ctx, read := apiserver.CollectAdmissionWarnings(context.Background())
 	return ctx, func() string { return strings.Join(read(), "\n") }
 }
+
+// TestEvaluateAtVersion: the enforce-version label picks that version's checks: restricted
+// controls newer than it do not apply, and the allowed sysctls and SELinux types are its own.
+func TestEvaluateAtVersion(t *testing.T) {
+	rootPod := restrictedPod(func(p *corev1.Pod) {
+		// runAsUser=0 (a v1.23 control) and no seccomp profile (a v1.19 control).
+		p.Spec.SecurityContext.RunAsUser = ptr.To(int64(0))
+		p.Spec.SecurityContext.SeccompProfile = nil
+		sc(p).SeccompProfile = nil
+	})
+	sysctlPod := restrictedPod(func(p *corev1.Pod) {
+		p.Spec.SecurityContext.Sysctls = []corev1.Sysctl{{Name: "net.ipv4.tcp_rmem", Value: "4096 87380 6291456"}}
+	})
+	selinuxPod := restrictedPod(func(p *corev1.Pod) {
+		sc(p).SELinuxOptions = &corev1.SELinuxOptions{Type: "container_engine_t"}
+	})
+	probePod := restrictedPod(func(p *corev1.Pod) {
+		p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+			HTTPGet: &corev1.HTTPGetAction{Host: "10.0.0.1"}}}
+	})
+	tests := []struct {
+		name    string
+		lv      LevelVersion
+		pod     *corev1.Pod
+		reasons string // Reasons of the violations
+	}{
+		{"runAsUser and seccomp at latest", LevelVersion{Restricted, "latest"}, rootPod, "runAsUser=0, seccompProfile"},
+		{"runAsUser and seccomp at v1.23", LevelVersion{Restricted, "v1.23"}, rootPod, "runAsUser=0, seccompProfile"},
+		{"no runAsUser control before v1.23", LevelVersion{Restricted, "v1.22"}, rootPod, "seccompProfile"},
+		{"no seccomp control before v1.19", LevelVersion{Restricted, "v1.18"}, rootPod, ""},
+		{"tcp_rmem is safe from v1.32", LevelVersion{Baseline, "v1.32"}, sysctlPod, ""},
+		{"tcp_rmem is forbidden before v1.32", LevelVersion{Baseline, "v1.31"}, sysctlPod, "forbidden sysctls"},
+		{"container_engine_t from v1.31", LevelVersion{Baseline, "v1.31"}, selinuxPod, ""},
+		{"container_engine_t forbidden before v1.31", LevelVersion{Baseline, "v1.30"}, selinuxPod, "seLinuxOptions"},
+		{"host probes at latest", LevelVersion{Baseline, "latest"}, probePod, "probe or lifecycle host"},
+		{"no host probe control at v1.33", LevelVersion{Baseline, "v1.33"}, probePod, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Reasons(EvaluateAt(tt.lv, &tt.pod.ObjectMeta, &tt.pod.Spec)); got != tt.reasons {
+				t.Errorf("Reasons = %q, want %q", got, tt.reasons)
+			}
+		})
+	}
+}

@@ -22,7 +22,7 @@ const (
 )
 
 // LevelVersion is a level at a version of the standards ("latest" or "v1.N"), printed as upstream
-// prints it: "restricted:latest". skiff evaluates the latest checks whatever the version.
+// prints it: "restricted:latest". The version picks the checks (EvaluateAt).
 type LevelVersion struct {
 	Level   Level
 	Version string
