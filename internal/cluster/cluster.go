@@ -155,7 +155,8 @@ func (n *Node) runRoles(ctx context.Context) error {
 				return nil
 			}},
 			role{name: "worker", run: func(ctx context.Context) error { return runWorker(ctx, &n.cfg, clock.RealClock{}.Now()) }},
-			role{name: "dns", run: func(ctx context.Context) error { return runDNS(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now()) }})
+			role{name: "dns", run: func(ctx context.Context) error { return runDNS(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now()) }},
+			role{name: "pod network", run: func(ctx context.Context) error { return runPodNetwork(ctx, &n.cfg, clock.RealClock{}.Now()) }})
 		if !n.cfg.DisableProxy {
 			roles = append(roles, role{name: "service proxy", run: func(ctx context.Context) error { return runProxy(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now()) }})
 		}

@@ -172,6 +172,9 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 		{name: "dns", run: func(ctx context.Context) error {
 			return runDNSAs(ctx, &cfg, prometheus.NewRegistry(), id.RESTConfig(apiServerURL(&cfg), "dns"))
 		}},
+		{name: "pod network", run: func(ctx context.Context) error {
+			return runPodNetworkAs(ctx, &cfg, id.RESTConfig(apiServerURL(&cfg), "podnet"))
+		}},
 	}
 	if !cfg.DisableProxy {
 		roles = append(roles, role{name: "service proxy", run: func(ctx context.Context) error {
