@@ -143,6 +143,9 @@ func (n *Node) runRoles(ctx context.Context) error {
 			role{name: "scheduler", run: func(ctx context.Context) error {
 				return runScheduler(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now())
 			}},
+			role{name: "cloud controller manager", run: func(ctx context.Context) error {
+				return runCloudControllerManager(ctx, &n.cfg, clock.RealClock{}.Now())
+			}},
 			role{name: "joined worker labels", run: func(ctx context.Context) error {
 				labelJoinedWorkers(ctx, n.authz.client, n.cfg.Logger)
 				return nil
