@@ -142,6 +142,11 @@ func nodeAddress(n *corev1.Node, t corev1.NodeAddressType) string {
 	return ""
 }
 
+func hasLabel(n *corev1.Node, key string) bool {
+	_, ok := n.Labels[key]
+	return ok
+}
+
 func ready(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
@@ -213,7 +218,7 @@ func Assign(svc *corev1.Service, nodes []*corev1.Node, services []*corev1.Servic
 		switch {
 		case n.DeletionTimestamp != nil, !ready(n):
 			why = append(why, n.Name+": not ready")
-		case n.Labels[ExcludeLabel] != "" && n.Labels[ExcludeLabel] != "false":
+		case hasLabel(n, ExcludeLabel): // its presence excludes, whatever the value (as upstream)
 			why = append(why, n.Name+": excluded")
 		case labelled && n.Labels[EnableLBLabel] != "true":
 			why = append(why, n.Name+": not labelled "+EnableLBLabel+"=true")

@@ -214,10 +214,12 @@ func (c *Controller) patchFinalizers(ctx context.Context, svc *corev1.Service, f
 }
 
 func (c *Controller) patchStatus(ctx context.Context, svc *corev1.Service, st corev1.LoadBalancerStatus) error {
-	if st.Ingress == nil {
-		st.Ingress = []corev1.LoadBalancerIngress{}
+	// ingress is omitempty: an empty list would vanish from the patch, null removes it.
+	var ingress any
+	if len(st.Ingress) > 0 {
+		ingress = st.Ingress
 	}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"loadBalancer": st}})
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"loadBalancer": map[string]any{"ingress": ingress}}})
 	if err != nil {
 		return err
 	}
