@@ -58,7 +58,7 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer func() {
-		if err := cleanup(opts.Host); err != nil {
+		if err := Cleanup(opts.Host); err != nil {
 			log.Error("pod network: cleanup", "err", err)
 		} else {
 			log.Info("pod network: routes and masquerade chain removed")
@@ -140,8 +140,8 @@ func equalRules(a, b [][]string) bool {
 	return slices.EqualFunc(a, b, func(x, y []string) bool { return slices.Equal(x, y) })
 }
 
-// cleanup removes every route and the chain this node owns.
-func cleanup(h Host) error {
+// Cleanup removes every route and the chain h owns (a clean stop, and skiff uninstall).
+func Cleanup(h Host) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	present, err := h.Routes()
