@@ -37,7 +37,7 @@ func newPodNetCluster(t *testing.T) *podNetCluster {
 	t.Cleanup(func() {
 		_, _ = c.kubectlErr("delete", "pods,services", "--all", "--grace-period=1", "--timeout=60s")
 	})
-	eventually(t, 180*time.Second, func() error {
+	eventually(t, 300*time.Second, func() error {
 		out, err := c.kubectlErr("wait", "--for=condition=Ready", "node/worker-1", "node/worker-2", "node/worker-3", "--timeout=2s")
 		if err != nil {
 			logs := ""
@@ -203,23 +203,33 @@ spec:
 		return nil
 	})
 	ips := map[string]string{}
-	for i := range pc.workers {
-		name := fmt.Sprintf("who-%d", i+1)
-		ips[name] = c.kubectl("get", "pod", name, "-o", "jsonpath={.status.podIP}")
+	podIPs := func() {
+		for i := range pc.workers {
+			name := fmt.Sprintf("who-%d", i+1)
+			ips[name] = c.kubectl("get", "pod", name, "-o", "jsonpath={.status.podIP}")
+		}
 	}
+	podIPs()
 
 	// (busybox 1.35's wget crashes with -T, hence timeout.)
 	// Pod to pod across nodes, every ordered pair: the server sees the client pod's own address.
+	// A failed request is retried (with the pods' addresses read again) for a while: on this
+	// shared machine a node under load may still be redoing a sandbox.
 	for i := range pc.workers {
 		for j := range pc.workers {
 			if i == j {
 				continue
 			}
 			client, server := fmt.Sprintf("who-%d", i+1), fmt.Sprintf("who-%d", j+1)
-			out, err := c.kubectlErr("exec", client, "--", "timeout", "10", "wget", "-q", "-O", "-", "http://"+ips[server]+":8080/")
-			if err != nil {
-				t.Fatalf("%s -> %s (%s): %v\n%s", client, server, ips[server], err, out)
-			}
+			var out string
+			eventually(t, 60*time.Second, func() error {
+				var err error
+				if out, err = c.kubectlErr("exec", client, "--", "timeout", "10", "wget", "-q", "-O", "-", "http://"+ips[server]+":8080/"); err != nil {
+					podIPs()
+					return fmt.Errorf("%s -> %s (%s): %v\n%s\n%s", client, server, ips[server], err, out, c.kubectl("get", "pods", "-o", "wide"))
+				}
+				return nil
+			})
 			if want := server + " " + ips[client]; !strings.Contains(out, want) {
 				t.Errorf("%s -> %s answered %q, want %q (no NAT between pods)", client, server, strings.TrimSpace(out), want)
 			}
