@@ -6,6 +6,7 @@ require (
 	github.com/google/cel-go v0.31.0
 	github.com/miekg/dns v1.1.73
 	github.com/prometheus/client_golang v1.23.2
+	github.com/vishvananda/netlink v1.3.1
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.etcd.io/etcd/server/v3 v3.7.3
 	k8s.io/api v0.37.2
@@ -14,6 +15,8 @@ require (
 	k8s.io/cri-api v0.37.2
 	k8s.io/kube-openapi v0.0.0-20260821135717-be32def86098
 )
+
+require github.com/vishvananda/netns v0.0.5 // indirect
 
 require (
 	github.com/vishvananda/netlink v1.3.1 // indirect

@@ -1,13 +1,14 @@
 #!/bin/sh
 # Installs the container runtime a skiff worker needs, from Debian packages:
 # containerd (with its CRI plugin and ctr), runc, the CNI plugins in /usr/lib/cni,
-# iptables (for CNI masquerade/portmap) and busybox-static (the offline images'
+# iptables (for the service proxy and portmap), conntrack (the proxy deletes stale
+# UDP entries with it) and busybox-static (the offline images'
 # only binary). Idempotent: packages already present are not touched, and the
 # package index is refreshed only when something is missing.
 # containerd is not started here: skiff supervises it as a child process.
 set -eu
 
-packages="containerd runc containernetworking-plugins iptables busybox-static"
+packages="containerd runc containernetworking-plugins iptables conntrack busybox-static"
 
 missing=""
 for pkg in $packages; do
@@ -40,7 +41,7 @@ if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet container
 	echo "install-runtime: note: a system containerd is running; skiff starts its own instance"
 fi
 
-for bin in containerd ctr runc /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/portmap /usr/lib/cni/loopback iptables busybox; do
+for bin in containerd ctr runc /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/portmap /usr/lib/cni/loopback iptables conntrack busybox; do
 	if ! command -v "$bin" >/dev/null 2>&1 && [ ! -x "$bin" ]; then
 		echo "install-runtime: $bin missing after install" >&2
 		exit 1

@@ -137,6 +137,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.CNIBridge, "cni-bridge", "", "Linux bridge (and CNI network name) the node's pods attach to (default cni0, network \"skiff\"); a distinct name keeps several clusters on one host apart")
 	fs.StringVar(&cfg.ResolvConf, "resolv-conf", "", "resolver file pods with dnsPolicy Default (and ClusterFirst pods until cluster DNS serves) get, as the kubelet's --resolv-conf (default: /etc/resolv.conf)")
 	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "10.42.0.0/16", "pod network; every node gets a podCIDR from it")
+	fs.StringVar(&cfg.CloudProvider, "cloud-provider", "local", "cloud controller manager provider: local (LoadBalancer Services answer on the nodes' addresses) or none")
 	fs.BoolVar(&cfg.DisableProxy, "disable-kube-proxy", false, "do not run the service proxy on this worker (no cluster IP, NodePort or external IP rules)")
 	fs.BoolVar(&cfg.DisableLocalInformers, "disable-local-informers", false, "controller manager and scheduler read through client-go instead of the API server's watch cache in process (one copy of each object)")
 	fs.DurationVar(&cfg.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long the scheduler's and controller manager's leader Lease lasts without renewal (a standby takes over after it)")

@@ -120,6 +120,7 @@ func defaultClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 	out := append(bootstrappolicy.ClusterRoleBindings(), bootstrappolicy.ControllerRoleBindings()...)
 	out = append(out, bootstrappolicy.ControllerManagerBindings()...)
 	out = append(out, bootstrappolicy.JoinClusterRoleBindings()...)
+	out = append(out, bootstrappolicy.CloudClusterRoleBindings()...)
 	return append(out, rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "skiff:kube-apiserver-kubelet-client"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
@@ -138,7 +139,7 @@ func defaultNamespaceRoleBindings() []rbacv1.RoleBinding {
 }
 
 func defaultClusterRoles() []rbacv1.ClusterRole {
-	return slices.Concat(bootstrappolicy.ClusterRoles(), bootstrappolicy.ControllerRoles(), bootstrappolicy.JoinClusterRoles())
+	return slices.Concat(bootstrappolicy.ClusterRoles(), bootstrappolicy.ControllerRoles(), bootstrappolicy.JoinClusterRoles(), bootstrappolicy.CloudClusterRoles())
 }
 
 // ensurePolicy creates the default policy objects that are missing, before the server serves, so

@@ -153,6 +153,9 @@ func (n *Node) runRoles(ctx context.Context) error {
 			role{name: "scheduler", run: func(ctx context.Context) error {
 				return runScheduler(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess)
 			}},
+			role{name: "cloud controller manager", run: func(ctx context.Context) error {
+				return runCloudControllerManager(ctx, &n.cfg, clock.RealClock{}.Now())
+			}},
 			role{name: "joined worker labels", run: func(ctx context.Context) error {
 				labelJoinedWorkers(ctx, n.authz.client, n.cfg.Logger)
 				return nil
@@ -165,7 +168,8 @@ func (n *Node) runRoles(ctx context.Context) error {
 				return nil
 			}},
 			role{name: "worker", run: func(ctx context.Context) error { return runWorker(ctx, &n.cfg, clock.RealClock{}.Now()) }},
-			role{name: "dns", run: func(ctx context.Context) error { return runDNS(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now()) }})
+			role{name: "dns", run: func(ctx context.Context) error { return runDNS(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now()) }},
+			role{name: "pod network", run: func(ctx context.Context) error { return runPodNetwork(ctx, &n.cfg, clock.RealClock{}.Now()) }})
 		if !n.cfg.DisableProxy {
 			roles = append(roles, role{name: "service proxy", run: func(ctx context.Context) error { return runProxy(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now()) }})
 		}

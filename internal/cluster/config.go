@@ -91,6 +91,8 @@ type Config struct {
 	// through client-go like remote components, instead of from the API server's watch cache in
 	// process (onecopy.go); for comparisons and as an escape hatch.
 	DisableLocalInformers bool
+	// CloudProvider is the cloud controller manager's provider: "local" (default) or "none".
+	CloudProvider string
 	// CNIBridge is the bridge the kubelet's pods attach to, also used as the CNI network name (so
 	// host-local IPAM keeps its own state); empty: the kubelet's defaults (cni0, "skiff").
 	CNIBridge string
@@ -245,6 +247,9 @@ func (c *Config) Default() {
 	if c.ClusterDomain == "" {
 		c.ClusterDomain = "cluster.local"
 	}
+	if c.CloudProvider == "" {
+		c.CloudProvider = "local"
+	}
 	if c.StorageEncoding == "" {
 		c.StorageEncoding = "protobuf"
 	}
@@ -305,6 +310,9 @@ func (c *Config) Validate() error {
 		if host, port, err := net.SplitHostPort(u); err != nil || net.ParseIP(host) == nil || port == "" {
 			errs = append(errs, fmt.Errorf("--dns-upstream %q: want IP:port", u))
 		}
+	}
+	if err := validateCloudProvider(c.CloudProvider); err != nil {
+		errs = append(errs, err)
 	}
 	if msgs := validation.IsDNS1123Subdomain(c.ClusterDomain); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("--cluster-domain %q: %s", c.ClusterDomain, strings.Join(msgs, "; ")))

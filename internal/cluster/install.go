@@ -18,6 +18,7 @@ import (
 
 	"github.com/skiff-sh/skiff/internal/kubelet/containerd"
 	"github.com/skiff-sh/skiff/internal/pki"
+	"github.com/skiff-sh/skiff/internal/podnet"
 	"github.com/skiff-sh/skiff/internal/proxy"
 )
 
@@ -177,6 +178,8 @@ type UninstallPlan struct {
 	Mounts []string
 	// ProxyPrefix names the node's service-proxy chains; ProxyDevice its service-range device.
 	ProxyPrefix, ProxyDevice string
+	// PodNetwork is the node's pod-network routes and masquerade chain.
+	PodNetwork podnet.Host
 	// Paths are removed last: the data dir, the unit, the binary.
 	Paths []string
 }
@@ -188,6 +191,7 @@ func PlanUninstall(o UninstallOptions, mountinfo string, procs map[int]string) U
 	ccfg := containerd.Config{DataDir: filepath.Join(dataDir, "kubelet")}.WithDefaults()
 	plan := UninstallPlan{ProxyPrefix: proxy.NodePrefix(dataDir)}
 	plan.ProxyDevice = proxy.DeviceName(plan.ProxyPrefix)
+	plan.PodNetwork = podNetworkHost(&Config{DataDir: dataDir})
 	for pid, cmdline := range procs {
 		if strings.Contains(cmdline, ccfg.ConfigPath()) || strings.Contains(cmdline, ccfg.Address) {
 			plan.Processes = append(plan.Processes, pid)
@@ -285,6 +289,10 @@ func Uninstall(ctx context.Context, o UninstallOptions, progress func(format str
 		errs = append(errs, fmt.Errorf("service range device: %w", err))
 	}
 	progress("removed the service proxy's rules")
+	if err := podnet.Cleanup(plan.PodNetwork); err != nil {
+		errs = append(errs, fmt.Errorf("pod network routes and chain: %w", err))
+	}
+	progress("removed the pod network's routes and chain")
 	for _, p := range plan.Paths {
 		if err := os.RemoveAll(p); err != nil {
 			errs = append(errs, fmt.Errorf("remove %s: %w", p, err))

@@ -169,6 +169,9 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 		{name: "dns", run: func(ctx context.Context) error {
 			return runDNSAs(ctx, &cfg, prometheus.NewRegistry(), joinedRESTConfig(&cfg, id, "dns"))
 		}},
+		{name: "pod network", run: func(ctx context.Context) error {
+			return runPodNetworkAs(ctx, &cfg, joinedRESTConfig(&cfg, id, "podnet"))
+		}},
 	}
 	if !cfg.DisableProxy {
 		roles = append(roles, role{name: "service proxy", run: func(ctx context.Context) error {

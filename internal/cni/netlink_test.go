@@ -201,6 +201,9 @@ func TestPluginProtocol(t *testing.T) {
 	_ = json.Unmarshal(raw, &list)
 	conf := list.Plugins[0]
 	conf["cniVersion"], conf["name"] = "1.0.0", "t"+id
+	// skiff's own list leaves masquerading to internal/podnet; the plugin still masquerades for a
+	// configuration that asks, and this test checks that it does.
+	conf["ipMasq"] = true
 	stdin, _ := json.Marshal(conf)
 
 	run := func(command, containerID string) (string, error) {

@@ -211,7 +211,7 @@ func TestRenderList(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the plugin refuses its own list: %v\n%s", err, raw)
 	}
-	if !n.Conf.IPMasq || !n.Conf.HairpinMode || !n.Conf.Capabilities["portMappings"] || n.Ranges[0].Subnet.String() != "10.244.1.0/24" {
+	if n.Conf.IPMasq || !n.Conf.HairpinMode || !n.Conf.Capabilities["portMappings"] || n.Ranges[0].Subnet.String() != "10.244.1.0/24" {
 		t.Errorf("plugin config %+v", n.Conf)
 	}
 	if _, err := RenderList(ListConfig{Name: "skiff", Bridge: "cni0", Subnets: []string{"x"}, StateDir: "/x"}); err == nil {

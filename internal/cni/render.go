@@ -31,9 +31,12 @@ func RenderList(c ListConfig) ([]byte, error) {
 		}
 		subnets = append(subnets, p.Masked().String())
 	}
+	// No ipMasq: skiff's pod network (internal/podnet) masquerades only traffic leaving the cluster
+	// CIDR, so pod-to-pod traffic across nodes keeps the client pod's address; masquerading every
+	// destination outside the node's own pod CIDR here would hide it.
 	plugin := NetConf{
 		CNIVersion: "1.0.0", Name: c.Name, Type: Type, Bridge: c.Bridge, Subnets: subnets, StateDir: c.StateDir,
-		HairpinMode: true, IPMasq: true, PortmapPath: c.PortmapPath, Capabilities: map[string]bool{"portMappings": true},
+		HairpinMode: true, PortmapPath: c.PortmapPath, Capabilities: map[string]bool{"portMappings": true},
 	}
 	raw, err := json.Marshal(plugin)
 	if err != nil {

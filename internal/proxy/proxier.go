@@ -102,6 +102,7 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 		return nil
 	}
 
+	var prevUDP UDPState
 	sync := func() error {
 		start := opts.Clock.Now()
 		svcs, err := svcInformer.Lister().List(labels.Everything())
@@ -113,6 +114,7 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 			return err
 		}
 		next := Build(opts.Config, svcs, slices)
+		nextUDP := BuildUDPState(opts.Config, svcs, slices)
 		input, changed := Plan(prev, next)
 		if !changed {
 			return nil
@@ -126,6 +128,12 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 			return err
 		}
 		prev = &next
+		// Conntrack entries of UDP endpoints that went (and of ports that got their first
+		// endpoint) go once the rules no longer lead there, as kube-proxy does.
+		if err := opts.Host.Flush(ctx, StaleConntrack(prevUDP, nextUDP)); err != nil {
+			log.Warn("flush stale UDP conntrack entries", "err", err)
+		}
+		prevUDP = nextUDP
 		d := opts.Clock.Since(start)
 		if m := opts.Metrics; m != nil {
 			m.syncDuration.Observe(d.Seconds())

@@ -16,8 +16,9 @@ import (
 const CNIConfigFile = "10-skiff.conflist"
 
 // CNINetwork describes the node's pod network: one bridge with host-local
-// addresses from the node's pod CIDRs, masquerade for traffic leaving the
-// node, and hostPort through portmap.
+// addresses from the node's pod CIDRs and hostPort through portmap. It does
+// not masquerade: skiff's pod network (internal/podnet) does, only toward
+// destinations outside the cluster's pod range.
 type CNINetwork struct {
 	// Name of the network list; default "skiff".
 	Name string
@@ -99,7 +100,9 @@ func (n CNINetwork) Render() ([]byte, error) {
 		CNIVersion: "1.0.0",
 		Name:       n.Name,
 		Plugins: []cniPlugin{
-			{Type: "bridge", Bridge: n.Bridge, IsGateway: true, IPMasq: true, HairpinMode: true, IPAM: ipam},
+			// No ipMasq: skiff's pod network (internal/podnet) masquerades only traffic leaving
+			// the cluster, so pod-to-pod traffic across nodes keeps the client's address.
+			{Type: "bridge", Bridge: n.Bridge, IsGateway: true, HairpinMode: true, IPAM: ipam},
 			{Type: "portmap", Capabilities: map[string]bool{"portMappings": true}},
 		},
 	}

@@ -102,7 +102,7 @@ func TestCNIConfig(t *testing.T) {
 		t.Fatalf("conflist = %+v", got)
 	}
 	bridge, portmap := got.Plugins[0], got.Plugins[1]
-	if bridge.Type != "bridge" || bridge.Bridge != "cni0" || !bridge.IsGateway || !bridge.IPMasq || !bridge.HairpinMode {
+	if bridge.Type != "bridge" || bridge.Bridge != "cni0" || !bridge.IsGateway || bridge.IPMasq || !bridge.HairpinMode {
 		t.Errorf("bridge plugin = %+v", bridge)
 	}
 	if bridge.IPAM.Type != "host-local" || bridge.IPAM.Ranges[0][0].Subnet != "10.244.1.0/24" || bridge.IPAM.Ranges[1][0].Subnet != "fd00:10:244:1::/64" {

@@ -5,11 +5,13 @@
 //	nettool udp-echo PORT           answer every datagram with "<hostname> <datagram>"
 //	nettool udp ADDR:PORT MSG       send MSG, print the answer (3 s timeout)
 //	nettool version                 GET /version with client-go's in-cluster config
+//	nettool http-whoami PORT        answer every HTTP request with "<hostname> <client IP>"
 package main
 
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"time"
 
@@ -60,6 +62,13 @@ func run(args []string) error {
 		}
 		fmt.Println(string(buf[:n]))
 		return nil
+	case "http-whoami":
+		host, _ := os.Hostname()
+		srv := &http.Server{Addr: ":" + args[1], ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ip, _, _ := net.SplitHostPort(r.RemoteAddr)
+			fmt.Fprintf(w, "%s %s\n", host, ip)
+		})}
+		return srv.ListenAndServe()
 	case "version":
 		cfg, err := rest.InClusterConfig()
 		if err != nil {

@@ -1,0 +1,162 @@
+package cloudmanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/skiff-sh/skiff/internal/cloudprovider"
+	"github.com/skiff-sh/skiff/internal/controller/cloudroutes"
+	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
+	"github.com/skiff-sh/skiff/internal/controller/servicelb"
+)
+
+// LeaseName is the cloud controller manager's Lease in kube-system (upstream's name).
+const LeaseName = "cloud-controller-manager"
+
+// ErrLeaderElectionLost is returned when the Lease was lost while running.
+var ErrLeaderElectionLost = errors.New("cloud controller manager: leader election lost")
+
+// Config configures Run.
+type Config struct {
+	Client   kubernetes.Interface
+	Registry *cloudprovider.Registry
+	// Provider is the --cloud-provider name; "none" (or empty) runs nothing.
+	Provider    string
+	ClusterName string
+	Identity    string
+	// LeaseDuration, RenewDeadline, RetryPeriod: the Lease's timing.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	Workers                                   int
+	Clock                                     clock.WithTicker
+	Logger                                    *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.ClusterName == "" {
+		c.ClusterName = "skiff"
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
+	}
+	if c.Workers == 0 {
+		c.Workers = 2
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Run campaigns for the Lease and runs the provider's controllers while leading. It returns nil
+// when ctx ends (or the provider is none) and ErrLeaderElectionLost when the Lease is lost.
+func Run(ctx context.Context, cfg Config) error {
+	cfg.defaults()
+	if cfg.Provider == cloudprovider.None || cfg.Provider == "" {
+		cfg.Logger.Info("no cloud provider; cloud controller manager not started")
+		return nil
+	}
+	if !cfg.Registry.Has(cfg.Provider) {
+		return fmt.Errorf("cloud controller manager: %w %q (known: %v)", cloudprovider.ErrUnknown, cfg.Provider, cfg.Registry.Names())
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: LeaseName},
+		Client:     cfg.Client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
+	}
+	var wg sync.WaitGroup
+	var termErr error
+	var mu sync.Mutex
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, Name: LeaseName, LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
+		ReleaseOnCancel: true,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leaderCtx context.Context) {
+				wg.Add(1)
+				defer wg.Done()
+				cfg.Logger.Info("became leader; starting cloud controllers", "identity", cfg.Identity, "provider", cfg.Provider)
+				if err := runTerm(leaderCtx, &cfg); err != nil {
+					mu.Lock()
+					termErr = err
+					mu.Unlock()
+				}
+			},
+			OnStoppedLeading: func() { cfg.Logger.Info("stopped leading", "identity", cfg.Identity) },
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("cloud controller manager leader election: %w", err)
+	}
+	elector.Run(ctx)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if termErr != nil {
+		return termErr
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return ErrLeaderElectionLost
+}
+
+// runner is one controller.
+type runner interface {
+	Run(ctx context.Context, workers int)
+}
+
+// runTerm is one leadership term: fresh informers, provider and controllers.
+func runTerm(ctx context.Context, cfg *Config) error {
+	factory := informers.NewSharedInformerFactory(cfg.Client, 0)
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cfg.Client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	provider, err := cfg.Registry.New(cfg.Provider, cloudprovider.InitContext{Client: cfg.Client, Informers: factory, Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	deps := func(name, component string) ctrlutil.Deps {
+		return ctrlutil.Deps{Client: cfg.Client, Informers: factory, Clock: cfg.Clock, Logger: cfg.Logger.With("controller", name),
+			Recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})}
+	}
+	var runners []runner
+	if lb, ok := provider.LoadBalancer(); ok {
+		c, err := servicelb.New(deps("service-lb", "service-controller"), lb, cfg.ClusterName)
+		if err != nil {
+			return err
+		}
+		runners = append(runners, c)
+	}
+	if routes, ok := provider.Routes(); ok {
+		c, err := cloudroutes.New(deps("cloud-node-routes", "route_controller"), routes, cfg.ClusterName)
+		if err != nil {
+			return err
+		}
+		runners = append(runners, c)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	var wg sync.WaitGroup
+	for _, r := range runners {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.Run(ctx, cfg.Workers) }()
+	}
+	wg.Wait()
+	return nil
+}

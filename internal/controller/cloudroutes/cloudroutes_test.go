@@ -1,0 +1,56 @@
+package cloudroutes
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skiff-sh/skiff/internal/cloudprovider"
+)
+
+func node(name, cidr string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{PodCIDR: cidr}}
+}
+
+func route(node, cidr string) *cloudprovider.Route {
+	return &cloudprovider.Route{Name: node, TargetNode: node, DestinationCIDR: cidr}
+}
+
+func names(rs []*cloudprovider.Route) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, fmt.Sprintf("%s=%s", r.TargetNode, r.DestinationCIDR))
+	}
+	return out
+}
+
+func TestPlan(t *testing.T) {
+	deleting := node("c", "10.42.2.0/24")
+	deleting.DeletionTimestamp = &metav1.Time{}
+	tests := []struct {
+		name               string
+		nodes              []*corev1.Node
+		routes             []*cloudprovider.Route
+		create, del, ready []string
+	}{
+		{name: "nothing"},
+		{name: "missing routes created; a node without podCIDR waits",
+			nodes: []*corev1.Node{node("b", "10.42.1.0/24"), node("a", "10.42.0.0/24"), node("x", "")}, create: []string{"a=10.42.0.0/24", "b=10.42.1.0/24"}},
+		{name: "in place: ready", nodes: []*corev1.Node{node("a", "10.42.0.0/24")}, routes: []*cloudprovider.Route{route("a", "10.42.0.0/24")}, ready: []string{"a"}},
+		{name: "gone or deleting node, changed podCIDR: deleted (and the new one created)",
+			nodes:  []*corev1.Node{node("a", "10.42.5.0/24"), deleting},
+			routes: []*cloudprovider.Route{route("a", "10.42.0.0/24"), route("b", "10.42.1.0/24"), route("c", "10.42.2.0/24")},
+			create: []string{"a=10.42.5.0/24"}, del: []string{"a=10.42.0.0/24", "b=10.42.1.0/24", "c=10.42.2.0/24"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			create, del, ready := Plan(tt.nodes, tt.routes)
+			if !reflect.DeepEqual(names(create), tt.create) || !reflect.DeepEqual(names(del), tt.del) || !reflect.DeepEqual(ready, tt.ready) {
+				t.Errorf("Plan = create %v del %v ready %v; want %v %v %v", names(create), names(del), ready, tt.create, tt.del, tt.ready)
+			}
+		})
+	}
+}
