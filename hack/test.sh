@@ -52,7 +52,11 @@ echo "== staticcheck"
 "$tools/staticcheck" $(go list ./... | grep -v /internal/openapi/generated)
 
 echo "== unit and integration tests"
-go test -count=1 -timeout 30m ./...
+go test -count=1 -timeout 30m $(go list ./... | grep -v /test/e2e)
+
+echo "== end-to-end tests (the real binary, kubectl, containerd, multi-node topologies)"
+# One package whose tests run one after another (they start whole clusters): its own, longer limit.
+go test -count=1 -timeout 60m ./test/e2e
 
 echo "== race detector over internal/..."
 go test -count=1 -race -timeout 25m ./internal/...
