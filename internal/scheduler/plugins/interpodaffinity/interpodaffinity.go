@@ -167,12 +167,23 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.Cycl
 	pl.resolveNamespaces(pi.RequiredAffinityTerms)
 	pl.resolveNamespaces(pi.RequiredAntiAffinityTerms)
 	s := &preFilterState{existingAntiAffinity: counts{}, affinity: counts{}, antiAffinity: counts{}, podInfo: pi, nsLabels: pl.namespaceLabels(pod.Namespace)}
-	for _, ni := range nodes.HavePodsWithRequiredAntiAffinityList() {
-		node := ni.Node()
-		for _, existing := range ni.PodsWithRequiredAntiAffinity {
-			for _, t := range existing.RequiredAntiAffinityTerms {
-				if v, ok := node.Labels[t.TopologyKey]; ok && t.Matches(pod, s.nsLabels) {
-					s.existingAntiAffinity.add(t.TopologyKey, v, 1)
+	ix := framework.IndexOf(nodes)
+	if ix != nil {
+		ix.Terms(framework.RequiredAntiAffinity, func(tc *framework.TermCount) {
+			if tc.Term.Matches(pod, s.nsLabels) {
+				for v, n := range tc.Domains {
+					s.existingAntiAffinity.add(tc.Term.TopologyKey, v, n)
+				}
+			}
+		})
+	} else {
+		for _, ni := range nodes.HavePodsWithRequiredAntiAffinityList() {
+			node := ni.Node()
+			for _, existing := range ni.PodsWithRequiredAntiAffinity {
+				for _, t := range existing.RequiredAntiAffinityTerms {
+					if v, ok := node.Labels[t.TopologyKey]; ok && t.Matches(pod, s.nsLabels) {
+						s.existingAntiAffinity.add(t.TopologyKey, v, 1)
+					}
 				}
 			}
 		}
@@ -181,6 +192,11 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.Cycl
 		if len(s.existingAntiAffinity) == 0 {
 			return framework.NewStatus(framework.Skip)
 		}
+		state.Write(preFilterStateKey, s)
+		return nil
+	}
+	if ix != nil {
+		countIncomingTermsIndexed(ix, nodes.List(), pi, s)
 		state.Write(preFilterStateKey, s)
 		return nil
 	}
@@ -212,6 +228,48 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.Cycl
 	})
 	state.Write(preFilterStateKey, s)
 	return nil
+}
+
+// countIncomingTermsIndexed is PreFilter's count of existing pods matching the incoming pod's
+// required terms, from the snapshot's label groups: each group is matched once.
+func countIncomingTermsIndexed(ix *framework.PodIndex, nodes []*framework.NodeInfo, pi *framework.PodInfo, s *preFilterState) {
+	ix.EnsureKeys(nodes, termKeys(pi.RequiredAffinityTerms, pi.RequiredAntiAffinityTerms)...)
+	ix.Groups(func(g *framework.LabelGroup) {
+		if len(pi.RequiredAffinityTerms) > 0 && groupMatchesAll(pi.RequiredAffinityTerms, g) {
+			for _, t := range pi.RequiredAffinityTerms {
+				for v, n := range g.GroupCounts(t.TopologyKey) {
+					s.affinity.add(t.TopologyKey, v, n)
+				}
+			}
+		}
+		for i := range pi.RequiredAntiAffinityTerms {
+			t := &pi.RequiredAntiAffinityTerms[i]
+			if g.Matches(t) {
+				for v, n := range g.GroupCounts(t.TopologyKey) {
+					s.antiAffinity.add(t.TopologyKey, v, n)
+				}
+			}
+		}
+	})
+}
+
+func termKeys(lists ...[]framework.AffinityTerm) []string {
+	var keys []string
+	for _, l := range lists {
+		for _, t := range l {
+			keys = append(keys, t.TopologyKey)
+		}
+	}
+	return keys
+}
+
+func groupMatchesAll(terms []framework.AffinityTerm, g *framework.LabelGroup) bool {
+	for i := range terms {
+		if !g.Matches(&terms[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func matchesAll(terms []framework.AffinityTerm, pod *v1.Pod) bool {
@@ -286,14 +344,78 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 	pl.resolveWeighted(pi.PreferredAffinityTerms)
 	pl.resolveWeighted(pi.PreferredAntiAffinityTerms)
 	hasPreferred := len(pi.PreferredAffinityTerms)+len(pi.PreferredAntiAffinityTerms) > 0
+	nsLabels := pl.namespaceLabels(pod.Namespace)
+	var scores counts
+	if ix := framework.IndexOf(all); ix != nil {
+		scores = pl.preScoreIndexed(ix, all.List(), pi, nsLabels, hasPreferred)
+	} else {
+		scores = pl.preScoreScan(ctx, all, pi, nsLabels, hasPreferred)
+	}
+	if len(scores) == 0 {
+		return framework.NewStatus(framework.Skip)
+	}
+	state.Write(preScoreStateKey, &preScoreState{scores: scores})
+	return nil
+}
+
+// preScoreIndexed sums the same weights as preScoreScan from the snapshot's index: the incoming
+// pod's preferred terms are matched once per label group, existing pods' terms once per
+// distinct term.
+func (pl *InterPodAffinity) preScoreIndexed(ix *framework.PodIndex, nodes []*framework.NodeInfo, pi *framework.PodInfo, nsLabels labels.Set, hasPreferred bool) counts {
+	scores := counts{}
+	if hasPreferred {
+		var keys []string
+		for _, t := range pi.PreferredAffinityTerms {
+			keys = append(keys, t.TopologyKey)
+		}
+		for _, t := range pi.PreferredAntiAffinityTerms {
+			keys = append(keys, t.TopologyKey)
+		}
+		ix.EnsureKeys(nodes, keys...)
+		ix.Groups(func(g *framework.LabelGroup) {
+			for i := range pi.PreferredAffinityTerms {
+				t := &pi.PreferredAffinityTerms[i]
+				if t.Weight != 0 && g.Matches(&t.AffinityTerm) {
+					for v, n := range g.GroupCounts(t.TopologyKey) {
+						scores.add(t.TopologyKey, v, int64(t.Weight)*n)
+					}
+				}
+			}
+			for i := range pi.PreferredAntiAffinityTerms {
+				t := &pi.PreferredAntiAffinityTerms[i]
+				if t.Weight != 0 && g.Matches(&t.AffinityTerm) {
+					for v, n := range g.GroupCounts(t.TopologyKey) {
+						scores.add(t.TopologyKey, v, -int64(t.Weight)*n)
+					}
+				}
+			}
+		})
+	}
+	existing := func(kind framework.TermKind, weight func(tc *framework.TermCount) int64) {
+		ix.Terms(kind, func(tc *framework.TermCount) {
+			w := weight(tc)
+			if w == 0 || !tc.Term.Matches(pi.Pod, nsLabels) {
+				return
+			}
+			for v, n := range tc.Domains {
+				scores.add(tc.Term.TopologyKey, v, w*n)
+			}
+		})
+	}
+	existing(framework.RequiredAffinity, func(*framework.TermCount) int64 { return pl.hardWeight })
+	existing(framework.PreferredAffinity, func(tc *framework.TermCount) int64 { return int64(tc.Weight) })
+	existing(framework.PreferredAntiAffinity, func(tc *framework.TermCount) int64 { return -int64(tc.Weight) })
+	return scores
+}
+
+// preScoreScan visits every pod (or, without preferred terms, every pod with affinity terms)
+// on every node.
+func (pl *InterPodAffinity) preScoreScan(ctx context.Context, all framework.NodeInfoLister, pi *framework.PodInfo, nsLabels labels.Set, hasPreferred bool) counts {
+	pod := pi.Pod
 	nodes := all.HavePodsWithAffinityList()
 	if hasPreferred {
 		nodes = all.List()
 	}
-	if len(nodes) == 0 {
-		return framework.NewStatus(framework.Skip)
-	}
-	nsLabels := pl.namespaceLabels(pod.Namespace)
 	scores := counts{}
 	var mu sync.Mutex
 	pl.parallel.Until(ctx, len(nodes), func(i int) {
@@ -341,11 +463,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 			mu.Unlock()
 		}
 	})
-	if len(scores) == 0 {
-		return framework.NewStatus(framework.Skip)
-	}
-	state.Write(preScoreStateKey, &preScoreState{scores: scores})
-	return nil
+	return scores
 }
 
 // Score sums the node's domains' scores.

@@ -104,8 +104,55 @@ func countMatching(c *constraint, namespace string, ni *framework.NodeInfo) int6
 }
 
 // countDomains counts matching pods per domain value of each constraint over
-// the eligible nodes carrying every constraint's key.
-func countDomains(cs []constraint, pod *v1.Pod, nodes []*framework.NodeInfo) []map[string]int64 {
+// the eligible nodes carrying every constraint's key: from the snapshot's index
+// when every node is eligible, else by visiting every pod.
+func countDomains(cs []constraint, pod *v1.Pod, lister framework.NodeInfoLister) []map[string]int64 {
+	nodes := lister.List()
+	if ix := framework.IndexOf(lister); ix != nil && allNodesEligible(ix, nodes, cs, pod) {
+		return countDomainsIndexed(ix, cs, pod)
+	}
+	return countDomainsScan(cs, pod, nodes)
+}
+
+// allNodesEligible: no constraint filters nodes by the pod's node affinity or by taints, and with
+// several constraints every node carries every key (hasAllKeys holds everywhere).
+func allNodesEligible(ix *framework.PodIndex, nodes []*framework.NodeInfo, cs []constraint, pod *v1.Pod) bool {
+	hasNodeAffinity := len(pod.Spec.NodeSelector) > 0 || (pod.Spec.Affinity != nil && pod.Spec.Affinity.NodeAffinity != nil &&
+		pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil)
+	keys := make([]string, 0, len(cs))
+	for i := range cs {
+		if cs[i].honorTaints || (cs[i].honorAffinity && hasNodeAffinity) {
+			return false
+		}
+		keys = append(keys, cs[i].topologyKey)
+	}
+	ix.EnsureKeys(nodes, keys...)
+	if len(cs) > 1 {
+		total := ix.NumNodes()
+		for _, k := range keys {
+			if ix.NodesWithKey(k) != total {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func countDomainsIndexed(ix *framework.PodIndex, cs []constraint, pod *v1.Pod) []map[string]int64 {
+	out := make([]map[string]int64, len(cs))
+	for i := range cs {
+		c := &cs[i]
+		m := map[string]int64{}
+		ix.Domains(c.topologyKey, func(v string) { m[v] = 0 })
+		ix.CountMatching(c.topologyKey, false, func(g *framework.LabelGroup) bool {
+			return g.Namespace == pod.Namespace && c.selector.Matches(g.Labels)
+		}, func(v string, n int64) { m[v] += n })
+		out[i] = m
+	}
+	return out
+}
+
+func countDomainsScan(cs []constraint, pod *v1.Pod, nodes []*framework.NodeInfo) []map[string]int64 {
 	out := make([]map[string]int64, len(cs))
 	for i := range cs {
 		out[i] = map[string]int64{}
@@ -167,7 +214,7 @@ func (PodTopologySpread) PreFilter(_ context.Context, state *framework.CycleStat
 	if len(cs) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
-	s := &preFilterState{constraints: cs, counts: countDomains(cs, pod, nodes.List()), minMatch: make([]int64, len(cs))}
+	s := &preFilterState{constraints: cs, counts: countDomains(cs, pod, nodes), minMatch: make([]int64, len(cs))}
 	for i := range cs {
 		lowest := int64(math.MaxInt64)
 		for _, n := range s.counts[i] {
@@ -213,7 +260,7 @@ func (PodTopologySpread) PreScore(_ context.Context, state *framework.CycleState
 	if len(cs) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
-	s := &preScoreState{constraints: cs, counts: countDomains(cs, pod, all.List()), weights: make([]float64, len(cs))}
+	s := &preScoreState{constraints: cs, counts: countDomains(cs, pod, all), weights: make([]float64, len(cs))}
 	for i, c := range cs {
 		domains := map[string]bool{}
 		for _, ni := range feasible {
