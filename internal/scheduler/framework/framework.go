@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -54,7 +55,9 @@ var _ Handle = &Framework{}
 // every extension point each implements (Kubernetes' multiPoint defaults),
 // modified by the profile's enabled/disabled lists.
 func NewFramework(reg Registry, defaults []PluginRef, profile Profile, opts Options) (*Framework, error) {
-	f := &Framework{profile: profile, opts: opts, parallel: NewParallelizer(opts.Parallelism), plugins: map[string]Plugin{}}
+	// Filter and score work is CPU-bound: workers beyond GOMAXPROCS only add switching, so the
+	// configured parallelism is an upper bound.
+	f := &Framework{profile: profile, opts: opts, parallel: NewParallelizer(min(opts.Parallelism, runtime.GOMAXPROCS(0))), plugins: map[string]Plugin{}}
 	args := map[string]json.RawMessage{}
 	for _, pc := range profile.PluginConfig {
 		if _, ok := reg[pc.Name]; !ok {
