@@ -245,6 +245,37 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *CycleState, 
 	return nil
 }
 
+// RunPreFilterExtensionAddPod tells every PreFilter plugin that ran (not skipped) that
+// podToAdd is now on nodeInfo.
+func (f *Framework) RunPreFilterExtensionAddPod(ctx context.Context, state *CycleState, podToSchedule *v1.Pod, podToAdd *PodInfo, nodeInfo *NodeInfo) *Status {
+	return f.runPreFilterExtension(state, func(ext PreFilterExtensions) *Status {
+		return ext.AddPod(ctx, state, podToSchedule, podToAdd, nodeInfo)
+	})
+}
+
+// RunPreFilterExtensionRemovePod is RunPreFilterExtensionAddPod for a pod taken off nodeInfo.
+func (f *Framework) RunPreFilterExtensionRemovePod(ctx context.Context, state *CycleState, podToSchedule *v1.Pod, podToRemove *PodInfo, nodeInfo *NodeInfo) *Status {
+	return f.runPreFilterExtension(state, func(ext PreFilterExtensions) *Status {
+		return ext.RemovePod(ctx, state, podToSchedule, podToRemove, nodeInfo)
+	})
+}
+
+func (f *Framework) runPreFilterExtension(state *CycleState, call func(PreFilterExtensions) *Status) *Status {
+	for _, p := range f.preFilter {
+		if state.SkipFilterPlugins[p.Name()] {
+			continue
+		}
+		e, ok := p.(PreFilterExtender)
+		if !ok || e.PreFilterExtensions() == nil {
+			continue
+		}
+		if s := call(e.PreFilterExtensions()); !s.IsSuccess() {
+			return AsStatus(fmt.Errorf("running PreFilterExtensions of plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
+		}
+	}
+	return nil
+}
+
 // RunFilterPlugins runs Filter plugins and returns the first non-success.
 func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeInfo *NodeInfo) *Status {
 	for _, p := range f.filter {

@@ -264,3 +264,90 @@ func TestIndexMatchesScan(t *testing.T) {
 		}
 	}
 }
+
+// TestPreFilterExtensionsMatchPreFilter removes random pods from one node of random clusters
+// through InterPodAffinity's and PodTopologySpread's PreFilterExtensions (as preemption does) and
+// checks every node's Filter verdict against a PreFilter run afresh on the cluster without them.
+func TestPreFilterExtensionsMatchPreFilter(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	g := gen{rand.New(rand.NewPCG(seed, 16))}
+	ipa, _ := interpodaffinity.New(nil, nil)
+	pts, _ := podtopologyspread.New(nil, nil)
+	ctx := context.Background()
+	for cluster := range 60 {
+		var nodes []*v1.Node
+		for i := range 2 + g.r.IntN(10) {
+			nodes = append(nodes, g.node(i))
+		}
+		var pods []*v1.Pod
+		for i := range g.r.IntN(40) {
+			p := g.pod(i, false)
+			p.Spec.NodeName = nodes[g.r.IntN(len(nodes))].Name
+			pods = append(pods, p)
+		}
+		target := nodes[g.r.IntN(len(nodes))].Name
+		var kept, removed []*v1.Pod
+		for _, p := range pods {
+			if p.Spec.NodeName == target && g.r.IntN(2) == 0 {
+				removed = append(removed, p)
+			} else {
+				kept = append(kept, p)
+			}
+		}
+		before := schedcache.NewSnapshot(pods, nodes)
+		after := schedcache.NewSnapshot(kept, nodes)
+		for range 4 {
+			pod := g.pod(1000, true)
+			for _, pl := range []framework.Plugin{ipa, pts} {
+				state := framework.NewCycleState()
+				if !pl.(framework.PreFilterPlugin).PreFilter(ctx, state, pod, scanOnly{before}).IsSuccess() {
+					continue
+				}
+				sim := state.Clone()
+				ni, _ := before.Get(target)
+				ni = ni.Clone()
+				for _, p := range removed {
+					pi := framework.NewPodInfo(p)
+					if err := ni.RemovePod(p); err != nil {
+						t.Fatal(err)
+					}
+					if st := pl.(framework.PreFilterExtender).PreFilterExtensions().RemovePod(ctx, sim, pod, pi, ni); !st.IsSuccess() {
+						t.Fatal(st.AsError())
+					}
+				}
+				fresh := framework.NewCycleState()
+				if !pl.(framework.PreFilterPlugin).PreFilter(ctx, fresh, pod, scanOnly{after}).IsSuccess() {
+					continue // the fresh PreFilter skips: nothing left to compare
+				}
+				for _, want := range after.List() {
+					got := want
+					if want.Node().Name == target {
+						got = ni
+					}
+					gs := pl.(framework.FilterPlugin).Filter(ctx, sim, pod, got)
+					ws := pl.(framework.FilterPlugin).Filter(ctx, fresh, pod, want)
+					if gs.Code() != ws.Code() || !slices.Equal(gs.Reasons(), ws.Reasons()) {
+						t.Fatalf("cluster %d, %s, node %s (target %s): extensions %v, fresh PreFilter %v; pod %+v", cluster, pl.Name(), want.Node().Name, target, gs, ws, pod.Spec)
+					}
+				}
+				// Adding the pods back restores the original verdicts.
+				for _, p := range removed {
+					ni.AddPod(p)
+					pl.(framework.PreFilterExtender).PreFilterExtensions().AddPod(ctx, sim, pod, framework.NewPodInfo(p), ni)
+				}
+				for _, orig := range before.List() {
+					got := orig
+					if orig.Node().Name == target {
+						got = ni
+					}
+					gs := pl.(framework.FilterPlugin).Filter(ctx, sim, pod, got)
+					ws := pl.(framework.FilterPlugin).Filter(ctx, state, pod, orig)
+					if gs.Code() != ws.Code() {
+						t.Fatalf("cluster %d, %s, node %s: after adding back %v, originally %v", cluster, pl.Name(), orig.Node().Name, gs, ws)
+					}
+				}
+			}
+		}
+	}
+}

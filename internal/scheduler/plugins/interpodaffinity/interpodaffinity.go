@@ -70,7 +70,79 @@ type preFilterState struct {
 	nsLabels             labels.Set
 }
 
-func (s *preFilterState) Clone() framework.StateData { return s }
+// Clone copies the counts (preemption changes them per simulated node).
+func (s *preFilterState) Clone() framework.StateData {
+	out := *s
+	out.existingAntiAffinity, out.affinity, out.antiAffinity = s.existingAntiAffinity.clone(), s.affinity.clone(), s.antiAffinity.clone()
+	return &out
+}
+
+func (c counts) clone() counts {
+	out := make(counts, len(c))
+	for k, vs := range c {
+		m := make(map[string]int64, len(vs))
+		for v, n := range vs {
+			m[v] = n
+		}
+		out[k] = m
+	}
+	return out
+}
+
+// update adds (sign 1) or removes (sign -1) one existing pod on node to the counts PreFilter made.
+func (s *preFilterState) update(existing *framework.PodInfo, node *v1.Node, sign int64) {
+	pod := s.podInfo.Pod
+	for _, t := range existing.RequiredAntiAffinityTerms {
+		if v, ok := node.Labels[t.TopologyKey]; ok && t.Matches(pod, s.nsLabels) {
+			s.existingAntiAffinity.addOrDrop(t.TopologyKey, v, sign)
+		}
+	}
+	if len(s.podInfo.RequiredAffinityTerms) > 0 && matchesAll(s.podInfo.RequiredAffinityTerms, existing.Pod) {
+		for _, t := range s.podInfo.RequiredAffinityTerms {
+			if v, ok := node.Labels[t.TopologyKey]; ok {
+				s.affinity.addOrDrop(t.TopologyKey, v, sign)
+			}
+		}
+	}
+	for _, t := range s.podInfo.RequiredAntiAffinityTerms {
+		if v, ok := node.Labels[t.TopologyKey]; ok && t.Matches(existing.Pod, nil) {
+			s.antiAffinity.addOrDrop(t.TopologyKey, v, sign)
+		}
+	}
+}
+
+// addOrDrop adds n and drops entries that reach zero, so the counts look as a fresh PreFilter's.
+func (c counts) addOrDrop(key, value string, n int64) {
+	c.add(key, value, n)
+	if c[key][value] == 0 {
+		delete(c[key], value)
+		if len(c[key]) == 0 {
+			delete(c, key)
+		}
+	}
+}
+
+// PreFilterExtensions lets preemption add and remove pods without a new PreFilter.
+func (pl *InterPodAffinity) PreFilterExtensions() framework.PreFilterExtensions { return pl }
+
+// AddPod counts podToAdd on nodeInfo's node.
+func (pl *InterPodAffinity) AddPod(_ context.Context, state *framework.CycleState, _ *v1.Pod, podToAdd *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
+	return updateState(state, podToAdd, nodeInfo, 1)
+}
+
+// RemovePod uncounts podToRemove from nodeInfo's node.
+func (pl *InterPodAffinity) RemovePod(_ context.Context, state *framework.CycleState, _ *v1.Pod, podToRemove *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
+	return updateState(state, podToRemove, nodeInfo, -1)
+}
+
+func updateState(state *framework.CycleState, pi *framework.PodInfo, ni *framework.NodeInfo, sign int64) *framework.Status {
+	d, err := state.Read(preFilterStateKey)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	d.(*preFilterState).update(pi, ni.Node(), sign)
+	return nil
+}
 
 type preScoreState struct {
 	scores counts

@@ -8,7 +8,9 @@ package podtopologyspread
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"math"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -179,7 +181,64 @@ type preFilterState struct {
 	minMatch    []int64
 }
 
-func (s *preFilterState) Clone() framework.StateData { return s }
+// Clone copies the counts (preemption changes them per simulated node).
+func (s *preFilterState) Clone() framework.StateData {
+	out := &preFilterState{constraints: s.constraints, counts: make([]map[string]int64, len(s.counts)), minMatch: slices.Clone(s.minMatch)}
+	for i, m := range s.counts {
+		out.counts[i] = maps.Clone(m)
+	}
+	return out
+}
+
+// setMinMatch computes each constraint's smallest domain count (0 below minDomains).
+func (s *preFilterState) setMinMatch() {
+	for i := range s.constraints {
+		lowest := int64(math.MaxInt64)
+		for _, n := range s.counts[i] {
+			lowest = min(lowest, n)
+		}
+		if lowest == math.MaxInt64 || int64(len(s.counts[i])) < s.constraints[i].minDomains {
+			lowest = 0
+		}
+		s.minMatch[i] = lowest
+	}
+}
+
+// PreFilterExtensions lets preemption add and remove pods without a new PreFilter.
+func (p PodTopologySpread) PreFilterExtensions() framework.PreFilterExtensions { return p }
+
+// AddPod counts podToAdd in its node's domains.
+func (PodTopologySpread) AddPod(_ context.Context, state *framework.CycleState, pod *v1.Pod, podToAdd *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
+	return updateState(state, pod, podToAdd, nodeInfo, 1)
+}
+
+// RemovePod uncounts podToRemove from its node's domains.
+func (PodTopologySpread) RemovePod(_ context.Context, state *framework.CycleState, pod *v1.Pod, podToRemove *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
+	return updateState(state, pod, podToRemove, nodeInfo, -1)
+}
+
+// updateState changes the counts as countDomains would see the change: only for nodes that
+// carry every key and are eligible, only for matching, non-terminating pods of the namespace.
+func updateState(state *framework.CycleState, pod *v1.Pod, pi *framework.PodInfo, ni *framework.NodeInfo, sign int64) *framework.Status {
+	d, err := state.Read(preFilterStateKey)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	s := d.(*preFilterState)
+	node := ni.Node()
+	if !hasAllKeys(s.constraints, node) || pi.Pod.Namespace != pod.Namespace || pi.Pod.DeletionTimestamp != nil {
+		return nil
+	}
+	for i := range s.constraints {
+		c := &s.constraints[i]
+		if !eligible(c, pod, node) || !c.selector.Matches(labels.Set(pi.Pod.Labels)) {
+			continue
+		}
+		s.counts[i][node.Labels[c.topologyKey]] += sign
+	}
+	s.setMinMatch()
+	return nil
+}
 
 type preScoreState struct {
 	constraints []constraint
@@ -215,16 +274,7 @@ func (PodTopologySpread) PreFilter(_ context.Context, state *framework.CycleStat
 		return framework.NewStatus(framework.Skip)
 	}
 	s := &preFilterState{constraints: cs, counts: countDomains(cs, pod, nodes), minMatch: make([]int64, len(cs))}
-	for i := range cs {
-		lowest := int64(math.MaxInt64)
-		for _, n := range s.counts[i] {
-			lowest = min(lowest, n)
-		}
-		if lowest == math.MaxInt64 || int64(len(s.counts[i])) < cs[i].minDomains {
-			lowest = 0
-		}
-		s.minMatch[i] = lowest
-	}
+	s.setMinMatch()
 	state.Write(preFilterStateKey, s)
 	return nil
 }
