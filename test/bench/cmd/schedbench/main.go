@@ -276,6 +276,10 @@ func holdScheduler(ctx context.Context, client kubernetes.Interface) error {
 		if apierrors.IsNotFound(err) {
 			_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: leaseNamespace},
 				Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &hour, AcquireTime: &now, RenewTime: &now}}, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				// The scheduler created it meanwhile: take it over on the next try.
+				return apierrors.NewConflict(coordinationv1.Resource("leases"), leaseName, err)
+			}
 			return err
 		}
 		if err != nil {
