@@ -22,6 +22,13 @@ type Config struct {
 	// Client talks to the API server; if nil, one is built from RestConfig.
 	Client     kubernetes.Interface
 	RestConfig *rest.Config
+	// EventClient posts the scheduler's Events. Give it its own client (own rate limiter), so
+	// that one Event per binding never takes tokens from the bindings; nil builds one from
+	// RestConfig when set, else Events share Client.
+	EventClient kubernetes.Interface
+	// MaxConcurrentBinds bounds the Binding calls in flight (default 64); the scheduling loop
+	// never waits for them.
+	MaxConcurrentBinds int
 	// Configuration holds profiles and tuning (LoadConfig from --config); nil means defaults.
 	Configuration *framework.Configuration
 	// Registry adds out-of-tree plugins to the in-tree ones (tests, extensions).

@@ -37,6 +37,12 @@ func RunWithHook(ctx context.Context, cfg Config, started func(*Scheduler)) erro
 			return fmt.Errorf("scheduler client: %w", err)
 		}
 		cfg.Client = client
+		if cfg.EventClient == nil {
+			// A second clientset has its own token bucket.
+			if cfg.EventClient, err = kubernetes.NewForConfig(cfg.RestConfig); err != nil {
+				return fmt.Errorf("scheduler event client: %w", err)
+			}
+		}
 	}
 	factory := informers.NewSharedInformerFactory(cfg.Client, 0)
 	if cfg.PrepareInformers != nil {

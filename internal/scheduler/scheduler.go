@@ -61,8 +61,15 @@ type Scheduler struct {
 	rng                *rand.Rand
 
 	bindings sync.WaitGroup
-	running  atomic.Bool
+	// bindSlots bounds the Binding calls in flight; a binding goroutine waits for a slot, the
+	// scheduling loop does not.
+	bindSlots   chan struct{}
+	eventClient kubernetes.Interface
+	running     atomic.Bool
 }
+
+// defaultMaxConcurrentBinds bounds Binding calls in flight.
+const defaultMaxConcurrentBinds = 64
 
 // New builds a scheduler whose informers come from factory (the caller starts
 // the factory after New, so every informer the plugins need is registered).
@@ -92,6 +99,14 @@ func New(cfg Config, factory informers.SharedInformerFactory) (*Scheduler, error
 		snapshot:   schedcache.NewEmptySnapshot(),
 		percentage: *cfg.Configuration.PercentageOfNodesToScore,
 		rng:        rand.New(rand.NewPCG(uint64(cfg.Clock.Now().UnixNano()), 0x5c1ff)),
+	}
+	if cfg.MaxConcurrentBinds <= 0 {
+		cfg.MaxConcurrentBinds = defaultMaxConcurrentBinds
+	}
+	s.bindSlots = make(chan struct{}, cfg.MaxConcurrentBinds)
+	s.eventClient = cfg.EventClient
+	if s.eventClient == nil {
+		s.eventClient = client
 	}
 	s.broadcaster = record.NewBroadcaster()
 	registry := plugins.NewInTreeRegistry()
@@ -329,7 +344,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 }
 
 func (s *Scheduler) startEvents() func() {
-	w := s.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.client.CoreV1().Events("")})
+	w := s.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.eventClient.CoreV1().Events("")})
 	return w.Stop
 }
 
@@ -390,6 +405,15 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) {
 	s.bindings.Add(1)
 	go func() {
 		defer s.bindings.Done()
+		select {
+		case s.bindSlots <- struct{}{}:
+		case <-ctx.Done():
+			// Leadership lost before a slot freed: undo as a failed bind would.
+			_ = s.cache.ForgetPod(assumed)
+			fwk.RunUnreservePlugins(ctx, state, assumed, host)
+			return
+		}
+		defer func() { <-s.bindSlots }()
 		s.bind(ctx, fwk, state, pInfo, assumed, host, cycle, start)
 	}()
 }

@@ -27,9 +27,13 @@ import (
 const (
 	// Plain pods request cpu and memory only.
 	Plain = "plain"
-	// Mixed pods add preferred pod anti-affinity per app on hostname, a
-	// ScheduleAnyway zone spread, and (every other pod) a required node
-	// affinity to half of the zones.
+	// Mixed pods rotate through the four pod templates of Kubernetes' scheduler_perf
+	// inter-pod affinity and topology spreading workloads (SchedulingPodAffinity,
+	// SchedulingPreferredPodAntiAffinity, TopologySpreading, PreferredTopologySpreading):
+	// required pod affinity on zone, preferred pod anti-affinity on hostname, a
+	// DoNotSchedule and a ScheduleAnyway zone spread (maxSkew 5), each template
+	// with its own label value so the four behave as they do on their own. Its
+	// nodes carry three zones, as scheduler_perf's labelNodePrepareStrategy.
 	Mixed = "mixed"
 )
 
@@ -128,7 +132,7 @@ func RunBenchmark(ctx context.Context, client kubernetes.Interface, opts Options
 		return Result{}, err
 	}
 	if err := parallel(ctx, opts.Nodes, opts.Workers, func(i int) error {
-		return createNode(ctx, client, i, runID)
+		return createNode(ctx, client, opts.Workload, i, runID)
 	}); err != nil {
 		return Result{}, fmt.Errorf("bench: create nodes: %w", err)
 	}
@@ -332,7 +336,18 @@ func ensureNamespace(ctx context.Context, client kubernetes.Interface, ns string
 
 const zones = 10
 
-func createNode(ctx context.Context, client kubernetes.Interface, i int, runID string) error {
+// mixedZones is how many zones the mixed workload's nodes spread over (scheduler_perf's
+// TopologySpreading labels nodes moon-1..moon-3).
+const mixedZones = 3
+
+func nodeZone(workload string, i int) string {
+	if workload == Mixed {
+		return fmt.Sprintf("moon-%d", i%mixedZones+1)
+	}
+	return fmt.Sprintf("zone-%d", i%zones)
+}
+
+func createNode(ctx context.Context, client kubernetes.Interface, workload string, i int, runID string) error {
 	name := fmt.Sprintf("bench-node-%05d", i)
 	capacity := v1.ResourceList{
 		v1.ResourceCPU: resource.MustParse("32"), v1.ResourceMemory: resource.MustParse("128Gi"),
@@ -340,7 +355,7 @@ func createNode(ctx context.Context, client kubernetes.Interface, i int, runID s
 	}
 	node := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			benchLabel: runID, v1.LabelHostname: name, v1.LabelTopologyZone: fmt.Sprintf("zone-%d", i%zones),
+			benchLabel: runID, v1.LabelHostname: name, v1.LabelTopologyZone: nodeZone(workload, i),
 		}},
 		Status: v1.NodeStatus{
 			Capacity: capacity, Allocatable: capacity,
@@ -370,20 +385,7 @@ func makePod(opts Options, i int, runID string) *v1.Pod {
 		}}}},
 	}
 	if opts.Workload == Mixed {
-		sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
-		pod.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.WeightedPodAffinityTerm{{
-			Weight: 50, PodAffinityTerm: v1.PodAffinityTerm{TopologyKey: v1.LabelHostname, LabelSelector: sel},
-		}}}}
-		pod.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: v1.LabelTopologyZone, WhenUnsatisfiable: v1.ScheduleAnyway, LabelSelector: sel}}
-		if i%2 == 0 {
-			var half []string
-			for z := 0; z < zones/2; z++ {
-				half = append(half, fmt.Sprintf("zone-%d", z))
-			}
-			pod.Spec.Affinity.NodeAffinity = &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
-				MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelTopologyZone, Operator: v1.NodeSelectorOpIn, Values: half}},
-			}}}}
-		}
+		mixedVariant(pod, i)
 	}
 	return pod
 }
@@ -393,4 +395,37 @@ func cleanup(ctx context.Context, client kubernetes.Interface, opts Options, run
 	zero := int64(0)
 	_ = client.CoreV1().Pods(opts.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel)
 	_ = client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, sel)
+}
+
+// mixedVariant shapes pod i as one of scheduler_perf's affinity and spreading pod templates
+// (test/integration/scheduler_perf/templates in Kubernetes): 100m cpu, 500Mi memory, and
+//
+//	i%4 == 0: pod-with-pod-affinity: required pod affinity to its own label on the zone key;
+//	i%4 == 1: pod-with-preferred-pod-anti-affinity: weight-1 anti-affinity on hostname;
+//	i%4 == 2: pod-with-topology-spreading: DoNotSchedule zone spread, maxSkew 5;
+//	i%4 == 3: pod-with-preferred-topology-spreading: ScheduleAnyway zone spread, maxSkew 5.
+func mixedVariant(pod *v1.Pod, i int) {
+	colors := [...]string{"blue", "yellow", "red", "green"}
+	color := colors[i%4]
+	pod.Labels["color"] = color
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"color": color}}
+	pod.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse("500Mi")
+	pod.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 80}}
+	term := v1.PodAffinityTerm{LabelSelector: sel, Namespaces: []string{pod.Namespace}}
+	switch i % 4 {
+	case 0:
+		term.TopologyKey = v1.LabelTopologyZone
+		pod.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{term}}}
+	case 1:
+		term.TopologyKey = v1.LabelHostname
+		pod.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.WeightedPodAffinityTerm{{
+			Weight: 1, PodAffinityTerm: term,
+		}}}}
+	case 2, 3:
+		when := v1.DoNotSchedule
+		if i%4 == 3 {
+			when = v1.ScheduleAnyway
+		}
+		pod.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 5, TopologyKey: v1.LabelTopologyZone, WhenUnsatisfiable: when, LabelSelector: sel}}
+	}
 }

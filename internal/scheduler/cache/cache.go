@@ -224,8 +224,11 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 	affinityChanged := false
 	if full {
 		clear(snap.nodeInfoMap)
+		snap.podIndex = framework.NewPodIndex()
 		for _, name := range c.nodeNames {
-			snap.nodeInfoMap[name] = c.nodes[name].Clone()
+			clone := c.nodes[name].Clone()
+			snap.nodeInfoMap[name] = clone
+			snap.podIndex.AddNode(clone)
 		}
 	} else {
 		for name := range c.dirty {
@@ -236,6 +239,10 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 			old := snap.nodeInfoMap[name]
 			clone := ni.Clone()
 			snap.nodeInfoMap[name] = clone
+			if old != nil {
+				snap.podIndex.RemoveNode(old)
+			}
+			snap.podIndex.AddNode(clone)
 			if old == nil || len(old.PodsWithAffinity) > 0 || len(clone.PodsWithAffinity) > 0 {
 				affinityChanged = true
 			}
@@ -249,6 +256,7 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 		if c.nodeSetChanged {
 			for name := range snap.nodeInfoMap {
 				if ni, ok := c.nodes[name]; !ok || ni.Node() == nil {
+					snap.podIndex.RemoveNode(snap.nodeInfoMap[name])
 					delete(snap.nodeInfoMap, name)
 				}
 			}

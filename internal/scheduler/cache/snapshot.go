@@ -20,6 +20,9 @@ type Snapshot struct {
 	index map[string]int
 	// owner is the cache this snapshot follows incrementally.
 	owner *Cache
+	// podIndex holds the affinity and spreading counts over nodeInfoList (nil in derived
+	// snapshots, where plugins fall back to scanning).
+	podIndex *framework.PodIndex
 }
 
 var _ framework.NodeInfoLister = &Snapshot{}
@@ -120,6 +123,9 @@ func (s *Snapshot) Get(name string) (*framework.NodeInfo, error) {
 	}
 	return nil, fmt.Errorf("node %q not found in snapshot", name)
 }
+
+// PodIndex returns the snapshot's affinity and spreading counts, or nil.
+func (s *Snapshot) PodIndex() *framework.PodIndex { return s.podIndex }
 
 // NumNodes is the number of nodes.
 func (s *Snapshot) NumNodes() int { return len(s.nodeInfoList) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -54,7 +55,9 @@ var _ Handle = &Framework{}
 // every extension point each implements (Kubernetes' multiPoint defaults),
 // modified by the profile's enabled/disabled lists.
 func NewFramework(reg Registry, defaults []PluginRef, profile Profile, opts Options) (*Framework, error) {
-	f := &Framework{profile: profile, opts: opts, parallel: NewParallelizer(opts.Parallelism), plugins: map[string]Plugin{}}
+	// Filter and score work is CPU-bound: workers beyond GOMAXPROCS only add switching, so the
+	// configured parallelism is an upper bound.
+	f := &Framework{profile: profile, opts: opts, parallel: NewParallelizer(min(opts.Parallelism, runtime.GOMAXPROCS(0))), plugins: map[string]Plugin{}}
 	args := map[string]json.RawMessage{}
 	for _, pc := range profile.PluginConfig {
 		if _, ok := reg[pc.Name]; !ok {
@@ -237,6 +240,37 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *CycleState, 
 				return AsStatus(fmt.Errorf("running PreFilter plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
 			}
 			return s.WithPlugin(p.Name())
+		}
+	}
+	return nil
+}
+
+// RunPreFilterExtensionAddPod tells every PreFilter plugin that ran (not skipped) that
+// podToAdd is now on nodeInfo.
+func (f *Framework) RunPreFilterExtensionAddPod(ctx context.Context, state *CycleState, podToSchedule *v1.Pod, podToAdd *PodInfo, nodeInfo *NodeInfo) *Status {
+	return f.runPreFilterExtension(state, func(ext PreFilterExtensions) *Status {
+		return ext.AddPod(ctx, state, podToSchedule, podToAdd, nodeInfo)
+	})
+}
+
+// RunPreFilterExtensionRemovePod is RunPreFilterExtensionAddPod for a pod taken off nodeInfo.
+func (f *Framework) RunPreFilterExtensionRemovePod(ctx context.Context, state *CycleState, podToSchedule *v1.Pod, podToRemove *PodInfo, nodeInfo *NodeInfo) *Status {
+	return f.runPreFilterExtension(state, func(ext PreFilterExtensions) *Status {
+		return ext.RemovePod(ctx, state, podToSchedule, podToRemove, nodeInfo)
+	})
+}
+
+func (f *Framework) runPreFilterExtension(state *CycleState, call func(PreFilterExtensions) *Status) *Status {
+	for _, p := range f.preFilter {
+		if state.SkipFilterPlugins[p.Name()] {
+			continue
+		}
+		e, ok := p.(PreFilterExtender)
+		if !ok || e.PreFilterExtensions() == nil {
+			continue
+		}
+		if s := call(e.PreFilterExtensions()); !s.IsSuccess() {
+			return AsStatus(fmt.Errorf("running PreFilterExtensions of plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
 		}
 	}
 	return nil

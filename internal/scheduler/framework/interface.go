@@ -27,6 +27,18 @@ type PreFilterPlugin interface {
 	PreFilter(ctx context.Context, state *CycleState, pod *v1.Pod, nodes NodeInfoLister) *Status
 }
 
+// PreFilterExtensions update a PreFilter plugin's cycle state for a pod added to or removed
+// from a node, so that preemption can simulate evictions without running PreFilter again.
+type PreFilterExtensions interface {
+	AddPod(ctx context.Context, state *CycleState, podToSchedule *v1.Pod, podToAdd *PodInfo, nodeInfo *NodeInfo) *Status
+	RemovePod(ctx context.Context, state *CycleState, podToSchedule *v1.Pod, podToRemove *PodInfo, nodeInfo *NodeInfo) *Status
+}
+
+// PreFilterExtender is a PreFilter plugin whose state depends on other pods.
+type PreFilterExtender interface {
+	PreFilterExtensions() PreFilterExtensions
+}
+
 // FilterPlugin decides whether pod fits on one node. It runs in parallel over
 // nodes, so it must only read state and nodeInfo.
 type FilterPlugin interface {
@@ -152,4 +164,8 @@ type Handle interface {
 	// RunPreFilterPlugins and RunFilterPlugins let PostFilter simulate.
 	RunPreFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodes NodeInfoLister) *Status
 	RunFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeInfo *NodeInfo) *Status
+	// RunPreFilterExtensionAddPod and RunPreFilterExtensionRemovePod update a state PreFilter
+	// filled for a pod added to or removed from a node (preemption's simulations).
+	RunPreFilterExtensionAddPod(ctx context.Context, state *CycleState, podToSchedule *v1.Pod, podToAdd *PodInfo, nodeInfo *NodeInfo) *Status
+	RunPreFilterExtensionRemovePod(ctx context.Context, state *CycleState, podToSchedule *v1.Pod, podToRemove *PodInfo, nodeInfo *NodeInfo) *Status
 }

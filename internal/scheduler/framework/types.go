@@ -40,12 +40,14 @@ type PodInfo struct {
 	PreferredAntiAffinityTerms []WeightedAffinityTerm
 	Requests                   *Resource
 	NonZeroRequests            *Resource
+	// groupKey is the pod's PodIndex label group.
+	groupKey string
 }
 
 // NewPodInfo parses pod. Invalid label selectors make the term match nothing
 // (the API server rejects them, so this only guards against bad fakes).
 func NewPodInfo(pod *v1.Pod) *PodInfo {
-	pi := &PodInfo{Pod: pod, Requests: PodRequests(pod, false), NonZeroRequests: PodRequests(pod, true)}
+	pi := &PodInfo{Pod: pod, Requests: PodRequests(pod, false), NonZeroRequests: PodRequests(pod, true), groupKey: groupKey(pod)}
 	if a := pod.Spec.Affinity; a != nil {
 		if pa := a.PodAffinity; pa != nil {
 			pi.RequiredAffinityTerms = parseTerms(pod, pa.RequiredDuringSchedulingIgnoredDuringExecution)

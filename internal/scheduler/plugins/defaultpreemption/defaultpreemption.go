@@ -171,6 +171,15 @@ func (pl *DefaultPreemption) FindCandidates(ctx context.Context, pod *v1.Pod, fi
 	if pl.h != nil {
 		parallel = pl.h.Parallelizer()
 	}
+	// PreFilter runs once on the whole snapshot; each simulation updates a copy of its state
+	// through PreFilterExtensions as it removes and gives back pods.
+	var base *framework.CycleState
+	if pl.h != nil {
+		base = framework.NewCycleState()
+		if st := pl.h.RunPreFilterPlugins(ctx, base, pod, nodes); !st.IsSuccess() {
+			base = nil
+		}
+	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	parallel.Until(pctx, len(potential), func(i int) {
@@ -178,7 +187,7 @@ func (pl *DefaultPreemption) FindCandidates(ctx context.Context, pod *v1.Pod, fi
 			return
 		}
 		ni := potential[i]
-		c, ok := pl.selectVictims(pctx, pod, ni, nodes, pdbs)
+		c, ok := pl.selectVictims(pctx, pod, ni, base, pdbs)
 		mu.Lock()
 		defer mu.Unlock()
 		if !ok {
@@ -205,24 +214,16 @@ func (pl *DefaultPreemption) listPDBs() ([]*policyv1.PodDisruptionBudget, error)
 	return list, nil
 }
 
-// fits runs PreFilter and Filter for pod against ni within a view where ni
-// replaces its node.
-func (pl *DefaultPreemption) fits(ctx context.Context, pod *v1.Pod, ni *framework.NodeInfo, nodes framework.NodeInfoLister) bool {
-	if pl.h == nil {
-		return false
-	}
-	view := &overlay{base: nodes, node: ni}
-	state := framework.NewCycleState()
-	if st := pl.h.RunPreFilterPlugins(ctx, state, pod, view); !st.IsSuccess() {
-		return false
-	}
-	return pl.h.RunFilterPlugins(ctx, state, pod, ni).IsSuccess()
-}
-
 // selectVictims removes every lower-priority pod, checks the pod fits, then
 // gives back as many pods as still allow it, PDB-protected ones first, more
-// important ones first.
-func (pl *DefaultPreemption) selectVictims(ctx context.Context, pod *v1.Pod, original *framework.NodeInfo, nodes framework.NodeInfoLister, pdbs []*policyv1.PodDisruptionBudget) (Candidate, bool) {
+// important ones first. base is PreFilter's state on the unchanged snapshot
+// (nil when PreFilter rejected the pod: nothing fits); the simulation updates
+// a copy of it through PreFilterExtensions instead of rerunning PreFilter.
+func (pl *DefaultPreemption) selectVictims(ctx context.Context, pod *v1.Pod, original *framework.NodeInfo, base *framework.CycleState, pdbs []*policyv1.PodDisruptionBudget) (Candidate, bool) {
+	if base == nil || pl.h == nil {
+		return Candidate{}, false
+	}
+	state := base.Clone()
 	ni := original.Clone()
 	prio := priority(pod)
 	var potential []*framework.PodInfo
@@ -232,9 +233,13 @@ func (pl *DefaultPreemption) selectVictims(ctx context.Context, pod *v1.Pod, ori
 			if err := ni.RemovePod(p.Pod); err != nil {
 				return Candidate{}, false
 			}
+			if st := pl.h.RunPreFilterExtensionRemovePod(ctx, state, pod, p, ni); !st.IsSuccess() {
+				return Candidate{}, false
+			}
 		}
 	}
-	if len(potential) == 0 || !pl.fits(ctx, pod, ni, nodes) {
+	fits := func() bool { return pl.h.RunFilterPlugins(ctx, state, pod, ni).IsSuccess() }
+	if len(potential) == 0 || !fits() {
 		return Candidate{}, false
 	}
 	sort.SliceStable(potential, func(i, j int) bool { return moreImportant(potential[i].Pod, potential[j].Pod) })
@@ -242,10 +247,14 @@ func (pl *DefaultPreemption) selectVictims(ctx context.Context, pod *v1.Pod, ori
 	c := Candidate{Node: original.Node().Name}
 	reprieve := func(p *framework.PodInfo) bool {
 		ni.AddPodInfo(p)
-		if pl.fits(ctx, pod, ni, nodes) {
+		added := pl.h.RunPreFilterExtensionAddPod(ctx, state, pod, p, ni).IsSuccess()
+		if added && fits() {
 			return true
 		}
 		_ = ni.RemovePod(p.Pod)
+		if added {
+			_ = pl.h.RunPreFilterExtensionRemovePod(ctx, state, pod, p, ni)
+		}
 		c.Victims = append(c.Victims, p.Pod)
 		return false
 	}
@@ -389,47 +398,4 @@ func (pl *DefaultPreemption) evict(ctx context.Context, preemptor *v1.Pod, c Can
 		}
 	}
 	return nil
-}
-
-// overlay is a node list in which one node is replaced by a simulated copy.
-type overlay struct {
-	base framework.NodeInfoLister
-	node *framework.NodeInfo
-	list []*framework.NodeInfo
-}
-
-func (o *overlay) replace(list []*framework.NodeInfo, keep func(*framework.NodeInfo) bool) []*framework.NodeInfo {
-	out := make([]*framework.NodeInfo, 0, len(list)+1)
-	name := o.node.Node().Name
-	for _, ni := range list {
-		if ni.Node().Name != name {
-			out = append(out, ni)
-		}
-	}
-	if keep(o.node) {
-		out = append(out, o.node)
-	}
-	return out
-}
-
-func (o *overlay) List() []*framework.NodeInfo {
-	if o.list == nil {
-		o.list = o.replace(o.base.List(), func(*framework.NodeInfo) bool { return true })
-	}
-	return o.list
-}
-
-func (o *overlay) HavePodsWithAffinityList() []*framework.NodeInfo {
-	return o.replace(o.base.HavePodsWithAffinityList(), func(n *framework.NodeInfo) bool { return len(n.PodsWithAffinity) > 0 })
-}
-
-func (o *overlay) HavePodsWithRequiredAntiAffinityList() []*framework.NodeInfo {
-	return o.replace(o.base.HavePodsWithRequiredAntiAffinityList(), func(n *framework.NodeInfo) bool { return len(n.PodsWithRequiredAntiAffinity) > 0 })
-}
-
-func (o *overlay) Get(name string) (*framework.NodeInfo, error) {
-	if name == o.node.Node().Name {
-		return o.node, nil
-	}
-	return o.base.Get(name)
 }

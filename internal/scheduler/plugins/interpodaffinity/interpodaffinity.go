@@ -70,7 +70,79 @@ type preFilterState struct {
 	nsLabels             labels.Set
 }
 
-func (s *preFilterState) Clone() framework.StateData { return s }
+// Clone copies the counts (preemption changes them per simulated node).
+func (s *preFilterState) Clone() framework.StateData {
+	out := *s
+	out.existingAntiAffinity, out.affinity, out.antiAffinity = s.existingAntiAffinity.clone(), s.affinity.clone(), s.antiAffinity.clone()
+	return &out
+}
+
+func (c counts) clone() counts {
+	out := make(counts, len(c))
+	for k, vs := range c {
+		m := make(map[string]int64, len(vs))
+		for v, n := range vs {
+			m[v] = n
+		}
+		out[k] = m
+	}
+	return out
+}
+
+// update adds (sign 1) or removes (sign -1) one existing pod on node to the counts PreFilter made.
+func (s *preFilterState) update(existing *framework.PodInfo, node *v1.Node, sign int64) {
+	pod := s.podInfo.Pod
+	for _, t := range existing.RequiredAntiAffinityTerms {
+		if v, ok := node.Labels[t.TopologyKey]; ok && t.Matches(pod, s.nsLabels) {
+			s.existingAntiAffinity.addOrDrop(t.TopologyKey, v, sign)
+		}
+	}
+	if len(s.podInfo.RequiredAffinityTerms) > 0 && matchesAll(s.podInfo.RequiredAffinityTerms, existing.Pod) {
+		for _, t := range s.podInfo.RequiredAffinityTerms {
+			if v, ok := node.Labels[t.TopologyKey]; ok {
+				s.affinity.addOrDrop(t.TopologyKey, v, sign)
+			}
+		}
+	}
+	for _, t := range s.podInfo.RequiredAntiAffinityTerms {
+		if v, ok := node.Labels[t.TopologyKey]; ok && t.Matches(existing.Pod, nil) {
+			s.antiAffinity.addOrDrop(t.TopologyKey, v, sign)
+		}
+	}
+}
+
+// addOrDrop adds n and drops entries that reach zero, so the counts look as a fresh PreFilter's.
+func (c counts) addOrDrop(key, value string, n int64) {
+	c.add(key, value, n)
+	if c[key][value] == 0 {
+		delete(c[key], value)
+		if len(c[key]) == 0 {
+			delete(c, key)
+		}
+	}
+}
+
+// PreFilterExtensions lets preemption add and remove pods without a new PreFilter.
+func (pl *InterPodAffinity) PreFilterExtensions() framework.PreFilterExtensions { return pl }
+
+// AddPod counts podToAdd on nodeInfo's node.
+func (pl *InterPodAffinity) AddPod(_ context.Context, state *framework.CycleState, _ *v1.Pod, podToAdd *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
+	return updateState(state, podToAdd, nodeInfo, 1)
+}
+
+// RemovePod uncounts podToRemove from nodeInfo's node.
+func (pl *InterPodAffinity) RemovePod(_ context.Context, state *framework.CycleState, _ *v1.Pod, podToRemove *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
+	return updateState(state, podToRemove, nodeInfo, -1)
+}
+
+func updateState(state *framework.CycleState, pi *framework.PodInfo, ni *framework.NodeInfo, sign int64) *framework.Status {
+	d, err := state.Read(preFilterStateKey)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	d.(*preFilterState).update(pi, ni.Node(), sign)
+	return nil
+}
 
 type preScoreState struct {
 	scores counts
@@ -167,12 +239,23 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.Cycl
 	pl.resolveNamespaces(pi.RequiredAffinityTerms)
 	pl.resolveNamespaces(pi.RequiredAntiAffinityTerms)
 	s := &preFilterState{existingAntiAffinity: counts{}, affinity: counts{}, antiAffinity: counts{}, podInfo: pi, nsLabels: pl.namespaceLabels(pod.Namespace)}
-	for _, ni := range nodes.HavePodsWithRequiredAntiAffinityList() {
-		node := ni.Node()
-		for _, existing := range ni.PodsWithRequiredAntiAffinity {
-			for _, t := range existing.RequiredAntiAffinityTerms {
-				if v, ok := node.Labels[t.TopologyKey]; ok && t.Matches(pod, s.nsLabels) {
-					s.existingAntiAffinity.add(t.TopologyKey, v, 1)
+	ix := framework.IndexOf(nodes)
+	if ix != nil {
+		ix.Terms(framework.RequiredAntiAffinity, func(tc *framework.TermCount) {
+			if tc.Term.Matches(pod, s.nsLabels) {
+				for v, n := range tc.Domains {
+					s.existingAntiAffinity.add(tc.Term.TopologyKey, v, n)
+				}
+			}
+		})
+	} else {
+		for _, ni := range nodes.HavePodsWithRequiredAntiAffinityList() {
+			node := ni.Node()
+			for _, existing := range ni.PodsWithRequiredAntiAffinity {
+				for _, t := range existing.RequiredAntiAffinityTerms {
+					if v, ok := node.Labels[t.TopologyKey]; ok && t.Matches(pod, s.nsLabels) {
+						s.existingAntiAffinity.add(t.TopologyKey, v, 1)
+					}
 				}
 			}
 		}
@@ -181,6 +264,11 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.Cycl
 		if len(s.existingAntiAffinity) == 0 {
 			return framework.NewStatus(framework.Skip)
 		}
+		state.Write(preFilterStateKey, s)
+		return nil
+	}
+	if ix != nil {
+		countIncomingTermsIndexed(ix, nodes.List(), pi, s)
 		state.Write(preFilterStateKey, s)
 		return nil
 	}
@@ -212,6 +300,48 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.Cycl
 	})
 	state.Write(preFilterStateKey, s)
 	return nil
+}
+
+// countIncomingTermsIndexed is PreFilter's count of existing pods matching the incoming pod's
+// required terms, from the snapshot's label groups: each group is matched once.
+func countIncomingTermsIndexed(ix *framework.PodIndex, nodes []*framework.NodeInfo, pi *framework.PodInfo, s *preFilterState) {
+	ix.EnsureKeys(nodes, termKeys(pi.RequiredAffinityTerms, pi.RequiredAntiAffinityTerms)...)
+	ix.Groups(func(g *framework.LabelGroup) {
+		if len(pi.RequiredAffinityTerms) > 0 && groupMatchesAll(pi.RequiredAffinityTerms, g) {
+			for _, t := range pi.RequiredAffinityTerms {
+				for v, n := range g.GroupCounts(t.TopologyKey) {
+					s.affinity.add(t.TopologyKey, v, n)
+				}
+			}
+		}
+		for i := range pi.RequiredAntiAffinityTerms {
+			t := &pi.RequiredAntiAffinityTerms[i]
+			if g.Matches(t) {
+				for v, n := range g.GroupCounts(t.TopologyKey) {
+					s.antiAffinity.add(t.TopologyKey, v, n)
+				}
+			}
+		}
+	})
+}
+
+func termKeys(lists ...[]framework.AffinityTerm) []string {
+	var keys []string
+	for _, l := range lists {
+		for _, t := range l {
+			keys = append(keys, t.TopologyKey)
+		}
+	}
+	return keys
+}
+
+func groupMatchesAll(terms []framework.AffinityTerm, g *framework.LabelGroup) bool {
+	for i := range terms {
+		if !g.Matches(&terms[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func matchesAll(terms []framework.AffinityTerm, pod *v1.Pod) bool {
@@ -286,14 +416,78 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 	pl.resolveWeighted(pi.PreferredAffinityTerms)
 	pl.resolveWeighted(pi.PreferredAntiAffinityTerms)
 	hasPreferred := len(pi.PreferredAffinityTerms)+len(pi.PreferredAntiAffinityTerms) > 0
+	nsLabels := pl.namespaceLabels(pod.Namespace)
+	var scores counts
+	if ix := framework.IndexOf(all); ix != nil {
+		scores = pl.preScoreIndexed(ix, all.List(), pi, nsLabels, hasPreferred)
+	} else {
+		scores = pl.preScoreScan(ctx, all, pi, nsLabels, hasPreferred)
+	}
+	if len(scores) == 0 {
+		return framework.NewStatus(framework.Skip)
+	}
+	state.Write(preScoreStateKey, &preScoreState{scores: scores})
+	return nil
+}
+
+// preScoreIndexed sums the same weights as preScoreScan from the snapshot's index: the incoming
+// pod's preferred terms are matched once per label group, existing pods' terms once per
+// distinct term.
+func (pl *InterPodAffinity) preScoreIndexed(ix *framework.PodIndex, nodes []*framework.NodeInfo, pi *framework.PodInfo, nsLabels labels.Set, hasPreferred bool) counts {
+	scores := counts{}
+	if hasPreferred {
+		var keys []string
+		for _, t := range pi.PreferredAffinityTerms {
+			keys = append(keys, t.TopologyKey)
+		}
+		for _, t := range pi.PreferredAntiAffinityTerms {
+			keys = append(keys, t.TopologyKey)
+		}
+		ix.EnsureKeys(nodes, keys...)
+		ix.Groups(func(g *framework.LabelGroup) {
+			for i := range pi.PreferredAffinityTerms {
+				t := &pi.PreferredAffinityTerms[i]
+				if t.Weight != 0 && g.Matches(&t.AffinityTerm) {
+					for v, n := range g.GroupCounts(t.TopologyKey) {
+						scores.add(t.TopologyKey, v, int64(t.Weight)*n)
+					}
+				}
+			}
+			for i := range pi.PreferredAntiAffinityTerms {
+				t := &pi.PreferredAntiAffinityTerms[i]
+				if t.Weight != 0 && g.Matches(&t.AffinityTerm) {
+					for v, n := range g.GroupCounts(t.TopologyKey) {
+						scores.add(t.TopologyKey, v, -int64(t.Weight)*n)
+					}
+				}
+			}
+		})
+	}
+	existing := func(kind framework.TermKind, weight func(tc *framework.TermCount) int64) {
+		ix.Terms(kind, func(tc *framework.TermCount) {
+			w := weight(tc)
+			if w == 0 || !tc.Term.Matches(pi.Pod, nsLabels) {
+				return
+			}
+			for v, n := range tc.Domains {
+				scores.add(tc.Term.TopologyKey, v, w*n)
+			}
+		})
+	}
+	existing(framework.RequiredAffinity, func(*framework.TermCount) int64 { return pl.hardWeight })
+	existing(framework.PreferredAffinity, func(tc *framework.TermCount) int64 { return int64(tc.Weight) })
+	existing(framework.PreferredAntiAffinity, func(tc *framework.TermCount) int64 { return -int64(tc.Weight) })
+	return scores
+}
+
+// preScoreScan visits every pod (or, without preferred terms, every pod with affinity terms)
+// on every node.
+func (pl *InterPodAffinity) preScoreScan(ctx context.Context, all framework.NodeInfoLister, pi *framework.PodInfo, nsLabels labels.Set, hasPreferred bool) counts {
+	pod := pi.Pod
 	nodes := all.HavePodsWithAffinityList()
 	if hasPreferred {
 		nodes = all.List()
 	}
-	if len(nodes) == 0 {
-		return framework.NewStatus(framework.Skip)
-	}
-	nsLabels := pl.namespaceLabels(pod.Namespace)
 	scores := counts{}
 	var mu sync.Mutex
 	pl.parallel.Until(ctx, len(nodes), func(i int) {
@@ -341,11 +535,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 			mu.Unlock()
 		}
 	})
-	if len(scores) == 0 {
-		return framework.NewStatus(framework.Skip)
-	}
-	state.Write(preScoreStateKey, &preScoreState{scores: scores})
-	return nil
+	return scores
 }
 
 // Score sums the node's domains' scores.

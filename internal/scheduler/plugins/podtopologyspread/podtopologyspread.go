@@ -8,7 +8,9 @@ package podtopologyspread
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"math"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,8 +106,55 @@ func countMatching(c *constraint, namespace string, ni *framework.NodeInfo) int6
 }
 
 // countDomains counts matching pods per domain value of each constraint over
-// the eligible nodes carrying every constraint's key.
-func countDomains(cs []constraint, pod *v1.Pod, nodes []*framework.NodeInfo) []map[string]int64 {
+// the eligible nodes carrying every constraint's key: from the snapshot's index
+// when every node is eligible, else by visiting every pod.
+func countDomains(cs []constraint, pod *v1.Pod, lister framework.NodeInfoLister) []map[string]int64 {
+	nodes := lister.List()
+	if ix := framework.IndexOf(lister); ix != nil && allNodesEligible(ix, nodes, cs, pod) {
+		return countDomainsIndexed(ix, cs, pod)
+	}
+	return countDomainsScan(cs, pod, nodes)
+}
+
+// allNodesEligible: no constraint filters nodes by the pod's node affinity or by taints, and with
+// several constraints every node carries every key (hasAllKeys holds everywhere).
+func allNodesEligible(ix *framework.PodIndex, nodes []*framework.NodeInfo, cs []constraint, pod *v1.Pod) bool {
+	hasNodeAffinity := len(pod.Spec.NodeSelector) > 0 || (pod.Spec.Affinity != nil && pod.Spec.Affinity.NodeAffinity != nil &&
+		pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil)
+	keys := make([]string, 0, len(cs))
+	for i := range cs {
+		if cs[i].honorTaints || (cs[i].honorAffinity && hasNodeAffinity) {
+			return false
+		}
+		keys = append(keys, cs[i].topologyKey)
+	}
+	ix.EnsureKeys(nodes, keys...)
+	if len(cs) > 1 {
+		total := ix.NumNodes()
+		for _, k := range keys {
+			if ix.NodesWithKey(k) != total {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func countDomainsIndexed(ix *framework.PodIndex, cs []constraint, pod *v1.Pod) []map[string]int64 {
+	out := make([]map[string]int64, len(cs))
+	for i := range cs {
+		c := &cs[i]
+		m := map[string]int64{}
+		ix.Domains(c.topologyKey, func(v string) { m[v] = 0 })
+		ix.CountMatching(c.topologyKey, false, func(g *framework.LabelGroup) bool {
+			return g.Namespace == pod.Namespace && c.selector.Matches(g.Labels)
+		}, func(v string, n int64) { m[v] += n })
+		out[i] = m
+	}
+	return out
+}
+
+func countDomainsScan(cs []constraint, pod *v1.Pod, nodes []*framework.NodeInfo) []map[string]int64 {
 	out := make([]map[string]int64, len(cs))
 	for i := range cs {
 		out[i] = map[string]int64{}
@@ -132,7 +181,64 @@ type preFilterState struct {
 	minMatch    []int64
 }
 
-func (s *preFilterState) Clone() framework.StateData { return s }
+// Clone copies the counts (preemption changes them per simulated node).
+func (s *preFilterState) Clone() framework.StateData {
+	out := &preFilterState{constraints: s.constraints, counts: make([]map[string]int64, len(s.counts)), minMatch: slices.Clone(s.minMatch)}
+	for i, m := range s.counts {
+		out.counts[i] = maps.Clone(m)
+	}
+	return out
+}
+
+// setMinMatch computes each constraint's smallest domain count (0 below minDomains).
+func (s *preFilterState) setMinMatch() {
+	for i := range s.constraints {
+		lowest := int64(math.MaxInt64)
+		for _, n := range s.counts[i] {
+			lowest = min(lowest, n)
+		}
+		if lowest == math.MaxInt64 || int64(len(s.counts[i])) < s.constraints[i].minDomains {
+			lowest = 0
+		}
+		s.minMatch[i] = lowest
+	}
+}
+
+// PreFilterExtensions lets preemption add and remove pods without a new PreFilter.
+func (p PodTopologySpread) PreFilterExtensions() framework.PreFilterExtensions { return p }
+
+// AddPod counts podToAdd in its node's domains.
+func (PodTopologySpread) AddPod(_ context.Context, state *framework.CycleState, pod *v1.Pod, podToAdd *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
+	return updateState(state, pod, podToAdd, nodeInfo, 1)
+}
+
+// RemovePod uncounts podToRemove from its node's domains.
+func (PodTopologySpread) RemovePod(_ context.Context, state *framework.CycleState, pod *v1.Pod, podToRemove *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
+	return updateState(state, pod, podToRemove, nodeInfo, -1)
+}
+
+// updateState changes the counts as countDomains would see the change: only for nodes that
+// carry every key and are eligible, only for matching, non-terminating pods of the namespace.
+func updateState(state *framework.CycleState, pod *v1.Pod, pi *framework.PodInfo, ni *framework.NodeInfo, sign int64) *framework.Status {
+	d, err := state.Read(preFilterStateKey)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	s := d.(*preFilterState)
+	node := ni.Node()
+	if !hasAllKeys(s.constraints, node) || pi.Pod.Namespace != pod.Namespace || pi.Pod.DeletionTimestamp != nil {
+		return nil
+	}
+	for i := range s.constraints {
+		c := &s.constraints[i]
+		if !eligible(c, pod, node) || !c.selector.Matches(labels.Set(pi.Pod.Labels)) {
+			continue
+		}
+		s.counts[i][node.Labels[c.topologyKey]] += sign
+	}
+	s.setMinMatch()
+	return nil
+}
 
 type preScoreState struct {
 	constraints []constraint
@@ -167,17 +273,8 @@ func (PodTopologySpread) PreFilter(_ context.Context, state *framework.CycleStat
 	if len(cs) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
-	s := &preFilterState{constraints: cs, counts: countDomains(cs, pod, nodes.List()), minMatch: make([]int64, len(cs))}
-	for i := range cs {
-		lowest := int64(math.MaxInt64)
-		for _, n := range s.counts[i] {
-			lowest = min(lowest, n)
-		}
-		if lowest == math.MaxInt64 || int64(len(s.counts[i])) < cs[i].minDomains {
-			lowest = 0
-		}
-		s.minMatch[i] = lowest
-	}
+	s := &preFilterState{constraints: cs, counts: countDomains(cs, pod, nodes), minMatch: make([]int64, len(cs))}
+	s.setMinMatch()
 	state.Write(preFilterStateKey, s)
 	return nil
 }
@@ -213,7 +310,7 @@ func (PodTopologySpread) PreScore(_ context.Context, state *framework.CycleState
 	if len(cs) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
-	s := &preScoreState{constraints: cs, counts: countDomains(cs, pod, all.List()), weights: make([]float64, len(cs))}
+	s := &preScoreState{constraints: cs, counts: countDomains(cs, pod, all), weights: make([]float64, len(cs))}
 	for i, c := range cs {
 		domains := map[string]bool{}
 		for _, ni := range feasible {

@@ -70,6 +70,8 @@ type options struct {
 	profileAt  time.Duration
 	label      string
 	hold       bool
+	upstream   string
+	etcd       string
 }
 
 func parseScenarios(s string) ([]scenario, error) {
@@ -107,6 +109,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.profileAt, "cpu-profile-after", 0, "start the 30s CPU profile this long after the first scenario starts (skip node creation)")
 	fs.BoolVar(&o.hold, "hold", true, "keep skiff's scheduler from binding (by holding its leader Lease) until every pod exists, so the figures are the scheduler's and not the pod creation rate; false measures with pods streaming in")
 	fs.StringVar(&o.label, "label", "", "a note printed with the figures")
+	fs.StringVar(&o.upstream, "upstream", "", "directory with Kubernetes' kube-apiserver and kube-scheduler: measure them (with --etcd) instead of skiff")
+	fs.StringVar(&o.etcd, "etcd", "/usr/bin/etcd", "etcd binary for --upstream")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -128,7 +132,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if o.binary == "" {
+	if o.upstream != "" {
+		if err := checkUpstream(o.upstream); err != nil {
+			return err
+		}
+	} else if o.binary == "" {
 		dir, err := os.MkdirTemp("", "schedbench-bin-")
 		if err != nil {
 			return err
@@ -151,10 +159,21 @@ func run(args []string, stdout, stderr io.Writer) error {
 		defer f.Close()
 		serverLog = f
 	}
-	fmt.Fprintln(stderr, "starting", o.binary, "server", strings.Join(o.serverArgs, " "), "...")
-	srv, err := bench.StartServer(ctx, bench.ServerOptions{Binary: o.binary, Log: serverLog, ExtraArgs: o.serverArgs})
-	if err != nil {
-		return err
+	var srv controlPlane
+	if o.upstream != "" {
+		fmt.Fprintln(stderr, "starting etcd, kube-apiserver (kube-scheduler per scenario) from", o.upstream, "...")
+		u, err := startUpstream(ctx, o.upstream, o.etcd, serverLog)
+		if err != nil {
+			return err
+		}
+		srv = u
+	} else {
+		fmt.Fprintln(stderr, "starting", o.binary, "server", strings.Join(o.serverArgs, " "), "...")
+		s, err := bench.StartServer(ctx, bench.ServerOptions{Binary: o.binary, Log: serverLog, ExtraArgs: o.serverArgs})
+		if err != nil {
+			return err
+		}
+		srv = skiffServer{s}
 	}
 	defer srv.Stop()
 	cfg, err := srv.RESTConfig()
@@ -167,6 +186,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 
 	fmt.Fprintf(stdout, "machine: %s; load average before: %s\n", bench.DescribeMachine(), loadAverage())
+	if o.upstream != "" {
+		fmt.Fprintln(stdout, "control plane: upstream kube-apiserver and kube-scheduler from", o.upstream, "with", o.etcd)
+	} else {
+		fmt.Fprintln(stdout, "control plane:", o.binary)
+	}
 	if o.label != "" {
 		fmt.Fprintln(stdout, "note:", o.label)
 	}
@@ -186,9 +210,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 			opts.Release = func(ctx context.Context) error { return releaseScheduler(ctx, client) }
 		}
+		if err := srv.BeforeRelease(ctx); err != nil {
+			return err
+		}
 		cpuBefore, _ := srv.CPUTime()
 		res, err := schedbench.RunBenchmark(ctx, client, opts)
 		cpuAfter, _ := srv.CPUTime()
+		srv.AfterScenario()
 		if stopProfile != nil {
 			if perr := stopProfile(); perr != nil {
 				fmt.Fprintln(stderr, "cpu profile:", perr)
@@ -248,6 +276,10 @@ func holdScheduler(ctx context.Context, client kubernetes.Interface) error {
 		if apierrors.IsNotFound(err) {
 			_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: leaseNamespace},
 				Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &hour, AcquireTime: &now, RenewTime: &now}}, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				// The scheduler created it meanwhile: take it over on the next try.
+				return apierrors.NewConflict(coordinationv1.Resource("leases"), leaseName, err)
+			}
 			return err
 		}
 		if err != nil {
