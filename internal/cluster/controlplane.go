@@ -128,9 +128,15 @@ func runScheduler(ctx context.Context, cfg *Config, metrics *componentMetrics, n
 	if err != nil {
 		return err
 	}
+	// Events go through a client of their own, so that they never take the rate limiter's tokens
+	// from bindings.
+	events, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
 	for {
 		err := scheduler.Run(ctx, scheduler.Config{
-			Client: client, Configuration: conf, LeaderElect: true, Registerer: metrics.fresh("scheduler"),
+			Client: client, EventClient: events, Configuration: conf, LeaderElect: true, Registerer: metrics.fresh("scheduler"),
 			LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
 			Identity: cfg.NodeName + "_" + fmt.Sprint(os.Getpid()), Logger: cfg.Logger,
 			PrepareInformers: inProcess.Register,
