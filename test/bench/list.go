@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -39,6 +40,9 @@ type ListOptions struct {
 	Concurrency int
 	Lists       int
 	Encodings   []string // "json", "protobuf"
+	// ParallelLists, when above zero, ends the run with that many LISTs of all pods at once (JSON,
+	// bodies streamed away by the client), sampling the server's RSS meanwhile.
+	ParallelLists int
 }
 
 // ListResult is one target's figures.
@@ -49,6 +53,23 @@ type ListResult struct {
 	RSSAfter   map[int]int64
 	PerEncode  []ListEncodingResult
 	LoadAvgEnd string
+	// Parallel is the concurrent-LIST phase (zero when not run).
+	Parallel ParallelListResult
+}
+
+// ParallelListResult is what N LISTs of all pods at once cost the server's memory.
+type ParallelListResult struct {
+	Lists int
+	// Failed counts the LISTs that got an error instead of every pod (a server that runs out of
+	// time or memory under them).
+	Failed int
+	// FirstError is the first of those errors.
+	FirstError string
+	// Took is until the last of them was read.
+	Took time.Duration
+	// RSSBefore, RSSPeak and RSSAfter are the server processes' summed RSS before, at the highest
+	// 50 ms sample during, and 10 s after the LISTs.
+	RSSBefore, RSSPeak, RSSAfter int64
 }
 
 // ListEncodingResult is the LIST figures for one encoding.
@@ -139,8 +160,89 @@ func RunList(ctx context.Context, t ListTarget, opts ListOptions) (ListResult, e
 		}
 		res.PerEncode = append(res.PerEncode, r)
 	}
+	if opts.ParallelLists > 0 {
+		p, err := parallelLists(ctx, t, opts.ParallelLists)
+		if err != nil {
+			return res, err
+		}
+		res.Parallel = p
+	}
 	res.LoadAvgEnd = loadAvg()
 	return res, nil
+}
+
+func rssSum(pids []int) int64 {
+	var total int64
+	for _, pid := range pids {
+		total += rssOf(pid)
+	}
+	return total
+}
+
+// parallelLists runs n LISTs of all pods at once and samples the server's RSS meanwhile.
+func parallelLists(ctx context.Context, t ListTarget, n int) (ParallelListResult, error) {
+	r := ParallelListResult{Lists: n, RSSBefore: rssSum(t.PIDs)}
+	cs, err := kubernetes.NewForConfig(t.Config)
+	if err != nil {
+		return r, err
+	}
+	done := make(chan struct{})
+	var peak atomic.Int64
+	peak.Store(r.RSSBefore)
+	var sampler sync.WaitGroup
+	sampler.Add(1)
+	go func() {
+		defer sampler.Done()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if v := rssSum(t.PIDs); v > peak.Load() {
+					peak.Store(v)
+				}
+			}
+		}
+	}()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body, err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/pods").SetHeader("Accept", "application/json").Stream(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer body.Close()
+			if _, err := io.Copy(io.Discard, body); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	r.Took = time.Since(start)
+	close(done)
+	sampler.Wait()
+	close(errs)
+	for err := range errs {
+		if r.Failed == 0 {
+			r.FirstError = err.Error()
+		}
+		r.Failed++
+	}
+	r.RSSPeak = peak.Load()
+	select {
+	case <-ctx.Done():
+		return r, ctx.Err()
+	case <-time.After(10 * time.Second):
+	}
+	r.RSSAfter = rssSum(t.PIDs)
+	return r, nil
 }
 
 func loadPods(ctx context.Context, cs kubernetes.Interface, opts ListOptions) error {

@@ -46,6 +46,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	conc := fs.Int("concurrency", 32, "concurrent creates while loading")
 	encodings := fs.String("encodings", "json,protobuf", "comma-separated response encodings")
 	serverLog := fs.String("server-log", "", "file for the servers' logs (default: discarded)")
+	parallel := fs.Int("parallel-lists", 0, "end with this many JSON LISTs of all pods at once, sampling the server's RSS (0: skip)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -77,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := bench.ListOptions{Pods: *pods, Namespace: "listbench", Concurrency: *conc, Lists: *lists, Encodings: strings.Split(*encodings, ",")}
+	opts := bench.ListOptions{Pods: *pods, Namespace: "listbench", Concurrency: *conc, Lists: *lists, Encodings: strings.Split(*encodings, ","), ParallelLists: *parallel}
 	fmt.Fprintf(stdout, "# LIST of all pods, %d pods, %d LISTs per encoding; %s; %s\n", *pods, *lists, bench.DescribeMachine(), time.Now().UTC().Format(time.RFC3339))
 	for _, tg := range targets {
 		fmt.Fprintf(stderr, "measuring %s ...\n", tg.name)
@@ -134,6 +135,13 @@ func printResult(out io.Writer, r bench.ListResult) {
 		}
 		fmt.Fprintf(out, "| %s | %.1f | %.0f | %.0f | %.0f | %.0f | %s |\n", e.Encoding, float64(e.BodyBytes)/(1<<20),
 			ms(e.Latency.P50), ms(e.Latency.P99), ms(e.Latency.Max), ms(e.CPUPerList), alloc)
+	}
+	if p := r.Parallel; p.Lists > 0 {
+		fmt.Fprintf(out, "\n%d JSON LISTs of all pods at once: all answered in %.1f s, %d failed; server RSS %d MiB before, %d MiB at the peak, %d MiB 10 s after\n",
+			p.Lists, p.Took.Seconds(), p.Failed, p.RSSBefore>>20, p.RSSPeak>>20, p.RSSAfter>>20)
+		if p.Failed > 0 {
+			fmt.Fprintf(out, "first failure: %s\n", p.FirstError)
+		}
 	}
 }
 
