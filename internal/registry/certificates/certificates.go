@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -40,6 +41,14 @@ func NewResources(clk clock.PassiveClock) []*registry.Resource {
 		Plural: "certificatesigningrequests", Singular: "certificatesigningrequest", ShortNames: []string{"csr"},
 		New:     func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
 		NewList: func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
+		// As Kubernetes: CSRs can be selected by signer (conformance's CSR API spec lists them so).
+		SelectableFields: func(obj runtime.Object) fields.Set {
+			c, ok := obj.(*certificatesv1.CertificateSigningRequest)
+			if !ok {
+				return nil
+			}
+			return fields.Set{"spec.signerName": c.Spec.SignerName}
+		},
 		Strategy: &vu.Strategy[*certificatesv1.CertificateSigningRequest]{
 			APIVersion: apiVersion,
 			// Kubernetes does not care what CSRs are called beyond metadata's own rules.

@@ -286,3 +286,12 @@ func TestResource(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSelectableBySigner: CSRs answer the spec.signerName field selector, as Kubernetes'.
+func TestSelectableBySigner(t *testing.T) {
+	res := Resources()[0]
+	csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: "example.com/signer"}}
+	if got := res.SelectableFields(csr)["spec.signerName"]; got != "example.com/signer" {
+		t.Fatalf("spec.signerName = %q", got)
+	}
+}
