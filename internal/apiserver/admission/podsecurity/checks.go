@@ -2,7 +2,6 @@ package podsecurity
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,8 +43,12 @@ func since(minor int, c check) versionedCheck {
 	return versionedCheck{since: minor, at: func(int) check { return c }}
 }
 
-// latestMinor stands for "latest": every control, at its newest rules.
-const latestMinor = math.MaxInt
+// latestMinor is what "latest" stands for: as in Kubernetes, where "latest" is the policy of the
+// API server's own version, it is the version whose API skiff serves (v1.33, the conformance
+// suite it runs). Controls upstream added later (the host probe control, taken as v1.34) apply
+// only to namespaces that name such a version; a v1.33 client's pods with a probe on the pod's
+// own address (conformance's lifecycle hook specs) pass baseline:latest, as upstream's.
+const latestMinor = 33
 
 // baselineChecks are the baseline level's controls, in the order upstream reports them.
 var baselineChecks = []versionedCheck{

@@ -117,9 +117,11 @@ func TestEvaluate(t *testing.T) {
 			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg",
 				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}}
 		}), `privileged (container "dbg" must not set securityContext.privileged=true)`, ""},
+		// The host probe control came after v1.33, the version "latest" stands for (see
+		// TestEvaluateAtVersion for it at v1.34).
 		{"probe host", Baseline, restrictedPod(func(p *corev1.Pod) {
 			p.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Host: "10.0.0.1"}}}
-		}), `probe or lifecycle host (container "c" uses probe or lifecycle host "10.0.0.1")`, ""},
+		}), "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -351,7 +353,8 @@ func TestEvaluateAtVersion(t *testing.T) {
 		{"tcp_rmem is forbidden before v1.32", LevelVersion{Baseline, "v1.31"}, sysctlPod, "forbidden sysctls"},
 		{"container_engine_t from v1.31", LevelVersion{Baseline, "v1.31"}, selinuxPod, ""},
 		{"container_engine_t forbidden before v1.31", LevelVersion{Baseline, "v1.30"}, selinuxPod, "seLinuxOptions"},
-		{"host probes at latest", LevelVersion{Baseline, "latest"}, probePod, "probe or lifecycle host"},
+		{"no host probe control at latest (v1.33)", LevelVersion{Baseline, "latest"}, probePod, ""},
+		{"host probes at v1.34", LevelVersion{Baseline, "v1.34"}, probePod, "probe or lifecycle host"},
 		{"no host probe control at v1.33", LevelVersion{Baseline, "v1.33"}, probePod, ""},
 	}
 	for _, tt := range tests {
