@@ -185,6 +185,7 @@ func (a serviceAccountAuthenticator) AuthenticateRequest(r *http.Request) (*User
 		Name:   fmt.Sprintf("system:serviceaccount:%s:%s", v.Namespace, v.ServiceAccount.Name),
 		UID:    string(v.ServiceAccount.UID),
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + v.Namespace, "system:authenticated"},
+		Extra:  v.Extra(),
 	}, true, nil
 }
 

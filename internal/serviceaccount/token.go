@@ -15,6 +15,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 )
 
 // DefaultIssuer is the issuer Kubernetes clusters use by default.
@@ -85,7 +86,8 @@ func (i *Issuer) Issue(req Request, now time.Time) (string, time.Time, error) {
 			ExpiresAt: jwt.NewNumericDate(exp),
 			IssuedAt:  jwt.NewNumericDate(now),
 			NotBefore: jwt.NewNumericDate(now),
-			ID:        string(types.UID(fmt.Sprintf("%d", now.UnixNano()))),
+			// A random ID per token, as Kubernetes' (reported by TokenReview as the credential ID).
+			ID: string(uuid.NewUUID()),
 		},
 		Kubernetes: KubernetesClaim{Namespace: req.Namespace, ServiceAccount: req.ServiceAccount, Pod: req.BoundPod, Secret: req.BoundSecret, Node: req.BoundNode},
 	}
@@ -104,6 +106,8 @@ type Verified struct {
 	ServiceAccount Ref
 	Audiences      []string
 	Claim          KubernetesClaim
+	// ID is the token's "jti".
+	ID string
 }
 
 // Verifier checks tokens against the public key.
@@ -146,5 +150,26 @@ func (v *Verifier) Verify(token string, now time.Time) (*Verified, error) {
 	if !strings.HasPrefix(c.Subject, prefix) || strings.TrimPrefix(c.Subject, prefix) != c.Kubernetes.ServiceAccount.Name {
 		return nil, errors.New("invalid service account token: subject does not match its kubernetes.io claim")
 	}
-	return &Verified{Namespace: c.Kubernetes.Namespace, ServiceAccount: c.Kubernetes.ServiceAccount, Audiences: c.Audience, Claim: c.Kubernetes}, nil
+	return &Verified{Namespace: c.Kubernetes.Namespace, ServiceAccount: c.Kubernetes.ServiceAccount, Audiences: c.Audience, Claim: c.Kubernetes, ID: c.ID}, nil
+}
+
+// Extra is what Kubernetes' service-account authenticator adds to the user of a verified token:
+// the credential ID ("JTI=<jti>") and the pod and node the token is bound to.
+func (v *Verified) Extra() map[string][]string {
+	extra := map[string][]string{}
+	if v.ID != "" {
+		extra["authentication.kubernetes.io/credential-id"] = []string{"JTI=" + v.ID}
+	}
+	if p := v.Claim.Pod; p != nil {
+		extra["authentication.kubernetes.io/pod-name"] = []string{p.Name}
+		extra["authentication.kubernetes.io/pod-uid"] = []string{string(p.UID)}
+	}
+	if n := v.Claim.Node; n != nil {
+		extra["authentication.kubernetes.io/node-name"] = []string{n.Name}
+		extra["authentication.kubernetes.io/node-uid"] = []string{string(n.UID)}
+	}
+	if len(extra) == 0 {
+		return nil
+	}
+	return extra
 }

@@ -74,3 +74,39 @@ func TestIssueAndVerify(t *testing.T) {
 		t.Fatalf("token is not a JWT: %q", token)
 	}
 }
+
+// TestVerifiedExtra: a verified token reports its credential ID and the pod it is bound to, as
+// Kubernetes' authenticator does, and two tokens issued at the same instant differ in their ID.
+func TestVerifiedExtra(t *testing.T) {
+	key := newKey(t)
+	issuer, err := NewIssuer(key, DefaultIssuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	req := Request{Namespace: "ns", ServiceAccount: Ref{Name: "default", UID: "sa-uid"}, Expiration: time.Hour, BoundPod: &Ref{Name: "web", UID: "pod-uid"}}
+	v := NewVerifier(&key.PublicKey, DefaultIssuer, nil)
+	var ids []string
+	for range 2 {
+		token, _, err := issuer.Issue(req, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := v.Verify(token, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra := got.Extra()
+		cred := extra["authentication.kubernetes.io/credential-id"]
+		if len(cred) != 1 || !strings.HasPrefix(cred[0], "JTI=") || got.ID == "" {
+			t.Fatalf("credential id %v (jti %q)", cred, got.ID)
+		}
+		if extra["authentication.kubernetes.io/pod-name"][0] != "web" || extra["authentication.kubernetes.io/pod-uid"][0] != "pod-uid" {
+			t.Fatalf("pod extra %v", extra)
+		}
+		ids = append(ids, got.ID)
+	}
+	if ids[0] == ids[1] {
+		t.Fatalf("two tokens issued at the same instant share the ID %q", ids[0])
+	}
+}
