@@ -78,10 +78,19 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) syncResult {
 		// A finished pod keeps its containers for logs but not its sandbox.
 		return syncResult{err: k.killPod(ctx, pod, state, gracePeriod(pod))}
 	}
+	exceeded, left := activeDeadline(pod, k.clock.Now())
+	if exceeded {
+		return k.failPastDeadline(ctx, pod, state)
+	}
 	if admitted, err := k.admit(ctx, pod, state); err != nil || !admitted {
 		return syncResult{err: err}
 	}
-	return k.runPod(ctx, pod, state)
+	result := k.runPod(ctx, pod, state)
+	if left > 0 && (result.requeueAfter == 0 || left < result.requeueAfter) {
+		// Come back when the deadline passes (a changed deadline syncs the pod anyway).
+		result.requeueAfter = left
+	}
+	return result
 }
 
 func gracePeriod(pod *corev1.Pod) time.Duration {
