@@ -65,9 +65,15 @@ func Usage(gr schema.GroupResource, obj runtime.Object) corev1.ResourceList {
 			}
 		}
 	case *corev1.Service:
+		// As Kubernetes' service evaluator: every port of a NodePort Service, and of a LoadBalancer
+		// that allocates node ports (the default), counts before the allocator has picked them
+		// (admission runs first); a LoadBalancer without node port allocation counts only ports
+		// given one explicitly.
+		allocates := o.Spec.Type == corev1.ServiceTypeNodePort ||
+			(o.Spec.Type == corev1.ServiceTypeLoadBalancer && (o.Spec.AllocateLoadBalancerNodePorts == nil || *o.Spec.AllocateLoadBalancerNodePorts))
 		var nodePorts int64
 		for _, p := range o.Spec.Ports {
-			if p.NodePort != 0 || o.Spec.Type == corev1.ServiceTypeNodePort {
+			if p.NodePort != 0 || allocates {
 				nodePorts++
 			}
 		}

@@ -46,6 +46,15 @@ func TestUsage(t *testing.T) {
 		{"load balancer", schema.GroupResource{Resource: "services"}, &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
 			Ports: []corev1.ServicePort{{Port: 80, NodePort: 30080}, {Port: 443, NodePort: 30443}}}},
 			"count/services=1,services=1,services.loadbalancers=1,services.nodeports=2"},
+		{"load balancer before its node ports are allocated", schema.GroupResource{Resource: "services"}, &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Port: 80}}}},
+			"count/services=1,services=1,services.loadbalancers=1,services.nodeports=1"},
+		{"load balancer without node ports", schema.GroupResource{Resource: "services"}, &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
+			AllocateLoadBalancerNodePorts: ptr.To(false), Ports: []corev1.ServicePort{{Port: 80}}}},
+			"count/services=1,services=1,services.loadbalancers=1,services.nodeports=0"},
+		{"node port service before allocation", schema.GroupResource{Resource: "services"}, &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort,
+			Ports: []corev1.ServicePort{{Port: 80}, {Port: 81}}}},
+			"count/services=1,services=1,services.nodeports=2"},
 		{"other kinds: count/<resource>.<group>", schema.GroupResource{Group: "apps", Resource: "deployments"}, &corev1.ConfigMap{}, "count/deployments.apps=1"},
 	}
 	for _, tt := range tests {
