@@ -2,6 +2,7 @@ package watchcache_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -212,5 +213,51 @@ func TestContinueAfterHistoryAndCompaction(t *testing.T) {
 	// The same list at the latest revision is still served from memory.
 	if _, served, err := cache.ListShared(ctx, root, storage.ListOptions{Recursive: true, ResourceVersion: strconv.FormatInt(latest, 10), ResourceVersionMatch: string(metav1.ResourceVersionMatchExact)}); err != nil || !served {
 		t.Fatalf("exact list at %d: served=%v err=%v", latest, served, err)
+	}
+}
+
+// TestInconsistentContinueAfterCompaction: the continue token an expired page's error offers
+// resumes at the same key at the latest revision, and its remainingItemCount counts only the keys
+// after the page (Kubernetes' chunking conformance spec adds them up).
+func TestInconsistentContinueAfterCompaction(t *testing.T) {
+	client := env.client(t)
+	store := newPodStore(t, client)
+	cache := newCache(t, store, watchcache.Config{HistorySize: 2})
+	root := rootFor(t)
+	startWatch(t, cache, root, storage.ListOptions{Recursive: true})
+	for i := range 10 {
+		mustCreate(t, store, root, makePod(fmt.Sprintf("p%02d", i)).obj())
+	}
+	ctx := context.Background()
+	first := &corev1.PodList{}
+	if err := cache.List(ctx, root, storage.ListOptions{Recursive: true, Predicate: storage.Predicate{Limit: 2}}, first); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		mustUpdate(t, store, root+fmt.Sprintf("default/p%02d", i), setLabel("v", "2"))
+	}
+	latest, err := store.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Compact(ctx, latest); err != nil {
+		t.Fatal(err)
+	}
+	err = cache.List(ctx, root, storage.ListOptions{Recursive: true, Predicate: storage.Predicate{Limit: 2, Continue: first.Continue}}, &corev1.PodList{})
+	var se *storage.Error
+	if !errors.As(err, &se) || !storage.IsExpired(err) || se.Continue == "" {
+		t.Fatalf("continue after compaction: %v, want Expired with a continue token", err)
+	}
+	for name, lister := range map[string]storage.Interface{"cache": cache, "etcd": store} {
+		page := &corev1.PodList{}
+		if err := lister.List(ctx, root, storage.ListOptions{Recursive: true, Predicate: storage.Predicate{Limit: 2, Continue: se.Continue}}, page); err != nil {
+			t.Fatalf("%s: inconsistent continue: %v", name, err)
+		}
+		if len(page.Items) != 2 || page.Items[0].Name != "p02" || page.Items[0].Labels["v"] != "2" {
+			t.Fatalf("%s: page %s", name, describeList(page))
+		}
+		if page.RemainingItemCount == nil || *page.RemainingItemCount != 6 {
+			t.Fatalf("%s: remainingItemCount %v, want 6 (10 pods, 2 before and 2 in this page)", name, page.RemainingItemCount)
+		}
 	}
 }
