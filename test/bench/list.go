@@ -291,7 +291,7 @@ func measureLists(ctx context.Context, t ListTarget, enc string, opts ListOption
 		}
 	}
 	allocBefore, allocErr := allocBytes(ctx, cs)
-	cpuBefore, err := processCPU(t.APIServerPID)
+	cpuBefore, err := ProcessCPU(t.APIServerPID)
 	if err != nil {
 		return r, err
 	}
@@ -305,7 +305,7 @@ func measureLists(ctx context.Context, t ListTarget, enc string, opts ListOption
 		samples = append(samples, time.Since(start))
 		r.BodyBytes = n
 	}
-	cpuAfter, err := processCPU(t.APIServerPID)
+	cpuAfter, err := ProcessCPU(t.APIServerPID)
 	if err != nil {
 		return r, err
 	}
@@ -332,14 +332,6 @@ func allocBytes(ctx context.Context, cs kubernetes.Interface) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no go_memstats_alloc_bytes_total in /metrics")
-}
-
-func processCPU(pid int) (time.Duration, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseProcStatCPU(string(raw))
 }
 
 // rssOf is VmRSS of pid in bytes (0 when unknown).

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -55,7 +53,7 @@ func StartServer(ctx context.Context, opts ServerOptions) (*Server, error) {
 		}
 		s.dataDir, s.ownsDir = dir, true
 	}
-	ports, err := freePorts(4)
+	ports, err := FreePorts(4)
 	if err != nil {
 		s.cleanup()
 		return nil, err
@@ -132,37 +130,7 @@ func (s *Server) RESTConfig() (*rest.Config, error) {
 // CPUTime is the CPU time (user + system) the server process has used so far, from
 // /proc/<pid>/stat (Linux only).
 func (s *Server) CPUTime() (time.Duration, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseProcStatCPU(string(raw))
-}
-
-// clockTicksPerSecond is USER_HZ, 100 on every Linux architecture Go supports.
-const clockTicksPerSecond = 100
-
-// parseProcStatCPU reads utime and stime (fields 14 and 15) from a /proc/<pid>/stat line; the
-// command name (field 2) may contain spaces, so fields are counted after its closing parenthesis.
-func parseProcStatCPU(stat string) (time.Duration, error) {
-	end := strings.LastIndexByte(stat, ')')
-	if end < 0 {
-		return 0, fmt.Errorf("unexpected /proc stat line %q", stat)
-	}
-	fields := strings.Fields(stat[end+1:])
-	// fields[0] is field 3 (state), so utime (14) and stime (15) are fields[11] and fields[12].
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("unexpected /proc stat line %q", stat)
-	}
-	var ticks int64
-	for _, f := range fields[11:13] {
-		n, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("unexpected /proc stat field %q: %w", f, err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / clockTicksPerSecond, nil
+	return ProcessCPU(s.cmd.Process.Pid)
 }
 
 // Stop ends the server (SIGTERM, then SIGKILL after 10s) and removes a temporary data dir.
@@ -183,24 +151,4 @@ func (s *Server) cleanup() {
 	if s.ownsDir {
 		os.RemoveAll(s.dataDir)
 	}
-}
-
-// freePorts reserves n distinct loopback ports by listening on them together, then releases them.
-func freePorts(n int) ([]int, error) {
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

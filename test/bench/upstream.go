@@ -6,7 +6,6 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -52,7 +50,7 @@ func StartUpstream(ctx context.Context, opts UpstreamOptions) (*Upstream, error)
 		return nil, err
 	}
 	u := &Upstream{dir: dir}
-	ports, err := freePorts(3)
+	ports, err := FreePorts(3)
 	if err != nil {
 		u.Stop()
 		return nil, err
@@ -109,32 +107,11 @@ func StartUpstream(ctx context.Context, opts UpstreamOptions) (*Upstream, error)
 		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
 		QPS:             1e6, Burst: 1e6, Timeout: 60 * time.Second,
 	}
-	if err := u.waitReady(ctx); err != nil {
+	if err := WaitReadyz(ctx, u.Config, 90*time.Second, 250*time.Millisecond, nil); err != nil {
 		u.Stop()
 		return nil, err
 	}
 	return u, nil
-}
-
-func (u *Upstream) waitReady(ctx context.Context) error {
-	cs, err := kubernetes.NewForConfig(u.Config)
-	if err != nil {
-		return err
-	}
-	var lastErr error
-	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		if err == nil && string(body) == "ok" {
-			return nil
-		}
-		lastErr = fmt.Errorf("readyz: %q %v", body, err)
-	}
-	return errors.Join(errors.New("kube-apiserver not ready within 90s"), lastErr)
 }
 
 // APIServerPID and EtcdPID are the processes.

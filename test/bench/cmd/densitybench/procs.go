@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/skiff-sh/skiff/test/bench"
 )
 
 // proc is one process whose memory and CPU the benchmark follows.
@@ -43,7 +45,7 @@ func newSampler(procs []proc, interval time.Duration) *sampler {
 	s := &sampler{procs: procs, cpu0: map[int]time.Duration{}, peak: map[int]int64{}, last: map[int]time.Duration{},
 		stop: make(chan struct{}), done: make(chan struct{}), interval: interval}
 	for _, p := range procs {
-		if cpu, err := procCPU(p.pid); err == nil {
+		if cpu, err := bench.ProcessCPU(p.pid); err == nil {
 			s.cpu0[p.pid] = cpu
 		}
 	}
@@ -79,7 +81,7 @@ func (s *sampler) sample() {
 		if p.controlPlane {
 			sum += rss
 		}
-		if cpu, err := procCPU(p.pid); err == nil {
+		if cpu, err := bench.ProcessCPU(p.pid); err == nil {
 			s.last[p.pid] = cpu
 		}
 	}
@@ -123,31 +125,4 @@ func procRSS(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
-}
-
-// procCPU is a process's user+system CPU time from /proc/<pid>/stat (fields 14 and 15, counted
-// after the command name's closing parenthesis).
-func procCPU(pid int) (time.Duration, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	stat := string(raw)
-	end := strings.LastIndexByte(stat, ')')
-	if end < 0 {
-		return 0, fmt.Errorf("unexpected stat line %q", stat)
-	}
-	fields := strings.Fields(stat[end+1:])
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("unexpected stat line %q", stat)
-	}
-	var ticks int64
-	for _, f := range fields[11:13] {
-		n, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return 0, err
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / 100, nil
 }

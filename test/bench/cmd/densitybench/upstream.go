@@ -6,10 +6,8 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,9 +15,10 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/skiff-sh/skiff/test/bench"
 )
 
 // upstream is Kubernetes' own control plane started for comparison: Debian's etcd,
@@ -46,7 +45,7 @@ func startUpstream(ctx context.Context, binDir, etcdBinary string, log io.Writer
 			u.stop()
 		}
 	}()
-	ports, err := freePorts(5)
+	ports, err := bench.FreePorts(5)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +89,11 @@ current-context: up
 		"--endpoint-reconciler-type", "none"); err != nil {
 		return nil, err
 	}
-	if err := waitReadyz(ctx, u.kubeconfig, 2*time.Minute); err != nil {
+	cfg, err := restConfig(u.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if err := bench.WaitReadyz(ctx, cfg, 2*time.Minute, 500*time.Millisecond, nil); err != nil {
 		return nil, fmt.Errorf("kube-apiserver: %w", err)
 	}
 	if err := u.start(log, "kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"), "--kubeconfig", u.kubeconfig,
@@ -152,49 +155,4 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	}
 	cfg.QPS, cfg.Burst, cfg.Timeout = 1e6, 1e6, 60*time.Second
 	return cfg, nil
-}
-
-func waitReadyz(ctx context.Context, kubeconfig string, timeout time.Duration) error {
-	cfg, err := restConfig(kubeconfig)
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		if err == nil && string(body) == "ok" {
-			return nil
-		}
-		last = fmt.Errorf("readyz %q: %v", body, err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-	return errors.Join(errors.New("not ready in time"), last)
-}
-
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

@@ -9,17 +9,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/skiff-sh/skiff/test/bench"
 )
 
 // controlPlane is what a scenario runs against: skiff's server, or upstream's etcd, kube-apiserver
@@ -88,48 +88,8 @@ func (p *process) cpu() time.Duration {
 	if st := p.cmd.ProcessState; st != nil {
 		return st.UserTime() + st.SystemTime()
 	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	return procStatCPU(string(raw))
-}
-
-// procStatCPU reads utime+stime (fields 14 and 15, in USER_HZ = 100 ticks) of a /proc stat line.
-func procStatCPU(stat string) time.Duration {
-	end := strings.LastIndexByte(stat, ')')
-	if end < 0 {
-		return 0
-	}
-	fields := strings.Fields(stat[end+1:])
-	if len(fields) < 13 {
-		return 0
-	}
-	var ticks int64
-	for _, f := range fields[11:13] {
-		n, _ := strconv.ParseInt(f, 10, 64)
-		ticks += n
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond
-}
-
-func loopbackPorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var out []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
+	cpu, _ := bench.ProcessCPU(p.cmd.Process.Pid)
+	return cpu
 }
 
 func startUpstream(ctx context.Context, binDir, etcdBin string, log io.Writer) (*upstream, error) {
@@ -147,7 +107,7 @@ func startUpstream(ctx context.Context, binDir, etcdBin string, log io.Writer) (
 			u.Stop()
 		}
 	}()
-	ports, err := loopbackPorts(3)
+	ports, err := bench.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +212,7 @@ leaderElection: {leaderElect: true}
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		return err
 	}
-	ports, err := loopbackPorts(1)
+	ports, err := bench.FreePorts(1)
 	if err != nil {
 		return err
 	}
