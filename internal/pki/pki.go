@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 )
 
@@ -141,6 +142,14 @@ func (ca *CA) Issue(leaf Leaf, now time.Time) (certPEM, keyPEM []byte, err error
 // replaced: whoever trusted the old certificate would stop working.
 func (ca *CA) EnsureLeaf(dir, name string, leaf Leaf, now time.Time) (certPath, keyPath string, err error) {
 	certPath, keyPath = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	// Several roles of one node ask for the same identity at start (the kubelet and the pod
+	// network agent both run as system:node:<name>): without the lock one could read the new
+	// certificate before its key is written, or two could each write half of a pair.
+	unlock, err := lockFile(filepath.Join(dir, "."+name+".lock"))
+	if err != nil {
+		return "", "", err
+	}
+	defer unlock()
 	certPEM, certErr := os.ReadFile(certPath)
 	keyPEM, keyErr := os.ReadFile(keyPath)
 	fix := fmt.Sprintf("restore it, or delete %s and %s to have skiff issue a new pair", certPath, keyPath)
@@ -356,4 +365,25 @@ func (ca *CA) SignPublicKey(tmpl *x509.Certificate, pub crypto.PublicKey) ([]byt
 		return nil, fmt.Errorf("sign certificate for %q: %w", leaf.Subject.CommonName, err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+// lockFile takes an exclusive flock on path (created if absent) and returns its release. flock
+// locks belong to the open file, so two goroutines of one process exclude each other as two
+// processes do.
+func lockFile(path string) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }

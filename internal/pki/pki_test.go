@@ -4,12 +4,14 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -272,5 +274,37 @@ func TestEnsureFrontProxy(t *testing.T) {
 	certPEM2, _ := os.ReadFile(again.ClientCert)
 	if string(certPEM2) != string(certPEM) {
 		t.Fatal("a second call replaced a valid client certificate")
+	}
+}
+
+// TestEnsureLeafConcurrently: goroutines asking at once for the same leaf all get the one pair on
+// disk, and it is a matching pair (a node's roles do this at start).
+func TestEnsureLeafConcurrently(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	ca, err := LoadOrCreateCA(dir, "ca", "test-ca", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			certPath, keyPath, err := ca.EnsureLeaf(dir, "client-node", Leaf{CommonName: "system:node:n", Organization: []string{"system:nodes"}, Client: true}, now)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if _, err := tls.LoadX509KeyPair(certPath, keyPath); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
