@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -272,7 +271,12 @@ func (k *Kubelet) setNode(node *corev1.Node) {
 	}
 	network := containerd.CNINetwork{Name: k.cfg.CNINetworkName, Bridge: k.cfg.CNIBridge, PodCIDRs: cidrs}
 	if k.cfg.SkiffCNI {
-		network.Skiff = &containerd.SkiffCNI{StateDir: filepath.Join(k.cfg.DataDir, "cni"), PortmapPath: k.cfg.CNIPortmapPath}
+		// Leases live with the bridge, which is the host's (as host-local's
+		// /var/lib/cni/networks), not with this node's data dir: a node started
+		// afresh on a host whose bridge still carries pods of an earlier node (one
+		// killed with -9 leaves its shims and veths) must not hand out their
+		// addresses again, or two pods answer ARP for one address.
+		network.Skiff = &containerd.SkiffCNI{StateDir: cniLeaseDir, PortmapPath: k.cfg.CNIPortmapPath}
 	}
 	if err := containerd.WriteCNIConfig(k.cfg.CNIConfDir, network); err != nil {
 		k.log.Error("write CNI config", "err", err)
@@ -503,3 +507,7 @@ func (k *Kubelet) knownPodUIDs() map[types.UID]bool {
 	}
 	return out
 }
+
+// cniLeaseDir is where skiff's CNI plugin keeps the address leases of every bridge on the host, one
+// directory per network name.
+const cniLeaseDir = "/var/lib/cni/skiff"
