@@ -26,22 +26,7 @@ const (
 // issue 4 lists. Scenarios run in parallel, each in its own namespace, so the CronJob's wait for
 // the next minute overlaps the rest.
 func TestControllers(t *testing.T) {
-	c := newCluster(t, "--node-monitor-grace-period=15s")
-	c.startSimNodes(t, simnode.Config{
-		Nodes: simNodes, NamePrefix: "sim-", HeartbeatInterval: 2 * time.Second,
-		CompletePods: completeJobPods(time.Second),
-	})
-	root := ctl{c: c, t: t}
-	root.eventually(60*time.Second, func() error {
-		out, err := root.try("get", "nodes", "--no-headers")
-		if err != nil {
-			return err
-		}
-		if n := strings.Count(out, " Ready "); n != simNodes {
-			return fmt.Errorf("want %d Ready nodes:\n%s", simNodes, out)
-		}
-		return nil
-	})
+	c := newSimNodeCluster(t)
 
 	t.Run("scenarios", func(t *testing.T) {
 		t.Run("cronjob fires", func(t *testing.T) { t.Parallel(); testCronJob(ctl{c: c, t: t}) })
@@ -576,4 +561,27 @@ func keys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// newSimNodeCluster starts a node (short node grace period) with simNodes simulated nodes that
+// complete Job pods, and waits until they are all Ready: the setup of the controller scenarios.
+func newSimNodeCluster(t *testing.T) *cluster {
+	t.Helper()
+	c := newCluster(t, "--node-monitor-grace-period=15s")
+	c.startSimNodes(t, simnode.Config{
+		Nodes: simNodes, NamePrefix: "sim-", HeartbeatInterval: 2 * time.Second,
+		CompletePods: completeJobPods(time.Second),
+	})
+	root := ctl{c: c, t: t}
+	root.eventually(60*time.Second, func() error {
+		out, err := root.try("get", "nodes", "--no-headers")
+		if err != nil {
+			return err
+		}
+		if n := strings.Count(out, " Ready "); n != simNodes {
+			return fmt.Errorf("want %d Ready nodes:\n%s", simNodes, out)
+		}
+		return nil
+	})
+	return c
 }

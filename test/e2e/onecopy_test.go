@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/skiff-sh/skiff/internal/simnode"
 )
 
 // TestSharedObjectsStayUnmutated runs the controller scenarios on a server whose controller manager
@@ -19,22 +15,7 @@ import (
 func TestSharedObjectsStayUnmutated(t *testing.T) {
 	// The server inherits the variable; client-go reads it when the process starts.
 	t.Setenv("KUBE_CACHE_MUTATION_DETECTOR", "true")
-	c := newCluster(t, "--node-monitor-grace-period=15s")
-	c.startSimNodes(t, simnode.Config{
-		Nodes: simNodes, NamePrefix: "sim-", HeartbeatInterval: 2 * time.Second,
-		CompletePods: completeJobPods(time.Second),
-	})
-	root := ctl{c: c, t: t}
-	root.eventually(60*time.Second, func() error {
-		out, err := root.try("get", "nodes", "--no-headers")
-		if err != nil {
-			return err
-		}
-		if n := strings.Count(out, " Ready "); n != simNodes {
-			return fmt.Errorf("want %d Ready nodes:\n%s", simNodes, out)
-		}
-		return nil
-	})
+	c := newSimNodeCluster(t)
 	t.Run("scenarios", func(t *testing.T) {
 		t.Run("node lifecycle", func(t *testing.T) { t.Parallel(); testNodeLifecycle(ctl{c: c, t: t}) })
 		t.Run("deployment rollout", func(t *testing.T) { t.Parallel(); testDeploymentRollout(ctl{c: c, t: t}) })
