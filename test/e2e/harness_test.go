@@ -143,6 +143,33 @@ func (c *cluster) log() string {
 	return string(data)
 }
 
+// dumpState logs what a failed test needs to find out why: the pods and where they stand, the
+// latest events, and the warnings and errors at the end of the node's log.
+func (c *cluster) dumpState() {
+	c.t.Helper()
+	for _, args := range [][]string{
+		{"get", "pods", "-A", "-o", "wide"},
+		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
+	} {
+		out, _ := c.kubectlErr(args...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) > 60 {
+			lines = lines[len(lines)-60:]
+		}
+		c.t.Logf("kubectl %s:\n%s", strings.Join(args, " "), strings.Join(lines, "\n"))
+	}
+	var problems []string
+	for _, l := range strings.Split(c.logAll(), "\n") {
+		if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+			problems = append(problems, l)
+		}
+	}
+	if len(problems) > 60 {
+		problems = problems[len(problems)-60:]
+	}
+	c.t.Logf("the node's last warnings and errors:\n%s", strings.Join(problems, "\n"))
+}
+
 // kill stops skiff with SIGKILL, as a crash would.
 func (c *cluster) kill() {
 	if c.cmd != nil && c.cmd.Process != nil {

@@ -49,6 +49,13 @@ func newWorkerCluster(t *testing.T, extraArgs ...string) *cluster {
 		removeProxyRules(t, dir)
 		os.RemoveAll(dir)
 	})
+	// Registered after the stop above, so it runs first: a failed test shows why its pods are
+	// where they are while the node still answers.
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.dumpState()
+		}
+	})
 	eventually(t, 90*time.Second, func() error {
 		out, err := c.kubectlErr("wait", "--for=condition=Ready", "node", "--all", "--timeout=2s")
 		if err != nil {
