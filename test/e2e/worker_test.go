@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -38,6 +40,11 @@ func newWorkerCluster(t *testing.T, extraArgs ...string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each cluster gets its own bridge and pod network: pods a killed node of an earlier test left
+	// running on the host's default cni0 (or its leases and ARP entries) never meet this test's pods.
+	bridge := fmt.Sprintf("skb%06x", rand.IntN(1<<24))
+	extraArgs = append([]string{"--cni-bridge", bridge,
+		"--cluster-cidr", fmt.Sprintf("10.%d.0.0/16", 160+rand.IntN(40))}, extraArgs...)
 	c := &cluster{t: t, bin: skiffBinary, dataDir: dir, roles: "etcd,controlplane,worker", extraArgs: extraArgs}
 	c.ports = [3]int{freePort(t), freePort(t), freePort(t)}
 	c.kubeconfig = filepath.Join(c.dataDir, "admin.kubeconfig")
@@ -47,6 +54,8 @@ func newWorkerCluster(t *testing.T, extraArgs ...string) *cluster {
 		_, _ = c.kubectlErr("delete", "pods", "--all", "--all-namespaces", "--grace-period=1", "--timeout=60s")
 		c.stop()
 		removeProxyRules(t, dir)
+		_ = exec.Command("ip", "link", "del", bridge).Run()
+		os.RemoveAll(filepath.Join("/var/lib/cni/skiff", bridge))
 		os.RemoveAll(dir)
 	})
 	// Registered after the stop above, so it runs first: a failed test shows why its pods are
