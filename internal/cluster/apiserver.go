@@ -34,7 +34,7 @@ import (
 // watch cache it opens (now, or later for resources added at run time) joins caches, which the
 // node stops before it closes the etcd client. The admission chain's caches start before the first
 // write, so bootstrap's writes are admitted too.
-func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spaceCheck func() error, metrics *componentMetrics, caches *cacheSet, admission *admissionChain, admissionCtx context.Context) (*apiserver.Server, *authorization, error) {
+func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spaceCheck func() error, metrics *componentMetrics, caches *cacheSet, admission *admissionChain, admissionCtx context.Context, encryption *atRest) (*apiserver.Server, *authorization, error) {
 	scheme, err := builtin.NewScheme()
 	if err != nil {
 		return nil, nil, err
@@ -47,10 +47,6 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 	disc := discovery.New(resources, builtin.ExtraSubresources())
 	metricsRegistry := metrics.base
 	cacheMetrics, err := watchcache.NewMetrics(metricsRegistry)
-	if err != nil {
-		return nil, nil, err
-	}
-	encryption, err := encryptionAtRest(admissionCtx, cfg, metricsRegistry)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -70,7 +66,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 		store := etcd3.New(client, codec, res.New, res.NewList)
 		if encryption != nil {
 			gr := res.GroupResource()
-			store.WithTransformer(encryption.For(gr.Group, gr.Resource))
+			store.WithTransformer(encryption.reloader.For(gr.Group, gr.Resource))
 		}
 		cache, err := watchcache.New(store, watchcache.Config{
 			NewFunc: res.New, NewListFunc: res.NewList, Logger: cfg.Logger, Metrics: cacheMetrics,

@@ -65,6 +65,8 @@ type Node struct {
 	stopAdmission context.CancelFunc
 	// lb is the node-local API load balancer (lb.go).
 	lb *nodeLB
+	// encryption is the encryption at rest in force (nil when off; encryption.go).
+	encryption *atRest
 }
 
 // Run starts every component of the node's roles and blocks until ctx ends or one fails. Shutdown
@@ -140,6 +142,9 @@ func (n *Node) runRoles(ctx context.Context) error {
 		}
 	}}}
 	roles = append(roles, n.endpointReconcilerRole())
+	if n.encryption != nil && n.encryption.managed {
+		roles = append(roles, n.encryptionSyncRole())
+	}
 	roles = append(roles, role{name: "certificate check", run: n.certs.run})
 	if n.cfg.HasRole(RoleControlPlane) {
 		inProcess, err := n.caches.localInformers(&n.cfg)
@@ -271,7 +276,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	// The admission caches outlive start-up: they follow the configurations for the node's life.
 	admissionCtx, cancelAdmission := context.WithCancel(context.Background())
 	n.stopAdmission = cancelAdmission
-	api, authz, err := newAPIServer(ctx, &cfg, n.etcdClient, n.spaceCheck, n.metrics, &n.caches, admission, admissionCtx)
+	// The encryption configuration is followed for the node's life, like the admission caches.
+	n.encryption, err = encryptionAtRest(admissionCtx, &cfg, base)
+	if err != nil {
+		return nil, err
+	}
+	api, authz, err := newAPIServer(ctx, &cfg, n.etcdClient, n.spaceCheck, n.metrics, &n.caches, admission, admissionCtx, n.encryption)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,9 +8,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -19,6 +21,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/leasereconciler"
+	"github.com/skiff-sh/skiff/internal/join"
 	"github.com/skiff-sh/skiff/internal/pki"
 	"github.com/skiff-sh/skiff/internal/storage/value"
 )
@@ -33,16 +37,36 @@ func (c *Config) EncryptionConfigPath() string {
 // configuration (a key rotation waits for every server to have reloaded).
 const encryptionReloadInterval = 2 * time.Second
 
+// atRest is a node's encryption at rest: the configuration in force and whether skiff keeps it.
+type atRest struct {
+	reloader *value.Reloader
+	// managed: skiff wrote the configuration (--secrets-encryption without
+	// --encryption-provider-config), so the node follows the cluster's copy and takes part in
+	// rotations (encryptionsync.go).
+	managed bool
+	// changed receives after each configuration put in force, so the API server's identity Lease
+	// says so at once (a rotation waits on every server's Lease).
+	changed chan struct{}
+	path    string
+}
+
+// EncryptionConfigAnnotation is where each API server's identity Lease names the encryption
+// configuration it has in force (sha256 of the file, hex): a rotation moves on once every live
+// API server shows the step's configuration.
+const EncryptionConfigAnnotation = "skiff.sh/encryption-config-hash"
+
 // encryptionAtRest loads the node's encryption configuration: --encryption-provider-config when
 // given, else with --secrets-encryption the one skiff keeps in the data dir, written with a fresh
 // key the first time (values written before stay readable: identity reads them). Nil means values
 // are stored as the codec writes them. The configuration is followed while ctx lasts.
-func encryptionAtRest(ctx context.Context, cfg *Config, reg prometheus.Registerer) (*value.Reloader, error) {
+func encryptionAtRest(ctx context.Context, cfg *Config, reg prometheus.Registerer) (*atRest, error) {
 	path := cfg.EncryptionProviderConfig
+	managed := false
 	if path == "" {
 		if !cfg.SecretsEncryption {
 			return nil, nil
 		}
+		managed = true
 		path = cfg.EncryptionConfigPath()
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			data, err := value.NewSecretboxConfig(clock.RealClock{}.Now())
@@ -66,6 +90,7 @@ func encryptionAtRest(ctx context.Context, cfg *Config, reg prometheus.Registere
 	if err := errors.Join(reg.Register(reloads), reg.Register(inForce)); err != nil {
 		return nil, fmt.Errorf("encryption metrics: %w", err)
 	}
+	state := &atRest{managed: managed, changed: make(chan struct{}, 1), path: path}
 	reloader, err := value.NewReloader(path, cfg.Logger, func(hash string, err error) {
 		if err != nil {
 			reloads.WithLabelValues("failure").Inc()
@@ -74,40 +99,74 @@ func encryptionAtRest(ctx context.Context, cfg *Config, reg prometheus.Registere
 		reloads.WithLabelValues("success").Inc()
 		inForce.Reset()
 		inForce.WithLabelValues(hash).Set(1)
+		select {
+		case state.changed <- struct{}{}:
+		default:
+		}
 	})
 	if err != nil {
 		return nil, err
 	}
+	state.reloader = reloader
 	go reloader.Run(ctx, clock.RealClock{}, encryptionReloadInterval)
-	return reloader, nil
+	return state, nil
 }
 
-// RotateSecretsEncryption rotates the key of the encryption configuration skiff keeps in dataDir,
-// against the node running there: a new key is put first (the old ones still read) and the API
-// server reloads it; every Secret is rewritten, so it is sealed with the new key; then the old
-// keys are dropped and the server reloads again. Reads work throughout. On a cluster with several
-// control-plane nodes every node's configuration must carry the new key before the rewrite: run it
-// where the others get their configuration from, and copy the file (see README).
+// RotateSecretsEncryption rotates the key of the encryption configuration skiff keeps, across
+// every control-plane node, from the node whose data dir is dataDir. The cluster's copy (in the
+// keys Secret, which every control plane follows) goes through three configurations, and each
+// step waits until every live API server's identity Lease shows it in force:
+//  1. prepared: the new key added behind the old one, so every server reads it and none writes
+//     with it yet;
+//  2. promoted: the new key first, so new writes use it (every server can read them);
+//  3. every Secret rewritten (sealed with the new key), then pruned: the old keys dropped.
+//
+// Reads work throughout. An interrupted rotation keeps every key it added; run it again.
 func RotateSecretsEncryption(ctx context.Context, dataDir string, progress func(format string, args ...any)) error {
 	cfg := Config{DataDir: dataDir}
 	path := cfg.EncryptionConfigPath()
-	data, err := os.ReadFile(path)
+	local, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("read the encryption configuration (is --secrets-encryption on for this node?): %w", err)
+	}
+	if _, err := value.WritingKey(local); err != nil {
+		return err
 	}
 	client, err := adminClient(cfg.AdminKubeconfigPath())
 	if err != nil {
 		return err
 	}
-	rotated, keyName, err := value.RotateSecretbox(data, clock.RealClock{}.Now())
+	current, err := clusterEncryptionCopy(ctx, client, filepath.Join(dataDir, "pki"), local)
 	if err != nil {
 		return err
 	}
-	if err := pki.WriteFileAtomic(path, rotated, 0o600); err != nil {
-		return fmt.Errorf("write the encryption configuration: %w", err)
+	publish := func(step string, data []byte) error {
+		if err := join.PublishEncryptionConfig(ctx, client, data); err != nil {
+			return err
+		}
+		// This node's file at once; the others copy it within encryptionSyncInterval.
+		if err := pki.WriteFileAtomic(path, data, 0o600); err != nil {
+			return fmt.Errorf("write the encryption configuration: %w", err)
+		}
+		n, err := waitForEncryptionConfig(ctx, client, data, clock.RealClock{})
+		if err != nil {
+			return fmt.Errorf("%s: %w", step, err)
+		}
+		progress("%s: in force on %d API servers", step, n)
+		return nil
 	}
-	progress("added key %s; waiting for the API server to load it", keyName)
-	if err := waitForEncryptionConfig(ctx, client, rotated); err != nil {
+	prepared, keyName, err := value.PrepareSecretbox(current, clock.RealClock{}.Now())
+	if err != nil {
+		return err
+	}
+	if err := publish("added key "+keyName+" for reading", prepared); err != nil {
+		return err
+	}
+	promoted, err := value.PromoteSecretbox(prepared, keyName)
+	if err != nil {
+		return err
+	}
+	if err := publish("key "+keyName+" writes", promoted); err != nil {
 		return err
 	}
 	n, err := rewriteSecrets(ctx, client)
@@ -115,18 +174,39 @@ func RotateSecretsEncryption(ctx context.Context, dataDir string, progress func(
 		return fmt.Errorf("rewrite Secrets with the new key (the old key is kept, run the rotation again): %w", err)
 	}
 	progress("rewrote %d Secrets with key %s", n, keyName)
-	pruned, err := value.PruneSecretbox(rotated)
+	pruned, err := value.PruneSecretbox(promoted)
 	if err != nil {
 		return err
 	}
-	if err := pki.WriteFileAtomic(path, pruned, 0o600); err != nil {
-		return fmt.Errorf("write the encryption configuration: %w", err)
-	}
-	if err := waitForEncryptionConfig(ctx, client, pruned); err != nil {
+	if err := publish("dropped the old keys", pruned); err != nil {
 		return err
 	}
-	progress("dropped the old keys; Secrets are sealed with %s only", keyName)
+	progress("Secrets are sealed with %s only", keyName)
 	return nil
+}
+
+// clusterEncryptionCopy is the configuration a rotation starts from: the cluster's copy, put
+// there from this node's file (with the other shared keys, as `skiff token create
+// --control-plane` does) if no control plane has joined yet.
+func clusterEncryptionCopy(ctx context.Context, client kubernetes.Interface, pkiDir string, local []byte) ([]byte, error) {
+	current, err := join.ClusterEncryptionConfig(ctx, client)
+	if err != nil {
+		return nil, err
+	}
+	if current != nil {
+		return current, nil
+	}
+	keys, err := join.ReadKeys(pkiDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := join.UploadKeys(ctx, client, keys); err != nil {
+		return nil, err
+	}
+	if err := join.PublishEncryptionConfig(ctx, client, local); err != nil {
+		return nil, err
+	}
+	return local, nil
 }
 
 func adminClient(kubeconfig string) (kubernetes.Interface, error) {
@@ -137,24 +217,51 @@ func adminClient(kubeconfig string) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(restCfg)
 }
 
-// waitForEncryptionConfig waits until the API server reports (on /metrics) that it has the
-// configuration data in force.
-func waitForEncryptionConfig(ctx context.Context, client kubernetes.Interface, data []byte) error {
+// identityLeaseLive is how recently an API server must have renewed its identity Lease (every
+// 10 s) for a rotation to wait for it; one gone longer copies the cluster's configuration from a
+// peer when it returns (encryptionsync.go).
+const identityLeaseLive = 30 * time.Second
+
+// waitForEncryptionConfig waits until every live API server's identity Lease shows the
+// configuration data in force, and says how many there are.
+func waitForEncryptionConfig(ctx context.Context, client kubernetes.Interface, data []byte, clk clock.Clock) (int, error) {
 	sum := sha256.Sum256(data)
-	want := `skiff_encryption_config_info{hash="` + hex.EncodeToString(sum[:]) + `"} 1`
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	want := hex.EncodeToString(sum[:])
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	var lagging []string
 	for {
-		body, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-		if err == nil && bytes.Contains(body, []byte(want)) {
-			return nil
+		list, err := client.CoordinationV1().Leases(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: leasereconciler.IdentityLabel + "=kube-apiserver"})
+		if err == nil {
+			var live int
+			live, lagging = encryptionLaggards(list.Items, want, clk.Now())
+			if live > 0 && len(lagging) == 0 {
+				return live, nil
+			}
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the API server did not load the new encryption configuration: %w", errors.Join(ctx.Err(), err))
-		case <-time.After(encryptionReloadInterval / 2):
+			return 0, fmt.Errorf("API servers without the new encryption configuration after 2m: %s (a server given --encryption-provider-config does not follow the cluster's copy): %w",
+				strings.Join(lagging, ", "), errors.Join(ctx.Err(), err))
+		case <-clk.After(time.Second):
 		}
 	}
+}
+
+// encryptionLaggards counts the live API servers (identity Lease renewed within
+// identityLeaseLive) and names those whose Lease does not show the configuration hash want.
+func encryptionLaggards(leases []coordinationv1.Lease, want string, now time.Time) (live int, lagging []string) {
+	for _, l := range leases {
+		if l.Spec.RenewTime == nil || now.Sub(l.Spec.RenewTime.Time) > identityLeaseLive {
+			continue
+		}
+		live++
+		if got := l.Annotations[EncryptionConfigAnnotation]; got != want {
+			lagging = append(lagging, l.Labels["kubernetes.io/hostname"])
+		}
+	}
+	slices.Sort(lagging)
+	return live, lagging
 }
 
 // rewriteSecrets writes every Secret back unchanged: the store seals a value read with an older

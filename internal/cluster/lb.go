@@ -180,12 +180,20 @@ func (n *Node) endpointReconcilerRole() role {
 		if err != nil {
 			return err
 		}
-		return leasereconciler.Run(ctx, leasereconciler.Config{
+		rcfg := leasereconciler.Config{
 			Etcd: n.etcdClient, Client: client,
 			Identity:       n.cfg.NodeName,
 			HolderIdentity: leasereconciler.IdentityLeaseName(n.cfg.NodeName) + "_" + strconv.Itoa(os.Getpid()),
 			IP:             n.cfg.AdvertiseAddress, Port: int32(n.cfg.HTTPSPort),
 			Logger: n.cfg.Logger,
-		})
+		}
+		if n.encryption != nil {
+			// The Lease names the encryption configuration in force: a key rotation waits on it.
+			rcfg.Annotations = func() map[string]string {
+				return map[string]string{EncryptionConfigAnnotation: n.encryption.reloader.Hash()}
+			}
+			rcfg.RenewNow = n.encryption.changed
+		}
+		return leasereconciler.Run(ctx, rcfg)
 	}}
 }

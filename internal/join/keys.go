@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/skiff-sh/skiff/internal/authz/bootstrappolicy"
 	"github.com/skiff-sh/skiff/internal/pki"
@@ -123,10 +125,61 @@ func UploadKeys(ctx context.Context, client kubernetes.Interface, k Keys) error 
 	secrets := client.CoreV1().Secrets(SecretNamespace)
 	_, err := secrets.Create(ctx, s, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := secrets.Get(ctx, s.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			upd := cur.DeepCopy()
+			upd.Data = maps.Clone(s.Data)
+			// Once uploaded, the cluster's copy of the encryption configuration is the one every
+			// control plane follows (a rotation changes it there first): a node's file, which
+			// may not have caught up yet, never replaces it.
+			if current, ok := cur.Data[keysEncryptionConfig]; ok {
+				upd.Data[keysEncryptionConfig] = current
+			}
+			_, err = secrets.Update(ctx, upd, metav1.UpdateOptions{})
+			return err
+		})
 	}
 	if err != nil {
 		return fmt.Errorf("upload cluster keys: %w", err)
+	}
+	return nil
+}
+
+// ClusterEncryptionConfig is the cluster's copy of the encryption configuration skiff keeps for
+// --secrets-encryption, from the keys Secret; nil when the Secret or the entry is absent.
+func ClusterEncryptionConfig(ctx context.Context, client kubernetes.Interface) ([]byte, error) {
+	s, err := client.CoreV1().Secrets(SecretNamespace).Get(ctx, bootstrappolicy.ClusterKeysSecret, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get the cluster's keys: %w", err)
+	}
+	return s.Data[keysEncryptionConfig], nil
+}
+
+// PublishEncryptionConfig replaces the cluster's copy of the encryption configuration; every
+// control-plane node that keeps its own follows it. The keys Secret must exist (UploadKeys).
+func PublishEncryptionConfig(ctx context.Context, client kubernetes.Interface, data []byte) error {
+	secrets := client.CoreV1().Secrets(SecretNamespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := secrets.Get(ctx, bootstrappolicy.ClusterKeysSecret, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		upd := cur.DeepCopy()
+		if upd.Data == nil {
+			upd.Data = map[string][]byte{}
+		}
+		upd.Data[keysEncryptionConfig] = data
+		_, err = secrets.Update(ctx, upd, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("publish the encryption configuration: %w", err)
 	}
 	return nil
 }

@@ -41,6 +41,13 @@ type Config struct {
 	IdentityLeaseDuration, IdentityRenewInterval time.Duration
 	Clock                                        clock.WithTicker
 	Logger                                       *slog.Logger
+	// Annotations, when set, are written on the identity Lease at each renewal: what this API
+	// server wants its peers to see (the encryption configuration it has in force). An empty
+	// value removes the annotation.
+	Annotations func() map[string]string
+	// RenewNow renews the identity Lease at once (the annotations changed) rather than at the
+	// next interval.
+	RenewNow <-chan struct{}
 }
 
 func (c *Config) defaults() {
@@ -108,6 +115,10 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 			return nil
 		case <-refresh.C():
+		case <-cfg.RenewNow:
+			if err := r.renewIdentity(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("renew API server identity lease", "err", err)
+			}
 		case <-renew.C():
 			if err := r.renewIdentity(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("renew API server identity lease", "err", err)
@@ -287,6 +298,7 @@ func (r *reconciler) renewIdentity(ctx context.Context) error {
 				RenewTime:            &now,
 			},
 		}
+		r.annotate(&l.ObjectMeta)
 		_, err = leases.Create(ctx, l, metav1.CreateOptions{})
 		return ignoreConflict(err)
 	}
@@ -297,8 +309,26 @@ func (r *reconciler) renewIdentity(ctx context.Context) error {
 	upd.Spec.HolderIdentity = ptr.To(r.cfg.HolderIdentity)
 	upd.Spec.LeaseDurationSeconds = ptr.To(int32(r.cfg.IdentityLeaseDuration / time.Second))
 	upd.Spec.RenewTime = &now
+	r.annotate(&upd.ObjectMeta)
 	_, err = leases.Update(ctx, upd, metav1.UpdateOptions{})
 	return ignoreConflict(err)
+}
+
+// annotate puts the configured annotations on the identity Lease.
+func (r *reconciler) annotate(meta *metav1.ObjectMeta) {
+	if r.cfg.Annotations == nil {
+		return
+	}
+	for k, v := range r.cfg.Annotations() {
+		if v == "" {
+			delete(meta.Annotations, k)
+			continue
+		}
+		if meta.Annotations == nil {
+			meta.Annotations = map[string]string{}
+		}
+		meta.Annotations[k] = v
+	}
 }
 
 // collectIdentityLeases deletes the identity Leases of API servers gone for longer than their

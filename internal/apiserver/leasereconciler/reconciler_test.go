@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,4 +135,54 @@ func TestLoopbackServerIsNotListed(t *testing.T) {
 	if eps, sl := endpointIPs(t, client); eps != nil || sl != nil {
 		t.Fatal(fmt.Sprint("endpoints written: ", eps, sl))
 	}
+}
+
+// TestIdentityLeaseCarriesAnnotations: what the server publishes on its identity Lease follows
+// each change at once when RenewNow fires, not an interval later, and an empty value removes it.
+func TestIdentityLeaseCarriesAnnotations(t *testing.T) {
+	m := etcdtest.StartEmbedded(t, etcdtest.Options{})
+	etcd := etcdtest.Client(t, m)
+	client := fake.NewClientset()
+	var current atomic.Pointer[string]
+	first := "hash-1"
+	current.Store(&first)
+	renew := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Config{Etcd: etcd, Client: client, Identity: "node-a", IP: "127.0.0.1", Port: 6443,
+			IdentityRenewInterval: time.Hour, RenewNow: renew,
+			Annotations: func() map[string]string { return map[string]string{"example.com/hash": *current.Load()} }})
+	}()
+	defer func() { cancel(); <-done }()
+	annotation := func() string {
+		l, err := client.CoordinationV1().Leases("kube-system").Get(context.Background(), IdentityLeaseName("node-a"), metav1.GetOptions{})
+		if err != nil {
+			return "<" + err.Error() + ">"
+		}
+		v, ok := l.Annotations["example.com/hash"]
+		if !ok {
+			return "<none>"
+		}
+		return v
+	}
+	waitFor := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for annotation() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("identity lease annotation %q; want %q", annotation(), want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("hash-1")
+	second := "hash-2"
+	current.Store(&second)
+	renew <- struct{}{}
+	waitFor("hash-2")
+	empty := ""
+	current.Store(&empty)
+	renew <- struct{}{}
+	waitFor("<none>")
 }

@@ -87,7 +87,11 @@ func TestEncryptionAtRest(t *testing.T) {
 	if after := unchanged(s); after != before {
 		t.Fatalf("an unchanged update of a current value wrote it (revision %d -> %d)", before, after)
 	}
-	rotated, newKey, err := value.RotateSecretbox(first, time.Now())
+	prepared, newKey, err := value.PrepareSecretbox(first, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := value.PromoteSecretbox(prepared, newKey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -204,9 +204,10 @@ func NewSecretboxConfig(now time.Time) ([]byte, error) {
 	return marshal([]Key{key})
 }
 
-// RotateSecretbox adds a new key in front of a skiff-written configuration's keys: new writes use
-// it, every older key still reads.
-func RotateSecretbox(data []byte, now time.Time) ([]byte, string, error) {
+// PrepareSecretbox adds a new key behind a skiff-written configuration's keys: every server that
+// loads it can read what the new key seals, while the writing key stays the same. The first step
+// of a rotation across several API servers: none writes with the new key before all can read it.
+func PrepareSecretbox(data []byte, now time.Time) ([]byte, string, error) {
 	keys, err := secretboxKeys(data)
 	if err != nil {
 		return nil, "", err
@@ -215,8 +216,33 @@ func RotateSecretbox(data []byte, now time.Time) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	out, err := marshal(append([]Key{key}, keys...))
+	out, err := marshal(append(keys, key))
 	return out, key.Name, err
+}
+
+// PromoteSecretbox makes the named key of a skiff-written configuration the writing one; the
+// others still read.
+func PromoteSecretbox(data []byte, name string) ([]byte, error) {
+	keys, err := secretboxKeys(data)
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range keys {
+		if k.Name == name {
+			ordered := append([]Key{k}, keys[:i]...)
+			return marshal(append(ordered, keys[i+1:]...))
+		}
+	}
+	return nil, fmt.Errorf("the encryption configuration has no key %s", name)
+}
+
+// WritingKey names the key a skiff-written configuration seals new values with.
+func WritingKey(data []byte) (string, error) {
+	keys, err := secretboxKeys(data)
+	if err != nil {
+		return "", err
+	}
+	return keys[0].Name, nil
 }
 
 // PruneSecretbox keeps only the writing key of a skiff-written configuration, once every value

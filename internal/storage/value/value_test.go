@@ -81,9 +81,20 @@ func TestRotationReadsOldAndNew(t *testing.T) {
 	oldValue, _ := plainOld.For("", "secrets").TransformToStorage([]byte("old"), "k")
 	legacy := []byte("k8s\x00written before encryption")
 
-	rotated, newName, err := RotateSecretbox(first, now)
+	prepared, newName, err := PrepareSecretbox(first, now)
 	if err != nil {
 		t.Fatal(err)
+	}
+	oldName, _ := WritingKey(first)
+	if w, err := WritingKey(prepared); err != nil || w != oldName || w == newName {
+		t.Fatalf("a prepared configuration writes with %q (%v); want the old key %s, not the new %s", w, err, oldName, newName)
+	}
+	rotated, err := PromoteSecretbox(prepared, newName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PromoteSecretbox(prepared, "key-unknown"); err == nil {
+		t.Fatal("promoting a key the configuration lacks succeeded")
 	}
 	during, err := Parse(rotated)
 	if err != nil {
@@ -93,6 +104,14 @@ func TestRotationReadsOldAndNew(t *testing.T) {
 	newValue, _ := tr.TransformToStorage([]byte("new"), "k")
 	if !bytes.HasPrefix(newValue, []byte("k8s:enc:secretbox:v1:"+newName+":")) {
 		t.Fatalf("new writes do not use the new key %s: %q", newName, newValue[:40])
+	}
+	// A server still on the prepared configuration reads what a promoted one sealed.
+	preparedCfg, err := Parse(prepared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := preparedCfg.For("", "secrets").TransformFromStorage(newValue, "k"); err != nil || string(got) != "new" {
+		t.Fatalf("the prepared configuration reads the new key's value as %q, %v", got, err)
 	}
 	for _, tc := range []struct {
 		data      []byte
