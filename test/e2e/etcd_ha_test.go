@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -64,40 +62,7 @@ func TestEtcdHAStackedJoinAndLeaderKill(t *testing.T) {
 	}
 
 	// A writer per survivor records every acknowledged write across the kill.
-	var mu sync.Mutex
-	var acked []string
-	var lastFailure, firstFailure time.Time
-	var slowest time.Duration
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for si, s := range survivors {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				name := fmt.Sprintf("ha-w%d-%d", si, i)
-				began := time.Now()
-				_, err := s.kubectlErr("create", "configmap", name, "--request-timeout=15s")
-				mu.Lock()
-				slowest = max(slowest, time.Since(began))
-				if err == nil {
-					acked = append(acked, name)
-				} else {
-					if firstFailure.IsZero() {
-						firstFailure = time.Now()
-					}
-					lastFailure = time.Now()
-				}
-				mu.Unlock()
-				time.Sleep(50 * time.Millisecond)
-			}
-		}()
-	}
+	writes := startWriteRecorder(t, "ha", survivors...)
 	time.Sleep(2 * time.Second)
 	killed := time.Now()
 	victim.kill()
@@ -114,31 +79,8 @@ func TestEtcdHAStackedJoinAndLeaderKill(t *testing.T) {
 		}
 		return nil
 	})
-	mu.Lock()
-	before := len(acked)
-	mu.Unlock()
-	eventually(t, time.Minute, func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(acked) < before+10 {
-			return fmt.Errorf("%d writes acknowledged since the new leader, want 10", len(acked)-before)
-		}
-		return nil
-	})
-	close(stop)
-	wg.Wait()
-	out := survivors[0].kubectl("get", "configmaps", "-o", "name")
-	for _, n := range acked {
-		if !strings.Contains(out, "configmap/"+n+"\n") {
-			t.Fatalf("acknowledged write %s lost across the leader kill", n)
-		}
-	}
-	window := time.Duration(0)
-	if !lastFailure.IsZero() && lastFailure.After(killed) {
-		window = lastFailure.Sub(firstFailure)
-	}
-	t.Logf("%d acknowledged writes all read back; failed-write window after the kill: %s; slowest kubectl create: %s",
-		len(acked), window.Round(100*time.Millisecond), slowest.Round(100*time.Millisecond))
+	writes.waitForMore(t, 10, time.Minute)
+	writes.stopAndCheck(t, survivors[0], "the etcd leader kill", killed)
 
 	// The killed node comes back without a token (it has its keys and its etcd data) and rejoins.
 	var args []string
@@ -161,5 +103,6 @@ func TestEtcdHAStackedJoinAndLeaderKill(t *testing.T) {
 		}
 		return nil
 	})
-	mustContain(t, victim.kubectl("get", "configmap", acked[len(acked)-1]), acked[len(acked)-1])
+	last := writes.acked[len(writes.acked)-1]
+	mustContain(t, victim.kubectl("get", "configmap", last), last)
 }

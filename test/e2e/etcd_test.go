@@ -198,6 +198,10 @@ func TestEtcdMembershipQuorumStatusAndNodeRemove(t *testing.T) {
 
 	// Quorum lost.
 	c.kubectl("create", "configmap", "before-loss")
+	// A writer records every acknowledged write across the loss and the recovery.
+	writes := startWriteRecorder(t, "quorum", c)
+	writes.waitForMore(t, 3, time.Minute)
+	lost := time.Now()
 	extras[0].m.Stop()
 	extras[1].m.Stop()
 	eventually(t, time.Minute, func() error {
@@ -230,6 +234,8 @@ func TestEtcdMembershipQuorumStatusAndNodeRemove(t *testing.T) {
 		t.Fatalf("readyz after recovery = %d %q %v", code, body, err)
 	}
 	c.kubectl("get", "configmap", "before-loss")
+	writes.waitForMore(t, 5, time.Minute)
+	writes.stopAndCheck(t, c, "the quorum loss", lost)
 
 	// The dead member's node goes: a Node object of that name, cordoned and deleted, its member removed.
 	if _, err := c.kubectlIn(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"extra-1","labels":{"node-role.kubernetes.io/etcd":""}}}`, "create", "-f", "-"); err != nil {

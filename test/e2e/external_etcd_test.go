@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -80,28 +79,9 @@ func TestExternalEtcdOutage(t *testing.T) {
 	etcd := startExternalEtcd(t)
 	c := newCluster(t, "--etcd-servers="+etcd.url())
 
-	var mu sync.Mutex
-	var acked []string
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; i < 1000; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			name := "ext-" + itoa(i)
-			if _, err := c.kubectlErr("create", "configmap", name, "--request-timeout=5s"); err == nil {
-				mu.Lock()
-				acked = append(acked, name)
-				mu.Unlock()
-			}
-		}
-	}()
-	time.Sleep(2 * time.Second)
+	writes := startWriteRecorder(t, "ext", c)
+	writes.waitForMore(t, 3, time.Minute)
+	down := time.Now()
 	etcd.kill()
 	eventually(t, 20*time.Second, func() error {
 		out, err := c.kubectlErr("get", "--raw", "/readyz")
@@ -118,21 +98,8 @@ func TestExternalEtcdOutage(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(time.Second)
-	close(stop)
-	wg.Wait()
-	out := c.kubectl("get", "configmaps", "-o", "name")
-	mu.Lock()
-	defer mu.Unlock()
-	if len(acked) == 0 {
-		t.Fatal("no write was acknowledged")
-	}
-	for _, n := range acked {
-		if !strings.Contains(out, "configmap/"+n+"\n") {
-			t.Fatalf("acknowledged write %s lost across the etcd outage", n)
-		}
-	}
-	t.Logf("%d acknowledged writes present after the etcd outage", len(acked))
+	writes.waitForMore(t, 3, time.Minute)
+	writes.stopAndCheck(t, c, "the etcd outage", down)
 }
 
 type errString string

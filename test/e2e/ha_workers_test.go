@@ -337,7 +337,16 @@ func TestHAStackedWithWorkers(t *testing.T) {
 	}
 	t.Logf("steady's pods: %v", steady)
 
-	// Kill the etcd leader's node, the API server the workers joined through.
+	// Kill the etcd leader's node, the API server the workers joined through, with a writer on
+	// each surviving control plane recording every acknowledged write across it.
+	var survivors []*cluster
+	for name, c := range cps {
+		if name != leader {
+			survivors = append(survivors, c)
+		}
+	}
+	writes := startWriteRecorder(t, "haw", survivors...)
+	writes.waitForMore(t, 3, time.Minute)
 	killed := time.Now()
 	victim.kill()
 	t.Logf("killed %s (etcd leader, the workers' --server)", leader)
@@ -373,6 +382,8 @@ func TestHAStackedWithWorkers(t *testing.T) {
 		return nil
 	})
 	t.Logf("figure: a new Deployment rolled out %s after the kill", time.Since(killed).Round(100*time.Millisecond))
+	writes.waitForMore(t, 5, time.Minute)
+	writes.stopAndCheck(t, survivor, "the control-plane kill", killed)
 
 	// A worker lost for good: worker-1 is killed and never comes back.
 	var onW1 int
