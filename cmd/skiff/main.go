@@ -20,6 +20,7 @@ import (
 	// initializes, and exits.
 	_ "github.com/skiff-sh/skiff/internal/cni/cniexec"
 	"github.com/skiff-sh/skiff/internal/controller/localpath"
+	"github.com/skiff-sh/skiff/internal/version"
 )
 
 const usage = `skiff: a Kubernetes-compatible cluster in one binary.
@@ -82,7 +83,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	case "dashboard":
 		return runDashboard(args[1:], stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintln(stdout, cluster.Version.GitVersion)
+		fmt.Fprintln(stdout, version.GitVersion)
 		return nil
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/skiff-sh/skiff/internal/version"
 )
 
 // Config configures one kubelet.
@@ -132,7 +134,7 @@ func (c Config) WithDefaults() Config {
 		c.ClusterDomain = "cluster.local"
 	}
 	if c.KubeletVersion == "" {
-		c.KubeletVersion = "v1.32.0"
+		c.KubeletVersion = version.GitVersion
 	}
 	if c.Port == 0 {
 		c.Port = 10250
