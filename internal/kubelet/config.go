@@ -82,6 +82,10 @@ type Config struct {
 	PodManifestPath string
 	// StaticPodResyncPeriod is how often the manifest directory is read.
 	StaticPodResyncPeriod time.Duration
+	// SyncFrequency is how often a running pod with API-backed volumes
+	// (configMap, secret, downwardAPI, projected) is synced again, which
+	// refreshes their files: upstream's syncFrequency. Default 1 minute.
+	SyncFrequency time.Duration
 
 	// LeaseDuration is the node Lease's leaseDurationSeconds.
 	LeaseDuration time.Duration
@@ -153,6 +157,7 @@ func (c Config) WithDefaults() Config {
 		{&c.RelistPeriod, time.Second},
 		{&c.HousekeepingPeriod, 30 * time.Second},
 		{&c.StaticPodResyncPeriod, 20 * time.Second},
+		{&c.SyncFrequency, time.Minute},
 		{&c.CrashLoopInitialBackoff, 10 * time.Second},
 		{&c.CrashLoopMaxBackoff, 5 * time.Minute},
 		{&c.CrashLoopResetAfter, 10 * time.Minute},
