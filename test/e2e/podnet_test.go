@@ -160,7 +160,7 @@ func natRulesFor(t *testing.T, w *joinedNode, addrs ...string) {
 // name resolves and answers from a pod on every node and from every node itself; a node that
 // leaves takes its routes with it (from the others, and its own on a clean stop).
 //
-// The same cluster then serves TestLoadBalancerService's checks first (loadBalancerService), so
+// The same cluster first serves the load balancer checks (loadBalancerService, once a test of its own), so
 // the three workers start once for both.
 func TestPodNetworkAcrossNodes(t *testing.T) {
 	pc := newPodNetCluster(t)
