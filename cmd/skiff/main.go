@@ -20,6 +20,7 @@ import (
 	// initializes, and exits.
 	_ "github.com/skiff-sh/skiff/internal/cni/cniexec"
 	"github.com/skiff-sh/skiff/internal/controller/localpath"
+	"github.com/skiff-sh/skiff/internal/version"
 )
 
 const usage = `skiff: a Kubernetes-compatible cluster in one binary.
@@ -82,7 +83,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	case "dashboard":
 		return runDashboard(args[1:], stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintln(stdout, cluster.Version.GitVersion)
+		fmt.Fprintln(stdout, version.GitVersion)
 		return nil
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
@@ -128,6 +129,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.SystemReserved, "system-reserved", "", "resources kept for the system, subtracted from the node's allocatable (e.g. cpu=500m,memory=512Mi)")
 	fs.StringVar(&cfg.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests the kubelet runs and mirrors into the API")
 	fs.IntVar(&cfg.KubeletPort, "kubelet-port", 10250, "kubelet API port (logs, exec, attach, port-forward)")
+	fs.DurationVar(&cfg.KubeletSyncFrequency, "kubelet-sync-frequency", time.Minute, "how often the kubelet syncs a running pod again, refreshing its configMap, secret, downwardAPI and projected volumes (upstream's syncFrequency)")
 	fs.StringVar(&cfg.BindAddress, "bind-address", "0.0.0.0", "address the API server listens on")
 	fs.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "address other nodes and clients use (default: bind address, or 127.0.0.1)")
 	fs.StringVar(&cfg.NodeName, "node-name", "", "this node's name (default: host name)")

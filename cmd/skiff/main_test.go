@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skiff-sh/skiff/internal/cluster"
+	"github.com/skiff-sh/skiff/internal/version"
 )
 
 func TestVersion(t *testing.T) {
@@ -14,8 +14,8 @@ func TestVersion(t *testing.T) {
 		if err := run([]string{arg}, &stdout, &stderr); err != nil {
 			t.Fatalf("skiff %s: %v (%s)", arg, err, stderr.String())
 		}
-		if got := strings.TrimSpace(stdout.String()); got != cluster.Version.GitVersion || got == "" {
-			t.Errorf("skiff %s printed %q, want %q", arg, got, cluster.Version.GitVersion)
+		if got := strings.TrimSpace(stdout.String()); got != version.GitVersion || got == "" {
+			t.Errorf("skiff %s printed %q, want %q", arg, got, version.GitVersion)
 		}
 	}
 	var stdout, stderr bytes.Buffer

@@ -28,6 +28,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/storage"
 	"github.com/skiff-sh/skiff/internal/storage/etcd3"
 	"github.com/skiff-sh/skiff/internal/storage/watchcache"
+	skiffversion "github.com/skiff-sh/skiff/internal/version"
 )
 
 // newAPIServer assembles the API server over an etcd client and seeds the built-in objects. Every
@@ -40,7 +41,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 		return nil, nil, err
 	}
 	resources := builtin.Resources()
-	oapi, err := openapi.New(scheme, resources, openapi.WithVersion(Version.GitVersion))
+	oapi, err := openapi.New(scheme, resources, openapi.WithVersion(skiffversion.GitVersion))
 	if err != nil {
 		return nil, nil, fmt.Errorf("build OpenAPI documents: %w", err)
 	}
@@ -151,7 +152,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 		MinRequestTimeout: cfg.MinRequestTimeout,
 		FlowControl:       flowControl,
 		Aggregation:       &aggregation.server,
-		Version:           Version,
+		Version:           skiffversion.Info(),
 		Registry:          metricsRegistry,
 		Gatherer:          metrics,
 		Clock:             clock.RealClock{},

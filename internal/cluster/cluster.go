@@ -23,7 +23,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
-	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/utils/clock"
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
@@ -31,12 +30,6 @@ import (
 	"github.com/skiff-sh/skiff/internal/pki"
 	"github.com/skiff-sh/skiff/internal/storage/etcd3"
 )
-
-// Version is what /version reports; kubectl compares its own minor version to it.
-var Version = version.Info{
-	Major: "1", Minor: "32", GitVersion: "v1.32.0-skiff", GitCommit: "", GitTreeState: "clean",
-	BuildDate: "2026-11-21T00:00:00Z", GoVersion: "go1.26", Compiler: "gc", Platform: "linux/amd64",
-}
 
 // Node is a running skiff node.
 type Node struct {

@@ -115,6 +115,9 @@ type Config struct {
 	ClusterSigningDuration time.Duration
 	// KubeletPort is where the kubelet serves its API (logs, exec, attach, port-forward).
 	KubeletPort int
+	// KubeletSyncFrequency is how often the kubelet refreshes a running pod's API-backed volumes
+	// (0: its default, 1 minute).
+	KubeletSyncFrequency time.Duration
 	// LBPort is the node-local API load balancer's port (default 6444), on LBAddress.
 	LBPort int
 	// SystemReserved is subtracted from the node's capacity to give its allocatable ("cpu=500m,memory=512Mi").

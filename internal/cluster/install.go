@@ -180,6 +180,9 @@ type UninstallPlan struct {
 	ProxyPrefix, ProxyDevice string
 	// PodNetwork is the node's pod-network routes and masquerade chain.
 	PodNetwork podnet.Host
+	// HostNetwork is what the node's pods left of the pod network: namespaces, veths, leases,
+	// the bridge (uninstall_net.go).
+	HostNetwork HostNetworkPlan
 	// Paths are removed last: the data dir, the unit, the binary.
 	Paths []string
 }
@@ -241,7 +244,8 @@ func unescapeMount(s string) string {
 }
 
 // Uninstall removes what a node left on the host: its containers, its containerd, the mounts
-// under its data dir, its service-proxy rules and device, the data dir, and the unit and binary
+// under its data dir, its pods' network namespaces, veths and addresses, its bridge when no other
+// node's pod is on it, its service-proxy rules and device, the data dir, and the unit and binary
 // Install placed. A node still running on the data dir is refused (stop it first). Every step is
 // tried; the errors are returned together.
 func Uninstall(ctx context.Context, o UninstallOptions, progress func(format string, args ...any)) error {
@@ -257,6 +261,7 @@ func Uninstall(ctx context.Context, o UninstallOptions, progress func(format str
 	}
 	mountinfo, _ := os.ReadFile("/proc/self/mountinfo")
 	plan := PlanUninstall(o, string(mountinfo), processes())
+	plan.HostNetwork = PlanHostNetwork(readHostNetworkInputs(containerd.Config{DataDir: filepath.Join(filepath.Clean(o.DataDir), "kubelet")}.WithDefaults()))
 	var errs []error
 	for _, root := range plan.RuncRoots {
 		n, err := killContainers(ctx, root)
@@ -280,6 +285,9 @@ func Uninstall(ctx context.Context, o UninstallOptions, progress func(format str
 	}
 	if len(plan.Mounts) > 0 {
 		progress("unmounted %d mounts", len(plan.Mounts))
+	}
+	if err := removeHostNetwork(ctx, plan.HostNetwork, progress); err != nil {
+		errs = append(errs, fmt.Errorf("pods' network: %w", err))
 	}
 	host := proxy.Host{}
 	if err := host.Cleanup(ctx, plan.ProxyPrefix); err != nil {

@@ -105,6 +105,8 @@ func runKubelet(ctx context.Context, cfg *Config, id kubeletIdentity) error {
 		DataDir:  filepath.Join(cfg.DataDir, "kubelet"),
 		PodCIDRs: id.podCIDRs,
 		Port:     int32(cfg.KubeletPort),
+		// Zero takes the kubelet's default.
+		SyncFrequency: cfg.KubeletSyncFrequency,
 	}
 	if ip := net.ParseIP(cfg.AdvertiseAddress); ip != nil {
 		// The node is reached where the kubelet listens: a loopback-only node says so.

@@ -108,6 +108,13 @@ var rules = []struct {
 	// skiff's components or Kubernetes.
 	{name: "the CNI plugin is light", pattern: "./internal/cni/...",
 		forbidden: []string{module + "internal/", "k8s.io/", "go.etcd.io/", "google.golang.org/"}, allowed: []string{module + "internal/cni"}},
+	// The version constants are imported by the server, the kubelet and simulated nodes alike: a
+	// leaf that links nothing of skiff's and no client.
+	{name: "the version is a leaf", pattern: "./internal/version/...",
+		forbidden: []string{module + "internal/", "k8s.io/client-go/", "go.etcd.io/etcd/"}, allowed: []string{module + "internal/version"}},
+	// Network-namespace test plumbing shared by the proxy's and the pod network's tests.
+	{name: "the netns test helpers are a leaf", pattern: "./internal/netnstest/...",
+		forbidden: []string{module + "internal/", "k8s.io/", "go.etcd.io/etcd/"}, allowed: []string{module + "internal/netnstest"}},
 	// hack/ holds developer tools (the conformance harness's junit summary): the standard library only.
 	{name: "hack tools link nothing of skiff or Kubernetes", pattern: "./hack/...", forbidden: []string{module + "internal/", "k8s.io/"}},
 }

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/skiff-sh/skiff/internal/version"
 )
 
 // Config configures one kubelet.
@@ -80,6 +82,10 @@ type Config struct {
 	PodManifestPath string
 	// StaticPodResyncPeriod is how often the manifest directory is read.
 	StaticPodResyncPeriod time.Duration
+	// SyncFrequency is how often a running pod with API-backed volumes
+	// (configMap, secret, downwardAPI, projected) is synced again, which
+	// refreshes their files: upstream's syncFrequency. Default 1 minute.
+	SyncFrequency time.Duration
 
 	// LeaseDuration is the node Lease's leaseDurationSeconds.
 	LeaseDuration time.Duration
@@ -132,7 +138,7 @@ func (c Config) WithDefaults() Config {
 		c.ClusterDomain = "cluster.local"
 	}
 	if c.KubeletVersion == "" {
-		c.KubeletVersion = "v1.32.0"
+		c.KubeletVersion = version.GitVersion
 	}
 	if c.Port == 0 {
 		c.Port = 10250
@@ -151,6 +157,7 @@ func (c Config) WithDefaults() Config {
 		{&c.RelistPeriod, time.Second},
 		{&c.HousekeepingPeriod, 30 * time.Second},
 		{&c.StaticPodResyncPeriod, 20 * time.Second},
+		{&c.SyncFrequency, time.Minute},
 		{&c.CrashLoopInitialBackoff, 10 * time.Second},
 		{&c.CrashLoopMaxBackoff, 5 * time.Minute},
 		{&c.CrashLoopResetAfter, 10 * time.Minute},

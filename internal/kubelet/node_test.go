@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-sh/skiff/internal/kubelet/containerd"
+	"github.com/skiff-sh/skiff/internal/version"
 )
 
 func (h *harness) node() *corev1.Node {
@@ -83,7 +84,7 @@ func TestNodeRegistration(t *testing.T) {
 		}
 	}
 	info := n.Status.NodeInfo
-	if info.KernelVersion != "6.1.0-test" || info.ContainerRuntimeVersion != "fakecri://1.0.0" || info.KubeletVersion != "v1.32.0" ||
+	if info.KernelVersion != "6.1.0-test" || info.ContainerRuntimeVersion != "fakecri://1.0.0" || info.KubeletVersion != version.GitVersion ||
 		info.OSImage != "Debian GNU/Linux 12 (bookworm)" || info.BootID != "b-1" || info.Architecture != "amd64" {
 		t.Errorf("nodeInfo = %+v", info)
 	}

@@ -20,6 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/skiff-sh/skiff/internal/version"
 )
 
 type probeKind string
@@ -377,7 +379,7 @@ func httpProbe(ctx context.Context, h *corev1.HTTPGetAction, c *corev1.Container
 	if err != nil {
 		return false, err.Error()
 	}
-	req.Header.Set("User-Agent", "kube-probe/1.32")
+	req.Header.Set("User-Agent", version.ProbeUserAgent())
 	req.Header.Set("Accept", "*/*")
 	for _, hdr := range h.HTTPHeaders {
 		if strings.EqualFold(hdr.Name, "host") {

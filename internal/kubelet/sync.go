@@ -162,7 +162,7 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 		return syncResult{requeueAfter: 2 * time.Second}
 	}
 	if hasRefreshedVolumes(pod) {
-		requeue(volumeResyncPeriod)
+		requeue(k.cfg.SyncFrequency)
 	}
 	start := func(c *corev1.Container, kind string) {
 		if err := k.startContainer(ctx, pod, c, kind, sandbox.Id, sandboxConfig, podIPs, state, src, volumes); err != nil {

@@ -24,10 +24,7 @@ import (
 )
 
 const (
-	// volumeResyncPeriod is how often API-backed volume contents
-	// (configMap, secret, downwardAPI, projected) are refreshed.
-	volumeResyncPeriod = time.Minute
-	defaultVolumeMode  = 0o644
+	defaultVolumeMode = 0o644
 	// atomicDataLink points at the current generation of a volume's files.
 	atomicDataLink = "..data"
 )

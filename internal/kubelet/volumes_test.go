@@ -189,7 +189,7 @@ func TestPodVolumes(t *testing.T) {
 	if _, err := h.client.CoreV1().ConfigMaps("default").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h.step(volumeResyncPeriod)
+	h.step(time.Minute) // the default SyncFrequency
 	h.eventually("configmap update in the volume", func() bool {
 		data, _ := os.ReadFile(filepath.Join(mounts["/www"], "index.html"))
 		return string(data) == "v2"

@@ -2,13 +2,11 @@ package podnet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
-	"os"
-	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,17 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"golang.org/x/sys/unix"
+	"github.com/skiff-sh/skiff/internal/netnstest"
 )
-
-func mustRun(t *testing.T, argv ...string) string {
-	t.Helper()
-	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
-	}
-	return string(out)
-}
 
 // TestAgentInNetns runs the agent on a fake API in a network namespace of its own, whose only
 // link is a dummy-like veth on 172.31.X.0/24: routes to the two other nodes' podCIDRs appear
@@ -34,22 +23,12 @@ func mustRun(t *testing.T, argv ...string) string {
 // goes, a route removed by hand is not left missing after the next change, the masquerade chain
 // keeps pod-to-pod traffic unNATed, and a stop removes routes and chain.
 func TestAgentInNetns(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for network namespaces")
-	}
-	for _, bin := range []string{"ip", "iptables"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed", bin)
-		}
-	}
-	ns := fmt.Sprintf("skpn-%06x", rand.IntN(1<<24))
-	mustRun(t, "ip", "netns", "add", ns)
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	ns := netnstest.New(t, "skpn", "iptables")
 	sub := fmt.Sprintf("172.31.%d", 100+rand.IntN(150))
-	mustRun(t, "ip", "-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name", "eth1")
-	mustRun(t, "ip", "-n", ns, "addr", "add", sub+".2/24", "dev", "eth0")
-	mustRun(t, "ip", "-n", ns, "link", "set", "eth0", "up")
-	mustRun(t, "ip", "-n", ns, "link", "set", "eth1", "up")
+	netnstest.MustRun(t, "ip", "-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name", "eth1")
+	netnstest.MustRun(t, "ip", "-n", ns, "addr", "add", sub+".2/24", "dev", "eth0")
+	netnstest.MustRun(t, "ip", "-n", ns, "link", "set", "eth0", "up")
+	netnstest.MustRun(t, "ip", "-n", ns, "link", "set", "eth1", "up")
 
 	client := fake.NewClientset(
 		node("a").cidr("10.42.0.0/24").ip(sub+".2").obj(),
@@ -61,24 +40,17 @@ func TestAgentInNetns(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		fd, err := os.Open("/var/run/netns/" + ns)
-		if err != nil {
-			done <- err
-			return
-		}
-		defer fd.Close()
-		if err := unix.Setns(int(fd.Fd()), unix.CLONE_NEWNET); err != nil {
-			done <- err
-			return
-		}
-		done <- Run(ctx, client, Options{NodeName: "a", ClusterCIDR: netip.MustParsePrefix("10.42.0.0/16"), Host: host,
-			Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+		var runErr error
+		err := netnstest.Run(ns, func() {
+			runErr = Run(ctx, client, Options{NodeName: "a", ClusterCIDR: netip.MustParsePrefix("10.42.0.0/16"), Host: host,
+				Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+		})
+		done <- errors.Join(err, runErr)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 
 	routes := func() string {
-		return mustRun(t, "ip", "-n", ns, "-4", "route", "show", "proto", "73")
+		return netnstest.MustRun(t, "ip", "-n", ns, "-4", "route", "show", "proto", "73")
 	}
 	waitFor := func(what string, cond func() (bool, string)) {
 		t.Helper()
@@ -108,7 +80,7 @@ func TestAgentInNetns(t *testing.T) {
 	}
 	// The chain is written after the routes, in the same sync.
 	waitFor("the masquerade chain and its hook", func() (bool, string) {
-		nat := mustRun(t, "ip", "netns", "exec", ns, "iptables", "-w", "-t", "nat", "-S")
+		nat := netnstest.MustRun(t, "ip", "netns", "exec", ns, "iptables", "-w", "-t", "nat", "-S")
 		for _, want := range []string{
 			"-A POSTROUTING -m comment --comment \"skiff pod network\" -j SKNtest-MASQ",
 			"-A SKNtest-MASQ -s 10.42.0.0/24 -d 10.42.0.0/16 -m comment --comment \"pod to pod: no NAT\" -j RETURN",
@@ -122,7 +94,7 @@ func TestAgentInNetns(t *testing.T) {
 	})
 
 	// c leaves; b's route is removed by hand and comes back with the next change.
-	mustRun(t, "ip", "-n", ns, "route", "del", "10.42.1.0/24", "proto", "73", "metric", "4242")
+	netnstest.MustRun(t, "ip", "-n", ns, "route", "del", "10.42.1.0/24", "proto", "73", "metric", "4242")
 	if err := client.CoreV1().Nodes().Delete(ctx, "c", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +111,7 @@ func TestAgentInNetns(t *testing.T) {
 	if r := strings.TrimSpace(routes()); r != "" {
 		t.Errorf("routes left after stop:\n%s", r)
 	}
-	if nat := mustRun(t, "ip", "netns", "exec", ns, "iptables", "-w", "-t", "nat", "-S"); strings.Contains(nat, "SKNtest") {
+	if nat := netnstest.MustRun(t, "ip", "netns", "exec", ns, "iptables", "-w", "-t", "nat", "-S"); strings.Contains(nat, "SKNtest") {
 		t.Errorf("chain left after stop:\n%s", nat)
 	}
 }

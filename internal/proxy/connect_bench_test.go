@@ -4,35 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"runtime"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/skiff-sh/skiff/internal/netnstest"
 )
 
-// inNetns runs f on an OS thread that has entered the named network namespace; the thread is
-// discarded afterwards (never unlocked), so no other goroutine runs in that namespace.
+// inNetns runs f on an OS thread inside the named network namespace (netnstest.Run), failing tb
+// when it cannot enter it.
 func inNetns(tb testing.TB, name string, f func()) {
 	tb.Helper()
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		fd, err := os.Open("/var/run/netns/" + name)
-		if err != nil {
-			done <- err
-			return
-		}
-		defer fd.Close()
-		if err := unix.Setns(int(fd.Fd()), unix.CLONE_NEWNET); err != nil {
-			done <- err
-			return
-		}
-		f()
-		done <- nil
-	}()
-	if err := <-done; err != nil {
+	if err := netnstest.Run(name, f); err != nil {
 		tb.Fatal(err)
 	}
 }

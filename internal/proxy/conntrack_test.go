@@ -14,6 +14,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/skiff-sh/skiff/internal/netnstest"
 )
 
 func TestBuildUDPState(t *testing.T) {
@@ -81,29 +83,9 @@ func TestConntrackFlushInNetns(t *testing.T) {
 	}
 	epNS, epA := endpointNetns(t, ns)
 	epB := strings.TrimSuffix(epA, ".2") + ".3"
-	mustRun(t, "ip", "-n", epNS, "addr", "add", epB+"/24", "dev", "veth1")
+	netnstest.MustRun(t, "ip", "-n", epNS, "addr", "add", epB+"/24", "dev", "veth1")
 	for _, addr := range []string{epA, epB} {
-		var conn net.PacketConn
-		inNetns(t, epNS, func() {
-			var err error
-			if conn, err = net.ListenPacket("udp4", addr+":9000"); err != nil {
-				t.Error(err)
-			}
-		})
-		if conn == nil {
-			t.FailNow()
-		}
-		t.Cleanup(func() { conn.Close() })
-		go func() {
-			buf := make([]byte, 512)
-			for {
-				n, from, err := conn.ReadFrom(buf)
-				if err != nil {
-					return
-				}
-				_, _ = conn.WriteTo([]byte(addr+" "+string(buf[:n])), from)
-			}
-		}()
+		udpEcho(t, epNS, addr+":9000", addr+" ")
 	}
 	cfg := Config{Prefix: NodePrefix(t.Name()), NodeName: "node-a",
 		ClusterCIDR: netipPrefix("10.250.0.0/16"), ServiceCIDR: netipPrefix("10.96.8.0/24")}

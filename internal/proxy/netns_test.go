@@ -19,23 +19,14 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skiff-sh/skiff/internal/netnstest"
 )
 
 // testNetns is a network namespace of the test's own, removed in cleanup; Host runs in it.
 func testNetns(t testing.TB) (string, Host) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for network namespaces")
-	}
-	for _, bin := range []string{"ip", "iptables-restore", "iptables-save"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed", bin)
-		}
-	}
-	name := fmt.Sprintf("skpt-%06x", rand.IntN(1<<24))
-	mustRun(t, "ip", "netns", "add", name)
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
-	mustRun(t, "ip", "netns", "exec", name, "ip", "link", "set", "lo", "up")
+	name := netnstest.New(t, "skpt", "iptables-restore", "iptables-save")
 	return name, Host{Wrap: []string{"ip", "netns", "exec", name}}
 }
 
@@ -46,24 +37,15 @@ func endpointNetns(tb testing.TB, ns string) (string, string) {
 	sub := rand.IntN(250) + 1
 	nodeIP, epIP := fmt.Sprintf("10.250.%d.1", sub), fmt.Sprintf("10.250.%d.2", sub)
 	epNS := ns + "e"
-	mustRun(tb, "ip", "netns", "add", epNS)
+	netnstest.MustRun(tb, "ip", "netns", "add", epNS)
 	tb.Cleanup(func() { _ = exec.Command("ip", "netns", "del", epNS).Run() })
-	mustRun(tb, "ip", "-n", ns, "link", "add", "veth0", "type", "veth", "peer", "name", "veth1", "netns", epNS)
-	mustRun(tb, "ip", "-n", ns, "addr", "add", nodeIP+"/24", "dev", "veth0")
-	mustRun(tb, "ip", "-n", ns, "link", "set", "veth0", "up")
-	mustRun(tb, "ip", "-n", epNS, "addr", "add", epIP+"/24", "dev", "veth1")
-	mustRun(tb, "ip", "-n", epNS, "link", "set", "veth1", "up")
-	mustRun(tb, "ip", "-n", epNS, "link", "set", "lo", "up")
+	netnstest.MustRun(tb, "ip", "-n", ns, "link", "add", "veth0", "type", "veth", "peer", "name", "veth1", "netns", epNS)
+	netnstest.MustRun(tb, "ip", "-n", ns, "addr", "add", nodeIP+"/24", "dev", "veth0")
+	netnstest.MustRun(tb, "ip", "-n", ns, "link", "set", "veth0", "up")
+	netnstest.MustRun(tb, "ip", "-n", epNS, "addr", "add", epIP+"/24", "dev", "veth1")
+	netnstest.MustRun(tb, "ip", "-n", epNS, "link", "set", "veth1", "up")
+	netnstest.MustRun(tb, "ip", "-n", epNS, "link", "set", "lo", "up")
 	return epNS, epIP
-}
-
-func mustRun(t testing.TB, argv ...string) string {
-	t.Helper()
-	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
-	}
-	return string(out)
 }
 
 // waitFor polls cond until it holds or the deadline passes; the proxier syncs asynchronously.
@@ -80,6 +62,33 @@ func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// udpEcho serves UDP on addr inside namespace ns until the test ends, answering each datagram
+// with prefix followed by the datagram, so a client sees which server answered.
+func udpEcho(tb testing.TB, ns, addr, prefix string) {
+	tb.Helper()
+	var conn net.PacketConn
+	inNetns(tb, ns, func() {
+		var err error
+		if conn, err = net.ListenPacket("udp4", addr); err != nil {
+			tb.Error(err)
+		}
+	})
+	if conn == nil {
+		tb.FailNow()
+	}
+	tb.Cleanup(func() { conn.Close() })
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, from, err := conn.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = conn.WriteTo(append([]byte(prefix), buf[:n]...), from)
+		}
+	}()
 }
 
 func save(t *testing.T, h Host) string {
@@ -123,27 +132,7 @@ func TestProxierInNetns(t *testing.T) {
 	}
 
 	// A UDP echo server next to it.
-	var echoConn net.PacketConn
-	inNetns(t, epNS, func() {
-		var err error
-		if echoConn, err = net.ListenPacket("udp4", epIP+":9000"); err != nil {
-			t.Error(err)
-		}
-	})
-	if echoConn == nil {
-		t.FailNow()
-	}
-	t.Cleanup(func() { echoConn.Close() })
-	go func() {
-		buf := make([]byte, 512)
-		for {
-			n, from, err := echoConn.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			_, _ = echoConn.WriteTo(append([]byte("echo "), buf[:n]...), from)
-		}
-	}()
+	udpEcho(t, epNS, epIP+":9000", "echo ")
 
 	reg := prometheus.NewRegistry()
 	client := fake.NewClientset()

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+
+	"github.com/skiff-sh/skiff/internal/version"
 )
 
 const (
@@ -22,7 +24,7 @@ const (
 	defaultHeartbeatInterval = 10 * time.Second
 	defaultLeaseDuration     = 40 * time.Second
 	defaultWorkers           = 16
-	defaultKubeletVersion    = "v1.32.0-skiff-sim"
+	defaultKubeletVersion    = version.GitVersion + "-sim"
 )
 
 // CompletePodsFunc decides whether and when a running simulated pod finishes: ok reports that it

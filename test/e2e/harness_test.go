@@ -143,6 +143,12 @@ func (c *cluster) log() string {
 	return string(data)
 }
 
+// logAll is the server's whole log.
+func (c *cluster) logAll() string {
+	data, _ := os.ReadFile(filepath.Join(c.dataDir, "skiff.log"))
+	return string(data)
+}
+
 // dumpState logs what a failed test needs to find out why: the pods and where they stand, the
 // latest events, and the warnings and errors at the end of the node's log.
 func (c *cluster) dumpState() {

@@ -1,13 +1,19 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/skiff-sh/skiff/internal/cni"
 	"github.com/skiff-sh/skiff/internal/proxy"
 )
 
@@ -31,11 +37,29 @@ func TestInstallWritesTheUnit(t *testing.T) {
 
 // TestUninstallLeavesNothing: a worker node with a running pod is killed (its containers, its
 // containerd, its mounts and rules stay behind, as after a crash); skiff uninstall removes all of
-// it and the data dir.
+// it and the data dir, and the pod's network namespace, address lease and the node's bridge with
+// its masquerade chain. The node has a bridge and pod range of its own, so removing the bridge
+// takes nothing from other tests' nodes on this host.
 func TestUninstallLeavesNothing(t *testing.T) {
-	c := newWorkerCluster(t)
+	suffix := fmt.Sprintf("%06x", rand.Uint32()&0xffffff)
+	bridge := "sku" + suffix
+	cidr := fmt.Sprintf("10.249.%d.0/20", 16*rand.IntN(16))
+	c := newWorkerCluster(t, "--cni-bridge", bridge, "--cluster-cidr", cidr)
+	t.Cleanup(func() { // in case uninstall failed: the bridge is this test's alone
+		_, _ = execOutput("ip", "link", "del", bridge)
+		_ = cni.RemoveMasquerade(context.Background(), bridge, []string{cidr})
+		_ = os.RemoveAll(filepath.Join("/var/lib/cni/skiff", bridge))
+	})
 	c.kubectl("run", "left", "--image=localhost/busybox:local", "--", "sleep", "3600")
 	c.kubectl("wait", "--for=condition=Ready", "pod/left", "--timeout=90s")
+	netns := podNetNamespaces(t, c.dataDir)
+	if len(netns) == 0 {
+		t.Fatal("the node's containerd names no pod network namespace")
+	}
+	leaseDir := filepath.Join("/var/lib/cni/skiff", bridge)
+	if _, err := os.Stat(leaseDir); err != nil {
+		t.Fatalf("the pod's address lease dir: %v", err)
+	}
 	c.kill()
 	prefix := proxy.NodePrefix(c.dataDir)
 	if !strings.Contains(iptablesSave(t, "nat"), prefix) {
@@ -72,9 +96,41 @@ func TestUninstallLeavesNothing(t *testing.T) {
 	if _, err := os.Stat(c.dataDir); !os.IsNotExist(err) {
 		t.Fatalf("data dir still there: %v", err)
 	}
+	for _, ns := range netns {
+		if _, err := os.Stat(ns); !os.IsNotExist(err) {
+			t.Errorf("pod network namespace %s still there (%v)", ns, err)
+		}
+	}
+	if out, err := execOutput("ip", "link", "show", bridge); err == nil {
+		t.Errorf("bridge %s still there:\n%s", bridge, out)
+	}
+	if _, err := os.Stat(leaseDir); !os.IsNotExist(err) {
+		t.Errorf("lease dir %s still there (%v)", leaseDir, err)
+	}
+	if chain := cni.MasqueradeChain(bridge); strings.Contains(iptablesSave(t, "nat"), chain) {
+		t.Errorf("masquerade chain %s still there", chain)
+	}
 	if _, err := os.Stat(filepath.Join(units, "skiff.service")); !os.IsNotExist(err) {
 		t.Fatal("unit still there")
 	}
+}
+
+// podNetNamespaces are the network namespace files the node's containerd made for its sandboxes,
+// read from their OCI bundles.
+func podNetNamespaces(t *testing.T, dataDir string) []string {
+	t.Helper()
+	bundles, _ := filepath.Glob(filepath.Join(dataDir, "kubelet", "containerd", "state", "io.containerd.runtime.v2.task", "*", "*", "config.json"))
+	netnsPath := regexp.MustCompile(`/(var/)?run/netns/cni-[0-9a-f-]+`)
+	var out []string
+	for _, b := range bundles {
+		raw, err := os.ReadFile(b)
+		if err != nil {
+			continue
+		}
+		out = append(out, netnsPath.FindAllString(string(raw), -1)...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func mountsUnder(t *testing.T, dir string) bool {

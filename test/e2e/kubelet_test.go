@@ -243,7 +243,9 @@ func TestKubelet(t *testing.T) {
 			}
 		}
 	})
-	c := newWorkerCluster(t)
+	// A pod's API-backed volumes are refreshed every 10 s instead of every minute, so the changed
+	// ConfigMap below reaches its file without a minute's wait for the kubelet's default period.
+	c := newWorkerCluster(t, "--kubelet-sync-frequency=10s")
 	dataDir = c.dataDir
 
 	hostDir := filepath.Join(c.dataDir, "host-volume")

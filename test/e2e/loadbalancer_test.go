@@ -20,14 +20,14 @@ spec:
   ports: [{port: 80, targetPort: 8080}]
 `
 
-// TestLoadBalancerService is issue 9's cloud controller manager with the built-in local provider,
+// loadBalancerService is issue 9's cloud controller manager with the built-in local provider,
 // on three workers in network namespaces: a LoadBalancer Service gets every worker's address
 // (addresses this test created) in status.loadBalancer.ingress and the cleanup finalizer, and
 // answers from the host on each of them, also on a node without a backend pod (host-gw carries
 // the traffic on); a second one on the same port stays pending with a SyncLoadBalancerFailed
 // event, and gets the addresses once the first is deleted (which clears its rules and finalizer).
-func TestLoadBalancerService(t *testing.T) {
-	pc := newPodNetCluster(t)
+// It runs on TestPodNetworkAcrossNodes's cluster.
+func loadBalancerService(t *testing.T, pc *podNetCluster) {
 	c := pc.c
 	manifest := pc.whoamiPod("who-1", "worker-1") + pc.whoamiPod("who-2", "worker-2") + strings.ReplaceAll(lbManifest, "NAME", "lb")
 	c.stdin(manifest, "apply", "-f", "-")

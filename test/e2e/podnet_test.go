@@ -159,8 +159,31 @@ func natRulesFor(t *testing.T, w *joinedNode, addrs ...string) {
 // without NAT (the server sees the client pod's IP), directly and through a Service; a Service
 // name resolves and answers from a pod on every node and from every node itself; a node that
 // leaves takes its routes with it (from the others, and its own on a clean stop).
+//
+// The same cluster first serves the load balancer checks (loadBalancerService, once a test of its own), so
+// the three workers start once for both.
 func TestPodNetworkAcrossNodes(t *testing.T) {
 	pc := newPodNetCluster(t)
+	t.Run("load balancer service", func(t *testing.T) {
+		loadBalancerService(t, pc.forTest(t))
+		// Its pods and Services go before the pod network's own (the same names and labels).
+		pc.forTest(t).c.kubectl("delete", "pods,services", "-l", "app=who", "--grace-period=1", "--timeout=60s")
+		pc.forTest(t).c.kubectl("delete", "services", "lb", "lb2", "--ignore-not-found", "--timeout=60s")
+	})
+	t.Run("pod network", func(t *testing.T) { podNetworkAcrossNodes(t, pc.forTest(t)) })
+}
+
+// forTest is pc with kubectl failures reported to t (a subtest) instead of the test that
+// started the cluster.
+func (pc *podNetCluster) forTest(t *testing.T) *podNetCluster {
+	c := *pc.c
+	c.t = t
+	sub := *pc
+	sub.c = &c
+	return &sub
+}
+
+func podNetworkAcrossNodes(t *testing.T, pc *podNetCluster) {
 	c := pc.c
 	cidrs := map[string]string{}
 	for _, w := range pc.workers {

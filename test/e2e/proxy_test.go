@@ -20,6 +20,7 @@ spec:
       labels:
         app: web
     spec:
+      terminationGracePeriodSeconds: 1 # httpd as PID 1 ignores SIGTERM: no 30 s wait at cleanup
       containers:
       - name: web
         image: localhost/busybox:local

@@ -168,5 +168,6 @@ func TestSingleNodeRunsPods(t *testing.T) {
 		t.Fatal("logs of a missing container succeeded")
 	}
 	mustContain(t, out, "container nope is not valid for pod talker")
-	c.kubectl("delete", "pod", "web", "talker", "--timeout=60s")
+	// httpd as PID 1 ignores SIGTERM: without a short grace period the delete waits 30 s.
+	c.kubectl("delete", "pod", "web", "talker", "--grace-period=1", "--timeout=60s")
 }
