@@ -28,6 +28,7 @@ import (
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
 	"github.com/skiff-sh/skiff/internal/etcd"
+	"github.com/skiff-sh/skiff/internal/metricsserver"
 	"github.com/skiff-sh/skiff/internal/pki"
 	"github.com/skiff-sh/skiff/internal/storage/etcd3"
 )
@@ -65,6 +66,8 @@ type Node struct {
 	stopAdmission context.CancelFunc
 	// lb is the node-local API load balancer (lb.go).
 	lb *nodeLB
+	// resourceMetrics scrapes kubelets and serves metrics.k8s.io (resourcemetrics.go).
+	resourceMetrics *metricsserver.Server
 }
 
 // Run starts every component of the node's roles and blocks until ctx ends or one fails. Shutdown
@@ -140,6 +143,7 @@ func (n *Node) runRoles(ctx context.Context) error {
 		}
 	}}}
 	roles = append(roles, n.endpointReconcilerRole())
+	roles = append(roles, n.resourceMetricsRole())
 	roles = append(roles, role{name: "certificate check", run: n.certs.run})
 	if n.cfg.HasRole(RoleControlPlane) {
 		inProcess, err := n.caches.localInformers(&n.cfg)
@@ -271,7 +275,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	// The admission caches outlive start-up: they follow the configurations for the node's life.
 	admissionCtx, cancelAdmission := context.WithCancel(context.Background())
 	n.stopAdmission = cancelAdmission
-	api, authz, err := newAPIServer(ctx, &cfg, n.etcdClient, n.spaceCheck, n.metrics, &n.caches, admission, admissionCtx)
+	if n.resourceMetrics, err = newResourceMetrics(&cfg, clock.RealClock{}.Now()); err != nil {
+		return nil, err
+	}
+	api, authz, err := newAPIServer(ctx, &cfg, n.etcdClient, n.spaceCheck, n.metrics, &n.caches, admission, admissionCtx, n.resourceMetrics)
 	if err != nil {
 		return nil, err
 	}
