@@ -275,7 +275,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	// The admission caches outlive start-up: they follow the configurations for the node's life.
 	admissionCtx, cancelAdmission := context.WithCancel(context.Background())
 	n.stopAdmission = cancelAdmission
-	if n.resourceMetrics, err = newResourceMetrics(&cfg, clock.RealClock{}.Now()); err != nil {
+	if n.resourceMetrics, err = newResourceMetrics(&cfg, n.metrics.fresh("resource-metrics"), clock.RealClock{}.Now()); err != nil {
 		return nil, err
 	}
 	api, authz, err := newAPIServer(ctx, &cfg, n.etcdClient, n.spaceCheck, n.metrics, &n.caches, admission, admissionCtx, n.resourceMetrics)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
@@ -17,7 +18,7 @@ import (
 
 // newResourceMetrics builds the scraper behind metrics.k8s.io: it reaches kubelets with the API
 // server's kubelet client certificate (system:kubelet-api-admin grants nodes/metrics).
-func newResourceMetrics(cfg *Config, now time.Time) (*metricsserver.Server, error) {
+func newResourceMetrics(cfg *Config, reg prometheus.Registerer, now time.Time) (*metricsserver.Server, error) {
 	tlsCfg, err := kubeletClientTLS(cfg, now)
 	if err != nil {
 		return nil, fmt.Errorf("resource metrics: %w", err)
@@ -26,6 +27,7 @@ func newResourceMetrics(cfg *Config, now time.Time) (*metricsserver.Server, erro
 		Resolution: cfg.MetricsResolution,
 		Transport:  &http.Transport{TLSClientConfig: tlsCfg, MaxIdleConnsPerHost: 1, IdleConnTimeout: 2 * cfg.MetricsResolution},
 		Log:        cfg.Logger.With("component", "resource-metrics"),
+		Registerer: reg,
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
@@ -39,12 +40,15 @@ type Config struct {
 	Concurrency int
 	Clock       clock.WithTicker
 	Log         *slog.Logger
+	// Registerer takes the scraper's metrics (nil: not exported).
+	Registerer prometheus.Registerer
 }
 
 // Server scrapes kubelets and serves their usage through NodeStorage and PodStorage.
 type Server struct {
-	cfg    Config
-	client *http.Client
+	cfg     Config
+	client  *http.Client
+	metrics *scraperMetrics
 
 	mu     sync.RWMutex
 	points *Points
@@ -72,8 +76,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		return nil, errors.New("resource metrics: a logger is required")
 	}
+	m, err := newScraperMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	timeout := min(cfg.Resolution, 10*time.Second)
-	return &Server{cfg: cfg, client: &http.Client{Transport: cfg.Transport, Timeout: timeout}, points: NewPoints()}, nil
+	return &Server{cfg: cfg, client: &http.Client{Transport: cfg.Transport, Timeout: timeout}, points: NewPoints(), metrics: m}, nil
 }
 
 // Run scrapes every Resolution until ctx ends; nodes and pods are the caches the objects' names
@@ -103,6 +111,8 @@ func (s *Server) ScrapeOnce(ctx context.Context) {
 	if lister == nil {
 		return
 	}
+	began := s.cfg.Clock.Now()
+	defer func() { s.metrics.tickDuration.Observe(s.cfg.Clock.Since(began).Seconds()) }()
 	all, err := lister.List(labels.Everything())
 	if err != nil {
 		s.cfg.Log.Warn("resource metrics: list nodes", "err", err)
@@ -123,7 +133,9 @@ func (s *Server) ScrapeOnce(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			start := s.cfg.Clock.Now()
 			b, err := s.ScrapeNode(ctx, n)
+			s.metrics.request(n.Name, s.cfg.Clock.Since(start), err)
 			if err != nil {
 				s.cfg.Log.Warn("resource metrics: scrape kubelet", "node", n.Name, "err", err)
 				return
@@ -140,6 +152,7 @@ func (s *Server) ScrapeOnce(ctx context.Context) {
 	}
 	s.mu.Lock()
 	s.points.Store(got)
+	s.metrics.stored(s.points)
 	s.mu.Unlock()
 	s.cfg.Log.Debug("resource metrics: scraped", "nodes", len(targets), "answered", len(got))
 }
