@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 )
 
 // busyPod burns CPU in a loop, capped at 200m so that the test does not take a core of the
@@ -116,6 +119,21 @@ func TestResourceMetrics(t *testing.T) {
 	mustContain(t, c.kubectl("top", "pods", "-l", "app=busy", "--containers"), "busy", "spin")
 	raw := c.kubectl("get", "--raw", "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods?labelSelector=app%3Dnone")
 	mustNotContain(t, raw, `"name":"busy"`)
+	// ... through k8s.io/metrics' clientset, in protobuf as skiff's controller manager asks.
+	restCfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restCfg.ContentType = "application/vnd.kubernetes.protobuf"
+	restCfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	mc, err := metricsclient.NewForConfig(restCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := mc.MetricsV1beta1().PodMetricses("default").List(t.Context(), metav1.ListOptions{LabelSelector: "app=busy"})
+	if err != nil || len(list.Items) != 1 || list.Items[0].Name != "busy" || len(list.Items[0].Containers) != 1 || list.Items[0].Containers[0].Usage.Cpu().IsZero() {
+		t.Fatalf("PodMetrics app=busy through the clientset = %+v, %v", list, err)
+	}
 
 	// kubectl top nodes: the node with CPU and memory and their percentages of allocatable.
 	pollEvery(t, 30*time.Second, 2*time.Second, func() error {
@@ -132,7 +150,7 @@ func TestResourceMetrics(t *testing.T) {
 	})
 
 	// Read-only: a write is 405 with a Status.
-	out, err := c.kubectlErr("delete", "--raw", "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/busy")
+	out, err = c.kubectlErr("delete", "--raw", "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/busy")
 	if err == nil || !strings.Contains(out, "MethodNotAllowed") && !strings.Contains(out, "405") && !strings.Contains(out, "not allowed") {
 		t.Errorf("delete of a PodMetrics = %v: %s, want 405 MethodNotAllowed", err, out)
 	}
