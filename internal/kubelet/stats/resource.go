@@ -116,5 +116,21 @@ func renderLabels(pairs ...string) string {
 }
 
 func escapeLabel(v string) string {
-	return strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`).Replace(v)
+	if !strings.ContainsAny(v, "\\\n\"") {
+		return v // the usual case: names and namespaces need no escaping
+	}
+	var b strings.Builder
+	for _, c := range v {
+		switch c {
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '"':
+			b.WriteString(`\"`)
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
 }

@@ -200,3 +200,11 @@ func TestParseProc(t *testing.T) {
 func itoa(v int64) string { return strconvFormat(v) }
 
 func strconvFormat(v int64) string { return strconv.FormatInt(v, 10) }
+
+func TestEscapeLabel(t *testing.T) {
+	for in, want := range map[string]string{"web-1": "web-1", `a"b`: `a\"b`, "x\ny": `x\ny`, `c:\d`: `c:\\d`} {
+		if got := escapeLabel(in); got != want {
+			t.Errorf("escapeLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
