@@ -1,6 +1,7 @@
 package metricsserver
 
 import (
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +25,7 @@ func NodeMetrics(node *corev1.Node, u Usage, created time.Time) *metricsv1beta1.
 	return &metricsv1beta1.NodeMetrics{
 		TypeMeta: metav1.TypeMeta{Kind: "NodeMetrics", APIVersion: metricsv1beta1.SchemeGroupVersion.String()},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: node.Name, Labels: copyLabels(node.Labels), CreationTimestamp: metav1.NewTime(created),
+			Name: node.Name, Labels: maps.Clone(node.Labels), CreationTimestamp: metav1.NewTime(created),
 		},
 		Timestamp: metav1.NewTime(u.Time),
 		Window:    metav1.Duration{Duration: u.Window},
@@ -38,7 +39,7 @@ func PodMetrics(pod *corev1.Pod, at time.Time, window time.Duration, containers 
 	out := &metricsv1beta1.PodMetrics{
 		TypeMeta: metav1.TypeMeta{Kind: "PodMetrics", APIVersion: metricsv1beta1.SchemeGroupVersion.String()},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: pod.Name, Namespace: pod.Namespace, Labels: copyLabels(pod.Labels), CreationTimestamp: metav1.NewTime(created),
+			Name: pod.Name, Namespace: pod.Namespace, Labels: maps.Clone(pod.Labels), CreationTimestamp: metav1.NewTime(created),
 		},
 		Timestamp:  metav1.NewTime(at),
 		Window:     metav1.Duration{Duration: window},
@@ -46,17 +47,6 @@ func PodMetrics(pod *corev1.Pod, at time.Time, window time.Duration, containers 
 	}
 	for _, c := range containers {
 		out.Containers = append(out.Containers, metricsv1beta1.ContainerMetrics{Name: c.Name, Usage: resources(c.Usage)})
-	}
-	return out
-}
-
-func copyLabels(in map[string]string) map[string]string {
-	if in == nil {
-		return nil
-	}
-	out := make(map[string]string, len(in))
-	for k, v := range in {
-		out[k] = v
 	}
 	return out
 }

@@ -7,10 +7,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/skiff-sh/skiff/internal/storage"
+	"github.com/skiff-sh/skiff/internal/storage/computed"
 )
 
 // KeyPrefix is the key prefix the API server's generic store uses for a metrics.k8s.io resource
@@ -19,9 +19,11 @@ func KeyPrefix(plural string) string {
 	return "/registry/" + metricsv1beta1.GroupName + "/" + plural + "/"
 }
 
-// readOnlyStore answers get and list from the server's points; writes and watches fail (the
-// resources serve only get and list, so these are a second line behind the verb check).
+// readOnlyStore answers get and list from the server's points, per namespace for pods; writes
+// and watches fail as computed.Store's do (the resources serve only get and list, so these are a
+// second line behind the verb check).
 type readOnlyStore struct {
+	*computed.Store
 	prefix string
 	// objects lists the current objects of a namespace ("" for all; always "" for nodes).
 	objects func(namespace string) []runtime.Object
@@ -35,7 +37,7 @@ var _ storage.Interface = &readOnlyStore{}
 
 // NodeStorage is the storage of metrics.k8s.io/v1beta1 nodes.
 func (s *Server) NodeStorage() storage.Interface {
-	return &readOnlyStore{prefix: KeyPrefix("nodes"), objects: func(string) []runtime.Object { return s.nodeObjects("") }, object: func(_, name string) (runtime.Object, bool) {
+	return &readOnlyStore{Store: readOnly(), prefix: KeyPrefix("nodes"), objects: func(string) []runtime.Object { return s.nodeObjects("") }, object: func(_, name string) (runtime.Object, bool) {
 		objs := s.nodeObjects(name)
 		if len(objs) == 0 {
 			return nil, false
@@ -46,7 +48,7 @@ func (s *Server) NodeStorage() storage.Interface {
 
 // PodStorage is the storage of metrics.k8s.io/v1beta1 pods.
 func (s *Server) PodStorage() storage.Interface {
-	return &readOnlyStore{prefix: KeyPrefix("pods"), namespaced: true, objects: func(ns string) []runtime.Object { return s.podObjects(ns, "") },
+	return &readOnlyStore{Store: readOnly(), prefix: KeyPrefix("pods"), namespaced: true, objects: func(ns string) []runtime.Object { return s.podObjects(ns, "") },
 		object: func(ns, name string) (runtime.Object, bool) {
 			objs := s.podObjects(ns, name)
 			if len(objs) == 0 {
@@ -54,6 +56,12 @@ func (s *Server) PodStorage() storage.Interface {
 			}
 			return objs[0], true
 		}}
+}
+
+// readOnly is the computed store whose writes and watches readOnlyStore keeps; its own reads are
+// never used.
+func readOnly() *computed.Store {
+	return computed.New(func(context.Context) ([]runtime.Object, error) { return nil, nil }, nil)
 }
 
 // split parses a key or collection prefix into a namespace and a name (either may be empty).
@@ -113,26 +121,6 @@ func (st *readOnlyStore) List(_ context.Context, prefix string, opts storage.Lis
 	return nil
 }
 
-func errReadOnly(op, key string) error {
-	return fmt.Errorf("%s %s: resource metrics are read-only and cannot be watched", op, key)
-}
-
-func (st *readOnlyStore) Create(_ context.Context, key string, _, _ runtime.Object) error {
-	return errReadOnly(storage.OpCreate, key)
-}
-
-func (st *readOnlyStore) GuaranteedUpdate(_ context.Context, key string, _ runtime.Object, _ bool, _ *storage.Preconditions, _ storage.UpdateFunc) error {
-	return errReadOnly(storage.OpUpdate, key)
-}
-
-func (st *readOnlyStore) Delete(_ context.Context, key string, _ runtime.Object, _ *storage.Preconditions, _ storage.ValidateObjectFunc) error {
-	return errReadOnly(storage.OpDelete, key)
-}
-
-func (st *readOnlyStore) Watch(_ context.Context, prefix string, _ storage.ListOptions) (watch.Interface, error) {
-	return nil, errReadOnly(storage.OpWatch, prefix)
-}
-
 func (st *readOnlyStore) Count(_ context.Context, prefix string) (int64, error) {
 	ns, _, err := st.split(prefix)
 	if err != nil {
@@ -140,7 +128,3 @@ func (st *readOnlyStore) Count(_ context.Context, prefix string) (int64, error) 
 	}
 	return int64(len(st.objects(ns))), nil
 }
-
-func (st *readOnlyStore) CurrentRevision(context.Context) (int64, error) { return 0, nil }
-
-func (st *readOnlyStore) Ready(context.Context) error { return nil }
