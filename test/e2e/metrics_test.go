@@ -155,3 +155,65 @@ func TestResourceMetrics(t *testing.T) {
 		t.Errorf("delete of a PodMetrics = %v: %s, want 405 MethodNotAllowed", err, out)
 	}
 }
+
+// TestResourceMetricsAcrossNodes: the API server scrapes a joined worker that runs in a network
+// namespace of its own (its kubelet on the worker's address), so kubectl top shows the worker and
+// a busy pod on it; the worker's summary lists its own interfaces.
+func TestResourceMetricsAcrossNodes(t *testing.T) {
+	n := newTestNet(t)
+	c := newTmpfsJoinCluster(t, n)
+	token := c.createToken()
+	w := newJoinedNode(t, n.addHost(), "worker-1", c.ServerURL(n))
+	w.start(token)
+	t.Cleanup(w.stop)
+	t.Cleanup(func() { _, _ = c.kubectlErr("delete", "pods", "--all", "--grace-period=1", "--timeout=60s") })
+	eventually(t, 300*time.Second, func() error {
+		out, err := c.kubectlErr("wait", "--for=condition=Ready", "node/worker-1", "--timeout=2s")
+		if err != nil {
+			return errString(out + "\n" + w.log())
+		}
+		return nil
+	})
+	archive, err := execOutput(skiffBinary, "images", "build-busybox", "--out", c.dataDir)
+	if err != nil {
+		t.Fatalf("build image: %v\n%s", err, archive)
+	}
+	if out, err := execOutput(skiffBinary, "images", "import", "--data-dir", w.dataDir, strings.TrimSpace(archive)); err != nil {
+		t.Fatalf("import image on %s: %v\n%s", w.name, err, out)
+	}
+	c.stdin(busyPod, "apply", "-f", "-")
+	c.kubectl("wait", "--for=condition=Ready", "pod/busy", "--timeout=120s")
+
+	pollEvery(t, 120*time.Second, 2*time.Second, func() error {
+		out, err := c.kubectlErr("top", "nodes", "--no-headers")
+		if err != nil {
+			return errString(out)
+		}
+		f := strings.Fields(out)
+		if len(f) < 5 || f[0] != "worker-1" || !strings.HasSuffix(f[1], "m") || !strings.HasSuffix(f[3], "Mi") {
+			return fmt.Errorf("kubectl top nodes = %q", out)
+		}
+		return nil
+	})
+	pollEvery(t, 60*time.Second, 2*time.Second, func() error {
+		out, err := c.kubectlErr("top", "pods", "busy", "--no-headers")
+		if err != nil {
+			return errString(out)
+		}
+		f := strings.Fields(out)
+		if len(f) != 3 || f[0] != "busy" {
+			return fmt.Errorf("kubectl top pods busy = %q", out)
+		}
+		if cpu, err := resource.ParseQuantity(f[1]); err != nil || cpu.MilliValue() == 0 {
+			return fmt.Errorf("busy pod CPU %q is zero or unreadable", f[1])
+		}
+		return nil
+	})
+	var s statsv1alpha1.Summary
+	if err := json.Unmarshal([]byte(c.kubectl("get", "--raw", "/api/v1/nodes/worker-1/proxy/stats/summary")), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Node.NodeName != "worker-1" || s.Node.Network == nil || len(s.Node.Network.Interfaces) == 0 {
+		t.Errorf("worker-1 summary node = %+v", s.Node)
+	}
+}
