@@ -149,6 +149,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.LocalPathHelperImage, "local-path-helper-image", "", "image of the pod that removes a deleted local-path volume's directory (needs rm; default "+localpath.DefaultHelperImage+")")
 	fs.StringVar(&cfg.SchedulerConfig, "scheduler-config", "", "scheduler configuration file (profiles, plugins, weights); default profile when empty")
 	fs.StringVar(&cfg.ContainerRuntimeEndpoint, "container-runtime-endpoint", "", "CRI socket of an existing runtime; empty: skiff supervises its own containerd")
+	fs.DurationVar(&cfg.MetricsResolution, "metrics-resolution", 15*time.Second, "how often the API server scrapes every Ready kubelet's resource metrics for metrics.k8s.io (kubectl top, autoscaling)")
 	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how long a node may go unheard before it is marked Ready=Unknown and tainted unreachable")
 	fs.DurationVar(&cfg.ClusterSigningDuration, "cluster-signing-duration", 365*24*time.Hour, "the longest certificate issued for an approved CertificateSigningRequest; spec.expirationSeconds may only shorten it")
 	fs.StringVar(&cfg.Server, "server", "", "join the cluster whose API server is https://HOST:PORT (worker-only nodes: --roles worker)")

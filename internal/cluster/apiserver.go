@@ -20,6 +20,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/localpath"
 	"github.com/skiff-sh/skiff/internal/dashboard"
 	"github.com/skiff-sh/skiff/internal/etcd"
+	"github.com/skiff-sh/skiff/internal/metricsserver"
 	"github.com/skiff-sh/skiff/internal/openapi"
 	"github.com/skiff-sh/skiff/internal/pki"
 	"github.com/skiff-sh/skiff/internal/registry"
@@ -35,7 +36,7 @@ import (
 // watch cache it opens (now, or later for resources added at run time) joins caches, which the
 // node stops before it closes the etcd client. The admission chain's caches start before the first
 // write, so bootstrap's writes are admitted too.
-func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spaceCheck func() error, metrics *componentMetrics, caches *cacheSet, admission *admissionChain, admissionCtx context.Context, encryption *atRest) (*apiserver.Server, *authorization, error) {
+func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spaceCheck func() error, metrics *componentMetrics, caches *cacheSet, admission *admissionChain, admissionCtx context.Context, encryption *atRest, resourceMetrics *metricsserver.Server) (*apiserver.Server, *authorization, error) {
 	scheme, err := builtin.NewScheme()
 	if err != nil {
 		return nil, nil, err
@@ -59,6 +60,9 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 	storageFactory := func(res *registry.Resource) (storage.Interface, error) {
 		if res.GroupResource() == componentStatusesResource {
 			return newComponentStatusStore(client, scheme, resources, cfg.StorageEncoding, clock.RealClock{})
+		}
+		if st := resourceMetricsStorage(resourceMetrics, res); st != nil {
+			return st, nil
 		}
 		codec, err := builtin.StorageCodec(scheme, res, cfg.StorageEncoding)
 		if err != nil {

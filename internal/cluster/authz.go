@@ -121,6 +121,7 @@ func defaultClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 	out = append(out, bootstrappolicy.ControllerManagerBindings()...)
 	out = append(out, bootstrappolicy.JoinClusterRoleBindings()...)
 	out = append(out, bootstrappolicy.CloudClusterRoleBindings()...)
+	out = append(out, bootstrappolicy.MetricsClusterRoleBindings()...)
 	return append(out, rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "skiff:kube-apiserver-kubelet-client"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
@@ -139,7 +140,8 @@ func defaultNamespaceRoleBindings() []rbacv1.RoleBinding {
 }
 
 func defaultClusterRoles() []rbacv1.ClusterRole {
-	return slices.Concat(bootstrappolicy.ClusterRoles(), bootstrappolicy.ControllerRoles(), bootstrappolicy.JoinClusterRoles(), bootstrappolicy.CloudClusterRoles())
+	return slices.Concat(bootstrappolicy.ClusterRoles(), bootstrappolicy.ControllerRoles(), bootstrappolicy.JoinClusterRoles(), bootstrappolicy.CloudClusterRoles(),
+		bootstrappolicy.MetricsClusterRoles())
 }
 
 // ensurePolicy creates the default policy objects that are missing, before the server serves, so

@@ -27,6 +27,7 @@ import (
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
 	"github.com/skiff-sh/skiff/internal/etcd"
+	"github.com/skiff-sh/skiff/internal/metricsserver"
 	"github.com/skiff-sh/skiff/internal/pki"
 	"github.com/skiff-sh/skiff/internal/storage/etcd3"
 )
@@ -60,6 +61,8 @@ type Node struct {
 	lb *nodeLB
 	// encryption is the encryption at rest in force (nil when off; encryption.go).
 	encryption *atRest
+	// resourceMetrics scrapes kubelets and serves metrics.k8s.io (resourcemetrics.go).
+	resourceMetrics *metricsserver.Server
 }
 
 // Run starts every component of the node's roles and blocks until ctx ends or one fails. Shutdown
@@ -138,6 +141,7 @@ func (n *Node) runRoles(ctx context.Context) error {
 	if n.encryption != nil && n.encryption.managed {
 		roles = append(roles, n.encryptionSyncRole())
 	}
+	roles = append(roles, n.resourceMetricsRole())
 	roles = append(roles, role{name: "certificate check", run: n.certs.run})
 	if n.cfg.HasRole(RoleControlPlane) {
 		inProcess, err := n.caches.localInformers(&n.cfg)
@@ -274,7 +278,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	api, authz, err := newAPIServer(ctx, &cfg, n.etcdClient, n.spaceCheck, n.metrics, &n.caches, admission, admissionCtx, n.encryption)
+	if n.resourceMetrics, err = newResourceMetrics(&cfg, n.metrics.fresh("resource-metrics"), clock.RealClock{}.Now()); err != nil {
+		return nil, err
+	}
+	api, authz, err := newAPIServer(ctx, &cfg, n.etcdClient, n.spaceCheck, n.metrics, &n.caches, admission, admissionCtx, n.encryption, n.resourceMetrics)
 	if err != nil {
 		return nil, err
 	}

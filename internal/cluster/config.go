@@ -188,6 +188,9 @@ type Config struct {
 	// ReadHeaderTimeout bounds how long a client may take to send its request headers to the API
 	// server (0: DefaultReadHeaderTimeout, 32 s as kube-apiserver).
 	ReadHeaderTimeout time.Duration
+	// MetricsResolution is how often the API server scrapes every Ready kubelet's resource metrics
+	// for metrics.k8s.io (0: 15 s, metrics-server's --metric-resolution default).
+	MetricsResolution time.Duration
 	Logger            *slog.Logger
 }
 
@@ -319,6 +322,9 @@ func (c *Config) Validate() error {
 	}
 	if msgs := validation.IsDNS1123Subdomain(c.ClusterDomain); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("--cluster-domain %q: %s", c.ClusterDomain, strings.Join(msgs, "; ")))
+	}
+	if c.MetricsResolution < 0 {
+		errs = append(errs, fmt.Errorf("--metrics-resolution %s must not be negative", c.MetricsResolution))
 	}
 	if c.NodeMonitorGracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("--node-monitor-grace-period %s must not be negative", c.NodeMonitorGracePeriod))

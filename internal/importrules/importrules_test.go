@@ -97,6 +97,11 @@ var rules = []struct {
 	{name: "quota measures are pure", pattern: "./internal/quota/...",
 		forbidden: []string{module + "internal/", "k8s.io/client-go/", "go.etcd.io/etcd/"}, allowed: []string{module + "internal/quota"}},
 	{name: "the API server does not assemble nodes", pattern: "./internal/apiserver/...", forbidden: []string{module + "internal/cluster"}},
+	// The resource metrics scraper is storage for the API server's generic handlers: it implements
+	// storage.Interface and reads nodes and pods through client-go listers, never the HTTP layer,
+	// the registry, etcd or the kubelet's code.
+	{name: "the resource metrics scraper sits below the server", pattern: "./internal/metricsserver/...",
+		forbidden: []string{module + "internal/apiserver", module + "internal/registry", module + "internal/cluster", module + "internal/etcd", module + "internal/kubelet", "go.etcd.io/etcd/"}},
 	// The hand-declared apiextensions.k8s.io types are types only: everything may import them.
 	{name: "API types are leaves", pattern: "./internal/apis/...",
 		forbidden: []string{module + "internal/"}, allowed: []string{module + "internal/apis"}},

@@ -96,6 +96,9 @@ type Kubelet struct {
 	// (Config.MaxParallelSandboxes).
 	sandboxSlots chan struct{}
 
+	// nodeStats keeps the previous node sample for /stats/summary's CPU rate (resourcestats.go).
+	nodeStats nodeStatsState
+
 	ready     chan struct{}
 	readyOnce sync.Once
 	ctx       context.Context

@@ -38,6 +38,7 @@ const logFollowPoll = 100 * time.Millisecond
 //	    /portForward/{namespace}/{pod}?port=...
 //
 //	GET /pods (the node's pods, a PodList)
+//	GET /stats/summary, GET /metrics/resource (resource usage, resourcestats.go)
 //
 // Streaming requests are proxied (with their protocol upgrade) to the
 // runtime's streaming server. Every caller is authenticated and authorized
@@ -53,6 +54,9 @@ func (k *Kubelet) Handler() http.Handler {
 	mux.HandleFunc("/exec/{namespace}/{pod}/{container}", k.serveExec)
 	mux.HandleFunc("/attach/{namespace}/{pod}/{container}", k.serveAttach)
 	mux.HandleFunc("/portForward/{namespace}/{pod}", k.servePortForward)
+	// Resource usage (resourcestats.go): the Summary API and the resource metrics.
+	mux.HandleFunc("GET /stats/summary", k.serveStatsSummary)
+	mux.HandleFunc("GET /metrics/resource", k.serveResourceMetrics)
 	if k.apiAuth != nil {
 		return k.apiAuth(mux)
 	}

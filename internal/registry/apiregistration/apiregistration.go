@@ -198,6 +198,9 @@ var builtinPriorities = map[schema.GroupVersion]Priority{
 	{Group: "node.k8s.io", Version: "v1"}:                  {Group: 16300, Version: 15},
 	{Group: "discovery.k8s.io", Version: "v1"}:             {Group: 16200, Version: 15},
 	{Group: "flowcontrol.apiserver.k8s.io", Version: "v1"}: {Group: 16100, Version: 21},
+	// Served by skiff itself rather than an installed metrics-server, with the priorities of
+	// metrics-server's manifest.
+	{Group: "metrics.k8s.io", Version: "v1beta1"}: {Group: 100, Version: 100},
 }
 
 // LocalAPIServices are the APIServices of the group versions among served that kube-apiserver

@@ -32,6 +32,7 @@ import (
 	discoveryreg "github.com/skiff-sh/skiff/internal/registry/discovery"
 	"github.com/skiff-sh/skiff/internal/registry/events"
 	"github.com/skiff-sh/skiff/internal/registry/flowcontrol"
+	metricsreg "github.com/skiff-sh/skiff/internal/registry/metrics"
 	"github.com/skiff-sh/skiff/internal/registry/networking"
 	nodereg "github.com/skiff-sh/skiff/internal/registry/node"
 	"github.com/skiff-sh/skiff/internal/registry/policy"
@@ -55,6 +56,9 @@ func NewScheme() (*runtime.Scheme, error) {
 	}
 	if err := apiregv1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("register apiregistration types: %w", err)
+	}
+	if err := metricsreg.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("register metrics.k8s.io types: %w", err)
 	}
 	for name, register := range map[string]func(*runtime.Scheme) error{
 		"core":                  core.RegisterDefaults,
@@ -106,6 +110,8 @@ func Resources() []*registry.Resource {
 	all = append(all, admissionregistration.Resources()...)
 	all = append(all, apiextensions.Resources()...)
 	all = append(all, apiregistration.Resources()...)
+	// metrics.k8s.io: computed from the kubelets by internal/metricsserver, nothing to install.
+	all = append(all, metricsreg.Resources()...)
 	for _, r := range all {
 		if r.Printer == nil {
 			r.Printer = printers.ForResource(r.GroupResource())
