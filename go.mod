@@ -18,6 +18,8 @@ require (
 
 require github.com/vishvananda/netns v0.0.5
 
+require k8s.io/metrics v0.37.2
+
 require (
 	github.com/chromedp/cdproto v0.0.0-20250724212937-08a3db8b4327
 	github.com/chromedp/chromedp v0.14.2
