@@ -11,14 +11,19 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/skiff-sh/skiff/internal/controller/manager"
 	"github.com/skiff-sh/skiff/internal/controller/podautoscaler"
@@ -72,8 +77,9 @@ func (f *fakeMetrics) ExternalMetric(context.Context, string, string, labels.Sel
 // TestHorizontalPodAutoscaler runs the HPA controller in the test, on the real API server
 // (whose own HPA controller is turned off) with a fake metrics source: an autoscaling/v1 HPA as
 // `kubectl autoscale --cpu-percent=50 --min=1 --max=3` makes scales its Deployment up to
-// maxReplicas through /scale under load and back down when the load ends; an HPA whose
-// metrics fail and one whose target is missing report why in their conditions.
+// maxReplicas through /scale under load and back down when the load ends; a StatefulSet and a
+// custom resource with a scale subresource are scaled the same way; an HPA whose metrics fail and
+// one whose target is missing report why in their conditions.
 func TestHorizontalPodAutoscaler(t *testing.T) {
 	e := startEnvArgs(t, 2, "--controllers", "*,-"+manager.HorizontalPodAutoscaling)
 	ns := e.namespace(t, "hpa")
@@ -99,6 +105,47 @@ func TestHorizontalPodAutoscaler(t *testing.T) {
 		d.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
 		_, err := e.client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
 		must(t, err, "create deployment", name)
+	}
+	dyn, err := dynamic.NewForConfig(e.restConfig)
+	must(t, err, "dynamic client")
+	createReplicatorCRD(ctx, t, dyn)
+	// A StatefulSet and a custom resource are scaled through the same /scale client.
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/db:v1",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
+			},
+		},
+	}
+	_, err = e.client.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{})
+	must(t, err, "create statefulset")
+	cr := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "hpa.example.com/v1", "kind": "Replicator", "metadata": map[string]any{"name": "rep"},
+		"spec": map[string]any{"replicas": int64(1)}, "status": map[string]any{},
+	}}
+	waitFor(t, 30*time.Second, func() error {
+		_, err := dyn.Resource(replicatorsGVR).Namespace(ns).Create(ctx, cr, metav1.CreateOptions{})
+		return err
+	})
+	for _, target := range []struct {
+		apiVersion, kind, name string
+		min, max               int32
+	}{{"apps/v1", "StatefulSet", "db", 1, 2}, {"hpa.example.com/v1", "Replicator", "rep", 2, 4}} {
+		hpa := &autoscalingv2.HorizontalPodAutoscaler{
+			ObjectMeta: metav1.ObjectMeta{Name: target.name},
+			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+				ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: target.apiVersion, Kind: target.kind, Name: target.name},
+				MinReplicas:    &target.min, MaxReplicas: target.max,
+				Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+					Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](50)}}}},
+			},
+		}
+		_, err := e.client.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, hpa, metav1.CreateOptions{})
+		must(t, err, "create hpa", target.name)
 	}
 	for _, target := range []string{"web", "broken", "missing"} {
 		hpa := &autoscalingv1.HorizontalPodAutoscaler{
@@ -142,6 +189,31 @@ func TestHorizontalPodAutoscaler(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, func() error { return hasEvent(ctx, e, ns, "web", "SuccessfulRescale") })
 
+	// The StatefulSet scales to its maximum under load; the custom resource, below its
+	// minReplicas, is raised to it through its /scale (its kind was added after the controller's
+	// first discovery).
+	waitFor(t, 60*time.Second, func() error {
+		s, err := e.client.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if *s.Spec.Replicas != 2 {
+			return fmt.Errorf("statefulset replicas %d, want 2", *s.Spec.Replicas)
+		}
+		return nil
+	})
+	waitFor(t, 60*time.Second, func() error {
+		u, err := dyn.Resource(replicatorsGVR).Namespace(ns).Get(ctx, "rep", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if n, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); n != 2 {
+			h, _ := e.client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "rep", metav1.GetOptions{})
+			return fmt.Errorf("replicator spec.replicas %d, want 2; hpa conditions %+v", n, h.Status.Conditions)
+		}
+		return nil
+	})
+
 	// Failing metrics and a missing target: no scaling, and the conditions say why.
 	waitFor(t, 30*time.Second, func() error {
 		h, err := e.client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "broken", metav1.GetOptions{})
@@ -174,6 +246,39 @@ func TestHorizontalPodAutoscaler(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+var replicatorsGVR = schema.GroupVersionResource{Group: "hpa.example.com", Version: "v1", Resource: "replicators"}
+
+// createReplicatorCRD makes a namespaced custom resource with a scale subresource.
+func createReplicatorCRD(ctx context.Context, t *testing.T, dyn dynamic.Interface) {
+	t.Helper()
+	crd := &unstructured.Unstructured{}
+	must(t, yaml.Unmarshal([]byte(`
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: replicators.hpa.example.com}
+spec:
+  group: hpa.example.com
+  scope: Namespaced
+  names: {plural: replicators, singular: replicator, kind: Replicator}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas, labelSelectorPath: .status.selector}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {replicas: {type: integer}}}
+          status: {type: object, properties: {replicas: {type: integer}, selector: {type: string}}}
+`), &crd.Object), "parse crd")
+	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	_, err := dyn.Resource(gvr).Create(ctx, crd, metav1.CreateOptions{})
+	must(t, err, "create crd")
 }
 
 func hasCondition(h *autoscalingv2.HorizontalPodAutoscaler, typ autoscalingv2.HorizontalPodAutoscalerConditionType, status corev1.ConditionStatus, reason string) error {
