@@ -150,6 +150,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how long a node may go unheard before it is marked Ready=Unknown and tainted unreachable")
 	fs.DurationVar(&cfg.ClusterSigningDuration, "cluster-signing-duration", 365*24*time.Hour, "the longest certificate issued for an approved CertificateSigningRequest; spec.expirationSeconds may only shorten it")
 	fs.DurationVar(&cfg.HPASyncPeriod, "horizontal-pod-autoscaler-sync-period", 15*time.Second, "how often the horizontal pod autoscaler syncs every HorizontalPodAutoscaler")
+	fs.DurationVar(&cfg.HPADownscaleStabilization, "horizontal-pod-autoscaler-downscale-stabilization", 5*time.Minute, "the horizontal pod autoscaler scales down only to the highest replica count it recommended within this long")
 	fs.Float64Var(&cfg.HPATolerance, "horizontal-pod-autoscaler-tolerance", 0.1, "the horizontal pod autoscaler does not scale while the metrics' ratio to their targets is within 1 plus or minus this")
 	fs.StringVar(&cfg.Server, "server", "", "join the cluster whose API server is https://HOST:PORT (worker-only nodes: --roles worker)")
 	fs.StringVar(&cfg.Token, "token", "", "join token from skiff token create (K10<CA hash>::<id>.<secret>); needed only for the first start")

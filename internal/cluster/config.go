@@ -118,6 +118,9 @@ type Config struct {
 	// distance from 1 within which it does not scale (--horizontal-pod-autoscaler-tolerance; 0: 0.1).
 	HPASyncPeriod time.Duration
 	HPATolerance  float64
+	// HPADownscaleStabilization is how long the horizontal pod autoscaler looks back for a
+	// higher recommendation before scaling down (--horizontal-pod-autoscaler-downscale-stabilization; 0: 5m).
+	HPADownscaleStabilization time.Duration
 	// KubeletPort is where the kubelet serves its API (logs, exec, attach, port-forward).
 	KubeletPort int
 	// LBPort is the node-local API load balancer's port (default 6444), on LBAddress.
@@ -328,8 +331,8 @@ func (c *Config) Validate() error {
 	if c.ClusterSigningDuration < 0 {
 		errs = append(errs, fmt.Errorf("--cluster-signing-duration %s must not be negative", c.ClusterSigningDuration))
 	}
-	if c.HPASyncPeriod < 0 || c.HPATolerance < 0 {
-		errs = append(errs, errors.New("--horizontal-pod-autoscaler-sync-period and --horizontal-pod-autoscaler-tolerance must not be negative"))
+	if c.HPASyncPeriod < 0 || c.HPATolerance < 0 || c.HPADownscaleStabilization < 0 {
+		errs = append(errs, errors.New("--horizontal-pod-autoscaler-sync-period, -tolerance and -downscale-stabilization must not be negative"))
 	}
 	if c.EtcdQuotaBackendBytes < 0 {
 		errs = append(errs, fmt.Errorf("--etcd-quota-backend-bytes %d must not be negative", c.EtcdQuotaBackendBytes))
