@@ -98,6 +98,7 @@ type Controller struct {
 	synced     []cache.InformerSynced
 	historyMu  sync.Mutex
 	histories  map[string]History
+	selectors  map[string]labels.Selector // each HPA's target selector at its last sync
 	syncPeriod time.Duration
 }
 
@@ -114,7 +115,7 @@ func New(deps ctrlutil.Deps, opts Options) (*Controller, error) {
 	pods := deps.Informers.Core().V1().Pods()
 	c := &Controller{
 		client: deps.Client, hpaLister: hpas.Lister(), podLister: pods.Lister(), recorder: deps.Recorder,
-		clock: deps.Clock, log: deps.Log(), opts: opts, histories: map[string]History{}, syncPeriod: opts.SyncPeriod,
+		clock: deps.Clock, log: deps.Log(), opts: opts, histories: map[string]History{}, selectors: map[string]labels.Selector{}, syncPeriod: opts.SyncPeriod,
 		synced: []cache.InformerSynced{hpas.Informer().HasSynced, pods.Informer().HasSynced},
 	}
 	c.loop = ctrlutil.NewLoop(Name, deps, c.sync)
@@ -159,6 +160,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if apierrors.IsNotFound(err) {
 		c.historyMu.Lock()
 		delete(c.histories, key)
+		delete(c.selectors, key)
 		c.historyMu.Unlock()
 		return nil
 	}
@@ -192,6 +194,10 @@ func (c *Controller) reconcile(ctx context.Context, key string, hpa *autoscaling
 				return fmt.Errorf("list pods of %s: %w", key, err)
 			}
 			in.Pods = pods
+			c.historyMu.Lock()
+			c.selectors[key] = sel
+			in.OtherHPAs = OverlappingHPAs(key, c.selectors, pods)
+			c.historyMu.Unlock()
 			in.Metrics = fetchMetrics(ctx, c.opts.Metrics, hpa, sel)
 		}
 	}

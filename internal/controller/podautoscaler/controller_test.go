@@ -202,6 +202,21 @@ func TestControllerReportsFailures(t *testing.T) {
 			t.Errorf("resets %d", m.resets)
 		}
 	})
+	t.Run("two HPAs on the same pods", func(t *testing.T) {
+		f := newCtrlFixture(t, staticMetrics{milli: 500}, &fakeMapper{})
+		ctx := context.Background()
+		if err := f.c.reconcile(ctx, "ns/web", newHPA(1, 10).cpu(50).obj()); err != nil {
+			t.Fatal(err)
+		}
+		second := newHPA(1, 10).cpu(50).obj()
+		second.Name = "web2"
+		if err := f.c.reconcile(ctx, "ns/web2", second); err == nil || !strings.Contains(err.Error(), "multiple HPAs: [ns/web ns/web2]") {
+			t.Errorf("error %v, want an ambiguous selector", err)
+		}
+		if events := strings.Join(f.env.Events(), "\n"); !strings.Contains(events, "Warning AmbiguousSelector") {
+			t.Errorf("events %s", events)
+		}
+	})
 	t.Run("a failed rescale is reported", func(t *testing.T) {
 		f := newCtrlFixture(t, staticMetrics{milli: 1000}, &fakeMapper{})
 		f.scales.PrependReactor("update", "deployments", func(clienttesting.Action) (bool, runtime.Object, error) {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -104,9 +106,12 @@ type Input struct {
 	Pods []*corev1.Pod
 	// Metrics is aligned with HPA.Spec.Metrics.
 	Metrics []MetricValue
-	Now     time.Time
-	History History
-	Config  Config
+	// OtherHPAs are the keys (namespace/name) of other HPAs whose targets' selectors pick some of
+	// Pods; with any, the HPA refuses to scale (AmbiguousSelector), as upstream's does.
+	OtherHPAs []string
+	Now       time.Time
+	History   History
+	Config    Config
 }
 
 // Plan is what Decide wants done.
@@ -337,7 +342,15 @@ func (d *decision) selector() (labels.Selector, error) {
 	if err != nil {
 		msg := fmt.Sprintf("couldn't convert selector into a corresponding internal selector object: %v", err)
 		d.event(corev1.EventTypeWarning, "InvalidSelector", msg)
-		d.setCondition(autoscalingv2.ScalingActive, corev1.ConditionFalse, "InvalidSelector", "the HPA target's scale has an invalid selector: "+err.Error())
+		d.setCondition(autoscalingv2.ScalingActive, corev1.ConditionFalse, "InvalidSelector", msg)
+		return nil, errors.New(msg)
+	}
+	if len(d.in.OtherHPAs) > 0 {
+		hpas := append([]string{d.hpa.Namespace + "/" + d.hpa.Name}, d.in.OtherHPAs...)
+		slices.Sort(hpas)
+		msg := fmt.Sprintf("pods by selector %s are controlled by multiple HPAs: %v", raw, hpas)
+		d.event(corev1.EventTypeWarning, "AmbiguousSelector", msg)
+		d.setCondition(autoscalingv2.ScalingActive, corev1.ConditionFalse, "AmbiguousSelector", msg)
 		return nil, errors.New(msg)
 	}
 	return sel, nil
@@ -726,6 +739,25 @@ func perPodReplicas(statusReplicas int32, usage, target int64, tol tolerances) (
 		return n, usage
 	}
 	return n, int64(math.Ceil(float64(usage) / float64(statusReplicas)))
+}
+
+// OverlappingHPAs returns, sorted, the keys of the HPAs other than key whose last known selector
+// (in selectors, by key) picks one of pods of key's namespace.
+func OverlappingHPAs(key string, selectors map[string]labels.Selector, pods []*corev1.Pod) []string {
+	var out []string
+	for other, sel := range selectors {
+		if other == key || sel == nil {
+			continue
+		}
+		for _, p := range pods {
+			if strings.HasPrefix(other, p.Namespace+"/") && sel.Matches(labels.Set(p.Labels)) {
+				out = append(out, other)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func isReady(pod *corev1.Pod) bool {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 var now = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
@@ -400,6 +401,12 @@ func TestDecide(t *testing.T) {
 			Metrics: []MetricValue{each(2, 500)}},
 		want: want{conds: map[string]string{"ScalingActive": "False/InvalidSelector"}, events: []string{"SelectorRequired", "FailedComputeMetricsReplicas"}, err: "selector is required"},
 	}, {
+		name: "pods also selected by another HPA are not autoscaled",
+		in: Input{HPA: newHPA(1, 10).cpu(50).obj(), Scale: scaleOf(2, 2), Pods: readyPods(2), Metrics: []MetricValue{each(2, 1000)},
+			OtherHPAs: []string{"ns/other"}, History: old(2)},
+		want: want{conds: map[string]string{"ScalingActive": "False/AmbiguousSelector"}, events: []string{"AmbiguousSelector", "FailedComputeMetricsReplicas"},
+			err: "controlled by multiple HPAs: [ns/other ns/web]"},
+	}, {
 		name: "behavior: a pods policy limits the scale-up rate",
 		in: Input{HPA: newHPA(1, 10).cpu(50).behavior(rules(0, autoscalingv2.MaxChangePolicySelect, pods(1, 60)), nil).obj(),
 			Scale: scaleOf(2, 2), Pods: readyPods(2), Metrics: []MetricValue{each(2, 1500)}, History: old(2)},
@@ -575,5 +582,30 @@ func TestConditionTransitionTime(t *testing.T) {
 	second := Decide(in)
 	if !equality.Semantic.DeepEqual(first.Status, second.Status) {
 		t.Errorf("a second sync with the same inputs changed the status:\n%+v\n%+v", first.Status, second.Status)
+	}
+}
+
+func TestOverlappingHPAs(t *testing.T) {
+	sel := func(s string) labels.Selector {
+		l, err := labels.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	selectors := map[string]labels.Selector{
+		"ns/web":     sel("app=web"),
+		"ns/all":     sel("app"),
+		"ns/db":      sel("app=db"),
+		"ns/nothing": labels.Nothing(),
+		"other/web":  sel("app=web"),
+	}
+	pods := readyPods(2)
+	if got, want := OverlappingHPAs("ns/web", selectors, pods), []string{"ns/all"}; !slices.Equal(got, want) {
+		t.Errorf("overlapping %v, want %v", got, want)
+	}
+	delete(selectors, "ns/all")
+	if got := OverlappingHPAs("ns/web", selectors, pods); len(got) != 0 {
+		t.Errorf("overlapping %v, want none (other namespaces and selectors that miss do not count)", got)
 	}
 }
