@@ -147,7 +147,7 @@ func (d *decision) stabilizeWithBehavior(current, desired int32, up, down autosc
 func (d *decision) limitWithBehavior(current, desired, minReplicas, maxReplicas int32, up, down autoscalingv2.HPAScalingRules) (int32, string, string) {
 	switch {
 	case desired > current:
-		limit := max(d.scaleUpLimit(current, up), current)
+		limit := max(d.policyLimit(current, up, true), current)
 		maxAllowed, reason, message := maxReplicas, "TooManyReplicas", "the desired replica count is more than the maximum replica count"
 		if maxReplicas > limit {
 			maxAllowed, reason, message = limit, "ScaleUpLimit", "the desired replica count is increasing faster than the maximum scale rate"
@@ -156,7 +156,7 @@ func (d *decision) limitWithBehavior(current, desired, minReplicas, maxReplicas 
 			return maxAllowed, reason, message
 		}
 	case desired < current:
-		limit := min(d.scaleDownLimit(current, down), current)
+		limit := min(d.policyLimit(current, down, false), current)
 		minAllowed, reason, message := minReplicas, "TooFewReplicas", "the desired replica count is less than the minimum replica count"
 		if minReplicas < limit {
 			minAllowed, reason, message = limit, "ScaleDownLimit", "the desired replica count is decreasing faster than the maximum scale rate"
@@ -180,55 +180,32 @@ func (d *decision) changeInPeriod(periodSeconds int32, events []ScaleEvent) int3
 	return n
 }
 
-// scaleUpLimit is the most replicas the scale-up policies allow now, each policy counted from
-// the replicas at the start of its period.
-func (d *decision) scaleUpLimit(current int32, r autoscalingv2.HPAScalingRules) int32 {
+// policyLimit is the bound one direction's policies allow now: the most replicas for a
+// scale-up, the fewest for a scale-down, each policy counted from the replicas at the start of
+// its period. selectPolicy Max takes the policy allowing the largest change, Min the smallest.
+func (d *decision) policyLimit(current int32, r autoscalingv2.HPAScalingRules, up bool) int32 {
 	if *r.SelectPolicy == autoscalingv2.DisabledPolicySelect {
 		return current
 	}
-	minChange := *r.SelectPolicy == autoscalingv2.MinChangePolicySelect
-	result := int32(math.MinInt32)
-	if minChange {
-		result = math.MaxInt32
-	}
-	for _, p := range r.Policies {
-		start := current - d.changeInPeriod(p.PeriodSeconds, d.hist.ScaleUps) + d.changeInPeriod(p.PeriodSeconds, d.hist.ScaleDowns)
-		var proposed int32
-		switch p.Type {
-		case autoscalingv2.PodsScalingPolicy:
-			proposed = start + p.Value
-		case autoscalingv2.PercentScalingPolicy:
-			proposed = int32(math.Ceil(float64(start) * (1 + float64(p.Value)/100)))
-		}
-		if minChange {
-			result = min(result, proposed)
-		} else {
-			result = max(result, proposed)
-		}
-	}
-	return result
-}
-
-// scaleDownLimit is the fewest replicas the scale-down policies allow now.
-func (d *decision) scaleDownLimit(current int32, r autoscalingv2.HPAScalingRules) int32 {
-	if *r.SelectPolicy == autoscalingv2.DisabledPolicySelect {
-		return current
-	}
-	minChange := *r.SelectPolicy == autoscalingv2.MinChangePolicySelect
+	highest := up == (*r.SelectPolicy != autoscalingv2.MinChangePolicySelect)
 	result := int32(math.MaxInt32)
-	if minChange {
+	if highest {
 		result = math.MinInt32
 	}
 	for _, p := range r.Policies {
 		start := current - d.changeInPeriod(p.PeriodSeconds, d.hist.ScaleUps) + d.changeInPeriod(p.PeriodSeconds, d.hist.ScaleDowns)
 		var proposed int32
-		switch p.Type {
-		case autoscalingv2.PodsScalingPolicy:
+		switch {
+		case p.Type == autoscalingv2.PodsScalingPolicy && up:
+			proposed = start + p.Value
+		case p.Type == autoscalingv2.PodsScalingPolicy:
 			proposed = start - p.Value
-		case autoscalingv2.PercentScalingPolicy:
+		case p.Type == autoscalingv2.PercentScalingPolicy && up:
+			proposed = int32(math.Ceil(float64(start) * (1 + float64(p.Value)/100)))
+		case p.Type == autoscalingv2.PercentScalingPolicy:
 			proposed = int32(float64(start) * (1 - float64(p.Value)/100))
 		}
-		if minChange {
+		if highest {
 			result = max(result, proposed)
 		} else {
 			result = min(result, proposed)

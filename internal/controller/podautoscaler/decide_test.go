@@ -444,6 +444,22 @@ func TestDecide(t *testing.T) {
 			Scale: scaleOf(10, 10), Pods: readyPods(10), Metrics: []MetricValue{each(10, 50)}, History: old(10)},
 		want: want{rescale: true, desired: 5, conds: map[string]string{"ScalingLimited": "True/ScaleDownLimit"}},
 	}, {
+		name: "behavior: selectPolicy Max on a scale-down takes the policy removing most",
+		in: Input{HPA: newHPA(1, 20).cpu(50).behavior(nil, rules(0, autoscalingv2.MaxChangePolicySelect, pods(2, 60), percent(50, 60))).obj(),
+			Scale: scaleOf(10, 10), Pods: readyPods(10), Metrics: []MetricValue{each(10, 50)}, History: old(10)},
+		want: want{rescale: true, desired: 5},
+	}, {
+		name: "behavior: selectPolicy Min on a scale-down takes the policy removing least",
+		in: Input{HPA: newHPA(1, 20).cpu(50).behavior(nil, rules(0, autoscalingv2.MinChangePolicySelect, pods(2, 60), percent(50, 60))).obj(),
+			Scale: scaleOf(10, 10), Pods: readyPods(10), Metrics: []MetricValue{each(10, 50)}, History: old(10)},
+		want: want{rescale: true, desired: 8},
+	}, {
+		name: "behavior: scale-downs within the period count against the scale-down budget",
+		in: Input{HPA: newHPA(1, 20).cpu(50).behavior(nil, rules(0, autoscalingv2.MaxChangePolicySelect, pods(2, 60))).obj(),
+			Scale: scaleOf(8, 8), Pods: readyPods(8), Metrics: []MetricValue{each(8, 50)},
+			History: History{Recommendations: old(10).Recommendations, ScaleDowns: []ScaleEvent{{2, now.Add(-30 * time.Second)}}}},
+		want: want{desired: 8, conds: map[string]string{"ScalingLimited": "True/ScaleDownLimit"}},
+	}, {
 		name: "behavior: the scale-up stabilization window keeps the lowest recent recommendation",
 		in: Input{HPA: newHPA(1, 10).cpu(50).behavior(rules(60, autoscalingv2.MaxChangePolicySelect, percent(100, 15)), nil).obj(),
 			Scale: scaleOf(2, 2), Pods: readyPods(2), Metrics: []MetricValue{each(2, 1500)},
