@@ -305,3 +305,51 @@ func hasEvent(ctx context.Context, e *env, ns, hpa, reason string) error {
 	}
 	return fmt.Errorf("no %s event for hpa %s", reason, hpa)
 }
+
+// TestHorizontalPodAutoscalerInServer checks the controller as skiff runs it: registered in the
+// controller manager, under its identity and RBAC, it reads the target's /scale and, with no
+// metrics API served, reports why it cannot scale instead of scaling.
+func TestHorizontalPodAutoscalerInServer(t *testing.T) {
+	e := startEnvArgs(t, 1, "--horizontal-pod-autoscaler-sync-period", "2s")
+	ns := e.namespace(t, "hpa-server")
+	ctx := context.Background()
+	d := newDeployment(ns, "web", 1).obj()
+	d.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+	_, err := e.client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
+	must(t, err, "create deployment")
+	_, err = e.client.AutoscalingV1().HorizontalPodAutoscalers(ns).Create(ctx, &autoscalingv1.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: autoscalingv1.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			MinReplicas:    ptr.To[int32](2), MaxReplicas: 3, TargetCPUUtilizationPercentage: ptr.To[int32](50),
+		},
+	}, metav1.CreateOptions{})
+	must(t, err, "create hpa")
+	// Below minReplicas it scales without metrics; then, with metrics.k8s.io not served, it
+	// says so.
+	waitFor(t, 60*time.Second, func() error {
+		d, err := e.client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if *d.Spec.Replicas != 2 {
+			return fmt.Errorf("deployment replicas %d, want minReplicas 2", *d.Spec.Replicas)
+		}
+		return nil
+	})
+	waitFor(t, 60*time.Second, func() error {
+		h, err := e.client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if _, err := e.client.Discovery().ServerResourcesForGroupVersion("metrics.k8s.io/v1beta1"); err == nil {
+			// Served (once the metrics API is merged): simulated nodes report no usage, so only
+			// the scale read is checked.
+			return hasCondition(h, autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededGetScale")
+		}
+		if err := hasCondition(h, autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededGetScale"); err != nil {
+			return err
+		}
+		return hasCondition(h, autoscalingv2.ScalingActive, corev1.ConditionFalse, "FailedGetResourceMetric")
+	})
+}
