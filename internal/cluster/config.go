@@ -113,6 +113,14 @@ type Config struct {
 	// ClusterSigningDuration is the longest certificate the csrsigning controller issues from the
 	// cluster CA (0: the controller manager's default, one year).
 	ClusterSigningDuration time.Duration
+	// HPASyncPeriod is how often the horizontal pod autoscaler syncs every HPA
+	// (--horizontal-pod-autoscaler-sync-period; 0: 15s); HPATolerance is the usage ratio's
+	// distance from 1 within which it does not scale (--horizontal-pod-autoscaler-tolerance; 0: 0.1).
+	HPASyncPeriod time.Duration
+	HPATolerance  float64
+	// HPADownscaleStabilization is how long the horizontal pod autoscaler looks back for a
+	// higher recommendation before scaling down (--horizontal-pod-autoscaler-downscale-stabilization; 0: 5m).
+	HPADownscaleStabilization time.Duration
 	// KubeletPort is where the kubelet serves its API (logs, exec, attach, port-forward).
 	KubeletPort int
 	// KubeletSyncFrequency is how often the kubelet refreshes a running pod's API-backed volumes
@@ -331,6 +339,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ClusterSigningDuration < 0 {
 		errs = append(errs, fmt.Errorf("--cluster-signing-duration %s must not be negative", c.ClusterSigningDuration))
+	}
+	if c.HPASyncPeriod < 0 || c.HPATolerance < 0 || c.HPADownscaleStabilization < 0 {
+		errs = append(errs, errors.New("--horizontal-pod-autoscaler-sync-period, -tolerance and -downscale-stabilization must not be negative"))
 	}
 	if c.EtcdQuotaBackendBytes < 0 {
 		errs = append(errs, fmt.Errorf("--etcd-quota-backend-bytes %d must not be negative", c.EtcdQuotaBackendBytes))

@@ -100,6 +100,8 @@ func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMe
 			LocalPathDir:           cfg.LocalPathDir,
 			LocalPathHelperImage:   cfg.LocalPathHelperImage,
 			PrepareInformers:       inProcess.Register,
+			HPA: manager.HPAConfig{RESTConfig: restCfg, SyncPeriod: cfg.HPASyncPeriod, Tolerance: cfg.HPATolerance,
+				DownscaleStabilization: cfg.HPADownscaleStabilization},
 		})
 		if ctx.Err() != nil {
 			return nil

@@ -73,6 +73,9 @@ type Config struct {
 	// Registerer receives the metrics; default a fresh registry (discarded).
 	Registerer prometheus.Registerer
 
+	// HPA configures the horizontal pod autoscaler (hpa.go).
+	HPA HPAConfig
+
 	// PrepareInformers, when set, is called with each leadership term's informer factory before
 	// any controller asks it for an informer: the node assembly registers informers that read the
 	// API server's cache in process (InformerFor), so the controllers' code stays the same.

@@ -51,6 +51,8 @@ const (
 	// DNSEndpoints keeps the kube-dns Service's EndpointSlices: one endpoint per worker node,
 	// where skiff's node-local DNS answers.
 	DNSEndpoints = "dns-endpoints"
+	// HorizontalPodAutoscaling scales the targets of HorizontalPodAutoscalers from their metrics.
+	HorizontalPodAutoscaling = "horizontalpodautoscaling"
 )
 
 // KnownControllers lists every controller name --controllers accepts.
@@ -58,7 +60,8 @@ func KnownControllers() []string {
 	return []string{ReplicaSet, Deployment, DaemonSet, StatefulSet, Job, CronJob, GarbageCollector, Namespace,
 		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption,
 		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring, CSRSigning, CSRApproving, CSRCleaner,
-		ReplicationController, ClusterRoleAggregation, LocalPathProvisioner, DNSEndpoints, TokenCleaner}
+		ReplicationController, ClusterRoleAggregation, LocalPathProvisioner, DNSEndpoints, TokenCleaner,
+		HorizontalPodAutoscaling}
 }
 
 // ParseControllers turns --controllers values into the set of enabled

@@ -102,6 +102,7 @@ func constructors() map[string]constructor {
 			}
 			return garbagecollector.New(deps, cfg.Dynamic, ctrlutil.Discovery(cfg.Client.Discovery())), nil
 		},
+		HorizontalPodAutoscaling: newHorizontalPodAutoscaler,
 		Namespace: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			if cfg.Dynamic == nil {
 				deps.Log().Warn("namespace controller needs a dynamic client; not started")

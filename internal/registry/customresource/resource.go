@@ -433,7 +433,13 @@ func scaleAccessor(sc *crdv1.CustomResourceSubresourceScale) *registry.ScaleAcce
 	return &registry.ScaleAccessor{
 		Get: func(obj runtime.Object) (*autoscalingv1.Scale, error) {
 			u := obj.(*unstructured.Unstructured)
-			scale := &autoscalingv1.Scale{}
+			// The Scale carries the object's identity as built-in resources' do: clients (the HPA
+			// controller's scale client) PUT it back by its name.
+			scale := &autoscalingv1.Scale{
+				TypeMeta: metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
+				ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(),
+					ResourceVersion: u.GetResourceVersion(), CreationTimestamp: u.GetCreationTimestamp()},
+			}
 			if n, found, err := unstructured.NestedInt64(u.Object, fieldsAt(sc.SpecReplicasPath)...); err == nil && found {
 				scale.Spec.Replicas = int32(n)
 			}

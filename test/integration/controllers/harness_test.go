@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/skiff-sh/skiff/internal/simnode"
 	"github.com/skiff-sh/skiff/test/bench"
@@ -24,11 +25,19 @@ import (
 type env struct {
 	client kubernetes.Interface
 	nodes  []string
+	// restConfig is the admin's, for clients a test builds itself.
+	restConfig *rest.Config
 }
 
 // startEnv builds skiff, starts it and registers nodes simulated nodes; everything stops when t
 // ends.
 func startEnv(t *testing.T, nodes int) *env {
+	t.Helper()
+	return startEnvArgs(t, nodes)
+}
+
+// startEnvArgs is startEnv with extra server flags (e.g. --controllers to leave one out).
+func startEnvArgs(t *testing.T, nodes int, extraArgs ...string) *env {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a real skiff server")
@@ -44,7 +53,7 @@ func startEnv(t *testing.T, nodes int) *env {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := bench.StartServer(ctx, bench.ServerOptions{Binary: bin, Log: logFile, ExtraArgs: []string{"--log-level", "info"}})
+	srv, err := bench.StartServer(ctx, bench.ServerOptions{Binary: bin, Log: logFile, ExtraArgs: append([]string{"--log-level", "info"}, extraArgs...)})
 	if err != nil {
 		cancel()
 		t.Fatalf("start skiff: %v", err)
@@ -75,7 +84,7 @@ func startEnv(t *testing.T, nodes int) *env {
 		t.Fatalf("simulated nodes: %v", err)
 	}
 	t.Cleanup(sim.Stop)
-	return &env{client: client, nodes: sim.NodeNames()}
+	return &env{client: client, nodes: sim.NodeNames(), restConfig: cfg}
 }
 
 func tailLog(t *testing.T, path string) {
