@@ -381,6 +381,11 @@ func dropTypeDependentFields(svc, old *corev1.Service) {
 			svc.Spec.HealthCheckNodePort = 0
 		}
 	}
+	// A Service that no longer needs its health-check node port (no longer a LoadBalancer, or policy
+	// Cluster) drops it unless the update changed it; the allocator gives it back.
+	if old.Spec.HealthCheckNodePort != 0 && !NeedsHealthCheck(svc) && svc.Spec.HealthCheckNodePort == old.Spec.HealthCheckNodePort {
+		svc.Spec.HealthCheckNodePort = 0
+	}
 	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer && old.Spec.Type == corev1.ServiceTypeLoadBalancer {
 		if apiequality.Semantic.DeepEqual(svc.Spec.AllocateLoadBalancerNodePorts, old.Spec.AllocateLoadBalancerNodePorts) {
 			svc.Spec.AllocateLoadBalancerNodePorts = nil
