@@ -345,7 +345,7 @@ func carryAllocatedValues(svc, old *corev1.Service) {
 				p.NodePort = oldNodePorts[fmt.Sprintf("%d/%s", p.Port, p.Protocol)]
 			}
 		}
-		if svc.Spec.HealthCheckNodePort == 0 && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
+		if svc.Spec.HealthCheckNodePort == 0 && NeedsHealthCheck(svc) && NeedsHealthCheck(old) {
 			svc.Spec.HealthCheckNodePort = old.Spec.HealthCheckNodePort
 		}
 	}
