@@ -115,7 +115,7 @@ func (p *proxyHealth) state() (healthy bool, lastUpdated, now time.Time) {
 	return healthy, p.lastUpdated, now
 }
 
-// serveHealthz answers /healthz and /livez as kube-proxy's health server: 200 while healthy,
+// ServeHTTP answers /healthz and /livez as kube-proxy's health server: 200 while healthy,
 // 503 otherwise, with the last sync's time.
 func (p *proxyHealth) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	healthy, last, now := p.state()
