@@ -141,6 +141,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "10.42.0.0/16", "pod network; every node gets a podCIDR from it")
 	fs.StringVar(&cfg.CloudProvider, "cloud-provider", "local", "cloud controller manager provider: local (LoadBalancer Services answer on the nodes' addresses) or none")
 	fs.BoolVar(&cfg.DisableProxy, "disable-kube-proxy", false, "do not run the service proxy on this worker (no cluster IP, NodePort or external IP rules)")
+	fs.IntVar(&cfg.ProxyHealthzPort, "proxy-healthz-port", 0, "serve the service proxy's /healthz and /livez on this port of the bind address (kube-proxy uses 10256); 0: off")
 	fs.BoolVar(&cfg.DisableLocalInformers, "disable-local-informers", false, "controller manager and scheduler read through client-go instead of the API server's watch cache in process (one copy of each object)")
 	fs.DurationVar(&cfg.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long the scheduler's and controller manager's leader Lease lasts without renewal (a standby takes over after it)")
 	fs.DurationVar(&cfg.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it steps down")

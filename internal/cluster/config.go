@@ -87,6 +87,9 @@ type Config struct {
 	DNSUpstreams []string
 	// DisableProxy keeps a worker from running the service proxy (k3s's --disable-kube-proxy).
 	DisableProxy bool
+	// ProxyHealthzPort, when not 0, serves the service proxy's /healthz and /livez on the bind
+	// address (kube-proxy's port is 10256).
+	ProxyHealthzPort int
 	// DisableLocalInformers makes the controller manager and scheduler of a control-plane node read
 	// through client-go like remote components, instead of from the API server's watch cache in
 	// process (onecopy.go); for comparisons and as an escape hatch.

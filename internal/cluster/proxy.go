@@ -6,7 +6,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"hash/fnv"
 	"k8s.io/client-go/rest"
+	"net"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -39,7 +41,15 @@ func proxyOptions(cfg *Config) (proxy.Options, error) {
 	if pods, err := netip.ParsePrefix(cfg.ClusterCIDR); err == nil && pods.Addr().Is4() {
 		opts.ClusterCIDR = pods.Masked()
 	}
+	if a, err := netip.ParseAddr(cfg.AdvertiseAddress); err == nil && a.Is4() {
+		opts.NodeIP = a
+	}
+	if cfg.ProxyHealthzPort != 0 {
+		opts.HealthzAddress = net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.ProxyHealthzPort))
+	}
 	if bind, err := netip.ParseAddr(cfg.BindAddress); err == nil && !bind.IsUnspecified() {
+		// Health-check node ports answer on the node's address only, as NodePorts do.
+		opts.HealthCheckAddress = bind
 		for _, s := range []string{cfg.AdvertiseAddress, "127.0.0.1"} {
 			if a, err := netip.ParseAddr(s); err == nil && a.Is4() && !containsAddr(opts.NodePortAddresses, a) {
 				opts.NodePortAddresses = append(opts.NodePortAddresses, a)

@@ -16,7 +16,8 @@ type Hook struct {
 // IPs and NodePorts are translated in nat PREROUTING (pods, other hosts) and OUTPUT (the node
 // itself); marked connections are masqueraded in POSTROUTING; new connections to a service
 // without endpoints, and to the service range with no rule, are rejected in filter FORWARD and
-// OUTPUT (cluster IPs) and INPUT (NodePorts).
+// OUTPUT (cluster IPs) and INPUT (NodePorts); new connections to a load-balancer IP from outside
+// its loadBalancerSourceRanges are dropped in INPUT, OUTPUT and FORWARD.
 func (c Config) Hooks() []Hook {
 	newConn := "-m conntrack --ctstate NEW "
 	return []Hook{
@@ -28,6 +29,9 @@ func (c Config) Hooks() []Hook {
 		{"filter", "FORWARD", newConn + "-j " + c.extFilterChain()},
 		{"filter", "INPUT", newConn + "-j " + c.extFilterChain()},
 		{"filter", "INPUT", "-j " + c.firewallChain()},
+		{"filter", "INPUT", newConn + "-j " + c.lbFirewallChain()},
+		{"filter", "OUTPUT", newConn + "-j " + c.lbFirewallChain()},
+		{"filter", "FORWARD", newConn + "-j " + c.lbFirewallChain()},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -38,6 +39,15 @@ type Options struct {
 	// OnSync, when set, is called after every successful sync with its duration (for metrics and
 	// benchmarks).
 	OnSync func(d time.Duration, full bool)
+	// HealthCheckAddress is the address the health-check node ports of LoadBalancer Services with
+	// externalTrafficPolicy Local listen on (the node's); invalid or unspecified means every address.
+	HealthCheckAddress netip.Addr
+	// HealthzAddress, when set (host:port, kube-proxy's is port 10256), serves the proxy's own
+	// /healthz and /livez.
+	HealthzAddress string
+	// HealthTimeout is how long a change may wait for its sync before /healthz and the
+	// health-check node ports report the proxy unhealthy (default 1 min).
+	HealthTimeout time.Duration
 }
 
 func (o *Options) defaults() {
@@ -55,6 +65,9 @@ func (o *Options) defaults() {
 	}
 	if o.DeviceMetric == 0 {
 		o.DeviceMetric = 100
+	}
+	if o.HealthTimeout == 0 {
+		o.HealthTimeout = time.Minute
 	}
 }
 
@@ -75,11 +88,21 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 		}
 	}()
 
+	health := &proxyHealth{clock: opts.Clock, timeout: opts.HealthTimeout}
+	if opts.HealthzAddress != "" {
+		if err := serveHealthz(ctx, opts.HealthzAddress, health, log); err != nil {
+			return err
+		}
+	}
+	healthChecks := newHealthServers(opts.HealthCheckAddress, health, log)
+	defer healthChecks.close()
+
 	factory := informers.NewSharedInformerFactory(client, 0)
 	svcInformer := factory.Core().V1().Services()
 	sliceInformer := factory.Discovery().V1().EndpointSlices()
 	dirty := make(chan struct{}, 1)
 	poke := func() {
+		health.queued()
 		select {
 		case dirty <- struct{}{}:
 		default:
@@ -117,6 +140,8 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 		nextUDP := BuildUDPState(opts.Config, svcs, slices)
 		input, changed := Plan(prev, next)
 		if !changed {
+			healthChecks.sync(HealthChecks(opts.Config, svcs, slices))
+			health.synced()
 			return nil
 		}
 		full := prev == nil
@@ -134,6 +159,9 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 			log.Warn("flush stale UDP conntrack entries", "err", err)
 		}
 		prevUDP = nextUDP
+		// Health-check node ports follow the rules just written.
+		healthChecks.sync(HealthChecks(opts.Config, svcs, slices))
+		health.synced()
 		d := opts.Clock.Since(start)
 		if m := opts.Metrics; m != nil {
 			m.syncDuration.Observe(d.Seconds())

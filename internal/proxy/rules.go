@@ -27,6 +27,10 @@ type Config struct {
 	ServiceCIDR netip.Prefix
 	// MasqueradeMark is the fwmark bit that asks for masquerading (default 0x4000, as kube-proxy).
 	MasqueradeMark uint32
+	// NodeIP is the node's primary address: when a Service's loadBalancerSourceRanges hold it, the
+	// node's own connections to the load-balancer IPs (whose source is then the IP itself) are let
+	// through, as kube-proxy.
+	NodeIP netip.Addr
 }
 
 // NodePrefix is a node's chain prefix: "SK" and six characters of a hash of key (the node's data
@@ -57,6 +61,7 @@ func (c Config) markMasqChain() string    { return c.chain("MARK-MASQ") }
 func (c Config) filterChain() string      { return c.chain("FILTER") }
 func (c Config) extFilterChain() string   { return c.chain("EXTFILTER") }
 func (c Config) firewallChain() string    { return c.chain("FIREWALL") }
+func (c Config) lbFirewallChain() string  { return c.chain("LBFW") }
 
 func (c Config) mark() string {
 	m := c.MasqueradeMark
@@ -191,7 +196,7 @@ func Build(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1
 	})
 
 	mark := cfg.mark()
-	var services_, nodePorts, filter, extFilter []string
+	var services_, nodePorts, filter, extFilter, lbFirewall []string
 	for _, svc := range svcs {
 		if !proxied(svc) {
 			continue
@@ -205,48 +210,56 @@ func Build(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1
 			comment := fmt.Sprintf(`-m comment --comment "%s:%s"`, key, port.Name)
 			dport := fmt.Sprintf("%s -m %s --dport %d", proto, strings.ToLower(string(port.Protocol)), port.Port)
 
-			internal, external := b.chains()
+			internal, external, extHasEndpoints := b.chains()
+			// With endpoints elsewhere but none this traffic may use (a traffic policy Local and no
+			// endpoint on this node) the packet is dropped, as kube-proxy; with none at all, refused.
+			noEndpoint := "-j REJECT --reject-with icmp-port-unreachable"
+			if b.hasClusterEndpoints() {
+				noEndpoint = "-j DROP"
+			}
 			vip := fmt.Sprintf("-d %s/32 %s", svc.Spec.ClusterIP, dport)
 			if internal != "" {
 				services_ = append(services_, fmt.Sprintf("%s %s -j %s", comment, vip, internal))
 			} else {
-				filter = append(filter, fmt.Sprintf(`%s %s -j REJECT --reject-with icmp-port-unreachable`, comment, vip))
+				filter = append(filter, fmt.Sprintf(`%s %s %s`, comment, vip, noEndpoint))
 			}
 
-			var extIPs []string
-			extIPs = append(extIPs, svc.Spec.ExternalIPs...)
-			for _, ing := range svc.Status.LoadBalancer.Ingress {
-				if ing.IP != "" {
-					extIPs = append(extIPs, ing.IP)
-				}
-			}
-			extTarget := "-j " + external
-			if external == "" {
-				extTarget = "-j REJECT --reject-with icmp-port-unreachable"
-				if b.hasClusterEndpoints() {
-					// externalTrafficPolicy Local with no local endpoint: dropped, as kube-proxy does,
-					// so a load balancer's health check moves traffic elsewhere.
-					extTarget = "-j DROP"
-				}
-			}
-			for _, ip := range extIPs {
-				a, err := netip.ParseAddr(ip)
-				if err != nil || !a.Is4() {
-					continue
-				}
+			// external has endpoints somewhere; extHasEndpoints says whether outside traffic may
+			// use them. Without, the EXT chain still short-circuits pods and the node itself and
+			// whatever falls through is dropped (or refused) in the filter table.
+			for _, a := range ipv4s(svc.Spec.ExternalIPs) {
 				rule := fmt.Sprintf("%s -d %s/32 %s", comment, a, dport)
 				if external != "" {
-					services_ = append(services_, rule+" "+extTarget)
-				} else {
-					extFilter = append(extFilter, rule+" "+extTarget)
+					services_ = append(services_, rule+" -j "+external)
+				}
+				if !extHasEndpoints {
+					extFilter = append(extFilter, rule+" "+noEndpoint)
+				}
+			}
+			lbIPs := ipv4s(lbIngressIPs(svc))
+			lbTarget := external
+			if ranges := sourceRanges(svc); external != "" && len(lbIPs) > 0 && len(ranges) > 0 {
+				lbTarget = b.firewall(external, ranges, lbIPs)
+				for _, a := range lbIPs {
+					lbFirewall = append(lbFirewall, fmt.Sprintf(`%s -d %s/32 %s -m comment --comment "not in loadBalancerSourceRanges" -j DROP`, comment, a, dport))
+				}
+			}
+			for _, a := range lbIPs {
+				rule := fmt.Sprintf("%s -d %s/32 %s", comment, a, dport)
+				if external != "" {
+					services_ = append(services_, rule+" -j "+lbTarget)
+				}
+				if !extHasEndpoints {
+					extFilter = append(extFilter, rule+" "+noEndpoint)
 				}
 			}
 			if port.NodePort != 0 && (svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer) {
 				np := fmt.Sprintf("%s %s -m %s --dport %d", comment, proto, strings.ToLower(string(port.Protocol)), port.NodePort)
 				if external != "" {
-					nodePorts = append(nodePorts, np+" "+extTarget)
-				} else {
-					extFilter = append(extFilter, np+" -m addrtype --dst-type LOCAL "+extTarget)
+					nodePorts = append(nodePorts, np+" -j "+external)
+				}
+				if !extHasEndpoints {
+					extFilter = append(extFilter, np+" -m addrtype --dst-type LOCAL "+noEndpoint)
 				}
 			}
 		}
@@ -275,6 +288,7 @@ func Build(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1
 	}
 	rs.Filter[cfg.filterChain()] = filter
 	rs.Filter[cfg.extFilterChain()] = extFilter
+	rs.Filter[cfg.lbFirewallChain()] = lbFirewall
 	// route_localnet lets 127.0.0.1 NodePorts be DNATed; like kube-proxy, refuse other hosts'
 	// packets to 127/8 that this opens.
 	rs.Filter[cfg.firewallChain()] = []string{
@@ -310,9 +324,12 @@ func (b svcPortBuilder) exposed() bool {
 func (b svcPortBuilder) hasClusterEndpoints() bool { return len(selectEndpoints(b.eps, false)) > 0 }
 
 // chains writes the service port's chains and returns the chain its cluster IP traffic jumps to
-// and the one its external traffic (NodePorts, external and load-balancer IPs) jumps to; "" when
-// that traffic has no endpoint.
-func (b svcPortBuilder) chains() (internal, external string) {
+// ("" when that traffic has no endpoint), the one its external traffic (NodePorts, external and
+// load-balancer IPs) jumps to ("" when not exposed or without any endpoint), and whether traffic
+// from outside the node has an endpoint: with externalTrafficPolicy Local and no endpoint on this
+// node the external chain still sends pods and the node itself to every endpoint, as kube-proxy's
+// short-circuit, and lets the rest fall through to the filter table's DROP.
+func (b svcPortBuilder) chains() (internal, external string, extHasEndpoints bool) {
 	cluster := selectEndpoints(b.eps, false)
 	local := selectEndpoints(b.eps, true)
 	clusterChain, localChain := b.cfg.chain("SVC-"+b.id), b.cfg.chain("SVL-"+b.id)
@@ -331,28 +348,90 @@ func (b svcPortBuilder) chains() (internal, external string) {
 	case !itpLocal && len(cluster) > 0:
 		internal = clusterChain
 	}
-	if !b.exposed() {
-		return internal, ""
+	if !b.exposed() || len(cluster) == 0 {
+		return internal, "", false
 	}
 	ext := b.cfg.chain("EXT-" + b.id)
 	masq := "-j " + b.cfg.markMasqChain()
-	switch {
-	case !etpLocal && len(cluster) > 0:
+	if !etpLocal {
 		b.rs.NAT[ext] = []string{masq, "-j " + clusterChain}
-		external = ext
-	case etpLocal && len(local) > 0:
-		var rules []string
-		if len(cluster) > 0 {
-			// Pods and the node itself reach a Local service through every endpoint, as kube-proxy.
-			if b.cfg.ClusterCIDR.IsValid() {
-				rules = append(rules, fmt.Sprintf("-s %s -j %s", b.cfg.ClusterCIDR, clusterChain))
-			}
-			rules = append(rules, "-m addrtype --src-type LOCAL "+masq, "-m addrtype --src-type LOCAL -j "+clusterChain)
-		}
-		b.rs.NAT[ext] = append(rules, "-j "+localChain)
-		external = ext
+		return internal, ext, true
 	}
-	return internal, external
+	var rules []string
+	// Pods and the node itself reach a Local service through every endpoint, as kube-proxy.
+	if b.cfg.ClusterCIDR.IsValid() {
+		rules = append(rules, fmt.Sprintf("-s %s -j %s", b.cfg.ClusterCIDR, clusterChain))
+	}
+	rules = append(rules, "-m addrtype --src-type LOCAL "+masq, "-m addrtype --src-type LOCAL -j "+clusterChain)
+	if len(local) > 0 {
+		rules = append(rules, "-j "+localChain)
+	}
+	b.rs.NAT[ext] = rules
+	return internal, ext, len(local) > 0
+}
+
+// firewall writes the port's loadBalancerSourceRanges chain: sources in the ranges go on to
+// external, and so does the node's own traffic to the load-balancer IPs (source: the IP itself)
+// when a range holds the node's address; the rest falls through untranslated to the filter
+// table's DROP.
+func (b svcPortBuilder) firewall(external string, ranges []netip.Prefix, lbIPs []netip.Addr) string {
+	fw := b.cfg.chain("FW-" + b.id)
+	var rules []string
+	allowFromNode := false
+	for _, r := range ranges {
+		rules = append(rules, fmt.Sprintf("-s %s -j %s", r, external))
+		if b.cfg.NodeIP.IsValid() && r.Contains(b.cfg.NodeIP) {
+			allowFromNode = true
+		}
+	}
+	if allowFromNode {
+		for _, a := range lbIPs {
+			rules = append(rules, fmt.Sprintf("-s %s/32 -j %s", a, external))
+		}
+	}
+	b.rs.NAT[fw] = rules
+	return fw
+}
+
+// lbIngressIPs are the Service's load-balancer IPs from its status.
+func lbIngressIPs(svc *corev1.Service) []string {
+	var out []string
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		if ing.IP != "" {
+			out = append(out, ing.IP)
+		}
+	}
+	return out
+}
+
+// ipv4s are the valid IPv4 addresses of ss; the others are ignored (the proxy is IPv4 only).
+func ipv4s(ss []string) []netip.Addr {
+	var out []netip.Addr
+	for _, s := range ss {
+		if a, err := netip.ParseAddr(s); err == nil && a.Is4() {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// sourceRanges are the Service's IPv4 loadBalancerSourceRanges (or, when the field is empty, its
+// service.beta.kubernetes.io/load-balancer-source-ranges annotation, as kube-proxy), masked;
+// invalid entries are ignored.
+func sourceRanges(svc *corev1.Service) []netip.Prefix {
+	raw := svc.Spec.LoadBalancerSourceRanges
+	if len(raw) == 0 {
+		if v := strings.TrimSpace(svc.Annotations[corev1.AnnotationLoadBalancerSourceRangesKey]); v != "" {
+			raw = strings.Split(v, ",")
+		}
+	}
+	var out []netip.Prefix
+	for _, r := range raw {
+		if p, err := netip.ParsePrefix(strings.TrimSpace(r)); err == nil && p.Addr().Is4() {
+			out = append(out, p.Masked())
+		}
+	}
+	return out
 }
 
 // writeServiceChain spreads new connections evenly over eps (probability 1/n, 1/(n-1), ... 1)

@@ -104,9 +104,9 @@ func run(t *testing.T, cfg Config, rs Ruleset, p packet) outcome {
 	if len(out.targets) == 0 {
 		out.masq = false
 		var f outcome
-		if !follow(t, rs.Filter, cfg.filterChain(), p, &f) {
-			follow(t, rs.Filter, cfg.extFilterChain(), p, &f)
-		}
+		_ = follow(t, rs.Filter, cfg.filterChain(), p, &f) ||
+			follow(t, rs.Filter, cfg.extFilterChain(), p, &f) ||
+			follow(t, rs.Filter, cfg.lbFirewallChain(), p, &f)
 		out.verdict = f.verdict
 	}
 	return out
@@ -214,11 +214,61 @@ func TestBuild(t *testing.T) {
 		},
 		checks: []check{
 			{"itp local only", fromPod("10.96.0.10", 80, "tcp"), outcome{targets: []string{"10.244.1.5:8080"}}},
-			{"itp no local endpoint rejects", fromPod("10.96.0.11", 80, "tcp"), outcome{verdict: "REJECT"}},
+			{"itp no local endpoint drops", fromPod("10.96.0.11", 80, "tcp"), outcome{verdict: "DROP"}},
 			{"etp cluster IP uses all", fromPod("10.96.0.12", 80, "tcp"), outcome{targets: []string{"10.244.1.7:8080", "10.244.2.7:8080"}}},
 			{"etp node port from outside: local only, source kept", fromOutside("192.168.5.1", 30081), outcome{targets: []string{"10.244.1.7:8080"}}},
 			{"etp node port from a pod: all", packet{src: "10.244.0.7", dst: "192.168.5.1", port: 30081, proto: "tcp"}, outcome{targets: []string{"10.244.1.7:8080", "10.244.2.7:8080"}}},
 			{"etp no local endpoint drops", fromOutside("192.168.5.1", 30082), outcome{verdict: "DROP"}},
+			{"etp no local endpoint, from a pod: all", fromPod("192.168.5.1", 30082, "tcp"), outcome{targets: []string{"10.244.2.8:8080"}}},
+			{"etp no local endpoint, from the node: all, masqueraded", fromHost("192.168.5.1", 30082), outcome{targets: []string{"10.244.2.8:8080"}, masq: true}},
+			{"etp no local endpoint, cluster IP: all", fromPod("10.96.0.13", 80, "tcp"), outcome{targets: []string{"10.244.2.8:8080"}}},
+		},
+	}, {
+		name: "externalTrafficPolicy Local on load-balancer and external IPs",
+		svcs: []*corev1.Service{
+			makeSvc("lb", "10.96.0.20").port("http", 80, tcp).nodePort(30090).lbIngress("192.168.7.20").externalIP("192.168.7.21").etpLocal().obj(),
+			makeSvc("lb-none", "10.96.0.22").port("http", 80, tcp).nodePort(30091).lbIngress("192.168.7.22").externalIP("192.168.7.23").etpLocal().obj(),
+		},
+		slices: []*discoveryv1.EndpointSlice{
+			makeSlice("lb", "http", 8080, tcp, readyEp("10.244.1.20", "node-a"), readyEp("10.244.2.20", "node-b")),
+			makeSlice("lb-none", "http", 8080, tcp, readyEp("10.244.2.22", "node-b")),
+		},
+		checks: []check{
+			{"LB IP from outside: local only, source kept", fromOutside("192.168.7.20", 80), outcome{targets: []string{"10.244.1.20:8080"}}},
+			{"external IP from outside: local only, source kept", fromOutside("192.168.7.21", 80), outcome{targets: []string{"10.244.1.20:8080"}}},
+			{"LB IP from a pod: all", fromPod("192.168.7.20", 80, "tcp"), outcome{targets: []string{"10.244.1.20:8080", "10.244.2.20:8080"}}},
+			{"LB IP without local endpoint from outside drops", fromOutside("192.168.7.22", 80), outcome{verdict: "DROP"}},
+			{"external IP without local endpoint from outside drops", fromOutside("192.168.7.23", 80), outcome{verdict: "DROP"}},
+			{"LB IP without local endpoint from a pod: short-circuit to all", fromPod("192.168.7.22", 80, "tcp"), outcome{targets: []string{"10.244.2.22:8080"}}},
+		},
+	}, {
+		name: "loadBalancerSourceRanges",
+		svcs: []*corev1.Service{
+			makeSvc("fw", "10.96.0.30").port("http", 80, tcp).nodePort(30095).lbIngress("192.168.7.30").externalIP("192.168.7.31").sourceRanges("192.168.9.0/24").obj(),
+			makeSvc("fw-node", "10.96.0.32").port("http", 80, tcp).lbIngress("192.168.5.1").sourceRanges("192.168.5.0/24").obj(),
+			makeSvc("fw-annotation", "10.96.0.33").port("http", 80, tcp).lbIngress("192.168.7.33").annotateSourceRanges(" 10.1.0.0/16 , bogus").obj(),
+			makeSvc("fw-vip-node", "10.96.0.34").port("http", 80, tcp).lbIngress("192.168.7.34").sourceRanges("192.168.5.0/24").obj(),
+			makeSvc("fw-vip", "10.96.0.35").port("http", 80, tcp).lbIngress("192.168.7.35").sourceRanges("10.9.0.0/16").obj(),
+		},
+		slices: []*discoveryv1.EndpointSlice{
+			makeSlice("fw", "http", 8080, tcp, readyEp("10.244.1.30", "node-a")),
+			makeSlice("fw-node", "http", 8080, tcp, readyEp("10.244.1.32", "node-a")),
+			makeSlice("fw-annotation", "http", 8080, tcp, readyEp("10.244.1.33", "node-a")),
+			makeSlice("fw-vip-node", "http", 8080, tcp, readyEp("10.244.1.34", "node-a")),
+			makeSlice("fw-vip", "http", 8080, tcp, readyEp("10.244.1.35", "node-a")),
+		},
+		checks: []check{
+			{"source in range", fromOutside("192.168.7.30", 80), outcome{targets: []string{"10.244.1.30:8080"}, masq: true}},
+			{"source outside the ranges drops", packet{src: "192.168.10.1", dst: "192.168.7.30", port: 80, proto: "tcp"}, outcome{verdict: "DROP"}},
+			{"a pod outside the ranges drops too", fromPod("192.168.7.30", 80, "tcp"), outcome{verdict: "DROP"}},
+			{"external IP is not filtered", packet{src: "192.168.10.1", dst: "192.168.7.31", port: 80, proto: "tcp"}, outcome{targets: []string{"10.244.1.30:8080"}, masq: true}},
+			{"node port is not filtered", packet{src: "192.168.10.1", dst: "192.168.5.1", port: 30095, proto: "tcp"}, outcome{targets: []string{"10.244.1.30:8080"}, masq: true}},
+			{"node's own traffic to a local LB IP, range holds the node", fromHost("192.168.5.1", 80), outcome{targets: []string{"10.244.1.32:8080"}, masq: true}},
+			{"annotation ranges", packet{src: "10.1.2.3", dst: "192.168.7.33", port: 80, proto: "tcp"}, outcome{targets: []string{"10.244.1.33:8080"}, masq: true}},
+			{"annotation ranges exclude", fromOutside("192.168.7.33", 80), outcome{verdict: "DROP"}},
+			// A VIP added as a local address: the node's connection to it has the VIP as source.
+			{"node to a local VIP, range holds the node's IP", packet{src: "192.168.7.34", dst: "192.168.7.34", port: 80, proto: "tcp"}, outcome{targets: []string{"10.244.1.34:8080"}, masq: true}},
+			{"node to a local VIP, range does not hold the node's IP", packet{src: "192.168.7.35", dst: "192.168.7.35", port: 80, proto: "tcp"}, outcome{verdict: "DROP"}},
 		},
 	}, {
 		name: "endpoints of all slices, deduplicated; other address types ignored",
@@ -239,6 +289,7 @@ func TestBuild(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.NodePortAddresses = []netip.Addr{netip.MustParseAddr("192.168.5.1"), netip.MustParseAddr("127.0.0.1")}
+			cfg.NodeIP = netip.MustParseAddr("192.168.5.1")
 			rs := Build(cfg, tt.svcs, tt.slices)
 			for _, c := range tt.checks {
 				got := run(t, cfg, rs, c.p)
@@ -345,5 +396,69 @@ func TestBuildExternalChainsOnlyWhenExposed(t *testing.T) {
 	}
 	if ext != 1 {
 		t.Errorf("%d external chains, want 1 (for the NodePort service only)", ext)
+	}
+}
+
+// TestBuildGoldenLocalWithSourceRanges pins the exact rules of one LoadBalancer Service with
+// externalTrafficPolicy Local and loadBalancerSourceRanges, with one local and one remote endpoint.
+func TestBuildGoldenLocalWithSourceRanges(t *testing.T) {
+	cfg := testConfig()
+	cfg.NodeIP = netip.MustParseAddr("192.168.5.1")
+	rs := Build(cfg, []*corev1.Service{
+		makeSvc("web", "10.96.0.10").port("http", 80, tcp).nodePort(30080).lbIngress("192.168.5.1").etpLocal().sourceRanges("192.168.0.0/16").obj(),
+	}, []*discoveryv1.EndpointSlice{
+		makeSlice("web", "http", 8080, tcp, readyEp("10.244.1.5", "node-a"), readyEp("10.244.2.5", "node-b")),
+	})
+	var got strings.Builder
+	for _, table := range []struct {
+		name   string
+		chains map[string][]string
+	}{{"nat", rs.NAT}, {"filter", rs.Filter}} {
+		names := make([]string, 0, len(table.chains))
+		for n := range table.chains {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			for _, r := range table.chains[n] {
+				got.WriteString(table.name + " -A " + n + " " + r + "\n")
+			}
+		}
+	}
+	id := hash("ns/web:http/TCP")[:12]
+	sep := func(e string) string { return "SKTEST01-SEP-" + hash(id + "/" + e)[:12] }
+	want := strings.NewReplacer("ID", id, "SEPL", sep("10.244.1.5:8080"), "SEPR", sep("10.244.2.5:8080")).Replace(`nat -A SKTEST01-EXT-ID -s 10.244.0.0/16 -j SKTEST01-SVC-ID
+nat -A SKTEST01-EXT-ID -m addrtype --src-type LOCAL -j SKTEST01-MARK-MASQ
+nat -A SKTEST01-EXT-ID -m addrtype --src-type LOCAL -j SKTEST01-SVC-ID
+nat -A SKTEST01-EXT-ID -j SKTEST01-SVL-ID
+nat -A SKTEST01-FW-ID -s 192.168.0.0/16 -j SKTEST01-EXT-ID
+nat -A SKTEST01-FW-ID -s 192.168.5.1/32 -j SKTEST01-EXT-ID
+nat -A SKTEST01-MARK-MASQ -j MARK --or-mark 0x4000
+nat -A SKTEST01-NODEPORTS -m comment --comment "ns/web:http" -p tcp -m tcp --dport 30080 -j SKTEST01-EXT-ID
+nat -A SKTEST01-POSTRTG -m mark ! --mark 0x4000/0x4000 -j RETURN
+nat -A SKTEST01-POSTRTG -j MARK --xor-mark 0x4000
+nat -A SKTEST01-POSTRTG -j MASQUERADE --random-fully
+nat -A SEPL -s 10.244.1.5/32 -j SKTEST01-MARK-MASQ
+nat -A SEPL -p tcp -m tcp -j DNAT --to-destination 10.244.1.5:8080
+nat -A SEPR -s 10.244.2.5/32 -j SKTEST01-MARK-MASQ
+nat -A SEPR -p tcp -m tcp -j DNAT --to-destination 10.244.2.5:8080
+nat -A SKTEST01-SERVICES -m comment --comment "ns/web:http" -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j SKTEST01-SVC-ID
+nat -A SKTEST01-SERVICES -m comment --comment "ns/web:http" -d 192.168.5.1/32 -p tcp -m tcp --dport 80 -j SKTEST01-FW-ID
+nat -A SKTEST01-SERVICES -m addrtype --dst-type LOCAL -j SKTEST01-NODEPORTS
+nat -A SKTEST01-SVC-ID ! -s 10.244.0.0/16 -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j SKTEST01-MARK-MASQ
+nat -A SKTEST01-SVC-ID -m statistic --mode random --probability 0.5000000000 -j SEPL
+nat -A SKTEST01-SVC-ID -j SEPR
+nat -A SKTEST01-SVL-ID ! -s 10.244.0.0/16 -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j SKTEST01-MARK-MASQ
+nat -A SKTEST01-SVL-ID -j SEPL
+filter -A SKTEST01-FILTER -d 10.96.0.0/24 -m comment --comment "service range without rules" -j REJECT --reject-with icmp-port-unreachable
+filter -A SKTEST01-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment "block incoming localnet connections" -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP
+filter -A SKTEST01-LBFW -m comment --comment "ns/web:http" -d 192.168.5.1/32 -p tcp -m tcp --dport 80 -m comment --comment "not in loadBalancerSourceRanges" -j DROP
+`)
+	// Chain names sort by their hash; compare line sets so the endpoint chains' order does not matter.
+	gotLines, wantLines := strings.Split(got.String(), "\n"), strings.Split(want, "\n")
+	slices.Sort(gotLines)
+	slices.Sort(wantLines)
+	if !slices.Equal(gotLines, wantLines) {
+		t.Errorf("rules:\n%s\nwant:\n%s", got.String(), want)
 	}
 }

@@ -58,6 +58,16 @@ func (b svcBuilder) lbIngress(ip string) svcBuilder {
 	return b
 }
 
+func (b svcBuilder) sourceRanges(r ...string) svcBuilder {
+	b.s.Spec.LoadBalancerSourceRanges = append(b.s.Spec.LoadBalancerSourceRanges, r...)
+	return b
+}
+
+func (b svcBuilder) annotateSourceRanges(v string) svcBuilder {
+	b.s.Annotations = map[string]string{corev1.AnnotationLoadBalancerSourceRangesKey: v}
+	return b
+}
+
 func (b svcBuilder) obj() *corev1.Service { return b.s }
 
 // ep is one test endpoint: address, node, and conditions.

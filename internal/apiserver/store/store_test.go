@@ -397,6 +397,8 @@ func (a fakeAllocator) Release(_ context.Context, svc *corev1.Service) {
 	a.rec.add("release %s", svc.Spec.ClusterIP)
 }
 
+func (fakeAllocator) ReleaseDropped(context.Context, *corev1.Service, *corev1.Service) {}
+
 func coreResource(t *testing.T, plural string) *registry.Resource {
 	t.Helper()
 	for _, res := range core.Resources() {

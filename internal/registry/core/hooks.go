@@ -76,6 +76,9 @@ type ServiceAllocator interface {
 	AllocateUpdate(ctx context.Context, svc, old *corev1.Service, dryRun bool) (release func(context.Context), err error)
 	// Release gives back everything a deleted service held.
 	Release(ctx context.Context, svc *corev1.Service)
+	// ReleaseDropped gives back what old held and the written svc no longer needs (its
+	// health-check node port when it stops being a LoadBalancer with externalTrafficPolicy Local).
+	ReleaseDropped(ctx context.Context, svc, old *corev1.Service)
 }
 
 // ServiceStrategy is the service's create/update strategy; with an allocator its hooks allocate cluster
@@ -141,11 +144,19 @@ func (s ServiceStrategy) BeginUpdate(ctx context.Context, obj, old runtime.Objec
 		return nil, nil
 	}
 	carryAllocatedValues(svc, oldSvc)
-	release, err := s.alloc.AllocateUpdate(ctx, svc, oldSvc, len(options.DryRun) > 0)
+	dryRun := len(options.DryRun) > 0
+	release, err := s.alloc.AllocateUpdate(ctx, svc, oldSvc, dryRun)
 	if err != nil {
 		return nil, err
 	}
-	return finishWith(release), nil
+	return func(ctx context.Context, success bool) {
+		switch {
+		case !success && release != nil:
+			release(ctx)
+		case success && !dryRun:
+			s.alloc.ReleaseDropped(ctx, svc, oldSvc)
+		}
+	}, nil
 }
 
 // AfterDelete gives back what the deleted service held.

@@ -345,7 +345,7 @@ func carryAllocatedValues(svc, old *corev1.Service) {
 				p.NodePort = oldNodePorts[fmt.Sprintf("%d/%s", p.Port, p.Protocol)]
 			}
 		}
-		if svc.Spec.HealthCheckNodePort == 0 && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
+		if svc.Spec.HealthCheckNodePort == 0 && NeedsHealthCheck(svc) && NeedsHealthCheck(old) {
 			svc.Spec.HealthCheckNodePort = old.Spec.HealthCheckNodePort
 		}
 	}
@@ -380,6 +380,11 @@ func dropTypeDependentFields(svc, old *corev1.Service) {
 		if svc.Spec.HealthCheckNodePort == old.Spec.HealthCheckNodePort {
 			svc.Spec.HealthCheckNodePort = 0
 		}
+	}
+	// A Service that no longer needs its health-check node port (no longer a LoadBalancer, or policy
+	// Cluster) drops it unless the update changed it; the allocator gives it back.
+	if old.Spec.HealthCheckNodePort != 0 && !NeedsHealthCheck(svc) && svc.Spec.HealthCheckNodePort == old.Spec.HealthCheckNodePort {
+		svc.Spec.HealthCheckNodePort = 0
 	}
 	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer && old.Spec.Type == corev1.ServiceTypeLoadBalancer {
 		if apiequality.Semantic.DeepEqual(svc.Spec.AllocateLoadBalancerNodePorts, old.Spec.AllocateLoadBalancerNodePorts) {

@@ -144,7 +144,7 @@ func ValidateService(svc *corev1.Service) field.ErrorList {
 		errs = append(errs, field.Required(specPath.Child("externalTrafficPolicy"), ""))
 	}
 	if spec.HealthCheckNodePort != 0 {
-		if !external || spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
+		if !NeedsHealthCheck(svc) {
 			errs = append(errs, field.Invalid(specPath.Child("healthCheckNodePort"), spec.HealthCheckNodePort, "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"))
 		} else {
 			for _, msg := range validation.IsValidPortNum(int(spec.HealthCheckNodePort)) {
@@ -259,7 +259,16 @@ func ValidateServiceUpdate(svc, old *corev1.Service) field.ErrorList {
 		!equalStringPtr(old.Spec.LoadBalancerClass, svc.Spec.LoadBalancerClass) {
 		errs = append(errs, field.Invalid(specPath.Child("loadBalancerClass"), svc.Spec.LoadBalancerClass, "may not change once set"))
 	}
+	if NeedsHealthCheck(svc) && NeedsHealthCheck(old) && svc.Spec.HealthCheckNodePort != old.Spec.HealthCheckNodePort {
+		errs = append(errs, field.Forbidden(specPath.Child("healthCheckNodePort"), "field is immutable"))
+	}
 	return append(errs, ValidateService(svc)...)
+}
+
+// NeedsHealthCheck reports whether svc gets a health-check node port: a LoadBalancer Service with
+// externalTrafficPolicy Local, as Kubernetes.
+func NeedsHealthCheck(svc *corev1.Service) bool {
+	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 }
 
 func equalStringPtr(a, b *string) bool {

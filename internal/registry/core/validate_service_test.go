@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -126,4 +127,49 @@ func TestValidateServiceStatusUpdate(t *testing.T) {
 	requireNoErrors(t, ValidateServiceStatusUpdate(svc, old))
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "not-an-ip"}}
 	requireError(t, ValidateServiceStatusUpdate(svc, old), wantErr{"status.loadBalancer.ingress[0].ip", field.ErrorTypeInvalid, ""})
+}
+
+// TestHealthCheckNodePortRules: a LoadBalancer with externalTrafficPolicy Local keeps its
+// healthCheckNodePort across a PUT that omits it and may not change it; any other shape may not
+// have one, and one that stops needing it drops it unless the update changed it.
+func TestHealthCheckNodePortRules(t *testing.T) {
+	ctx := context.Background()
+	s := resourceByPlural(t, "services").Strategy
+	lb := func(policy corev1.ServiceExternalTrafficPolicy, hc int32) *corev1.Service {
+		svc := makeService("web")
+		svc.Spec.Type = corev1.ServiceTypeLoadBalancer
+		svc.Spec.ExternalTrafficPolicy = policy
+		svc.Spec.HealthCheckNodePort = hc
+		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "10.96.0.10", []string{"10.96.0.10"}
+		svc.Spec.Ports[0].NodePort = 30080
+		return svc
+	}
+	local, cluster := corev1.ServiceExternalTrafficPolicyLocal, corev1.ServiceExternalTrafficPolicyCluster
+	old := lb(local, 31000)
+	cases := []struct {
+		name   string
+		update *corev1.Service
+		wantHC int32
+		want   *wantErr
+	}{
+		{"omitted: kept", lb(local, 0), 31000, nil},
+		{"changed: immutable", lb(local, 31001), 31001, &wantErr{"spec.healthCheckNodePort", field.ErrorTypeForbidden, "field is immutable"}},
+		{"policy Cluster: dropped", lb(cluster, 31000), 0, nil},
+		{"policy Cluster with another port: refused", lb(cluster, 31001), 31001, &wantErr{"spec.healthCheckNodePort", field.ErrorTypeInvalid, "may only be set when `type` is 'LoadBalancer'"}},
+		{"NodePort: dropped", func() *corev1.Service { s := lb(local, 31000); s.Spec.Type = corev1.ServiceTypeNodePort; return s }(), 0, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s.PrepareForUpdate(ctx, c.update, old)
+			if c.update.Spec.HealthCheckNodePort != c.wantHC {
+				t.Errorf("healthCheckNodePort = %d, want %d", c.update.Spec.HealthCheckNodePort, c.wantHC)
+			}
+			errs := s.ValidateUpdate(ctx, c.update, old)
+			if c.want == nil {
+				requireNoErrors(t, errs)
+			} else {
+				requireError(t, errs, *c.want)
+			}
+		})
+	}
 }

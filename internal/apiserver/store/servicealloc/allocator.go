@@ -176,8 +176,8 @@ func (a *Allocator) AllocateCreate(ctx context.Context, svc *corev1.Service, dry
 }
 
 // AllocateUpdate gives an updated service what its new shape needs and the stored one lacked.
-func (a *Allocator) AllocateUpdate(ctx context.Context, svc, _ *corev1.Service, dryRun bool) (release func(context.Context), err error) {
-	done, err := a.allocateForUpdate(ctx, svc, dryRun)
+func (a *Allocator) AllocateUpdate(ctx context.Context, svc, old *corev1.Service, dryRun bool) (release func(context.Context), err error) {
+	done, err := a.allocateForUpdate(ctx, svc, old, dryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +240,43 @@ func (a *Allocator) allocateForCreate(ctx context.Context, svc *corev1.Service, 
 		}
 		return nil, err
 	}
+	if core.NeedsHealthCheck(svc) {
+		if err := a.allocateHealthCheckNodePort(ctx, svc, done, dryRun); err != nil {
+			if !dryRun {
+				a.rollback(ctx, done)
+			}
+			return nil, err
+		}
+	}
 	return done, nil
+}
+
+// allocateHealthCheckNodePort gives a LoadBalancer Service with externalTrafficPolicy Local its
+// health-check node port from the node-port range: the one it asks for (refused with 422 when
+// taken or out of range) or any free one.
+func (a *Allocator) allocateHealthCheckNodePort(ctx context.Context, svc *corev1.Service, done *allocation, dryRun bool) error {
+	path := field.NewPath("spec", "healthCheckNodePort")
+	if want := svc.Spec.HealthCheckNodePort; want != 0 {
+		o := int(want) - nodePortBase
+		if o < 0 || o >= nodePortSize {
+			return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.Invalid(path, want, fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %s", a.nodePorts.desc))})
+		}
+		if _, err := a.nodePorts.allocate(ctx, o, dryRun); err != nil {
+			if errors.Is(err, errAllocated) {
+				return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.Invalid(path, want, "provided port is already allocated")})
+			}
+			return apierrors.NewInternalError(fmt.Errorf("reserving health-check node port %d: %w", want, err))
+		}
+		done.ports = append(done.ports, o)
+		return nil
+	}
+	o, err := a.nodePorts.allocate(ctx, -1, dryRun)
+	if err != nil {
+		return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.InternalError(path, fmt.Errorf("failed to allocate a health-check node port: %v", err))})
+	}
+	done.ports = append(done.ports, o)
+	svc.Spec.HealthCheckNodePort = int32(nodePortBase + o)
+	return nil
 }
 
 // allocateNodePorts gives every port of a NodePort or LoadBalancer service without a nodePort one.
@@ -288,6 +324,23 @@ func (a *Allocator) releaseService(ctx context.Context, svc *corev1.Service) {
 			releaseWithRetry(ctx, a.nodePorts, int(p.NodePort)-nodePortBase)
 		}
 	}
+	if core.NeedsHealthCheck(svc) {
+		a.releaseHealthCheckNodePort(ctx, svc.Spec.HealthCheckNodePort)
+	}
+}
+
+func (a *Allocator) releaseHealthCheckNodePort(ctx context.Context, port int32) {
+	if port >= nodePortBase && port < nodePortBase+nodePortSize {
+		releaseWithRetry(ctx, a.nodePorts, int(port)-nodePortBase)
+	}
+}
+
+// ReleaseDropped gives back old's health-check node port once an update that no longer needs one
+// (type or externalTrafficPolicy changed) was written.
+func (a *Allocator) ReleaseDropped(ctx context.Context, svc, old *corev1.Service) {
+	if core.NeedsHealthCheck(old) && !core.NeedsHealthCheck(svc) {
+		a.releaseHealthCheckNodePort(ctx, old.Spec.HealthCheckNodePort)
+	}
 }
 
 // releaseWithRetry gives an offset back, trying again a few times: the deletion that frees it has
@@ -310,7 +363,7 @@ func releaseWithRetry(ctx context.Context, b *bitmapRange, offset int) {
 // cluster IP when it stops being ExternalName, node ports when it becomes NodePort or LoadBalancer.
 // Specific node ports chosen in an update are not reserved, and ports an update drops are not given
 // back (see README: known gaps).
-func (a *Allocator) allocateForUpdate(ctx context.Context, svc *corev1.Service, dryRun bool) (*allocation, error) {
+func (a *Allocator) allocateForUpdate(ctx context.Context, svc, old *corev1.Service, dryRun bool) (*allocation, error) {
 	done := &allocation{}
 	if svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP == "" {
 		o, err := a.ips.allocate(ctx, -1, dryRun)
@@ -338,6 +391,16 @@ func (a *Allocator) allocateForUpdate(ctx context.Context, svc *corev1.Service, 
 		}
 		done.ports = append(done.ports, o)
 		p.NodePort = int32(nodePortBase + o)
+	}
+	// A Service that becomes a LoadBalancer with policy Local gets its health-check node port now;
+	// one that keeps needing it keeps the one it has (validation refuses a change).
+	if core.NeedsHealthCheck(svc) && !core.NeedsHealthCheck(old) {
+		if err := a.allocateHealthCheckNodePort(ctx, svc, done, dryRun); err != nil {
+			if !dryRun {
+				a.rollback(ctx, done)
+			}
+			return nil, err
+		}
 	}
 	return done, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/big"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,10 +54,10 @@ func service(name string, typ corev1.ServiceType) *corev1.Service {
 	}
 }
 
-// TestAllocationThroughTheStore drives the services store on a real etcd and checks the shared
-// bitmaps: a create takes what it is given, a create whose write fails and a dry run hold nothing,
-// a delete gives everything back.
-func TestAllocationThroughTheStore(t *testing.T) {
+// servicesStore is the services store on a real etcd with the allocator armed, the storage
+// holding the bitmaps, and the scheme (for defaulting).
+func servicesStore(t *testing.T) (*store.Store, storage.Interface, *runtime.Scheme) {
+	t.Helper()
 	member := etcdtest.StartEmbedded(t, etcdtest.Options{})
 	client, err := member.Client()
 	if err != nil {
@@ -87,6 +88,14 @@ func TestAllocationThroughTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st, ranges, scheme
+}
+
+// TestAllocationThroughTheStore drives the services store on a real etcd and checks the shared
+// bitmaps: a create takes what it is given, a create whose write fails and a dry run hold nothing,
+// a delete gives everything back.
+func TestAllocationThroughTheStore(t *testing.T) {
+	st, ranges, scheme := servicesStore(t)
 	ctx := context.Background()
 	// Decoding applies the scheme's defaults before a handler calls the store; so does the test.
 	service := func(name string, typ corev1.ServiceType) *corev1.Service {
@@ -150,4 +159,110 @@ func TestAllocationThroughTheStore(t *testing.T) {
 		}
 	}
 	want("delete", 0, 0)
+}
+
+// TestHealthCheckNodePort follows one Service through the store: a LoadBalancer with
+// externalTrafficPolicy Local gets a health-check node port from the node-port range, keeps it
+// across a PUT that omits it, gives it back when the policy turns Cluster and takes a new one when
+// it turns Local again; a port another Service holds is refused with 422; delete frees everything.
+func TestHealthCheckNodePort(t *testing.T) {
+	st, ranges, scheme := servicesStore(t)
+	ctx := context.Background()
+	const ports = "/registry/ranges/servicenodeports"
+	lb := func(name string, policy corev1.ServiceExternalTrafficPolicy, hc int32) *corev1.Service {
+		svc := service(name, corev1.ServiceTypeLoadBalancer)
+		svc.Spec.ExternalTrafficPolicy = policy
+		svc.Spec.HealthCheckNodePort = hc
+		scheme.Default(svc)
+		return svc
+	}
+	update := func(svc *corev1.Service) (*corev1.Service, error) {
+		t.Helper()
+		out, _, err := st.Update(ctx, "default", svc.Name, func(context.Context, runtime.Object) (runtime.Object, error) { return svc.DeepCopy(), nil }, store.UpdateOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return out.(*corev1.Service), nil
+	}
+
+	created, err := st.Create(ctx, lb("local", corev1.ServiceExternalTrafficPolicyLocal, 0), store.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := created.(*corev1.Service)
+	hc := svc.Spec.HealthCheckNodePort
+	if hc < 30000 || hc > 32767 || hc == svc.Spec.Ports[0].NodePort {
+		t.Fatalf("healthCheckNodePort = %d (nodePort %d), want a distinct port of the node-port range", hc, svc.Spec.Ports[0].NodePort)
+	}
+	if n := held(t, ranges, ports); n != 2 {
+		t.Fatalf("%d node ports held after create, want 2 (nodePort and health check)", n)
+	}
+
+	// A second Service asking for the same port is refused; one asking for a free one gets it.
+	_, err = st.Create(ctx, lb("taken", corev1.ServiceExternalTrafficPolicyLocal, hc), store.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.healthCheckNodePort") || !strings.Contains(err.Error(), "already allocated") {
+		t.Fatalf("create with a taken healthCheckNodePort = %v, want 422 naming spec.healthCheckNodePort", err)
+	}
+	if n := held(t, ranges, ports); n != 2 {
+		t.Fatalf("%d node ports held after the refused create, want 2", n)
+	}
+	chosen := int32(32000)
+	if hc == chosen || svc.Spec.Ports[0].NodePort == chosen {
+		chosen = 32001
+	}
+	other, err := st.Create(ctx, lb("chosen", corev1.ServiceExternalTrafficPolicyLocal, chosen), store.CreateOptions{})
+	if err != nil || other.(*corev1.Service).Spec.HealthCheckNodePort != chosen {
+		t.Fatalf("create with a free healthCheckNodePort = %v %+v", err, other)
+	}
+	// A NodePort Service may not have one.
+	np := service("np", corev1.ServiceTypeNodePort)
+	np.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	np.Spec.HealthCheckNodePort = 32100
+	scheme.Default(np)
+	if _, err := st.Create(ctx, np, store.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("NodePort Service with a healthCheckNodePort = %v, want 422", err)
+	}
+	if n := held(t, ranges, ports); n != 4 {
+		t.Fatalf("%d node ports held, want 4 (two Services with a nodePort and a health check each)", n)
+	}
+
+	// A PUT of the manifest without it keeps it; changing it is refused.
+	put := lb("local", corev1.ServiceExternalTrafficPolicyLocal, 0)
+	put.ResourceVersion = svc.ResourceVersion
+	put.Spec.Ports[0].NodePort = svc.Spec.Ports[0].NodePort
+	if svc, err = update(put); err != nil || svc.Spec.HealthCheckNodePort != hc {
+		t.Fatalf("PUT without healthCheckNodePort = %v %+v, want it kept (%d)", err, svc, hc)
+	}
+	changed := svc.DeepCopy()
+	changed.Spec.HealthCheckNodePort = chosen + 1
+	if _, err := update(changed); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "immutable") {
+		t.Fatalf("changing healthCheckNodePort = %v, want 422 field is immutable", err)
+	}
+
+	// Policy Cluster gives it back; Local again takes one.
+	cluster := svc.DeepCopy()
+	cluster.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+	if svc, err = update(cluster); err != nil || svc.Spec.HealthCheckNodePort != 0 {
+		t.Fatalf("update to policy Cluster = %v %+v, want healthCheckNodePort cleared", err, svc)
+	}
+	if n := held(t, ranges, ports); n != 3 {
+		t.Fatalf("%d node ports held after policy Cluster, want 3", n)
+	}
+	local := svc.DeepCopy()
+	local.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	if svc, err = update(local); err != nil || svc.Spec.HealthCheckNodePort == 0 {
+		t.Fatalf("update to policy Local = %v %+v, want a healthCheckNodePort", err, svc)
+	}
+	if n := held(t, ranges, ports); n != 4 {
+		t.Fatalf("%d node ports held after policy Local again, want 4", n)
+	}
+
+	for _, name := range []string{"local", "chosen"} {
+		if _, _, err := st.Delete(ctx, "default", name, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := held(t, ranges, ports); n != 0 {
+		t.Fatalf("%d node ports held after delete, want 0", n)
+	}
 }
