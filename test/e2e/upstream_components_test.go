@@ -182,6 +182,28 @@ leaderElection: {leaderElect: true}
 		return nil
 	})
 
+	// A rolling update: a second ReplicaSet takes the pods over, the first is scaled to zero.
+	c.kubectl("-n", ns, "set", "image", "deployment/web", "web=registry.example/web:v2")
+	eventually(t, 120*time.Second, func() error {
+		list, err := cs.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, r := range list.Items {
+			want := int32(0)
+			if r.Spec.Template.Spec.Containers[0].Image == "registry.example/web:v2" {
+				want = 3
+			}
+			if r.Status.ReadyReplicas != want || *r.Spec.Replicas != want {
+				return fmt.Errorf("replicaset %s (%s): %d of %d ready, want %d", r.Name, r.Spec.Template.Spec.Containers[0].Image, r.Status.ReadyReplicas, *r.Spec.Replicas, want)
+			}
+		}
+		if len(list.Items) != 2 {
+			return fmt.Errorf("%d replicasets, want 2 after the rollout", len(list.Items))
+		}
+		return nil
+	})
+
 	// Garbage collection: deleting the Deployment (background propagation) removes its
 	// ReplicaSet and pods through ownerReferences.
 	c.kubectl("-n", ns, "delete", "deployment", "web", "--wait=false")
