@@ -107,9 +107,9 @@ func ParseRequestInfo(r *http.Request) *RequestInfo {
 
 // authorizationInfo is what the authorizer is asked about info. Kubernetes' request info names
 // the object of a list or watch whose field selector requires one metadata.name, so a rule limited
-// by resourceNames allows watching that single object (upstream kube-scheduler and
-// kube-controller-manager list kube-system/extension-apiserver-authentication this way, with
-// only a resourceNames grant). A Namespace object is authorized in that namespace. info itself is
+// by resourceNames allows watching that single object (upstream kube-scheduler lists
+// kube-system/extension-apiserver-authentication this way, with only a resourceNames grant). A
+// Namespace object is authorized in that namespace. info itself is
 // left as it is: the handlers read Name as the path's.
 func authorizationInfo(info *RequestInfo, query url.Values) *RequestInfo {
 	out := info
