@@ -27,7 +27,7 @@ const usage = `skiff: a Kubernetes-compatible cluster in one binary.
 
 Usage:
   skiff server [flags]      run a node (all roles by default: a whole single-node cluster)
-  skiff kubeconfig [flags]  print the admin kubeconfig of a node's data dir
+  skiff kubeconfig [flags]  print the admin kubeconfig of a node's data dir (--user NAME: one for that identity)
   skiff images ...          import image archives into the node's runtime; build an offline busybox image
   skiff explain --node N P  why pod P does or does not fit node N (the scheduler's per-plugin verdicts)
   skiff etcd snapshot ...   save a running node's etcd to a file; restore one into a new data dir
@@ -142,6 +142,8 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.CloudProvider, "cloud-provider", "local", "cloud controller manager provider: local (LoadBalancer Services answer on the nodes' addresses) or none")
 	fs.BoolVar(&cfg.DisableProxy, "disable-kube-proxy", false, "do not run the service proxy on this worker (no cluster IP, NodePort or external IP rules)")
 	fs.IntVar(&cfg.ProxyHealthzPort, "proxy-healthz-port", 0, "serve the service proxy's /healthz and /livez on this port of the bind address (kube-proxy uses 10256); 0: off")
+	fs.BoolVar(&cfg.DisableScheduler, "disable-scheduler", false, "do not run skiff's scheduler on this control-plane node (e.g. to run upstream kube-scheduler instead)")
+	fs.BoolVar(&cfg.DisableControllerManager, "disable-controller-manager", false, "do not run skiff's controller manager on this control-plane node (e.g. to run upstream kube-controller-manager instead)")
 	fs.BoolVar(&cfg.DisableLocalInformers, "disable-local-informers", false, "controller manager and scheduler read through client-go instead of the API server's watch cache in process (one copy of each object)")
 	fs.DurationVar(&cfg.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long the scheduler's and controller manager's leader Lease lasts without renewal (a standby takes over after it)")
 	fs.DurationVar(&cfg.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it steps down")
@@ -240,7 +242,23 @@ func runKubeconfig(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("skiff kubeconfig", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := fs.String("data-dir", defaultDataDir(), "the node's data directory")
+	user := fs.String("user", "", "issue a client certificate for this user (CN) from the node's CA instead of printing the admin kubeconfig, e.g. system:kube-scheduler")
+	groups := fs.String("groups", "", "comma-separated groups (O) of --user's certificate")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *user != "" {
+		var gs []string
+		for _, g := range strings.Split(*groups, ",") {
+			if g = strings.TrimSpace(g); g != "" {
+				gs = append(gs, g)
+			}
+		}
+		data, err := cluster.UserKubeconfig(*dataDir, *user, gs, time.Now())
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(data)
 		return err
 	}
 	cfg := cluster.Config{DataDir: *dataDir}

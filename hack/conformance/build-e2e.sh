@@ -4,11 +4,13 @@
 # a dependency of skiff's go.mod. Skips the build when the binaries for this
 # version are already there.
 #
-# usage: hack/conformance/build-e2e.sh CACHE_DIR [K8S_VERSION]
+# usage: hack/conformance/build-e2e.sh CACHE_DIR [K8S_VERSION] [--source-only]
+# --source-only prepares $CACHE/src/kubernetes-<version> and stops (build-components.sh uses it).
 set -euo pipefail
 
-cache=${1:?usage: build-e2e.sh CACHE_DIR [K8S_VERSION]}
+cache=${1:?usage: build-e2e.sh CACHE_DIR [K8S_VERSION] [--source-only]}
 version=${2:-v1.33.13}
+source_only=${3:-}
 staging_version=v0.${version#v1.}          # v1.33.13 -> v0.33.13
 sample_apiserver_version=v0.33.4           # the proxy serves no sample-apiserver v0.33.13
 
@@ -17,7 +19,7 @@ bin=$cache/bin
 src=$cache/src/kubernetes-$version
 mkdir -p "$bin" "$cache/src"
 
-if [[ -x $bin/e2e.test && -x $bin/ginkgo && "$(cat "$bin/version" 2>/dev/null)" == "$version" ]]; then
+if [[ $source_only != --source-only && -x $bin/e2e.test && -x $bin/ginkgo && "$(cat "$bin/version" 2>/dev/null)" == "$version" ]]; then
 	echo "e2e.test and ginkgo $version already built in $bin"
 	exit 0
 fi
@@ -42,6 +44,11 @@ if [[ ! -f $src/.ready ]]; then
 		exit 1
 	fi
 	touch "$src/.ready"
+fi
+
+if [[ $source_only == --source-only ]]; then
+	echo "source of k8s.io/kubernetes@$version ready in $src"
+	exit 0
 fi
 
 ginkgo_version=$(awk '$1 == "github.com/onsi/ginkgo/v2" { print $2; exit }' "$src/go.mod")

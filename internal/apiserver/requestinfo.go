@@ -1,10 +1,14 @@
 package apiserver
 
 import (
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"net/http"
+	"net/url"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/queryparam"
 )
 
@@ -99,6 +103,61 @@ func ParseRequestInfo(r *http.Request) *RequestInfo {
 		}
 	}
 	return info
+}
+
+// authorizationInfo is what the authorizer is asked about info. Kubernetes' request info names
+// the object of a list or watch whose field selector requires one metadata.name, so a rule limited
+// by resourceNames allows watching that single object (upstream kube-scheduler lists
+// kube-system/extension-apiserver-authentication this way, with only a resourceNames grant). A
+// Namespace object is authorized in that namespace. info itself is
+// left as it is: the handlers read Name as the path's.
+func authorizationInfo(info *RequestInfo, query url.Values) *RequestInfo {
+	out := info
+	if info.Resource == "namespaces" && info.Name != "" {
+		// Kubernetes authorizes a request on a Namespace object in that namespace: a RoleBinding
+		// granting namespaces there lets its subject read that one namespace (the view role's
+		// rule relies on it).
+		copied := *info
+		copied.Namespace = info.Name
+		out = &copied
+	}
+	if info.IsResourceRequest && info.Name == "" && (info.Verb == "list" || info.Verb == "watch") && !isWatchPathInfo(info) {
+		if name := fieldSelectorName(query); name != "" {
+			copied := *out
+			copied.Name = name
+			out = &copied
+		}
+	}
+	return out
+}
+
+// isWatchPathInfo says whether the request used the legacy /watch/ path prefix, whose verb came
+// from the path: Kubernetes takes no name from its field selector then.
+func isWatchPathInfo(info *RequestInfo) bool {
+	parts := splitPath(info.Path)
+	skip := 2 // api/v1
+	if info.APIPrefix == "apis" {
+		skip = 3 // apis/group/version
+	}
+	return len(parts) > skip && parts[skip] == "watch"
+}
+
+// fieldSelectorName is the metadata.name a fieldSelector requires exactly, when it is a valid name;
+// "" otherwise (no selector, a bad one, or no single name).
+func fieldSelectorName(query url.Values) string {
+	raw := query.Get("fieldSelector")
+	if raw == "" {
+		return ""
+	}
+	sel, err := fields.ParseSelector(raw)
+	if err != nil {
+		return ""
+	}
+	name, ok := sel.RequiresExactMatch("metadata.name")
+	if !ok || len(content.IsPathSegmentName(name)) > 0 {
+		return ""
+	}
+	return name
 }
 
 func isWatchQuery(r *http.Request) bool { return queryparam.Bool(r.URL.Query(), "watch") }

@@ -159,3 +159,44 @@ func TestMetricsVerb(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthorizationInfo: the authorizer sees the single name a list or watch selects with
+// fieldSelector=metadata.name=X (Kubernetes' request info), a Namespace object in its namespace,
+// and the handlers' RequestInfo is left unchanged.
+func TestAuthorizationInfo(t *testing.T) {
+	tests := []struct {
+		name, method, target string
+		wantName, wantNS     string
+	}{
+		{name: "list by name", method: http.MethodGet, target: "/api/v1/namespaces/kube-system/configmaps?fieldSelector=metadata.name%3Dextension-apiserver-authentication",
+			wantName: "extension-apiserver-authentication", wantNS: "kube-system"},
+		{name: "watch by name", method: http.MethodGet, target: "/api/v1/namespaces/kube-system/configmaps?watch=true&fieldSelector=metadata.name%3Dcm",
+			wantName: "cm", wantNS: "kube-system"},
+		{name: "group list by name with ==", method: http.MethodGet, target: "/apis/apps/v1/namespaces/ns/deployments?fieldSelector=metadata.name%3D%3Dweb",
+			wantName: "web", wantNS: "ns"},
+		{name: "not equal selects no name", method: http.MethodGet, target: "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%21%3Dcm", wantNS: "ns"},
+		{name: "other field", method: http.MethodGet, target: "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1"},
+		{name: "name and another field", method: http.MethodGet, target: "/api/v1/namespaces/ns/pods?fieldSelector=metadata.name%3Dp,spec.nodeName%3Dn1",
+			wantName: "p", wantNS: "ns"},
+		{name: "invalid name ignored", method: http.MethodGet, target: "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3D..", wantNS: "ns"},
+		{name: "bad selector ignored", method: http.MethodGet, target: "/api/v1/namespaces/ns/configmaps?fieldSelector=%3D%3D%3D", wantNS: "ns"},
+		{name: "legacy watch path takes no name", method: http.MethodGet, target: "/api/v1/watch/namespaces/ns/configmaps?fieldSelector=metadata.name%3Dcm", wantNS: "ns"},
+		{name: "deletecollection takes no name", method: http.MethodDelete, target: "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3Dcm", wantNS: "ns"},
+		{name: "namespace object in its namespace", method: http.MethodGet, target: "/api/v1/namespaces/foo", wantName: "foo", wantNS: "foo"},
+		{name: "namespace list by name stays cluster-wide", method: http.MethodGet, target: "/api/v1/namespaces?fieldSelector=metadata.name%3Dfoo", wantName: "foo"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, tt.target, nil)
+			info := ParseRequestInfo(r)
+			before := *info
+			got := authorizationInfo(info, r.URL.Query())
+			if got.Name != tt.wantName || got.Namespace != tt.wantNS {
+				t.Errorf("authorization info name/namespace = %q/%q, want %q/%q", got.Name, got.Namespace, tt.wantName, tt.wantNS)
+			}
+			if !reflect.DeepEqual(*info, before) {
+				t.Errorf("request info changed: %+v, was %+v", *info, before)
+			}
+		})
+	}
+}

@@ -366,15 +366,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := request.WithUser(r.Context(), user)
 	r = r.WithContext(ctx)
-	authzInfo := info
-	if info.Resource == "namespaces" && info.Name != "" {
-		// Kubernetes authorizes a request on a Namespace object in that namespace: a RoleBinding
-		// granting namespaces there lets its subject read that one namespace (the view role's
-		// rule relies on it).
-		copied := *info
-		copied.Namespace = info.Name
-		authzInfo = &copied
-	}
+	authzInfo := authorizationInfo(info, r.URL.Query())
 	allowed, reason := s.cfg.Authorizer.Authorize(ctx, user, authzInfo)
 	auditRec.authorized(allowed, reason)
 	if !allowed {

@@ -148,13 +148,17 @@ func (n *Node) runRoles(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		roles = append(roles,
-			role{name: "controller manager", run: func(ctx context.Context) error {
+		if !n.cfg.DisableControllerManager {
+			roles = append(roles, role{name: "controller manager", run: func(ctx context.Context) error {
 				return runControllerManager(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess)
-			}},
-			role{name: "scheduler", run: func(ctx context.Context) error {
+			}})
+		}
+		if !n.cfg.DisableScheduler {
+			roles = append(roles, role{name: "scheduler", run: func(ctx context.Context) error {
 				return runScheduler(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess)
-			}},
+			}})
+		}
+		roles = append(roles,
 			role{name: "cloud controller manager", run: func(ctx context.Context) error {
 				return runCloudControllerManager(ctx, &n.cfg, clock.RealClock{}.Now())
 			}},

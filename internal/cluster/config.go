@@ -94,6 +94,11 @@ type Config struct {
 	// through client-go like remote components, instead of from the API server's watch cache in
 	// process (onecopy.go); for comparisons and as an escape hatch.
 	DisableLocalInformers bool
+	// DisableScheduler and DisableControllerManager keep a control-plane node from running skiff's
+	// own scheduler or controller manager, so others (upstream kube-scheduler and
+	// kube-controller-manager, see upstream.go) can take their place.
+	DisableScheduler         bool
+	DisableControllerManager bool
 	// CloudProvider is the cloud controller manager's provider: "local" (default) or "none".
 	CloudProvider string
 	// CNIBridge is the bridge the kubelet's pods attach to, also used as the CNI network name (so
