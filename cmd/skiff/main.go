@@ -148,6 +148,8 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.SchedulerConfig, "scheduler-config", "", "scheduler configuration file (profiles, plugins, weights); default profile when empty")
 	fs.StringVar(&cfg.ContainerRuntimeEndpoint, "container-runtime-endpoint", "", "CRI socket of an existing runtime; empty: skiff supervises its own containerd")
 	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how long a node may go unheard before it is marked Ready=Unknown and tainted unreachable")
+	fs.Var(optionalInt64{p: &cfg.DefaultNotReadyTolerationSeconds, def: 300}, "default-not-ready-toleration-seconds", "seconds of the node.kubernetes.io/not-ready:NoExecute toleration added to pods that have none (how long they stay on a not-ready node)")
+	fs.Var(optionalInt64{p: &cfg.DefaultUnreachableTolerationSeconds, def: 300}, "default-unreachable-toleration-seconds", "seconds of the node.kubernetes.io/unreachable:NoExecute toleration added to pods that have none (how long they stay on an unreachable node)")
 	fs.DurationVar(&cfg.ClusterSigningDuration, "cluster-signing-duration", 365*24*time.Hour, "the longest certificate issued for an approved CertificateSigningRequest; spec.expirationSeconds may only shorten it")
 	fs.StringVar(&cfg.Server, "server", "", "join the cluster whose API server is https://HOST:PORT (worker-only nodes: --roles worker)")
 	fs.StringVar(&cfg.Token, "token", "", "join token from skiff token create (K10<CA hash>::<id>.<secret>); needed only for the first start")
