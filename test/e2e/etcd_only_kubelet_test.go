@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,12 @@ func TestEtcdOnlyNodeKubelet(t *testing.T) {
 		}
 		return nil
 	})
-	mustContain(t, e.log(), "etcd learner promoted to a voting member", "skiff etcd node ready")
+	// The whole log: log() keeps only the tail, which etcd's warnings under load fill.
+	whole, err := os.ReadFile(e.logPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, string(whole), "etcd learner promoted to a voting member", "skiff etcd node ready")
 	eventually(t, time.Minute, func() error {
 		out := c.kubectl("get", "node", "etcd-2")
 		if f := strings.Fields(out); len(f) < 8 || f[5] != "etcd-2" || f[7] != "etcd" {
