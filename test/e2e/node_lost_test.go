@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// TestNodeLostForGood: one control plane (etcd,controlplane, no kubelet) and two workers, each in
-// its own network namespace. A Deployment's pods (tolerating an unreachable node for 5 s) run on
+// TestNodeLostForGood: one control plane (etcd,controlplane, no kubelet, with
+// --default-{not-ready,unreachable}-toleration-seconds=5) and two workers, each in its own network
+// namespace. A Deployment's pods (given 5 s tolerations of an unreachable node by admission) run on
 // the workers; the worker holding most of them is killed with -9 and never comes back: its Node
 // goes Ready=Unknown and is tainted unreachable, its pods are evicted and recreated on the other
 // worker, and `skiff node remove` cordons and deletes its Node, after which the pods bound to it
@@ -18,7 +19,10 @@ func TestNodeLostForGood(t *testing.T) {
 	n := newTestNet(t)
 	// 20 s keeps healthy workers Ready under load (their Leases renew every 10 s) while the test
 	// stays short; upstream's default is 40 s.
-	c := newJoinCluster(t, n, false, "--node-monitor-grace-period=20s")
+	// The pods carry no tolerations of their own: admission adds 5 s ones for the unreachable and
+	// not-ready taints (upstream's default is 300 s).
+	c := newJoinCluster(t, n, false, "--node-monitor-grace-period=20s",
+		"--default-not-ready-toleration-seconds=5", "--default-unreachable-toleration-seconds=5")
 	token := c.createToken()
 	w1, w2 := newJoinedNode(t, n.addHost(), "worker-1", c.ServerURL(n)), newJoinedNode(t, n.addHost(), "worker-2", c.ServerURL(n))
 	for _, w := range []*joinedNode{w1, w2} {
@@ -34,7 +38,18 @@ func TestNodeLostForGood(t *testing.T) {
 	})
 	waitNodesReady(t, c, 3*time.Minute, "worker-1", "worker-2")
 	importBusybox(t, c, w1, w2)
-	c.stdin(evictableDeployment("lost", 4, 5), "apply", "-f", "-")
+	c.stdin(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: lost}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: lost}}
+  template:
+    metadata: {labels: {app: lost}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers: [{name: c, image: localhost/busybox:local, command: [sh, -c, "exec sleep 3600"]}]
+`, "apply", "-f", "-")
 	eventually(t, 2*time.Minute, func() error {
 		if out, err := c.kubectlErr("rollout", "status", "deployment/lost", "--timeout=2s"); err != nil {
 			pods, _ := c.kubectlErr("get", "pods", "-o", "wide")
@@ -46,6 +61,8 @@ func TestNodeLostForGood(t *testing.T) {
 	if err != nil || len(before) != 4 {
 		t.Fatalf("pods of lost: %v (%v)", before, err)
 	}
+	tolerations := c.kubectl("get", "pod", before[0][1], "-o", `jsonpath={range .spec.tolerations[*]}{.key}:{.effect}:{.tolerationSeconds} {end}`)
+	mustContain(t, tolerations, "node.kubernetes.io/not-ready:NoExecute:5", "node.kubernetes.io/unreachable:NoExecute:5")
 	onNode := map[string]int{}
 	for _, p := range before {
 		onNode[p[0]]++
@@ -92,7 +109,7 @@ func TestNodeLostForGood(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("figure: %d pods of the lost worker recreated and running on %s %s after the kill (tolerationSeconds 5)",
+	t.Logf("figure: %d pods of the lost worker recreated and running on %s %s after the kill (default toleration 5 s)",
 		onNode[victim.name], other.name, time.Since(lost).Round(100*time.Millisecond))
 
 	// The admin gives the node up: skiff node remove cordons it and deletes its Node (it has no
