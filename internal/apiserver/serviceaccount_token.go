@@ -64,7 +64,7 @@ func serveServiceAccountToken(h *resourceHandler, w http.ResponseWriter, r *http
 		return
 	}
 	sa := saObj.(*corev1.ServiceAccount)
-	if err := h.admitSubresourceCreate(ctx, info, tr, false); err != nil {
+	if err := h.admitSubresourceCreate(ctx, info, tr, gvk, false); err != nil {
 		h.s.writeError(w, r, err)
 		return
 	}

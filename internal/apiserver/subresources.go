@@ -321,7 +321,7 @@ func servePodEviction(h *resourceHandler, w http.ResponseWriter, r *http.Request
 		opts = &metav1.DeleteOptions{}
 	}
 	dryRun := len(opts.DryRun) > 0
-	if err := h.admitSubresourceCreate(ctx, info, eviction, dryRun); err != nil {
+	if err := h.admitSubresourceCreate(ctx, info, eviction, policyv1.SchemeGroupVersion.WithKind("Eviction"), dryRun); err != nil {
 		h.s.writeError(w, r, err)
 		return
 	}
