@@ -30,7 +30,8 @@ func TestEtcdOnlyNodeKubelet(t *testing.T) {
 	})
 	eventually(t, 3*time.Minute, func() error {
 		if out, err := c.kubectlErr("wait", "--for=condition=Ready", "node/etcd-2", "--timeout=2s"); err != nil {
-			return errString(out + "\netcd-2:\n" + e.log())
+			node, _ := c.kubectlErr("get", "node", "etcd-2", "-o", `jsonpath=podCIDR={.spec.podCIDR} Ready={.status.conditions[?(@.type=="Ready")].message}`)
+			return errString(out + "\n" + node + "\netcd-2's warnings and errors (etcd's left out):\n" + problems(e.logPath()))
 		}
 		return nil
 	})
@@ -92,4 +93,19 @@ spec:
 		}
 		return nil
 	})
+}
+
+// problems are the WARN and ERROR lines of a node's whole log that are not etcd's own (the last 40).
+func problems(path string) string {
+	data, _ := os.ReadFile(path)
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if (strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR")) && !strings.Contains(l, "component=etcd") {
+			out = append(out, l)
+		}
+	}
+	if len(out) > 40 {
+		out = out[len(out)-40:]
+	}
+	return strings.Join(out, "\n")
 }
