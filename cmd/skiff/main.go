@@ -154,6 +154,8 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.ContainerRuntimeEndpoint, "container-runtime-endpoint", "", "CRI socket of an existing runtime; empty: skiff supervises its own containerd")
 	fs.DurationVar(&cfg.MetricsResolution, "metrics-resolution", 15*time.Second, "how often the API server scrapes every Ready kubelet's resource metrics for metrics.k8s.io (kubectl top, autoscaling)")
 	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how long a node may go unheard before it is marked Ready=Unknown and tainted unreachable")
+	fs.Var(optionalInt64{p: &cfg.DefaultNotReadyTolerationSeconds, def: 300}, "default-not-ready-toleration-seconds", "seconds of the node.kubernetes.io/not-ready:NoExecute toleration added to pods that have none (how long they stay on a not-ready node)")
+	fs.Var(optionalInt64{p: &cfg.DefaultUnreachableTolerationSeconds, def: 300}, "default-unreachable-toleration-seconds", "seconds of the node.kubernetes.io/unreachable:NoExecute toleration added to pods that have none (how long they stay on an unreachable node)")
 	fs.DurationVar(&cfg.ClusterSigningDuration, "cluster-signing-duration", 365*24*time.Hour, "the longest certificate issued for an approved CertificateSigningRequest; spec.expirationSeconds may only shorten it")
 	fs.DurationVar(&cfg.HPASyncPeriod, "horizontal-pod-autoscaler-sync-period", 15*time.Second, "how often the horizontal pod autoscaler syncs every HorizontalPodAutoscaler")
 	fs.DurationVar(&cfg.HPADownscaleStabilization, "horizontal-pod-autoscaler-downscale-stabilization", 5*time.Minute, "the horizontal pod autoscaler scales down only to the highest replica count it recommended within this long")

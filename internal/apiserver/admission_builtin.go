@@ -17,7 +17,19 @@ import (
 
 // DefaultAdmission is the built-in admission chain, in Kubernetes' order.
 func DefaultAdmission() []AdmissionPlugin {
-	return []AdmissionPlugin{NamespaceLifecycle{}, ServiceAccountDefault{}, DefaultTolerationSeconds{Seconds: 300}, Priority{}, RuntimeClass{}, DefaultStorageClass{}}
+	return DefaultAdmissionTolerating(DefaultTolerationSecondsValue, DefaultTolerationSecondsValue)
+}
+
+// DefaultTolerationSecondsValue is kube-apiserver's default of --default-not-ready-toleration-seconds
+// and --default-unreachable-toleration-seconds.
+const DefaultTolerationSecondsValue = 300
+
+// DefaultAdmissionTolerating is the built-in chain with DefaultTolerationSeconds adding the given
+// tolerations (kube-apiserver's --default-not-ready-toleration-seconds and
+// --default-unreachable-toleration-seconds).
+func DefaultAdmissionTolerating(notReadySeconds, unreachableSeconds int64) []AdmissionPlugin {
+	return []AdmissionPlugin{NamespaceLifecycle{}, ServiceAccountDefault{}, DefaultTolerationSeconds{NotReady: notReadySeconds, Unreachable: unreachableSeconds},
+		Priority{}, RuntimeClass{}, DefaultStorageClass{}}
 }
 
 func isPodCreate(a *AdmissionAttributes) (*corev1.Pod, bool) {
@@ -136,8 +148,9 @@ func (ServiceAccountDefault) Validate(context.Context, *AdmissionAttributes, Loo
 }
 
 // DefaultTolerationSeconds lets pods ride out a short node outage: NoExecute tolerations for the
-// not-ready and unreachable taints, for Seconds, unless the pod already has its own.
-type DefaultTolerationSeconds struct{ Seconds int64 }
+// not-ready taint (for NotReady seconds) and the unreachable one (Unreachable seconds), unless the
+// pod already has its own.
+type DefaultTolerationSeconds struct{ NotReady, Unreachable int64 }
 
 func (DefaultTolerationSeconds) Name() string { return "DefaultTolerationSeconds" }
 
@@ -146,7 +159,11 @@ func (d DefaultTolerationSeconds) Admit(_ context.Context, a *AdmissionAttribute
 	if !ok {
 		return nil
 	}
-	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+	for _, def := range []struct {
+		key  string
+		secs int64
+	}{{corev1.TaintNodeNotReady, d.NotReady}, {corev1.TaintNodeUnreachable, d.Unreachable}} {
+		key, secs := def.key, def.secs
 		tolerated := false
 		for _, t := range pod.Spec.Tolerations {
 			if (t.Key == key || t.Key == "") && (t.Effect == corev1.TaintEffectNoExecute || t.Effect == "") {
@@ -155,7 +172,6 @@ func (d DefaultTolerationSeconds) Admit(_ context.Context, a *AdmissionAttribute
 			}
 		}
 		if !tolerated {
-			secs := d.Seconds
 			pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{
 				Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &secs,
 			})

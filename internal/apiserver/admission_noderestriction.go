@@ -7,8 +7,10 @@ import (
 	"reflect"
 	"strings"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/skiff-sh/skiff/internal/authz/node"
@@ -16,7 +18,8 @@ import (
 
 // NodeRestriction is Kubernetes' admission plugin of that name: a kubelet may write only its own
 // Node (and may not set labels outside the prefixes kubelets are trusted with, nor change taints),
-// only pods bound to it (status, deletion, mirror pods), and only its own node Lease. The Node
+// only pods bound to it (status, deletion, eviction, mirror pods), only its own node Lease, and
+// may request service account tokens only bound to a pod on it. The Node
 // authorizer decided the request is of a kind a node may make; this decides about the object.
 type NodeRestriction struct{}
 
@@ -24,7 +27,7 @@ func (NodeRestriction) Name() string { return "NodeRestriction" }
 
 func (NodeRestriction) Admit(context.Context, *AdmissionAttributes, Lookup) error { return nil }
 
-func (NodeRestriction) Validate(_ context.Context, a *AdmissionAttributes, _ Lookup) error {
+func (NodeRestriction) Validate(ctx context.Context, a *AdmissionAttributes, lookup Lookup) error {
 	if a.User == nil {
 		return nil
 	}
@@ -38,7 +41,16 @@ func (NodeRestriction) Validate(_ context.Context, a *AdmissionAttributes, _ Loo
 	}
 	switch {
 	case gr.Group == "" && gr.Resource == "pods":
-		return admitPod(a, nodeName, forbid)
+		switch a.Subresource {
+		case "", "status":
+			return admitPod(a, nodeName, forbid)
+		case "eviction":
+			return admitPodEviction(ctx, a, lookup, nodeName, forbid)
+		default:
+			return forbid("unexpected pod subresource %q, only 'status' and 'eviction' are allowed", a.Subresource)
+		}
+	case gr.Group == "" && gr.Resource == "serviceaccounts":
+		return admitTokenRequest(ctx, a, lookup, nodeName, forbid)
 	case gr.Group == "" && gr.Resource == "nodes":
 		if a.Name != nodeName && !(a.Verb == "create" && objectName(a.Object) == nodeName) {
 			return forbid("node %q is not allowed to modify node %q", nodeName, a.Name)
@@ -163,4 +175,83 @@ func kubeletMaySet(key string) bool {
 	}
 	inK8s := prefix == "kubernetes.io" || strings.HasSuffix(prefix, ".kubernetes.io") || prefix == "k8s.io" || strings.HasSuffix(prefix, ".k8s.io")
 	return !inK8s
+}
+
+// admitPodEviction lets a node evict only pods bound to it. The pod is the one the URL names, or
+// the Eviction's when the URL names none.
+func admitPodEviction(ctx context.Context, a *AdmissionAttributes, lookup Lookup, nodeName string, forbid func(string, ...any) error) error {
+	if a.Verb != "create" {
+		return forbid("unexpected operation %s", a.Verb)
+	}
+	eviction, ok := a.Object.(*policyv1.Eviction)
+	if !ok {
+		return forbid("unexpected type %T", a.Object)
+	}
+	podName := a.Name
+	if podName == "" {
+		podName = eviction.Name
+	}
+	if podName == "" {
+		return forbid("could not determine pod from request data")
+	}
+	pod, err := lookupPod(ctx, lookup, a.Namespace, podName)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return err
+		}
+		return forbid("%v", err)
+	}
+	if pod.Spec.NodeName != nodeName {
+		return forbid("node %s can only evict pods with spec.nodeName set to itself", nodeName)
+	}
+	return nil
+}
+
+// admitTokenRequest lets a node request a service account token only when the token is bound to
+// a pod (by name and uid) that is bound to the node. The Node authorizer already checked that a
+// pod on the node uses the service account.
+func admitTokenRequest(ctx context.Context, a *AdmissionAttributes, lookup Lookup, nodeName string, forbid func(string, ...any) error) error {
+	if a.Verb != "create" || a.Subresource != "token" {
+		return nil
+	}
+	tr, ok := a.Object.(*authenticationv1.TokenRequest)
+	if !ok {
+		return forbid("unexpected type %T", a.Object)
+	}
+	ref := tr.Spec.BoundObjectRef
+	if ref == nil || ref.APIVersion != "v1" || ref.Kind != "Pod" || ref.Name == "" {
+		return forbid("node requested token not bound to a pod")
+	}
+	if ref.UID == "" {
+		return forbid("node requested token with a pod binding without a uid")
+	}
+	pod, err := lookupPod(ctx, lookup, a.Namespace, ref.Name)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return err
+		}
+		return forbid("%v", err)
+	}
+	if ref.UID != pod.UID {
+		return forbid("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID)
+	}
+	if pod.Spec.NodeName != nodeName {
+		return forbid("node requested token bound to a pod scheduled on a different node")
+	}
+	return nil
+}
+
+func lookupPod(ctx context.Context, lookup Lookup, namespace, name string) (*corev1.Pod, error) {
+	if lookup == nil {
+		return nil, fmt.Errorf("no lookup to read pod %s/%s", namespace, name)
+	}
+	obj, err := lookup.Get(ctx, "", "pods", namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("pod %s/%s: unexpected type %T", namespace, name, obj)
+	}
+	return pod, nil
 }

@@ -64,6 +64,10 @@ func serveServiceAccountToken(h *resourceHandler, w http.ResponseWriter, r *http
 		return
 	}
 	sa := saObj.(*corev1.ServiceAccount)
+	if err := h.admitSubresourceCreate(ctx, info, tr, gvk, false); err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
 	invalid := func(errs field.ErrorList) {
 		h.s.writeError(w, r, apierrors.NewInvalid(schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}, info.Name, errs))
 	}

@@ -321,6 +321,10 @@ func servePodEviction(h *resourceHandler, w http.ResponseWriter, r *http.Request
 		opts = &metav1.DeleteOptions{}
 	}
 	dryRun := len(opts.DryRun) > 0
+	if err := h.admitSubresourceCreate(ctx, info, eviction, policyv1.SchemeGroupVersion.WithKind("Eviction"), dryRun); err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
 	needsBudget := pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed && pod.Status.Phase != corev1.PodPending
 	if needsBudget {
 		if err := h.s.consumeDisruption(ctx, pod, dryRun); err != nil {

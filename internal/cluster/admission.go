@@ -15,6 +15,8 @@ type admissionChain struct {
 	webhooks *webhook.Webhooks
 	policies *policy.Plugin
 	protect  protectPlugins
+	// notReadySeconds and unreachableSeconds are DefaultTolerationSeconds' (tolerations.go).
+	notReadySeconds, unreachableSeconds int64
 }
 
 // newAdmission builds the chain in Kubernetes' order: the built-in plugins, then
@@ -37,7 +39,8 @@ func newAdmission(cfg *Config) (*admissionChain, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &admissionChain{webhooks: hooks, policies: policies, protect: protect}, nil
+	notReady, unreachable := defaultTolerationSeconds(cfg)
+	return &admissionChain{webhooks: hooks, policies: policies, protect: protect, notReadySeconds: notReady, unreachableSeconds: unreachable}, nil
 }
 
 // plugins is the chain with builtins (those that need the server's authorizer, such as RBAC's
@@ -45,7 +48,7 @@ func newAdmission(cfg *Config) (*admissionChain, error) {
 // protecting plugins (admission_protect.go) go in upstream's places: LimitRanger, PodSecurity and
 // the image policy with the built-in ones, ResourceQuota last.
 func (c *admissionChain) plugins(builtins ...apiserver.AdmissionPlugin) []apiserver.AdmissionPlugin {
-	chain := append(apiserver.DefaultAdmission(), c.protect.builtin()...)
+	chain := append(apiserver.DefaultAdmissionTolerating(c.notReadySeconds, c.unreachableSeconds), c.protect.builtin()...)
 	chain = append(chain, builtins...)
 	return append(chain, c.webhooks.Mutating(), c.policies, c.webhooks.Validating(), c.protect.quota)
 }

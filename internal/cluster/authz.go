@@ -243,6 +243,12 @@ func reconcilePolicy(ctx context.Context, client kubernetes.Interface, log *slog
 // kubelet has registered it. A kubelet may not set them itself (NodeRestriction: a node must not
 // promote itself to control plane), so the control plane does, as kubeadm does at init.
 func (a *authorization) labelNodeRoles(ctx context.Context, nodeName string, roles []string, log *slog.Logger) {
+	labelNodeRoles(ctx, a.client, nodeName, roles, log)
+}
+
+// labelNodeRoles patches the role labels onto nodeName's Node with client (an admin's), retrying
+// until the kubelet has registered the Node or ctx ends.
+func labelNodeRoles(ctx context.Context, client kubernetes.Interface, nodeName string, roles []string, log *slog.Logger) {
 	labels := map[string]any{}
 	for _, r := range roles {
 		labels["node-role.kubernetes.io/"+r] = ""
@@ -253,7 +259,7 @@ func (a *authorization) labelNodeRoles(ctx context.Context, nodeName string, rol
 		return
 	}
 	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		_, err := a.client.CoreV1().Nodes().Patch(ctx, nodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		_, err := client.CoreV1().Nodes().Patch(ctx, nodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil // not registered yet
 		}

@@ -118,6 +118,11 @@ type Config struct {
 	// NodeMonitorGracePeriod is how long a node may go unheard before the node lifecycle
 	// controller marks it Ready=Unknown (0: the controller manager's default, 40s).
 	NodeMonitorGracePeriod time.Duration
+	// DefaultNotReadyTolerationSeconds and DefaultUnreachableTolerationSeconds are the seconds of
+	// the NoExecute tolerations admission adds to pods that have none for the not-ready and
+	// unreachable taints (kube-apiserver's flags of those names; nil: 300).
+	DefaultNotReadyTolerationSeconds    *int64
+	DefaultUnreachableTolerationSeconds *int64
 	// ClusterSigningDuration is the longest certificate the csrsigning controller issues from the
 	// cluster CA (0: the controller manager's default, one year).
 	ClusterSigningDuration time.Duration
@@ -341,6 +346,14 @@ func (c *Config) Validate() error {
 	}
 	if c.MetricsResolution < 0 {
 		errs = append(errs, fmt.Errorf("--metrics-resolution %s must not be negative", c.MetricsResolution))
+	}
+	for _, f := range []struct {
+		flag string
+		v    *int64
+	}{{"--default-not-ready-toleration-seconds", c.DefaultNotReadyTolerationSeconds}, {"--default-unreachable-toleration-seconds", c.DefaultUnreachableTolerationSeconds}} {
+		if f.v != nil && *f.v < 0 {
+			errs = append(errs, fmt.Errorf("%s %d must not be negative", f.flag, *f.v))
+		}
 	}
 	if c.NodeMonitorGracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("--node-monitor-grace-period %s must not be negative", c.NodeMonitorGracePeriod))

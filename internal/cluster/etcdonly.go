@@ -217,14 +217,22 @@ func runEtcdNode(ctx context.Context, cfg Config) error {
 	}
 	cfg.Logger.Info("skiff etcd node ready", "node", cfg.NodeName, "api", cfg.LBURL(), "kubeconfig", cfg.AdminKubeconfigPath())
 	failed := n.etcdMember.Failed()
-	return runRoles(ctx, []role{{name: "etcd", run: func(ctx context.Context) error {
+	roles := []role{{name: "etcd", run: func(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-failed:
 			return fmt.Errorf("embedded etcd failed: %w", n.etcdMember.Err())
 		}
-	}}}, roleStopGrace, cfg.Logger)
+	}}}
+	if cfg.ControlPlaneKubelet {
+		extra, err := etcdNodeKubeletRoles(&n.cfg, time.Now()) // etcdonly_kubelet.go
+		if err != nil {
+			return err
+		}
+		roles = append(roles, extra...)
+	}
+	return runRoles(ctx, roles, roleStopGrace, cfg.Logger)
 }
 
 // startEtcdNodeLB starts an etcd-only node's balancer with the identity rc carries.

@@ -132,10 +132,10 @@ func (h *netHost) Command(name string, args ...string) *exec.Cmd {
 // newJoinCluster starts a control plane (etcd,controlplane) named cp-1 bound to the test net's
 // host address. With its own kubelet (--control-plane-kubelet) it registers a tainted Node; its
 // data dir is short then (containerd's socket path limit).
-func newJoinCluster(t *testing.T, n *testNet, kubelet bool) *cluster {
+func newJoinCluster(t *testing.T, n *testNet, kubelet bool, extraArgs ...string) *cluster {
 	t.Helper()
 	dir := t.TempDir()
-	args := []string{"--bind-address", n.HostIP(), "--advertise-address", n.HostIP(), "--node-name", "cp-1"}
+	args := append([]string{"--bind-address", n.HostIP(), "--advertise-address", n.HostIP(), "--node-name", "cp-1"}, extraArgs...)
 	if kubelet {
 		dir = filepath.Join(os.TempDir(), "skjc"+randomID(t))
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -177,6 +177,9 @@ type joinedNode struct {
 	cmd     *exec.Cmd
 	logFile *os.File
 	done    chan struct{}
+	// roles is --roles ("" for worker); extraArgs are more `skiff server` flags.
+	roles     string
+	extraArgs []string
 }
 
 // newJoinedNode prepares a worker in h with a short data dir (containerd's socket path limit).
@@ -188,8 +191,13 @@ func newJoinedNode(t *testing.T, h *netHost, name, server string) *joinedNode {
 }
 
 func (w *joinedNode) args(token string) []string {
-	args := []string{"server", "--server", w.server, "--roles", "worker", "--node-name", w.name,
+	roles := "worker"
+	if w.roles != "" {
+		roles = w.roles
+	}
+	args := []string{"server", "--server", w.server, "--roles", roles, "--node-name", w.name,
 		"--bind-address", w.host.IP, "--advertise-address", w.host.IP, "--data-dir", w.dataDir}
+	args = append(args, w.extraArgs...)
 	if token != "" {
 		args = append(args, "--token", token)
 	}

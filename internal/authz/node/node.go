@@ -62,11 +62,11 @@ func (a *Authorizer) Authorize(_ context.Context, user *request.UserInfo, info *
 			info.Resource == "persistentvolumeclaims" && info.Subresource == "",
 			info.Resource == "persistentvolumes" && info.Subresource == "":
 			return a.authorizeReadOfPodObject(nodeName, info)
-		case info.Resource == "serviceaccounts" && info.Subresource == "token":
-			if info.Verb != "create" {
-				return false, "can only create tokens for individual service accounts"
-			}
-			return a.related(nodeName, info)
+		case info.Resource == "serviceaccounts" && !(info.Verb == "get" && info.Subresource == ""):
+			// Reads of a service account follow the node rules; anything else must be a token
+			// request for the service account of a pod on the node (NodeRestriction then checks
+			// the token is bound to that pod).
+			return a.authorizeCreateToken(nodeName, info)
 		}
 	}
 	if info.IsResourceRequest && info.APIGroup == "coordination.k8s.io" && info.Resource == "leases" {
@@ -76,6 +76,16 @@ func (a *Authorizer) Authorize(_ context.Context, user *request.UserInfo, info *
 		return true, ""
 	}
 	return false, ""
+}
+
+func (a *Authorizer) authorizeCreateToken(nodeName string, info *request.RequestInfo) (bool, string) {
+	if info.Verb != "create" || info.Name == "" {
+		return false, "can only create tokens for individual service accounts"
+	}
+	if info.Subresource != "token" {
+		return false, "can only create token subresource of serviceaccount"
+	}
+	return a.related(nodeName, info)
 }
 
 func (a *Authorizer) authorizeReadOfPodObject(nodeName string, info *request.RequestInfo) (bool, string) {

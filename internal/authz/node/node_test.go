@@ -45,6 +45,7 @@ func TestNodeAuthorizer(t *testing.T) {
 	nodeRules := []rbacv1.PolicyRule{
 		{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"pods", "nodes"}},
 		{Verbs: []string{"update", "patch"}, APIGroups: []string{""}, Resources: []string{"nodes/status"}},
+		{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"pods/eviction"}},
 	}
 	a := New(podsOnNode, corelisters.NewPersistentVolumeClaimLister(pvcs), nodeRules)
 	nodeA := &request.UserInfo{Name: "system:node:a", Groups: []string{"system:nodes", "system:authenticated"}}
@@ -65,6 +66,13 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"other volume", nodeA, r("get", "", "persistentvolumes", "", "", "pv-2"), false},
 		{"token of its pod's service account", nodeA, r("create", "", "serviceaccounts", "token", "team", "bot"), true},
 		{"token of another service account", nodeA, r("create", "", "serviceaccounts", "token", "team", "admin"), false},
+		{"token of its pod's service account in another namespace", nodeA, r("create", "", "serviceaccounts", "token", "other", "bot"), false},
+		{"token for another node's pod", nodeB, r("create", "", "serviceaccounts", "token", "team", "bot"), false},
+		{"token read", nodeA, r("get", "", "serviceaccounts", "token", "team", "bot"), false},
+		{"token without a name", nodeA, r("create", "", "serviceaccounts", "token", "team", ""), false},
+		{"create a service account", nodeA, r("create", "", "serviceaccounts", "", "team", "bot"), false},
+		{"evict a pod (NodeRestriction decides which)", nodeA, r("create", "", "pods", "eviction", "team", "web"), true},
+		{"read an eviction", nodeA, r("get", "", "pods", "eviction", "team", "web"), false},
 		{"unrelated secret", nodeA, r("get", "", "secrets", "", "team", "other"), false},
 		{"same name elsewhere", nodeA, r("get", "", "secrets", "", "kube-system", "tls"), false},
 		{"list of secrets", nodeA, r("list", "", "secrets", "", "team", ""), false},
