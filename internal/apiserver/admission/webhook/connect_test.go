@@ -14,6 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission/policy"
 )
 
 // TestConnectWebhook registers a validating webhook for CONNECT on pods/attach and pods/exec: the API
@@ -108,5 +111,54 @@ func TestConnectWebhook(t *testing.T) {
 	defer mu.Unlock()
 	if len(seen) != calls {
 		t.Errorf("webhook called for port-forward or logs: %+v", seen[calls:])
+	}
+}
+
+// TestConnectPolicy: a ValidatingAdmissionPolicy matching CONNECT on pods/exec judges the exec's
+// options (object.command) and denies with its message; another command passes admission.
+func TestConnectPolicy(t *testing.T) {
+	plugin, err := policy.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startEnv(t, &extraPlugins{plugins: []apiserver.AdmissionPlugin{plugin}, start: plugin.Start})
+	ctx := context.Background()
+	if _, err := e.client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-rm"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Connect},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/exec"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "object.kind == 'PodExecOptions' && !object.command.exists(c, c == 'rm')",
+				Message:    "no rm through exec",
+			}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-rm"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: "no-rm", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	exec := func(command string) error {
+		return e.client.CoreV1().RESTClient().Post().Namespace("default").Resource("pods").Name("p").SubResource("exec").
+			Param("container", "app").Param("command", command).Param("stdout", "true").Do(ctx).Error()
+	}
+	eventually(t, func() error {
+		if err := exec("rm"); err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'no-rm' with binding 'no-rm' denied request: no rm through exec") {
+			return errFmt("exec rm: %v", err)
+		}
+		return nil
+	})
+	if err := exec("ls"); !apierrors.IsServiceUnavailable(err) {
+		t.Errorf("exec ls: %v", err)
 	}
 }
