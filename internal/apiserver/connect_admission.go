@@ -1,9 +1,9 @@
 package apiserver
 
 import (
-	"context"
-	"net/url"
+	"net/http"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,12 +13,14 @@ import (
 	"github.com/skiff-sh/skiff/internal/queryparam"
 )
 
-// connectOptions is the object admission sees for a CONNECT to a pod subresource, as Kubernetes
-// builds it from the request's query: PodExecOptions, PodAttachOptions or PodPortForwardOptions
-// (with their kind set). Other subresources (log is a read) are not admitted: nil.
-func connectOptions(subresource string, q url.Values) runtime.Object {
+// connectOptions is the object admission sees for a CONNECT, as Kubernetes builds it from the
+// request (with its kind set): PodExecOptions, PodAttachOptions or PodPortForwardOptions from the
+// query; PodProxyOptions, ServiceProxyOptions or NodeProxyOptions with the path that follows
+// ".../proxy/". Other subresources (log is a read) are not admitted: nil.
+func connectOptions(r *http.Request, info *RequestInfo) runtime.Object {
+	q := r.URL.Query()
 	b := func(key string) bool { return queryparam.Bool(q, key) }
-	switch subresource {
+	switch info.Subresource {
 	case "exec":
 		return &corev1.PodExecOptions{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodExecOptions"},
@@ -38,15 +40,26 @@ func connectOptions(subresource string, q url.Values) runtime.Object {
 			}
 		}
 		return opts
+	case "proxy":
+		path := strings.TrimPrefix(proxyPath(r, info), "/")
+		switch info.Resource {
+		case "pods":
+			return &corev1.PodProxyOptions{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodProxyOptions"}, Path: path}
+		case "services":
+			return &corev1.ServiceProxyOptions{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceProxyOptions"}, Path: path}
+		case "nodes":
+			return &corev1.NodeProxyOptions{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "NodeProxyOptions"}, Path: path}
+		}
 	}
 	return nil
 }
 
-// admitConnect runs the admission chain for a CONNECT (exec, attach, port-forward) as Kubernetes
-// does before it opens the stream: mutating then validating, with the connect options as the
-// object, so a webhook registered for CONNECT on pods/attach can refuse `kubectl attach`.
-func (h *resourceHandler) admitConnect(ctx context.Context, info *RequestInfo, q url.Values) error {
-	opts := connectOptions(info.Subresource, q)
+// admitConnect runs the admission chain for a CONNECT (exec, attach, port-forward, proxy) as
+// Kubernetes does before it opens the stream: mutating then validating, with the connect options
+// as the object, so a webhook registered for CONNECT on pods/attach can refuse `kubectl attach`.
+func (h *resourceHandler) admitConnect(r *http.Request, info *RequestInfo) error {
+	ctx := r.Context()
+	opts := connectOptions(r, info)
 	if opts == nil {
 		return nil
 	}
@@ -59,4 +72,15 @@ func (h *resourceHandler) admitConnect(ctx context.Context, info *RequestInfo, q
 		return err
 	}
 	return h.s.validateAdmission(ctx, attrs)
+}
+
+// withConnectAdmission admits a CONNECT before serve handles it (the proxy subresources).
+func withConnectAdmission(serve subresourceFunc) subresourceFunc {
+	return func(h *resourceHandler, w http.ResponseWriter, r *http.Request, info *RequestInfo) {
+		if err := h.admitConnect(r, info); err != nil {
+			h.s.writeError(w, r, err)
+			return
+		}
+		serve(h, w, r, info)
+	}
 }

@@ -62,7 +62,7 @@ func servePodConnect(h *resourceHandler, w http.ResponseWriter, r *http.Request,
 	q := r.URL.Query()
 	// CONNECT admission (webhooks registered for pods/exec, attach or portforward) before the pod
 	// is looked at, as in Kubernetes.
-	if err := h.admitConnect(ctx, info, q); err != nil {
+	if err := h.admitConnect(r, info); err != nil {
 		h.s.writeError(w, r, err)
 		return
 	}

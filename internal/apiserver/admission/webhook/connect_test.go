@@ -19,7 +19,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/apiserver/admission/policy"
 )
 
-// TestConnectWebhook registers a validating webhook for CONNECT on pods/attach and pods/exec: the API
+// TestConnectWebhook registers a validating webhook for CONNECT on pods/attach, exec and proxy: the API
 // server calls it before it opens a stream, with the connect options as the object, and its denial
 // is the client's error (upstream's "should be able to deny attaching pod"). Reads (pods/log) and
 // CONNECTs it is not registered for (portforward) do not call it.
@@ -32,6 +32,11 @@ func TestConnectWebhook(t *testing.T) {
 		mu.Lock()
 		seen = append(seen, req)
 		mu.Unlock()
+		if req.SubResource == "proxy" {
+			var opts corev1.PodProxyOptions
+			_ = json.Unmarshal(req.Object.Raw, &opts)
+			return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Message: req.Kind.Kind + " to " + opts.Path + " is not allowed", Code: http.StatusForbidden}}
+		}
 		if req.SubResource == "attach" {
 			return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Message: "attaching to pod '" + req.Name + "' is not allowed", Code: http.StatusForbidden}}
 		}
@@ -43,7 +48,7 @@ func TestConnectWebhook(t *testing.T) {
 			Name: "deny-attach.example.com", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url + "/attach"), CABundle: e.ca.CertPEM},
 			Rules: []admissionregistrationv1.RuleWithOperations{{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Connect},
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/attach", "pods/exec"}},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/attach", "pods/exec", "pods/proxy"}},
 			}},
 			SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"},
 		}},
@@ -90,7 +95,6 @@ func TestConnectWebhook(t *testing.T) {
 	}
 	mu.Lock()
 	req = seen[len(seen)-1]
-	calls := len(seen)
 	mu.Unlock()
 	var execOpts corev1.PodExecOptions
 	if err := json.Unmarshal(req.Object.Raw, &execOpts); err != nil {
@@ -99,6 +103,15 @@ func TestConnectWebhook(t *testing.T) {
 	if req.Kind.Kind != "PodExecOptions" || req.SubResource != "exec" || len(execOpts.Command) != 1 || execOpts.Command[0] != "ls" {
 		t.Errorf("exec review = %+v, object %s", req, req.Object.Raw)
 	}
+
+	// The proxy subresource is a CONNECT too, its path in the options.
+	err = pods.Get().AbsPath("/api/v1/namespaces/default/pods/to-be-attached/proxy/some/path").Do(ctx).Error()
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PodProxyOptions to some/path is not allowed") {
+		t.Errorf("pods/proxy: %v", err)
+	}
+	mu.Lock()
+	calls := len(seen)
+	mu.Unlock()
 
 	// Not registered: port-forward; not a CONNECT: logs.
 	if err := connect("portforward", map[string]string{"ports": "80"}); !apierrors.IsServiceUnavailable(err) {
