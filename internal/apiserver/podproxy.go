@@ -123,6 +123,10 @@ func servePodConnect(h *resourceHandler, w http.ResponseWriter, r *http.Request,
 		out[k] = vs
 	}
 	target.RawQuery = out.Encode()
+	if info.Subresource == "log" && isWebSocketRequest(r) {
+		h.serveLogWebSocket(w, r, target)
+		return
+	}
 
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/websocket"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestKubectlDebug is `kubectl debug` on a real node: an ephemeral container joins a running pod's
@@ -46,6 +50,11 @@ func TestKubectlDebug(t *testing.T) {
 	})
 	logs := c.kubectl("logs", "target", "-c", "probe")
 	mustContain(t, logs, "probe-says-hello", "sleep 987654")
+
+	// The same log over a websocket (binary frames, then base64 text), as upstream's conformance
+	// spec and the dashboard's clients read it.
+	mustContain(t, podLogOverWebSocket(t, c, "target", "probe", "binary.k8s.io"), "probe-says-hello")
+	mustContain(t, podLogOverWebSocket(t, c, "target", "probe", "base64.binary.k8s.io"), "probe-says-hello")
 
 	// Both are reported, finished, with their exit codes, image and IDs; the pod still runs and is
 	// ready: ephemeral containers do not count.
@@ -133,6 +142,50 @@ func debugInteractively(t *testing.T, c *cluster, input, until string, args ...s
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out.String())
 	}
 	return out.String()
+}
+
+// podLogOverWebSocket reads a container's whole log through pods/log as a websocket with the given
+// subprotocol, until the server closes it; base64 messages are decoded one by one.
+func podLogOverWebSocket(t *testing.T, c *cluster, pod, container, protocol string) string {
+	t.Helper()
+	config, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsConfig, err := rest.TLSConfigFor(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := strings.Replace(config.Host, "https://", "wss://", 1) + "/api/v1/namespaces/default/pods/" + pod + "/log?container=" + container
+	wsConfig, err := websocket.NewConfig(u, "http://localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsConfig.TlsConfig, wsConfig.Protocol = tlsConfig, []string{protocol}
+	ws, err := websocket.DialConfig(wsConfig)
+	if err != nil {
+		t.Fatalf("websocket %s (%s): %v", u, protocol, err)
+	}
+	defer ws.Close()
+	_ = ws.SetReadDeadline(time.Now().Add(time.Minute))
+	var out strings.Builder
+	for {
+		var msg []byte
+		if err := websocket.Message.Receive(ws, &msg); err != nil {
+			if err == io.EOF {
+				return out.String()
+			}
+			t.Fatalf("read websocket log: %v (so far %q)", err, out.String())
+		}
+		if protocol == "base64.binary.k8s.io" {
+			decoded, err := base64.StdEncoding.DecodeString(string(msg))
+			if err != nil {
+				t.Fatalf("base64 message %q: %v", msg, err)
+			}
+			msg = decoded
+		}
+		out.Write(msg)
+	}
 }
 
 func ephemeralStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
