@@ -7,21 +7,25 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/skiff-sh/skiff/internal/registry"
 )
 
 // AdmissionAttributes describe one write for admission plugins.
 type AdmissionAttributes struct {
-	Verb        string // create, update, delete (patch is an update)
+	Verb        string // create, update, delete (patch is an update), connect (exec, attach, port-forward)
 	Resource    *registry.Resource
 	Subresource string
 	Namespace   string
 	Name        string
-	Object      runtime.Object // the new object (nil for delete)
-	OldObject   runtime.Object // the stored object (nil for create)
-	User        *UserInfo
-	DryRun      bool
+	// Kind is the object's kind when it is not the resource's: the options object of a connect
+	// (PodExecOptions for pods/exec). Empty otherwise.
+	Kind      schema.GroupVersionKind
+	Object    runtime.Object // the new object (nil for delete)
+	OldObject runtime.Object // the stored object (nil for create)
+	User      *UserInfo
+	DryRun    bool
 	// Options are the write's options as Kubernetes sends them to webhooks: CreateOptions,
 	// UpdateOptions (for a patch too) or DeleteOptions.
 	Options runtime.Object

@@ -59,6 +59,7 @@ func TestNodeRestriction(t *testing.T) {
 		{"removes an admin's label", AdmissionAttributes{Verb: "update", Resource: nodes, Name: "a", Object: node("a", nil), OldObject: node("a", map[string]string{"node-role.kubernetes.io/control-plane": ""})}, false},
 		{"another node", AdmissionAttributes{Verb: "update", Subresource: "status", Resource: nodes, Name: "b", Object: node("b", nil), OldObject: node("b", nil)}, false},
 		{"its lease", AdmissionAttributes{Verb: "create", Resource: leases, Namespace: "kube-node-lease", Name: "a", Object: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}, true},
+		{"proxy to another node (a CONNECT, not a write)", AdmissionAttributes{Verb: "connect", Subresource: "proxy", Resource: nodes, Name: "b", Object: &corev1.NodeProxyOptions{Path: "stats"}}, true},
 		{"another lease", AdmissionAttributes{Verb: "update", Resource: leases, Namespace: "kube-node-lease", Name: "b", Object: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "b"}}}, false},
 	}
 	for _, tt := range tests {

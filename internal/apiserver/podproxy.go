@@ -58,17 +58,23 @@ func servePodConnect(h *resourceHandler, w http.ResponseWriter, r *http.Request,
 		h.s.writeError(w, r, apierrors.NewMethodNotSupported(gr, info.Verb))
 		return
 	}
+	ctx := r.Context()
+	q := r.URL.Query()
+	// CONNECT admission (webhooks registered for pods/exec, attach or portforward) before the pod
+	// is looked at, as in Kubernetes.
+	if err := h.admitConnect(r, info); err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
 	if h.s.cfg.Kubelet == nil {
 		h.s.writeError(w, r, apierrors.NewServiceUnavailable("no kubelet client is configured"))
 		return
 	}
-	ctx := r.Context()
 	pod, err := getAs[*corev1.Pod](ctx, h, info.Namespace, info.Name)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
 	}
-	q := r.URL.Query()
 	target := &url.URL{Scheme: "https"}
 	if info.Subresource == "portforward" {
 		target.Path = fmt.Sprintf("/%s/%s/%s", kubeletPath, pod.Namespace, pod.Name)
@@ -117,6 +123,10 @@ func servePodConnect(h *resourceHandler, w http.ResponseWriter, r *http.Request,
 		out[k] = vs
 	}
 	target.RawQuery = out.Encode()
+	if info.Subresource == "log" && isWebSocketRequest(r) {
+		h.serveLogWebSocket(w, r, target)
+		return
+	}
 
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {

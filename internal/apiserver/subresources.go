@@ -40,11 +40,11 @@ func (s *Server) extraSubresource(gr schema.GroupResource, name string) subresou
 	case "serviceaccounts/token":
 		return serveServiceAccountToken
 	case "pods/proxy":
-		return servePodProxy
+		return withConnectAdmission(servePodProxy)
 	case "services/proxy":
-		return serveServiceProxy
+		return withConnectAdmission(serveServiceProxy)
 	case "nodes/proxy":
-		return serveNodeProxy
+		return withConnectAdmission(serveNodeProxy)
 	}
 	if s.cfg.ExtraSubresources != nil {
 		if f := s.cfg.ExtraSubresources(gr, name); f != nil {

@@ -6,7 +6,7 @@
 // Design: one goroutine per pod (a pod worker) runs a level-triggered sync
 // that compares the pod's spec with what the runtime reports and takes the
 // next steps (sandbox, init containers in order, containers, restarts with
-// CrashLoopBackOff, termination). Events that may change a pod's state (an
+// CrashLoopBackOff, ephemeral containers once each, termination). Events that may change a pod's state (an
 // informer event, a container exiting seen by the relister, a back-off
 // expiring) only wake the pod's worker. Runtime state is never cached beyond a
 // sync: the runtime's labels and annotations are the source of truth, so a

@@ -136,7 +136,7 @@ func (k *Kubelet) containerFor(w http.ResponseWriter, r *http.Request) (*corev1.
 		http.Error(w, fmt.Sprintf("pod %q not found", namespace+"/"+name), http.StatusNotFound)
 		return nil, nil, "", false
 	}
-	if container != "" && findContainer(pod, container) == nil {
+	if container != "" && findAnyContainer(pod, container) == nil {
 		http.Error(w, fmt.Sprintf("container %s is not valid for pod %s", container, name), http.StatusBadRequest)
 		return nil, nil, "", false
 	}

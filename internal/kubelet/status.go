@@ -139,6 +139,7 @@ func (k *Kubelet) podStatus(pod *corev1.Pod, state *podRuntimeState, sandbox *ru
 	for i := range pod.Spec.Containers {
 		status.ContainerStatuses = append(status.ContainerStatuses, k.containerStatus(pod, &pod.Spec.Containers[i], containerKindRegular, state, defaultReason))
 	}
+	status.EphemeralContainerStatuses = k.ephemeralStatuses(pod, state)
 	status.Phase = podPhase(pod, status.InitContainerStatuses, status.ContainerStatuses, terminal)
 	if terminal {
 		for i := range status.ContainerStatuses {

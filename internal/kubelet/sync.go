@@ -298,6 +298,18 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 			}
 		}
 	}
+	// Ephemeral containers (kubectl debug) start once each, whether or not
+	// the pod finished initializing; they are never restarted.
+	for _, step := range planEphemeral(pod, state, sandbox.Id) {
+		changed = true
+		if step.createdID != "" {
+			if err := k.runtime.StartContainer(ctx, step.createdID); err != nil {
+				k.log.Warn("start created ephemeral container", "pod", pod.Namespace+"/"+pod.Name, "container", step.container.Name, "err", err)
+			}
+			continue
+		}
+		start(step.container, containerKindEphemeral)
+	}
 	if changed {
 		// This sync created no sandbox after the one above: only the
 		// containers need a fresh look.
@@ -500,6 +512,9 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1
 		return err
 	}
 	config, err := k.containerConfig(pod, c, kind, restarts, imageRef, podIPs, src, volumes)
+	if err == nil && kind == containerKindEphemeral {
+		config.Linux.SecurityContext.NamespaceOptions, err = ephemeralNamespaces(pod, c.Name, state)
+	}
 	if err != nil {
 		k.backoff.restarted(startKey)
 		k.setWaiting(pod.UID, c.Name, reasonCreateConfigError, err.Error())

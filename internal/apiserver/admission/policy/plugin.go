@@ -217,6 +217,8 @@ func op(verb string) admissionregistrationv1.OperationType {
 		return admissionregistrationv1.Update
 	case "delete":
 		return admissionregistrationv1.Delete
+	case "connect":
+		return admissionregistrationv1.Connect
 	}
 	return ""
 }

@@ -193,7 +193,7 @@ func (p *validatingPlugin) Validate(ctx context.Context, a *apiserver.AdmissionA
 	return nil
 }
 
-// skip: webhooks never see admissionregistration objects, and connect requests are not admitted here.
+// skip: webhooks never see admissionregistration objects; reads are not admitted.
 func skip(a *apiserver.AdmissionAttributes) bool {
 	return IsExempt(a.Resource.GroupResource()) || operation(a.Verb) == ""
 }
@@ -206,6 +206,8 @@ func operation(verb string) admissionregistrationv1.OperationType {
 		return admissionregistrationv1.Update
 	case "delete":
 		return admissionregistrationv1.Delete
+	case "connect":
+		return admissionregistrationv1.Connect
 	}
 	return ""
 }
@@ -406,6 +408,10 @@ func (w *Webhooks) review(a *apiserver.AdmissionAttributes) (*admissionv1.Admiss
 // reviewRequest is the AdmissionRequest Kubernetes sends for the write.
 func reviewRequest(a *apiserver.AdmissionAttributes, uid types.UID) (*admissionv1.AdmissionRequest, error) {
 	gvk := a.Resource.GroupVersionKind()
+	if !a.Kind.Empty() {
+		// A connect's object is its options (PodExecOptions), and Kubernetes names that kind.
+		gvk = a.Kind
+	}
 	gvr := a.Resource.GroupVersionResource()
 	kind := metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}
 	res := metav1.GroupVersionResource{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource}
