@@ -59,11 +59,7 @@ func newPodNetCluster(t *testing.T) *podNetCluster {
 	}
 	pc.tools = filepath.Join(os.TempDir(), "skjt"+randomID(t))
 	t.Cleanup(func() { os.RemoveAll(pc.tools) })
-	build := exec.Command("go", "build", "-o", filepath.Join(pc.tools, "nettool"), "./nettool")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build nettool: %v\n%s", err, out)
-	}
+	buildNettool(t, pc.tools)
 	return pc
 }
 

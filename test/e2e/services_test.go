@@ -129,11 +129,7 @@ func TestServiceProxy(t *testing.T) {
 	prefix := proxy.NodePrefix(c.dataDir)
 
 	tools := filepath.Join(c.dataDir, "tools")
-	build := exec.Command("go", "build", "-o", filepath.Join(tools, "nettool"), "./nettool")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build nettool: %v\n%s", err, out)
-	}
+	buildNettool(t, tools)
 	c.stdin(strings.ReplaceAll(servicesManifest, "TOOLS", tools), "apply", "-f", "-")
 	for _, sel := range []string{"app=web", "app=udp"} {
 		eventually(t, 120*time.Second, func() error {
@@ -332,5 +328,16 @@ func removeProxyRules(t *testing.T, dataDir string) {
 	}
 	if err := host.DeleteDevice(ctx, proxy.DeviceName(prefix)); err != nil {
 		t.Logf("remove the node's service range device: %v", err)
+	}
+}
+
+// buildNettool builds the static test tool (test/e2e/nettool) into dir, which pods mount by
+// hostPath.
+func buildNettool(t *testing.T, dir string) {
+	t.Helper()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "nettool"), "./nettool")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build nettool: %v\n%s", err, out)
 	}
 }

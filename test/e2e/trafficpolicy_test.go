@@ -6,8 +6,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -71,11 +69,7 @@ func TestTrafficPolicyLocal(t *testing.T) {
 	prefix := proxy.NodePrefix(c.dataDir)
 
 	tools := filepath.Join(c.dataDir, "tools")
-	build := exec.Command("go", "build", "-o", filepath.Join(tools, "nettool"), "./nettool")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build nettool: %v\n%s", err, out)
-	}
+	buildNettool(t, tools)
 	c.stdin(strings.ReplaceAll(trafficPolicyManifest, "TOOLS", tools), "apply", "-f", "-")
 	eventually(t, 120*time.Second, func() error {
 		out, err := c.kubectlErr("wait", "--for=condition=Ready", "pod", "-l", "app=who", "--timeout=2s")
