@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -33,15 +34,24 @@ type AuthenticatorFunc func(r *http.Request) (*UserInfo, bool, error)
 
 func (f AuthenticatorFunc) AuthenticateRequest(r *http.Request) (*UserInfo, bool, error) { return f(r) }
 
-// ClientCertAuthenticator trusts the client certificate the TLS layer already verified against the
-// cluster CA: the common name is the user, the organizations its groups (as Kubernetes does).
-type ClientCertAuthenticator struct{}
+// ClientCertAuthenticator trusts a client certificate of the cluster CA: the common name is the
+// user, the organizations its groups (as Kubernetes does).
+type ClientCertAuthenticator struct {
+	// Roots, when set, is the cluster CA the certificate must chain to. It is needed when the TLS
+	// layer also accepts certificates of another CA (the front proxy's, for
+	// RequestHeaderAuthenticator), which must not authenticate as their common name. Nil trusts
+	// whatever the TLS layer verified.
+	Roots *x509.CertPool
+}
 
-func (ClientCertAuthenticator) AuthenticateRequest(r *http.Request) (*UserInfo, bool, error) {
+func (a ClientCertAuthenticator) AuthenticateRequest(r *http.Request) (*UserInfo, bool, error) {
 	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.PeerCertificates) == 0 {
 		return nil, false, nil
 	}
 	cert := r.TLS.PeerCertificates[0]
+	if a.Roots != nil && !verifiesClient(r.TLS.PeerCertificates, a.Roots) {
+		return nil, false, nil
+	}
 	if cert.Subject.CommonName == "" {
 		// A certificate that names no one authenticates no one (Kubernetes answers 401).
 		return nil, false, errors.New("client certificate has an empty common name")

@@ -3,7 +3,9 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,6 +41,12 @@ type aggregationSetup struct {
 	frontProxyCA  []byte
 	allowedNames  []string
 	clusterCAPath string
+	// requestHeader authenticates requests a front proxy (this or another API server, with a
+	// certificate of the requestheader CA) makes on behalf of the user its headers name.
+	requestHeader apiserver.RequestHeaderAuthenticator
+	// clusterRoots is the cluster CA: client certificates of the front-proxy CA must not
+	// authenticate as their common name.
+	clusterRoots *x509.CertPool
 }
 
 // newAggregationSetup creates the front-proxy certificates when no files are configured and loads
@@ -72,7 +80,20 @@ func newAggregationSetup(cfg *Config, now time.Time) (*aggregationSetup, error) 
 		}
 		return v
 	}
-	return &aggregationSetup{
+	frontProxyPool := x509.NewCertPool()
+	if !frontProxyPool.AppendCertsFromPEM(caPEM) {
+		return nil, errors.New("--requestheader-client-ca-file: no certificate in it")
+	}
+	clusterCAPath := filepath.Join(dir, "ca.crt")
+	clusterCA, err := os.ReadFile(clusterCAPath)
+	if err != nil {
+		return nil, fmt.Errorf("cluster CA: %w", err)
+	}
+	clusterRoots := x509.NewCertPool()
+	if !clusterRoots.AppendCertsFromPEM(clusterCA) {
+		return nil, errors.New("cluster CA certificate does not parse")
+	}
+	setup := &aggregationSetup{
 		server: apiserver.AggregationConfig{
 			ProxyClientCert:     &cert,
 			UsernameHeaders:     orDefault(opts.UsernameHeaders, "X-Remote-User"),
@@ -81,8 +102,29 @@ func newAggregationSetup(cfg *Config, now time.Time) (*aggregationSetup, error) 
 		},
 		frontProxyCA:  caPEM,
 		allowedNames:  orDefault(opts.AllowedNames, pki.FrontProxyClientName),
-		clusterCAPath: filepath.Join(dir, "ca.crt"),
-	}, nil
+		clusterCAPath: clusterCAPath,
+		clusterRoots:  clusterRoots,
+	}
+	setup.requestHeader = apiserver.RequestHeaderAuthenticator{
+		CA: frontProxyPool, AllowedNames: setup.allowedNames,
+		UsernameHeaders: setup.server.UsernameHeaders, GroupHeaders: setup.server.GroupHeaders,
+		ExtraHeaderPrefixes: setup.server.ExtraHeaderPrefixes,
+	}
+	return setup, nil
+}
+
+// requestHeaderCAPEM is the front-proxy CA the API server's TLS layer accepts client
+// certificates of, beside the cluster CA (newAggregationSetup has created it by then).
+func requestHeaderCAPEM(cfg *Config) ([]byte, error) {
+	path := cfg.Aggregation.RequestHeaderClientCAFile
+	if path == "" {
+		path = filepath.Join(cfg.DataDir, "pki", "front-proxy-ca.crt")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--requestheader-client-ca-file: %w", err)
+	}
+	return data, nil
 }
 
 // ensureAggregationObjects creates the local APIServices of the served built-in group versions

@@ -137,11 +137,12 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 			return etcd.CheckHealth(ctx, client)
 		},
 		NonResourceHandlers: append(append(etcdMembershipHandlers(client, spaceCheck, cfg.Logger), apiserver.NonResourceHandler{Prefix: dashboard.Prefix, Handler: dashboard.Assets()}), oidcHandlers...),
-		Authenticator:       apiserver.UnionAuthenticator{apiserver.ClientCertAuthenticator{}, bootstrapTokenAuthenticator(cfg, &built)},
-		AnonymousAuth:       cfg.AnonymousAuth,
-		Admission:           admission.plugins(apiserver.RBACEscalation{Authorizer: authz.authorize, Rules: authz.rules}, apiserver.NodeRestriction{}),
-		OpenAPI:             oapi,
-		Discovery:           disc,
+		Authenticator: apiserver.UnionAuthenticator{aggregation.requestHeader,
+			apiserver.ClientCertAuthenticator{Roots: aggregation.clusterRoots}, bootstrapTokenAuthenticator(cfg, &built)},
+		AnonymousAuth: cfg.AnonymousAuth,
+		Admission:     admission.plugins(apiserver.RBACEscalation{Authorizer: authz.authorize, Rules: authz.rules}, apiserver.NodeRestriction{}),
+		OpenAPI:       oapi,
+		Discovery:     disc,
 		// CustomResourceDefinitions change the served set at run time.
 		CustomResourceTypeConverter: oapi.CustomResourceTypeConverter,
 		OnResourcesChanged: func(all []*registry.Resource) {

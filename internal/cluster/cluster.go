@@ -309,7 +309,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			cfg.Logger.Error("API aggregation", "err", err)
 		}
 	}()
-	tlsCfg, err := servingTLS(certs)
+	frontProxyCA, err := requestHeaderCAPEM(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	tlsCfg, err := servingTLS(certs, frontProxyCA)
 	if err != nil {
 		return nil, err
 	}
@@ -429,7 +433,9 @@ func ensureCertificates(cfg *Config, now time.Time) (*nodeCerts, error) {
 	return &nodeCerts{caPEM: ca.CertPEM, servingCert: servingCert, servingKey: servingKey, adminKubeconfigPEM: kubeconfig}, nil
 }
 
-func servingTLS(c *nodeCerts) (*tls.Config, error) {
+// servingTLS is the API server's TLS: its serving certificate, and client certificates of the
+// cluster CA or of the front proxy's (frontProxyCA; the authenticators tell the two apart).
+func servingTLS(c *nodeCerts, frontProxyCA []byte) (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(c.servingCert, c.servingKey)
 	if err != nil {
 		return nil, fmt.Errorf("load serving certificate: %w", err)
@@ -437,6 +443,9 @@ func servingTLS(c *nodeCerts) (*tls.Config, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(c.caPEM) {
 		return nil, errors.New("cluster CA certificate does not parse")
+	}
+	if len(frontProxyCA) > 0 && !pool.AppendCertsFromPEM(frontProxyCA) {
+		return nil, errors.New("front-proxy CA certificate does not parse")
 	}
 	// The chain ends with the CA, so a joining node can check it against the pin in its join token
 	// before it trusts the server or sends its token (internal/join).
