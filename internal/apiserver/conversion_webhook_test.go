@@ -103,7 +103,7 @@ spec:
 	beta := c.dynamic.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1beta1", Resource: "things"}).Namespace(ns)
 	v1 := c.dynamic.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "things"}).Namespace(ns)
 	var lastErr error
-	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, lastErr = beta.Create(ctx, unstructuredFrom(t, `{"apiVersion":"example.com/v1beta1","kind":"Thing","metadata":{"name":"t"},"spec":{"oldName":"x"}}`), metav1.CreateOptions{})
 		return lastErr == nil || strings.Contains(lastErr.Error(), "already exists"), nil
 	})
@@ -216,7 +216,7 @@ spec:
 	}
 	beta := c.dynamic.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1beta1", Resource: "things"}).Namespace(ns)
 	var lastErr error
-	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, lastErr = beta.Create(ctx, unstructuredFrom(t, `{"apiVersion":"example.com/v1beta1","kind":"Thing","metadata":{"name":"t"},"spec":{"oldName":"x"}}`), metav1.CreateOptions{})
 		return lastErr == nil || strings.Contains(lastErr.Error(), "already exists"), nil
 	})

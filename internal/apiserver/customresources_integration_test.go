@@ -91,7 +91,7 @@ func TestCustomResources(t *testing.T) {
 	if _, err := crds.Create(ctx, unstructuredFrom(t, widgetCRD), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		crd, err := crds.Get(ctx, "widgets.example.com", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -242,7 +242,7 @@ func TestCustomResources(t *testing.T) {
 		if _, err := crds.Create(ctx, unstructuredFrom(t, clash), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			crd, err := crds.Get(ctx, "doohickeys.example.com", metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -283,7 +283,7 @@ func TestCustomResources(t *testing.T) {
 		}
 		var lastErr error
 		beta := c.dynamic.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1beta1", Resource: "gadgets"}).Namespace(ns)
-		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			_, err := beta.Create(ctx, unstructuredFrom(t, `{"apiVersion":"example.com/v1beta1","kind":"Gadget","metadata":{"name":"g"},"spec":{"replicas":2}}`), metav1.CreateOptions{})
 			if err != nil && (lastErr == nil || lastErr.Error() != err.Error()) {
 				t.Logf("create: %v", err)
@@ -307,7 +307,7 @@ func TestCustomResources(t *testing.T) {
 		if err := crds.Delete(ctx, "widgets.example.com", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			_, err := crds.Get(ctx, "widgets.example.com", metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		})
