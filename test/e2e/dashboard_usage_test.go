@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -125,5 +126,32 @@ func TestDashboardUsageUnavailable(t *testing.T) {
 			`(n => n !== null && n.innerText.includes('metrics not available') && document.querySelectorAll('#metrics-note').length === 1)(document.getElementById('metrics-note'))`)
 		waitJS(t, ctx, 30*time.Second, view+": the list itself loaded",
 			`(s => s !== null && !s.innerText.includes('loading'))(document.querySelector('#head .status'))`)
+	}
+}
+
+// addSyntheticMetrics gives the fake API's nodes and cluster-wide pods a metrics.k8s.io sample
+// each: every node uses 1200m and 6Gi, every pod 12m and 50Mi.
+func addSyntheticMetrics(t *testing.T, f *fakeAPI) {
+	t.Helper()
+	type meta struct {
+		Metadata struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace,omitempty"`
+		} `json:"metadata"`
+	}
+	for _, kind := range []struct{ from, to string }{{"/api/v1/nodes", "/apis/metrics.k8s.io/v1beta1/nodes"}, {"/api/v1/pods", "/apis/metrics.k8s.io/v1beta1/pods"}} {
+		for _, raw := range f.lists[kind.from] {
+			var m meta
+			if err := json.Unmarshal(raw, &m); err != nil {
+				t.Fatal(err)
+			}
+			obj := map[string]any{"metadata": m.Metadata, "timestamp": "2026-01-01T00:00:00Z", "window": "15s"}
+			if m.Metadata.Namespace == "" {
+				obj["usage"] = map[string]string{"cpu": "1200m", "memory": "6Gi"}
+			} else {
+				obj["containers"] = []map[string]any{{"name": "app", "usage": map[string]string{"cpu": "12m", "memory": "50Mi"}}}
+			}
+			f.lists[kind.to] = append(f.lists[kind.to], mustJSON(t, obj))
+		}
 	}
 }
