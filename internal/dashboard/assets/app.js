@@ -339,6 +339,10 @@ function metricsUsage(m) {
   return { cpu, mem };
 }
 
+// NO_METRICS stands in until the pods view's own list is loaded: PodMetrics, as many as the
+// pods, would compete with the first rows, so they are asked for only then.
+const NO_METRICS = Object.freeze({ loaded: false, count: 0, items: new Map() });
+
 function metricsLive(path, params) {
   const key = 'metrics ' + path + query(params || {});
   let m = state.lives.get(key);
@@ -433,7 +437,7 @@ function renderNodes() {
   const pods = live('/api/v1/pods');
   const rows = nodes.sorted();
   const sums = requestedByNode(pods);
-  const usage = metricsLive('/apis/metrics.k8s.io/v1beta1/nodes');
+  const usage = metricsLive('/apis/metrics.k8s.io/v1beta1/nodes'); // one small object per node
   rows.v = nodes.version;
   const note = metricsNote(usage, usage.count ? missingMetrics(usage, rows, nodeReadyTrue) : 0, 'Ready nodes');
   const used = (n) => usage.items.get('/' + n.metadata.name);
@@ -546,7 +550,7 @@ function renderPods() {
   const sel = $('selector').value.trim();
   const pods = live(nsPath('', 'pods', ns), sel ? { labelSelector: sel } : {});
   const rows = pods.sorted();
-  const usage = metricsLive(nsPath('metrics.k8s.io/v1beta1', 'pods', ns), sel ? { labelSelector: sel } : {});
+  const usage = pods.loaded ? metricsLive(nsPath('metrics.k8s.io/v1beta1', 'pods', ns), sel ? { labelSelector: sel } : {}) : NO_METRICS;
   rows.v = pods.version;
   const note = metricsNote(usage, usage.count ? missingMetrics(usage, rows, podRunning) : 0, 'running pods');
   const used = (p) => usage.items.get(p.metadata.namespace + '/' + p.metadata.name) || {};
