@@ -456,18 +456,18 @@ function renderNodes() {
       const i = (n.status && n.status.nodeInfo) || {};
       return esc((i.kubeletVersion || '') + ' / ' + (i.containerRuntimeVersion || ''));
     } },
-    { t: 'CPU req / alloc / cap', c: (n) => {
+    { t: 'CPU req/alloc/cap', c: (n) => {
       const s = sums.get(n.metadata.name) || { cpu: 0 };
       const st = n.status || {};
       return esc(fmtCPU(s.cpu) + ' / ' + fmtCPU(qty((st.allocatable || {}).cpu)) + ' / ' + fmtCPU(qty((st.capacity || {}).cpu)));
     } },
-    { t: 'Memory req / alloc / cap', c: (n) => {
+    { t: 'Mem req/alloc/cap', c: (n) => {
       const s = sums.get(n.metadata.name) || { mem: 0 };
       const st = n.status || {};
       return esc(fmtMem(s.mem) + ' / ' + fmtMem(qty((st.allocatable || {}).memory)) + ' / ' + fmtMem(qty((st.capacity || {}).memory)));
     } },
     { t: 'CPU used', c: (n) => '<span class="cpu-used">' + esc(usageCell((used(n) || {}).cpu, alloc(n, 'cpu'), fmtCPU)) + '</span>' },
-    { t: 'Memory used', c: (n) => '<span class="mem-used">' + esc(usageCell((used(n) || {}).mem, alloc(n, 'memory'), fmtMem)) + '</span>' },
+    { t: 'Mem used', c: (n) => '<span class="mem-used">' + esc(usageCell((used(n) || {}).mem, alloc(n, 'memory'), fmtMem)) + '</span>' },
     { t: 'Pods', c: (n) => esc((sums.get(n.metadata.name) || { pods: 0 }).pods) },
     { t: '', c: (n) => n.spec && n.spec.unschedulable
       ? '<button data-act="uncordon" data-name="' + esc(n.metadata.name) + '">Uncordon</button>'
@@ -566,7 +566,7 @@ function renderPods() {
     { t: 'Restarts', c: (p) => esc(restarts(p)) },
     { t: 'Node', c: (p) => esc(p.spec.nodeName || '') },
     { t: 'CPU used', c: (p) => '<span class="cpu-used">' + esc(usageCell(used(p).cpu, 0, fmtCPU)) + '</span>' },
-    { t: 'Memory used', c: (p) => '<span class="mem-used">' + esc(usageCell(used(p).mem, 0, fmtMem)) + '</span>' },
+    { t: 'Mem used', c: (p) => '<span class="mem-used">' + esc(usageCell(used(p).mem, 0, fmtMem)) + '</span>' },
     { t: 'Age', c: (p) => esc(age(p.metadata.creationTimestamp)) },
     { t: '', c: (p) => '<button class="danger" data-act="delete-pod" data-ns="' + esc(p.metadata.namespace) + '" data-name="' + esc(p.metadata.name) + '">Delete</button>' },
   ], rows);
