@@ -188,7 +188,9 @@ func TestDashboardLargeCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large synthetic cluster")
 	}
-	srv := newFakeAPI(t, syntheticCluster(t, 5000, 10))
+	f := syntheticCluster(t, 5000, 10)
+	addSyntheticMetrics(t, f) // usage columns: 5,000 NodeMetrics and 50,000 PodMetrics
+	srv := newFakeAPI(t, f)
 	ctx := browser(t)
 
 	start := time.Now()
@@ -198,6 +200,7 @@ func TestDashboardLargeCluster(t *testing.T) {
 	first := since(t, ctx, start, 60*time.Second, "first node rows", `document.querySelector('#t-nodes .vt-row') !== null`)
 	all := since(t, ctx, start, 120*time.Second, "5000 nodes and 50000 pods loaded",
 		`(h => h.includes('5000 nodes') && !h.includes('loading'))(document.getElementById('head').innerText)`)
+	usage := since(t, ctx, start, 60*time.Second, "node usage from metrics.k8s.io", `(r => r !== null && r.innerText.includes('6Gi (38%)'))(document.querySelector('#t-nodes .vt-row'))`)
 	var rows int
 	var summed string
 	if err := chromedp.Run(ctx, chromedp.Evaluate(`document.querySelectorAll('#t-nodes .vt-row').length`, &rows),
@@ -228,14 +231,15 @@ func TestDashboardLargeCluster(t *testing.T) {
 	podsFirst := since(t, ctx, start, 60*time.Second, "first pod rows", `document.querySelector('#t-pods .vt-row') !== null`)
 	podsAll := since(t, ctx, start, 120*time.Second, "50000 pods listed",
 		`(h => h.includes('50000 pods') && !h.includes('loading'))(document.getElementById('head').innerText)`)
+	podsUsage := since(t, ctx, start, 60*time.Second, "pod usage from metrics.k8s.io", `(r => r !== null && r.innerText.includes('50Mi'))(document.querySelector('#t-pods .vt-row'))`)
 	if err := chromedp.Run(ctx, chromedp.Evaluate(`document.querySelectorAll('#t-pods .vt-row').length`, &rows)); err != nil {
 		t.Fatal(err)
 	}
 	if rows == 0 || rows > 200 {
 		t.Errorf("%d pod rows in the DOM, want only the visible ones", rows)
 	}
-	t.Logf("nodes view (5000 nodes, 50000 pods summed per node): first rows %v, all loaded %v, JS heap %.0f MiB; pods view (50000 pods): first rows %v, all loaded %v, JS heap %.0f MiB; %d rows in the DOM",
-		first.Round(time.Millisecond), all.Round(time.Millisecond), nodesHeap, podsFirst.Round(time.Millisecond), podsAll.Round(time.Millisecond), heapMiB(t, ctx), rows)
+	t.Logf("nodes view (5000 nodes, 50000 pods summed per node): first rows %v, all loaded %v, usage shown %v, JS heap %.0f MiB; pods view (50000 pods): first rows %v, all loaded %v, usage shown %v, JS heap %.0f MiB; %d rows in the DOM",
+		first.Round(time.Millisecond), all.Round(time.Millisecond), usage.Round(time.Millisecond), nodesHeap, podsFirst.Round(time.Millisecond), podsAll.Round(time.Millisecond), podsUsage.Round(time.Millisecond), heapMiB(t, ctx), rows)
 }
 
 // TestDashboardLogsFollow: a running pod's log is followed, lines appearing without a reload.

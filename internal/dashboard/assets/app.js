@@ -278,6 +278,108 @@ function statusLine(lives, noun, count) {
     errs.map((e) => '<p class="status err">' + esc(e) + '</p>').join('');
 }
 
+// ---- usage (metrics.k8s.io) ---------------------------------------------------------------------
+
+const METRICS_EVERY = 15000; // the metrics resolution: polling faster shows nothing new
+
+// Metrics keeps a metrics.k8s.io list (NodeMetrics or PodMetrics; they cannot be watched) by
+// polling it every METRICS_EVERY while its view shows it. A 403 (RBAC) or an absent group stops
+// it: the view says so once and works as before.
+class Metrics {
+  constructor(path, params) {
+    this.path = path;
+    this.params = params || {};
+    this.items = new Map(); // ns/name -> {cpu, mem}
+    this.version = 0;
+    this.loaded = false;
+    this.status = 0;
+    this.error = '';
+    this.stopped = false;
+    this.abort = null;
+    this.poll();
+    this.timer = setInterval(() => { if (!document.hidden) this.poll(); }, METRICS_EVERY);
+  }
+  get count() { return this.items.size; }
+  stop() { this.stopped = true; clearInterval(this.timer); if (this.abort) this.abort.abort(); }
+  async poll() {
+    if (this.stopped || this.busy) return;
+    this.busy = true;
+    try {
+      this.abort = new AbortController();
+      const resp = await fetch(this.path + query(this.params), { headers: headers(), signal: this.abort.signal });
+      if (!resp.ok) throw await errorOf(resp);
+      const list = await resp.json();
+      const fresh = new Map();
+      for (const m of list.items || []) fresh.set((m.metadata.namespace || '') + '/' + m.metadata.name, metricsUsage(m));
+      this.items = fresh;
+      this.loaded = true;
+      this.status = 0;
+      this.error = '';
+    } catch (e) {
+      if (this.stopped) return;
+      this.status = e.status || 0;
+      this.error = e.message || String(e);
+      if (metricsGone(this.status)) this.stop();
+    } finally {
+      this.busy = false;
+    }
+    this.version++;
+    scheduleRender();
+  }
+}
+
+// metricsGone: an answer after which polling again is pointless (RBAC, no such group).
+function metricsGone(status) { return status === 401 || status === 403 || status === 404; }
+
+// metricsUsage sums a NodeMetrics' usage or a PodMetrics' containers' usage: {cpu: cores, mem: bytes}.
+function metricsUsage(m) {
+  if (m.usage) return { cpu: qty(m.usage.cpu), mem: qty(m.usage.memory) };
+  let cpu = 0, mem = 0;
+  for (const c of m.containers || []) { cpu += qty(c.usage && c.usage.cpu); mem += qty(c.usage && c.usage.memory); }
+  return { cpu, mem };
+}
+
+// NO_METRICS stands in until the pods view's own list is loaded: PodMetrics, as many as the
+// pods, would compete with the first rows, so they are asked for only then.
+const NO_METRICS = Object.freeze({ loaded: false, count: 0, items: new Map() });
+
+function metricsLive(path, params) {
+  const key = 'metrics ' + path + query(params || {});
+  let m = state.lives.get(key);
+  if (!m) { m = new Metrics(path, params); state.lives.set(key, m); }
+  m.used = true;
+  return m;
+}
+
+// metricsNote decides the one line the usage columns get ('' when every row has figures):
+// m is {status, error, loaded, count}, missing how many rows have no sample.
+function metricsNote(m, missing, noun) {
+  if (m.status === 403) return 'usage: this user may not read metrics.k8s.io (' + m.error + ')';
+  if (m.status === 404 || m.status === 503) return 'usage: metrics not available (metrics.k8s.io is not served)';
+  if (m.error) return 'usage: metrics not available (' + m.error + ')';
+  if (!m.loaded) return 'usage: loading metrics…';
+  if (!m.count) return 'usage: metrics not available (metrics.k8s.io has no samples yet)';
+  if (missing) return 'usage: metrics not available for ' + missing + ' ' + noun + ' (a sample comes one metrics resolution after a kubelet reports)';
+  return '';
+}
+
+// usageCell: the usage, and its share of allocatable when that is known; '–' without a sample.
+function usageCell(used, of, fmt) {
+  if (used === undefined) return '–';
+  return fmt(used) + (of > 0 ? ' (' + Math.round(used / of * 100) + '%)' : '');
+}
+
+function missingMetrics(m, rows, want) {
+  if (m._mk === m.version + '/' + rows.length + '/' + rows.v) return m._missing;
+  let n = 0;
+  for (const o of rows) if (want(o) && !m.items.has((o.metadata.namespace || '') + '/' + o.metadata.name)) n++;
+  m._mk = m.version + '/' + rows.length + '/' + rows.v;
+  m._missing = n;
+  return n;
+}
+
+function metricsLine(note) { return note ? '<p class="status" id="metrics-note">' + esc(note) + '</p>' : ''; }
+
 // ---- nodes ------------------------------------------------------------------------------------
 
 const IGNORED_TAINTS = new Set(['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable']);
@@ -298,6 +400,7 @@ function nodeReady(n) {
   const c = ((n.status && n.status.conditions) || []).find((x) => x.type === 'Ready');
   return c ? c.status : 'Unknown';
 }
+function nodeReadyTrue(n) { return nodeReady(n) === 'True'; }
 
 function podRequests(p) {
   let cpu = 0, mem = 0, icpu = 0, imem = 0;
@@ -334,7 +437,12 @@ function renderNodes() {
   const pods = live('/api/v1/pods');
   const rows = nodes.sorted();
   const sums = requestedByNode(pods);
-  section('head', '<h1>Nodes</h1>' + statusLine([nodes, pods], 'nodes', rows.length));
+  const usage = metricsLive('/apis/metrics.k8s.io/v1beta1/nodes'); // one small object per node
+  rows.v = nodes.version;
+  const note = metricsNote(usage, usage.count ? missingMetrics(usage, rows, nodeReadyTrue) : 0, 'Ready nodes');
+  const used = (n) => usage.items.get('/' + n.metadata.name);
+  const alloc = (n, r) => qty(((n.status && n.status.allocatable) || {})[r]);
+  section('head', '<h1>Nodes</h1>' + statusLine([nodes, pods], 'nodes', rows.length) + metricsLine(note));
   vtable('t-nodes', 'cols-nodes', [
     { t: 'Name', c: (n) => esc(n.metadata.name) },
     { t: 'Roles', c: (n) => nodeRoles(n).map((r) => badge(r, 'role')).join('') || '<span class="badge">none</span>' },
@@ -348,16 +456,18 @@ function renderNodes() {
       const i = (n.status && n.status.nodeInfo) || {};
       return esc((i.kubeletVersion || '') + ' / ' + (i.containerRuntimeVersion || ''));
     } },
-    { t: 'CPU req / alloc / cap', c: (n) => {
+    { t: 'CPU req/alloc/cap', c: (n) => {
       const s = sums.get(n.metadata.name) || { cpu: 0 };
       const st = n.status || {};
       return esc(fmtCPU(s.cpu) + ' / ' + fmtCPU(qty((st.allocatable || {}).cpu)) + ' / ' + fmtCPU(qty((st.capacity || {}).cpu)));
     } },
-    { t: 'Memory req / alloc / cap', c: (n) => {
+    { t: 'Mem req/alloc/cap', c: (n) => {
       const s = sums.get(n.metadata.name) || { mem: 0 };
       const st = n.status || {};
       return esc(fmtMem(s.mem) + ' / ' + fmtMem(qty((st.allocatable || {}).memory)) + ' / ' + fmtMem(qty((st.capacity || {}).memory)));
     } },
+    { t: 'CPU used', c: (n) => '<span class="cpu-used">' + esc(usageCell((used(n) || {}).cpu, alloc(n, 'cpu'), fmtCPU)) + '</span>' },
+    { t: 'Mem used', c: (n) => '<span class="mem-used">' + esc(usageCell((used(n) || {}).mem, alloc(n, 'memory'), fmtMem)) + '</span>' },
     { t: 'Pods', c: (n) => esc((sums.get(n.metadata.name) || { pods: 0 }).pods) },
     { t: '', c: (n) => n.spec && n.spec.unschedulable
       ? '<button data-act="uncordon" data-name="' + esc(n.metadata.name) + '">Uncordon</button>'
@@ -431,6 +541,8 @@ function podStatus(p) {
   return st.phase || 'Unknown';
 }
 
+function podRunning(p) { return (p.status && p.status.phase) === 'Running'; }
+
 function restarts(p) { return ((p.status && p.status.containerStatuses) || []).reduce((n, c) => n + (c.restartCount || 0), 0); }
 
 function renderPods() {
@@ -438,7 +550,11 @@ function renderPods() {
   const sel = $('selector').value.trim();
   const pods = live(nsPath('', 'pods', ns), sel ? { labelSelector: sel } : {});
   const rows = pods.sorted();
-  section('head', '<h1>Pods</h1>' + statusLine([pods], 'pods', rows.length));
+  const usage = pods.loaded ? metricsLive(nsPath('metrics.k8s.io/v1beta1', 'pods', ns), sel ? { labelSelector: sel } : {}) : NO_METRICS;
+  rows.v = pods.version;
+  const note = metricsNote(usage, usage.count ? missingMetrics(usage, rows, podRunning) : 0, 'running pods');
+  const used = (p) => usage.items.get(p.metadata.namespace + '/' + p.metadata.name) || {};
+  section('head', '<h1>Pods</h1>' + statusLine([pods], 'pods', rows.length) + metricsLine(note));
   vtable('t-pods', 'cols-pods', [
     { t: 'Namespace', c: (p) => esc(p.metadata.namespace) },
     { t: 'Name', c: (p) => '<a class="link" href="#pod/' + esc(encodeURIComponent(p.metadata.namespace) + '/' + encodeURIComponent(p.metadata.name)) + '">' + esc(p.metadata.name) + '</a>' },
@@ -449,6 +565,8 @@ function renderPods() {
     } },
     { t: 'Restarts', c: (p) => esc(restarts(p)) },
     { t: 'Node', c: (p) => esc(p.spec.nodeName || '') },
+    { t: 'CPU used', c: (p) => '<span class="cpu-used">' + esc(usageCell(used(p).cpu, 0, fmtCPU)) + '</span>' },
+    { t: 'Mem used', c: (p) => '<span class="mem-used">' + esc(usageCell(used(p).mem, 0, fmtMem)) + '</span>' },
     { t: 'Age', c: (p) => esc(age(p.metadata.creationTimestamp)) },
     { t: '', c: (p) => '<button class="danger" data-act="delete-pod" data-ns="' + esc(p.metadata.namespace) + '" data-name="' + esc(p.metadata.name) + '">Delete</button>' },
   ], rows);
