@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,17 @@ import (
 func (h *resourceHandler) compute(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
 	if info.Verb != "create" || info.Name != "" {
 		h.s.writeError(w, r, methodNotAllowed())
+		return
+	}
+	// A review has no table form: asked for one, the answer is 406 before anything is computed,
+	// as kube-apiserver answers for a backend without a table convertor.
+	choice, err := negotiateOutput(acceptsHeader(r), h.mediaTypes, false)
+	if err != nil {
+		h.s.writeError(w, r, notAcceptable(err))
+		return
+	}
+	if choice.kind == outputTable {
+		h.s.writeError(w, r, notAcceptable(fmt.Errorf("the resource %s does not support being converted to a Table", h.res.Plural)))
 		return
 	}
 	_, obj, warnings, ok := h.readObject(w, r, info)

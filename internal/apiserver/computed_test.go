@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -82,5 +84,24 @@ func TestComputedResource(t *testing.T) {
 	}
 	if rec := do(http.MethodDelete, "/api/v1/componentstatuses/etcd-0", ""); rec.Code != http.StatusMethodNotAllowed {
 		t.Fatalf("delete: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestReviewRefusesTable: a review (a computed create) asked for a Table answers 406, as
+// kube-apiserver does for a backend without a table convertor (the conformance spec "should
+// return a 406 for a backend which does not implement metadata"); asked for JSON it answers.
+func TestReviewRefusesTable(t *testing.T) {
+	c := startTestCluster(t)
+	ctx := context.Background()
+	sar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/", Verb: "get"}}}
+	err := c.client.AuthorizationV1().RESTClient().Post().Resource("selfsubjectaccessreviews").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Body(sar).Do(ctx).Into(&metav1.Table{})
+	if status, ok := err.(apierrors.APIStatus); !ok || status.Status().Code != http.StatusNotAcceptable {
+		t.Fatalf("as=Table: %v", err)
+	}
+	got, err := c.client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+	if err != nil || !got.Status.Allowed {
+		t.Fatalf("json: %+v %v", got, err)
 	}
 }
