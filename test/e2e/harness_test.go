@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -56,14 +58,29 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// handedOut are the ports freePort gave this test process, never given twice.
+var handedOut sync.Map
+
+// freePort is a TCP port free on every address, below the kernel's ephemeral range (32768 and
+// up) and the node-port range (30000-32767): a port the kernel picked (":0") is one an outgoing
+// connection from a node's own address can take before the node binds it there (the kubelet
+// once failed with "address already in use" on its test-network address).
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 1000 {
+		port := 20000 + rand.IntN(10000)
+		if _, taken := handedOut.LoadOrStore(port, true); taken {
+			continue
+		}
+		l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port between 20000 and 29999")
+	return 0
 }
 
 // newCluster starts a control-plane node (etcd + controlplane roles) and waits for /readyz.
