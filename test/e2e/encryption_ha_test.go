@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,18 +14,7 @@ import (
 // rawValue reads a key straight from the external etcd, past every API server.
 func (e *externalEtcd) rawValue(t *testing.T, key string) string {
 	t.Helper()
-	client, err := clientv3.New(clientv3.Config{Endpoints: []string{e.url()}, DialTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	resp, err := client.Get(ctx, key)
-	if err != nil || len(resp.Kvs) == 0 {
-		t.Fatalf("etcd get %s: %v", key, err)
-	}
-	return string(resp.Kvs[0].Value)
+	return etcdGet(t, clientv3.Config{Endpoints: []string{e.url()}, DialTimeout: 10 * time.Second}, key)
 }
 
 // sealingKey is the encryption key name in a value etcd holds (k8s:enc:secretbox:v1:NAME:...).

@@ -30,10 +30,16 @@ func (c *cluster) rawEtcdValue(t *testing.T, key string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := clientv3.New(clientv3.Config{
+	return etcdGet(t, clientv3.Config{
 		Endpoints: []string{"https://127.0.0.1:" + strconv.Itoa(c.ports[1])}, DialTimeout: 10 * time.Second,
 		TLS: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-	})
+	}, key)
+}
+
+// etcdGet reads one key's value with a client of cfg; the key must exist.
+func etcdGet(t *testing.T, cfg clientv3.Config, key string) string {
+	t.Helper()
+	client, err := clientv3.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +48,7 @@ func (c *cluster) rawEtcdValue(t *testing.T, key string) string {
 	defer cancel()
 	resp, err := client.Get(ctx, key)
 	if err != nil || len(resp.Kvs) == 0 {
-		t.Fatalf("etcd get %s: %v (%d keys)", key, err, len(resp.Kvs))
+		t.Fatalf("etcd get %s: %v", key, err)
 	}
 	return string(resp.Kvs[0].Value)
 }
