@@ -2,7 +2,7 @@
 # The test suite: installs what the tests need (etcd-server for the external-etcd tests; containerd,
 # runc, CNI plugins and busybox-static for the kubelet; kubectl is already on every machine; the
 # pinned staticcheck), runs the gates (gofmt, go vet, staticcheck), every package's tests (the
-# import-rules table test among them), the race detector over internal/..., and the end-to-end
+# import-rules table test among them; internal/... under the race detector), and the end-to-end
 # suite that drives the real skiff binary with the real kubectl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,27 +36,36 @@ if [ -x "$tools/helm" ]; then
 	export SKIFF_E2E_HELM="$tools/helm"
 fi
 
-echo "== gofmt"
+# Each stage's header carries the time, so a CI log shows where the minutes went.
+stage() { echo "== $* ($(date -u +%H:%M:%S))"; }
+# go test -json through hack/testreport: one line per package and slow test, the whole output of
+# whatever failed, the slowest tests at the end; pipefail keeps go test's verdict.
+report() { go run ./hack/testreport "$@"; }
+
+stage gofmt
 unformatted=$(git ls-files '*.go' | xargs gofmt -l)
 if [ -n "$unformatted" ]; then
 	printf 'not gofmt-formatted (run gofmt -w):\n%s\n' "$unformatted" >&2
 	exit 1
 fi
 
-echo "== go vet"
+stage go vet
 go vet ./...
 
-echo "== staticcheck"
+stage staticcheck
 # The generated OpenAPI definitions quote upstream's deprecated fields; everything else is checked
 # (//lint:ignore and //lint:file-ignore directives in the code name the intended findings and why).
 "$tools/staticcheck" $(go list ./... | grep -v /internal/openapi/generated)
 
-echo "== unit and integration tests"
-go test -count=1 -timeout 30m $(go list ./... | grep -v /test/e2e)
+# internal/... runs once, under the race detector: a second, plain run of the same tests found
+# nothing the race run does not and cost the CI run minutes of compiling.
+stage "race detector over internal/..."
+go test -json -count=1 -race -timeout 25m ./internal/... | report
 
-echo "== end-to-end tests (the real binary, kubectl, containerd, multi-node topologies)"
+stage "tests outside internal/ (commands, tools, integration, benchmarks' checks)"
+go test -json -count=1 -timeout 30m $(go list ./... | grep -v -e /test/e2e -e /internal/) | report
+
+stage "end-to-end tests (the real binary, kubectl, containerd, multi-node topologies)"
 # One package whose tests run one after another (they start whole clusters): its own, longer limit.
-go test -count=1 -timeout 60m ./test/e2e
-
-echo "== race detector over internal/..."
-go test -count=1 -race -timeout 25m ./internal/...
+go test -json -count=1 -timeout 60m ./test/e2e | report -slowest 15
+stage done
