@@ -15,13 +15,14 @@ import (
 // serviceaccounts/token: the attributes name the parent resource, the subresource and the
 // parent's name, and the object is the request's body (an Eviction, a TokenRequest). Plugins that
 // judge only the parent object skip such requests by their subresource; NodeRestriction judges them.
-// The object is given its apiVersion and kind (gvk), so webhooks and policies see what it is.
+// The object is given its apiVersion and kind (gvk), and the attributes name that kind, so
+// webhooks and policies see what it is (an AdmissionReview's kind is policy/v1 Eviction, not Pod).
 func (h *resourceHandler) admitSubresourceCreate(ctx context.Context, info *RequestInfo, obj runtime.Object, gvk schema.GroupVersionKind, dryRun bool) error {
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	user, _ := request.UserFrom(ctx)
 	attrs := &AdmissionAttributes{
 		Verb: "create", Resource: h.res, Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name,
-		Object: obj, User: user, DryRun: dryRun, Options: &metav1.CreateOptions{DryRun: dryRunList(dryRun)},
+		Kind: gvk, Object: obj, User: user, DryRun: dryRun, Options: &metav1.CreateOptions{DryRun: dryRunList(dryRun)},
 	}
 	if err := h.s.admit(ctx, attrs); err != nil {
 		return err
