@@ -153,8 +153,18 @@ func TestServedGroups(t *testing.T) {
 			Metric: autoscalingv2.MetricIdentifier{Name: "rps"},
 			Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: ptr.To(resource.MustParse("10"))},
 		}})
-		if _, err := v2.Update(ctx, asV2, metav1.UpdateOptions{}); err != nil {
+		updated, err := v2.Update(ctx, asV2, metav1.UpdateOptions{})
+		if err != nil {
 			t.Fatal(err)
+		}
+		// The field manager converts between v1 and v2 to track the write: before the scheme knew
+		// that conversion it logged "unknown conversion" and kept the v1 create's entry.
+		tracked := false
+		for _, entry := range updated.ManagedFields {
+			tracked = tracked || entry.APIVersion == "autoscaling/v2" && entry.FieldsV1 != nil && strings.Contains(string(entry.FieldsV1.Raw), `"f:metrics"`)
+		}
+		if !tracked {
+			t.Errorf("managed fields after a v2 update of a v1-created autoscaler: %+v", updated.ManagedFields)
 		}
 		asV1, err := v1.Get(ctx, "web", metav1.GetOptions{})
 		if err != nil || *asV1.Spec.TargetCPUUtilizationPercentage != 60 {

@@ -2,6 +2,7 @@ package autoscaling
 
 import (
 	"fmt"
+	"k8s.io/apimachinery/pkg/conversion"
 	"strings"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -134,6 +135,21 @@ func RegisterDefaults(s *runtime.Scheme) error {
 			DefaultV1(&l.Items[i])
 		}
 	})
+	// The field manager converts the live object to each managed-fields entry's version (an
+	// autoscaler written through v1 and then v2); without these the scheme answers "unknown
+	// conversion" and the write goes untracked. The conversions are the codec's (ToV2, FromV2).
+	if err := s.AddConversionFunc((*autoscalingv1.HorizontalPodAutoscaler)(nil), (*autoscalingv2.HorizontalPodAutoscaler)(nil), func(a, b any, _ conversion.Scope) error {
+		*b.(*autoscalingv2.HorizontalPodAutoscaler) = *ToV2(a.(*autoscalingv1.HorizontalPodAutoscaler))
+		return nil
+	}); err != nil {
+		return fmt.Errorf("register autoscaling v1 to v2 conversion: %w", err)
+	}
+	if err := s.AddConversionFunc((*autoscalingv2.HorizontalPodAutoscaler)(nil), (*autoscalingv1.HorizontalPodAutoscaler)(nil), func(a, b any, _ conversion.Scope) error {
+		*b.(*autoscalingv1.HorizontalPodAutoscaler) = *FromV2(a.(*autoscalingv2.HorizontalPodAutoscaler))
+		return nil
+	}); err != nil {
+		return fmt.Errorf("register autoscaling v2 to v1 conversion: %w", err)
+	}
 	return nil
 }
 
