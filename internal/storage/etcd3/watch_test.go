@@ -53,7 +53,7 @@ func TestWatchFromResourceVersionAndResumeAfterRestart(t *testing.T) {
 	// An API server restart: a new client and store resume from the last seen revision.
 	resumeFrom := deleted.ResourceVersion
 	b := mustCreate(t, s, prefix+"default/b", makePod("b").obj())
-	restarted := newPodStore(t, etcdtest.Client(t, env.member), storage.EncodingProtobuf)
+	restarted := newPodStore(t, etcdtest.Client(t, env.member(t)), storage.EncodingProtobuf)
 	w2 := startWatch(t, restarted, prefix, storage.ListOptions{Recursive: true, ResourceVersion: resumeFrom})
 	c := mustCreate(t, restarted, prefix+"default/c", makePod("c").obj())
 	expectEvents(t, w2, wantEvent{watch.Added, "b", rvOf(t, b)}, wantEvent{watch.Added, "c", rvOf(t, c)})

@@ -27,37 +27,21 @@ import (
 	"github.com/skiff-sh/skiff/internal/storage/watchcache"
 )
 
-// sharedMember is started once by TestMain; tests isolate themselves by key prefix and start their
-// own member when they compact.
-type testEnv struct {
-	member *etcd.Member
-}
+// env is the package's shared member (started by the first test that asks); tests isolate
+// themselves by key prefix, and tests that compact start their own member.
+var env = &testEnv{shared: etcdtest.Shared{Name: "watchcache-test"}}
 
-// env is written once by TestMain before any test runs and only read afterwards.
-var env testEnv
+type testEnv struct{ shared etcdtest.Shared }
+
+func (e *testEnv) member(t testing.TB) *etcd.Member { return e.shared.Member(t) }
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
+	code := m.Run()
+	env.shared.Close()
+	os.Exit(code)
 }
 
-func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "watchcache-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	member, stop, err := etcdtest.StartEmbeddedInDir(dir, etcdtest.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stop()
-	env = testEnv{member: member}
-	return m.Run()
-}
-
-func (e testEnv) client(t *testing.T) *clientv3.Client { return etcdtest.Client(t, e.member) }
+func (e *testEnv) client(t *testing.T) *clientv3.Client { return etcdtest.Client(t, e.member(t)) }
 
 func newPodStore(t testing.TB, client *clientv3.Client) *etcd3.Store {
 	t.Helper()
