@@ -35,7 +35,7 @@ func FormatExplanation(w io.Writer, pod string, st explainv1.PodSchedulingExplan
 			if n.Feasible {
 				verdict = "fits"
 			}
-			fmt.Fprintf(w, "\nNode %s: %s.\n", n.Name, verdict)
+			fmt.Fprintf(w, "\nPod %s %s node %s.\n", pod, verdict, n.Name)
 			fmt.Fprintf(w, "%-32s %-10s %-30s %s\n", "PLUGIN", "POINT", "RESULT", "REASONS")
 			for _, v := range n.Verdicts {
 				fmt.Fprintf(w, "%-32s %-10s %-30s %s\n", v.Plugin, v.ExtensionPoint, v.Code, strings.Join(v.Reasons, "; "))
