@@ -70,8 +70,12 @@ func (e *Explainer) profileFor(pod *v1.Pod) *framework.Framework {
 // pod or node is a NotFound API error.
 func (e *Explainer) Explain(ctx context.Context, namespace, name string, nodeNames []string) (explainv1.PodSchedulingExplanationStatus, error) {
 	pod, err := e.pods.Pods(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		// The lister names the resource "pod"; the API names it "pods".
+		return explainv1.PodSchedulingExplanationStatus{}, apierrors.NewNotFound(v1.Resource("pods"), name)
+	}
 	if err != nil {
-		return explainv1.PodSchedulingExplanationStatus{}, err
+		return explainv1.PodSchedulingExplanationStatus{}, fmt.Errorf("explain %s/%s: %w", namespace, name, err)
 	}
 	nodes, err := e.nodes.List(labels.Everything())
 	if err != nil {

@@ -80,7 +80,7 @@ spec: {podName: big}
 	// kubectl's unknown pod: NotFound, with the pod named.
 	out, err := c.kubectlIn(strings.Replace(review, "podName: big", "podName: nope", 1), "create", "-f", "-")
 	if err == nil || !strings.Contains(out, `pods "nope" not found`) {
-		t.Errorf("unknown pod: %v\n%s", err, out)
+		t.Errorf("unknown pod: %v\n%q", err, out)
 	}
 	// A viewer of the namespace may not create explanations (view does not grant them, nor nodes).
 	k.run("create", "serviceaccount", "xviewer", "-n", "xplain")
