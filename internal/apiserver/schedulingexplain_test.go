@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	explainv1 "github.com/skiff-sh/skiff/internal/apis/schedulingexplainv1alpha1"
 	"github.com/skiff-sh/skiff/internal/scheduler"
@@ -91,6 +92,7 @@ func TestPodSchedulingExplanation(t *testing.T) {
 	t.Cleanup(func() { close(stop); factory.Shutdown() })
 	factory.Start(stop)
 	factory.WaitForCacheSync(stop)
+	cache.WaitForCacheSync(stop, explainer.HasSynced)
 	late.e.Store(explainer)
 
 	create := func(cfg *rest.Config, namespace string, spec explainv1.PodSchedulingExplanationSpec) (*explainv1.PodSchedulingExplanation, error) {

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	explainv1 "github.com/skiff-sh/skiff/internal/apis/schedulingexplainv1alpha1"
 	"github.com/skiff-sh/skiff/internal/registry"
@@ -70,6 +71,9 @@ func (n *Node) schedulingExplainerRole() role {
 			if !ok && ctx.Err() == nil {
 				return fmt.Errorf("scheduling explainer: cache of %v did not sync", typ)
 			}
+		}
+		if !toolscache.WaitForCacheSync(ctx.Done(), explainer.HasSynced) {
+			return nil // stopping
 		}
 		n.explainer.current.Store(explainer)
 		<-ctx.Done()

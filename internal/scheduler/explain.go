@@ -8,10 +8,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	explainv1 "github.com/skiff-sh/skiff/internal/apis/schedulingexplainv1alpha1"
 	schedcache "github.com/skiff-sh/skiff/internal/scheduler/cache"
@@ -20,15 +20,32 @@ import (
 )
 
 // Explainer answers PodSchedulingExplanations: it evaluates a pod with the scheduler's plugins
-// against nodes and pods from informer caches (in the API server, its own watch cache), one
-// snapshot per answer. It changes nothing and binds nothing.
+// against the nodes and pods of informer caches (in the API server, its own watch cache). Like the
+// scheduler it keeps a node cache fed by the informers' events and one snapshot it brings up to date
+// incrementally before each answer, so an answer costs the evaluation, not a rebuild of every
+// node. It changes nothing and binds nothing.
 type Explainer struct {
-	nodes corelisters.NodeLister
 	pods  corelisters.PodLister
-	// mu serialises evaluations: the plugins' per-cycle state is per call, but one framework per
-	// profile is shared and no plugin promises to be reentrant.
+	cache *schedcache.Cache
+	// mu serialises evaluations: snap is updated in place, and one framework per profile is
+	// shared while no plugin promises to be reentrant.
 	mu       sync.Mutex
+	snap     *schedcache.Snapshot
 	profiles []*framework.Framework
+	// synced are the event handlers' registrations: the node cache is complete once both have
+	// seen their informer's initial list.
+	synced []toolscache.ResourceEventHandlerRegistration
+}
+
+// HasSynced reports whether the node cache holds the informers' initial lists (the informers'
+// own WaitForCacheSync does not wait for their event handlers).
+func (e *Explainer) HasSynced() bool {
+	for _, r := range e.synced {
+		if !r.HasSynced() {
+			return false
+		}
+	}
+	return true
 }
 
 // NewExplainer builds one framework per profile of cfg (nil = defaults) over factory, which the
@@ -38,7 +55,7 @@ func NewExplainer(client kubernetes.Interface, factory informers.SharedInformerF
 	if cfg == nil {
 		cfg = framework.DefaultConfiguration()
 	}
-	e := &Explainer{nodes: factory.Core().V1().Nodes().Lister(), pods: factory.Core().V1().Pods().Lister()}
+	e := &Explainer{pods: factory.Core().V1().Pods().Lister(), cache: schedcache.New(), snap: schedcache.NewEmptySnapshot()}
 	for _, p := range cfg.Profiles {
 		fwk, err := framework.NewFramework(plugins.NewInTreeRegistry(), plugins.DefaultPlugins(), p, framework.Options{
 			Client: client, InformerFactory: factory, Parallelism: int(*cfg.Parallelism),
@@ -53,7 +70,67 @@ func NewExplainer(client kubernetes.Interface, factory informers.SharedInformerF
 	}
 	// Namespace labels (namespaceSelector) come from an informer the plugins read.
 	factory.Core().V1().Namespaces().Informer()
+	if err := e.follow(factory); err != nil {
+		return nil, err
+	}
 	return e, nil
+}
+
+// follow keeps the node cache current from the pod and node informers: nodes, and the pods bound
+// to them that still hold resources.
+func (e *Explainer) follow(factory informers.SharedInformerFactory) error {
+	setPod := func(pod *v1.Pod) {
+		switch {
+		case pod.Spec.NodeName != "" && !terminal(pod):
+			e.cache.AddPod(pod)
+		case e.cache.Has(pod):
+			e.cache.RemovePod(pod)
+		}
+	}
+	pods, err := factory.Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if pod, ok := asPod(obj); ok {
+				setPod(pod)
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if pod, ok := asPod(obj); ok {
+				setPod(pod)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if pod, ok := asPod(obj); ok && e.cache.Has(pod) {
+				e.cache.RemovePod(pod)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("explainer: pod event handler: %w", err)
+	}
+	nodes, err := factory.Core().V1().Nodes().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if node, ok := asNode(obj); ok {
+				e.cache.AddNode(node)
+			}
+		},
+		UpdateFunc: func(oldObj, obj any) {
+			oldNode, ok1 := asNode(oldObj)
+			node, ok2 := asNode(obj)
+			if ok1 && ok2 {
+				e.cache.UpdateNode(oldNode, node)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if node, ok := asNode(obj); ok {
+				e.cache.RemoveNode(node)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("explainer: node event handler: %w", err)
+	}
+	e.synced = []toolscache.ResourceEventHandlerRegistration{pods, nodes}
+	return nil
 }
 
 // profileFor is the profile named by the pod's schedulerName, the first one otherwise.
@@ -77,29 +154,27 @@ func (e *Explainer) Explain(ctx context.Context, namespace, name string, nodeNam
 	if err != nil {
 		return explainv1.PodSchedulingExplanationStatus{}, fmt.Errorf("explain %s/%s: %w", namespace, name, err)
 	}
-	nodes, err := e.nodes.List(labels.Everything())
-	if err != nil {
-		return explainv1.PodSchedulingExplanationStatus{}, fmt.Errorf("explain %s/%s: list nodes: %w", namespace, name, err)
-	}
-	all, err := e.pods.List(labels.Everything())
-	if err != nil {
-		return explainv1.PodSchedulingExplanationStatus{}, fmt.Errorf("explain %s/%s: list pods: %w", namespace, name, err)
-	}
-	snap := schedcache.NewSnapshot(assignedPods(all, pod), nodes)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return ExplainSnapshot(ctx, e.profileFor(pod), pod, snap, nodeNames)
+	e.cache.UpdateSnapshot(e.snap)
+	return ExplainSnapshot(ctx, e.profileFor(pod), pod, withoutPod(e.snap, pod), nodeNames)
 }
 
-// assignedPods are the pods holding node resources: bound, not terminal, not the explained pod.
-func assignedPods(all []*v1.Pod, explained *v1.Pod) []*v1.Pod {
-	out := make([]*v1.Pod, 0, len(all))
-	for _, p := range all {
-		if p.Spec.NodeName != "" && p.UID != explained.UID && !terminal(p) {
-			out = append(out, p)
-		}
+// withoutPod is snap with a bound pod taken off its node, so that it is evaluated as if pending
+// (its own requests and ports do not count against it). snap itself is not changed.
+func withoutPod(snap *schedcache.Snapshot, pod *v1.Pod) *schedcache.Snapshot {
+	if pod.Spec.NodeName == "" {
+		return snap
 	}
-	return out
+	ni, err := snap.Get(pod.Spec.NodeName)
+	if err != nil {
+		return snap
+	}
+	clone := ni.Clone()
+	if err := clone.RemovePod(pod); err != nil {
+		return snap // not on the node (terminal, or not seen yet): nothing to take off
+	}
+	return snap.WithNodeInfo(clone)
 }
 
 // nodeResult is one node's evaluation before it is shaped for the answer.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	explainv1 "github.com/skiff-sh/skiff/internal/apis/schedulingexplainv1alpha1"
 	st "github.com/skiff-sh/skiff/internal/scheduler/schedtest"
@@ -29,6 +30,7 @@ func newTestExplainer(t *testing.T, objs ...runtime.Object) *Explainer {
 	t.Cleanup(func() { cancel(); factory.Shutdown() })
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
+	toolscache.WaitForCacheSync(ctx.Done(), e.HasSynced)
 	return e
 }
 
@@ -178,5 +180,26 @@ func TestSortNodes(t *testing.T) {
 	}
 	if want := []string{"a", "z", "f1", "f2"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("order %v, want %v", got, want)
+	}
+}
+
+// A bound pod is explained as if pending: its own requests do not count against its node.
+func TestExplainBoundPodAsIfPending(t *testing.T) {
+	e := newTestExplainer(t,
+		st.MakeNode().Name("full").Capacity(st.Res{"cpu": "2", "memory": "2Gi"}).Obj(),
+		st.MakePod().Name("sole").UID("sole").Node("full").Req(st.Res{"cpu": "2"}).Obj(),
+		st.MakePod().Name("other").UID("other").Req(st.Res{"cpu": "1"}).Obj(),
+	)
+	ctx := context.Background()
+	r, err := e.Explain(ctx, "default", "sole", []string{"full"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.BoundTo != "full" || !r.Nodes[0].Feasible {
+		t.Fatalf("bound pod on its own node: %+v", r)
+	}
+	// Its requests still count for every other pod.
+	if r, err = e.Explain(ctx, "default", "other", nil); err != nil || r.FeasibleNodes != 0 || r.Nodes[0].Reasons[0] != "Insufficient cpu" {
+		t.Fatalf("other pod: %+v, %v", r, err)
 	}
 }
