@@ -29,7 +29,7 @@ Usage:
   skiff server [flags]      run a node (all roles by default: a whole single-node cluster)
   skiff kubeconfig [flags]  print the admin kubeconfig of a node's data dir (--user NAME: one for that identity)
   skiff images ...          import image archives into the node's runtime; build an offline busybox image
-  skiff explain --node N P  why pod P does or does not fit node N (the scheduler's per-plugin verdicts)
+  skiff explain [--node N] P  why pod P does or does not fit each node (or node N: every plugin's verdict), asked of the API server
   skiff etcd snapshot ...   save a running node's etcd to a file; restore one into a new data dir
   skiff secrets-encrypt rotate  seal Secrets with a new key (old keys read until every Secret is rewritten)
   skiff token ...           create, list and delete join tokens (skiff token -h)

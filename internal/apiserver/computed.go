@@ -45,7 +45,8 @@ func (h *resourceHandler) compute(w http.ResponseWriter, r *http.Request, info *
 }
 
 func (s *Server) computeEnv() registry.ComputeEnv {
-	return registry.ComputeEnv{Authorizer: s.cfg.Authorizer, Rules: s.cfg.Rules, Tokens: s.authenticateToken}
+	return registry.ComputeEnv{Authorizer: s.cfg.Authorizer, Rules: s.cfg.Rules, Tokens: s.authenticateToken,
+		SchedulingExplainer: s.cfg.SchedulingExplainer}
 }
 
 // authenticateToken runs the server's own authenticators on a bearer token, as TokenReview does.

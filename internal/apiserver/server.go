@@ -58,6 +58,10 @@ type Config struct {
 	Rules     request.RuleLister
 	Admission []AdmissionPlugin
 
+	// SchedulingExplainer answers PodSchedulingExplanations (scheduling.skiff.sh); nil answers
+	// them 503.
+	SchedulingExplainer registry.SchedulingExplainer
+
 	// OpenAPI and Discovery serve /openapi/* and /api, /apis.
 	OpenAPI   OpenAPIService
 	Discovery DiscoveryService

@@ -36,7 +36,7 @@ import (
 // watch cache it opens (now, or later for resources added at run time) joins caches, which the
 // node stops before it closes the etcd client. The admission chain's caches start before the first
 // write, so bootstrap's writes are admitted too.
-func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spaceCheck func() error, metrics *componentMetrics, caches *cacheSet, admission *admissionChain, admissionCtx context.Context, encryption *atRest, resourceMetrics *metricsserver.Server) (*apiserver.Server, *authorization, error) {
+func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spaceCheck func() error, metrics *componentMetrics, caches *cacheSet, admission *admissionChain, admissionCtx context.Context, encryption *atRest, resourceMetrics *metricsserver.Server, explainer registry.SchedulingExplainer) (*apiserver.Server, *authorization, error) {
 	scheme, err := builtin.NewScheme()
 	if err != nil {
 		return nil, nil, err
@@ -120,6 +120,8 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 	srv, err := apiserver.New(apiserver.Config{
 		Authorizer: authz.authorize,
 		Rules:      authz.rules,
+		// PodSchedulingExplanations (explain.go).
+		SchedulingExplainer: explainer,
 		ServiceAccountTokens: &apiserver.ServiceAccountTokens{
 			Issuer: saIssuer, Verifier: serviceaccount.NewVerifier(saKey.Public(), issuer, audiences), Audiences: audiences,
 		},

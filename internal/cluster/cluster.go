@@ -63,6 +63,8 @@ type Node struct {
 	encryption *atRest
 	// resourceMetrics scrapes kubelets and serves metrics.k8s.io (resourcemetrics.go).
 	resourceMetrics *metricsserver.Server
+	// explainer answers PodSchedulingExplanations (explain.go).
+	explainer explainerSlot
 }
 
 // Run starts every component of the node's roles and blocks until ctx ends or one fails. Shutdown
@@ -142,6 +144,7 @@ func (n *Node) runRoles(ctx context.Context) error {
 		roles = append(roles, n.encryptionSyncRole())
 	}
 	roles = append(roles, n.resourceMetricsRole())
+	roles = append(roles, n.schedulingExplainerRole())
 	roles = append(roles, role{name: "certificate check", run: n.certs.run})
 	if n.cfg.HasRole(RoleControlPlane) {
 		inProcess, err := n.caches.localInformers(&n.cfg)
@@ -285,7 +288,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if n.resourceMetrics, err = newResourceMetrics(&cfg, n.metrics.fresh("resource-metrics"), clock.RealClock{}.Now()); err != nil {
 		return nil, err
 	}
-	api, authz, err := newAPIServer(ctx, &cfg, n.etcdClient, n.spaceCheck, n.metrics, &n.caches, admission, admissionCtx, n.encryption, n.resourceMetrics)
+	api, authz, err := newAPIServer(ctx, &cfg, n.etcdClient, n.spaceCheck, n.metrics, &n.caches, admission, admissionCtx, n.encryption, n.resourceMetrics, &n.explainer)
 	if err != nil {
 		return nil, err
 	}

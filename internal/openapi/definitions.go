@@ -46,7 +46,7 @@ func refCallback(prefix string) common.ReferenceCallback {
 // the scheme registers it under.
 func buildDefinitions(scheme *runtime.Scheme, getDefinitions getDefinitionsFunc) (*definitionSet, error) {
 	if getDefinitions == nil {
-		getDefinitions = withMetrics(withAPIRegistration(withAPIExtensions(generated.GetOpenAPIDefinitions)))
+		getDefinitions = withSchedulingExplain(withMetrics(withAPIRegistration(withAPIExtensions(generated.GetOpenAPIDefinitions))))
 	}
 	v2Generated := getDefinitions(refCallback(v2RefPrefix))
 	v3Generated := getDefinitions(refCallback(v3RefPrefix))

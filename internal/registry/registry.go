@@ -2,8 +2,10 @@ package registry
 
 import (
 	"context"
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"time"
+
+	explainv1 "github.com/skiff-sh/skiff/internal/apis/schedulingexplainv1alpha1"
+	"github.com/skiff-sh/skiff/internal/apiserver/request"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,6 +110,16 @@ type ComputeEnv struct {
 	Authorizer request.Authorizer
 	Rules      request.RuleLister
 	Tokens     request.TokenAuthenticator
+	// SchedulingExplainer evaluates a pod with the scheduler's plugins against the server's own
+	// view of nodes and pods (PodSchedulingExplanation); nil when the server runs no explainer.
+	SchedulingExplainer SchedulingExplainer
+}
+
+// SchedulingExplainer computes a PodSchedulingExplanation's status for the pod namespace/name
+// against nodeNames (every node when empty). A missing pod or node is a NotFound API error; an
+// explainer whose caches are not synced yet answers ServiceUnavailable.
+type SchedulingExplainer interface {
+	Explain(ctx context.Context, namespace, name string, nodeNames []string) (explainv1.PodSchedulingExplanationStatus, error)
 }
 
 // GroupResource of the resource.

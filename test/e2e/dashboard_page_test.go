@@ -40,6 +40,15 @@ func TestDashboardPageDecisions(t *testing.T) {
 		{`podStatus({metadata: {}, status: {phase: 'Running', containerStatuses: [{state: {waiting: {reason: 'CrashLoopBackOff'}}}]}})`, "CrashLoopBackOff"},
 		{`podStatus({metadata: {deletionTimestamp: 'x'}, status: {phase: 'Running'}})`, "Terminating"},
 	}
+	// The per-node verdicts of a PodSchedulingExplanation: rows keyed by node, a rejected node's
+	// reasons and plugins, a feasible node's score and rank.
+	tests = append(tests, []struct{ expr, want string }{
+		{`explainRows(null).length`, "0"},
+		{`explainRows({nodes: [{name: 'a', feasible: false}]})[0].metadata.name`, "a"},
+		{`(d => (d.innerHTML = explainCols()[2].c({feasible: false, reasons: ['Insufficient cpu', 'node(s) had untolerated taint {a: b}'], verdicts: [{plugin: 'NodeResourcesFit'}, {plugin: 'TaintToleration'}]}), d.innerText))(document.createElement('div'))`,
+			"Insufficient cpu; node(s) had untolerated taint {a: b} NodeResourcesFit, TaintToleration"},
+		{`(d => (d.innerHTML = explainCols()[2].c({feasible: true, totalScore: 170, rank: 2}), d.innerText))(document.createElement('div'))`, "score 170, rank 2"},
+	}...)
 	// A token the API stops taking returns the page to the sign-in form.
 	tests = append(tests, struct{ expr, want string }{`(tokenRejected('Unauthorized'), !document.getElementById('signin').hidden && document.getElementById('view').hidden && document.getElementById('msg').innerText.includes('sign in again'))`, "true"})
 	for _, tt := range tests {

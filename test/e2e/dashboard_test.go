@@ -235,19 +235,23 @@ func TestDashboardBrowser(t *testing.T) {
 		fmt.Sprintf(`(t => t.includes(%q) && t.includes('80/TCP') && t.includes('3 ready'))(`+rowJS("t-services", "web")+`)`, clusterIP))
 	screenshot(t, ctx, "services")
 
-	// A Pending pod shows the scheduler's reasons.
+	// A Pending pod shows the scheduler's reasons: the FailedScheduling message, and per node the
+	// verdicts of a PodSchedulingExplanation (the tainted control-plane node, the full workers).
 	k.apply(`apiVersion: v1
 kind: Pod
 metadata: {name: stuck, namespace: default}
 spec:
-  nodeSelector: {disk: ssd}
-  containers: [{name: app, image: registry.example/app:1}]
+  containers: [{name: app, image: registry.example/app:1, resources: {requests: {cpu: "6"}}}]
 `)
 	if err := chromedp.Run(ctx, chromedp.Navigate(url+"#pod/default/stuck")); err != nil {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, 60*time.Second, "pending pod's scheduling reasons",
-		`(e => e !== null && e.innerText.includes('nodes are available') && e.innerText.includes('node affinity/selector'))(document.getElementById('sched-reasons'))`)
+		`(e => e !== null && e.innerText.includes('nodes are available') && e.innerText.includes('Insufficient cpu'))(document.getElementById('sched-reasons'))`)
+	waitJS(t, ctx, 60*time.Second, "per-node verdicts: the control-plane node's taint, a worker's cpu",
+		`(t => t.includes('untolerated taint'))(`+rowJS("t-explain", "cp-")+`) && (t => t.includes('Insufficient cpu') && !t.includes('taint'))(`+rowJS("t-explain", "worker-")+`)`)
+	waitJS(t, ctx, 10*time.Second, "the per-node summary counts the workers' cpu",
+		`(e => e !== null && /[0-9]+\s+Insufficient cpu/.test(e.innerText))(document.getElementById('explain-reasons'))`)
 	screenshot(t, ctx, "pod-pending")
 
 	// Pods list, with the label selector.
@@ -298,6 +302,19 @@ spec:
 	waitJS(t, vctx, 30*time.Second, "scale refused with the API's message",
 		`(m => !m.hidden && m.innerText.includes('failed') && m.innerText.includes('forbidden'))(document.getElementById('msg'))`)
 	screenshot(t, vctx, "viewer-forbidden")
+
+	// A viewer may not read the per-node verdicts (view grants no explanations and no nodes).
+	k.apply(`apiVersion: v1
+kind: Pod
+metadata: {name: stuck-a, namespace: team-a}
+spec:
+  containers: [{name: app, image: registry.example/app:1, resources: {requests: {cpu: "6"}}}]
+`)
+	if err := chromedp.Run(vctx, chromedp.Navigate(apiURL+"#pod/team-a/stuck-a")); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, vctx, 30*time.Second, "viewer: per-node verdicts may not be read",
+		`(e => e !== null && e.innerText.includes('may not read'))(document.getElementById('explain-error'))`)
 	if out := k.jsonpath("{.spec.replicas}", "-n", "team-a", "deployment", "api"); out != "1" {
 		t.Errorf("the viewer's scale changed replicas to %q", out)
 	}

@@ -125,6 +125,12 @@ spec:
 	out = explain("wants-ssd", nodes[1])
 	mustContain(t, out, "does NOT fit node "+nodes[1])
 	verdictLine(t, out, "NodeAffinity", "node(s) didn't match Pod's node affinity/selector")
+	// Without --node, every node's verdict and the reasons counted (through the API server).
+	all, err := exec.Command(c.bin, "explain", "--kubeconfig", c.kubeconfig, "-n", "sched", "too-big").CombinedOutput()
+	if err != nil {
+		t.Fatalf("skiff explain too-big: %v\n%s", err, all)
+	}
+	mustContain(t, string(all), "0 of 3 nodes are feasible", "3  Insufficient cpu", nodes[0], nodes[1])
 	// A running pod is explained against its own node as if pending: it fits.
 	webPod := strings.Fields(k.run("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].metadata.name} {.items[0].spec.nodeName}"))
 	out = explain(webPod[0], webPod[1])

@@ -602,14 +602,16 @@ function renderPod(ns, name) {
     '<tr><th>Restarts</th><td>' + esc(restarts(p)) + '</td></tr>' +
     '<tr><th>Age</th><td>' + esc(age(p.metadata.creationTimestamp)) + '</td></tr>' +
     '<tr><th>Labels</th><td>' + Object.entries(p.metadata.labels || {}).map(([k, v]) => badge(k + '=' + v)).join('') + '</td></tr></table>';
-  if (st.phase === 'Pending' && !p.spec.nodeName) {
+  const pending = st.phase === 'Pending' && !p.spec.nodeName;
+  if (pending) {
     const sched = mine.find((e) => e.reason === 'FailedScheduling');
     const cond = (st.conditions || []).find((c) => c.type === 'PodScheduled' && c.status === 'False');
     const why = sched ? sched.message : cond && cond.message ? cond.message : 'no scheduling verdict yet';
     html += '<h2>Why it is not scheduled</h2><div class="reasons" id="sched-reasons">' + esc(why) + '</div>';
   }
-  html += '<h2>Events</h2>';
   section('head', html);
+  renderExplanation(ns, name, pending);
+  section('events-head', '<h2>Events</h2>');
   vtable('t-pod-events', 'cols-events1', eventCols(), mine).classList.add('small');
   const containers = (p.spec.containers || []).map((c) => c.name);
   const logs = section('logs-head', '<h2>Logs (following) <select id="log-container">' +
@@ -624,6 +626,80 @@ function renderPod(ns, name) {
   } else if (!state.logFor.started) {
     section('logs', '<pre class="logs" id="logs">(the pod has not started; logs follow once it runs)</pre>');
   }
+}
+
+// ---- scheduling explanation: the scheduler's per-node verdicts for a Pending pod ---------------
+
+// explain holds the last PodSchedulingExplanation of the pod in view; it is asked for when the
+// pod's page opens and every EXPLAIN_MS while the pod stays Pending (the view's timers stop it).
+const EXPLAIN_MS = 10000;
+const explain = { pod: '', status: null, err: '', timer: 0, busy: false };
+
+async function pollExplanation(ns, name) {
+  if (explain.busy) return;
+  explain.busy = true;
+  const pod = ns + '/' + name;
+  try {
+    const out = await api('POST', nsPath('scheduling.skiff.sh/v1alpha1', 'podschedulingexplanations', ns),
+      { apiVersion: 'scheduling.skiff.sh/v1alpha1', kind: 'PodSchedulingExplanation', metadata: { namespace: ns }, spec: { podName: name } });
+    if (explain.pod === pod) { explain.status = out.status || {}; explain.err = ''; }
+  } catch (e) {
+    if (explain.pod === pod) {
+      explain.err = e.status === 403 ? 'may not read the per-node verdicts: ' + e.message : 'per-node verdicts: ' + e.message;
+      if (e.status === 403) explain.status = null;
+    }
+  } finally {
+    explain.busy = false;
+    scheduleRender();
+  }
+}
+
+function stopExplanation() {
+  if (explain.timer) clearInterval(explain.timer);
+  explain.timer = 0;
+}
+
+// explainRows are the per-node rows in vtable's shape.
+function explainRows(status) {
+  return ((status && status.nodes) || []).map((n) => Object.assign({ metadata: { name: n.name } }, n));
+}
+
+function explainCols() {
+  return [
+    { t: 'Node', c: (n) => esc(n.name) },
+    { t: 'Fits', c: (n) => n.feasible ? badge('fits', 'good') : badge('no', 'bad') },
+    { t: 'Reasons / score', c: (n) => n.feasible ? esc('score ' + (n.totalScore || 0) + ', rank ' + n.rank) :
+      esc((n.reasons || []).join('; ')) + ' <span class="muted">' + esc((n.verdicts || []).map((v) => v.plugin).join(', ')) + '</span>' },
+  ];
+}
+
+function renderExplanation(ns, name, pending) {
+  const pod = ns + '/' + name;
+  if (explain.pod !== pod) { stopExplanation(); Object.assign(explain, { pod, status: null, err: '' }); }
+  if (pending && !explain.timer) {
+    pollExplanation(ns, name);
+    explain.timer = setInterval(() => pollExplanation(ns, name), EXPLAIN_MS);
+    state.timers.push(() => { stopExplanation(); explain.pod = ''; });
+  } else if (!pending && explain.timer) {
+    stopExplanation();
+  }
+  const st = pending ? explain.status : null;
+  let html = '';
+  if (pending) {
+    html = '<h2>Per-node verdicts</h2>';
+    if (explain.err) html += '<p class="status err" id="explain-error">' + esc(explain.err) + '</p>';
+    if (st) {
+      html += '<p class="status" id="explain-summary">' + esc(st.totalNodes + ' nodes, ' + st.feasibleNodes + ' feasible (profile ' + (st.schedulerName || '') + ')') + '</p>' +
+        '<table class="kv" id="explain-reasons"><tr><th>Nodes</th><th>Reason</th></tr>' +
+        (st.summary || []).map((r) => '<tr><td>' + esc(r.count) + '</td><td>' + esc(r.reason) + '</td></tr>').join('') + '</table>';
+    } else if (!explain.err) {
+      html += '<p class="status">asking the scheduler…</p>';
+    }
+  }
+  section('explain-head', html);
+  const box = vtable('t-explain', 'cols-explain', explainCols(), explainRows(st));
+  box.classList.add('small');
+  box.hidden = !st;
 }
 
 async function followLogs(ns, name, container) {

@@ -39,6 +39,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/registry/printers"
 	"github.com/skiff-sh/skiff/internal/registry/rbac"
 	"github.com/skiff-sh/skiff/internal/registry/scheduling"
+	"github.com/skiff-sh/skiff/internal/registry/schedulingexplain"
 	storagereg "github.com/skiff-sh/skiff/internal/registry/storage"
 	"github.com/skiff-sh/skiff/internal/storage"
 )
@@ -59,6 +60,9 @@ func NewScheme() (*runtime.Scheme, error) {
 	}
 	if err := metricsreg.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("register metrics.k8s.io types: %w", err)
+	}
+	if err := schedulingexplain.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("register scheduling.skiff.sh types: %w", err)
 	}
 	for name, register := range map[string]func(*runtime.Scheme) error{
 		"core":                  core.RegisterDefaults,
@@ -112,6 +116,8 @@ func Resources() []*registry.Resource {
 	all = append(all, apiregistration.Resources()...)
 	// metrics.k8s.io: computed from the kubelets by internal/metricsserver, nothing to install.
 	all = append(all, metricsreg.Resources()...)
+	// scheduling.skiff.sh: PodSchedulingExplanation, computed by the scheduler's plugins.
+	all = append(all, schedulingexplain.Resources()...)
 	for _, r := range all {
 		if r.Printer == nil {
 			r.Printer = printers.ForResource(r.GroupResource())
