@@ -66,6 +66,9 @@ type Scheduler struct {
 	bindSlots   chan struct{}
 	eventClient kubernetes.Interface
 	running     atomic.Bool
+	// handlers are the event handlers' registrations: each has synced once the informer's
+	// initial list has been delivered to it, which is later than the informer's own sync.
+	handlers []cache.ResourceEventHandlerRegistration
 }
 
 // defaultMaxConcurrentBinds bounds Binding calls in flight.
@@ -189,7 +192,7 @@ func asNode(obj any) (*v1.Node, bool) {
 }
 
 func (s *Scheduler) addEventHandlers(factory informers.SharedInformerFactory) error {
-	_, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			pod, ok := asPod(obj)
 			if !ok {
@@ -253,7 +256,8 @@ func (s *Scheduler) addEventHandlers(factory informers.SharedInformerFactory) er
 	if err != nil {
 		return fmt.Errorf("pod event handler: %w", err)
 	}
-	_, err = factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	s.handlers = append(s.handlers, reg)
+	reg, err = factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if node, ok := asNode(obj); ok {
 				s.cache.AddNode(node)
@@ -280,7 +284,8 @@ func (s *Scheduler) addEventHandlers(factory informers.SharedInformerFactory) er
 	if err != nil {
 		return fmt.Errorf("node event handler: %w", err)
 	}
-	_, err = factory.Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	s.handlers = append(s.handlers, reg)
+	reg, err = factory.Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) {
 			s.queue.MoveAllToActiveOrBackoffQueue(framework.ClusterEvent{Resource: framework.KindNamespace, ActionType: framework.Add})
 		},
@@ -295,6 +300,7 @@ func (s *Scheduler) addEventHandlers(factory informers.SharedInformerFactory) er
 	if err != nil {
 		return fmt.Errorf("namespace event handler: %w", err)
 	}
+	s.handlers = append(s.handlers, reg)
 	// A claim bound or provisioned, a volume created and a class added are what VolumeBinding's
 	// rejections wait for.
 	for kind, informer := range map[string]cache.SharedIndexInformer{
@@ -302,7 +308,7 @@ func (s *Scheduler) addEventHandlers(factory informers.SharedInformerFactory) er
 		framework.KindPersistentVolume:      factory.Core().V1().PersistentVolumes().Informer(),
 		framework.KindStorageClass:          factory.Storage().V1().StorageClasses().Informer(),
 	} {
-		_, err = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		reg, err = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) {
 				s.queue.MoveAllToActiveOrBackoffQueue(framework.ClusterEvent{Resource: kind, ActionType: framework.Add})
 			},
@@ -313,6 +319,7 @@ func (s *Scheduler) addEventHandlers(factory informers.SharedInformerFactory) er
 		if err != nil {
 			return fmt.Errorf("%s event handler: %w", kind, err)
 		}
+		s.handlers = append(s.handlers, reg)
 	}
 	return nil
 }
@@ -334,6 +341,11 @@ func (s *Scheduler) Run(ctx context.Context) {
 		return
 	}
 	defer s.running.Store(false)
+	// A cycle before every handler has its initial list would judge a pod against part of the
+	// cluster (a FailedScheduling that counts two nodes of five), as right after a leader change.
+	if !cache.WaitForCacheSync(ctx.Done(), s.handlersSynced) {
+		return
+	}
 	stopEvents := s.startEvents()
 	defer stopEvents()
 	go s.queue.Run(ctx)
@@ -341,6 +353,16 @@ func (s *Scheduler) Run(ctx context.Context) {
 		s.ScheduleOne(ctx)
 	}
 	s.bindings.Wait()
+}
+
+// handlersSynced reports whether every event handler has received its informer's initial list.
+func (s *Scheduler) handlersSynced() bool {
+	for _, reg := range s.handlers {
+		if !reg.HasSynced() {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Scheduler) startEvents() func() {
