@@ -100,12 +100,32 @@ func save(t *testing.T, h Host) string {
 	return out
 }
 
-// TestProxierInNetns runs the proxier against a fake API in a network namespace of its own, with a
-// real endpoint in a second namespace: a previous run's stale chain is removed, the cluster IP
-// reaches the endpoint from the node, a service without endpoints and a VIP without any service are
-// refused at once, a deleted service leaves no chain, and a stop leaves nothing of the prefix.
+// nodeRules is everything of the node's in either backend: iptables-save and the node's table.
+func nodeRules(t *testing.T, h Host, prefix string) string {
+	t.Helper()
+	out := save(t, h)
+	if table, err := h.run(context.Background(), "", "nft", "list", "table", "ip", NftTable(prefix)); err == nil {
+		out += table
+	}
+	return out
+}
+
+// TestProxierInNetns runs the proxier in each mode against a fake API in a network namespace of its
+// own, with a real endpoint in a second namespace: a previous run's stale chain and table (of
+// either mode) are removed, the cluster IP reaches the endpoint from the node, a service without
+// endpoints and a VIP without any service are refused at once, a deleted service leaves no rule,
+// and a stop leaves nothing of the prefix.
 func TestProxierInNetns(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) { testProxierInNetns(t, mode) })
+	}
+}
+
+func testProxierInNetns(t *testing.T, mode string) {
 	ns, host := testNetns(t)
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft not installed (Debian package nftables)")
+	}
 	if _, err := exec.LookPath("busybox"); err != nil {
 		t.Skip("busybox not installed")
 	}
@@ -130,6 +150,10 @@ func TestProxierInNetns(t *testing.T) {
 	if err := host.Restore(context.Background(), "*nat\n:"+stale+" - [0:0]\n-A PREROUTING -j "+stale+"\nCOMMIT\n"); err != nil {
 		t.Fatal(err)
 	}
+	staleNft := "stale-nft-chain"
+	if err := host.NftApply(context.Background(), fmt.Sprintf("add table ip %s\nadd chain ip %s %s\n", NftTable(cfg.Prefix), NftTable(cfg.Prefix), staleNft)); err != nil {
+		t.Fatal(err)
+	}
 
 	// A UDP echo server next to it.
 	udpEcho(t, epNS, epIP+":9000", "echo ")
@@ -139,7 +163,7 @@ func TestProxierInNetns(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, client, Options{Config: cfg, Device: "skp0", Host: host, MinSyncInterval: 20 * time.Millisecond, Metrics: NewMetrics(reg),
+		done <- Run(ctx, client, Options{Config: cfg, Mode: mode, Device: "skp0", Host: host, MinSyncInterval: 20 * time.Millisecond, Metrics: NewMetrics(reg),
 			Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -164,8 +188,8 @@ func TestProxierInNetns(t *testing.T) {
 			t.Fatalf("Run ended: %v", err)
 		default:
 		}
-		s := save(t, host)
-		return strings.Contains(s, "--to-destination "+epIP+":8080") && !strings.Contains(s, stale), s
+		s := nodeRules(t, host, cfg.Prefix)
+		return strings.Contains(s, epIP+":8080") && !strings.Contains(s, stale) && !strings.Contains(s, staleNft), s
 	})
 
 	wget := func(url string) (string, error) {
@@ -204,7 +228,7 @@ func TestProxierInNetns(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the deleted service's rules to go", func() (bool, string) {
-		s := save(t, host)
+		s := nodeRules(t, host, cfg.Prefix)
 		return !strings.Contains(s, "10.96.7.10") && !strings.Contains(s, epIP+":8080"), s
 	})
 
@@ -229,7 +253,7 @@ func TestProxierInNetns(t *testing.T) {
 		t.Errorf("Run: %v", err)
 	}
 	done <- nil
-	if s := save(t, host); strings.Contains(s, cfg.Prefix) {
+	if s := nodeRules(t, host, cfg.Prefix); strings.Contains(s, cfg.Prefix) || host.NftHasTable(context.Background(), NftTable(cfg.Prefix)) {
 		t.Errorf("rules left after stop:\n%s", s)
 	}
 	if out, _ := exec.Command("ip", "-n", ns, "link", "show", "skp0").CombinedOutput(); !strings.Contains(string(out), "does not exist") {

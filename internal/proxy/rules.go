@@ -179,9 +179,9 @@ func endpointsFor(nodeName string, port corev1.ServicePort, slices_ []*discovery
 	return out
 }
 
-// Build computes the whole desired ruleset. It is pure: the same inputs give the same rules.
-func Build(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1.EndpointSlice) Ruleset {
-	rs := Ruleset{NAT: map[string][]string{}, Filter: map[string][]string{}}
+// eachServicePort calls f for every port of every proxied service, in a stable order (services by
+// namespace and name), with the port's id and endpoints filled in.
+func eachServicePort(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1.EndpointSlice, f func(b svcPortBuilder)) {
 	bySvc := map[string][]*discoveryv1.EndpointSlice{}
 	for _, s := range endpointSlices {
 		name := s.Labels[discoveryv1.LabelServiceName]
@@ -194,18 +194,28 @@ func Build(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1
 	slices.SortFunc(svcs, func(a, b *corev1.Service) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
-
-	mark := cfg.mark()
-	var services_, nodePorts, filter, extFilter, lbFirewall []string
 	for _, svc := range svcs {
 		if !proxied(svc) {
 			continue
 		}
 		key := svc.Namespace + "/" + svc.Name
 		for _, port := range svc.Spec.Ports {
-			b := svcPortBuilder{cfg: cfg, rs: rs, svc: svc, port: port,
+			f(svcPortBuilder{cfg: cfg, svc: svc, port: port,
 				id:  hash(key + ":" + port.Name + "/" + string(port.Protocol))[:12],
-				eps: endpointsFor(cfg.NodeName, port, bySvc[key])}
+				eps: endpointsFor(cfg.NodeName, port, bySvc[key])})
+		}
+	}
+}
+
+// Build computes the whole desired ruleset. It is pure: the same inputs give the same rules.
+func Build(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1.EndpointSlice) Ruleset {
+	rs := Ruleset{NAT: map[string][]string{}, Filter: map[string][]string{}}
+	mark := cfg.mark()
+	var services_, nodePorts, filter, extFilter, lbFirewall []string
+	eachServicePort(cfg, services, endpointSlices, func(b svcPortBuilder) {
+		b.rs = rs
+		svc, port, key := b.svc, b.port, b.svc.Namespace+"/"+b.svc.Name
+		{
 			proto := "-p " + strings.ToLower(string(port.Protocol))
 			comment := fmt.Sprintf(`-m comment --comment "%s:%s"`, key, port.Name)
 			dport := fmt.Sprintf("%s -m %s --dport %d", proto, strings.ToLower(string(port.Protocol)), port.Port)
@@ -253,7 +263,7 @@ func Build(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1
 					extFilter = append(extFilter, rule+" "+noEndpoint)
 				}
 			}
-			if port.NodePort != 0 && (svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer) {
+			if b.nodePort() != 0 {
 				np := fmt.Sprintf("%s %s -m %s --dport %d", comment, proto, strings.ToLower(string(port.Protocol)), port.NodePort)
 				if external != "" {
 					nodePorts = append(nodePorts, np+" -j "+external)
@@ -263,7 +273,7 @@ func Build(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1
 				}
 			}
 		}
-	}
+	})
 
 	// NodePorts last, as kube-proxy: on the node's addresses (and loopback), or every local one.
 	if len(cfg.NodePortAddresses) == 0 {
@@ -310,7 +320,7 @@ type svcPortBuilder struct {
 // exposed reports whether the port has external traffic at all: a NodePort, external IPs or
 // load-balancer IPs.
 func (b svcPortBuilder) exposed() bool {
-	if b.port.NodePort != 0 && (b.svc.Spec.Type == corev1.ServiceTypeNodePort || b.svc.Spec.Type == corev1.ServiceTypeLoadBalancer) {
+	if b.nodePort() != 0 {
 		return true
 	}
 	for _, ing := range b.svc.Status.LoadBalancer.Ingress {
@@ -336,9 +346,7 @@ func (b svcPortBuilder) chains() (internal, external string, extHasEndpoints boo
 	if len(cluster) > 0 {
 		b.writeServiceChain(clusterChain, cluster)
 	}
-	itpLocal := b.svc.Spec.InternalTrafficPolicy != nil && *b.svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal
-	etpLocal := b.svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal &&
-		(b.svc.Spec.Type == corev1.ServiceTypeNodePort || b.svc.Spec.Type == corev1.ServiceTypeLoadBalancer || len(b.svc.Spec.ExternalIPs) > 0)
+	itpLocal, etpLocal := b.policies()
 	if (itpLocal || etpLocal) && len(local) > 0 {
 		b.writeServiceChain(localChain, local)
 	}
@@ -368,6 +376,33 @@ func (b svcPortBuilder) chains() (internal, external string, extHasEndpoints boo
 	}
 	b.rs.NAT[ext] = rules
 	return internal, ext, len(local) > 0
+}
+
+// policies reports whether internal and external traffic may only use this node's endpoints.
+func (b svcPortBuilder) policies() (itpLocal, etpLocal bool) {
+	itpLocal = b.svc.Spec.InternalTrafficPolicy != nil && *b.svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal
+	etpLocal = b.svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal &&
+		(b.svc.Spec.Type == corev1.ServiceTypeNodePort || b.svc.Spec.Type == corev1.ServiceTypeLoadBalancer || len(b.svc.Spec.ExternalIPs) > 0)
+	return itpLocal, etpLocal
+}
+
+// affinitySeconds is the ClientIP session affinity timeout, 0 without affinity.
+func (b svcPortBuilder) affinitySeconds() int {
+	if b.svc.Spec.SessionAffinity != corev1.ServiceAffinityClientIP {
+		return 0
+	}
+	if c := b.svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+		return int(*c.ClientIP.TimeoutSeconds)
+	}
+	return 10800
+}
+
+// nodePort is the port's node port, 0 when the service type has none.
+func (b svcPortBuilder) nodePort() int32 {
+	if b.svc.Spec.Type == corev1.ServiceTypeNodePort || b.svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
+		return b.port.NodePort
+	}
+	return 0
 }
 
 // firewall writes the port's loadBalancerSourceRanges chain: sources in the ranges go on to
@@ -437,13 +472,7 @@ func sourceRanges(svc *corev1.Service) []netip.Prefix {
 // writeServiceChain spreads new connections evenly over eps (probability 1/n, 1/(n-1), ... 1)
 // with ClientIP affinity first when asked, and writes one endpoint chain per endpoint.
 func (b svcPortBuilder) writeServiceChain(name string, eps []endpoint) {
-	affinity := 0
-	if b.svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
-		affinity = 10800
-		if c := b.svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
-			affinity = int(*c.ClientIP.TimeoutSeconds)
-		}
-	}
+	affinity := b.affinitySeconds()
 	proto := strings.ToLower(string(b.port.Protocol))
 	seps := make([]string, len(eps))
 	for i, e := range eps {
