@@ -96,16 +96,16 @@ func TestTrafficPolicyLocal(t *testing.T) {
 	waitRules := func(what ...string) {
 		t.Helper()
 		eventually(t, 60*time.Second, func() error {
-			save := iptablesSave(t, "nat") + iptablesSave(t, "filter")
+			rules := proxyRules(t, prefix)
 			for _, w := range what {
-				if len(ownLines(save, prefix, w)) == 0 {
+				if len(ruleLines(rules, w)) == 0 {
 					return fmt.Errorf("no rule of %s with %q yet", prefix, w)
 				}
 			}
 			return nil
 		})
 	}
-	waitRules("-d "+lbIP+"/32", "--to-destination "+podIP+":8080", "--dport "+nodePort)
+	waitRules(lbIP, podIP+":8080", nodePort)
 
 	hc := func() (int, map[string]any, error) {
 		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + nodeIP + ":" + hcPort + "/")
