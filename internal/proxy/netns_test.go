@@ -144,6 +144,7 @@ func testProxierInNetns(t *testing.T, mode string) {
 	cfg := Config{
 		Prefix: NodePrefix(t.Name()), NodeName: "node-a",
 		ClusterCIDR: netip.MustParsePrefix("10.250.0.0/16"), ServiceCIDR: netip.MustParsePrefix("10.96.7.0/24"),
+		NodePortAddresses: []netip.Addr{netip.MustParseAddr("127.0.0.1")},
 	}
 	// A previous run's leftover: a chain and its hook.
 	stale := cfg.Prefix + "-SVC-STALE"
@@ -163,12 +164,12 @@ func testProxierInNetns(t *testing.T, mode string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, client, Options{Config: cfg, Mode: mode, Device: "skp0", Host: host, MinSyncInterval: 20 * time.Millisecond, Metrics: NewMetrics(reg),
+		done <- Run(ctx, client, Options{Config: cfg, Mode: mode, Device: "skp0", Host: host, LocalhostNodePorts: true, MinSyncInterval: 20 * time.Millisecond, Metrics: NewMetrics(reg),
 			Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 
-	svc := makeSvc("web", "10.96.7.10").port("http", 80, tcp).obj()
+	svc := makeSvc("web", "10.96.7.10").port("http", 80, tcp).nodePort(30080).obj()
 	empty := makeSvc("empty", "10.96.7.11").port("http", 80, tcp).obj()
 	echo := makeSvc("echo", "10.96.7.12").port("echo", 5300, udp).obj()
 	slice := makeSlice("web", "http", 8080, tcp, readyEp(epIP, "node-b"))
@@ -198,6 +199,9 @@ func testProxierInNetns(t *testing.T, mode string) {
 	}
 	if out, err := wget("http://10.96.7.10/"); err != nil || !strings.Contains(out, "hello-from-endpoint") {
 		t.Errorf("cluster IP from the node: %v %s", err, out)
+	}
+	if out, err := wget("http://127.0.0.1:30080/"); err != nil || !strings.Contains(out, "hello-from-endpoint") {
+		t.Errorf("NodePort on 127.0.0.1 from the node: %v %s", err, out)
 	}
 	inNetns(t, ns, func() {
 		c, err := net.Dial("udp4", "10.96.7.12:5300")

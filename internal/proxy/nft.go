@@ -178,8 +178,9 @@ func BuildNft(cfg Config, services []*corev1.Service, endpointSlices []*discover
 		},
 		nftLBFirewall: {"ip daddr . meta l4proto . th dport @" + nftFirewallIPs + ` drop comment "not in loadBalancerSourceRanges"`},
 		// route_localnet lets 127.0.0.1 NodePorts be DNATed; like kube-proxy, refuse other hosts'
-		// packets to 127/8 that this opens.
-		nftLocalnet: {`ip saddr != 127.0.0.0/8 ip daddr 127.0.0.0/8 ct state != established,related ct status != dnat drop comment "block incoming localnet connections"`},
+		// packets to 127/8 that this opens. Bit tests: "ct state != established,related" would
+		// compare the whole value and drop the replies of 127.0.0.1 NodePort connections.
+		nftLocalnet: {`ip saddr != 127.0.0.0/8 ip daddr 127.0.0.0/8 ct state & (established | related) == 0 ct status & dnat == 0 drop comment "block incoming localnet connections"`},
 		nftReject:   {"reject with icmp type port-unreachable"},
 	} {
 		rs.Chains[name] = rules

@@ -109,11 +109,16 @@ func followNft(t *testing.T, rs NftRuleset, chain string, p packet, out *outcome
 				match = slices.Contains(local, addrOf(f[i+1]))
 				i += 3
 			case "ct":
-				// Every connection is new and not yet translated.
-				if f[i+2] == "!=" {
+				// Every connection is new and not yet translated: "ct state new" and the bit tests
+				// "ct state & (established | related) == 0", "ct status & dnat == 0" match.
+				if f[i+2] == "new" {
+					i += 2
+					break
+				}
+				for f[i] != "==" {
 					i++
 				}
-				i += 2
+				i++
 			case "update":
 				for f[i] != "}" {
 					i++
