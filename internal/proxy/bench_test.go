@@ -41,6 +41,15 @@ func BenchmarkBuild(b *testing.B) {
 	}
 }
 
+// BenchmarkBuildNft is BenchmarkBuild for the nftables backend.
+func BenchmarkBuildNft(b *testing.B) {
+	svcs, slices := benchCluster()
+	cfg := benchConfig()
+	for b.Loop() {
+		BuildNft(cfg, svcs, slices)
+	}
+}
+
 // benchBackend is a backend of mode on host, set up (base rules and hooks installed).
 func benchBackend(b *testing.B, mode string, host Host, cfg Config) backend {
 	b.Helper()

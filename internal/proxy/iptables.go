@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// Host runs the few commands the proxy needs on the node: iptables-save, iptables-restore,
+// Host runs the few commands the proxy needs on the node: nft, iptables-save, iptables-restore,
 // iptables and ip. Wrap, when set, is put before every command (e.g. "ip netns exec NAME" in
 // tests and benchmarks that work in their own network namespace).
 type Host struct {

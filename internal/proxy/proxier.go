@@ -342,8 +342,8 @@ func ensureHooks(ctx context.Context, opts Options) (bool, error) {
 	return added, nil
 }
 
-// teardown removes every chain and hook of the prefix and the device, with its own deadline: it
-// runs after the node's context has ended.
+// teardown removes every chain, hook and table of the prefix (both modes) and the device, with its
+// own deadline: it runs after the node's context has ended.
 func teardown(opts Options) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
