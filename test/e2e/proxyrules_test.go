@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skiff-sh/skiff/internal/proxy"
 )
@@ -94,4 +96,18 @@ func preroutingHooks(t *testing.T, prefix string) int {
 	save, _ := exec.Command("iptables-save", "-t", "nat").Output()
 	n := strings.Count(string(save), "-A PREROUTING -j "+prefix+"-SERVICES\n")
 	return n + len(ruleLines(proxyRules(t, prefix), "type nat hook prerouting"))
+}
+
+// waitSourceRangeRule waits until the node's rules let cidr (a loadBalancerSourceRanges entry)
+// through: "-s cidr" in iptables, "ip saddr cidr" in nftables (which prints a /32 as the address).
+func waitSourceRangeRule(t *testing.T, prefix, cidr string) {
+	t.Helper()
+	nft := "ip saddr " + strings.TrimSuffix(cidr, "/32") + " "
+	eventually(t, 60*time.Second, func() error {
+		rules := proxyRules(t, prefix)
+		if len(ruleLines(rules, "-s "+cidr+" ")) == 0 && len(ruleLines(rules, nft)) == 0 {
+			return fmt.Errorf("no rule of %s letting %s through yet", prefix, cidr)
+		}
+		return nil
+	})
 }

@@ -155,7 +155,8 @@ func TestTrafficPolicyLocal(t *testing.T) {
 	// A source range without the client: its traffic to the LB IP is dropped, the NodePort is not
 	// subject to the ranges.
 	c.kubectl("patch", "svc", "who", "--type=merge", "-p", `{"spec":{"loadBalancerSourceRanges":["192.0.2.0/24"]}}`)
-	waitRules("-s 192.0.2.0/24", "not in loadBalancerSourceRanges")
+	waitSourceRangeRule(t, prefix, "192.0.2.0/24")
+	waitRules("not in loadBalancerSourceRanges")
 	if out, err := fromClient(lbIP + ":80"); err == nil {
 		t.Errorf("LB IP answered a client outside loadBalancerSourceRanges: %q", out)
 	}
@@ -163,7 +164,7 @@ func TestTrafficPolicyLocal(t *testing.T) {
 		t.Errorf("NodePort with source ranges set: %v %q", err, out)
 	}
 	c.kubectl("patch", "svc", "who", "--type=merge", "-p", `{"spec":{"loadBalancerSourceRanges":["`+client.IP+`/32"]}}`)
-	waitRules("-s " + client.IP + "/32")
+	waitSourceRangeRule(t, prefix, client.IP+"/32")
 	if out, err := fromClient(lbIP + ":80"); err != nil || !strings.HasSuffix(out, " "+client.IP) {
 		t.Errorf("LB IP from a client inside loadBalancerSourceRanges: %v %q", err, out)
 	}
