@@ -37,6 +37,14 @@ func followNft(t *testing.T, rs NftRuleset, chain string, p packet, out *outcome
 		t.Fatalf("verdict %q", v)
 		return false, false
 	}
+	// lookup applies the verdict of key in map m (no element: the chain goes on).
+	lookup := func(m, key string) (ends, terminal bool) {
+		v, ok := rs.Maps[strings.TrimPrefix(m, "@")][key]
+		if !ok {
+			return false, false
+		}
+		return verdict(v)
+	}
 	addrOf := func(field string) string {
 		if field == "saddr" {
 			return p.src
@@ -56,15 +64,11 @@ func followNft(t *testing.T, rs NftRuleset, chain string, p packet, out *outcome
 					key := p.dst + " . " + p.proto + " . " + strconv.Itoa(p.port)
 					i += 8
 					if f[i] == "vmap" {
-						v, ok := rs.Maps[strings.TrimPrefix(f[i+1], "@")][key]
-						if !ok {
-							match = false
-							break
-						}
-						if ends, term := verdict(v); ends {
+						if ends, term := lookup(f[i+1], key); ends {
 							return term
 						}
-						break rule
+						match = false // no element, or a verdict that does not end the chain
+						break
 					}
 					_, match = rs.Maps[strings.TrimPrefix(f[i], "@")][key]
 					continue
@@ -89,15 +93,11 @@ func followNft(t *testing.T, rs NftRuleset, chain string, p packet, out *outcome
 					}
 					break rule
 				case f[i+2] == ".": // meta l4proto . th dport vmap @M
-					v, ok := rs.Maps[strings.TrimPrefix(f[i+6], "@")][p.proto+" . "+strconv.Itoa(p.port)]
-					if !ok {
-						match = false
-						break
-					}
-					if ends, term := verdict(v); ends {
+					if ends, term := lookup(f[i+6], p.proto+" . "+strconv.Itoa(p.port)); ends {
 						return term
 					}
-					break rule
+					match = false
+					break
 				default:
 					match = f[i+2] == p.proto
 					i += 2
