@@ -194,44 +194,32 @@ type nftPortBuilder struct {
 	rs NftRuleset
 }
 
-// chains is svcPortBuilder.chains for nftables: the same decisions, nft rules.
+// chains is svcPortBuilder.chains for nftables: the same decisions (decide), nft rules.
 func (b nftPortBuilder) chains() (internal, external string, extHasEndpoints bool) {
-	cluster := selectEndpoints(b.eps, false)
-	local := selectEndpoints(b.eps, true)
+	p := b.decide()
 	clusterChain, localChain := nftName("svc", b.id), nftName("svl", b.id)
-	if len(cluster) > 0 {
-		b.writeServiceChain(clusterChain, cluster)
-	}
-	itpLocal, etpLocal := b.policies()
-	if (itpLocal || etpLocal) && len(local) > 0 {
-		b.writeServiceChain(localChain, local)
-	}
-	switch {
-	case itpLocal && len(local) > 0:
-		internal = localChain
-	case !itpLocal && len(cluster) > 0:
-		internal = clusterChain
-	}
-	if !b.exposed() || len(cluster) == 0 {
+	internal = p.writeChains(clusterChain, localChain, b.writeServiceChain)
+	if !p.external {
 		return internal, "", false
 	}
 	ext := nftName("ext", b.id)
 	masq := "jump " + nftMarkMasq
-	if !etpLocal {
-		b.rs.Chains[ext] = []string{masq, "goto " + clusterChain}
-		return internal, ext, true
-	}
 	var rules []string
-	// Pods and the node itself reach a Local service through every endpoint, as kube-proxy.
-	if b.cfg.ClusterCIDR.IsValid() {
-		rules = append(rules, fmt.Sprintf("ip saddr %s goto %s", b.cfg.ClusterCIDR, clusterChain))
-	}
-	rules = append(rules, "fib saddr type local "+masq, "fib saddr type local goto "+clusterChain)
-	if len(local) > 0 {
-		rules = append(rules, "goto "+localChain)
+	switch {
+	case !p.etpLocal:
+		rules = []string{masq, "goto " + clusterChain}
+	default:
+		// Pods and the node itself reach a Local service through every endpoint, as kube-proxy.
+		if b.cfg.ClusterCIDR.IsValid() {
+			rules = append(rules, fmt.Sprintf("ip saddr %s goto %s", b.cfg.ClusterCIDR, clusterChain))
+		}
+		rules = append(rules, "fib saddr type local "+masq, "fib saddr type local goto "+clusterChain)
+		if len(p.local) > 0 {
+			rules = append(rules, "goto "+localChain)
+		}
 	}
 	b.rs.Chains[ext] = rules
-	return internal, ext, len(local) > 0
+	return internal, ext, p.extHasEndpoints()
 }
 
 // firewall is svcPortBuilder.firewall for nftables.

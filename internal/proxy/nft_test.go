@@ -97,7 +97,6 @@ func followNft(t *testing.T, rs NftRuleset, chain string, p packet, out *outcome
 						return term
 					}
 					match = false
-					break
 				default:
 					match = f[i+2] == p.proto
 					i += 2

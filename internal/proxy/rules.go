@@ -333,6 +333,52 @@ func (b svcPortBuilder) exposed() bool {
 
 func (b svcPortBuilder) hasClusterEndpoints() bool { return len(selectEndpoints(b.eps, false)) > 0 }
 
+// portPlan is what one service port's traffic may use, decided once for both backends.
+type portPlan struct {
+	// cluster are the endpoints of the port's cluster-wide service chain, local those of its
+	// node-local one; a chain is written only when its list is not empty (local: only under a
+	// Local traffic policy).
+	cluster, local []endpoint
+	// internalLocal: cluster IP traffic goes to the local chain (internalTrafficPolicy Local),
+	// otherwise to the cluster chain; either only when that chain exists.
+	internalLocal bool
+	// external: the port is exposed (NodePort, external or load-balancer IPs) and has endpoints
+	// somewhere, so external traffic has a chain. etpLocal: that chain sends pods and the node
+	// itself to every endpoint (kube-proxy's short-circuit) and the rest to the local chain, if any.
+	external, etpLocal bool
+}
+
+func (b svcPortBuilder) decide() portPlan {
+	itpLocal, etpLocal := b.policies()
+	p := portPlan{cluster: selectEndpoints(b.eps, false), internalLocal: itpLocal, etpLocal: etpLocal}
+	if itpLocal || etpLocal {
+		p.local = selectEndpoints(b.eps, true)
+	}
+	p.external = b.exposed() && len(p.cluster) > 0
+	return p
+}
+
+// writeChains writes the port's service chains that have endpoints with write and returns the
+// one cluster IP traffic goes to ("" when it has none).
+func (p portPlan) writeChains(clusterChain, localChain string, write func(name string, eps []endpoint)) string {
+	if len(p.cluster) > 0 {
+		write(clusterChain, p.cluster)
+	}
+	if len(p.local) > 0 {
+		write(localChain, p.local)
+	}
+	switch {
+	case p.internalLocal && len(p.local) > 0:
+		return localChain
+	case !p.internalLocal && len(p.cluster) > 0:
+		return clusterChain
+	}
+	return ""
+}
+
+// extHasEndpoints reports whether traffic from outside the node has an endpoint it may use.
+func (p portPlan) extHasEndpoints() bool { return p.external && (!p.etpLocal || len(p.local) > 0) }
+
 // chains writes the service port's chains and returns the chain its cluster IP traffic jumps to
 // ("" when that traffic has no endpoint), the one its external traffic (NodePorts, external and
 // load-balancer IPs) jumps to ("" when not exposed or without any endpoint), and whether traffic
@@ -340,28 +386,15 @@ func (b svcPortBuilder) hasClusterEndpoints() bool { return len(selectEndpoints(
 // node the external chain still sends pods and the node itself to every endpoint, as kube-proxy's
 // short-circuit, and lets the rest fall through to the filter table's DROP.
 func (b svcPortBuilder) chains() (internal, external string, extHasEndpoints bool) {
-	cluster := selectEndpoints(b.eps, false)
-	local := selectEndpoints(b.eps, true)
+	p := b.decide()
 	clusterChain, localChain := b.cfg.chain("SVC-"+b.id), b.cfg.chain("SVL-"+b.id)
-	if len(cluster) > 0 {
-		b.writeServiceChain(clusterChain, cluster)
-	}
-	itpLocal, etpLocal := b.policies()
-	if (itpLocal || etpLocal) && len(local) > 0 {
-		b.writeServiceChain(localChain, local)
-	}
-	switch {
-	case itpLocal && len(local) > 0:
-		internal = localChain
-	case !itpLocal && len(cluster) > 0:
-		internal = clusterChain
-	}
-	if !b.exposed() || len(cluster) == 0 {
+	internal = p.writeChains(clusterChain, localChain, b.writeServiceChain)
+	if !p.external {
 		return internal, "", false
 	}
 	ext := b.cfg.chain("EXT-" + b.id)
 	masq := "-j " + b.cfg.markMasqChain()
-	if !etpLocal {
+	if !p.etpLocal {
 		b.rs.NAT[ext] = []string{masq, "-j " + clusterChain}
 		return internal, ext, true
 	}
@@ -371,11 +404,11 @@ func (b svcPortBuilder) chains() (internal, external string, extHasEndpoints boo
 		rules = append(rules, fmt.Sprintf("-s %s -j %s", b.cfg.ClusterCIDR, clusterChain))
 	}
 	rules = append(rules, "-m addrtype --src-type LOCAL "+masq, "-m addrtype --src-type LOCAL -j "+clusterChain)
-	if len(local) > 0 {
+	if len(p.local) > 0 {
 		rules = append(rules, "-j "+localChain)
 	}
 	b.rs.NAT[ext] = rules
-	return internal, ext, len(local) > 0
+	return internal, ext, p.extHasEndpoints()
 }
 
 // policies reports whether internal and external traffic may only use this node's endpoints.
