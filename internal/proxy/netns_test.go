@@ -203,6 +203,12 @@ func testProxierInNetns(t *testing.T, mode string) {
 	if out, err := wget("http://127.0.0.1:30080/"); err != nil || !strings.Contains(out, "hello-from-endpoint") {
 		t.Errorf("NodePort on 127.0.0.1 from the node: %v %s", err, out)
 	}
+	// Hairpin: the endpoint reaches itself through the cluster IP (masqueraded, or its own reply
+	// would not match the connection).
+	netnstest.MustRun(t, "ip", "-n", epNS, "route", "add", "10.96.7.0/24", "via", strings.TrimSuffix(epIP, ".2")+".1")
+	if out, err := exec.Command("ip", "netns", "exec", epNS, "timeout", "10", "busybox", "wget", "-q", "-O", "-", "http://10.96.7.10/").CombinedOutput(); err != nil || !strings.Contains(string(out), "hello-from-endpoint") {
+		t.Errorf("the endpoint through its own cluster IP (hairpin): %v %s", err, out)
+	}
 	inNetns(t, ns, func() {
 		c, err := net.Dial("udp4", "10.96.7.12:5300")
 		if err != nil {

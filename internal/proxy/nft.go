@@ -46,6 +46,7 @@ const (
 	nftNoEndpointExt   = "no-endpoint-external"
 	nftNoEndpointNP    = "no-endpoint-nodeports"
 	nftFirewallIPs     = "firewall-ips"
+	nftHairpin         = "hairpin-endpoints"
 )
 
 // nftBaseChains are the base chains' declarations.
@@ -68,6 +69,7 @@ var nftMaps = map[string]string{
 	nftNoEndpointExt:   "type " + nftAddrPortKey + " : verdict;",
 	nftNoEndpointNP:    "type inet_proto . inet_service : verdict;",
 	nftFirewallIPs:     "type " + nftAddrPortKey + ";",
+	nftHairpin:         "type ipv4_addr . ipv4_addr;",
 }
 
 func nftIsSet(name string) bool { return !strings.HasSuffix(nftMaps[name], ": verdict;") }
@@ -83,12 +85,7 @@ func BuildNft(cfg Config, services []*corev1.Service, endpointSlices []*discover
 	for name := range nftMaps {
 		rs.Maps[name] = map[string]string{}
 	}
-	// The first service to claim an address and port wins, as the first matching iptables rule.
-	elem := func(m, key, value string) {
-		if _, ok := rs.Maps[m][key]; !ok {
-			rs.Maps[m][key] = value
-		}
-	}
+	elem := rs.elem
 	eachServicePort(cfg, services, endpointSlices, func(sb svcPortBuilder) {
 		b := nftPortBuilder{svcPortBuilder: sb, rs: rs}
 		proto := strings.ToLower(string(b.port.Protocol))
@@ -167,6 +164,7 @@ func BuildNft(cfg Config, services []*corev1.Service, endpointSlices []*discover
 		nftNodePorts:      {"meta l4proto . th dport vmap @" + nftServiceNodePort},
 		nftMarkMasq:       {"meta mark set meta mark | " + mark},
 		nftMasquerading: {
+			"ct status dnat ip saddr . ip daddr @" + nftHairpin + ` masquerade fully-random comment "a pod reaching itself through a service"`,
 			fmt.Sprintf("meta mark & %s == 0 return", mark),
 			"meta mark set meta mark ^ " + mark,
 			"masquerade fully-random",
@@ -188,11 +186,21 @@ func BuildNft(cfg Config, services []*corev1.Service, endpointSlices []*discover
 	return rs
 }
 
+// elem adds an element to map or set m; the first service to claim an address and port wins, as
+// the first matching iptables rule.
+func (rs NftRuleset) elem(m, key, value string) {
+	if _, ok := rs.Maps[m][key]; !ok {
+		rs.Maps[m][key] = value
+	}
+}
+
 // nftPortBuilder writes one service port's chains into an NftRuleset.
 type nftPortBuilder struct {
 	svcPortBuilder
 	rs NftRuleset
 }
+
+func (b nftPortBuilder) elem(m, key, value string) { b.rs.elem(m, key, value) }
 
 // chains is svcPortBuilder.chains for nftables: the same decisions (decide), nft rules.
 func (b nftPortBuilder) chains() (internal, external string, extHasEndpoints bool) {
@@ -242,12 +250,16 @@ func (b nftPortBuilder) firewall(external string, ranges []netip.Prefix, lbIPs [
 	return fw
 }
 
-// writeServiceChain spreads new connections evenly over eps (numgen random mod n), with ClientIP
-// affinity first when asked, and writes one endpoint chain per endpoint.
+// writeServiceChain spreads new connections evenly over eps: one rule that DNATs to
+// `numgen random mod n map { i : ip . port }`, so a service costs one chain however many
+// endpoints it has (nft loads and lists the whole table's chains for every change, so fewer
+// chains make every sync cheaper). With ClientIP affinity each endpoint gets a chain of its own
+// that records the client in the endpoint's set, checked first. A pod reaching itself through the
+// service (hairpin) is masqueraded in postrouting (the hairpin-endpoints set), as the iptables
+// endpoint chain's mark does.
 func (b nftPortBuilder) writeServiceChain(name string, eps []endpoint) {
 	affinity := b.affinitySeconds()
 	proto := strings.ToLower(string(b.port.Protocol))
-	seps := make([]string, len(eps))
 	var rules []string
 	// Cluster IP traffic from outside the pod network is masqueraded (see Build).
 	vip := fmt.Sprintf("ip daddr %s meta l4proto %s th dport %d", b.svc.Spec.ClusterIP, proto, b.port.Port)
@@ -256,26 +268,40 @@ func (b nftPortBuilder) writeServiceChain(name string, eps []endpoint) {
 	} else {
 		rules = append(rules, fmt.Sprintf("%s jump %s", vip, nftMarkMasq))
 	}
-	for i, e := range eps {
-		seps[i] = nftName("sep", hash(b.id + "/" + e.String())[:12])
-		sep := []string{fmt.Sprintf("ip saddr %s jump %s", e.ip, nftMarkMasq)}
-		if affinity > 0 {
+	for _, e := range eps {
+		b.elem(nftHairpin, e.ip+" . "+e.ip, "")
+	}
+	switch {
+	case affinity > 0:
+		seps := make([]string, len(eps))
+		for i, e := range eps {
+			seps[i] = nftName("sep", hash(b.id + "/" + e.String())[:12])
 			// The set's name carries the timeout: a changed timeout is a new set.
 			set := fmt.Sprintf("%s-aff%d", seps[i], affinity)
 			b.rs.Sets[set] = fmt.Sprintf("type ipv4_addr; flags dynamic,timeout; timeout %ds;", affinity)
-			sep = append(sep, fmt.Sprintf("update @%s { ip saddr }", set))
 			rules = append(rules, fmt.Sprintf("ip saddr @%s goto %s", set, seps[i]))
+			b.rs.Chains[seps[i]] = []string{
+				fmt.Sprintf("update @%s { ip saddr }", set),
+				fmt.Sprintf("meta l4proto %s dnat to %s", proto, e),
+			}
 		}
-		b.rs.Chains[seps[i]] = append(sep, fmt.Sprintf("meta l4proto %s dnat to %s", proto, e))
-	}
-	if len(seps) == 1 {
-		rules = append(rules, "goto "+seps[0])
-	} else {
+		if len(seps) == 1 {
+			rules = append(rules, "goto "+seps[0])
+			break
+		}
 		vmap := make([]string, len(seps))
 		for i, sep := range seps {
 			vmap[i] = fmt.Sprintf("%d : goto %s", i, sep)
 		}
 		rules = append(rules, fmt.Sprintf("numgen random mod %d vmap { %s }", len(seps), strings.Join(vmap, ", ")))
+	case len(eps) == 1:
+		rules = append(rules, fmt.Sprintf("meta l4proto %s dnat to %s", proto, eps[0]))
+	default:
+		targets := make([]string, len(eps))
+		for i, e := range eps {
+			targets[i] = fmt.Sprintf("%d : %s . %d", i, e.ip, e.port)
+		}
+		rules = append(rules, fmt.Sprintf("meta l4proto %s dnat ip to numgen random mod %d map { %s }", proto, len(eps), strings.Join(targets, ", ")))
 	}
 	b.rs.Chains[name] = rules
 }

@@ -148,7 +148,16 @@ func followNft(t *testing.T, rs NftRuleset, chain string, p packet, out *outcome
 				out.verdict = "REJECT"
 				return true
 			case "dnat":
-				out.targets = append(out.targets, f[i+2])
+				if f[i+1] == "to" { // dnat to ip:port
+					out.targets = append(out.targets, f[i+2])
+					return true
+				}
+				// dnat ip to numgen random mod N map { 0 : ip . port, ... }: every branch.
+				for j := i; j+2 < len(f); j++ {
+					if f[j] == ":" {
+						out.targets = append(out.targets, f[j+1]+":"+strings.TrimSuffix(f[j+3], ","))
+					}
+				}
 				return true
 			case "return":
 				return false
@@ -165,6 +174,13 @@ func runNft(t *testing.T, rs NftRuleset, p packet) outcome {
 	t.Helper()
 	var out outcome
 	followNft(t, rs, nftServices, p, &out)
+	// Postrouting masquerades a translated connection whose source is its endpoint (hairpin).
+	for _, target := range out.targets {
+		ip, _, _ := strings.Cut(target, ":")
+		if _, ok := rs.Maps[nftHairpin][p.src+" . "+ip]; ok && ip == p.src {
+			out.masq = true
+		}
+	}
 	slices.Sort(out.targets)
 	out.targets = slices.Compact(out.targets)
 	if len(out.targets) == 0 {
@@ -216,5 +232,25 @@ func TestBuildNftSpreadsEvenlyWithAffinity(t *testing.T) {
 	}
 	if checks != 3 || updates != 3 || len(rs.Sets) != 3 {
 		t.Errorf("ClientIP affinity: %d checks, %d updates, %d sets; want 3 each:\n%v\n%v", checks, updates, len(rs.Sets), rules, rs.Sets)
+	}
+}
+
+// TestBuildNftOneChainPerService: without affinity a service's endpoints are one numgen map in
+// its chain (no endpoint chains), and every endpoint is in the hairpin set.
+func TestBuildNftOneChainPerService(t *testing.T) {
+	rs := BuildNft(testConfig(), []*corev1.Service{makeSvc("web", "10.96.0.10").port("http", 80, tcp).obj()},
+		[]*discoveryv1.EndpointSlice{makeSlice("web", "http", 8080, tcp, readyEp("10.244.1.1", "a"), readyEp("10.244.1.2", "a"), readyEp("10.244.1.3", "a"))})
+	svc := strings.TrimPrefix(rs.Maps[nftServiceIPs]["10.96.0.10 . tcp . 80"], "goto ")
+	want := "meta l4proto tcp dnat ip to numgen random mod 3 map { 0 : 10.244.1.1 . 8080, 1 : 10.244.1.2 . 8080, 2 : 10.244.1.3 . 8080 }"
+	if rules := rs.Chains[svc]; len(rules) != 2 || rules[1] != want {
+		t.Errorf("service chain %q, want its last rule %q", rules, want)
+	}
+	for name := range rs.Chains {
+		if strings.HasPrefix(name, "sep-") {
+			t.Errorf("endpoint chain %s without affinity", name)
+		}
+	}
+	if len(rs.Maps[nftHairpin]) != 3 {
+		t.Errorf("hairpin set %v, want the 3 endpoints", rs.Maps[nftHairpin])
 	}
 }

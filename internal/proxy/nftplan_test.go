@@ -59,16 +59,20 @@ func TestPlanNft(t *testing.T) {
 	}
 
 	// b's endpoint moves: its service chain is rewritten, a new endpoint chain and affinity set
-	// are added, the old ones deleted after the rewrite; a's chains are not mentioned.
+	// are added, the old ones deleted after the rewrite, the hairpin set follows; a's chains and
+	// the service map are not mentioned.
 	slices[1] = makeSlice("b", "http", 8080, tcp, readyEp("10.244.1.3", "node-a"))
 	second := BuildNft(cfg, svcs, slices)
 	plan, _ := PlanNft(table, &first, second)
-	if strings.Contains(plan, "10.244.1.1") || strings.Contains(plan, "table ip skiff-test\n") || strings.Contains(plan, "element") {
+	if strings.Contains(plan, "10.244.1.1") || strings.Contains(plan, "table ip skiff-test\n") || strings.Contains(plan, "service-ips") {
 		t.Errorf("more than b's chains rewritten:\n%s", plan)
 	}
 	flush, del, delSet := lineIndex(plan, "flush chain ip skiff-test "+svcB), lineIndex(plan, "delete chain ip skiff-test "+sepB), lineIndex(plan, "delete set ip skiff-test "+setB)
 	if flush < 0 || del < flush || delSet < del || !strings.Contains(plan, "dnat to 10.244.1.3:8080") {
 		t.Errorf("want b's service chain flushed and rewritten, then the old endpoint chain and set deleted:\n%s", plan)
+	}
+	if !strings.Contains(plan, "delete element ip skiff-test hairpin-endpoints { 10.244.1.2 . 10.244.1.2 }\nadd element ip skiff-test hairpin-endpoints { 10.244.1.3 . 10.244.1.3 }\n") {
+		t.Errorf("hairpin set not updated:\n%s", plan)
 	}
 
 	// Service b goes: its element is deleted before its chains and set.

@@ -75,7 +75,7 @@ func loadBalancerService(t *testing.T, pc *podNetCluster) {
 		eventually(t, 60*time.Second, func() error {
 			out, _ := hostRules(w.host.Command)
 			for _, ip := range ips {
-				if !hostHasEndpointRule(out, ip+":8080") {
+				if !hostHasEndpointRule(out, ip, "8080") {
 					return fmt.Errorf("%s: no rule for endpoint %s yet", w.name, ip)
 				}
 			}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,22 @@ func ruleLines(lines []string, what ...string) []string {
 	return out
 }
 
+// endpointLines are the lines that translate to ip:port (ip "" for any address): "--to-destination
+// ip:port" in iptables, "dnat to ip:port" or a numgen map's "ip . port" in nftables.
+func endpointLines(lines []string, ip, port string) []string {
+	re := regexp.MustCompile(`(^|[ ,{])` + regexp.QuoteMeta(ip) + `(:| \. )` + regexp.QuoteMeta(port) + `\b`)
+	if ip == "" {
+		re = regexp.MustCompile(`[0-9](:| \. )` + regexp.QuoteMeta(port) + `\b`)
+	}
+	var out []string
+	for _, l := range lines {
+		if re.MatchString(l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // hostHasVIPRule reports whether a host's rules (iptables-save of nat and nft list ruleset
 // output, in any mode, of any node) translate addr: "-d addr/32" in iptables' nat table, an
 // "addr . proto . port : goto <chain>" element in nftables that is not the reject map's.
@@ -74,9 +91,9 @@ func hostHasVIPRule(rules, addr string) bool {
 	return false
 }
 
-// hostHasEndpointRule reports whether a host's rules DNAT to ipPort in either mode.
-func hostHasEndpointRule(rules, ipPort string) bool {
-	return strings.Contains(rules, "--to-destination "+ipPort) || strings.Contains(rules, "dnat to "+ipPort)
+// hostHasEndpointRule reports whether a host's rules DNAT to ip:port in either mode.
+func hostHasEndpointRule(rules, ip, port string) bool {
+	return len(endpointLines(strings.Split(rules, "\n"), ip, port)) > 0
 }
 
 // hostRules is iptables-save of the nat table and nft list ruleset, run by command.

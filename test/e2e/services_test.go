@@ -162,7 +162,7 @@ func TestServiceProxy(t *testing.T) {
 			return fmt.Errorf("no rule for %s yet", vip)
 		}
 		for _, ip := range podIPs {
-			if len(ruleLines(rules, ip+":8080")) == 0 {
+			if len(endpointLines(rules, ip, "8080")) == 0 {
 				return fmt.Errorf("no rule for endpoint %s yet", ip)
 			}
 		}
@@ -236,7 +236,7 @@ func TestServiceProxy(t *testing.T) {
 		}
 		rules := proxyRules(t, prefix)
 		for _, ip := range podIPs {
-			if len(ruleLines(rules, ip+":8080")) == 0 {
+			if len(endpointLines(rules, ip, "8080")) == 0 {
 				return fmt.Errorf("no rule for endpoint %s after the restart", ip)
 			}
 		}
@@ -270,7 +270,7 @@ func TestServiceProxy(t *testing.T) {
 	// Deleted: none of its rules remain (a replica back first, so there is an endpoint chain to remove).
 	c.kubectl("scale", "deployment", "web", "--replicas=1")
 	eventually(t, 60*time.Second, func() error {
-		if len(ruleLines(proxyRules(t, prefix), ":8080")) == 0 {
+		if len(endpointLines(proxyRules(t, prefix), "", "8080")) == 0 {
 			return fmt.Errorf("no endpoint rule yet")
 		}
 		return nil
@@ -278,7 +278,7 @@ func TestServiceProxy(t *testing.T) {
 	c.kubectl("delete", "svc", "web")
 	eventually(t, 30*time.Second, func() error {
 		rules := proxyRules(t, prefix)
-		if l := append(ruleLines(rules, vip), ruleLines(rules, ":8080")...); len(l) > 0 {
+		if l := append(ruleLines(rules, vip), endpointLines(rules, "", "8080")...); len(l) > 0 {
 			return fmt.Errorf("rules of the deleted service remain: %v", l)
 		}
 		return nil

@@ -97,6 +97,9 @@ func TestTrafficPolicyLocal(t *testing.T) {
 		t.Helper()
 		eventually(t, 60*time.Second, func() error {
 			rules := proxyRules(t, prefix)
+			if len(endpointLines(rules, podIP, "8080")) == 0 {
+				return fmt.Errorf("no rule of %s to %s:8080 yet", prefix, podIP)
+			}
 			for _, w := range what {
 				if len(ruleLines(rules, w)) == 0 {
 					return fmt.Errorf("no rule of %s with %q yet", prefix, w)
@@ -105,7 +108,7 @@ func TestTrafficPolicyLocal(t *testing.T) {
 			return nil
 		})
 	}
-	waitRules(lbIP, podIP+":8080", nodePort)
+	waitRules(lbIP, nodePort)
 
 	hc := func() (int, map[string]any, error) {
 		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + nodeIP + ":" + hcPort + "/")
