@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -45,12 +46,16 @@ func proxyRulesWith(command func(string, ...string) *exec.Cmd, prefix string) []
 }
 
 // ruleLines are the lines holding every one of what (case-insensitive: iptables writes REJECT,
-// nft reject).
+// nft reject); an IP address in what matches only whole (10.96.0.5 not in 10.96.0.56).
 func ruleLines(lines []string, what ...string) []string {
 	var out []string
 	for _, l := range lines {
 		ll, all := strings.ToLower(l), true
 		for _, w := range what {
+			if net.ParseIP(w) != nil {
+				all = all && regexp.MustCompile(`(^|[^0-9.])`+regexp.QuoteMeta(w)+`($|[^0-9])`).MatchString(ll)
+				continue
+			}
 			all = all && strings.Contains(ll, strings.ToLower(w))
 		}
 		if all {
