@@ -112,9 +112,10 @@ func nodeRules(t *testing.T, h Host, prefix string) string {
 
 // TestProxierInNetns runs the proxier in each mode against a fake API in a network namespace of its
 // own, with a real endpoint in a second namespace: a previous run's stale chain and table (of
-// either mode) are removed, the cluster IP reaches the endpoint from the node, a service without
-// endpoints and a VIP without any service are refused at once, a deleted service leaves no rule,
-// and a stop leaves nothing of the prefix.
+// either mode) are removed, the cluster IP (with ClientIP affinity) reaches the endpoint from the
+// node, so does the NodePort on 127.0.0.1, the endpoint reaches itself through the cluster IP
+// (hairpin), a service without endpoints and a VIP without any service are refused at once, a
+// deleted service leaves no rule, and a stop leaves nothing of the prefix.
 func TestProxierInNetns(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) { testProxierInNetns(t, mode) })
@@ -169,7 +170,8 @@ func testProxierInNetns(t *testing.T, mode string) {
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 
-	svc := makeSvc("web", "10.96.7.10").port("http", 80, tcp).nodePort(30080).obj()
+	// ClientIP affinity: the kernel takes its sets and the chains that use them.
+	svc := makeSvc("web", "10.96.7.10").port("http", 80, tcp).nodePort(30080).affinity().obj()
 	empty := makeSvc("empty", "10.96.7.11").port("http", 80, tcp).obj()
 	echo := makeSvc("echo", "10.96.7.12").port("echo", 5300, udp).obj()
 	slice := makeSlice("web", "http", 8080, tcp, readyEp(epIP, "node-b"))
