@@ -215,62 +215,60 @@ func Build(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1
 	eachServicePort(cfg, services, endpointSlices, func(b svcPortBuilder) {
 		b.rs = rs
 		svc, port, key := b.svc, b.port, b.svc.Namespace+"/"+b.svc.Name
-		{
-			proto := "-p " + strings.ToLower(string(port.Protocol))
-			comment := fmt.Sprintf(`-m comment --comment "%s:%s"`, key, port.Name)
-			dport := fmt.Sprintf("%s -m %s --dport %d", proto, strings.ToLower(string(port.Protocol)), port.Port)
+		proto := "-p " + strings.ToLower(string(port.Protocol))
+		comment := fmt.Sprintf(`-m comment --comment "%s:%s"`, key, port.Name)
+		dport := fmt.Sprintf("%s -m %s --dport %d", proto, strings.ToLower(string(port.Protocol)), port.Port)
 
-			internal, external, extHasEndpoints := b.chains()
-			// With endpoints elsewhere but none this traffic may use (a traffic policy Local and no
-			// endpoint on this node) the packet is dropped, as kube-proxy; with none at all, refused.
-			noEndpoint := "-j REJECT --reject-with icmp-port-unreachable"
-			if b.hasClusterEndpoints() {
-				noEndpoint = "-j DROP"
-			}
-			vip := fmt.Sprintf("-d %s/32 %s", svc.Spec.ClusterIP, dport)
-			if internal != "" {
-				services_ = append(services_, fmt.Sprintf("%s %s -j %s", comment, vip, internal))
-			} else {
-				filter = append(filter, fmt.Sprintf(`%s %s %s`, comment, vip, noEndpoint))
-			}
+		internal, external, extHasEndpoints := b.chains()
+		// With endpoints elsewhere but none this traffic may use (a traffic policy Local and no
+		// endpoint on this node) the packet is dropped, as kube-proxy; with none at all, refused.
+		noEndpoint := "-j REJECT --reject-with icmp-port-unreachable"
+		if b.hasClusterEndpoints() {
+			noEndpoint = "-j DROP"
+		}
+		vip := fmt.Sprintf("-d %s/32 %s", svc.Spec.ClusterIP, dport)
+		if internal != "" {
+			services_ = append(services_, fmt.Sprintf("%s %s -j %s", comment, vip, internal))
+		} else {
+			filter = append(filter, fmt.Sprintf(`%s %s %s`, comment, vip, noEndpoint))
+		}
 
-			// external has endpoints somewhere; extHasEndpoints says whether outside traffic may
-			// use them. Without, the EXT chain still short-circuits pods and the node itself and
-			// whatever falls through is dropped (or refused) in the filter table.
-			for _, a := range ipv4s(svc.Spec.ExternalIPs) {
-				rule := fmt.Sprintf("%s -d %s/32 %s", comment, a, dport)
-				if external != "" {
-					services_ = append(services_, rule+" -j "+external)
-				}
-				if !extHasEndpoints {
-					extFilter = append(extFilter, rule+" "+noEndpoint)
-				}
+		// external has endpoints somewhere; extHasEndpoints says whether outside traffic may
+		// use them. Without, the EXT chain still short-circuits pods and the node itself and
+		// whatever falls through is dropped (or refused) in the filter table.
+		for _, a := range ipv4s(svc.Spec.ExternalIPs) {
+			rule := fmt.Sprintf("%s -d %s/32 %s", comment, a, dport)
+			if external != "" {
+				services_ = append(services_, rule+" -j "+external)
 			}
-			lbIPs := ipv4s(lbIngressIPs(svc))
-			lbTarget := external
-			if ranges := sourceRanges(svc); external != "" && len(lbIPs) > 0 && len(ranges) > 0 {
-				lbTarget = b.firewall(external, ranges, lbIPs)
-				for _, a := range lbIPs {
-					lbFirewall = append(lbFirewall, fmt.Sprintf(`%s -d %s/32 %s -m comment --comment "not in loadBalancerSourceRanges" -j DROP`, comment, a, dport))
-				}
+			if !extHasEndpoints {
+				extFilter = append(extFilter, rule+" "+noEndpoint)
 			}
+		}
+		lbIPs := ipv4s(lbIngressIPs(svc))
+		lbTarget := external
+		if ranges := sourceRanges(svc); external != "" && len(lbIPs) > 0 && len(ranges) > 0 {
+			lbTarget = b.firewall(external, ranges, lbIPs)
 			for _, a := range lbIPs {
-				rule := fmt.Sprintf("%s -d %s/32 %s", comment, a, dport)
-				if external != "" {
-					services_ = append(services_, rule+" -j "+lbTarget)
-				}
-				if !extHasEndpoints {
-					extFilter = append(extFilter, rule+" "+noEndpoint)
-				}
+				lbFirewall = append(lbFirewall, fmt.Sprintf(`%s -d %s/32 %s -m comment --comment "not in loadBalancerSourceRanges" -j DROP`, comment, a, dport))
 			}
-			if b.nodePort() != 0 {
-				np := fmt.Sprintf("%s %s -m %s --dport %d", comment, proto, strings.ToLower(string(port.Protocol)), port.NodePort)
-				if external != "" {
-					nodePorts = append(nodePorts, np+" -j "+external)
-				}
-				if !extHasEndpoints {
-					extFilter = append(extFilter, np+" -m addrtype --dst-type LOCAL "+noEndpoint)
-				}
+		}
+		for _, a := range lbIPs {
+			rule := fmt.Sprintf("%s -d %s/32 %s", comment, a, dport)
+			if external != "" {
+				services_ = append(services_, rule+" -j "+lbTarget)
+			}
+			if !extHasEndpoints {
+				extFilter = append(extFilter, rule+" "+noEndpoint)
+			}
+		}
+		if b.nodePort() != 0 {
+			np := fmt.Sprintf("%s %s -m %s --dport %d", comment, proto, strings.ToLower(string(port.Protocol)), port.NodePort)
+			if external != "" {
+				nodePorts = append(nodePorts, np+" -j "+external)
+			}
+			if !extHasEndpoints {
+				extFilter = append(extFilter, np+" -m addrtype --dst-type LOCAL "+noEndpoint)
 			}
 		}
 	})
