@@ -1,14 +1,15 @@
 #!/bin/sh
 # Installs the container runtime a skiff worker needs, from Debian packages:
 # containerd (with its CRI plugin and ctr), runc, the CNI plugins in /usr/lib/cni,
-# iptables (for the service proxy and portmap), conntrack (the proxy deletes stale
+# nftables (the service proxy's default backend), iptables (its iptables mode, the pod
+# network's masquerade and portmap), conntrack (the proxy deletes stale
 # UDP entries with it) and busybox-static (the offline images'
 # only binary). Idempotent: packages already present are not touched, and the
 # package index is refreshed only when something is missing.
 # containerd is not started here: skiff supervises it as a child process.
 set -eu
 
-packages="containerd runc containernetworking-plugins iptables conntrack busybox-static"
+packages="containerd runc containernetworking-plugins nftables iptables conntrack busybox-static"
 
 missing=""
 for pkg in $packages; do
@@ -41,7 +42,7 @@ if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet container
 	echo "install-runtime: note: a system containerd is running; skiff starts its own instance"
 fi
 
-for bin in containerd ctr runc /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/portmap /usr/lib/cni/loopback iptables conntrack busybox; do
+for bin in containerd ctr runc /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/portmap /usr/lib/cni/loopback nft iptables conntrack busybox; do
 	if ! command -v "$bin" >/dev/null 2>&1 && [ ! -x "$bin" ]; then
 		echo "install-runtime: $bin missing after install" >&2
 		exit 1

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/skiff-sh/skiff/internal/kubelet"
+	"github.com/skiff-sh/skiff/internal/proxy"
 )
 
 // Role names a node role.
@@ -90,6 +91,8 @@ type Config struct {
 	// ProxyHealthzPort, when not 0, serves the service proxy's /healthz and /livez on the bind
 	// address (kube-proxy's port is 10256).
 	ProxyHealthzPort int
+	// ProxyMode is the service proxy's backend: nftables (the default) or iptables.
+	ProxyMode string
 	// DisableLocalInformers makes the controller manager and scheduler of a control-plane node read
 	// through client-go like remote components, instead of from the API server's watch cache in
 	// process (onecopy.go); for comparisons and as an escape hatch.
@@ -394,6 +397,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("--etcd-servers names an external etcd: drop the etcd role or the flag"))
 	}
 	errs = append(errs, c.validateEtcdOnly()...) // etcdonly.go
+	if !proxy.ValidMode(c.ProxyMode) {
+		errs = append(errs, fmt.Errorf("--proxy-mode %q: want %s or %s", c.ProxyMode, proxy.ModeNftables, proxy.ModeIPTables))
+	}
 	return errors.Join(errs...)
 }
 

@@ -65,6 +65,8 @@ func TestConfigValidate(t *testing.T) {
 		{name: "bad bind address", cfg: Config{DataDir: "/tmp/x", BindAddress: "localhost"}, wantErr: "is not an IP address"},
 		{name: "bad service CIDR", cfg: Config{DataDir: "/tmp/x", ServiceCIDR: "10.0.0.0"}, wantErr: "service CIDR"},
 		{name: "bad encoding", cfg: Config{DataDir: "/tmp/x", StorageEncoding: "xml"}, wantErr: "want protobuf or json"},
+		{name: "proxy mode iptables", cfg: Config{DataDir: "/tmp/x", ProxyMode: "iptables"}},
+		{name: "bad proxy mode", cfg: Config{DataDir: "/tmp/x", ProxyMode: "ipvs"}, wantErr: `--proxy-mode "ipvs": want nftables or iptables`},
 		{name: "bad cluster DNS", cfg: Config{DataDir: "/tmp/x", ClusterDNS: []string{"dns.local"}}, wantErr: `--cluster-dns "dns.local" is not an IP address`},
 		{name: "bad cluster domain", cfg: Config{DataDir: "/tmp/x", ClusterDomain: "Cluster_Local"}, wantErr: "--cluster-domain"},
 		{name: "node-wide unsafe sysctl", cfg: Config{DataDir: "/tmp/x", AllowedUnsafeSysctls: []string{"vm.swappiness"}}, wantErr: `--allowed-unsafe-sysctls: the sysctl "vm.swappiness" is not known to be namespaced`},

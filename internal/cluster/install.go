@@ -176,7 +176,8 @@ type UninstallPlan struct {
 	// Mounts are mount points under the data dir (pod volumes, container root file systems),
 	// deepest first.
 	Mounts []string
-	// ProxyPrefix names the node's service-proxy chains; ProxyDevice its service-range device.
+	// ProxyPrefix names the node's service-proxy chains and nftables table (proxy.NftTable);
+	// ProxyDevice its service-range device.
 	ProxyPrefix, ProxyDevice string
 	// PodNetwork is the node's pod-network routes and masquerade chain.
 	PodNetwork podnet.Host
@@ -290,7 +291,7 @@ func Uninstall(ctx context.Context, o UninstallOptions, progress func(format str
 		errs = append(errs, fmt.Errorf("pods' network: %w", err))
 	}
 	host := proxy.Host{}
-	if err := host.Cleanup(ctx, plan.ProxyPrefix); err != nil {
+	if err := host.CleanupAll(ctx, plan.ProxyPrefix); err != nil {
 		errs = append(errs, fmt.Errorf("service proxy rules: %w", err))
 	}
 	if err := host.DeleteDevice(ctx, plan.ProxyDevice); err != nil {

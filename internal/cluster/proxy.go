@@ -24,6 +24,7 @@ func proxyOptions(cfg *Config) (proxy.Options, error) {
 	prefix := proxy.NodePrefix(cfg.DataDir)
 	opts := proxy.Options{
 		Config: proxy.Config{Prefix: prefix, NodeName: cfg.NodeName},
+		Mode:   cfg.ProxyMode,
 		Device: proxy.DeviceName(prefix),
 		// Nodes sharing a host each route the service range to their own device, so their routes
 		// differ by metric.

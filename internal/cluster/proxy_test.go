@@ -35,6 +35,9 @@ func TestProxyOptions(t *testing.T) {
 			t.Errorf("device %q, cluster CIDR %s", opts.Device, opts.ClusterCIDR)
 		}
 	}
+	if opts, _ := proxyOptions(&Config{DataDir: "/var/lib/skiff-a", ServiceCIDR: "10.43.0.0/16", ProxyMode: "iptables", Logger: slog.New(slog.DiscardHandler)}); opts.Mode != "iptables" {
+		t.Errorf("--proxy-mode iptables gave mode %q", opts.Mode)
+	}
 	a, _ := proxyOptions(&Config{DataDir: "/var/lib/skiff-a", ServiceCIDR: "10.43.0.0/16", Logger: slog.New(slog.DiscardHandler)})
 	b, _ := proxyOptions(&Config{DataDir: "/var/lib/skiff-b", ServiceCIDR: "10.43.0.0/16", Logger: slog.New(slog.DiscardHandler)})
 	a2, _ := proxyOptions(&Config{DataDir: "/var/lib/skiff-a", ServiceCIDR: "10.43.0.0/16", Logger: slog.New(slog.DiscardHandler)})

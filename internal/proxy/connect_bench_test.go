@@ -22,7 +22,7 @@ func inNetns(tb testing.TB, name string, f func()) {
 // BenchmarkConnect is the cost of a TCP connection (connect and close) from the node to a
 // listener in a second namespace: straight to the pod IP, and through a cluster IP whose rules are
 // the first of 1 or the last of 1,000 Services; and straight to the pod IP again with those 1,000
-// Services' rules in place.
+// Services' rules in place; in each mode.
 func BenchmarkConnect(b *testing.B) {
 	ns, host := testNetns(b)
 	epNS, epIP := endpointNetns(b, ns)
@@ -55,38 +55,19 @@ func BenchmarkConnect(b *testing.B) {
 	if err := host.EnsureDevice(ctx, "skp0", cfg.ServiceCIDR.String(), 100); err != nil {
 		b.Fatal(err)
 	}
-	for _, h := range cfg.Hooks() {
-		if h.Table == "nat" {
-			// The chains must exist before their hooks.
-			input, _ := Plan(nil, Build(cfg, nil, nil))
-			if err := host.Restore(ctx, input); err != nil {
-				b.Fatal(err)
-			}
-			break
-		}
-	}
-	for _, h := range cfg.Hooks() {
-		if _, err := host.EnsureHook(ctx, h); err != nil {
+	// program replaces whatever the previous sub-benchmark wrote with mode's rules for the
+	// first n services, the last of which leads to the listener, and returns its address.
+	program := func(mode string, n int) string {
+		if err := host.CleanupAll(ctx, cfg.Prefix); err != nil {
 			b.Fatal(err)
 		}
-	}
-	program := func(n int) string {
 		svcs, slices := benchCluster()
 		svcs, slices = svcs[:n], slices[:n]
 		last := n - 1
 		slices[last] = makeSlice(fmt.Sprintf("svc-%d", last), "http", 8080, tcp, readyEp(epIP, "node-a"))
-		input, _ := Plan(unknown(&Ruleset{NAT: map[string][]string{}, Filter: map[string][]string{}}), Build(cfg, svcs, slices))
-		// Replace whatever the previous sub-benchmark wrote.
-		if err := host.Cleanup(ctx, cfg.Prefix); err != nil {
+		be := benchBackend(b, mode, host, cfg)
+		if _, _, err := be.apply(ctx, svcs, slices); err != nil {
 			b.Fatal(err)
-		}
-		if err := host.Restore(ctx, input); err != nil {
-			b.Fatal(err)
-		}
-		for _, h := range cfg.Hooks() {
-			if _, err := host.EnsureHook(ctx, h); err != nil {
-				b.Fatal(err)
-			}
 		}
 		return svcs[last].Spec.ClusterIP + ":80"
 	}
@@ -104,10 +85,19 @@ func BenchmarkConnect(b *testing.B) {
 		})
 	}
 	b.Run("pod-ip", func(b *testing.B) { dial(b, epIP+":8080") })
-	vip1 := program(1)
-	b.Run("cluster-ip-1-service", func(b *testing.B) { dial(b, vip1) })
-	vip1000 := program(1000)
-	b.Run("cluster-ip-last-of-1000", func(b *testing.B) { dial(b, vip1000) })
-	// Every new connection leaving the node walks the SERVICES chain, not only those to services.
-	b.Run("pod-ip-with-1000-services", func(b *testing.B) { dial(b, epIP+":8080") })
+	for _, mode := range modes {
+		if mode == ModeNftables {
+			requireNft(b)
+		}
+		vip1 := program(mode, 1)
+		b.Run(mode+"/cluster-ip-1-service", func(b *testing.B) { dial(b, vip1) })
+		vip1000 := program(mode, 1000)
+		b.Run(mode+"/cluster-ip-last-of-1000", func(b *testing.B) { dial(b, vip1000) })
+		// Every new connection leaving the node walks the services dispatch, not only those to
+		// services (iptables: the SERVICES chain, linearly; nftables: one map lookup).
+		b.Run(mode+"/pod-ip-with-1000-services", func(b *testing.B) { dial(b, epIP+":8080") })
+	}
+	if err := host.CleanupAll(ctx, cfg.Prefix); err != nil {
+		b.Error(err)
+	}
 }

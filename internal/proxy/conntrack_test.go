@@ -75,9 +75,18 @@ func TestStaleConntrack(t *testing.T) {
 // TestConntrackFlushInNetns: a UDP client in a network namespace keeps one socket (one conntrack
 // entry) to a cluster IP; when the service's endpoint is replaced, the proxier deletes the entry
 // NATed to the old one, so the same socket's next datagram reaches the new endpoint instead of
-// following the stale entry to the gone one.
+// following the stale entry to the gone one. In both modes.
 func TestConntrackFlushInNetns(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) { testConntrackFlushInNetns(t, mode) })
+	}
+}
+
+func testConntrackFlushInNetns(t *testing.T, mode string) {
 	ns, host := testNetns(t)
+	if mode == ModeNftables {
+		requireNft(t)
+	}
 	if _, err := exec.LookPath("conntrack"); err != nil {
 		t.Skip("conntrack not installed")
 	}
@@ -93,7 +102,7 @@ func TestConntrackFlushInNetns(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, client, Options{Config: cfg, Device: "skp1", Host: host, MinSyncInterval: 20 * time.Millisecond,
+		done <- Run(ctx, client, Options{Config: cfg, Mode: mode, Device: "skp1", Host: host, MinSyncInterval: 20 * time.Millisecond,
 			Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -105,8 +114,8 @@ func TestConntrackFlushInNetns(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the rule to endpoint A", func() (bool, string) {
-		s := save(t, host)
-		return strings.Contains(s, "--to-destination "+epA+":9000"), s
+		s := nodeRules(t, host, cfg.Prefix)
+		return strings.Contains(s, epA+":9000"), s
 	})
 
 	var conn net.Conn
@@ -143,9 +152,9 @@ func TestConntrackFlushInNetns(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the rule to B and A's conntrack entry gone", func() (bool, string) {
-		s := save(t, host)
+		s := nodeRules(t, host, cfg.Prefix)
 		out, _ := exec.Command("ip", "netns", "exec", ns, "conntrack", "-L", "-p", "udp", "--orig-dst", "10.96.8.12").CombinedOutput()
-		return strings.Contains(s, "--to-destination "+epB+":9000") && !strings.Contains(s, epA+":9000") && !strings.Contains(string(out), "src="+epA), s + string(out)
+		return strings.Contains(s, epB+":9000") && !strings.Contains(s, epA+":9000") && !strings.Contains(string(out), "src="+epA), s + string(out)
 	})
 	if got := ask("two"); got != epB+" two" {
 		t.Errorf("same socket after the endpoint changed answered %q, want endpoint B", got)

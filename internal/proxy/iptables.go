@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// Host runs the few commands the proxy needs on the node: iptables-save, iptables-restore,
+// Host runs the few commands the proxy needs on the node: nft, iptables-save, iptables-restore,
 // iptables and ip. Wrap, when set, is put before every command (e.g. "ip netns exec NAME" in
 // tests and benchmarks that work in their own network namespace).
 type Host struct {
@@ -112,8 +112,12 @@ func (h Host) EnableRouteLocalnet(ctx context.Context) error {
 	return err
 }
 
-// Cleanup removes every chain and hook of prefix, whatever run installed them.
+// Cleanup removes every chain and hook of prefix, whatever run installed them; without
+// iptables-save on the host (an nftables-only node) there is nothing to remove.
 func (h Host) Cleanup(ctx context.Context, prefix string) error {
+	if _, err := exec.LookPath("iptables-save"); err != nil {
+		return nil
+	}
 	save, err := h.Save(ctx)
 	if err != nil {
 		return err

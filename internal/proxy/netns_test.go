@@ -100,12 +100,33 @@ func save(t *testing.T, h Host) string {
 	return out
 }
 
-// TestProxierInNetns runs the proxier against a fake API in a network namespace of its own, with a
-// real endpoint in a second namespace: a previous run's stale chain is removed, the cluster IP
-// reaches the endpoint from the node, a service without endpoints and a VIP without any service are
-// refused at once, a deleted service leaves no chain, and a stop leaves nothing of the prefix.
+// nodeRules is everything of the node's in either backend: iptables-save and the node's table.
+func nodeRules(t *testing.T, h Host, prefix string) string {
+	t.Helper()
+	out := save(t, h)
+	if table, err := h.run(context.Background(), "", "nft", "list", "table", "ip", NftTable(prefix)); err == nil {
+		out += table
+	}
+	return out
+}
+
+// TestProxierInNetns runs the proxier in each mode against a fake API in a network namespace of its
+// own, with a real endpoint in a second namespace: a previous run's stale chain and table (of
+// either mode) are removed, the cluster IP (with ClientIP affinity) reaches the endpoint from the
+// node, so does the NodePort on 127.0.0.1, the endpoint reaches itself through the cluster IP
+// (hairpin), a service without endpoints and a VIP without any service are refused at once, a
+// deleted service leaves no rule, and a stop leaves nothing of the prefix.
 func TestProxierInNetns(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) { testProxierInNetns(t, mode) })
+	}
+}
+
+func testProxierInNetns(t *testing.T, mode string) {
 	ns, host := testNetns(t)
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft not installed (Debian package nftables)")
+	}
 	if _, err := exec.LookPath("busybox"); err != nil {
 		t.Skip("busybox not installed")
 	}
@@ -124,10 +145,15 @@ func TestProxierInNetns(t *testing.T) {
 	cfg := Config{
 		Prefix: NodePrefix(t.Name()), NodeName: "node-a",
 		ClusterCIDR: netip.MustParsePrefix("10.250.0.0/16"), ServiceCIDR: netip.MustParsePrefix("10.96.7.0/24"),
+		NodePortAddresses: []netip.Addr{netip.MustParseAddr("127.0.0.1")},
 	}
 	// A previous run's leftover: a chain and its hook.
 	stale := cfg.Prefix + "-SVC-STALE"
 	if err := host.Restore(context.Background(), "*nat\n:"+stale+" - [0:0]\n-A PREROUTING -j "+stale+"\nCOMMIT\n"); err != nil {
+		t.Fatal(err)
+	}
+	staleNft := "stale-nft-chain"
+	if err := host.NftApply(context.Background(), fmt.Sprintf("add table ip %s\nadd chain ip %s %s\n", NftTable(cfg.Prefix), NftTable(cfg.Prefix), staleNft)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -139,12 +165,13 @@ func TestProxierInNetns(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, client, Options{Config: cfg, Device: "skp0", Host: host, MinSyncInterval: 20 * time.Millisecond, Metrics: NewMetrics(reg),
+		done <- Run(ctx, client, Options{Config: cfg, Mode: mode, Device: "skp0", Host: host, LocalhostNodePorts: true, MinSyncInterval: 20 * time.Millisecond, Metrics: NewMetrics(reg),
 			Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 
-	svc := makeSvc("web", "10.96.7.10").port("http", 80, tcp).obj()
+	// ClientIP affinity: the kernel takes its sets and the chains that use them.
+	svc := makeSvc("web", "10.96.7.10").port("http", 80, tcp).nodePort(30080).affinity().obj()
 	empty := makeSvc("empty", "10.96.7.11").port("http", 80, tcp).obj()
 	echo := makeSvc("echo", "10.96.7.12").port("echo", 5300, udp).obj()
 	slice := makeSlice("web", "http", 8080, tcp, readyEp(epIP, "node-b"))
@@ -164,8 +191,8 @@ func TestProxierInNetns(t *testing.T) {
 			t.Fatalf("Run ended: %v", err)
 		default:
 		}
-		s := save(t, host)
-		return strings.Contains(s, "--to-destination "+epIP+":8080") && !strings.Contains(s, stale), s
+		s := nodeRules(t, host, cfg.Prefix)
+		return strings.Contains(s, epIP+":8080") && !strings.Contains(s, stale) && !strings.Contains(s, staleNft), s
 	})
 
 	wget := func(url string) (string, error) {
@@ -174,6 +201,15 @@ func TestProxierInNetns(t *testing.T) {
 	}
 	if out, err := wget("http://10.96.7.10/"); err != nil || !strings.Contains(out, "hello-from-endpoint") {
 		t.Errorf("cluster IP from the node: %v %s", err, out)
+	}
+	if out, err := wget("http://127.0.0.1:30080/"); err != nil || !strings.Contains(out, "hello-from-endpoint") {
+		t.Errorf("NodePort on 127.0.0.1 from the node: %v %s", err, out)
+	}
+	// Hairpin: the endpoint reaches itself through the cluster IP (masqueraded, or its own reply
+	// would not match the connection).
+	netnstest.MustRun(t, "ip", "-n", epNS, "route", "add", "10.96.7.0/24", "via", strings.TrimSuffix(epIP, ".2")+".1")
+	if out, err := exec.Command("ip", "netns", "exec", epNS, "timeout", "10", "busybox", "wget", "-q", "-O", "-", "http://10.96.7.10/").CombinedOutput(); err != nil || !strings.Contains(string(out), "hello-from-endpoint") {
+		t.Errorf("the endpoint through its own cluster IP (hairpin): %v %s", err, out)
 	}
 	inNetns(t, ns, func() {
 		c, err := net.Dial("udp4", "10.96.7.12:5300")
@@ -204,7 +240,7 @@ func TestProxierInNetns(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the deleted service's rules to go", func() (bool, string) {
-		s := save(t, host)
+		s := nodeRules(t, host, cfg.Prefix)
 		return !strings.Contains(s, "10.96.7.10") && !strings.Contains(s, epIP+":8080"), s
 	})
 
@@ -229,7 +265,7 @@ func TestProxierInNetns(t *testing.T) {
 		t.Errorf("Run: %v", err)
 	}
 	done <- nil
-	if s := save(t, host); strings.Contains(s, cfg.Prefix) {
+	if s := nodeRules(t, host, cfg.Prefix); strings.Contains(s, cfg.Prefix) || host.NftHasTable(context.Background(), NftTable(cfg.Prefix)) {
 		t.Errorf("rules left after stop:\n%s", s)
 	}
 	if out, _ := exec.Command("ip", "-n", ns, "link", "show", "skp0").CombinedOutput(); !strings.Contains(string(out), "does not exist") {

@@ -20,6 +20,8 @@ import (
 // Options configure a Proxier.
 type Options struct {
 	Config
+	// Mode is the backend: ModeNftables (the default when empty) or ModeIPTables.
+	Mode string
 	// Device is the dummy interface holding the service range's route (at most 15 characters).
 	Device string
 	// DeviceMetric is the route's metric (distinct per node sharing a host).
@@ -75,8 +77,11 @@ func (o *Options) defaults() {
 func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 	opts.defaults()
 	log := opts.Logger
-	prev, err := setup(ctx, opts)
+	be, err := newBackend(opts)
 	if err != nil {
+		return err
+	}
+	if err := setup(ctx, opts, be); err != nil {
 		cleanupErr := teardown(opts)
 		return errors.Join(err, cleanupErr)
 	}
@@ -126,6 +131,7 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 	}
 
 	var prevUDP UDPState
+	synced := false
 	sync := func() error {
 		start := opts.Clock.Now()
 		svcs, err := svcInformer.Lister().List(labels.Everything())
@@ -136,23 +142,21 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 		if err != nil {
 			return err
 		}
-		next := Build(opts.Config, svcs, slices)
 		nextUDP := BuildUDPState(opts.Config, svcs, slices)
-		input, changed := Plan(prev, next)
-		if !changed {
-			healthChecks.sync(HealthChecks(opts.Config, svcs, slices))
-			health.synced()
-			return nil
-		}
-		full := prev == nil
-		if err := opts.Host.Restore(ctx, input); err != nil {
-			prev = unknown(prev, &next) // the tables may be anything now: rewrite them all next time
+		full := !synced
+		changed, objects, err := be.apply(ctx, svcs, slices)
+		if err != nil {
 			if opts.Metrics != nil && ctx.Err() == nil {
 				opts.Metrics.restoreFailures.Inc()
 			}
 			return err
 		}
-		prev = &next
+		synced = true
+		if !changed {
+			healthChecks.sync(HealthChecks(opts.Config, svcs, slices))
+			health.synced()
+			return nil
+		}
 		// Conntrack entries of UDP endpoints that went (and of ports that got their first
 		// endpoint) go once the rules no longer lead there, as kube-proxy does.
 		if err := opts.Host.Flush(ctx, StaleConntrack(prevUDP, nextUDP)); err != nil {
@@ -166,7 +170,7 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 		if m := opts.Metrics; m != nil {
 			m.syncDuration.Observe(d.Seconds())
 			m.lastSync.Set(float64(opts.Clock.Now().Unix()))
-			m.programmedChains.Set(float64(len(next.NAT) + len(next.Filter)))
+			m.programmedChains.Set(float64(objects))
 		}
 		log.Debug("service rules synced", "services", len(svcs), "endpointSlices", len(slices), "duration", d, "full", full)
 		if opts.OnSync != nil {
@@ -184,14 +188,13 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 		case <-ctx.Done():
 			return nil
 		case <-period.C():
-			if added, err := ensureHooks(ctx, opts); err != nil {
+			if missing, err := be.check(ctx); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
 				log.Error("re-check service rule hooks", "err", err)
-			} else if added {
-				log.Info("service rule hooks were missing; rewriting all rules")
-				prev = unknown(prev)
+			} else if missing {
+				log.Info("service rule hooks or table were missing; rewriting all rules")
 				poke()
 			}
 			continue
@@ -216,19 +219,24 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 	}
 }
 
-// setup runs before the first sync: the service range is refused locally from now on. A previous
-// run's chains are kept (they keep serving) until the first full sync rewrites or deletes them.
-func setup(ctx context.Context, opts Options) (*Ruleset, error) {
+// setup runs before the first sync: the service range is refused locally from now on.
+func setup(ctx context.Context, opts Options, be backend) error {
 	if opts.ServiceCIDR.IsValid() && opts.Device != "" {
 		if err := opts.Host.EnsureDevice(ctx, opts.Device, opts.ServiceCIDR.String(), opts.DeviceMetric); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if opts.LocalhostNodePorts {
 		if err := opts.Host.EnableRouteLocalnet(ctx); err != nil {
-			return nil, fmt.Errorf("route_localnet: %w", err)
+			return fmt.Errorf("route_localnet: %w", err)
 		}
 	}
+	return be.setup(ctx)
+}
+
+// setupIPTables installs the iptables mode's base chains and hooks. A previous run's chains are
+// kept (they keep serving) until the first full sync rewrites or deletes them.
+func setupIPTables(ctx context.Context, opts Options) (*Ruleset, error) {
 	save, err := opts.Host.Save(ctx)
 	if err != nil {
 		return nil, err
@@ -334,12 +342,12 @@ func ensureHooks(ctx context.Context, opts Options) (bool, error) {
 	return added, nil
 }
 
-// teardown removes every chain and hook of the prefix and the device, with its own deadline: it
-// runs after the node's context has ended.
+// teardown removes every chain, hook and table of the prefix (both modes) and the device, with its
+// own deadline: it runs after the node's context has ended.
 func teardown(opts Options) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := opts.Host.Cleanup(ctx, opts.Prefix)
+	err := opts.Host.CleanupAll(ctx, opts.Prefix)
 	if opts.Device != "" {
 		err = errors.Join(err, opts.Host.DeleteDevice(ctx, opts.Device))
 	}

@@ -179,9 +179,9 @@ func endpointsFor(nodeName string, port corev1.ServicePort, slices_ []*discovery
 	return out
 }
 
-// Build computes the whole desired ruleset. It is pure: the same inputs give the same rules.
-func Build(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1.EndpointSlice) Ruleset {
-	rs := Ruleset{NAT: map[string][]string{}, Filter: map[string][]string{}}
+// eachServicePort calls f for every port of every proxied service, in a stable order (services by
+// namespace and name), with the port's id and endpoints filled in.
+func eachServicePort(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1.EndpointSlice, f func(b svcPortBuilder)) {
 	bySvc := map[string][]*discoveryv1.EndpointSlice{}
 	for _, s := range endpointSlices {
 		name := s.Labels[discoveryv1.LabelServiceName]
@@ -194,76 +194,84 @@ func Build(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1
 	slices.SortFunc(svcs, func(a, b *corev1.Service) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
-
-	mark := cfg.mark()
-	var services_, nodePorts, filter, extFilter, lbFirewall []string
 	for _, svc := range svcs {
 		if !proxied(svc) {
 			continue
 		}
 		key := svc.Namespace + "/" + svc.Name
 		for _, port := range svc.Spec.Ports {
-			b := svcPortBuilder{cfg: cfg, rs: rs, svc: svc, port: port,
+			f(svcPortBuilder{cfg: cfg, svc: svc, port: port,
 				id:  hash(key + ":" + port.Name + "/" + string(port.Protocol))[:12],
-				eps: endpointsFor(cfg.NodeName, port, bySvc[key])}
-			proto := "-p " + strings.ToLower(string(port.Protocol))
-			comment := fmt.Sprintf(`-m comment --comment "%s:%s"`, key, port.Name)
-			dport := fmt.Sprintf("%s -m %s --dport %d", proto, strings.ToLower(string(port.Protocol)), port.Port)
-
-			internal, external, extHasEndpoints := b.chains()
-			// With endpoints elsewhere but none this traffic may use (a traffic policy Local and no
-			// endpoint on this node) the packet is dropped, as kube-proxy; with none at all, refused.
-			noEndpoint := "-j REJECT --reject-with icmp-port-unreachable"
-			if b.hasClusterEndpoints() {
-				noEndpoint = "-j DROP"
-			}
-			vip := fmt.Sprintf("-d %s/32 %s", svc.Spec.ClusterIP, dport)
-			if internal != "" {
-				services_ = append(services_, fmt.Sprintf("%s %s -j %s", comment, vip, internal))
-			} else {
-				filter = append(filter, fmt.Sprintf(`%s %s %s`, comment, vip, noEndpoint))
-			}
-
-			// external has endpoints somewhere; extHasEndpoints says whether outside traffic may
-			// use them. Without, the EXT chain still short-circuits pods and the node itself and
-			// whatever falls through is dropped (or refused) in the filter table.
-			for _, a := range ipv4s(svc.Spec.ExternalIPs) {
-				rule := fmt.Sprintf("%s -d %s/32 %s", comment, a, dport)
-				if external != "" {
-					services_ = append(services_, rule+" -j "+external)
-				}
-				if !extHasEndpoints {
-					extFilter = append(extFilter, rule+" "+noEndpoint)
-				}
-			}
-			lbIPs := ipv4s(lbIngressIPs(svc))
-			lbTarget := external
-			if ranges := sourceRanges(svc); external != "" && len(lbIPs) > 0 && len(ranges) > 0 {
-				lbTarget = b.firewall(external, ranges, lbIPs)
-				for _, a := range lbIPs {
-					lbFirewall = append(lbFirewall, fmt.Sprintf(`%s -d %s/32 %s -m comment --comment "not in loadBalancerSourceRanges" -j DROP`, comment, a, dport))
-				}
-			}
-			for _, a := range lbIPs {
-				rule := fmt.Sprintf("%s -d %s/32 %s", comment, a, dport)
-				if external != "" {
-					services_ = append(services_, rule+" -j "+lbTarget)
-				}
-				if !extHasEndpoints {
-					extFilter = append(extFilter, rule+" "+noEndpoint)
-				}
-			}
-			if port.NodePort != 0 && (svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer) {
-				np := fmt.Sprintf("%s %s -m %s --dport %d", comment, proto, strings.ToLower(string(port.Protocol)), port.NodePort)
-				if external != "" {
-					nodePorts = append(nodePorts, np+" -j "+external)
-				}
-				if !extHasEndpoints {
-					extFilter = append(extFilter, np+" -m addrtype --dst-type LOCAL "+noEndpoint)
-				}
-			}
+				eps: endpointsFor(cfg.NodeName, port, bySvc[key])})
 		}
 	}
+}
+
+// Build computes the whole desired ruleset. It is pure: the same inputs give the same rules.
+func Build(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1.EndpointSlice) Ruleset {
+	rs := Ruleset{NAT: map[string][]string{}, Filter: map[string][]string{}}
+	mark := cfg.mark()
+	var services_, nodePorts, filter, extFilter, lbFirewall []string
+	eachServicePort(cfg, services, endpointSlices, func(b svcPortBuilder) {
+		b.rs = rs
+		svc, port, key := b.svc, b.port, b.svc.Namespace+"/"+b.svc.Name
+		proto := "-p " + strings.ToLower(string(port.Protocol))
+		comment := fmt.Sprintf(`-m comment --comment "%s:%s"`, key, port.Name)
+		dport := fmt.Sprintf("%s -m %s --dport %d", proto, strings.ToLower(string(port.Protocol)), port.Port)
+
+		internal, external, extHasEndpoints := b.chains()
+		// With endpoints elsewhere but none this traffic may use (a traffic policy Local and no
+		// endpoint on this node) the packet is dropped, as kube-proxy; with none at all, refused.
+		noEndpoint := "-j REJECT --reject-with icmp-port-unreachable"
+		if b.hasClusterEndpoints() {
+			noEndpoint = "-j DROP"
+		}
+		vip := fmt.Sprintf("-d %s/32 %s", svc.Spec.ClusterIP, dport)
+		if internal != "" {
+			services_ = append(services_, fmt.Sprintf("%s %s -j %s", comment, vip, internal))
+		} else {
+			filter = append(filter, fmt.Sprintf(`%s %s %s`, comment, vip, noEndpoint))
+		}
+
+		// external has endpoints somewhere; extHasEndpoints says whether outside traffic may
+		// use them. Without, the EXT chain still short-circuits pods and the node itself and
+		// whatever falls through is dropped (or refused) in the filter table.
+		for _, a := range ipv4s(svc.Spec.ExternalIPs) {
+			rule := fmt.Sprintf("%s -d %s/32 %s", comment, a, dport)
+			if external != "" {
+				services_ = append(services_, rule+" -j "+external)
+			}
+			if !extHasEndpoints {
+				extFilter = append(extFilter, rule+" "+noEndpoint)
+			}
+		}
+		lbIPs := ipv4s(lbIngressIPs(svc))
+		lbTarget := external
+		if ranges := sourceRanges(svc); external != "" && len(lbIPs) > 0 && len(ranges) > 0 {
+			lbTarget = b.firewall(external, ranges, lbIPs)
+			for _, a := range lbIPs {
+				lbFirewall = append(lbFirewall, fmt.Sprintf(`%s -d %s/32 %s -m comment --comment "not in loadBalancerSourceRanges" -j DROP`, comment, a, dport))
+			}
+		}
+		for _, a := range lbIPs {
+			rule := fmt.Sprintf("%s -d %s/32 %s", comment, a, dport)
+			if external != "" {
+				services_ = append(services_, rule+" -j "+lbTarget)
+			}
+			if !extHasEndpoints {
+				extFilter = append(extFilter, rule+" "+noEndpoint)
+			}
+		}
+		if b.nodePort() != 0 {
+			np := fmt.Sprintf("%s %s -m %s --dport %d", comment, proto, strings.ToLower(string(port.Protocol)), port.NodePort)
+			if external != "" {
+				nodePorts = append(nodePorts, np+" -j "+external)
+			}
+			if !extHasEndpoints {
+				extFilter = append(extFilter, np+" -m addrtype --dst-type LOCAL "+noEndpoint)
+			}
+		}
+	})
 
 	// NodePorts last, as kube-proxy: on the node's addresses (and loopback), or every local one.
 	if len(cfg.NodePortAddresses) == 0 {
@@ -310,7 +318,7 @@ type svcPortBuilder struct {
 // exposed reports whether the port has external traffic at all: a NodePort, external IPs or
 // load-balancer IPs.
 func (b svcPortBuilder) exposed() bool {
-	if b.port.NodePort != 0 && (b.svc.Spec.Type == corev1.ServiceTypeNodePort || b.svc.Spec.Type == corev1.ServiceTypeLoadBalancer) {
+	if b.nodePort() != 0 {
 		return true
 	}
 	for _, ing := range b.svc.Status.LoadBalancer.Ingress {
@@ -323,6 +331,52 @@ func (b svcPortBuilder) exposed() bool {
 
 func (b svcPortBuilder) hasClusterEndpoints() bool { return len(selectEndpoints(b.eps, false)) > 0 }
 
+// portPlan is what one service port's traffic may use, decided once for both backends.
+type portPlan struct {
+	// cluster are the endpoints of the port's cluster-wide service chain, local those of its
+	// node-local one; a chain is written only when its list is not empty (local: only under a
+	// Local traffic policy).
+	cluster, local []endpoint
+	// internalLocal: cluster IP traffic goes to the local chain (internalTrafficPolicy Local),
+	// otherwise to the cluster chain; either only when that chain exists.
+	internalLocal bool
+	// external: the port is exposed (NodePort, external or load-balancer IPs) and has endpoints
+	// somewhere, so external traffic has a chain. etpLocal: that chain sends pods and the node
+	// itself to every endpoint (kube-proxy's short-circuit) and the rest to the local chain, if any.
+	external, etpLocal bool
+}
+
+func (b svcPortBuilder) decide() portPlan {
+	itpLocal, etpLocal := b.policies()
+	p := portPlan{cluster: selectEndpoints(b.eps, false), internalLocal: itpLocal, etpLocal: etpLocal}
+	if itpLocal || etpLocal {
+		p.local = selectEndpoints(b.eps, true)
+	}
+	p.external = b.exposed() && len(p.cluster) > 0
+	return p
+}
+
+// writeChains writes the port's service chains that have endpoints with write and returns the
+// one cluster IP traffic goes to ("" when it has none).
+func (p portPlan) writeChains(clusterChain, localChain string, write func(name string, eps []endpoint)) string {
+	if len(p.cluster) > 0 {
+		write(clusterChain, p.cluster)
+	}
+	if len(p.local) > 0 {
+		write(localChain, p.local)
+	}
+	switch {
+	case p.internalLocal && len(p.local) > 0:
+		return localChain
+	case !p.internalLocal && len(p.cluster) > 0:
+		return clusterChain
+	}
+	return ""
+}
+
+// extHasEndpoints reports whether traffic from outside the node has an endpoint it may use.
+func (p portPlan) extHasEndpoints() bool { return p.external && (!p.etpLocal || len(p.local) > 0) }
+
 // chains writes the service port's chains and returns the chain its cluster IP traffic jumps to
 // ("" when that traffic has no endpoint), the one its external traffic (NodePorts, external and
 // load-balancer IPs) jumps to ("" when not exposed or without any endpoint), and whether traffic
@@ -330,30 +384,15 @@ func (b svcPortBuilder) hasClusterEndpoints() bool { return len(selectEndpoints(
 // node the external chain still sends pods and the node itself to every endpoint, as kube-proxy's
 // short-circuit, and lets the rest fall through to the filter table's DROP.
 func (b svcPortBuilder) chains() (internal, external string, extHasEndpoints bool) {
-	cluster := selectEndpoints(b.eps, false)
-	local := selectEndpoints(b.eps, true)
+	p := b.decide()
 	clusterChain, localChain := b.cfg.chain("SVC-"+b.id), b.cfg.chain("SVL-"+b.id)
-	if len(cluster) > 0 {
-		b.writeServiceChain(clusterChain, cluster)
-	}
-	itpLocal := b.svc.Spec.InternalTrafficPolicy != nil && *b.svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal
-	etpLocal := b.svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal &&
-		(b.svc.Spec.Type == corev1.ServiceTypeNodePort || b.svc.Spec.Type == corev1.ServiceTypeLoadBalancer || len(b.svc.Spec.ExternalIPs) > 0)
-	if (itpLocal || etpLocal) && len(local) > 0 {
-		b.writeServiceChain(localChain, local)
-	}
-	switch {
-	case itpLocal && len(local) > 0:
-		internal = localChain
-	case !itpLocal && len(cluster) > 0:
-		internal = clusterChain
-	}
-	if !b.exposed() || len(cluster) == 0 {
+	internal = p.writeChains(clusterChain, localChain, b.writeServiceChain)
+	if !p.external {
 		return internal, "", false
 	}
 	ext := b.cfg.chain("EXT-" + b.id)
 	masq := "-j " + b.cfg.markMasqChain()
-	if !etpLocal {
+	if !p.etpLocal {
 		b.rs.NAT[ext] = []string{masq, "-j " + clusterChain}
 		return internal, ext, true
 	}
@@ -363,11 +402,38 @@ func (b svcPortBuilder) chains() (internal, external string, extHasEndpoints boo
 		rules = append(rules, fmt.Sprintf("-s %s -j %s", b.cfg.ClusterCIDR, clusterChain))
 	}
 	rules = append(rules, "-m addrtype --src-type LOCAL "+masq, "-m addrtype --src-type LOCAL -j "+clusterChain)
-	if len(local) > 0 {
+	if len(p.local) > 0 {
 		rules = append(rules, "-j "+localChain)
 	}
 	b.rs.NAT[ext] = rules
-	return internal, ext, len(local) > 0
+	return internal, ext, p.extHasEndpoints()
+}
+
+// policies reports whether internal and external traffic may only use this node's endpoints.
+func (b svcPortBuilder) policies() (itpLocal, etpLocal bool) {
+	itpLocal = b.svc.Spec.InternalTrafficPolicy != nil && *b.svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal
+	etpLocal = b.svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal &&
+		(b.svc.Spec.Type == corev1.ServiceTypeNodePort || b.svc.Spec.Type == corev1.ServiceTypeLoadBalancer || len(b.svc.Spec.ExternalIPs) > 0)
+	return itpLocal, etpLocal
+}
+
+// affinitySeconds is the ClientIP session affinity timeout, 0 without affinity.
+func (b svcPortBuilder) affinitySeconds() int {
+	if b.svc.Spec.SessionAffinity != corev1.ServiceAffinityClientIP {
+		return 0
+	}
+	if c := b.svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+		return int(*c.ClientIP.TimeoutSeconds)
+	}
+	return 10800
+}
+
+// nodePort is the port's node port, 0 when the service type has none.
+func (b svcPortBuilder) nodePort() int32 {
+	if b.svc.Spec.Type == corev1.ServiceTypeNodePort || b.svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
+		return b.port.NodePort
+	}
+	return 0
 }
 
 // firewall writes the port's loadBalancerSourceRanges chain: sources in the ranges go on to
@@ -437,13 +503,7 @@ func sourceRanges(svc *corev1.Service) []netip.Prefix {
 // writeServiceChain spreads new connections evenly over eps (probability 1/n, 1/(n-1), ... 1)
 // with ClientIP affinity first when asked, and writes one endpoint chain per endpoint.
 func (b svcPortBuilder) writeServiceChain(name string, eps []endpoint) {
-	affinity := 0
-	if b.svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
-		affinity = 10800
-		if c := b.svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
-			affinity = int(*c.ClientIP.TimeoutSeconds)
-		}
-	}
+	affinity := b.affinitySeconds()
 	proto := strings.ToLower(string(b.port.Protocol))
 	seps := make([]string, len(eps))
 	for i, e := range eps {

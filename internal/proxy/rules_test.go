@@ -285,19 +285,20 @@ func TestBuild(t *testing.T) {
 		},
 		checks: []check{{"both", fromPod("10.96.0.10", 80, "tcp"), outcome{targets: []string{"10.244.1.5:8080", "10.244.1.9:8080"}}}},
 	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := testConfig()
-			cfg.NodePortAddresses = []netip.Addr{netip.MustParseAddr("192.168.5.1"), netip.MustParseAddr("127.0.0.1")}
-			cfg.NodeIP = netip.MustParseAddr("192.168.5.1")
-			rs := Build(cfg, tt.svcs, tt.slices)
-			for _, c := range tt.checks {
-				got := run(t, cfg, rs, c.p)
-				if !slices.Equal(got.targets, c.want.targets) || got.verdict != c.want.verdict || got.masq != c.want.masq {
-					t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
+	for _, mode := range modes {
+		for _, tt := range tests {
+			t.Run(mode+"/"+tt.name, func(t *testing.T) {
+				cfg := testConfig()
+				cfg.NodePortAddresses = []netip.Addr{netip.MustParseAddr("192.168.5.1"), netip.MustParseAddr("127.0.0.1")}
+				cfg.NodeIP = netip.MustParseAddr("192.168.5.1")
+				for _, c := range tt.checks {
+					got := runMode(t, mode, cfg, tt.svcs, tt.slices, c.p)
+					if !slices.Equal(got.targets, c.want.targets) || got.verdict != c.want.verdict || got.masq != c.want.masq {
+						t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -353,11 +354,13 @@ func TestBuildSessionAffinity(t *testing.T) {
 
 func TestBuildHairpinMasquerades(t *testing.T) {
 	cfg := testConfig()
-	rs := Build(cfg, []*corev1.Service{makeSvc("web", "10.96.0.10").port("http", 80, tcp).obj()},
-		[]*discoveryv1.EndpointSlice{makeSlice("web", "http", 8080, tcp, readyEp("10.244.1.1", "a"))})
-	got := run(t, cfg, rs, packet{src: "10.244.1.1", dst: "10.96.0.10", port: 80, proto: "tcp"})
-	if !got.masq || len(got.targets) != 1 {
-		t.Errorf("a pod reaching itself through its service: %+v, want masqueraded", got)
+	for _, mode := range modes {
+		got := runMode(t, mode, cfg, []*corev1.Service{makeSvc("web", "10.96.0.10").port("http", 80, tcp).obj()},
+			[]*discoveryv1.EndpointSlice{makeSlice("web", "http", 8080, tcp, readyEp("10.244.1.1", "a"))},
+			packet{src: "10.244.1.1", dst: "10.96.0.10", port: 80, proto: "tcp"})
+		if !got.masq || len(got.targets) != 1 {
+			t.Errorf("%s: a pod reaching itself through its service: %+v, want masqueraded", mode, got)
+		}
 	}
 }
 

@@ -73,9 +73,9 @@ func loadBalancerService(t *testing.T, pc *podNetCluster) {
 	for _, w := range pc.workers {
 		natRulesFor(t, w, w.host.IP)
 		eventually(t, 60*time.Second, func() error {
-			out, _ := w.host.Command("iptables-save", "-t", "nat").CombinedOutput()
+			out, _ := hostRules(w.host.Command)
 			for _, ip := range ips {
-				if !strings.Contains(string(out), "--to-destination "+ip+":8080") {
+				if !hostHasEndpointRule(out, ip, "8080") {
 					return fmt.Errorf("%s: no rule for endpoint %s yet", w.name, ip)
 				}
 			}

@@ -137,12 +137,12 @@ spec:
 func natRulesFor(t *testing.T, w *joinedNode, addrs ...string) {
 	t.Helper()
 	eventually(t, 60*time.Second, func() error {
-		out, err := w.host.Command("iptables-save", "-t", "nat").CombinedOutput()
+		out, err := hostRules(w.host.Command)
 		if err != nil {
 			return fmt.Errorf("iptables-save in %s: %v: %s", w.name, err, out)
 		}
 		for _, a := range addrs {
-			if !strings.Contains(string(out), "-d "+a+"/32") {
+			if !hostHasVIPRule(out, a) {
 				return fmt.Errorf("no rule for %s on %s yet", a, w.name)
 			}
 		}

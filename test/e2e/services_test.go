@@ -157,12 +157,12 @@ func TestServiceProxy(t *testing.T) {
 	}
 	// The rules first: the VIP and every replica are programmed before anything is sent.
 	eventually(t, 30*time.Second, func() error {
-		nat := iptablesSave(t, "nat")
-		if len(ownLines(nat, prefix, "-d "+vip+"/32")) == 0 {
+		rules := proxyRules(t, prefix)
+		if len(ruleLines(rules, vip)) == 0 {
 			return fmt.Errorf("no rule for %s yet", vip)
 		}
 		for _, ip := range podIPs {
-			if len(ownLines(nat, prefix, "--to-destination "+ip+":8080")) == 0 {
+			if len(endpointLines(rules, ip, "8080")) == 0 {
 				return fmt.Errorf("no rule for endpoint %s yet", ip)
 			}
 		}
@@ -197,7 +197,7 @@ func TestServiceProxy(t *testing.T) {
 	// The kubernetes Service reaches the API server: client-go's in-cluster config in a pod.
 	apiVIP := c.kubectl("get", "svc", "kubernetes", "-o", "jsonpath={.spec.clusterIP}")
 	eventually(t, 30*time.Second, func() error {
-		if len(ownLines(iptablesSave(t, "nat"), prefix, "-d "+apiVIP+"/32")) == 0 {
+		if len(ruleLines(proxyRules(t, prefix), apiVIP)) == 0 {
 			return fmt.Errorf("no rule for %s yet", apiVIP)
 		}
 		return nil
@@ -211,7 +211,7 @@ func TestServiceProxy(t *testing.T) {
 	udpVIP := c.kubectl("get", "svc", "udp", "-o", "jsonpath={.spec.clusterIP}")
 	udpPod := c.kubectl("get", "pods", "-l", "app=udp", "-o", "jsonpath={.items[0].metadata.name}")
 	eventually(t, 30*time.Second, func() error {
-		if len(ownLines(iptablesSave(t, "nat"), prefix, "-d "+udpVIP+"/32 -p udp")) == 0 {
+		if len(ruleLines(proxyRules(t, prefix), udpVIP, "udp")) == 0 {
 			return fmt.Errorf("no rule for %s yet", udpVIP)
 		}
 		return nil
@@ -231,12 +231,12 @@ func TestServiceProxy(t *testing.T) {
 	c.kill()
 	c.start()
 	eventually(t, 60*time.Second, func() error {
-		nat := iptablesSave(t, "nat")
-		if n := strings.Count(nat, "-A PREROUTING -j "+prefix+"-SERVICES\n"); n != 1 {
+		if n := preroutingHooks(t, prefix); n != 1 {
 			return fmt.Errorf("%d PREROUTING hooks, want 1", n)
 		}
+		rules := proxyRules(t, prefix)
 		for _, ip := range podIPs {
-			if len(ownLines(nat, prefix, "--to-destination "+ip+":8080")) == 0 {
+			if len(endpointLines(rules, ip, "8080")) == 0 {
 				return fmt.Errorf("no rule for endpoint %s after the restart", ip)
 			}
 		}
@@ -254,7 +254,7 @@ func TestServiceProxy(t *testing.T) {
 	// Scaled to zero: refused at once, not a timeout.
 	c.kubectl("scale", "deployment", "web", "--replicas=0")
 	eventually(t, 60*time.Second, func() error {
-		if len(ownLines(iptablesSave(t, "filter"), prefix, "-d "+vip+"/32")) == 0 {
+		if len(ruleLines(proxyRules(t, prefix), vip, "reject")) == 0 {
 			return fmt.Errorf("no reject rule for %s yet", vip)
 		}
 		return nil
@@ -270,15 +270,15 @@ func TestServiceProxy(t *testing.T) {
 	// Deleted: none of its rules remain (a replica back first, so there is an endpoint chain to remove).
 	c.kubectl("scale", "deployment", "web", "--replicas=1")
 	eventually(t, 60*time.Second, func() error {
-		if len(ownLines(iptablesSave(t, "nat"), prefix, ":8080")) == 0 {
+		if len(endpointLines(proxyRules(t, prefix), "", "8080")) == 0 {
 			return fmt.Errorf("no endpoint rule yet")
 		}
 		return nil
 	})
 	c.kubectl("delete", "svc", "web")
 	eventually(t, 30*time.Second, func() error {
-		nat, filter := iptablesSave(t, "nat"), iptablesSave(t, "filter")
-		if l := append(ownLines(nat, prefix, vip), append(ownLines(filter, prefix, vip), ownLines(nat, prefix, ":8080")...)...); len(l) > 0 {
+		rules := proxyRules(t, prefix)
+		if l := append(ruleLines(rules, vip), endpointLines(rules, "", "8080")...); len(l) > 0 {
 			return fmt.Errorf("rules of the deleted service remain: %v", l)
 		}
 		return nil
@@ -292,6 +292,9 @@ func TestServiceProxy(t *testing.T) {
 		if save := iptablesSave(t, table); strings.Contains(save, prefix) {
 			t.Errorf("%s rules left after the node stopped:\n%s", table, ownLines(save, prefix, ""))
 		}
+	}
+	if rules := proxyRules(t, prefix); len(rules) > 0 {
+		t.Errorf("nftables table %s left after the node stopped:\n%s", proxy.NftTable(prefix), strings.Join(rules, "\n"))
 	}
 	if out, err := exec.Command("ip", "link", "show", proxy.DeviceName(prefix)).CombinedOutput(); err == nil {
 		t.Errorf("the service range device outlived the node: %s", out)
@@ -315,7 +318,7 @@ func containsAny(s string, subs []string) bool {
 }
 
 // removeProxyRules removes what a node's service proxy left on the host when the node did not stop
-// cleanly (a test that killed it): its chains, hooks and service-range device. A clean stop has
+// cleanly (a test that killed it): its chains, hooks, nftables table and service-range device. A clean stop has
 // removed them already.
 func removeProxyRules(t *testing.T, dataDir string) {
 	t.Helper()
@@ -323,7 +326,7 @@ func removeProxyRules(t *testing.T, dataDir string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	host := proxy.Host{}
-	if err := host.Cleanup(ctx, prefix); err != nil {
+	if err := host.CleanupAll(ctx, prefix); err != nil {
 		t.Logf("remove the node's service rules: %v", err)
 	}
 	if err := host.DeleteDevice(ctx, proxy.DeviceName(prefix)); err != nil {

@@ -96,16 +96,19 @@ func TestTrafficPolicyLocal(t *testing.T) {
 	waitRules := func(what ...string) {
 		t.Helper()
 		eventually(t, 60*time.Second, func() error {
-			save := iptablesSave(t, "nat") + iptablesSave(t, "filter")
+			rules := proxyRules(t, prefix)
+			if len(endpointLines(rules, podIP, "8080")) == 0 {
+				return fmt.Errorf("no rule of %s to %s:8080 yet", prefix, podIP)
+			}
 			for _, w := range what {
-				if len(ownLines(save, prefix, w)) == 0 {
+				if len(ruleLines(rules, w)) == 0 {
 					return fmt.Errorf("no rule of %s with %q yet", prefix, w)
 				}
 			}
 			return nil
 		})
 	}
-	waitRules("-d "+lbIP+"/32", "--to-destination "+podIP+":8080", "--dport "+nodePort)
+	waitRules(lbIP, nodePort)
 
 	hc := func() (int, map[string]any, error) {
 		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + nodeIP + ":" + hcPort + "/")
@@ -155,7 +158,8 @@ func TestTrafficPolicyLocal(t *testing.T) {
 	// A source range without the client: its traffic to the LB IP is dropped, the NodePort is not
 	// subject to the ranges.
 	c.kubectl("patch", "svc", "who", "--type=merge", "-p", `{"spec":{"loadBalancerSourceRanges":["192.0.2.0/24"]}}`)
-	waitRules("-s 192.0.2.0/24", "not in loadBalancerSourceRanges")
+	waitSourceRangeRule(t, prefix, "192.0.2.0/24")
+	waitRules("not in loadBalancerSourceRanges")
 	if out, err := fromClient(lbIP + ":80"); err == nil {
 		t.Errorf("LB IP answered a client outside loadBalancerSourceRanges: %q", out)
 	}
@@ -163,7 +167,7 @@ func TestTrafficPolicyLocal(t *testing.T) {
 		t.Errorf("NodePort with source ranges set: %v %q", err, out)
 	}
 	c.kubectl("patch", "svc", "who", "--type=merge", "-p", `{"spec":{"loadBalancerSourceRanges":["`+client.IP+`/32"]}}`)
-	waitRules("-s " + client.IP + "/32")
+	waitSourceRangeRule(t, prefix, client.IP+"/32")
 	if out, err := fromClient(lbIP + ":80"); err != nil || !strings.HasSuffix(out, " "+client.IP) {
 		t.Errorf("LB IP from a client inside loadBalancerSourceRanges: %v %q", err, out)
 	}
