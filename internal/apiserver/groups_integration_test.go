@@ -161,7 +161,7 @@ func TestServedGroups(t *testing.T) {
 		// that conversion it logged "unknown conversion" and kept the v1 create's entry.
 		tracked := false
 		for _, entry := range updated.ManagedFields {
-			tracked = tracked || entry.APIVersion == "autoscaling/v2" && entry.FieldsV1 != nil && strings.Contains(string(entry.FieldsV1.Raw), `"f:metrics"`)
+			tracked = tracked || entry.APIVersion == "autoscaling/v2" && entry.FieldsV1 != nil && strings.Contains(entry.FieldsV1.GetRawString(), `"f:metrics"`)
 		}
 		if !tracked {
 			t.Errorf("managed fields after a v2 update of a v1-created autoscaler: %+v", updated.ManagedFields)
