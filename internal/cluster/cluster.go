@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/local"
 	"github.com/skiff-sh/skiff/internal/etcd"
 	"github.com/skiff-sh/skiff/internal/metricsserver"
 	"github.com/skiff-sh/skiff/internal/pki"
@@ -171,16 +172,30 @@ func (n *Node) runRoles(ctx context.Context) error {
 			}})
 	}
 	if n.cfg.HasRole(RoleWorker) || n.cfg.ControlPlaneKubelet {
+		// A worker that also runs the API server gives the service proxy and DNS informers on its
+		// watch cache (one copy of each Service and EndpointSlice in the process), as the
+		// controller manager and scheduler get.
+		var inProcess *local.Informers
+		if n.cfg.HasRole(RoleControlPlane) {
+			var err error
+			if inProcess, err = n.caches.localInformers(&n.cfg); err != nil {
+				return err
+			}
+		}
 		roles = append(roles,
 			role{name: "node role labels", run: func(ctx context.Context) error {
 				n.authz.labelNodeRoles(ctx, n.cfg.NodeName, kubeletRoles(n.cfg.Roles), n.cfg.Logger)
 				return nil
 			}},
 			role{name: "worker", run: func(ctx context.Context) error { return runWorker(ctx, &n.cfg, clock.RealClock{}.Now()) }},
-			role{name: "dns", run: func(ctx context.Context) error { return runDNS(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now()) }},
+			role{name: "dns", run: func(ctx context.Context) error {
+				return runDNS(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess)
+			}},
 			role{name: "pod network", run: func(ctx context.Context) error { return runPodNetwork(ctx, &n.cfg, clock.RealClock{}.Now()) }})
 		if !n.cfg.DisableProxy {
-			roles = append(roles, role{name: "service proxy", run: func(ctx context.Context) error { return runProxy(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now()) }})
+			roles = append(roles, role{name: "service proxy", run: func(ctx context.Context) error {
+				return runProxy(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess)
+			}})
 		}
 	}
 	return runRoles(ctx, roles, roleStopGrace, n.cfg.Logger)

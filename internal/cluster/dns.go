@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/local"
 	"github.com/skiff-sh/skiff/internal/authz/bootstrappolicy"
 	"github.com/skiff-sh/skiff/internal/controller/dnsendpoints"
 	"github.com/skiff-sh/skiff/internal/dns"
@@ -86,8 +87,9 @@ func dnsAddress(cfg *Config) (string, bool) {
 	return net.JoinHostPort(ip.String(), strconv.Itoa(dnsPort)), true
 }
 
-// runDNS serves cluster DNS on this worker with its own identity (system:skiff:dns).
-func runDNS(ctx context.Context, cfg *Config, metrics *componentMetrics, now time.Time) error {
+// runDNS serves cluster DNS on this worker with its own identity (system:skiff:dns); inProcess
+// (nil without the API server in this process) gives it informers on the API server's watch cache.
+func runDNS(ctx context.Context, cfg *Config, metrics *componentMetrics, now time.Time, inProcess *local.Informers) error {
 	if _, ok := dnsAddress(cfg); !ok {
 		cfg.Logger.Info("node advertises a loopback address; cluster DNS not served", "advertise-address", cfg.AdvertiseAddress)
 		return nil
@@ -96,12 +98,12 @@ func runDNS(ctx context.Context, cfg *Config, metrics *componentMetrics, now tim
 	if err != nil {
 		return err
 	}
-	return runDNSAs(ctx, cfg, metrics.fresh("dns"), restCfg)
+	return runDNSAs(ctx, cfg, metrics.fresh("dns"), restCfg, inProcess)
 }
 
 // runDNSAs serves cluster DNS with the given client configuration: a joined worker runs it as its
 // node (system:nodes is bound to the DNS server's role, see JoinClusterRoleBindings).
-func runDNSAs(ctx context.Context, cfg *Config, reg prometheus.Registerer, restCfg *rest.Config) error {
+func runDNSAs(ctx context.Context, cfg *Config, reg prometheus.Registerer, restCfg *rest.Config, inProcess *local.Informers) error {
 	log := cfg.Logger.With("component", "dns")
 	addr, ok := dnsAddress(cfg)
 	if !ok {
@@ -125,8 +127,12 @@ func runDNSAs(ctx context.Context, cfg *Config, reg prometheus.Registerer, restC
 			}
 		}
 	}
-	return dns.Run(ctx, dns.Config{
+	dnsCfg := dns.Config{
 		Addr: addr, Domain: cfg.ClusterDomain, Upstreams: upstreams, Client: client,
 		Clock: clock.RealClock{}, Logger: log, Registerer: reg,
-	})
+	}
+	if inProcess != nil {
+		dnsCfg.PrepareInformers = inProcess.Register
+	}
+	return dns.Run(ctx, dnsCfg)
 }

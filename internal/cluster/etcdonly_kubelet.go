@@ -57,12 +57,12 @@ func etcdNodeKubeletRoles(cfg *Config, now time.Time) ([]role, error) {
 				cfg.Logger.Info("node advertises a loopback address; cluster DNS not served", "advertise-address", cfg.AdvertiseAddress)
 				return nil
 			}
-			return runDNSAs(ctx, cfg, prometheus.NewRegistry(), throughLB(cfg, dnsRC))
+			return runDNSAs(ctx, cfg, prometheus.NewRegistry(), throughLB(cfg, dnsRC), nil)
 		}},
 	}
 	if !cfg.DisableProxy {
 		roles = append(roles, role{name: "service proxy", run: func(ctx context.Context) error {
-			return runProxyAs(ctx, cfg, prometheus.NewRegistry(), throughLB(cfg, proxyRC))
+			return runProxyAs(ctx, cfg, prometheus.NewRegistry(), throughLB(cfg, proxyRC), nil)
 		}})
 	}
 	return roles, nil

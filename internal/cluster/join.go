@@ -167,7 +167,7 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 			return runCertificates(ctx, &cfg, id, client, serving, clock.RealClock{})
 		}},
 		{name: "dns", run: func(ctx context.Context) error {
-			return runDNSAs(ctx, &cfg, prometheus.NewRegistry(), joinedRESTConfig(&cfg, id, "dns"))
+			return runDNSAs(ctx, &cfg, prometheus.NewRegistry(), joinedRESTConfig(&cfg, id, "dns"), nil)
 		}},
 		{name: "pod network", run: func(ctx context.Context) error {
 			return runPodNetworkAs(ctx, &cfg, joinedRESTConfig(&cfg, id, "podnet"))
@@ -175,7 +175,7 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 	}
 	if !cfg.DisableProxy {
 		roles = append(roles, role{name: "service proxy", run: func(ctx context.Context) error {
-			return runProxyAs(ctx, &cfg, prometheus.NewRegistry(), joinedRESTConfig(&cfg, id, "proxy"))
+			return runProxyAs(ctx, &cfg, prometheus.NewRegistry(), joinedRESTConfig(&cfg, id, "proxy"), nil)
 		}})
 	}
 	return runRoles(ctx, roles, roleStopGrace, cfg.Logger)

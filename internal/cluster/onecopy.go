@@ -40,7 +40,8 @@ func (s *cacheSet) addResource(res *registry.Resource, c *watchcache.Cache) {
 	s.byResource[res.GroupResource()] = cachedResource{res: res, cache: c}
 }
 
-// localInformers are the in-process informers of this node's controller manager and scheduler:
+// localInformers are in-process informers for this node's controller manager, scheduler, service
+// proxy and DNS (each caller gets its own set, over the same watch caches):
 // nil (every informer through client-go) when turned off or when the API server has no watch
 // cache for a resource yet.
 func (s *cacheSet) localInformers(cfg *Config) (*local.Informers, error) {
@@ -62,6 +63,6 @@ func (s *cacheSet) localInformers(cfg *Config) (*local.Informers, error) {
 	if in.Len() == 0 {
 		return nil, nil
 	}
-	cfg.Logger.Info("controller manager and scheduler read from the API server's watch cache in process", "resources", in.Len())
+	cfg.Logger.Info("in-process informers read the API server's watch cache", "resources", in.Len())
 	return in, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/local"
 	"github.com/skiff-sh/skiff/internal/authz/bootstrappolicy"
 	"github.com/skiff-sh/skiff/internal/proxy"
 )
@@ -78,21 +79,27 @@ func fnvHash(s string) uint32 {
 // runProxy runs the service proxy with its own identity (system:kube-proxy, bound to
 // system:node-proxier) until ctx ends; it removes its rules before it returns. Its metrics are
 // served on the API server's /metrics with the other components'.
-func runProxy(ctx context.Context, cfg *Config, metrics *componentMetrics, now time.Time) error {
+//
+// inProcess (nil on a node without the API server) gives it informers on the API server's watch
+// cache instead of a watch over HTTPS.
+func runProxy(ctx context.Context, cfg *Config, metrics *componentMetrics, now time.Time, inProcess *local.Informers) error {
 	restCfg, err := componentRESTConfig(cfg, bootstrappolicy.KubeProxy, nil, now)
 	if err != nil {
 		return err
 	}
-	return runProxyAs(ctx, cfg, metrics.fresh("proxy"), restCfg)
+	return runProxyAs(ctx, cfg, metrics.fresh("proxy"), restCfg, inProcess)
 }
 
 // runProxyAs runs the service proxy with the given client configuration: a joined worker, which
 // cannot issue itself a system:kube-proxy certificate, runs it as its node (system:nodes is
 // bound to system:node-proxier, see JoinClusterRoleBindings).
-func runProxyAs(ctx context.Context, cfg *Config, reg prometheus.Registerer, restCfg *rest.Config) error {
+func runProxyAs(ctx context.Context, cfg *Config, reg prometheus.Registerer, restCfg *rest.Config, inProcess *local.Informers) error {
 	opts, err := proxyOptions(cfg)
 	if err != nil {
 		return err
+	}
+	if inProcess != nil {
+		opts.PrepareInformers = inProcess.Register
 	}
 	opts.Metrics = proxy.NewMetrics(reg)
 	client, err := kubernetes.NewForConfig(restCfg)

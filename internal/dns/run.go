@@ -26,6 +26,9 @@ type Config struct {
 	Logger    *slog.Logger
 	// Registerer receives the metrics; nil registers none.
 	Registerer prometheus.Registerer
+	// PrepareInformers, when set, is given the informer factory before the server asks it for
+	// informers (in-process informers on the API server's watch cache, as the service proxy's).
+	PrepareInformers func(informers.SharedInformerFactory)
 }
 
 // retryListen is how often a failed bind (the address not yet up, port 53 taken) is retried.
@@ -41,6 +44,9 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	factory := informers.NewSharedInformerFactory(cfg.Client, 0)
+	if cfg.PrepareInformers != nil {
+		cfg.PrepareInformers(factory)
+	}
 	svcInf := factory.Core().V1().Services().Informer()
 	sliceInf := factory.Discovery().V1().EndpointSlices().Informer()
 	nsInf := factory.Core().V1().Namespaces().Informer()

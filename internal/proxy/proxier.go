@@ -20,6 +20,10 @@ import (
 // Options configure a Proxier.
 type Options struct {
 	Config
+	// PrepareInformers, when set, is given the informer factory before the proxy asks it for the
+	// Service and EndpointSlice informers: in a process that also runs the API server, it puts
+	// informers there that read the server's watch cache (one copy of each object, no decode).
+	PrepareInformers func(informers.SharedInformerFactory)
 	// Mode is the backend: ModeNftables (the default when empty) or ModeIPTables.
 	Mode string
 	// Device is the dummy interface holding the service range's route (at most 15 characters).
@@ -103,6 +107,9 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 	defer healthChecks.close()
 
 	factory := informers.NewSharedInformerFactory(client, 0)
+	if opts.PrepareInformers != nil {
+		opts.PrepareInformers(factory)
+	}
 	svcInformer := factory.Core().V1().Services()
 	sliceInformer := factory.Discovery().V1().EndpointSlices()
 	dirty := make(chan struct{}, 1)
