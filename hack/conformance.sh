@@ -137,7 +137,7 @@ cleanup() {
 	[[ -n $skiff_pid ]] && stop_pid "$skiff_pid"
 	for i in $(seq 1 "$workers"); do
 		ns=$(wns "$i")
-		if ip netns list | grep -q "^$ns\b"; then
+		if [[ -e /var/run/netns/$ns ]]; then
 			# Whatever still runs in the namespace was started by this run (its node's containers).
 			ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
 			ip netns del "$ns"
