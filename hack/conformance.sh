@@ -177,8 +177,11 @@ done
 # proxy writes them); a packet still addressed to a ClusterIP has no rules and would follow the
 # default route off this machine, so it is dropped, as is anything else a pod sends off the node
 # and anything a worker's namespace sends through the host that is not for the pod network.
+# The run's own /24 (the nodes' addresses) is reachable from everywhere: node-to-pod answers and
+# node ports (bridge-nf-call-iptables puts even frames bridged between workers through FORWARD).
 iptables -N "$chain"
 iptables -A "$chain" -d "$svc_cidr" -j DROP
+iptables -A "$chain" -d "$net.0/24" -j RETURN
 iptables -A "$chain" -i "$netbr" ! -d "$pod_cidr" -j DROP
 iptables -A "$chain" -s "$pod_cidr" -d "$pod_cidr" -j RETURN
 iptables -A "$chain" -s "$pod_cidr" -j DROP
