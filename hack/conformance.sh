@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the upstream Kubernetes [Conformance] specs (e2e.test v1.33.13) against a
-# fresh one-node skiff cluster, offline. Not part of .ci/run: the whole suite
+# fresh skiff cluster (a control-plane node with every role plus --workers joined
+# worker nodes, each in a network namespace of its own), offline. Not part of .ci/run: the whole suite
 # takes about an hour. See README "Conformance".
 #
 #   hack/conformance.sh                       all [Conformance] specs: parallel ones, then [Serial]
@@ -14,26 +15,32 @@
 #                   are reported as interrupted (failed) in the junit report
 #   --no-serial     do not run the [Serial] specs afterwards
 #   --results DIR   where junit reports, logs and the summary go (default /tmp/skiff-conformance-<time>)
+#   --workers N     worker nodes joined beside the control-plane node (default 2: the suite
+#                   assumes at least two schedulable nodes); 0 runs the one all-roles node alone
 #   --keep          leave the cluster running at the end (prints how to stop it)
 #
 # Steps: builds e2e.test and ginkgo (hack/conformance/build-e2e.sh) and the test
 # images (hack/conformance/build-images.sh) into $SKIFF_CONFORMANCE_CACHE
 # (default ${XDG_CACHE_HOME:-~/.cache}/skiff-conformance), reusing what is
-# there; builds skiff; puts a private test address on a new dummy interface
-# (on loopback where the kernel has no dummy driver) and starts `skiff server` (all roles) bound to it with its own pod and
-# service ranges; imports the images; runs ginkgo; prints passed/failed per
-# SIG from the junit reports; stops the cluster and removes what it created.
+# there; builds skiff; makes a bridge with a private 10.250.n.0/24 of its own, starts
+# `skiff server` (all roles, untainted) bound to its .1 with its own pod and service ranges,
+# and joins each worker from a network namespace wired to the bridge by a veth pair (.2, .3,
+# ...), each with its own data dir, containerd and pod bridge; imports the images on every
+# node; runs ginkgo; prints passed/failed per SIG from the junit reports; stops the nodes and
+# removes what it created.
 #
 # Network: pods get a resolv.conf naming only the test address (nothing
 # answers there), image pulls go to a proxy on a closed loopback port, and an iptables chain (FORWARD, and OUTPUT for the service
 # range) drops what a pod sends off the node and any packet still addressed to
 # a ClusterIP after DNAT (one the service proxy has not rewritten), so no spec reaches
-# another host.
+# another host. The workers' namespaces have no default route: only the bridge's subnet and
+# the other nodes' pod ranges are reachable from them, and the host drops anything forwarded
+# from the bridge that is not for the pod network.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 
-focus='' skip='' procs=3 serial=1 keep=0 timeout=3h
+focus='' skip='' procs=3 serial=1 keep=0 timeout=3h workers=2
 results=/tmp/skiff-conformance-$(date -u +%Y%m%dT%H%M%S)
 while (($#)); do
 	case $1 in
@@ -44,6 +51,7 @@ while (($#)); do
 	--no-serial) serial=0; shift ;;
 	--results) results=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
+	--workers) workers=$2; shift 2 ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
@@ -66,75 +74,115 @@ skiff=$results/skiff
 log "test images in $cache/images"
 hack/conformance/build-images.sh "$cache" "$skiff" "$version"
 
-# --- the cluster's network: a dummy interface with a private test address ---
+[[ $workers =~ ^[0-9]+$ ]] && ((workers <= 20)) || { echo "--workers takes 0..20" >&2; exit 2; }
+
+# --- the cluster's network: a bridge with a private /24 of its own ---
+# The control-plane node binds to .1 on the host; worker i is .(i+1) in network namespace
+# skconf<id>-w<i>, wired to the bridge by a veth pair.
 id=$$
-ifname=skconf$((id % 100000))
-addr=''
-for _ in $(seq 1 20); do
-	cand=10.250.$((RANDOM % 250 + 1)).$((RANDOM % 250 + 2))
-	ip -o addr | grep -q " $cand/" || { addr=$cand; break; }
+netbr=skcnet$((id % 100000))
+net=''
+for _ in $(seq 1 50); do
+	cand=10.250.$((RANDOM % 250 + 1))
+	ip -o -4 addr | grep -q " $cand\." || ip -4 route | grep -q "^$cand\." || { net=$cand; break; }
 done
-[[ -n $addr ]] || { echo "no free test address in 10.250.0.0/16" >&2; exit 1; }
-# A /24 of its own for the pods (the node's podCIDR is the whole range) and for the services, so
-# that runs side by side on one host do not route the same pod addresses to two bridges.
+[[ -n $net ]] || { echo "no free /24 in 10.250.0.0/16" >&2; exit 1; }
+addr=$net.1
+# A pod range of its own (a /24 per node: node IPAM's mask) and a service range, so that runs
+# side by side on one host do not route the same pod addresses to two bridges.
+size=1
+while ((size < workers + 1)); do size=$((size * 2)); done
+plen=$((24 - $(awk -v s="$size" 'BEGIN { print log(s) / log(2) }')))
 pod_cidr='' svc_cidr=''
 for _ in $(seq 1 50); do
-	n=$((RANDOM % 256))
-	if ! ip route | grep -q "^10\.244\.$n\.\|^10\.245\.$n\."; then
-		pod_cidr=10.244.$n.0/24 svc_cidr=10.245.$n.0/24
+	n=$(((RANDOM % (256 / size)) * size)) m=$((RANDOM % 256))
+	clash=0
+	for k in $(seq "$n" $((n + size - 1))); do ip -4 route | grep -q "^10\.244\.$k\." && clash=1; done
+	ip -4 route | grep -q "^10\.245\.$m\." && clash=1
+	if ((!clash)); then
+		pod_cidr=10.244.$n.0/$plen svc_cidr=10.245.$m.0/24
 		break
 	fi
 done
-[[ -n $pod_cidr ]] || { echo "no free /24 in 10.244.0.0/16" >&2; exit 1; }
+[[ -n $pod_cidr ]] || { echo "no free pod range in 10.244.0.0/16" >&2; exit 1; }
 chain=SKCONF-$id
-bridge=skcbr$((id % 100000)) # its own bridge and CNI network: other clusters on this host use cni0
+bridge=skcbr$((id % 100000)) # its own pod bridge and CNI network: other clusters on this host use cni0
 data=$(mktemp -d /tmp/skc.XXXX) # short: containerd's socket path must stay under the unix-socket limit
 skiff_pid=''
+worker_pids=()
+wns() { echo "skconf$((id % 100000))-w$1"; }   # worker i's network namespace
+wveth() { echo "skcv$((id % 100000))w$1"; }    # its veth's host end
+wbridge() { echo "skcbr$((id % 100000))w$1"; } # its pod bridge (inside its namespace) and CNI network
+
+stop_pid() { # stop_pid PID: SIGINT, then SIGKILL after 30 s
+	kill -0 "$1" 2>/dev/null || return 0
+	kill -INT "$1"
+	for _ in $(seq 1 30); do kill -0 "$1" 2>/dev/null || break; sleep 1; done
+	kill -KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
 
 cleanup() {
 	set +e
 	if [[ -n $skiff_pid ]] && kill -0 "$skiff_pid" 2>/dev/null; then
 		if ((keep)); then
-			echo "cluster left running: KUBECONFIG=$data/admin.kubeconfig; stop with: kill $skiff_pid, then" \
-				"ip addr del $addr/32 dev $ifname; ip link del $bridge; ip link del $ifname (unless lo); iptables -D FORWARD -j $chain; iptables -D OUTPUT -d $svc_cidr -j $chain; iptables -F $chain; iptables -X $chain"
+			echo "cluster left running: KUBECONFIG=$data/admin.kubeconfig; stop with: kill $skiff_pid ${worker_pids[*]}, then" \
+				"ip netns del skconf$((id % 100000))-w<i> (each worker); ip link del $netbr; ip link del $bridge; iptables -D FORWARD -j $chain; iptables -D OUTPUT -d $svc_cidr -j $chain; iptables -F $chain; iptables -X $chain; umount what /proc/mounts lists under $data; rm -rf $data"
 			return
 		fi
 		log "stopping the cluster"
 		KUBECONFIG=$data/admin.kubeconfig timeout 120 kubectl delete pods --all --all-namespaces --grace-period=1 --timeout=90s >/dev/null 2>&1
-		kill -INT "$skiff_pid"
-		for _ in $(seq 1 30); do kill -0 "$skiff_pid" 2>/dev/null || break; sleep 1; done
-		kill -KILL "$skiff_pid" 2>/dev/null
-		wait "$skiff_pid" 2>/dev/null
 	fi
+	for p in "${worker_pids[@]}"; do stop_pid "$p"; done
+	[[ -n $skiff_pid ]] && stop_pid "$skiff_pid"
+	for i in $(seq 1 "$workers"); do
+		ns=$(wns "$i")
+		if [[ -e /var/run/netns/$ns ]]; then
+			# Whatever still runs in the namespace was started by this run (its node's containers).
+			ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+			ip netns del "$ns"
+		fi
+		ip link del "$(wveth "$i")" 2>/dev/null
+		rm -rf "/var/lib/cni/networks/$(wbridge "$i")" "/var/lib/cni/skiff/$(wbridge "$i")"
+	done
 	iptables -D FORWARD -j "$chain" 2>/dev/null
 	iptables -D OUTPUT -d "$svc_cidr" -j "$chain" 2>/dev/null
 	iptables -F "$chain" 2>/dev/null
 	iptables -X "$chain" 2>/dev/null
 	ip link del "$bridge" 2>/dev/null
-	rm -rf "/var/lib/cni/networks/$bridge"
-	if [[ $ifname == lo ]]; then
-		ip addr del "$addr/32" dev lo 2>/dev/null
-	else
-		ip link del "$ifname" 2>/dev/null
-	fi
+	ip link del "$netbr" 2>/dev/null
+	rm -rf "/var/lib/cni/networks/$bridge" "/var/lib/cni/skiff/$bridge"
 	grep -q " $data/" /proc/mounts 2>/dev/null && awk -v d="$data/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r | xargs -r -n1 umount -l
 	rm -rf "$data"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-log "test address $addr on $ifname; pods $pod_cidr, services $svc_cidr"
-if ip link add "$ifname" type dummy 2>/dev/null; then
-	ip link set "$ifname" up
-else
-	ifname=lo # no dummy interfaces in this kernel: the address goes on loopback, removed at the end
-fi
-ip addr add "$addr/32" dev "$ifname"
+log "test network $net.0/24 on $netbr (control plane $addr, $workers workers); pods $pod_cidr, services $svc_cidr"
+ip link add "$netbr" type bridge
+ip addr add "$addr/24" dev "$netbr"
+ip link set "$netbr" up
+for i in $(seq 1 "$workers"); do
+	ns=$(wns "$i") veth=$(wveth "$i")
+	ip netns add "$ns"
+	ip link add "$veth" type veth peer name "${veth}p"
+	ip link set "$veth" master "$netbr" up
+	ip link set "${veth}p" netns "$ns"
+	ip -n "$ns" link set "${veth}p" name eth0
+	ip -n "$ns" addr add "$net.$((i + 1))/24" dev eth0
+	ip -n "$ns" link set eth0 up
+	ip -n "$ns" link set lo up
+done
 # Filter after DNAT: a pod may reach pods (directly or through a Service's rules, once a service
 # proxy writes them); a packet still addressed to a ClusterIP has no rules and would follow the
-# default route off this machine, so it is dropped, as is anything else a pod sends off the node.
+# default route off this machine, so it is dropped, as is anything else a pod sends off the node
+# and anything a worker's namespace sends through the host that is not for the pod network.
+# The run's own /24 (the nodes' addresses) is reachable from everywhere: node-to-pod answers and
+# node ports (bridge-nf-call-iptables puts even frames bridged between workers through FORWARD).
 iptables -N "$chain"
 iptables -A "$chain" -d "$svc_cidr" -j DROP
+iptables -A "$chain" -d "$net.0/24" -j RETURN
+iptables -A "$chain" -i "$netbr" ! -d "$pod_cidr" -j DROP
 iptables -A "$chain" -s "$pod_cidr" -d "$pod_cidr" -j RETURN
 iptables -A "$chain" -s "$pod_cidr" -j DROP
 iptables -I FORWARD 1 -j "$chain"
@@ -150,35 +198,60 @@ free_port() {
 }
 https_port=$(free_port) etcd_port=$(free_port) peer_port=$(free_port) kubelet_port=$(free_port)
 # e2e.test reaches kubelets through the API server's node proxy at the well-known port 10250
-# (ports.KubeletPort), not the one the node publishes: take it when it is free.
+# (ports.KubeletPort), not the one the node publishes: take it when it is free. The workers,
+# each in its own namespace, always have it.
 ss -Hltn "sport = :10250" | grep -q . || kubelet_port=10250
 export KUBECONFIG=$data/admin.kubeconfig
 
-log "starting skiff (data $data, log $results/skiff.log)"
 # Image pulls: some specs deliberately name images that do not exist (gcr.io/...:nonexistent,
 # foo:non-existent). containerd (a child of skiff) would resolve and contact those registries;
 # a proxy on a closed loopback port makes every pull fail locally without a DNS lookup, while
-# the cluster's own addresses bypass it.
-HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 \
-	NO_PROXY="localhost,127.0.0.0/8,$addr,$pod_cidr,$svc_cidr" \
-	"$skiff" server --data-dir "$data" --roles etcd,controlplane,worker --node-name "skconf-$id" \
-	--bind-address "$addr" --https-port "$https_port" --etcd-client-port "$etcd_port" \
+# the cluster's own addresses bypass it. In a worker's namespace 127.0.0.1:9 is its own loopback.
+export HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 \
+	NO_PROXY="localhost,127.0.0.0/8,$net.0/24,$pod_cidr,$svc_cidr"
+
+log "starting skiff (data $data, log $results/skiff.log)"
+"$skiff" server --data-dir "$data" --roles etcd,controlplane,worker --node-name "skconf-$id" \
+	--bind-address "$addr" --advertise-address "$addr" --https-port "$https_port" --etcd-client-port "$etcd_port" \
 	--etcd-peer-port "$peer_port" --kubelet-port "$kubelet_port" \
 	--cluster-cidr "$pod_cidr" --service-cidr "$svc_cidr" --cni-bridge "$bridge" --resolv-conf "$data/resolv.conf" \
 	--local-path-helper-image registry.k8s.io/e2e-test-images/busybox:1.36.1-1 \
 	>"$results/skiff.log" 2>&1 &
 skiff_pid=$!
-for i in $(seq 1 240); do
-	if [[ -f $KUBECONFIG ]] && kubectl get --raw /readyz >/dev/null 2>&1 &&
-		kubectl wait --for=condition=Ready node --all --timeout=2s >/dev/null 2>&1; then
-		break
-	fi
-	kill -0 "$skiff_pid" 2>/dev/null || { tail -30 "$results/skiff.log" >&2; exit 1; }
-	((i < 240)) || { echo "skiff not ready after 240 tries; see $results/skiff.log" >&2; exit 1; }
-	sleep 1
-done
-log "importing images"
+wait_ready() { # wait_ready N: until N Nodes are Ready
+	local i
+	for i in $(seq 1 300); do
+		if [[ -f $KUBECONFIG ]] && kubectl get --raw /readyz >/dev/null 2>&1 &&
+			(($(kubectl get nodes --no-headers 2>/dev/null | wc -l) >= $1)) &&
+			kubectl wait --for=condition=Ready node --all --timeout=2s >/dev/null 2>&1; then
+			return 0
+		fi
+		kill -0 "$skiff_pid" 2>/dev/null || { tail -30 "$results/skiff.log" >&2; return 1; }
+		sleep 1
+	done
+	echo "not $1 Ready nodes after 300 tries; see $results/skiff*.log" >&2
+	return 1
+}
+wait_ready 1
+if ((workers)); then
+	token=$("$skiff" token create --data-dir "$data" --ttl 1h --description "conformance run $id")
+	for i in $(seq 1 "$workers"); do
+		log "starting worker $i in $(wns "$i") ($net.$((i + 1)), log $results/skiff-w$i.log)"
+		nsenter --net="/var/run/netns/$(wns "$i")" "$skiff" server --server "https://$addr:$https_port" --token "$token" \
+			--roles worker --node-name "skconf-$id-w$i" --data-dir "$data/w$i" \
+			--bind-address "$net.$((i + 1))" --advertise-address "$net.$((i + 1))" --kubelet-port 10250 \
+			--cluster-cidr "$pod_cidr" --service-cidr "$svc_cidr" --cni-bridge "$(wbridge "$i")" \
+			--resolv-conf "$data/resolv.conf" >"$results/skiff-w$i.log" 2>&1 &
+		worker_pids+=($!)
+	done
+	wait_ready $((workers + 1))
+fi
+log "importing images on every node"
 "$skiff" images import --data-dir "$data" "$cache"/images/*.tar >/dev/null
+for i in $(seq 1 "$workers"); do
+	"$skiff" images import --data-dir "$data/w$i" "$cache"/images/*.tar >/dev/null
+done
+kubectl get nodes -o wide >"$results/nodes.txt" 2>&1 || true
 
 # --- the specs ---
 e2e_args=(--kubeconfig="$KUBECONFIG" --provider=skeleton --disable-log-dump)

@@ -11,8 +11,10 @@
 # usage: hack/conformance/build-images.sh CACHE_DIR SKIFF_BINARY [K8S_VERSION]
 # Substitutes (see README "Conformance"): nginx is Debian's 1.22 under the
 # 1.14/1.15 tags, httpd is busybox httpd, jessie-dnsutils is busybox + bash +
-# Debian's dig/host/nslookup. sample-apiserver and etcd (the aggregator spec)
-# are not built yet.
+# Debian's dig/host/nslookup. sample-apiserver 1.29.2 is the k8s.io/sample-apiserver
+# module (v0.33.4, the version build-e2e.sh replaces it with) built in a temporary module;
+# etcd 3.5.21-0 is Debian's /usr/bin/etcd (3.4) at /usr/local/bin/etcd, the path the
+# aggregator spec's Deployment runs.
 set -euo pipefail
 
 cache=${1:?usage: build-images.sh CACHE_DIR SKIFF_BINARY [K8S_VERSION]}
@@ -259,5 +261,31 @@ for v in 1.14-4 1.15-4; do
 	H
 	build $e2e/nginx:$v "$r" --cmd /usr/sbin/nginx
 done
+
+# sample-apiserver (the aggregator spec's extension server; the image runs /sample-apiserver
+# with the spec's args). Built in a module of its own under $cache/build, never in skiff's.
+sample_apiserver_version=v0.33.4 # as build-e2e.sh's replace: the proxy serves no v0.33.13
+if ! have $e2e/sample-apiserver:1.29.2; then
+	m=$cache/build/sample-apiserver-mod
+	rm -rf "$m" && mkdir -p "$m"
+	printf 'module skiff.test/sampleapiserver\n\ngo 1.24\n' >"$m/go.mod"
+	(cd "$m" && go get "k8s.io/sample-apiserver@$sample_apiserver_version" 2>&1 | grep -v "^go: added" || true) && (cd "$m" &&
+		CGO_ENABLED=0 nice -n 19 go build -trimpath -ldflags=-s -o "$cache/build/sample-apiserver" k8s.io/sample-apiserver)
+	r=$work/sample-apiserver
+	busybox_root "$r"
+	install -m 0755 "$cache/build/sample-apiserver" "$r/sample-apiserver"
+	build $e2e/sample-apiserver:1.29.2 "$r" --entrypoint /sample-apiserver
+fi
+
+# etcd beside it: the spec runs `/usr/local/bin/etcd --listen-client-urls http://127.0.0.1:2379
+# --advertise-client-urls ...` (data in ./default.etcd of the working directory, /).
+if ! have registry.k8s.io/etcd:3.5.21-0; then
+	r=$work/etcd
+	busybox_root "$r"
+	copy_bin "$r" "$(command -v etcd || echo /usr/bin/etcd)"
+	mkdir -p "$r/usr/local/bin" "$r/var/lib/etcd"
+	ln -sf /usr/bin/etcd "$r/usr/local/bin/etcd"
+	build registry.k8s.io/etcd:3.5.21-0 "$r" --cmd /usr/local/bin/etcd
+fi
 
 ls "$out"/*.tar

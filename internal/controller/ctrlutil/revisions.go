@@ -47,6 +47,14 @@ func RevisionData(t *corev1.PodTemplateSpec) ([]byte, error) {
 	if err := json.Unmarshal(raw, &tmpl); err != nil {
 		return nil, fmt.Errorf("decode template: %w", err)
 	}
+	// Written as the v1.33 controllers wrote it: clients compare a revision's bytes with the patch
+	// they compute from the owner (the conformance DaemonSet specs' daemon.Match does), and
+	// apimachinery before v0.34 encodes a zero creationTimestamp as null where v0.37 omits it.
+	if md, ok := tmpl["metadata"].(map[string]any); ok {
+		if _, set := md["creationTimestamp"]; !set {
+			md["creationTimestamp"] = nil
+		}
+	}
 	tmpl["$patch"] = "replace"
 	return json.Marshal(map[string]any{"spec": map[string]any{"template": tmpl}})
 }

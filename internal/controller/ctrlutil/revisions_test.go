@@ -30,3 +30,20 @@ func TestRevisionDataRoundTrip(t *testing.T) {
 		t.Fatal("collision count must change the hash")
 	}
 }
+
+// TestRevisionDataBytes: a revision's data is byte for byte the patch upstream's DaemonSet
+// controller and its clients (daemon.Match in the conformance specs, built on apimachinery v0.33)
+// compute from the same template, "creationTimestamp":null included.
+func TestRevisionDataBytes(t *testing.T) {
+	tmpl := &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "httpd"}}}}
+	data, err := RevisionData(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"spec":{"template":{"$patch":"replace","metadata":{"creationTimestamp":null,"labels":{"app":"web"}},` +
+		`"spec":{"containers":[{"image":"httpd","name":"app","resources":{}}]}}}}`
+	if string(data) != want {
+		t.Fatalf("revision data\n got %s\nwant %s", data, want)
+	}
+}
