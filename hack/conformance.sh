@@ -197,6 +197,7 @@ free_port() {
 	done
 }
 https_port=$(free_port) etcd_port=$(free_port) peer_port=$(free_port) kubelet_port=$(free_port)
+lb_port=$(free_port) # the node-local API load balancer's default 6444 is taken by a run beside this one
 # e2e.test reaches kubelets through the API server's node proxy at the well-known port 10250
 # (ports.KubeletPort), not the one the node publishes: take it when it is free. The workers,
 # each in its own namespace, always have it.
@@ -213,7 +214,7 @@ export HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 \
 log "starting skiff (data $data, log $results/skiff.log)"
 "$skiff" server --data-dir "$data" --roles etcd,controlplane,worker --node-name "skconf-$id" \
 	--bind-address "$addr" --advertise-address "$addr" --https-port "$https_port" --etcd-client-port "$etcd_port" \
-	--etcd-peer-port "$peer_port" --kubelet-port "$kubelet_port" \
+	--etcd-peer-port "$peer_port" --kubelet-port "$kubelet_port" --lb-port "$lb_port" \
 	--cluster-cidr "$pod_cidr" --service-cidr "$svc_cidr" --cni-bridge "$bridge" --resolv-conf "$data/resolv.conf" \
 	--local-path-helper-image registry.k8s.io/e2e-test-images/busybox:1.36.1-1 \
 	>"$results/skiff.log" 2>&1 &

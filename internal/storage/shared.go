@@ -42,6 +42,15 @@ type ProgressRequester interface {
 	RequestWatchProgress(ctx context.Context) error
 }
 
+// RevisionKeeper is implemented by stores that can tell whether a past revision can still be read
+// (etcd: it has not been compacted away). A cache that holds older states in its history asks
+// before answering at one of them, so a continue token expires when etcd compacts its revision,
+// as Kubernetes clients expect (a 410 with an inconsistent-continue token), not when the cache's
+// history happens to roll over.
+type RevisionKeeper interface {
+	RevisionAvailable(ctx context.Context, rev int64) (bool, error)
+}
+
 // ObjectSharer is implemented by watches that can send the store's own objects, with memoized
 // encodings, instead of a copy per watcher. After ShareObjects, events may carry a
 // *SharedEventObject, which the receiver must not mutate; events read before may still be copies.

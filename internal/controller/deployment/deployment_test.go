@@ -529,3 +529,53 @@ func TestOwnReplicaSetMissingFromTheCacheIsNoCollision(t *testing.T) {
 		}
 	}
 }
+
+// TestProportionalSizes: the sizes of a mid-rollout resize, with Kubernetes' rounding. The first
+// row is the conformance spec "deployment should support proportional scaling": 10 replicas
+// (maxSurge 3) stuck with 8 old and 5 new, scaled to 30, must give 20 and 13 (flooring each share
+// and handing the remainder to the biggest set gave 21 and 12).
+func TestProportionalSizes(t *testing.T) {
+	set := func(name string, size int32, sizedFor string, age time.Duration) *appsv1.ReplicaSet {
+		rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(ctrltest.Epoch().Add(-age)),
+			Annotations: map[string]string{}}, Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(size)}}
+		if sizedFor != "" {
+			rs.Annotations[MaxReplicasAnnotation] = sizedFor
+		}
+		return rs
+	}
+	tests := []struct {
+		name              string
+		sets              []*appsv1.ReplicaSet
+		replicas, allowed int32
+		statusReplicas    int32
+		want              map[string]int32
+	}{
+		{"spec: 10 to 30", []*appsv1.ReplicaSet{set("old", 8, "13", time.Hour), set("new", 5, "13", time.Minute)}, 30, 33, 13,
+			map[string]int32{"old": 20, "new": 13}},
+		{"back: 30 to 10", []*appsv1.ReplicaSet{set("old", 20, "33", time.Hour), set("new", 13, "33", time.Minute)}, 10, 13, 33,
+			map[string]int32{"old": 8, "new": 5}},
+		{"to zero", []*appsv1.ReplicaSet{set("old", 8, "13", time.Hour), set("new", 5, "13", time.Minute)}, 0, 0, 13,
+			map[string]int32{"old": 0, "new": 0}},
+		{"no annotation: status replicas", []*appsv1.ReplicaSet{set("old", 6, "", time.Hour), set("new", 2, "", time.Minute)}, 20, 25, 8,
+			map[string]int32{"old": 19, "new": 6}},
+		// Equal sizes: the newer one takes the remainder when growing, the older when shrinking.
+		{"tie grows newer", []*appsv1.ReplicaSet{set("old", 3, "6", time.Hour), set("new", 3, "6", time.Minute)}, 6, 7, 6,
+			map[string]int32{"old": 3, "new": 4}},
+		{"tie shrinks older", []*appsv1.ReplicaSet{set("old", 3, "6", time.Hour), set("new", 3, "6", time.Minute)}, 4, 5, 6,
+			map[string]int32{"old": 2, "new": 3}},
+		{"an empty set stays empty", []*appsv1.ReplicaSet{set("old", 4, "5", time.Hour), set("mid", 0, "5", time.Minute*30), set("new", 1, "5", time.Minute)}, 8, 10, 5,
+			map[string]int32{"old": 8, "mid": 0, "new": 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sets, sizes := proportionalSizes(tt.sets, tt.replicas, tt.allowed, tt.statusReplicas)
+			got := map[string]int32{}
+			for i, rs := range sets {
+				got[rs.Name] = sizes[i]
+			}
+			if !mapsEqual(got, tt.want) {
+				t.Fatalf("sizes %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -3,8 +3,10 @@ package deployment
 import (
 	"context"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -256,7 +258,7 @@ func (c *Controller) scale(ctx context.Context, d *appsv1.Deployment, newRS *app
 		return nil
 	}
 	// Mid-rollout resize: spread the difference over the active ReplicaSets in
-	// proportion to their sizes, bigger (then newer) first for the remainder.
+	// proportion to their sizes (proportionalSizes).
 	current := sumSpecReplicas(active)
 	allowed := replicas
 	if replicas > 0 {
@@ -266,38 +268,69 @@ func (c *Controller) scale(ctx context.Context, d *appsv1.Deployment, newRS *app
 	if toAdd == 0 {
 		return nil
 	}
-	sort.SliceStable(active, func(i, j int) bool {
-		si, sj := replicasOf(active[i].Spec.Replicas), replicasOf(active[j].Spec.Replicas)
-		if si != sj {
-			return si > sj
-		}
-		if toAdd > 0 {
-			return active[j].CreationTimestamp.Before(&active[i].CreationTimestamp)
-		}
-		return active[i].CreationTimestamp.Before(&active[j].CreationTimestamp)
-	})
-	sizes := make([]int32, len(active))
-	var added int32
-	for i, rs := range active {
-		size := replicasOf(rs.Spec.Replicas)
-		share := int32(int64(size) * int64(toAdd) / int64(max(current, 1)))
-		if toAdd > 0 {
-			share = min(share, toAdd-added)
-		} else {
-			share = max(share, toAdd-added, -size)
-		}
-		sizes[i] = size + share
-		added += share
-	}
-	if rest := toAdd - added; rest != 0 {
-		sizes[0] = max(sizes[0]+rest, 0)
-	}
+	active, sizes := proportionalSizes(active, replicas, allowed, d.Status.Replicas)
 	for i, rs := range active {
 		if _, _, err := c.scaleReplicaSet(ctx, rs, sizes[i], d); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// proportionalSizes decides the sizes of the active ReplicaSets when the deployment's size changes
+// mid-rollout, as Kubernetes' deployment controller does (the conformance spec "proportional
+// scaling" checks the exact numbers): each set's new size is its size scaled from the total it was
+// last sized for (its max-replicas annotation, else statusReplicas) to allowed (replicas plus
+// maxSurge, 0 when replicas is 0), rounded to the nearest integer, and the change is capped at
+// what is left to add (or remove); whatever rounding leaves over goes to the first set. Sets are
+// taken bigger first, then newer first when growing and older first when shrinking. It returns
+// the sets in that order with their sizes.
+func proportionalSizes(active []*appsv1.ReplicaSet, replicas, allowed, statusReplicas int32) ([]*appsv1.ReplicaSet, []int32) {
+	sorted := append([]*appsv1.ReplicaSet(nil), active...)
+	current := sumSpecReplicas(sorted)
+	toAdd := allowed - current
+	sort.SliceStable(sorted, func(i, j int) bool {
+		si, sj := replicasOf(sorted[i].Spec.Replicas), replicasOf(sorted[j].Spec.Replicas)
+		if si != sj {
+			return si > sj
+		}
+		if toAdd > 0 {
+			return sorted[j].CreationTimestamp.Before(&sorted[i].CreationTimestamp)
+		}
+		return sorted[i].CreationTimestamp.Before(&sorted[j].CreationTimestamp)
+	})
+	sizes := make([]int32, len(sorted))
+	var added int32
+	for i, rs := range sorted {
+		size := replicasOf(rs.Spec.Replicas)
+		sizes[i] = size
+		if toAdd == 0 || size == 0 || added == toAdd {
+			continue
+		}
+		var change int32
+		if replicas == 0 {
+			change = -size
+		} else {
+			sizedFor := statusReplicas
+			if v, err := strconv.ParseInt(rs.Annotations[MaxReplicasAnnotation], 10, 32); err == nil {
+				sizedFor = int32(v)
+			}
+			if sizedFor > 0 {
+				change = int32(math.Round(float64(size)*float64(allowed)/float64(sizedFor))) - size
+			}
+		}
+		if toAdd > 0 {
+			change = min(change, toAdd-added)
+		} else {
+			change = max(change, toAdd-added)
+		}
+		sizes[i] = size + change
+		added += change
+	}
+	if len(sorted) > 0 && toAdd != 0 {
+		sizes[0] = max(sizes[0]+toAdd-added, 0)
+	}
+	return sorted, sizes
 }
 
 // cleanup deletes the oldest surplus ReplicaSets beyond revisionHistoryLimit,

@@ -64,7 +64,7 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 	}
 	everything := labels.Everything()
 	cm, sec, rq := f.Core().V1().ConfigMaps(), f.Core().V1().Secrets(), f.Core().V1().ResourceQuotas()
-	apps, batch := f.Apps().V1(), f.Batch().V1()
+	apps, batch, rcs := f.Apps().V1(), f.Batch().V1(), f.Core().V1().ReplicationControllers()
 	c.counters = map[corev1.ResourceName]counter{
 		"configmaps": countOf(func(ns string) ([]*corev1.ConfigMap, error) { return cm.Lister().ConfigMaps(ns).List(everything) }),
 		"secrets":    countOf(func(ns string) ([]*corev1.Secret, error) { return sec.Lister().Secrets(ns).List(everything) }),
@@ -80,6 +80,7 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 		"deployments.apps": apps.Deployments().Informer(), "replicasets.apps": apps.ReplicaSets().Informer(),
 		"statefulsets.apps": apps.StatefulSets().Informer(), "daemonsets.apps": apps.DaemonSets().Informer(),
 		"jobs.batch": batch.Jobs().Informer(), "cronjobs.batch": batch.CronJobs().Informer(),
+		"replicationcontrollers": rcs.Informer(),
 	} {
 		indexer := inf.GetIndexer()
 		c.counters[corev1.ResourceName("count/"+name)] = func(ns string) (int, error) {
@@ -91,6 +92,7 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 	for _, name := range []string{"configmaps", "secrets", "resourcequotas", "persistentvolumeclaims", "services"} {
 		c.counters[corev1.ResourceName("count/"+name)] = c.counters[corev1.ResourceName(name)]
 	}
+	c.counters[corev1.ResourceReplicationControllers] = c.counters["count/replicationcontrollers"]
 	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
 	changed := func(o any) {
 		if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
@@ -125,7 +127,7 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 	for _, inf := range []cache.SharedIndexInformer{f.Core().V1().Pods().Informer(), f.Core().V1().Services().Informer(),
 		f.Core().V1().PersistentVolumeClaims().Informer(), cm.Informer(), sec.Informer(),
 		apps.Deployments().Informer(), apps.ReplicaSets().Informer(), apps.StatefulSets().Informer(), apps.DaemonSets().Informer(),
-		batch.Jobs().Informer(), batch.CronJobs().Informer()} {
+		batch.Jobs().Informer(), batch.CronJobs().Informer(), rcs.Informer()} {
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			return nil, fmt.Errorf("resourcequota handler: %w", err)
 		}

@@ -276,6 +276,22 @@ func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 	return resp.Header.Revision, nil
 }
 
+// RevisionAvailable implements storage.RevisionKeeper: a count-only read of one key at rev, which
+// etcd refuses once rev is compacted.
+func (s *Store) RevisionAvailable(ctx context.Context, rev int64) (bool, error) {
+	_, err := s.client.Get(ctx, "/", clientv3.WithCountOnly(), clientv3.WithRev(rev))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, rpctypes.ErrCompacted):
+		return false, nil
+	default:
+		return false, s.interpret(ctx, err, storage.OpGet, "/", rev)
+	}
+}
+
+var _ storage.RevisionKeeper = (*Store)(nil)
+
 // Ready implements storage.Interface.
 func (s *Store) Ready(ctx context.Context) error {
 	_, err := s.CurrentRevision(ctx)

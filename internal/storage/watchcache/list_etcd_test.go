@@ -261,3 +261,63 @@ func TestInconsistentContinueAfterCompaction(t *testing.T) {
 		}
 	}
 }
+
+// TestContinueExpiresWhenEtcdCompacts: a cache whose history still holds a continue token's
+// revision must not answer it once etcd has compacted that revision: the list expires (410 with an
+// inconsistent-continue token), as Kubernetes' chunking conformance spec waits for, and the pages
+// after the inconsistent one count down to the end. Before, the cache kept serving the compacted
+// revision from its history, so the spec's token never expired and it fell back to listing from
+// the start (remainingItemCount 40 too high).
+func TestContinueExpiresWhenEtcdCompacts(t *testing.T) {
+	client := env.client(t)
+	store := newPodStore(t, client)
+	cache := newCache(t, store, watchcache.Config{HistorySize: 1000})
+	root := rootFor(t)
+	startWatch(t, cache, root, storage.ListOptions{Recursive: true})
+	for i := range 10 {
+		mustCreate(t, store, root, makePod(fmt.Sprintf("p%02d", i)).obj())
+	}
+	ctx := context.Background()
+	paged := func(cont string) storage.ListOptions {
+		return storage.ListOptions{Recursive: true, Predicate: storage.Predicate{Limit: 2, Continue: cont}}
+	}
+	first := &corev1.PodList{}
+	if err := cache.List(ctx, root, paged(""), first); err != nil {
+		t.Fatal(err)
+	}
+	// Served from the history while etcd has the revision.
+	if err := cache.List(ctx, root, paged(first.Continue), &corev1.PodList{}); err != nil {
+		t.Fatalf("continue before compaction: %v", err)
+	}
+	mustUpdate(t, store, root+"default/p09", setLabel("v", "2"))
+	latest, err := store.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Compact(ctx, latest); err != nil {
+		t.Fatal(err)
+	}
+	err = cache.List(ctx, root, paged(first.Continue), &corev1.PodList{})
+	var se *storage.Error
+	if !errors.As(err, &se) || !storage.IsExpired(err) || se.Continue == "" {
+		t.Fatalf("continue after compaction: %v, want Expired with a continue token", err)
+	}
+	seen, cont := 2, se.Continue
+	for cont != "" {
+		page := &corev1.PodList{}
+		if err := cache.List(ctx, root, paged(cont), page); err != nil {
+			t.Fatalf("page after %d items: %v", seen, err)
+		}
+		if len(page.Items) == 0 || page.Items[0].Name != fmt.Sprintf("p%02d", seen) {
+			t.Fatalf("page after %d items: %s", seen, describeList(page))
+		}
+		seen += len(page.Items)
+		if page.Continue != "" && (page.RemainingItemCount == nil || int(*page.RemainingItemCount) != 10-seen) {
+			t.Fatalf("page up to %d: remainingItemCount %v, want %d", seen, page.RemainingItemCount, 10-seen)
+		}
+		cont = page.Continue
+	}
+	if seen != 10 {
+		t.Fatalf("listed %d items, want 10", seen)
+	}
+}
