@@ -2,13 +2,13 @@ package apiextensionsv1
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
 	"sort"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skiff-sh/skiff/internal/apis/pbwire"
 )
 
 // The protobuf encoding of the definitions, field for field that of upstream's generated.proto for
@@ -21,9 +21,9 @@ import (
 
 // Marshal encodes the definition as upstream's CustomResourceDefinition message.
 func (in *CustomResourceDefinition) Marshal() ([]byte, error) {
-	var e pbEncoder
+	e := newEncoder()
 	e.crd(in)
-	return e.b, e.err
+	return e.Result()
 }
 
 // Unmarshal decodes upstream's CustomResourceDefinition message.
@@ -37,24 +37,24 @@ func (in *CustomResourceDefinition) Reset() { *in = CustomResourceDefinition{} }
 
 // Marshal encodes the list as upstream's CustomResourceDefinitionList message.
 func (in *CustomResourceDefinitionList) Marshal() ([]byte, error) {
-	var e pbEncoder
-	e.raw(1, in.ListMeta.Marshal)
+	e := newEncoder()
+	e.Raw(1, in.ListMeta.Marshal)
 	for i := range in.Items {
 		e.msg(2, func(e *pbEncoder) { e.crd(&in.Items[i]) })
 	}
-	return e.b, e.err
+	return e.Result()
 }
 
 // Unmarshal decodes upstream's CustomResourceDefinitionList message.
 func (in *CustomResourceDefinitionList) Unmarshal(data []byte) error {
 	*in = CustomResourceDefinitionList{}
-	return eachField(data, func(num protowire.Number, v field) error {
+	return pbwire.EachField(data, func(num protowire.Number, v pbwire.Field) error {
 		switch num {
 		case 1:
-			return in.ListMeta.Unmarshal(v.bytes)
+			return in.ListMeta.Unmarshal(v.Bytes)
 		case 2:
 			var c CustomResourceDefinition
-			if err := decodeCRD(v.bytes, &c); err != nil {
+			if err := decodeCRD(v.Bytes, &c); err != nil {
 				return err
 			}
 			in.Items = append(in.Items, c)
@@ -66,126 +66,48 @@ func (in *CustomResourceDefinitionList) Unmarshal(data []byte) error {
 // Reset empties the list.
 func (in *CustomResourceDefinitionList) Reset() { *in = CustomResourceDefinitionList{} }
 
-// pbEncoder appends fields to b; the first error stops it.
-type pbEncoder struct {
-	b   []byte
-	err error
-}
+// pbEncoder is the shared wire encoder with this package's messages as methods.
+type pbEncoder struct{ *pbwire.Encoder }
 
-func (e *pbEncoder) str(num protowire.Number, s string) {
-	e.b = protowire.AppendTag(e.b, num, protowire.BytesType)
-	e.b = protowire.AppendString(e.b, s)
-}
-
-func (e *pbEncoder) optStr(num protowire.Number, s *string) {
-	if s != nil {
-		e.str(num, *s)
-	}
-}
-
-func (e *pbEncoder) strs(num protowire.Number, ss []string) {
-	for _, s := range ss {
-		e.str(num, s)
-	}
-}
-
-func (e *pbEncoder) bytes(num protowire.Number, b []byte) {
-	if b != nil {
-		e.b = protowire.AppendTag(e.b, num, protowire.BytesType)
-		e.b = protowire.AppendBytes(e.b, b)
-	}
-}
-
-func (e *pbEncoder) boolean(num protowire.Number, v bool) {
-	e.b = protowire.AppendTag(e.b, num, protowire.VarintType)
-	e.b = protowire.AppendVarint(e.b, protowire.EncodeBool(v))
-}
-
-func (e *pbEncoder) optBool(num protowire.Number, v *bool) {
-	if v != nil {
-		e.boolean(num, *v)
-	}
-}
-
-func (e *pbEncoder) varint(num protowire.Number, v int64) {
-	e.b = protowire.AppendTag(e.b, num, protowire.VarintType)
-	e.b = protowire.AppendVarint(e.b, uint64(v))
-}
-
-func (e *pbEncoder) optInt64(num protowire.Number, v *int64) {
-	if v != nil {
-		e.varint(num, *v)
-	}
-}
-
-func (e *pbEncoder) optDouble(num protowire.Number, v *float64) {
-	if v != nil {
-		e.b = protowire.AppendTag(e.b, num, protowire.Fixed64Type)
-		e.b = protowire.AppendFixed64(e.b, math.Float64bits(*v))
-	}
-}
+func newEncoder() *pbEncoder { return &pbEncoder{&pbwire.Encoder{}} }
 
 // msg writes a nested message built by f.
 func (e *pbEncoder) msg(num protowire.Number, f func(*pbEncoder)) {
-	if e.err != nil {
-		return
-	}
-	child := pbEncoder{}
-	f(&child)
-	if child.err != nil {
-		e.err = child.err
-		return
-	}
-	e.b = protowire.AppendTag(e.b, num, protowire.BytesType)
-	e.b = protowire.AppendBytes(e.b, child.b)
-}
-
-// raw writes a nested message apimachinery's generated code encodes.
-func (e *pbEncoder) raw(num protowire.Number, marshal func() ([]byte, error)) {
-	if e.err != nil {
-		return
-	}
-	data, err := marshal()
-	if err != nil {
-		e.err = err
-		return
-	}
-	e.b = protowire.AppendTag(e.b, num, protowire.BytesType)
-	e.b = protowire.AppendBytes(e.b, data)
+	e.Msg(num, func(child *pbwire.Encoder) { f(&pbEncoder{child}) })
 }
 
 func (e *pbEncoder) crd(c *CustomResourceDefinition) {
-	e.raw(1, c.ObjectMeta.Marshal)
+	e.Raw(1, c.ObjectMeta.Marshal)
 	e.msg(2, func(e *pbEncoder) { e.spec(&c.Spec) })
 	e.msg(3, func(e *pbEncoder) { e.status(&c.Status) })
 }
 
 func (e *pbEncoder) spec(s *CustomResourceDefinitionSpec) {
-	e.str(1, s.Group)
+	e.Str(1, s.Group)
 	e.msg(3, func(e *pbEncoder) { e.names(&s.Names) })
-	e.str(4, string(s.Scope))
+	e.Str(4, string(s.Scope))
 	for i := range s.Versions {
 		e.msg(7, func(e *pbEncoder) { e.version(&s.Versions[i]) })
 	}
 	if s.Conversion != nil {
 		e.msg(9, func(e *pbEncoder) { e.conversion(s.Conversion) })
 	}
-	e.boolean(10, s.PreserveUnknownFields)
+	e.Bool(10, s.PreserveUnknownFields)
 }
 
 func (e *pbEncoder) names(n *CustomResourceDefinitionNames) {
-	e.str(1, n.Plural)
-	e.str(2, n.Singular)
-	e.strs(3, n.ShortNames)
-	e.str(4, n.Kind)
-	e.str(5, n.ListKind)
-	e.strs(6, n.Categories)
+	e.Str(1, n.Plural)
+	e.Str(2, n.Singular)
+	e.Strs(3, n.ShortNames)
+	e.Str(4, n.Kind)
+	e.Str(5, n.ListKind)
+	e.Strs(6, n.Categories)
 }
 
 func (e *pbEncoder) version(v *CustomResourceDefinitionVersion) {
-	e.str(1, v.Name)
-	e.boolean(2, v.Served)
-	e.boolean(3, v.Storage)
+	e.Str(1, v.Name)
+	e.Bool(2, v.Served)
+	e.Bool(3, v.Storage)
 	if v.Schema != nil {
 		e.msg(4, func(e *pbEncoder) {
 			if v.Schema.OpenAPIV3Schema != nil {
@@ -200,51 +122,51 @@ func (e *pbEncoder) version(v *CustomResourceDefinitionVersion) {
 			}
 			if sc := v.Subresources.Scale; sc != nil {
 				e.msg(2, func(e *pbEncoder) {
-					e.str(1, sc.SpecReplicasPath)
-					e.str(2, sc.StatusReplicasPath)
-					e.optStr(3, sc.LabelSelectorPath)
+					e.Str(1, sc.SpecReplicasPath)
+					e.Str(2, sc.StatusReplicasPath)
+					e.OptStr(3, sc.LabelSelectorPath)
 				})
 			}
 		})
 	}
 	for _, col := range v.AdditionalPrinterColumns {
 		e.msg(6, func(e *pbEncoder) {
-			e.str(1, col.Name)
-			e.str(2, col.Type)
-			e.str(3, col.Format)
-			e.str(4, col.Description)
-			e.varint(5, int64(col.Priority))
-			e.str(6, col.JSONPath)
+			e.Str(1, col.Name)
+			e.Str(2, col.Type)
+			e.Str(3, col.Format)
+			e.Str(4, col.Description)
+			e.Varint(5, int64(col.Priority))
+			e.Str(6, col.JSONPath)
 		})
 	}
-	e.boolean(7, v.Deprecated)
-	e.optStr(8, v.DeprecationWarning)
+	e.Bool(7, v.Deprecated)
+	e.OptStr(8, v.DeprecationWarning)
 	for _, f := range v.SelectableFields {
-		e.msg(9, func(e *pbEncoder) { e.str(1, f.JSONPath) })
+		e.msg(9, func(e *pbEncoder) { e.Str(1, f.JSONPath) })
 	}
 }
 
 func (e *pbEncoder) conversion(c *CustomResourceConversion) {
-	e.str(1, string(c.Strategy))
+	e.Str(1, string(c.Strategy))
 	if w := c.Webhook; w != nil {
 		e.msg(2, func(e *pbEncoder) {
 			if cc := w.ClientConfig; cc != nil {
 				e.msg(2, func(e *pbEncoder) {
 					if s := cc.Service; s != nil {
 						e.msg(1, func(e *pbEncoder) {
-							e.str(1, s.Namespace)
-							e.str(2, s.Name)
-							e.optStr(3, s.Path)
+							e.Str(1, s.Namespace)
+							e.Str(2, s.Name)
+							e.OptStr(3, s.Path)
 							if s.Port != nil {
-								e.varint(4, int64(*s.Port))
+								e.Varint(4, int64(*s.Port))
 							}
 						})
 					}
-					e.bytes(2, cc.CABundle)
-					e.optStr(3, cc.URL)
+					e.Blob(2, cc.CABundle)
+					e.OptStr(3, cc.URL)
 				})
 			}
-			e.strs(3, w.ConversionReviewVersions)
+			e.Strs(3, w.ConversionReviewVersions)
 		})
 	}
 }
@@ -252,19 +174,19 @@ func (e *pbEncoder) conversion(c *CustomResourceConversion) {
 func (e *pbEncoder) status(s *CustomResourceDefinitionStatus) {
 	for _, c := range s.Conditions {
 		e.msg(1, func(e *pbEncoder) {
-			e.str(1, string(c.Type))
-			e.str(2, string(c.Status))
-			e.raw(3, c.LastTransitionTime.Marshal)
-			e.str(4, c.Reason)
-			e.str(5, c.Message)
+			e.Str(1, string(c.Type))
+			e.Str(2, string(c.Status))
+			e.Raw(3, c.LastTransitionTime.Marshal)
+			e.Str(4, c.Reason)
+			e.Str(5, c.Message)
 		})
 	}
 	e.msg(2, func(e *pbEncoder) { e.names(&s.AcceptedNames) })
-	e.strs(3, s.StoredVersions)
+	e.Strs(3, s.StoredVersions)
 }
 
 func (e *pbEncoder) json(num protowire.Number, j *JSON) {
-	e.msg(num, func(e *pbEncoder) { e.bytes(1, j.Raw) })
+	e.msg(num, func(e *pbEncoder) { e.Blob(1, j.Raw) })
 }
 
 func (e *pbEncoder) schemaMap(num protowire.Number, m map[string]JSONSchemaProps) {
@@ -276,7 +198,7 @@ func (e *pbEncoder) schemaMap(num protowire.Number, m map[string]JSONSchemaProps
 	for _, k := range keys {
 		v := m[k]
 		e.msg(num, func(e *pbEncoder) {
-			e.str(1, k)
+			e.Str(1, k)
 			e.msg(2, func(e *pbEncoder) { e.schema(&v) })
 		})
 	}
@@ -287,7 +209,7 @@ func (e *pbEncoder) orBool(num protowire.Number, o *JSONSchemaPropsOrBool) {
 		return
 	}
 	e.msg(num, func(e *pbEncoder) {
-		e.boolean(1, o.Allows)
+		e.Bool(1, o.Allows)
 		if o.Schema != nil {
 			e.msg(2, func(e *pbEncoder) { e.schema(o.Schema) })
 		}
@@ -295,33 +217,33 @@ func (e *pbEncoder) orBool(num protowire.Number, o *JSONSchemaPropsOrBool) {
 }
 
 func (e *pbEncoder) schema(s *JSONSchemaProps) {
-	e.str(1, s.ID)
-	e.str(2, s.Schema)
-	e.optStr(3, s.Ref)
-	e.str(4, s.Description)
-	e.str(5, s.Type)
-	e.str(6, s.Format)
-	e.str(7, s.Title)
+	e.Str(1, s.ID)
+	e.Str(2, s.Schema)
+	e.OptStr(3, s.Ref)
+	e.Str(4, s.Description)
+	e.Str(5, s.Type)
+	e.Str(6, s.Format)
+	e.Str(7, s.Title)
 	if s.Default != nil {
 		e.json(8, s.Default)
 	}
-	e.optDouble(9, s.Maximum)
-	e.boolean(10, s.ExclusiveMaximum)
-	e.optDouble(11, s.Minimum)
-	e.boolean(12, s.ExclusiveMinimum)
-	e.optInt64(13, s.MaxLength)
-	e.optInt64(14, s.MinLength)
-	e.str(15, s.Pattern)
-	e.optInt64(16, s.MaxItems)
-	e.optInt64(17, s.MinItems)
-	e.boolean(18, s.UniqueItems)
-	e.optDouble(19, s.MultipleOf)
+	e.OptDouble(9, s.Maximum)
+	e.Bool(10, s.ExclusiveMaximum)
+	e.OptDouble(11, s.Minimum)
+	e.Bool(12, s.ExclusiveMinimum)
+	e.OptInt64(13, s.MaxLength)
+	e.OptInt64(14, s.MinLength)
+	e.Str(15, s.Pattern)
+	e.OptInt64(16, s.MaxItems)
+	e.OptInt64(17, s.MinItems)
+	e.Bool(18, s.UniqueItems)
+	e.OptDouble(19, s.MultipleOf)
 	for i := range s.Enum {
 		e.json(20, &s.Enum[i])
 	}
-	e.optInt64(21, s.MaxProperties)
-	e.optInt64(22, s.MinProperties)
-	e.strs(23, s.Required)
+	e.OptInt64(21, s.MaxProperties)
+	e.OptInt64(22, s.MinProperties)
+	e.Strs(23, s.Required)
 	if s.Items != nil {
 		e.msg(24, func(e *pbEncoder) {
 			if s.Items.Schema != nil {
@@ -352,28 +274,28 @@ func (e *pbEncoder) schema(s *JSONSchemaProps) {
 	e.schemaMap(34, s.Definitions)
 	if d := s.ExternalDocs; d != nil {
 		e.msg(35, func(e *pbEncoder) {
-			e.str(1, d.Description)
-			e.str(2, d.URL)
+			e.Str(1, d.Description)
+			e.Str(2, d.URL)
 		})
 	}
 	if s.Example != nil {
 		e.json(36, s.Example)
 	}
-	e.boolean(37, s.Nullable)
-	e.optBool(38, s.XPreserveUnknownFields)
-	e.boolean(39, s.XEmbeddedResource)
-	e.boolean(40, s.XIntOrString)
-	e.strs(41, s.XListMapKeys)
-	e.optStr(42, s.XListType)
-	e.optStr(43, s.XMapType)
+	e.Bool(37, s.Nullable)
+	e.OptBool(38, s.XPreserveUnknownFields)
+	e.Bool(39, s.XEmbeddedResource)
+	e.Bool(40, s.XIntOrString)
+	e.Strs(41, s.XListMapKeys)
+	e.OptStr(42, s.XListType)
+	e.OptStr(43, s.XMapType)
 	for _, r := range s.XValidations {
 		e.msg(44, func(e *pbEncoder) {
-			e.str(1, r.Rule)
-			e.str(2, r.Message)
-			e.str(3, r.MessageExpression)
-			e.optStr(4, r.Reason)
-			e.str(5, r.FieldPath)
-			e.optBool(6, r.OptionalOldSelf)
+			e.Str(1, r.Rule)
+			e.Str(2, r.Message)
+			e.Str(3, r.MessageExpression)
+			e.OptStr(4, r.Reason)
+			e.Str(5, r.FieldPath)
+			e.OptBool(6, r.OptionalOldSelf)
 		})
 	}
 }
@@ -393,164 +315,116 @@ func (e *pbEncoder) dependencies(num protowire.Number, m map[string]json.RawMess
 		if err := json.Unmarshal(raw, &props); err != nil {
 			schema = &JSONSchemaProps{}
 			if err := json.Unmarshal(raw, schema); err != nil {
-				e.err = fmt.Errorf("dependencies %q: neither a list of properties nor a schema: %w", k, err)
+				e.Fail(fmt.Errorf("dependencies %q: neither a list of properties nor a schema: %w", k, err))
 				return
 			}
 		}
 		e.msg(num, func(e *pbEncoder) {
-			e.str(1, k)
+			e.Str(1, k)
 			e.msg(2, func(e *pbEncoder) {
 				if schema != nil {
 					e.msg(1, func(e *pbEncoder) { e.schema(schema) })
 				}
-				e.strs(2, props)
+				e.Strs(2, props)
 			})
 		})
 	}
 }
 
-// field is one decoded field: its varint, fixed64 or length-delimited value.
-type field struct {
-	varint uint64
-	fixed  uint64
-	bytes  []byte
-}
-
-func (f field) str() string    { return string(f.bytes) }
-func (f field) strp() *string  { s := string(f.bytes); return &s }
-func (f field) boolean() bool  { return f.varint != 0 }
-func (f field) int64p() *int64 { v := int64(f.varint); return &v }
-func (f field) float64p() *float64 {
-	v := math.Float64frombits(f.fixed)
-	return &v
-}
-
-var errMalformed = errors.New("apiextensions.k8s.io/v1 protobuf: malformed message")
-
-// eachField calls f with every field of a message; unknown fields are f's to ignore.
-func eachField(data []byte, f func(num protowire.Number, v field) error) error {
-	for len(data) > 0 {
-		num, typ, n := protowire.ConsumeTag(data)
-		if n < 0 {
-			return errMalformed
-		}
-		data = data[n:]
-		var v field
-		switch typ {
-		case protowire.VarintType:
-			v.varint, n = protowire.ConsumeVarint(data)
-		case protowire.Fixed64Type:
-			v.fixed, n = protowire.ConsumeFixed64(data)
-		case protowire.BytesType:
-			v.bytes, n = protowire.ConsumeBytes(data)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, data)
-		}
-		if n < 0 {
-			return errMalformed
-		}
-		data = data[n:]
-		if err := f(num, v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func decodeCRD(data []byte, c *CustomResourceDefinition) error {
-	return eachField(data, func(num protowire.Number, v field) error {
+	return pbwire.EachField(data, func(num protowire.Number, v pbwire.Field) error {
 		switch num {
 		case 1:
-			return c.ObjectMeta.Unmarshal(v.bytes)
+			return c.ObjectMeta.Unmarshal(v.Bytes)
 		case 2:
-			return decodeSpec(v.bytes, &c.Spec)
+			return decodeSpec(v.Bytes, &c.Spec)
 		case 3:
-			return decodeStatus(v.bytes, &c.Status)
+			return decodeStatus(v.Bytes, &c.Status)
 		}
 		return nil
 	})
 }
 
 func decodeSpec(data []byte, s *CustomResourceDefinitionSpec) error {
-	return eachField(data, func(num protowire.Number, v field) error {
+	return pbwire.EachField(data, func(num protowire.Number, v pbwire.Field) error {
 		switch num {
 		case 1:
-			s.Group = v.str()
+			s.Group = v.Str()
 		case 3:
-			return decodeNames(v.bytes, &s.Names)
+			return decodeNames(v.Bytes, &s.Names)
 		case 4:
-			s.Scope = ResourceScope(v.str())
+			s.Scope = ResourceScope(v.Str())
 		case 7:
 			var ver CustomResourceDefinitionVersion
-			if err := decodeVersion(v.bytes, &ver); err != nil {
+			if err := decodeVersion(v.Bytes, &ver); err != nil {
 				return err
 			}
 			s.Versions = append(s.Versions, ver)
 		case 9:
 			s.Conversion = &CustomResourceConversion{}
-			return decodeConversion(v.bytes, s.Conversion)
+			return decodeConversion(v.Bytes, s.Conversion)
 		case 10:
-			s.PreserveUnknownFields = v.boolean()
+			s.PreserveUnknownFields = v.Bool()
 		}
 		return nil
 	})
 }
 
 func decodeNames(data []byte, n *CustomResourceDefinitionNames) error {
-	return eachField(data, func(num protowire.Number, v field) error {
+	return pbwire.EachField(data, func(num protowire.Number, v pbwire.Field) error {
 		switch num {
 		case 1:
-			n.Plural = v.str()
+			n.Plural = v.Str()
 		case 2:
-			n.Singular = v.str()
+			n.Singular = v.Str()
 		case 3:
-			n.ShortNames = append(n.ShortNames, v.str())
+			n.ShortNames = append(n.ShortNames, v.Str())
 		case 4:
-			n.Kind = v.str()
+			n.Kind = v.Str()
 		case 5:
-			n.ListKind = v.str()
+			n.ListKind = v.Str()
 		case 6:
-			n.Categories = append(n.Categories, v.str())
+			n.Categories = append(n.Categories, v.Str())
 		}
 		return nil
 	})
 }
 
 func decodeVersion(data []byte, ver *CustomResourceDefinitionVersion) error {
-	return eachField(data, func(num protowire.Number, v field) error {
+	return pbwire.EachField(data, func(num protowire.Number, v pbwire.Field) error {
 		switch num {
 		case 1:
-			ver.Name = v.str()
+			ver.Name = v.Str()
 		case 2:
-			ver.Served = v.boolean()
+			ver.Served = v.Bool()
 		case 3:
-			ver.Storage = v.boolean()
+			ver.Storage = v.Bool()
 		case 4:
 			ver.Schema = &CustomResourceValidation{}
-			return eachField(v.bytes, func(num protowire.Number, v field) error {
+			return pbwire.EachField(v.Bytes, func(num protowire.Number, v pbwire.Field) error {
 				if num == 1 {
 					ver.Schema.OpenAPIV3Schema = &JSONSchemaProps{}
-					return decodeSchema(v.bytes, ver.Schema.OpenAPIV3Schema)
+					return decodeSchema(v.Bytes, ver.Schema.OpenAPIV3Schema)
 				}
 				return nil
 			})
 		case 5:
 			ver.Subresources = &CustomResourceSubresources{}
-			return eachField(v.bytes, func(num protowire.Number, v field) error {
+			return pbwire.EachField(v.Bytes, func(num protowire.Number, v pbwire.Field) error {
 				switch num {
 				case 1:
 					ver.Subresources.Status = &CustomResourceSubresourceStatus{}
 				case 2:
 					sc := &CustomResourceSubresourceScale{}
 					ver.Subresources.Scale = sc
-					return eachField(v.bytes, func(num protowire.Number, v field) error {
+					return pbwire.EachField(v.Bytes, func(num protowire.Number, v pbwire.Field) error {
 						switch num {
 						case 1:
-							sc.SpecReplicasPath = v.str()
+							sc.SpecReplicasPath = v.Str()
 						case 2:
-							sc.StatusReplicasPath = v.str()
+							sc.StatusReplicasPath = v.Str()
 						case 3:
-							sc.LabelSelectorPath = v.strp()
+							sc.LabelSelectorPath = v.StrP()
 						}
 						return nil
 					})
@@ -559,20 +433,20 @@ func decodeVersion(data []byte, ver *CustomResourceDefinitionVersion) error {
 			})
 		case 6:
 			var col CustomResourceColumnDefinition
-			if err := eachField(v.bytes, func(num protowire.Number, v field) error {
+			if err := pbwire.EachField(v.Bytes, func(num protowire.Number, v pbwire.Field) error {
 				switch num {
 				case 1:
-					col.Name = v.str()
+					col.Name = v.Str()
 				case 2:
-					col.Type = v.str()
+					col.Type = v.Str()
 				case 3:
-					col.Format = v.str()
+					col.Format = v.Str()
 				case 4:
-					col.Description = v.str()
+					col.Description = v.Str()
 				case 5:
-					col.Priority = int32(v.varint)
+					col.Priority = int32(v.Varint)
 				case 6:
-					col.JSONPath = v.str()
+					col.JSONPath = v.Str()
 				}
 				return nil
 			}); err != nil {
@@ -580,14 +454,14 @@ func decodeVersion(data []byte, ver *CustomResourceDefinitionVersion) error {
 			}
 			ver.AdditionalPrinterColumns = append(ver.AdditionalPrinterColumns, col)
 		case 7:
-			ver.Deprecated = v.boolean()
+			ver.Deprecated = v.Bool()
 		case 8:
-			ver.DeprecationWarning = v.strp()
+			ver.DeprecationWarning = v.StrP()
 		case 9:
 			var f SelectableField
-			if err := eachField(v.bytes, func(num protowire.Number, v field) error {
+			if err := pbwire.EachField(v.Bytes, func(num protowire.Number, v pbwire.Field) error {
 				if num == 1 {
-					f.JSONPath = v.str()
+					f.JSONPath = v.Str()
 				}
 				return nil
 			}); err != nil {
@@ -600,46 +474,46 @@ func decodeVersion(data []byte, ver *CustomResourceDefinitionVersion) error {
 }
 
 func decodeConversion(data []byte, c *CustomResourceConversion) error {
-	return eachField(data, func(num protowire.Number, v field) error {
+	return pbwire.EachField(data, func(num protowire.Number, v pbwire.Field) error {
 		switch num {
 		case 1:
-			c.Strategy = ConversionStrategyType(v.str())
+			c.Strategy = ConversionStrategyType(v.Str())
 		case 2:
 			w := &WebhookConversion{}
 			c.Webhook = w
-			return eachField(v.bytes, func(num protowire.Number, v field) error {
+			return pbwire.EachField(v.Bytes, func(num protowire.Number, v pbwire.Field) error {
 				switch num {
 				case 2:
 					cc := &WebhookClientConfig{}
 					w.ClientConfig = cc
-					return eachField(v.bytes, func(num protowire.Number, v field) error {
+					return pbwire.EachField(v.Bytes, func(num protowire.Number, v pbwire.Field) error {
 						switch num {
 						case 1:
 							s := &ServiceReference{}
 							cc.Service = s
-							return eachField(v.bytes, func(num protowire.Number, v field) error {
+							return pbwire.EachField(v.Bytes, func(num protowire.Number, v pbwire.Field) error {
 								switch num {
 								case 1:
-									s.Namespace = v.str()
+									s.Namespace = v.Str()
 								case 2:
-									s.Name = v.str()
+									s.Name = v.Str()
 								case 3:
-									s.Path = v.strp()
+									s.Path = v.StrP()
 								case 4:
-									p := int32(v.varint)
+									p := int32(v.Varint)
 									s.Port = &p
 								}
 								return nil
 							})
 						case 2:
-							cc.CABundle = append([]byte{}, v.bytes...)
+							cc.CABundle = append([]byte{}, v.Bytes...)
 						case 3:
-							cc.URL = v.strp()
+							cc.URL = v.StrP()
 						}
 						return nil
 					})
 				case 3:
-					w.ConversionReviewVersions = append(w.ConversionReviewVersions, v.str())
+					w.ConversionReviewVersions = append(w.ConversionReviewVersions, v.Str())
 				}
 				return nil
 			})
@@ -649,26 +523,26 @@ func decodeConversion(data []byte, c *CustomResourceConversion) error {
 }
 
 func decodeStatus(data []byte, s *CustomResourceDefinitionStatus) error {
-	return eachField(data, func(num protowire.Number, v field) error {
+	return pbwire.EachField(data, func(num protowire.Number, v pbwire.Field) error {
 		switch num {
 		case 1:
 			var c CustomResourceDefinitionCondition
-			if err := eachField(v.bytes, func(num protowire.Number, v field) error {
+			if err := pbwire.EachField(v.Bytes, func(num protowire.Number, v pbwire.Field) error {
 				switch num {
 				case 1:
-					c.Type = CustomResourceDefinitionConditionType(v.str())
+					c.Type = CustomResourceDefinitionConditionType(v.Str())
 				case 2:
-					c.Status = ConditionStatus(v.str())
+					c.Status = ConditionStatus(v.Str())
 				case 3:
 					var t metav1.Time
-					if err := t.Unmarshal(v.bytes); err != nil {
+					if err := t.Unmarshal(v.Bytes); err != nil {
 						return err
 					}
 					c.LastTransitionTime = t
 				case 4:
-					c.Reason = v.str()
+					c.Reason = v.Str()
 				case 5:
-					c.Message = v.str()
+					c.Message = v.Str()
 				}
 				return nil
 			}); err != nil {
@@ -676,9 +550,9 @@ func decodeStatus(data []byte, s *CustomResourceDefinitionStatus) error {
 			}
 			s.Conditions = append(s.Conditions, c)
 		case 2:
-			return decodeNames(v.bytes, &s.AcceptedNames)
+			return decodeNames(v.Bytes, &s.AcceptedNames)
 		case 3:
-			s.StoredVersions = append(s.StoredVersions, v.str())
+			s.StoredVersions = append(s.StoredVersions, v.Str())
 		}
 		return nil
 	})
@@ -686,9 +560,9 @@ func decodeStatus(data []byte, s *CustomResourceDefinitionStatus) error {
 
 func decodeJSON(data []byte) (JSON, error) {
 	var j JSON
-	err := eachField(data, func(num protowire.Number, v field) error {
+	err := pbwire.EachField(data, func(num protowire.Number, v pbwire.Field) error {
 		if num == 1 {
-			j.Raw = append([]byte{}, v.bytes...)
+			j.Raw = append([]byte{}, v.Bytes...)
 		}
 		return nil
 	})
@@ -705,12 +579,12 @@ func decodeSchemaInto(data []byte) (JSONSchemaProps, error) {
 func decodeSchemaMapEntry(data []byte, m *map[string]JSONSchemaProps) error {
 	var key string
 	var value JSONSchemaProps
-	if err := eachField(data, func(num protowire.Number, v field) error {
+	if err := pbwire.EachField(data, func(num protowire.Number, v pbwire.Field) error {
 		switch num {
 		case 1:
-			key = v.str()
+			key = v.Str()
 		case 2:
-			return decodeSchema(v.bytes, &value)
+			return decodeSchema(v.Bytes, &value)
 		}
 		return nil
 	}); err != nil {
@@ -725,13 +599,13 @@ func decodeSchemaMapEntry(data []byte, m *map[string]JSONSchemaProps) error {
 
 func decodeOrBool(data []byte) (*JSONSchemaPropsOrBool, error) {
 	o := &JSONSchemaPropsOrBool{}
-	err := eachField(data, func(num protowire.Number, v field) error {
+	err := pbwire.EachField(data, func(num protowire.Number, v pbwire.Field) error {
 		switch num {
 		case 1:
-			o.Allows = v.boolean()
+			o.Allows = v.Bool()
 		case 2:
 			o.Schema = &JSONSchemaProps{}
-			return decodeSchema(v.bytes, o.Schema)
+			return decodeSchema(v.Bytes, o.Schema)
 		}
 		return nil
 	})
@@ -739,68 +613,68 @@ func decodeOrBool(data []byte) (*JSONSchemaPropsOrBool, error) {
 }
 
 func decodeSchema(data []byte, s *JSONSchemaProps) error {
-	return eachField(data, func(num protowire.Number, v field) error {
+	return pbwire.EachField(data, func(num protowire.Number, v pbwire.Field) error {
 		var err error
 		switch num {
 		case 1:
-			s.ID = v.str()
+			s.ID = v.Str()
 		case 2:
-			s.Schema = v.str()
+			s.Schema = v.Str()
 		case 3:
-			s.Ref = v.strp()
+			s.Ref = v.StrP()
 		case 4:
-			s.Description = v.str()
+			s.Description = v.Str()
 		case 5:
-			s.Type = v.str()
+			s.Type = v.Str()
 		case 6:
-			s.Format = v.str()
+			s.Format = v.Str()
 		case 7:
-			s.Title = v.str()
+			s.Title = v.Str()
 		case 8:
 			var j JSON
-			j, err = decodeJSON(v.bytes)
+			j, err = decodeJSON(v.Bytes)
 			s.Default = &j
 		case 9:
-			s.Maximum = v.float64p()
+			s.Maximum = v.Float64P()
 		case 10:
-			s.ExclusiveMaximum = v.boolean()
+			s.ExclusiveMaximum = v.Bool()
 		case 11:
-			s.Minimum = v.float64p()
+			s.Minimum = v.Float64P()
 		case 12:
-			s.ExclusiveMinimum = v.boolean()
+			s.ExclusiveMinimum = v.Bool()
 		case 13:
-			s.MaxLength = v.int64p()
+			s.MaxLength = v.Int64P()
 		case 14:
-			s.MinLength = v.int64p()
+			s.MinLength = v.Int64P()
 		case 15:
-			s.Pattern = v.str()
+			s.Pattern = v.Str()
 		case 16:
-			s.MaxItems = v.int64p()
+			s.MaxItems = v.Int64P()
 		case 17:
-			s.MinItems = v.int64p()
+			s.MinItems = v.Int64P()
 		case 18:
-			s.UniqueItems = v.boolean()
+			s.UniqueItems = v.Bool()
 		case 19:
-			s.MultipleOf = v.float64p()
+			s.MultipleOf = v.Float64P()
 		case 20:
 			var j JSON
-			j, err = decodeJSON(v.bytes)
+			j, err = decodeJSON(v.Bytes)
 			s.Enum = append(s.Enum, j)
 		case 21:
-			s.MaxProperties = v.int64p()
+			s.MaxProperties = v.Int64P()
 		case 22:
-			s.MinProperties = v.int64p()
+			s.MinProperties = v.Int64P()
 		case 23:
-			s.Required = append(s.Required, v.str())
+			s.Required = append(s.Required, v.Str())
 		case 24:
 			s.Items = &JSONSchemaPropsOrArray{}
-			err = eachField(v.bytes, func(num protowire.Number, v field) error {
+			err = pbwire.EachField(v.Bytes, func(num protowire.Number, v pbwire.Field) error {
 				switch num {
 				case 1:
 					s.Items.Schema = &JSONSchemaProps{}
-					return decodeSchema(v.bytes, s.Items.Schema)
+					return decodeSchema(v.Bytes, s.Items.Schema)
 				case 2:
-					item, err := decodeSchemaInto(v.bytes)
+					item, err := decodeSchemaInto(v.Bytes)
 					s.Items.JSONSchemas = append(s.Items.JSONSchemas, item)
 					return err
 				}
@@ -808,7 +682,7 @@ func decodeSchema(data []byte, s *JSONSchemaProps) error {
 			})
 		case 25, 26, 27:
 			var item JSONSchemaProps
-			item, err = decodeSchemaInto(v.bytes)
+			item, err = decodeSchemaInto(v.Bytes)
 			switch num {
 			case 25:
 				s.AllOf = append(s.AllOf, item)
@@ -819,66 +693,66 @@ func decodeSchema(data []byte, s *JSONSchemaProps) error {
 			}
 		case 28:
 			s.Not = &JSONSchemaProps{}
-			err = decodeSchema(v.bytes, s.Not)
+			err = decodeSchema(v.Bytes, s.Not)
 		case 29:
-			err = decodeSchemaMapEntry(v.bytes, &s.Properties)
+			err = decodeSchemaMapEntry(v.Bytes, &s.Properties)
 		case 30:
-			s.AdditionalProperties, err = decodeOrBool(v.bytes)
+			s.AdditionalProperties, err = decodeOrBool(v.Bytes)
 		case 31:
-			err = decodeSchemaMapEntry(v.bytes, &s.PatternProperties)
+			err = decodeSchemaMapEntry(v.Bytes, &s.PatternProperties)
 		case 32:
-			err = decodeDependency(v.bytes, s)
+			err = decodeDependency(v.Bytes, s)
 		case 33:
-			s.AdditionalItems, err = decodeOrBool(v.bytes)
+			s.AdditionalItems, err = decodeOrBool(v.Bytes)
 		case 34:
-			err = decodeSchemaMapEntry(v.bytes, &s.Definitions)
+			err = decodeSchemaMapEntry(v.Bytes, &s.Definitions)
 		case 35:
 			d := &ExternalDocumentation{}
 			s.ExternalDocs = d
-			err = eachField(v.bytes, func(num protowire.Number, v field) error {
+			err = pbwire.EachField(v.Bytes, func(num protowire.Number, v pbwire.Field) error {
 				switch num {
 				case 1:
-					d.Description = v.str()
+					d.Description = v.Str()
 				case 2:
-					d.URL = v.str()
+					d.URL = v.Str()
 				}
 				return nil
 			})
 		case 36:
 			var j JSON
-			j, err = decodeJSON(v.bytes)
+			j, err = decodeJSON(v.Bytes)
 			s.Example = &j
 		case 37:
-			s.Nullable = v.boolean()
+			s.Nullable = v.Bool()
 		case 38:
-			b := v.boolean()
+			b := v.Bool()
 			s.XPreserveUnknownFields = &b
 		case 39:
-			s.XEmbeddedResource = v.boolean()
+			s.XEmbeddedResource = v.Bool()
 		case 40:
-			s.XIntOrString = v.boolean()
+			s.XIntOrString = v.Bool()
 		case 41:
-			s.XListMapKeys = append(s.XListMapKeys, v.str())
+			s.XListMapKeys = append(s.XListMapKeys, v.Str())
 		case 42:
-			s.XListType = v.strp()
+			s.XListType = v.StrP()
 		case 43:
-			s.XMapType = v.strp()
+			s.XMapType = v.StrP()
 		case 44:
 			var r ValidationRule
-			err = eachField(v.bytes, func(num protowire.Number, v field) error {
+			err = pbwire.EachField(v.Bytes, func(num protowire.Number, v pbwire.Field) error {
 				switch num {
 				case 1:
-					r.Rule = v.str()
+					r.Rule = v.Str()
 				case 2:
-					r.Message = v.str()
+					r.Message = v.Str()
 				case 3:
-					r.MessageExpression = v.str()
+					r.MessageExpression = v.Str()
 				case 4:
-					r.Reason = v.strp()
+					r.Reason = v.StrP()
 				case 5:
-					r.FieldPath = v.str()
+					r.FieldPath = v.Str()
 				case 6:
-					b := v.boolean()
+					b := v.Bool()
 					r.OptionalOldSelf = &b
 				}
 				return nil
@@ -895,18 +769,18 @@ func decodeDependency(data []byte, s *JSONSchemaProps) error {
 	var key string
 	var schema *JSONSchemaProps
 	var props []string
-	if err := eachField(data, func(num protowire.Number, v field) error {
+	if err := pbwire.EachField(data, func(num protowire.Number, v pbwire.Field) error {
 		switch num {
 		case 1:
-			key = v.str()
+			key = v.Str()
 		case 2:
-			return eachField(v.bytes, func(num protowire.Number, v field) error {
+			return pbwire.EachField(v.Bytes, func(num protowire.Number, v pbwire.Field) error {
 				switch num {
 				case 1:
 					schema = &JSONSchemaProps{}
-					return decodeSchema(v.bytes, schema)
+					return decodeSchema(v.Bytes, schema)
 				case 2:
-					props = append(props, v.str())
+					props = append(props, v.Str())
 				}
 				return nil
 			})

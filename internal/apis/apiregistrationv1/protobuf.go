@@ -1,9 +1,9 @@
 package apiregistrationv1
 
 import (
-	"errors"
-
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/skiff-sh/skiff/internal/apis/pbwire"
 )
 
 // The protobuf encoding of APIServices, field for field that of upstream's generated.proto for
@@ -16,9 +16,9 @@ import (
 
 // Marshal encodes the APIService as upstream's APIService message.
 func (in *APIService) Marshal() ([]byte, error) {
-	var e pbEncoder
+	e := newEncoder()
 	e.apiService(in)
-	return e.b, e.err
+	return e.Result()
 }
 
 // Unmarshal decodes upstream's APIService message.
@@ -32,24 +32,24 @@ func (in *APIService) Reset() { *in = APIService{} }
 
 // Marshal encodes the list as upstream's APIServiceList message.
 func (in *APIServiceList) Marshal() ([]byte, error) {
-	var e pbEncoder
-	e.raw(1, in.ListMeta.Marshal)
+	e := newEncoder()
+	e.Raw(1, in.ListMeta.Marshal)
 	for i := range in.Items {
 		e.msg(2, func(e *pbEncoder) { e.apiService(&in.Items[i]) })
 	}
-	return e.b, e.err
+	return e.Result()
 }
 
 // Unmarshal decodes upstream's APIServiceList message.
 func (in *APIServiceList) Unmarshal(data []byte) error {
 	*in = APIServiceList{}
-	return eachField(data, func(num protowire.Number, v field) error {
+	return pbwire.EachField(data, func(num protowire.Number, v pbwire.Field) error {
 		switch num {
 		case 1:
-			return in.ListMeta.Unmarshal(v.bytes)
+			return in.ListMeta.Unmarshal(v.Bytes)
 		case 2:
 			var s APIService
-			if err := decodeAPIService(v.bytes, &s); err != nil {
+			if err := decodeAPIService(v.Bytes, &s); err != nil {
 				return err
 			}
 			in.Items = append(in.Items, s)
@@ -61,108 +61,64 @@ func (in *APIServiceList) Unmarshal(data []byte) error {
 // Reset empties the list.
 func (in *APIServiceList) Reset() { *in = APIServiceList{} }
 
-// pbEncoder appends fields to b; the first error stops it.
-type pbEncoder struct {
-	b   []byte
-	err error
-}
+// pbEncoder is the shared wire encoder with this package's messages as methods.
+type pbEncoder struct{ *pbwire.Encoder }
 
-func (e *pbEncoder) str(num protowire.Number, s string) {
-	e.b = protowire.AppendTag(e.b, num, protowire.BytesType)
-	e.b = protowire.AppendString(e.b, s)
-}
+func newEncoder() *pbEncoder { return &pbEncoder{&pbwire.Encoder{}} }
 
-func (e *pbEncoder) varint(num protowire.Number, v uint64) {
-	e.b = protowire.AppendTag(e.b, num, protowire.VarintType)
-	e.b = protowire.AppendVarint(e.b, v)
-}
-
-// int32 fields are varints of the sign-extended 64-bit value, as gogo writes them.
-func (e *pbEncoder) int32(num protowire.Number, v int32) { e.varint(num, uint64(int64(v))) }
-
+// msg writes a nested message built by f.
 func (e *pbEncoder) msg(num protowire.Number, f func(*pbEncoder)) {
-	if e.err != nil {
-		return
-	}
-	child := pbEncoder{}
-	f(&child)
-	if child.err != nil {
-		e.err = child.err
-		return
-	}
-	e.b = protowire.AppendTag(e.b, num, protowire.BytesType)
-	e.b = protowire.AppendBytes(e.b, child.b)
-}
-
-// raw writes a nested message apimachinery's generated code encodes.
-func (e *pbEncoder) raw(num protowire.Number, marshal func() ([]byte, error)) {
-	if e.err != nil {
-		return
-	}
-	data, err := marshal()
-	if err != nil {
-		e.err = err
-		return
-	}
-	e.b = protowire.AppendTag(e.b, num, protowire.BytesType)
-	e.b = protowire.AppendBytes(e.b, data)
+	e.Msg(num, func(child *pbwire.Encoder) { f(&pbEncoder{child}) })
 }
 
 func (e *pbEncoder) apiService(s *APIService) {
-	e.raw(1, s.ObjectMeta.Marshal)
+	e.Raw(1, s.ObjectMeta.Marshal)
 	e.msg(2, func(e *pbEncoder) {
 		sp := &s.Spec
 		if sp.Service != nil {
 			e.msg(1, func(e *pbEncoder) {
-				e.str(1, sp.Service.Namespace)
-				e.str(2, sp.Service.Name)
+				e.Str(1, sp.Service.Namespace)
+				e.Str(2, sp.Service.Name)
 				if sp.Service.Port != nil {
-					e.int32(3, *sp.Service.Port)
+					e.Int32(3, *sp.Service.Port)
 				}
 			})
 		}
-		e.str(2, sp.Group)
-		e.str(3, sp.Version)
-		var skip uint64
-		if sp.InsecureSkipTLSVerify {
-			skip = 1
-		}
-		e.varint(4, skip)
-		if sp.CABundle != nil {
-			e.b = protowire.AppendTag(e.b, 5, protowire.BytesType)
-			e.b = protowire.AppendBytes(e.b, sp.CABundle)
-		}
-		e.int32(7, sp.GroupPriorityMinimum)
-		e.int32(8, sp.VersionPriority)
+		e.Str(2, sp.Group)
+		e.Str(3, sp.Version)
+		e.Bool(4, sp.InsecureSkipTLSVerify)
+		e.Blob(5, sp.CABundle)
+		e.Int32(7, sp.GroupPriorityMinimum)
+		e.Int32(8, sp.VersionPriority)
 	})
 	e.msg(3, func(e *pbEncoder) {
 		for i := range s.Status.Conditions {
 			c := &s.Status.Conditions[i]
 			e.msg(1, func(e *pbEncoder) {
-				e.str(1, string(c.Type))
-				e.str(2, string(c.Status))
-				e.raw(3, c.LastTransitionTime.Marshal)
-				e.str(4, c.Reason)
-				e.str(5, c.Message)
+				e.Str(1, string(c.Type))
+				e.Str(2, string(c.Status))
+				e.Raw(3, c.LastTransitionTime.Marshal)
+				e.Str(4, c.Reason)
+				e.Str(5, c.Message)
 			})
 		}
 	})
 }
 
 func decodeAPIService(data []byte, s *APIService) error {
-	return eachField(data, func(num protowire.Number, v field) error {
+	return pbwire.EachField(data, func(num protowire.Number, v pbwire.Field) error {
 		switch num {
 		case 1:
-			return s.ObjectMeta.Unmarshal(v.bytes)
+			return s.ObjectMeta.Unmarshal(v.Bytes)
 		case 2:
-			return decodeSpec(v.bytes, &s.Spec)
+			return decodeSpec(v.Bytes, &s.Spec)
 		case 3:
-			return eachField(v.bytes, func(num protowire.Number, v field) error {
+			return pbwire.EachField(v.Bytes, func(num protowire.Number, v pbwire.Field) error {
 				if num != 1 {
 					return nil
 				}
 				var c APIServiceCondition
-				if err := decodeCondition(v.bytes, &c); err != nil {
+				if err := decodeCondition(v.Bytes, &c); err != nil {
 					return err
 				}
 				s.Status.Conditions = append(s.Status.Conditions, c)
@@ -174,90 +130,54 @@ func decodeAPIService(data []byte, s *APIService) error {
 }
 
 func decodeSpec(data []byte, sp *APIServiceSpec) error {
-	return eachField(data, func(num protowire.Number, v field) error {
+	return pbwire.EachField(data, func(num protowire.Number, v pbwire.Field) error {
 		switch num {
 		case 1:
 			ref := &ServiceReference{}
 			sp.Service = ref
-			return eachField(v.bytes, func(num protowire.Number, v field) error {
+			return pbwire.EachField(v.Bytes, func(num protowire.Number, v pbwire.Field) error {
 				switch num {
 				case 1:
-					ref.Namespace = string(v.bytes)
+					ref.Namespace = string(v.Bytes)
 				case 2:
-					ref.Name = string(v.bytes)
+					ref.Name = string(v.Bytes)
 				case 3:
-					p := int32(v.varint)
+					p := int32(v.Varint)
 					ref.Port = &p
 				}
 				return nil
 			})
 		case 2:
-			sp.Group = string(v.bytes)
+			sp.Group = string(v.Bytes)
 		case 3:
-			sp.Version = string(v.bytes)
+			sp.Version = string(v.Bytes)
 		case 4:
-			sp.InsecureSkipTLSVerify = v.varint != 0
+			sp.InsecureSkipTLSVerify = v.Varint != 0
 		case 5:
-			sp.CABundle = append([]byte{}, v.bytes...)
+			sp.CABundle = append([]byte{}, v.Bytes...)
 		case 7:
-			sp.GroupPriorityMinimum = int32(v.varint)
+			sp.GroupPriorityMinimum = int32(v.Varint)
 		case 8:
-			sp.VersionPriority = int32(v.varint)
+			sp.VersionPriority = int32(v.Varint)
 		}
 		return nil
 	})
 }
 
 func decodeCondition(data []byte, c *APIServiceCondition) error {
-	return eachField(data, func(num protowire.Number, v field) error {
+	return pbwire.EachField(data, func(num protowire.Number, v pbwire.Field) error {
 		switch num {
 		case 1:
-			c.Type = APIServiceConditionType(v.bytes)
+			c.Type = APIServiceConditionType(v.Bytes)
 		case 2:
-			c.Status = ConditionStatus(v.bytes)
+			c.Status = ConditionStatus(v.Bytes)
 		case 3:
-			return c.LastTransitionTime.Unmarshal(v.bytes)
+			return c.LastTransitionTime.Unmarshal(v.Bytes)
 		case 4:
-			c.Reason = string(v.bytes)
+			c.Reason = string(v.Bytes)
 		case 5:
-			c.Message = string(v.bytes)
+			c.Message = string(v.Bytes)
 		}
 		return nil
 	})
-}
-
-// field is one decoded field's value: varint for varint fields, bytes for length-delimited ones.
-type field struct {
-	varint uint64
-	bytes  []byte
-}
-
-var errMalformed = errors.New("apiregistration.k8s.io/v1 protobuf: malformed message")
-
-// eachField calls f with every field of a message; unknown fields are f's to ignore.
-func eachField(data []byte, f func(num protowire.Number, v field) error) error {
-	for len(data) > 0 {
-		num, typ, n := protowire.ConsumeTag(data)
-		if n < 0 {
-			return errMalformed
-		}
-		data = data[n:]
-		var v field
-		switch typ {
-		case protowire.VarintType:
-			v.varint, n = protowire.ConsumeVarint(data)
-		case protowire.BytesType:
-			v.bytes, n = protowire.ConsumeBytes(data)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, data)
-		}
-		if n < 0 {
-			return errMalformed
-		}
-		data = data[n:]
-		if err := f(num, v); err != nil {
-			return err
-		}
-	}
-	return nil
 }
