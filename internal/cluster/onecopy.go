@@ -63,6 +63,6 @@ func (s *cacheSet) localInformers(cfg *Config) (*local.Informers, error) {
 	if in.Len() == 0 {
 		return nil, nil
 	}
-	cfg.Logger.Info("in-process informers read the API server's watch cache", "resources", in.Len())
+	cfg.Logger.Info("informers read the API server's watch cache in process", "resources", in.Len())
 	return in, nil
 }
