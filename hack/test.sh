@@ -2,8 +2,8 @@
 # The test suite: installs what the tests need (etcd-server for the external-etcd tests; containerd,
 # runc, CNI plugins and busybox-static for the kubelet; kubectl is already on every machine; the
 # pinned staticcheck), runs the gates (gofmt, go vet, staticcheck), every package's tests (the
-# import-rules table test among them; internal/... under the race detector), and the end-to-end
-# suite that drives the real skiff binary with the real kubectl.
+# import-rules table test among them; internal/... under the race detector, beside the end-to-end
+# suite), and the end-to-end suite that drives the real skiff binary with the real kubectl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,15 +57,30 @@ stage staticcheck
 # (//lint:ignore and //lint:file-ignore directives in the code name the intended findings and why).
 "$tools/staticcheck" $(go list ./... | grep -v /internal/openapi/generated)
 
-# internal/... runs once, under the race detector: a second, plain run of the same tests found
-# nothing the race run does not and cost the CI run minutes of compiling.
-stage "race detector over internal/..."
-go test -json -count=1 -race -timeout 25m ./internal/... | report
-
 stage "tests outside internal/ (commands, tools, integration, benchmarks' checks)"
 go test -json -count=1 -timeout 30m $(go list ./... | grep -v -e /test/e2e -e /internal/) | report
 
+# internal/... runs once, under the race detector: a second, plain run of the same tests found
+# nothing the race run does not and cost the CI run minutes of compiling. It runs beside the
+# end-to-end tests, which mostly wait on clusters (two cores: serially the two took over half of
+# the run); its report is printed after theirs, whole.
+stage "race detector over internal/... (in the background, beside the end-to-end tests)"
+race_log=$(mktemp)
+trap 'rm -f "$race_log"' EXIT
+(go test -json -count=1 -race -timeout 25m ./internal/... | report >"$race_log" 2>&1) &
+race_pid=$!
+
 stage "end-to-end tests (the real binary, kubectl, containerd, multi-node topologies)"
 # One package whose tests run one after another (they start whole clusters): its own, longer limit.
-go test -json -count=1 -timeout 60m ./test/e2e | report -slowest 15
+e2e_status=0
+go test -json -count=1 -timeout 60m ./test/e2e | report -slowest 15 || e2e_status=$?
+
+stage "race detector over internal/... (its report)"
+race_status=0
+wait "$race_pid" || race_status=$?
+cat "$race_log"
 stage done
+if [ "$e2e_status" -ne 0 ] || [ "$race_status" -ne 0 ]; then
+	echo "failed: end-to-end exit $e2e_status, race detector exit $race_status" >&2
+	exit 1
+fi
