@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -93,7 +94,7 @@ func serveServiceAccountToken(h *resourceHandler, w http.ResponseWriter, r *http
 		Audiences: tr.Spec.Audiences, Expiration: expiration,
 	}
 	if ref := tr.Spec.BoundObjectRef; ref != nil {
-		bound, err := h.s.boundObject(ctx, info.Namespace, ref)
+		bound, obj, err := h.s.boundObject(ctx, info.Namespace, ref)
 		if err != nil {
 			h.s.writeError(w, r, err)
 			return
@@ -101,6 +102,12 @@ func serveServiceAccountToken(h *resourceHandler, w http.ResponseWriter, r *http
 		switch ref.Kind {
 		case "Pod":
 			req.BoundPod = bound
+			node, err := h.s.podNode(ctx, obj.(*corev1.Pod))
+			if err != nil {
+				h.s.writeError(w, r, err)
+				return
+			}
+			req.BoundNode = node
 		case "Secret":
 			req.BoundSecret = bound
 		case "Node":
@@ -124,8 +131,32 @@ func serveServiceAccountToken(h *resourceHandler, w http.ResponseWriter, r *http
 	}
 }
 
-// boundObject checks that a token's bound object exists (and is the one the caller named).
-func (s *Server) boundObject(ctx context.Context, namespace string, ref *authenticationv1.BoundObjectReference) (*serviceaccount.Ref, error) {
+// podNode is the node claim of a token bound to a pod: the node the pod is scheduled to, so
+// that a TokenReview tells which node the token's pod runs on (as upstream's node-name and
+// node-uid extras do). A node that is gone still gives its name, without a UID; an unscheduled
+// pod gives no node.
+func (s *Server) podNode(ctx context.Context, pod *corev1.Pod) (*serviceaccount.Ref, error) {
+	name := pod.Spec.NodeName
+	if name == "" {
+		return nil, nil
+	}
+	obj, err := s.Get(ctx, "", "nodes", "", name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return &serviceaccount.Ref{Name: name}, nil
+	case err != nil:
+		return nil, fmt.Errorf("the node of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	return &serviceaccount.Ref{Name: name, UID: m.GetUID()}, nil
+}
+
+// boundObject checks that a token's bound object exists (and is the one the caller named), and
+// returns it.
+func (s *Server) boundObject(ctx context.Context, namespace string, ref *authenticationv1.BoundObjectReference) (*serviceaccount.Ref, runtime.Object, error) {
 	path := field.NewPath("spec", "boundObjectRef")
 	var resource, ns string
 	switch ref.Kind {
@@ -136,22 +167,22 @@ func (s *Server) boundObject(ctx context.Context, namespace string, ref *authent
 	case "Node":
 		resource = "nodes"
 	default:
-		return nil, apierrors.NewInvalid(schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}, ref.Name,
+		return nil, nil, apierrors.NewInvalid(schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}, ref.Name,
 			field.ErrorList{field.NotSupported(path.Child("kind"), ref.Kind, []string{"Pod", "Secret", "Node"})})
 	}
 	obj, err := s.Get(ctx, "", resource, ns, ref.Name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if ref.UID != "" && ref.UID != m.GetUID() {
-		return nil, apierrors.NewConflict(schema.GroupResource{Resource: resource}, ref.Name,
+		return nil, nil, apierrors.NewConflict(schema.GroupResource{Resource: resource}, ref.Name,
 			fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
 	}
-	return &serviceaccount.Ref{Name: m.GetName(), UID: m.GetUID()}, nil
+	return &serviceaccount.Ref{Name: m.GetName(), UID: m.GetUID()}, obj, nil
 }
 
 // serviceAccountAuthenticator recognises bearer service account tokens whose account (and bound
@@ -175,10 +206,16 @@ func (a serviceAccountAuthenticator) AuthenticateRequest(r *http.Request) (*User
 	if err := a.stillExists(ctx, "serviceaccounts", v.Namespace, v.ServiceAccount); err != nil {
 		return nil, false, err
 	}
+	// The node of a pod-bound token only says where the pod ran; the token lives and dies with
+	// the pod. Only a token bound to the node itself is checked against the node.
+	node := v.Claim.Node
+	if v.Claim.Pod != nil {
+		node = nil
+	}
 	for _, bound := range []struct {
 		resource, ns string
 		ref          *serviceaccount.Ref
-	}{{"pods", v.Namespace, v.Claim.Pod}, {"secrets", v.Namespace, v.Claim.Secret}, {"nodes", "", v.Claim.Node}} {
+	}{{"pods", v.Namespace, v.Claim.Pod}, {"secrets", v.Namespace, v.Claim.Secret}, {"nodes", "", node}} {
 		if bound.ref != nil {
 			if err := a.stillExists(ctx, bound.resource, bound.ns, *bound.ref); err != nil {
 				return nil, false, err

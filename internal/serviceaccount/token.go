@@ -24,7 +24,7 @@ const DefaultIssuer = "https://kubernetes.default.svc.cluster.local"
 // Ref names an object a token belongs to or is bound to.
 type Ref struct {
 	Name string    `json:"name"`
-	UID  types.UID `json:"uid"`
+	UID  types.UID `json:"uid,omitempty"`
 }
 
 // KubernetesClaim is the "kubernetes.io" private claim.
@@ -166,7 +166,9 @@ func (v *Verified) Extra() map[string][]string {
 	}
 	if n := v.Claim.Node; n != nil {
 		extra["authentication.kubernetes.io/node-name"] = []string{n.Name}
-		extra["authentication.kubernetes.io/node-uid"] = []string{string(n.UID)}
+		if n.UID != "" { // a pod's node that was gone when the token was issued has no UID
+			extra["authentication.kubernetes.io/node-uid"] = []string{string(n.UID)}
+		}
 	}
 	if len(extra) == 0 {
 		return nil

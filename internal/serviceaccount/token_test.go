@@ -5,6 +5,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +109,43 @@ func TestVerifiedExtra(t *testing.T) {
 	}
 	if ids[0] == ids[1] {
 		t.Fatalf("two tokens issued at the same instant share the ID %q", ids[0])
+	}
+}
+
+// A pod-bound token carries the pod's node: its name always, its UID only when the node existed
+// at issue time, and a TokenReview reports exactly those.
+func TestVerifiedExtraPodNode(t *testing.T) {
+	key := newKey(t)
+	issuer, err := NewIssuer(key, DefaultIssuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := NewVerifier(&key.PublicKey, DefaultIssuer, nil)
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		node    Ref
+		wantUID []string
+	}{
+		{Ref{Name: "n1", UID: "node-uid"}, []string{"node-uid"}},
+		{Ref{Name: "gone"}, nil},
+	} {
+		node := tc.node
+		req := Request{Namespace: "ns", ServiceAccount: Ref{Name: "default", UID: "sa-uid"}, Expiration: time.Hour,
+			BoundPod: &Ref{Name: "web", UID: "pod-uid"}, BoundNode: &node}
+		token, _, err := issuer.Issue(req, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := v.Verify(token, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra := got.Extra()
+		if name := extra["authentication.kubernetes.io/node-name"]; len(name) != 1 || name[0] != node.Name {
+			t.Errorf("node %q: node-name extra %v", node.Name, name)
+		}
+		if uid := extra["authentication.kubernetes.io/node-uid"]; !slices.Equal(uid, tc.wantUID) {
+			t.Errorf("node %q: node-uid extra %v, want %v", node.Name, uid, tc.wantUID)
+		}
 	}
 }

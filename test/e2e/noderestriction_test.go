@@ -87,6 +87,33 @@ spec:
 		mustContain(t, post("/api/v1/namespaces/"+ns+"/serviceaccounts/unused/token", tokenBody("on-a", uidA)), "code=403",
 			`User \"system:node:nr-node-a\" cannot create resource \"serviceaccounts/token\" in API group \"\" in the namespace \"`+ns+`\": no relationship found between node 'nr-node-a' and this object`)
 	})
+	t.Run("a pod's token names the pod's node", func(t *testing.T) {
+		// review returns the node extras a TokenReview reports for a fresh token bound to on-a.
+		review := func() (name, uid string) {
+			token := strings.TrimSpace(c.kubectl("create", "token", "bot", "-n", ns, "--bound-object-kind", "Pod",
+				"--bound-object-name", "on-a", "--bound-object-uid", uidA))
+			out := c.stdin(`{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"`+token+`"}}`,
+				"create", "-f", "-", "-o", `go-template={{.status.authenticated}} {{index .status.user.extra "authentication.kubernetes.io/node-name"}} {{index .status.user.extra "authentication.kubernetes.io/node-uid"}}`)
+			f := strings.Fields(strings.NewReplacer("[", " ", "]", " ", "<no value>", "").Replace(out))
+			if len(f) < 2 || f[0] != "true" {
+				t.Fatalf("token review: %q", out)
+			}
+			if len(f) > 2 {
+				uid = f[2]
+			}
+			return f[1], uid
+		}
+		// No Node object nr-node-a exists: the token still names it, without a UID.
+		if name, uid := review(); name != "nr-node-a" || uid != "" {
+			t.Fatalf("node extras %q %q, want nr-node-a and no UID", name, uid)
+		}
+		c.stdin(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"nr-node-a"}}`, "create", "-f", "-")
+		defer c.kubectl("delete", "node", "nr-node-a", "--wait=false")
+		nodeUID := strings.TrimSpace(c.kubectl("get", "node", "nr-node-a", "-o", "jsonpath={.metadata.uid}"))
+		if name, uid := review(); name != "nr-node-a" || uid != nodeUID {
+			t.Fatalf("node extras %q %q, want nr-node-a and %s", name, uid, nodeUID)
+		}
+	})
 	t.Run("evictions", func(t *testing.T) {
 		mustContain(t, post("/api/v1/namespaces/"+ns+"/pods/on-b/eviction", evictBody("on-b")), "code=403",
 			`pods \"on-b\" is forbidden: node nr-node-a can only evict pods with spec.nodeName set to itself`)
