@@ -88,8 +88,9 @@ func NewResources(clk clock.PassiveClock) []*registry.Resource {
 			APIVersion: apiVersion,
 			KeepSpec: func(c, old *certificatesv1.CertificateSigningRequest) {
 				c.Spec = old.Spec
+				// Only the conditions change, all of them as written: upstream's /approval
+				// takes the whole list (validation still guards Approved and Denied).
 				c.Status.Certificate = old.Status.Certificate
-				keepNonApprovalConditions(c, old)
 				populateConditionTimestamps(c, old, clk)
 			},
 			ValidateStatus: func(c, old *certificatesv1.CertificateSigningRequest) field.ErrorList {
@@ -142,27 +143,6 @@ func preserveConditionInstances(c, old *certificatesv1.CertificateSigningRequest
 			c.Status.Conditions[newIdx[i]] = old.Status.Conditions[oldIdx[i]]
 		}
 	}
-}
-
-// keepNonApprovalConditions takes the Approved and Denied conditions of an /approval update and
-// every other condition from the stored object.
-func keepNonApprovalConditions(c, old *certificatesv1.CertificateSigningRequest) {
-	var conds []certificatesv1.CertificateSigningRequestCondition
-	for _, cond := range old.Status.Conditions {
-		if !isApprovalType(cond.Type) {
-			conds = append(conds, cond)
-		}
-	}
-	for _, cond := range c.Status.Conditions {
-		if isApprovalType(cond.Type) {
-			conds = append(conds, cond)
-		}
-	}
-	c.Status.Conditions = conds
-}
-
-func isApprovalType(t certificatesv1.RequestConditionType) bool {
-	return t == certificatesv1.CertificateApproved || t == certificatesv1.CertificateDenied
 }
 
 // populateConditionTimestamps fills unset condition times as Kubernetes does: lastUpdateTime is now;

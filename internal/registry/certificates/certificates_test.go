@@ -252,16 +252,20 @@ func TestApprovalUpdate(t *testing.T) {
 	})
 	clk.Step(time.Minute)
 	next := old.DeepCopy()
-	next.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{cond(certificatesv1.CertificateApproved, corev1.ConditionTrue)}
+	// Conditions other than Approved and Denied are the caller's to add, as upstream's /approval
+	// (the conformance spec patches an "ApprovalPatch" condition in through it).
+	next.Status.Conditions = append(next.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{Type: "ApprovalPatch", Status: corev1.ConditionTrue, Reason: "e2e"},
+		cond(certificatesv1.CertificateApproved, corev1.ConditionTrue))
 	next.Status.Certificate = certPEM(t)
 	r.Subresources["approval"].Strategy.PrepareForUpdate(context.Background(), next, old)
 	if len(next.Status.Certificate) != 0 {
 		t.Fatal("/approval set the certificate")
 	}
-	if len(next.Status.Conditions) != 2 || next.Status.Conditions[0].Type != "Custom" || next.Status.Conditions[1].Type != certificatesv1.CertificateApproved {
+	if len(next.Status.Conditions) != 3 || next.Status.Conditions[0].Type != "Custom" || next.Status.Conditions[1].Type != "ApprovalPatch" ||
+		next.Status.Conditions[2].Type != certificatesv1.CertificateApproved {
 		t.Fatalf("conditions = %+v", next.Status.Conditions)
 	}
-	if got := next.Status.Conditions[1]; !got.LastUpdateTime.Time.Equal(epoch.Add(time.Minute)) || !got.LastTransitionTime.Time.Equal(epoch.Add(time.Minute)) {
+	if got := next.Status.Conditions[2]; !got.LastUpdateTime.Time.Equal(epoch.Add(time.Minute)) || !got.LastTransitionTime.Time.Equal(epoch.Add(time.Minute)) {
 		t.Fatalf("times not stamped: %+v", got)
 	}
 	errtest.Check(t, r.Subresources["approval"].Strategy.ValidateUpdate(context.Background(), next, old), nil)
@@ -270,7 +274,7 @@ func TestApprovalUpdate(t *testing.T) {
 	deny := next.DeepCopy()
 	deny.Status.Conditions = append(deny.Status.Conditions, cond(certificatesv1.CertificateDenied, corev1.ConditionTrue))
 	r.Subresources["approval"].Strategy.PrepareForUpdate(context.Background(), deny, next)
-	errtest.Check(t, r.Subresources["approval"].Strategy.ValidateUpdate(context.Background(), deny, next), &errtest.Want{Field: "status.conditions[2].type", Type: field.ErrorTypeInvalid, Detail: "Approved and Denied conditions are mutually exclusive"})
+	errtest.Check(t, r.Subresources["approval"].Strategy.ValidateUpdate(context.Background(), deny, next), &errtest.Want{Field: "status.conditions[3].type", Type: field.ErrorTypeInvalid, Detail: "Approved and Denied conditions are mutually exclusive"})
 	replace := next.DeepCopy()
 	replace.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{cond(certificatesv1.CertificateDenied, corev1.ConditionTrue)}
 	r.Subresources["approval"].Strategy.PrepareForUpdate(context.Background(), replace, next)
