@@ -167,6 +167,12 @@ for i in $(seq 1 "$workers"); do
 	ip netns add "$ns"
 	ip link add "$veth" type veth peer name "${veth}p"
 	ip link set "$veth" master "$netbr" up
+	# The control plane's address is on this bridge and bridge-nf-call-iptables is on, so a
+	# connection from a worker to the control plane's NodePort that the service proxy DNATs to a
+	# pod on that same worker is bridged back out of the port it came in by (br_netfilter's
+	# "bridged DNAT"), which a bridge refuses without hairpin mode: the SYN vanished and the
+	# session-affinity specs timed out whenever the pod they stuck to ran on the client's worker.
+	bridge link set dev "$veth" hairpin on
 	ip link set "${veth}p" netns "$ns"
 	ip -n "$ns" link set "${veth}p" name eth0
 	ip -n "$ns" addr add "$net.$((i + 1))/24" dev eth0

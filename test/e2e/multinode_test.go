@@ -114,6 +114,9 @@ func (n *testNet) addHost() *netHost {
 	})
 	run(t, "ip", "link", "add", h.veth, "type", "veth", "peer", "name", h.veth+"p")
 	run(t, "ip", "link", "set", h.veth, "master", n.bridge, "up")
+	// A host's NodePort DNATed to a pod on the sending node is bridged back out of its ingress
+	// port when br_netfilter is on (see hack/conformance.sh): hairpin mode lets it through.
+	run(t, "bridge", "link", "set", "dev", h.veth, "hairpin", "on")
 	run(t, "ip", "link", "set", h.veth+"p", "netns", h.ns)
 	in := func(args ...string) { run(t, "ip", append([]string{"-n", h.ns}, args...)...) }
 	in("link", "set", h.veth+"p", "name", "eth0")
