@@ -89,14 +89,7 @@ func TestVerifiedExtra(t *testing.T) {
 	v := NewVerifier(&key.PublicKey, DefaultIssuer, nil)
 	var ids []string
 	for range 2 {
-		token, _, err := issuer.Issue(req, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := v.Verify(token, now)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := issueVerified(t, issuer, v, req, now)
 		extra := got.Extra()
 		cred := extra["authentication.kubernetes.io/credential-id"]
 		if len(cred) != 1 || !strings.HasPrefix(cred[0], "JTI=") || got.ID == "" {
@@ -132,15 +125,7 @@ func TestVerifiedExtraPodNode(t *testing.T) {
 		node := tc.node
 		req := Request{Namespace: "ns", ServiceAccount: Ref{Name: "default", UID: "sa-uid"}, Expiration: time.Hour,
 			BoundPod: &Ref{Name: "web", UID: "pod-uid"}, BoundNode: &node}
-		token, _, err := issuer.Issue(req, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := v.Verify(token, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		extra := got.Extra()
+		extra := issueVerified(t, issuer, v, req, now).Extra()
 		if name := extra["authentication.kubernetes.io/node-name"]; len(name) != 1 || name[0] != node.Name {
 			t.Errorf("node %q: node-name extra %v", node.Name, name)
 		}
@@ -148,4 +133,18 @@ func TestVerifiedExtraPodNode(t *testing.T) {
 			t.Errorf("node %q: node-uid extra %v, want %v", node.Name, uid, tc.wantUID)
 		}
 	}
+}
+
+// issueVerified issues a token for req and verifies it, both at now.
+func issueVerified(t *testing.T, issuer *Issuer, v *Verifier, req Request, now time.Time) *Verified {
+	t.Helper()
+	token, _, err := issuer.Issue(req, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := v.Verify(token, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
