@@ -159,7 +159,7 @@ func (n *Node) runRoles(ctx context.Context) error {
 		}
 		if !n.cfg.DisableScheduler {
 			roles = append(roles, role{name: "scheduler", run: func(ctx context.Context) error {
-				return runScheduler(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess)
+				return runScheduler(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess.Only(schedulerResources()...))
 			}})
 		}
 		roles = append(roles,
@@ -172,9 +172,9 @@ func (n *Node) runRoles(ctx context.Context) error {
 			}})
 	}
 	if n.cfg.HasRole(RoleWorker) || n.cfg.ControlPlaneKubelet {
-		// A worker that also runs the API server gives the service proxy and DNS informers on its
-		// watch cache (one copy of each Service and EndpointSlice in the process), as the
-		// controller manager and scheduler get.
+		// A worker that also runs the API server gives the kubelet, service proxy and DNS informers
+		// on its watch cache (one copy of each pod, Service and EndpointSlice in the process), as
+		// the controller manager and scheduler get.
 		var inProcess *local.Informers
 		if n.cfg.HasRole(RoleControlPlane) {
 			var err error
@@ -187,14 +187,16 @@ func (n *Node) runRoles(ctx context.Context) error {
 				n.authz.labelNodeRoles(ctx, n.cfg.NodeName, kubeletRoles(n.cfg.Roles), n.cfg.Logger)
 				return nil
 			}},
-			role{name: "worker", run: func(ctx context.Context) error { return runWorker(ctx, &n.cfg, clock.RealClock{}.Now()) }},
+			role{name: "worker", run: func(ctx context.Context) error {
+				return runWorker(ctx, &n.cfg, clock.RealClock{}.Now(), inProcess)
+			}},
 			role{name: "dns", run: func(ctx context.Context) error {
-				return runDNS(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess)
+				return runDNS(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess.Only(dnsResources()...))
 			}},
 			role{name: "pod network", run: func(ctx context.Context) error { return runPodNetwork(ctx, &n.cfg, clock.RealClock{}.Now()) }})
 		if !n.cfg.DisableProxy {
 			roles = append(roles, role{name: "service proxy", run: func(ctx context.Context) error {
-				return runProxy(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess)
+				return runProxy(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess.Only(proxyResources()...))
 			}})
 		}
 	}

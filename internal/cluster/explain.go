@@ -60,7 +60,7 @@ func (n *Node) schedulingExplainerRole() role {
 			return fmt.Errorf("scheduling explainer: %w", err)
 		}
 		factory := informers.NewSharedInformerFactory(client, 0)
-		inProcess.Register(factory)
+		inProcess.Only(schedulerResources()...).Register(factory)
 		explainer, err := scheduler.NewExplainer(client, factory, conf)
 		if err != nil {
 			return err

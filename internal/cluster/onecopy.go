@@ -23,6 +23,25 @@ func inProcessResources() []schema.GroupResource {
 	}
 }
 
+// What each in-process component other than the controller manager (which reads nearly every
+// resource above) reads: a factory starts every informer registered on it, read or not (see
+// local.Informers.Only), and an unread one would still map every object and handle every change.
+// schedulerResources: the scheduler's and the scheduling explainer's informers.
+func schedulerResources() []schema.GroupResource {
+	return []schema.GroupResource{{Resource: "pods"}, {Resource: "nodes"},
+		{Resource: "persistentvolumeclaims"}, {Resource: "persistentvolumes"}, {Resource: "namespaces"}}
+}
+
+// proxyResources: the service proxy's.
+func proxyResources() []schema.GroupResource {
+	return []schema.GroupResource{{Resource: "services"}, {Group: "discovery.k8s.io", Resource: "endpointslices"}}
+}
+
+// dnsResources: cluster DNS's.
+func dnsResources() []schema.GroupResource {
+	return append(proxyResources(), schema.GroupResource{Resource: "namespaces"})
+}
+
 // cachedResource is a resource and the watch cache its storage sits on.
 type cachedResource struct {
 	res   *registry.Resource

@@ -13,9 +13,13 @@ import (
 	"github.com/skiff-sh/skiff/internal/pki"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/local"
 	"github.com/skiff-sh/skiff/internal/kubelet"
 )
 
@@ -50,7 +54,7 @@ func firstPodCIDR(clusterCIDR string) (string, error) {
 
 // runWorker runs the node's container runtime and kubelet with the node's own identity
 // (CN=system:node:<name>, O=system:nodes), issued from the CA in the data dir.
-func runWorker(ctx context.Context, cfg *Config, now time.Time) error {
+func runWorker(ctx context.Context, cfg *Config, now time.Time, inProcess *local.Informers) error {
 	restCfg, err := componentRESTConfig(cfg, "system:node:"+cfg.NodeName, []string{"system:nodes"}, now)
 	if err != nil {
 		return err
@@ -64,7 +68,7 @@ func runWorker(ctx context.Context, cfg *Config, now time.Time) error {
 		return err
 	}
 	// The kubelet reaches the API servers through the node-local load balancer (lb.go).
-	return runKubelet(ctx, cfg, kubeletIdentity{rest: throughLB(cfg, restCfg), serverTLS: serverTLS, podCIDRs: []string{podCIDR}, taints: nodeTaints(cfg.Roles)})
+	return runKubelet(ctx, cfg, kubeletIdentity{rest: throughLB(cfg, restCfg), serverTLS: serverTLS, podCIDRs: []string{podCIDR}, taints: nodeTaints(cfg.Roles), inProcess: inProcess})
 }
 
 // kubeletIdentity is how a kubelet reaches and is reached by the cluster.
@@ -75,6 +79,9 @@ type kubeletIdentity struct {
 	podCIDRs []string
 	labels   map[string]string
 	taints   []corev1.Taint
+	// inProcess, when the API server runs in this process, serves the kubelet's pod and service
+	// informers from its watch cache; writes still go through rest.
+	inProcess *local.Informers
 }
 
 // runKubelet runs the container runtime and the kubelet as id.
@@ -111,6 +118,13 @@ func runKubelet(ctx context.Context, cfg *Config, id kubeletIdentity) error {
 	if ip := net.ParseIP(cfg.AdvertiseAddress); ip != nil {
 		// The node is reached where the kubelet listens: a loopback-only node says so.
 		kcfg.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: cfg.AdvertiseAddress}, {Type: corev1.NodeHostName, Address: cfg.NodeName}}
+	}
+	if in := id.inProcess; in != nil {
+		kcfg.PrepareInformers = func(pods informers.SharedInformerFactory, onThisNode func(*metav1.ListOptions), services informers.SharedInformerFactory) {
+			in.Only(schema.GroupResource{Resource: "pods"}).RegisterFiltered(pods, onThisNode)
+			in.Only(schema.GroupResource{Resource: "services"}).Register(services)
+			cfg.Logger.Info("the kubelet's pod and service informers read the watch cache in process")
+		}
 	}
 	kcfg = kcfg.WithDefaults()
 	ccfg, err := containerdForCNI(cfg, kcfg.DataDir)

@@ -10,7 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/informers"
 
 	"github.com/skiff-sh/skiff/internal/version"
 )
@@ -112,6 +114,11 @@ type Config struct {
 	CrashLoopInitialBackoff time.Duration
 	CrashLoopMaxBackoff     time.Duration
 	CrashLoopResetAfter     time.Duration
+	// PrepareInformers, when set, is called once with the kubelet's two informer factories, before
+	// it asks them for an informer: pods, whose lists and watches onThisNode narrows to this
+	// node's pods, and services (for the pods' environment variables). A node that also runs the
+	// API server registers informers reading its watch cache there.
+	PrepareInformers func(pods informers.SharedInformerFactory, onThisNode func(*metav1.ListOptions), services informers.SharedInformerFactory)
 }
 
 // Default returns a Config for nodeName with every optional field set.

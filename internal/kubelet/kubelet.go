@@ -185,10 +185,14 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	}
 	k.setNode(node)
 
-	factory := informers.NewSharedInformerFactoryWithOptions(k.client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.cfg.NodeName).String()
-		}))
+	onThisNode := func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.cfg.NodeName).String()
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(k.client, 0, informers.WithTweakListOptions(onThisNode))
+	serviceFactory := informers.NewSharedInformerFactory(k.client, 0)
+	if k.cfg.PrepareInformers != nil {
+		k.cfg.PrepareInformers(factory, onThisNode, serviceFactory)
+	}
 	podInformer := factory.Core().V1().Pods().Informer()
 	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { k.podSeen(obj) },
@@ -197,7 +201,6 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("kubelet: pod informer: %w", err)
 	}
-	serviceFactory := informers.NewSharedInformerFactory(k.client, 0)
 	serviceInformer := serviceFactory.Core().V1().Services()
 	k.services = serviceInformer.Lister()
 	serviceSynced := serviceInformer.Informer().HasSynced

@@ -243,6 +243,10 @@ func TestKubelet(t *testing.T) {
 			}
 		}
 	})
+	// The kubelet of this all-in-one node reads its pods and Services from the API server's watch
+	// cache in process (shared objects); with client-go's cache mutation detector on, the server
+	// dies with a diff if the kubelet changes one instead of copying it (checked below).
+	t.Setenv("KUBE_CACHE_MUTATION_DETECTOR", "true")
 	// A pod's API-backed volumes are refreshed every 10 s instead of every minute, so the changed
 	// ConfigMap below reaches its file without a minute's wait for the kubelet's default period.
 	c := newWorkerCluster(t, "--kubelet-sync-frequency=10s")
@@ -562,6 +566,16 @@ spec:
 		mustContain(t, priv, lineWith(string(status), "CapBnd"))
 		mustContain(t, c.kubectl("exec", "sec", "-c", "priv", "--", "id"), "uid=0")
 		c.kubectl("delete", "pod", "sec", "--grace-period=1", "--timeout=60s")
+	})
+
+	t.Run("the kubelet left shared objects unchanged", func(t *testing.T) {
+		mustContain(t, c.logAll(), "the kubelet's pod and service informers read the watch cache in process")
+		if log := c.logAll(); strings.Contains(log, "ALTERED!") || strings.Contains(log, "panic: cache ") {
+			t.Fatalf("a component mutated an object from its informer cache:\n%s", c.log())
+		}
+		if out, err := c.kubectlErr("get", "--raw", "/readyz"); err != nil || strings.TrimSpace(out) != "ok" {
+			t.Fatalf("server not ready after the pods' lifecycles (%v %q); log:\n%s", err, out, c.log())
+		}
 	})
 
 	t.Run("restarting skiff keeps pods running", func(t *testing.T) {
