@@ -21,17 +21,14 @@ func withAPIExtensions(get getDefinitionsFunc) getDefinitionsFunc {
 		defs := get(ref)
 		open := spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}},
 			VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-preserve-unknown-fields": true}}}
-		str := func(desc string) spec.Schema {
-			return spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}, Description: desc}}
-		}
 		defs[crdDefinition] = common.OpenAPIDefinition{
 			Schema: spec.Schema{SchemaProps: spec.SchemaProps{
 				Description: "CustomResourceDefinition represents a resource that should be exposed on the API server.  Its name MUST be in the format <.spec.name>.<.spec.group>.",
 				Type:        []string{"object"},
 				Required:    []string{"spec"},
 				Properties: map[string]spec.Schema{
-					"apiVersion": str("APIVersion defines the versioned schema of this representation of an object."),
-					"kind":       str("Kind is a string value representing the REST resource this object represents."),
+					"apiVersion": stringProperty("APIVersion defines the versioned schema of this representation of an object."),
+					"kind":       stringProperty("Kind is a string value representing the REST resource this object represents."),
 					"metadata":   {SchemaProps: spec.SchemaProps{Ref: ref(objectMetaName)}},
 					"spec":       withDescription(open, "spec describes how the user wants the resources to appear"),
 					"status":     withDescription(open, "status indicates the actual state of the CustomResourceDefinition"),
@@ -39,21 +36,7 @@ func withAPIExtensions(get getDefinitionsFunc) getDefinitionsFunc {
 			}},
 			Dependencies: []string{objectMetaName},
 		}
-		defs[crdListDefinition] = common.OpenAPIDefinition{
-			Schema: spec.Schema{SchemaProps: spec.SchemaProps{
-				Description: "CustomResourceDefinitionList is a list of CustomResourceDefinition objects.",
-				Type:        []string{"object"},
-				Required:    []string{"items"},
-				Properties: map[string]spec.Schema{
-					"apiVersion": str("APIVersion defines the versioned schema of this representation of an object."),
-					"kind":       str("Kind is a string value representing the REST resource this object represents."),
-					"metadata":   {SchemaProps: spec.SchemaProps{Ref: ref(listMetaName)}},
-					"items": {SchemaProps: spec.SchemaProps{Type: []string{"array"}, Description: "items list individual CustomResourceDefinition objects",
-						Items: &spec.SchemaOrArray{Schema: &spec.Schema{SchemaProps: spec.SchemaProps{Ref: ref(crdDefinition)}}}}},
-				},
-			}},
-			Dependencies: []string{listMetaName, crdDefinition},
-		}
+		defs[crdListDefinition] = listDefinition(ref, "CustomResourceDefinitionList is a list of CustomResourceDefinition objects.", "items list individual CustomResourceDefinition objects", crdDefinition)
 		return defs
 	}
 }
@@ -61,4 +44,24 @@ func withAPIExtensions(get getDefinitionsFunc) getDefinitionsFunc {
 func withDescription(s spec.Schema, desc string) spec.Schema {
 	s.Description = desc
 	return s
+}
+
+// listDefinition is the definition of a hand-written list kind as openapi-gen writes one:
+// apiVersion, kind, list metadata and the items, each an item (a definition name).
+func listDefinition(ref common.ReferenceCallback, description, itemsDescription, item string) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{SchemaProps: spec.SchemaProps{
+			Description: description,
+			Type:        []string{"object"},
+			Required:    []string{"items"},
+			Properties: map[string]spec.Schema{
+				"apiVersion": stringProperty("APIVersion defines the versioned schema of this representation of an object."),
+				"kind":       stringProperty("Kind is a string value representing the REST resource this object represents."),
+				"metadata":   {SchemaProps: spec.SchemaProps{Ref: ref(listMetaName)}},
+				"items": {SchemaProps: spec.SchemaProps{Type: []string{"array"}, Description: itemsDescription,
+					Items: &spec.SchemaOrArray{Schema: &spec.Schema{SchemaProps: spec.SchemaProps{Ref: ref(item)}}}}},
+			},
+		}},
+		Dependencies: []string{listMetaName, item},
+	}
 }

@@ -18,16 +18,13 @@ func withAPIRegistration(get getDefinitionsFunc) getDefinitionsFunc {
 		defs := get(ref)
 		open := spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}},
 			VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-preserve-unknown-fields": true}}}
-		str := func(desc string) spec.Schema {
-			return spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}, Description: desc}}
-		}
 		defs[apiServiceDefinition] = common.OpenAPIDefinition{
 			Schema: spec.Schema{SchemaProps: spec.SchemaProps{
 				Description: "APIService represents a server for a particular GroupVersion. Name must be \"version.group\".",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
-					"apiVersion": str("APIVersion defines the versioned schema of this representation of an object."),
-					"kind":       str("Kind is a string value representing the REST resource this object represents."),
+					"apiVersion": stringProperty("APIVersion defines the versioned schema of this representation of an object."),
+					"kind":       stringProperty("Kind is a string value representing the REST resource this object represents."),
 					"metadata":   {SchemaProps: spec.SchemaProps{Ref: ref(objectMetaName)}},
 					"spec":       withDescription(open, "Spec contains information for locating and communicating with a server"),
 					"status":     withDescription(open, "Status contains derived information about an API server"),
@@ -35,21 +32,7 @@ func withAPIRegistration(get getDefinitionsFunc) getDefinitionsFunc {
 			}},
 			Dependencies: []string{objectMetaName},
 		}
-		defs[apiServiceListDefinition] = common.OpenAPIDefinition{
-			Schema: spec.Schema{SchemaProps: spec.SchemaProps{
-				Description: "APIServiceList is a list of APIService objects.",
-				Type:        []string{"object"},
-				Required:    []string{"items"},
-				Properties: map[string]spec.Schema{
-					"apiVersion": str("APIVersion defines the versioned schema of this representation of an object."),
-					"kind":       str("Kind is a string value representing the REST resource this object represents."),
-					"metadata":   {SchemaProps: spec.SchemaProps{Ref: ref(listMetaName)}},
-					"items": {SchemaProps: spec.SchemaProps{Type: []string{"array"}, Description: "Items is the list of APIService",
-						Items: &spec.SchemaOrArray{Schema: &spec.Schema{SchemaProps: spec.SchemaProps{Ref: ref(apiServiceDefinition)}}}}},
-				},
-			}},
-			Dependencies: []string{listMetaName, apiServiceDefinition},
-		}
+		defs[apiServiceListDefinition] = listDefinition(ref, "APIServiceList is a list of APIService objects.", "Items is the list of APIService", apiServiceDefinition)
 		return defs
 	}
 }

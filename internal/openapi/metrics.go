@@ -20,16 +20,13 @@ const (
 func withMetrics(get getDefinitionsFunc) getDefinitionsFunc {
 	return func(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 		defs := get(ref)
-		str := func(desc string) spec.Schema {
-			return spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}, Description: desc}}
-		}
 		usage := spec.Schema{SchemaProps: spec.SchemaProps{
 			Type: []string{"object"}, Description: "The memory and CPU usage.",
 			AdditionalProperties: &spec.SchemaOrBool{Allows: true, Schema: &spec.Schema{SchemaProps: spec.SchemaProps{Ref: ref(quantityDefinition)}}},
 		}}
 		object := func(desc string, props map[string]spec.Schema, required []string, deps ...string) common.OpenAPIDefinition {
-			props["apiVersion"] = str("APIVersion defines the versioned schema of this representation of an object.")
-			props["kind"] = str("Kind is a string value representing the REST resource this object represents.")
+			props["apiVersion"] = stringProperty("APIVersion defines the versioned schema of this representation of an object.")
+			props["kind"] = stringProperty("Kind is a string value representing the REST resource this object represents.")
 			return common.OpenAPIDefinition{
 				Schema:       spec.Schema{SchemaProps: spec.SchemaProps{Description: desc, Type: []string{"object"}, Properties: props, Required: required}},
 				Dependencies: deps,
@@ -46,7 +43,7 @@ func withMetrics(get getDefinitionsFunc) getDefinitionsFunc {
 			return map[string]spec.Schema{
 				"metadata":  {SchemaProps: spec.SchemaProps{Ref: ref(objectMetaName)}},
 				"timestamp": {SchemaProps: spec.SchemaProps{Ref: ref(timeDefinition), Description: "The following fields define time interval from which metrics were collected from the interval [Timestamp-Window, Timestamp]."}},
-				"window":    str("The interval the usage was measured over (a duration)."),
+				"window":    stringProperty("The interval the usage was measured over (a duration)."),
 			}
 		}
 		nodeProps := measured()
@@ -61,7 +58,7 @@ func withMetrics(get getDefinitionsFunc) getDefinitionsFunc {
 		defs[containerMetricsDefinition] = common.OpenAPIDefinition{
 			Schema: spec.Schema{SchemaProps: spec.SchemaProps{
 				Description: "ContainerMetrics sets resource usage metrics of a container.", Type: []string{"object"},
-				Properties: map[string]spec.Schema{"name": str("Container name corresponding to the one from pod.spec.containers."), "usage": usage},
+				Properties: map[string]spec.Schema{"name": stringProperty("Container name corresponding to the one from pod.spec.containers."), "usage": usage},
 				Required:   []string{"name", "usage"},
 			}},
 			Dependencies: []string{quantityDefinition},

@@ -16,16 +16,13 @@ const (
 func withSchedulingExplain(get getDefinitionsFunc) getDefinitionsFunc {
 	return func(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 		defs := get(ref)
-		str := func(desc string) spec.Schema {
-			return spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}, Description: desc}}
-		}
 		open := spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}},
 			VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-preserve-unknown-fields": true}}}
 		specSchema := spec.Schema{SchemaProps: spec.SchemaProps{
 			Type: []string{"object"}, Description: "The pod to explain and, optionally, the nodes to explain it on.",
 			Required: []string{"podName"},
 			Properties: map[string]spec.Schema{
-				"podName": str("The pod, in the explanation's namespace."),
+				"podName": stringProperty("The pod, in the explanation's namespace."),
 				"nodeNames": {SchemaProps: spec.SchemaProps{Type: []string{"array"}, Description: "The nodes to answer for; every node when empty.",
 					Items: &spec.SchemaOrArray{Schema: &spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}}}}}},
 			},
@@ -36,8 +33,8 @@ func withSchedulingExplain(get getDefinitionsFunc) getDefinitionsFunc {
 				Type:        []string{"object"},
 				Required:    []string{"spec"},
 				Properties: map[string]spec.Schema{
-					"apiVersion": str("APIVersion defines the versioned schema of this representation of an object."),
-					"kind":       str("Kind is a string value representing the REST resource this object represents."),
+					"apiVersion": stringProperty("APIVersion defines the versioned schema of this representation of an object."),
+					"kind":       stringProperty("Kind is a string value representing the REST resource this object represents."),
 					"metadata":   {SchemaProps: spec.SchemaProps{Ref: ref(objectMetaName)}},
 					"spec":       specSchema,
 					"status":     withDescription(open, "The scheduler's per-node verdicts, computed by the API server."),
@@ -45,21 +42,7 @@ func withSchedulingExplain(get getDefinitionsFunc) getDefinitionsFunc {
 			}},
 			Dependencies: []string{objectMetaName},
 		}
-		defs[podSchedulingExplanationListDefinition] = common.OpenAPIDefinition{
-			Schema: spec.Schema{SchemaProps: spec.SchemaProps{
-				Description: "PodSchedulingExplanationList is a list of PodSchedulingExplanations (never served).",
-				Type:        []string{"object"},
-				Required:    []string{"items"},
-				Properties: map[string]spec.Schema{
-					"apiVersion": str("APIVersion defines the versioned schema of this representation of an object."),
-					"kind":       str("Kind is a string value representing the REST resource this object represents."),
-					"metadata":   {SchemaProps: spec.SchemaProps{Ref: ref(listMetaName)}},
-					"items": {SchemaProps: spec.SchemaProps{Type: []string{"array"},
-						Items: &spec.SchemaOrArray{Schema: &spec.Schema{SchemaProps: spec.SchemaProps{Ref: ref(podSchedulingExplanationDefinition)}}}}},
-				},
-			}},
-			Dependencies: []string{listMetaName, podSchedulingExplanationDefinition},
-		}
+		defs[podSchedulingExplanationListDefinition] = listDefinition(ref, "PodSchedulingExplanationList is a list of PodSchedulingExplanations (never served).", "", podSchedulingExplanationDefinition)
 		return defs
 	}
 }
