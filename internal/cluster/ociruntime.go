@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/skiff-sh/skiff/internal/kubelet/containerd"
 )
@@ -20,12 +22,25 @@ func (c *Config) runsOwnContainerd() bool {
 	return (c.HasRole(RoleWorker) || c.ControlPlaneKubelet) && c.ContainerRuntimeEndpoint == ""
 }
 
-// validateOCIRuntimeOnPath is validateOCIRuntime against the real PATH.
-func (c *Config) validateOCIRuntimeOnPath() []error { return c.validateOCIRuntime(exec.LookPath) }
+// validateOCIRuntimeOnPath is validateOCIRuntime against the real PATH and cgroup mounts.
+func (c *Config) validateOCIRuntimeOnPath() []error {
+	return c.validateOCIRuntime(ociHost{lookPath: exec.LookPath, readFile: os.ReadFile})
+}
+
+// ociHost is what validateOCIRuntime reads of the host.
+type ociHost struct {
+	lookPath func(string) (string, error)
+	readFile func(string) ([]byte, error)
+}
+
+// hybridControllers lists the controllers of the cgroup2 hierarchy of a hybrid cgroup layout
+// (cgroup v1 controllers under /sys/fs/cgroup, cgroup2 at /sys/fs/cgroup/unified); the file is
+// absent on pure v1 and pure v2 hosts.
+const hybridControllers = "/sys/fs/cgroup/unified/cgroup.controllers"
 
 // validateOCIRuntime checks --oci-runtime: a known runtime, and, when it is not the default, one
 // the node will use and can find (so a missing crun stops the node before anything starts).
-func (c *Config) validateOCIRuntime(lookPath func(string) (string, error)) []error {
+func (c *Config) validateOCIRuntime(host ociHost) []error {
 	switch c.OCIRuntime {
 	case OCIRuntimeRunc:
 		return nil
@@ -39,8 +54,14 @@ func (c *Config) validateOCIRuntime(lookPath func(string) (string, error)) []err
 	if !c.runsOwnContainerd() {
 		return nil
 	}
-	if _, err := resolveOCIRuntime(c.OCIRuntime, lookPath); err != nil {
+	if _, err := resolveOCIRuntime(c.OCIRuntime, host.lookPath); err != nil {
 		return []error{err}
+	}
+	// crun (1.8, Debian bookworm's) refuses to create any container on a hybrid layout whose
+	// cgroup2 hierarchy has a controller ("cgroups in hybrid mode not supported"), as on hosts
+	// where hugetlb is not mounted as v1 and so sits in cgroup2: every pod would fail.
+	if data, err := host.readFile(hybridControllers); err == nil && len(data) > 0 {
+		return []error{fmt.Errorf("--oci-runtime crun: crun refuses hybrid cgroups while the cgroup2 hierarchy has controllers (%s: %q); mount them as cgroup v1 (e.g. mount -t cgroup -o hugetlb cgroup /sys/fs/cgroup/hugetlb), boot with the unified hierarchy, or run skiff in a mount namespace without /sys/fs/cgroup/unified; or use --oci-runtime runc", hybridControllers, strings.TrimSpace(string(data)))}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -21,12 +22,16 @@ func fakePath(present ...string) func(string) (string, error) {
 	}
 }
 
+// noHybrid is a host without a hybrid cgroup layout.
+func noHybrid(string) ([]byte, error) { return nil, os.ErrNotExist }
+
 func TestValidateOCIRuntime(t *testing.T) {
 	join := []Role{RoleWorker}
 	tests := []struct {
 		name    string
 		cfg     Config
 		path    []string
+		cgroup2 string
 		wantErr string
 	}{
 		{name: "runc is not looked up here (the kubelet's start does)", cfg: Config{OCIRuntime: "runc", Roles: AllRoles}},
@@ -36,11 +41,22 @@ func TestValidateOCIRuntime(t *testing.T) {
 		{name: "crun is not needed without a kubelet", cfg: Config{OCIRuntime: "crun", Roles: []Role{RoleEtcd, RoleControlPlane}}},
 		{name: "crun with the control plane's kubelet", cfg: Config{OCIRuntime: "crun", Roles: []Role{RoleEtcd, RoleControlPlane}, ControlPlaneKubelet: true}, wantErr: "not installed"},
 		{name: "unknown runtime", cfg: Config{OCIRuntime: "youki", Roles: AllRoles}, path: []string{"youki"}, wantErr: `--oci-runtime "youki": want runc or crun`},
+		{name: "crun on hybrid cgroups with a cgroup2 controller", cfg: Config{OCIRuntime: "crun", Roles: AllRoles}, path: []string{"crun"}, cgroup2: "hugetlb\n", wantErr: `crun refuses hybrid cgroups while the cgroup2 hierarchy has controllers (/sys/fs/cgroup/unified/cgroup.controllers: "hugetlb")`},
+		{name: "runc on hybrid cgroups", cfg: Config{OCIRuntime: "runc", Roles: AllRoles}, path: []string{"runc"}, cgroup2: "hugetlb\n"},
 		{name: "crun with an external runtime", cfg: Config{OCIRuntime: "crun", Roles: AllRoles, ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock"}, path: []string{"crun"}, wantErr: "--container-runtime-endpoint"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := errors.Join(tc.cfg.validateOCIRuntime(fakePath(tc.path...))...)
+			host := ociHost{lookPath: fakePath(tc.path...), readFile: noHybrid}
+			if tc.cgroup2 != "" {
+				host.readFile = func(path string) ([]byte, error) {
+					if path != hybridControllers {
+						return nil, os.ErrNotExist
+					}
+					return []byte(tc.cgroup2), nil
+				}
+			}
+			err := errors.Join(tc.cfg.validateOCIRuntime(host)...)
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
