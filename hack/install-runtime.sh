@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs the container runtime a skiff worker needs, from Debian packages:
-# containerd (with its CRI plugin and ctr), runc, the CNI plugins in /usr/lib/cni,
+# containerd (with its CRI plugin and ctr), runc and crun (the OCI runtimes
+# --oci-runtime chooses between), the CNI plugins in /usr/lib/cni,
 # nftables (the service proxy's default backend), iptables (its iptables mode, the pod
 # network's masquerade and portmap), conntrack (the proxy deletes stale
 # UDP entries with it) and busybox-static (the offline images'
@@ -9,7 +10,7 @@
 # containerd is not started here: skiff supervises it as a child process.
 set -eu
 
-packages="containerd runc containernetworking-plugins nftables iptables conntrack busybox-static"
+packages="containerd runc crun containernetworking-plugins nftables iptables conntrack busybox-static"
 
 missing=""
 for pkg in $packages; do
@@ -42,7 +43,7 @@ if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet container
 	echo "install-runtime: note: a system containerd is running; skiff starts its own instance"
 fi
 
-for bin in containerd ctr runc /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/portmap /usr/lib/cni/loopback nft iptables conntrack busybox; do
+for bin in containerd ctr runc crun /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/portmap /usr/lib/cni/loopback nft iptables conntrack busybox; do
 	if ! command -v "$bin" >/dev/null 2>&1 && [ ! -x "$bin" ]; then
 		echo "install-runtime: $bin missing after install" >&2
 		exit 1

@@ -136,6 +136,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.43.0.0/16", "range of service cluster IPs")
 	fs.StringVar(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain: pods' search domains and /etc/hosts names end with it")
 	fs.StringVar(&cfg.CNIPlugin, "cni-plugin", "skiff", "the pod network's CNI plugin: skiff (skiff's own: veth, bridge, addresses and masquerade in one exec of this binary) or bridge (the bridge, host-local and portmap plugins of /usr/lib/cni)")
+	fs.StringVar(&cfg.OCIRuntime, "oci-runtime", "runc", "OCI runtime of the node's own containerd, under its runc v2 shim: runc or crun (the C runtime, Debian package crun: less CPU per container start); state under <data-dir>/kubelet/containerd/state/<runtime>")
 	fs.StringVar(&cfg.CNIBridge, "cni-bridge", "", "Linux bridge (and CNI network name) the node's pods attach to (default cni0, network \"skiff\"); a distinct name keeps several clusters on one host apart")
 	fs.StringVar(&cfg.ResolvConf, "resolv-conf", "", "resolver file pods with dnsPolicy Default (and ClusterFirst pods until cluster DNS serves) get, as the kubelet's --resolv-conf (default: /etc/resolv.conf)")
 	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "10.42.0.0/16", "pod network; every node gets a podCIDR from it")

@@ -110,6 +110,9 @@ type Config struct {
 	// CNIPlugin is the pod network's CNI plugin: "skiff" (default; skiff's own, see internal/cni)
 	// or "bridge" (the distribution's bridge, host-local and portmap plugins).
 	CNIPlugin string
+	// OCIRuntime is the OCI runtime of the node's own containerd: "runc" (default) or "crun"
+	// (--oci-runtime; ociruntime.go).
+	OCIRuntime string
 	// ResolvConf is the node resolv.conf the kubelet gives pods with dnsPolicy Default (empty:
 	// /etc/resolv.conf); the conformance harness points it at a test address so no pod asks the
 	// host's real resolver.
@@ -225,6 +228,9 @@ func (c *Config) Default() {
 	}
 	if c.CNIPlugin == "" {
 		c.CNIPlugin = CNIPluginSkiff
+	}
+	if c.OCIRuntime == "" {
+		c.OCIRuntime = OCIRuntimeRunc
 	}
 	if c.LocalPathDir == "" {
 		dir, _ := filepath.Abs(c.DataDir)
@@ -400,6 +406,8 @@ func (c *Config) Validate() error {
 	if !proxy.ValidMode(c.ProxyMode) {
 		errs = append(errs, fmt.Errorf("--proxy-mode %q: want %s or %s", c.ProxyMode, proxy.ModeNftables, proxy.ModeIPTables))
 	}
+	// --oci-runtime (ociruntime.go).
+	errs = append(errs, c.validateOCIRuntimeOnPath()...)
 	return errors.Join(errs...)
 }
 

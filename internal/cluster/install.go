@@ -171,8 +171,9 @@ type UninstallOptions struct {
 type UninstallPlan struct {
 	// Processes are left-over processes of the node (its containerd, container shims), by pid.
 	Processes []int
-	// RuncRoots hold the node's containers' runc state; every container in them is killed.
-	RuncRoots []string
+	// RuntimeRoots hold the node's containers' OCI runtime state (runc's, and crun's for
+	// --oci-runtime crun); every container in them is killed with the runtime that made it.
+	RuntimeRoots []RuntimeRoot
 	// Mounts are mount points under the data dir (pod volumes, container root file systems),
 	// deepest first.
 	Mounts []string
@@ -202,7 +203,9 @@ func PlanUninstall(o UninstallOptions, mountinfo string, procs map[int]string) U
 		}
 	}
 	slices.Sort(plan.Processes)
-	plan.RuncRoots = []string{ccfg.RuncRoot()}
+	for _, rt := range containerd.OCIRuntimes() {
+		plan.RuntimeRoots = append(plan.RuntimeRoots, RuntimeRoot{Runtime: rt, Root: ccfg.RuntimeRoot(rt)})
+	}
 	for _, line := range strings.Split(mountinfo, "\n") {
 		fields := strings.Fields(line)
 		if len(fields) < 5 {
@@ -264,7 +267,7 @@ func Uninstall(ctx context.Context, o UninstallOptions, progress func(format str
 	plan := PlanUninstall(o, string(mountinfo), processes())
 	plan.HostNetwork = PlanHostNetwork(readHostNetworkInputs(containerd.Config{DataDir: filepath.Join(filepath.Clean(o.DataDir), "kubelet")}.WithDefaults()))
 	var errs []error
-	for _, root := range plan.RuncRoots {
+	for _, root := range plan.RuntimeRoots {
 		n, err := killContainers(ctx, root)
 		if err != nil {
 			errs = append(errs, err)
@@ -326,9 +329,16 @@ func stopService(ctx context.Context, unitDir string, progress func(string, ...a
 	progress("stopped and disabled %s", unitName)
 }
 
-// killContainers kills and deletes every container runc knows under root (each namespace is a
-// directory of its own), returning how many it found.
-func killContainers(ctx context.Context, root string) (int, error) {
+// RuntimeRoot is an OCI runtime's state directory; the runtime's command (runc, crun: the same
+// command line) lists and kills its containers.
+type RuntimeRoot struct {
+	Runtime, Root string
+}
+
+// killContainers kills and deletes every container the runtime knows under its root (each
+// namespace is a directory of its own), returning how many it found.
+func killContainers(ctx context.Context, rr RuntimeRoot) (int, error) {
+	root, runtime := rr.Root, rr.Runtime
 	namespaces, err := os.ReadDir(root)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
@@ -343,9 +353,9 @@ func killContainers(ctx context.Context, root string) (int, error) {
 			continue
 		}
 		nsRoot := filepath.Join(root, ns.Name())
-		out, err := exec.CommandContext(ctx, "runc", "--root", nsRoot, "list", "-q").Output()
+		out, err := exec.CommandContext(ctx, runtime, "--root", nsRoot, "list", "-q").Output()
 		if err != nil {
-			errs = append(errs, fmt.Errorf("runc list in %s: %w", nsRoot, err))
+			errs = append(errs, fmt.Errorf("%s list in %s: %w", runtime, nsRoot, err))
 			continue
 		}
 		sc := bufio.NewScanner(strings.NewReader(string(out)))
@@ -355,10 +365,10 @@ func killContainers(ctx context.Context, root string) (int, error) {
 				continue
 			}
 			n++
-			_ = exec.CommandContext(ctx, "runc", "--root", nsRoot, "kill", id, "KILL").Run()
+			_ = exec.CommandContext(ctx, runtime, "--root", nsRoot, "kill", id, "KILL").Run()
 			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			if out, err := exec.CommandContext(dctx, "runc", "--root", nsRoot, "delete", "--force", id).CombinedOutput(); err != nil {
-				errs = append(errs, fmt.Errorf("runc delete %s: %w: %s", id, err, strings.TrimSpace(string(out))))
+			if out, err := exec.CommandContext(dctx, runtime, "--root", nsRoot, "delete", "--force", id).CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Errorf("%s delete %s: %w: %s", runtime, id, err, strings.TrimSpace(string(out))))
 			}
 			cancel()
 		}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,8 +44,12 @@ func TestPlanUninstall(t *testing.T) {
 	if len(plan.Mounts) != 3 || plan.Mounts[len(plan.Mounts)-1] != dataDir {
 		t.Errorf("mounts %q: want the three under the data dir, the data dir's own last", plan.Mounts)
 	}
-	if plan.RuncRoots[0] != ccfg.RuncRoot() || plan.ProxyPrefix == "" || plan.ProxyDevice == "" {
+	if plan.ProxyPrefix == "" || plan.ProxyDevice == "" {
 		t.Errorf("plan %+v", plan)
+	}
+	// Containers of either OCI runtime (--oci-runtime) are killed with that runtime.
+	if want := []RuntimeRoot{{"runc", ccfg.RuncRoot()}, {"crun", ccfg.RuntimeRoot("crun")}}; !slices.Equal(plan.RuntimeRoots, want) {
+		t.Errorf("runtime roots %+v, want %+v", plan.RuntimeRoots, want)
 	}
 	if want := []string{dataDir, "/etc/systemd/system/skiff.service", "/usr/local/bin/skiff"}; strings.Join(plan.Paths, ",") != strings.Join(want, ",") {
 		t.Errorf("paths %q, want %q", plan.Paths, want)

@@ -131,6 +131,9 @@ func runKubelet(ctx context.Context, cfg *Config, id kubeletIdentity) error {
 	if err != nil {
 		return err
 	}
+	if ccfg, err = ociRuntimeForKubelet(cfg, ccfg); err != nil { // ociruntime.go
+		return err
+	}
 	return kubelet.RunWorker(ctx, kubelet.WorkerConfig{
 		Kubelet: kcfg, RuntimeEndpoint: cfg.ContainerRuntimeEndpoint, Containerd: ccfg,
 		ServerTLS: id.serverTLS, ServerAddress: net.JoinHostPort(cfg.BindAddress, strconv.Itoa(int(kcfg.Port))),

@@ -34,6 +34,12 @@ func requireRuntime(t *testing.T) {
 // skiff server.
 func newWorkerCluster(t *testing.T, extraArgs ...string) *cluster {
 	t.Helper()
+	return newWorkerClusterOf(t, skiffBinary, extraArgs...)
+}
+
+// newWorkerClusterOf is newWorkerCluster with bin run as `skiff server` (e.g. a wrapper of it).
+func newWorkerClusterOf(t *testing.T, bin string, extraArgs ...string) *cluster {
+	t.Helper()
 	requireRuntime(t)
 	// A short data dir keeps containerd's socket path under the unix-socket limit.
 	dir, err := os.MkdirTemp("/tmp", "skw")
@@ -45,7 +51,7 @@ func newWorkerCluster(t *testing.T, extraArgs ...string) *cluster {
 	bridge := fmt.Sprintf("skb%06x", rand.IntN(1<<24))
 	extraArgs = append([]string{"--cni-bridge", bridge,
 		"--cluster-cidr", fmt.Sprintf("10.%d.0.0/16", 160+rand.IntN(40))}, extraArgs...)
-	c := &cluster{t: t, bin: skiffBinary, dataDir: dir, roles: "etcd,controlplane,worker", extraArgs: extraArgs}
+	c := &cluster{t: t, bin: bin, dataDir: dir, roles: "etcd,controlplane,worker", extraArgs: extraArgs}
 	c.ports = [3]int{freePort(t), freePort(t), freePort(t)}
 	c.kubeconfig = filepath.Join(c.dataDir, "admin.kubeconfig")
 	began := time.Now()

@@ -54,6 +54,13 @@ type Config struct {
 	StreamServerPort string
 	// Snapshotter is the CRI snapshotter; default overlayfs.
 	Snapshotter string
+	// OCIRuntime is the OCI runtime containerd's runc v2 shim runs containers with: RuntimeRunc
+	// (default) or RuntimeCrun, a drop-in for it. The CRI runtime handler stays named "runc"
+	// either way; each keeps its state in a directory of its own (RuntimeRoot).
+	OCIRuntime string
+	// OCIRuntimeBinary is the OCI runtime's executable, given to the shim as BinaryName; empty:
+	// the shim runs "runc" from its PATH (RuntimeRunc only; RuntimeCrun needs it set).
+	OCIRuntimeBinary string
 	// NetNSPath, when set, runs containerd inside that network namespace
 	// (through nsenter, which keeps the host's /sys so cgroups stay visible).
 	NetNSPath string
@@ -106,6 +113,7 @@ func (c *Config) fillDefaults() {
 	set(&c.StreamServerAddress, "127.0.0.1")
 	set(&c.StreamServerPort, "0")
 	set(&c.Snapshotter, "overlayfs")
+	set(&c.OCIRuntime, RuntimeRunc)
 	set(&c.RegistryConfigDir, filepath.Join(base, "certs.d"))
 	setDuration := func(field *time.Duration, value time.Duration) {
 		if *field == 0 {
@@ -146,6 +154,18 @@ func (c Config) Validate() error {
 	if c.Snapshotter != "" && c.Snapshotter != "overlayfs" && c.Snapshotter != "native" {
 		errs = append(errs, fmt.Errorf("snapshotter: %q is not one of overlayfs, native", c.Snapshotter))
 	}
+	switch c.OCIRuntime {
+	case "", RuntimeRunc:
+	case RuntimeCrun:
+		if c.OCIRuntimeBinary == "" {
+			errs = append(errs, errors.New("ociRuntimeBinary: required for crun"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("ociRuntime: %q is not one of %s, %s", c.OCIRuntime, RuntimeRunc, RuntimeCrun))
+	}
+	if c.OCIRuntimeBinary != "" && !filepath.IsAbs(c.OCIRuntimeBinary) {
+		errs = append(errs, fmt.Errorf("ociRuntimeBinary: %q must be an absolute path", c.OCIRuntimeBinary))
+	}
 	if c.RestartBackoff < 0 || c.MaxRestartBackoff < c.RestartBackoff {
 		errs = append(errs, fmt.Errorf("restartBackoff: %v must be >= 0 and <= maxRestartBackoff %v", c.RestartBackoff, c.MaxRestartBackoff))
 	}
@@ -157,9 +177,32 @@ func (c Config) ConfigPath() string {
 	return filepath.Join(c.DataDir, "containerd", "config.toml")
 }
 
+// The OCI runtimes the runc v2 shim can run (Config.OCIRuntime).
+const (
+	RuntimeRunc = "runc"
+	RuntimeCrun = "crun"
+)
+
 // RuncRoot is the per-instance runc state directory, so instances on one host
 // do not share /run/containerd/runc.
-func (c Config) RuncRoot() string { return filepath.Join(c.StateDir, "runc") }
+func (c Config) RuncRoot() string { return c.RuntimeRoot(RuntimeRunc) }
+
+// RuntimeRoot is the per-instance state directory of the OCI runtime named runtime (the shim's
+// Root option; the shim adds a directory per containerd namespace). Each runtime has its own, as
+// their state formats differ.
+func (c Config) RuntimeRoot(runtime string) string { return filepath.Join(c.StateDir, runtime) }
+
+// OCIRuntimes are the OCI runtimes an instance may run containers with, so an uninstall looks
+// in every one's RuntimeRoot (the node may have run with either).
+func OCIRuntimes() []string { return []string{RuntimeRunc, RuntimeCrun} }
+
+// OCIRuntimeRoot is the state directory of the configured OCI runtime.
+func (c Config) OCIRuntimeRoot() string {
+	if c.OCIRuntime == "" {
+		return c.RuncRoot()
+	}
+	return c.RuntimeRoot(c.OCIRuntime)
+}
 
 // OptDir is the per-instance containerd opt plugin path.
 func (c Config) OptDir() string { return filepath.Join(c.RootDir, "opt") }
@@ -220,8 +263,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         runtime_type = "io.containerd.runc.v2"
 
         [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-          Root = {{q .RuncRoot}}
-          SystemdCgroup = false
+          Root = {{q .OCIRuntimeRoot}}
+          SystemdCgroup = false{{if .OCIRuntimeBinary}}
+          BinaryName = {{q .OCIRuntimeBinary}}{{end}}
 
     [plugins."io.containerd.grpc.v1.cri".registry]
       config_path = {{q .RegistryConfigDir}}

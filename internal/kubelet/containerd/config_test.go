@@ -120,3 +120,92 @@ func TestCNIConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestRenderOCIRuntime(t *testing.T) {
+	tests := []struct {
+		name         string
+		runtime      string
+		binary       string
+		want, reject []string
+	}{
+		{
+			name: "runc by default: the shim's own runc from PATH, state under the data dir",
+			want: []string{`Root = "/data/n1/containerd/state/runc"`, `runtime_type = "io.containerd.runc.v2"`, `default_runtime_name = "runc"`},
+			// The default renders as before --oci-runtime existed.
+			reject: []string{"BinaryName"},
+		},
+		{
+			name: "runc at a path", runtime: RuntimeRunc, binary: "/usr/sbin/runc",
+			want: []string{`Root = "/data/n1/containerd/state/runc"`, `BinaryName = "/usr/sbin/runc"`},
+		},
+		{
+			name: "crun: same shim and handler name, its own binary and state dir", runtime: RuntimeCrun, binary: "/usr/bin/crun",
+			want: []string{
+				`Root = "/data/n1/containerd/state/crun"`, `BinaryName = "/usr/bin/crun"`,
+				`runtime_type = "io.containerd.runc.v2"`, `[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]`,
+				`SystemdCgroup = false`,
+			},
+			reject: []string{`state/runc"`},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Config{DataDir: "/data/n1", OCIRuntime: tc.runtime, OCIRuntimeBinary: tc.binary}.WithDefaults()
+			if err := c.Validate(); err != nil {
+				t.Fatalf("Validate = %v", err)
+			}
+			text, err := c.Render()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(text, want) {
+					t.Errorf("config lacks %s\n%s", want, text)
+				}
+			}
+			for _, bad := range tc.reject {
+				if strings.Contains(text, bad) {
+					t.Errorf("config has %s\n%s", bad, text)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateOCIRuntime(t *testing.T) {
+	tests := []struct {
+		name            string
+		runtime, binary string
+		want            string
+	}{
+		{"unknown runtime", "youki", "/usr/bin/youki", "ociRuntime"},
+		{"crun without its binary", RuntimeCrun, "", "ociRuntimeBinary: required"},
+		{"relative binary", RuntimeCrun, "crun", "absolute"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Config{DataDir: "/data", OCIRuntime: tc.runtime, OCIRuntimeBinary: tc.binary}.WithDefaults()
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate = %v, want an error about %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRuntimeRootsAreApart(t *testing.T) {
+	c := Default("/data/n1")
+	seen := map[string]string{}
+	for _, rt := range OCIRuntimes() {
+		root := c.RuntimeRoot(rt)
+		if !strings.HasPrefix(root, c.StateDir+"/") {
+			t.Errorf("%s root %q is not under the state dir", rt, root)
+		}
+		if other, dup := seen[root]; dup {
+			t.Errorf("%s and %s share %q", rt, other, root)
+		}
+		seen[root] = rt
+	}
+	if c.OCIRuntimeRoot() != c.RuncRoot() {
+		t.Errorf("default runtime root %q, want runc's %q", c.OCIRuntimeRoot(), c.RuncRoot())
+	}
+}

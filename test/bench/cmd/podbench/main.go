@@ -65,6 +65,7 @@ type options struct {
 	label       string
 	traced      int
 	tmpDir      string
+	ociRuntime  string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -80,6 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.serverLog, "server-log", "", "file for skiff's log (default: the data dir's name + .log in /tmp)")
 	fs.StringVar(&o.label, "label", "", "a note printed with the figures")
 	fs.StringVar(&o.tmpDir, "tmp-dir", "/tmp", "where the node's data dir goes (etcd refuses writes when its file system has less than a twentieth free: a tmpfs helps on a full disk)")
+	fs.StringVar(&o.ociRuntime, "oci-runtime", "", "the node's OCI runtime, skiff server's --oci-runtime (runc or crun; default: the server's)")
 	fs.IntVar(&o.traced, "trace-execs", 0, "pods created one after another at the end with strace following containerd: counts the programs each pod runs")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -142,6 +144,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		"--roles", "etcd,controlplane,worker", "--https-port", strconv.Itoa(ports[0]),
 		"--etcd-client-port", strconv.Itoa(ports[1]), "--etcd-peer-port", strconv.Itoa(ports[2]),
 	}}
+	if o.ociRuntime != "" {
+		opts.ExtraArgs = append(opts.ExtraArgs, "--oci-runtime", o.ociRuntime)
+	}
 
 	fmt.Fprintln(stderr, "starting", o.binary, "with every role; its log:", logPath)
 	srv, err := bench.StartServer(ctx, opts)

@@ -126,7 +126,7 @@ var cpuRows = []struct{ key, what string }{ //nolint:gochecknoglobals // constan
 	{"containerd", "containerd"},
 	{childrenOf("containerd"), "containerd's children: CNI plugins (with their iptables runs), shim start"},
 	{"shim", "shims"},
-	{childrenOf("shim"), "shims' children: runc"},
+	{childrenOf("shim"), "shims' children: runc (or crun)"},
 }
 
 // nodeSample is the node's footprint over a window: CPU used per kind, RSS at the end.

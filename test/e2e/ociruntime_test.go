@@ -1,0 +1,223 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+)
+
+// ociRuntimePod exercises what a container runtime must get right for the kubelet: probes (exec
+// and HTTP), logs, exec, a read-only root file system, a memory limit and an emptyDir.
+const ociRuntimePod = `apiVersion: v1
+kind: Pod
+metadata:
+  name: rt
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: localhost/busybox:local
+    command: ["sh", "-c", "echo rt-log-line; echo ready > /cache/ready; exec httpd -f -p 8080 -h /cache"]
+    securityContext:
+      readOnlyRootFilesystem: true
+    resources:
+      requests: {cpu: 10m, memory: 32Mi}
+      limits: {memory: 64Mi}
+    volumeMounts:
+    - {name: cache, mountPath: /cache}
+    readinessProbe:
+      httpGet: {path: /ready, port: 8080}
+      periodSeconds: 1
+    livenessProbe:
+      exec: {command: ["cat", "/cache/ready"]}
+      periodSeconds: 2
+  volumes:
+  - name: cache
+    emptyDir: {}
+`
+
+// TestOCIRuntime runs the same pod on a node of each OCI runtime (--oci-runtime): crun must do
+// what runc does, through kubectl only, and leave the kubelet's stats and the pods' cgroups where
+// they are with runc.
+func TestOCIRuntime(t *testing.T) {
+	for _, runtime := range []string{"crun", "runc"} {
+		t.Run(runtime, func(t *testing.T) { testOCIRuntime(t, runtime) })
+	}
+}
+
+func testOCIRuntime(t *testing.T, runtime string) {
+	requireRuntime(t)
+	if _, err := exec.LookPath(runtime); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s missing under CI: hack/install-runtime.sh should have installed it", runtime)
+		}
+		t.Skipf("%s not installed (run hack/install-runtime.sh)", runtime)
+	}
+	c := newWorkerClusterOf(t, withoutHybridCgroup2(t), "--oci-runtime", runtime)
+	node := strings.TrimPrefix(strings.TrimSpace(c.kubectl("get", "nodes", "-o", "name")), "node/")
+	c.stdin(ociRuntimePod, "apply", "-f", "-")
+	c.kubectl("wait", "--for=condition=Ready", "pod/rt", "--timeout=90s")
+
+	// The container is the chosen runtime's: its state is in that runtime's root, not the other's.
+	id := strings.TrimPrefix(c.kubectl("get", "pod", "rt", "-o", "jsonpath={.status.containerStatuses[0].containerID}"), "containerd://")
+	if id == "" {
+		t.Fatal("running pod has no container ID")
+	}
+	stateDir := filepath.Join(c.dataDir, "kubelet", "containerd", "state")
+	ns := filepath.Join(stateDir, runtime, "k8s.io")
+	list, err := execOutput(runtime, "--root", ns, "list", "-q")
+	if err != nil || !strings.Contains(list, id) {
+		t.Fatalf("%s --root %s list: %v\n%s (want container %s)", runtime, ns, err, list, id)
+	}
+	other := map[string]string{"runc": "crun", "crun": "runc"}[runtime]
+	if _, err := os.Stat(filepath.Join(stateDir, other, "k8s.io", id)); err == nil {
+		t.Fatalf("container %s has state under %s's root", id, other)
+	}
+	state, err := execOutput(runtime, "--root", ns, "state", id)
+	if err != nil {
+		t.Fatalf("%s state %s: %v\n%s", runtime, id, err, state)
+	}
+	var st struct {
+		Pid int `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(state), &st); err != nil || st.Pid <= 0 {
+		t.Fatalf("%s state %s: %v\n%s", runtime, id, err, state)
+	}
+
+	// Logs, exec (with stdin), the read-only root, the emptyDir and the memory limit as the
+	// container sees it.
+	eventually(t, 20*time.Second, func() error {
+		if out, _ := c.kubectlErr("logs", "rt"); !strings.Contains(out, "rt-log-line") {
+			return errString("logs: " + out)
+		}
+		return nil
+	})
+	mustContain(t, c.kubectl("exec", "rt", "--", "cat", "/cache/ready"), "ready")
+	mustContain(t, c.stdin("through-stdin\n", "exec", "-i", "rt", "--", "cat"), "through-stdin")
+	out, err := c.kubectlErr("exec", "rt", "--", "touch", "/root-is-read-only")
+	if err == nil {
+		t.Fatalf("writing to the read-only root file system succeeded: %s", out)
+	}
+	mustContain(t, out, "Read-only file system")
+	c.kubectl("exec", "rt", "--", "sh", "-c", "echo written > /cache/w && cat /cache/w")
+	const limit = "67108864"                                    // 64Mi
+	if _, err := os.Stat("/sys/fs/cgroup/memory"); err == nil { // cgroup v1 (this project's CI)
+		mustContain(t, c.kubectl("exec", "rt", "--", "cat", "/sys/fs/cgroup/memory/memory.limit_in_bytes"), limit)
+		// On the host, the container's memory cgroup (from its init's /proc/PID/cgroup) is
+		// containerd's place for a CRI container without a cgroup parent, /k8s.io/<id>, with
+		// either runtime, and carries the limit: the cgroup the runtime made is the one the CRI
+		// stats read.
+		memCgroup := hostCgroup(t, st.Pid, "memory")
+		if want := "/k8s.io/" + id; memCgroup != want {
+			t.Errorf("container's memory cgroup %q, want %q", memCgroup, want)
+		}
+		data, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/memory", memCgroup, "memory.limit_in_bytes"))
+		if err != nil || strings.TrimSpace(string(data)) != limit {
+			t.Fatalf("host memory cgroup %s limit %q, %v; want %s", memCgroup, data, err, limit)
+		}
+		t.Logf("%s container %s: memory cgroup %s", runtime, id[:12], memCgroup)
+	}
+
+	// The kubelet's stats (CRI stats of the container's cgroups) through the API server's node
+	// proxy: the Summary API and the resource metrics.
+	pollEvery(t, 30*time.Second, time.Second, func() error {
+		out, err := c.kubectlErr("get", "--raw", "/api/v1/nodes/"+node+"/proxy/stats/summary")
+		if err != nil {
+			return errString(out)
+		}
+		var s statsv1alpha1.Summary
+		if err := json.Unmarshal([]byte(out), &s); err != nil {
+			return fmt.Errorf("summary: %w: %s", err, out)
+		}
+		for _, p := range s.Pods {
+			if p.PodRef.Name != "rt" || p.PodRef.Namespace != "default" {
+				continue
+			}
+			if len(p.Containers) != 1 || p.Containers[0].Name != "app" || p.Containers[0].CPU == nil ||
+				p.Containers[0].CPU.UsageCoreNanoSeconds == nil || *p.Containers[0].CPU.UsageCoreNanoSeconds == 0 ||
+				p.Containers[0].Memory == nil || p.Containers[0].Memory.WorkingSetBytes == nil || *p.Containers[0].Memory.WorkingSetBytes == 0 {
+				return fmt.Errorf("summary pod rt = %+v", p)
+			}
+			return nil
+		}
+		return fmt.Errorf("summary has no pod default/rt: %s", out)
+	})
+	mustContain(t, c.kubectl("get", "--raw", "/api/v1/nodes/"+node+"/proxy/metrics/resource"),
+		`container_memory_working_set_bytes{container="app",namespace="default",pod="rt"}`,
+		`container_cpu_usage_seconds_total{container="app",namespace="default",pod="rt"}`, "resource_scrape_error 0")
+
+	// Deleted through kubectl: the pod goes, and so does the runtime's state of its container.
+	c.kubectl("delete", "pod", "rt", "--timeout=60s")
+	eventually(t, 30*time.Second, func() error {
+		if out, _ := execOutput(runtime, "--root", ns, "list", "-q"); strings.Contains(out, id) {
+			return fmt.Errorf("%s still lists %s after the pod's deletion", runtime, id)
+		}
+		return nil
+	})
+}
+
+// withoutHybridCgroup2 is the skiff binary to run as the node. On a hybrid cgroup layout whose
+// cgroup2 hierarchy has controllers (this project's CI machines: hugetlb is not mounted as v1),
+// crun refuses every container and skiff refuses --oci-runtime crun at start; there the node runs
+// in a mount namespace of its own without /sys/fs/cgroup/unified (nothing changes for the rest of
+// the host), with either runtime, so both run the same way. Elsewhere it is the binary itself.
+func withoutHybridCgroup2(t *testing.T) string {
+	t.Helper()
+	if data, err := os.ReadFile("/sys/fs/cgroup/unified/cgroup.controllers"); err != nil || len(data) == 0 {
+		return skiffBinary
+	}
+	script := filepath.Join(t.TempDir(), "skiff-own-mountns")
+	// unshare without --fork and sh's exec keep one process: the node's pid is the script's.
+	body := "#!/bin/sh\nexec unshare --mount --propagation private -- sh -c 'umount -l /sys/fs/cgroup/unified && exec \"$0\" \"$@\"' " + skiffBinary + " \"$@\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return script
+}
+
+// hostCgroup is the path of pid's cgroup in the v1 hierarchy of controller, as /proc/PID/cgroup
+// names it.
+func hostCgroup(t *testing.T, pid int, controller string) string {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if c == controller {
+				return parts[2]
+			}
+		}
+	}
+	t.Fatalf("no %s cgroup in /proc/%d/cgroup:\n%s", controller, pid, data)
+	return ""
+}
+
+// TestOCIRuntimeCrunHybridCgroups: where crun would refuse every container (a hybrid cgroup
+// layout with cgroup2 controllers), `skiff server --oci-runtime crun` stops at start with an
+// error naming the flag instead of running a node whose pods all fail.
+func TestOCIRuntimeCrunHybridCgroups(t *testing.T) {
+	if data, err := os.ReadFile("/sys/fs/cgroup/unified/cgroup.controllers"); err != nil || len(data) == 0 {
+		t.Skip("not a hybrid cgroup layout with cgroup2 controllers")
+	}
+	if _, err := exec.LookPath("crun"); err != nil {
+		t.Skip("crun not installed")
+	}
+	out, err := execOutput(skiffBinary, "server", "--data-dir", t.TempDir(), "--oci-runtime", "crun", "--bind-address", "127.0.0.1")
+	if err == nil {
+		t.Fatalf("skiff server --oci-runtime crun started on hybrid cgroups:\n%s", out)
+	}
+	mustContain(t, out, "--oci-runtime crun: crun refuses hybrid cgroups", "hugetlb")
+}
