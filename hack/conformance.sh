@@ -14,6 +14,9 @@
 #   --timeout D     ginkgo's time limit for each of the two runs (default 3h); specs cut by it
 #                   are reported as interrupted (failed) in the junit report
 #   --no-serial     do not run the [Serial] specs afterwards
+#   --no-disruptive skip the 2 [Disruptive] [Conformance] specs (NoExecuteTaintManager: they taint
+#                   a node and evict its pods); by default the [Serial] part runs them, as a
+#                   certified conformance run does
 #   --results DIR   where junit reports, logs and the summary go (default /tmp/skiff-conformance-<time>)
 #   --workers N     worker nodes joined beside the control-plane node (default 2: the suite
 #                   assumes at least two schedulable nodes); 0 runs the one all-roles node alone
@@ -40,7 +43,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 
-focus='' skip='' procs=3 serial=1 keep=0 timeout=3h workers=2
+focus='' skip='' procs=3 serial=1 disruptive=1 keep=0 timeout=3h workers=2
 results=/tmp/skiff-conformance-$(date -u +%Y%m%dT%H%M%S)
 while (($#)); do
 	case $1 in
@@ -49,6 +52,7 @@ while (($#)); do
 	--procs) procs=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--no-serial) serial=0; shift ;;
+	--no-disruptive) disruptive=0; shift ;;
 	--results) results=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
 	--workers) workers=$2; shift 2 ;;
@@ -273,9 +277,11 @@ log "parallel [Conformance] specs (--procs=$procs)"
 	"$cache/bin/e2e.test" -- "${e2e_args[@]}" >"$results/parallel.log" 2>&1 || status=1
 reports=("$results/junit_parallel.xml")
 if ((serial)); then
-	log "[Serial] [Conformance] specs"
+	serial_filter='Conformance && Serial'
+	((disruptive)) || serial_filter+=' && !Disruptive'
+	log "[Serial] [Conformance] specs ($serial_filter)"
 	"$cache/bin/ginkgo" run "${ginkgo_args[@]}" \
-		--label-filter='Conformance && Serial && !Disruptive' --junit-report=junit_serial.xml \
+		--label-filter="$serial_filter" --junit-report=junit_serial.xml \
 		"$cache/bin/e2e.test" -- "${e2e_args[@]}" >"$results/serial.log" 2>&1 || status=1
 	reports+=("$results/junit_serial.xml")
 fi
