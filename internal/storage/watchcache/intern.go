@@ -50,8 +50,8 @@ func (in *fieldsInterner) internObject(obj runtime.Object) {
 	}
 	// GetManagedFields returns the object's own slice: its entries are updated in place.
 	for _, entry := range accessor.GetManagedFields() {
-		if entry.FieldsV1 != nil && len(entry.FieldsV1.Raw) > 0 {
-			entry.FieldsV1.Raw = in.intern(entry.FieldsV1.Raw)
+		if raw := entry.FieldsV1.GetRawBytes(); len(raw) > 0 {
+			setFieldsBytes(entry.FieldsV1, in.intern(raw))
 		}
 	}
 }

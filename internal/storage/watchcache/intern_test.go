@@ -15,6 +15,12 @@ func fieldSet(s string) []byte {
 	return []byte(`{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:containers":` + s + `}}`)
 }
 
+func fieldsOf(b []byte) *metav1.FieldsV1 {
+	f := &metav1.FieldsV1{}
+	f.SetRawBytes(b)
+	return f
+}
+
 func TestInternSharesEqualBytes(t *testing.T) {
 	in := newFieldsInterner()
 	a, b, c := in.intern(fieldSet("one")), in.intern(fieldSet("one")), in.intern(fieldSet("two"))
@@ -37,8 +43,8 @@ func TestInternObjectSharesManagedFields(t *testing.T) {
 	in := newFieldsInterner()
 	pod := func(name string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, ManagedFields: []metav1.ManagedFieldsEntry{
-			{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: fieldSet("spec")}},
-			{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: fieldSet("status")}},
+			{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: fieldsOf(fieldSet("spec"))},
+			{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1", FieldsV1: fieldsOf(fieldSet("status"))},
 			{Manager: "no-fields", Operation: metav1.ManagedFieldsOperationUpdate},
 		}}}
 	}
@@ -46,16 +52,16 @@ func TestInternObjectSharesManagedFields(t *testing.T) {
 	in.internObject(a)
 	in.internObject(b)
 	for i := range 2 {
-		ra, rb := a.ManagedFields[i].FieldsV1.Raw, b.ManagedFields[i].FieldsV1.Raw
+		ra, rb := a.ManagedFields[i].FieldsV1.GetRawBytes(), b.ManagedFields[i].FieldsV1.GetRawBytes()
 		if &ra[0] != &rb[0] {
 			t.Errorf("entry %d: pods' field sets not shared", i)
 		}
 	}
-	if !bytes.Equal(a.ManagedFields[1].FieldsV1.Raw, fieldSet("status")) || a.ManagedFields[2].FieldsV1 != nil {
+	if !bytes.Equal(a.ManagedFields[1].FieldsV1.GetRawBytes(), fieldSet("status")) || a.ManagedFields[2].FieldsV1 != nil {
 		t.Errorf("interning changed the managed fields: %+v", a.ManagedFields)
 	}
 	// A deep copy (what readers other than in-process informers get) has its own bytes.
-	if cp := a.DeepCopy(); &cp.ManagedFields[0].FieldsV1.Raw[0] == &a.ManagedFields[0].FieldsV1.Raw[0] {
+	if cp := a.DeepCopy(); &cp.ManagedFields[0].FieldsV1.GetRawBytes()[0] == &a.ManagedFields[0].FieldsV1.GetRawBytes()[0] {
 		t.Error("a deep copy shares the interned bytes")
 	}
 	in.internObject(nil) // no object: nothing to do

@@ -107,7 +107,7 @@ func TestCacheSharesIdenticalManagedFields(t *testing.T) {
 	withFields := func(name string) *corev1.Pod {
 		p := makePod(name).label("app", "web").obj()
 		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "bench", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{}}}`)}}}
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{}}}`)}}
 		return p
 	}
 	mustCreate(t, store, root, withFields("listed-a"))
@@ -122,9 +122,9 @@ func TestCacheSharesIdenticalManagedFields(t *testing.T) {
 	if len(pods) != 3 {
 		t.Fatalf("got %d pods, want 3", len(pods))
 	}
-	first := &pods[0].ManagedFields[0].FieldsV1.Raw[0]
+	first := &pods[0].ManagedFields[0].FieldsV1.GetRawBytes()[0]
 	for _, p := range pods[1:] {
-		if &p.ManagedFields[0].FieldsV1.Raw[0] != first {
+		if &p.ManagedFields[0].FieldsV1.GetRawBytes()[0] != first {
 			t.Errorf("pod %s holds its own copy of an identical field set", p.Name)
 		}
 	}
