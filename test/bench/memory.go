@@ -39,7 +39,7 @@ type ProcMemory struct {
 
 // GoMemory is a Go server's heap split, from its /metrics (go_memstats_*, bytes).
 type GoMemory struct {
-	HeapInuse, HeapIdle, HeapReleased, NextGC, Sys, StackInuse, GCSys, OtherSys int64
+	HeapAlloc, HeapInuse, HeapIdle, HeapReleased, NextGC, Sys, StackInuse, GCSys, OtherSys int64
 	// MemoryLimit is go_gc_gomemlimit_bytes when exposed (-1: not exposed).
 	MemoryLimit int64
 }
@@ -53,8 +53,10 @@ type MemoryResult struct {
 	// Loaded is right after the last create; Settled after opts.Settle; AfterLists after the LISTs.
 	Loaded, Settled, AfterLists ProcMemory
 	GoSettled                   GoMemory
-	ListP50, ListP99            time.Duration
-	LoadAvgEnd                  string
+	// LiveHeap is the heap allocated right after a forced collection (after Settled was read).
+	LiveHeap         int64
+	ListP50, ListP99 time.Duration
+	LoadAvgEnd       string
 }
 
 // RunMemory loads opts.Pods listbench pods into a skiff server (pid) at opts.Concurrency, samples
@@ -117,14 +119,19 @@ func RunMemory(ctx context.Context, t ListTarget, opts MemoryOptions) (MemoryRes
 	} else {
 		return res, err
 	}
+	// The heap profile with gc=1 runs a collection first: the heap allocated right after it is
+	// what is live; the rest of the settled heap was garbage awaiting the collector.
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(ctx)
+	if err != nil {
+		return res, fmt.Errorf("heap profile: %w", err)
+	}
 	if opts.HeapProfile != "" {
-		raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").DoRaw(ctx)
-		if err != nil {
-			return res, fmt.Errorf("heap profile: %w", err)
-		}
 		if err := os.WriteFile(opts.HeapProfile, raw, 0o644); err != nil {
 			return res, fmt.Errorf("write heap profile: %w", err)
 		}
+	}
+	if g, err := goMemory(ctx, cs); err == nil {
+		res.LiveHeap = g.HeapAlloc
 	}
 	if opts.Lists > 0 {
 		samples := make([]time.Duration, 0, opts.Lists)
@@ -217,6 +224,7 @@ func goMemory(ctx context.Context, cs kubernetes.Interface) (GoMemory, error) {
 func parseGoMemory(text string) GoMemory {
 	g := GoMemory{MemoryLimit: -1}
 	fields := map[string]*int64{
+		"go_memstats_heap_alloc_bytes":    &g.HeapAlloc,
 		"go_memstats_heap_inuse_bytes":    &g.HeapInuse,
 		"go_memstats_heap_idle_bytes":     &g.HeapIdle,
 		"go_memstats_heap_released_bytes": &g.HeapReleased,

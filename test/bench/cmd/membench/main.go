@@ -117,8 +117,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	fmt.Fprintf(stdout, "# Control plane memory, %d pods at concurrency %d, settled after %s; %s; %s\n\n",
 		*pods, *conc, *settle, bench.DescribeMachine(), time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintln(stdout, "| server | load s | creates/s | peak RSS | RSS loaded | RSS settled (anon + file) | heap in use | heap idle (released) | next GC | Go sys | LIST p50 / p99 ms | RSS after LISTs | load avg at end |")
-	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(stdout, "| server | load s | creates/s | peak RSS | RSS loaded | RSS settled (anon + file) | live heap | heap in use | heap idle (released) | next GC | Go sys | LIST p50 / p99 ms | RSS after LISTs | load avg at end |")
+	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, tg := range targets {
 		fmt.Fprintf(stderr, "measuring %s ...\n", tg.name)
 		opts := bench.MemoryOptions{Pods: *pods, Namespace: "membench", Concurrency: *conc, Settle: *settle, Lists: *lists,
@@ -163,9 +163,9 @@ func mib(b int64) string { return fmt.Sprintf("%d", b>>20) }
 
 func row(r bench.MemoryResult, pods int) string {
 	g := r.GoSettled
-	return fmt.Sprintf("| %s | %.0f | %.0f | %s | %s | %s (%s + %s) | %s | %s (%s) | %s | %s | %.0f / %.0f | %s | %s |",
+	return fmt.Sprintf("| %s | %.0f | %.0f | %s | %s | %s (%s + %s) | %s | %s | %s (%s) | %s | %s | %.0f / %.0f | %s | %s |",
 		r.Target, r.LoadTime.Seconds(), float64(pods)/r.LoadTime.Seconds(), mib(r.PeakRSS), mib(r.Loaded.VmRSS),
-		mib(r.Settled.VmRSS), mib(r.Settled.RssAnon), mib(r.Settled.RssFile), mib(g.HeapInuse), mib(g.HeapIdle), mib(g.HeapReleased),
+		mib(r.Settled.VmRSS), mib(r.Settled.RssAnon), mib(r.Settled.RssFile), mib(r.LiveHeap), mib(g.HeapInuse), mib(g.HeapIdle), mib(g.HeapReleased),
 		mib(g.NextGC), mib(g.Sys), float64(r.ListP50)/float64(time.Millisecond), float64(r.ListP99)/float64(time.Millisecond),
 		mib(r.AfterLists.VmRSS), r.LoadAvgEnd)
 }
