@@ -147,6 +147,10 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.BoolVar(&cfg.DisableScheduler, "disable-scheduler", false, "do not run skiff's scheduler on this control-plane node (e.g. to run upstream kube-scheduler instead)")
 	fs.BoolVar(&cfg.DisableControllerManager, "disable-controller-manager", false, "do not run skiff's controller manager on this control-plane node (e.g. to run upstream kube-controller-manager instead)")
 	fs.BoolVar(&cfg.DisableLocalInformers, "disable-local-informers", false, "controller manager and scheduler read through client-go instead of the API server's watch cache in process (one copy of each object)")
+	fs.Func("memory-limit", "the Go runtime's soft memory limit for this process (e.g. 1Gi): the collector runs sooner as the heap nears it; off (the default) leaves it to GOMEMLIMIT", func(v string) (err error) {
+		cfg.MemoryLimit, err = cluster.ParseMemoryLimit(v)
+		return err
+	})
 	fs.DurationVar(&cfg.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long the scheduler's and controller manager's leader Lease lasts without renewal (a standby takes over after it)")
 	fs.DurationVar(&cfg.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it steps down")
 	fs.DurationVar(&cfg.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")

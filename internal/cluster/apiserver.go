@@ -17,6 +17,7 @@ import (
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
 	"github.com/skiff-sh/skiff/internal/apiserver/discovery"
+	"github.com/skiff-sh/skiff/internal/apiserver/local"
 	"github.com/skiff-sh/skiff/internal/controller/localpath"
 	"github.com/skiff-sh/skiff/internal/dashboard"
 	"github.com/skiff-sh/skiff/internal/etcd"
@@ -169,6 +170,8 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 		return nil, nil, err
 	}
 	built.Store(srv)
+	// The Node authorizer's pod and PVC caches read the watch caches just built (authz.go).
+	authz.inProcess = func() (*local.Informers, error) { return caches.localInformers(cfg) }
 	// The admission plugins' caches run before the first write: bootstrap's writes are admitted too.
 	if err := admission.start(admissionCtx, srv); err != nil {
 		return nil, nil, err

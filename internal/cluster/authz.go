@@ -6,20 +6,24 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/local"
 	"github.com/skiff-sh/skiff/internal/authz/bootstrappolicy"
 	"github.com/skiff-sh/skiff/internal/authz/node"
 	"github.com/skiff-sh/skiff/internal/authz/rbac"
@@ -44,6 +48,10 @@ type authorization struct {
 	authorize apiserver.Authorizer
 	// rules lists what RBAC grants a user (SelfSubjectRulesReview).
 	rules *rbac.Authorizer
+	// inProcess, when set, gives the in-process informers over the API server's watch caches
+	// (set once the API server is built; see makeNodeCaches).
+	inProcess  func() (*local.Informers, error)
+	nodeCaches atomic.Pointer[nodeCaches]
 }
 
 // newAuthorization builds the chain system:masters, Node, RBAC over informer caches of a loopback
@@ -63,48 +71,105 @@ func newAuthorization(cfg *Config, now time.Time) (*authorization, error) {
 		Roles: r.Roles().Lister(), RoleBindings: r.RoleBindings().Lister(),
 		ClusterRoles: r.ClusterRoles().Lister(), ClusterRoleBindings: r.ClusterRoleBindings().Lister(),
 	})
-	pods := factory.Core().V1().Pods().Informer()
-	if err := pods.AddIndexers(cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
-		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
-			return []string{p.Spec.NodeName}, nil
-		}
-		return nil, nil
-	}}); err != nil {
-		return nil, fmt.Errorf("pod node index: %w", err)
-	}
-	podsOnNode := func(name string) ([]*corev1.Pod, error) {
-		objs, err := pods.GetIndexer().ByIndex(podNodeIndex, name)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]*corev1.Pod, 0, len(objs))
-		for _, o := range objs {
-			if p, ok := o.(*corev1.Pod); ok {
-				out = append(out, p)
-			}
-		}
-		return out, nil
-	}
 	var nodeRules []rbacv1.PolicyRule
 	for _, role := range bootstrappolicy.ClusterRoles() {
 		if role.Name == "system:node" {
 			nodeRules = role.Rules
 		}
 	}
-	nodeAuthz := node.New(podsOnNode, factory.Core().V1().PersistentVolumeClaims().Lister(), nodeRules)
-	return &authorization{
-		client:  client,
-		factory: factory,
-		rules:   rbacAuthz,
-		authorize: apiserver.UnionAuthorizer{
-			apiserver.PrivilegedGroups{bootstrappolicy.SystemPrivilegedGroup}, nodeAuthz, rbacAuthz,
-		},
-	}, nil
+	a := &authorization{client: client, factory: factory, rules: rbacAuthz}
+	nodeAuthz := node.New(a.podsOnNode, lazyPVCLister{a}, nodeRules)
+	a.authorize = apiserver.UnionAuthorizer{
+		apiserver.PrivilegedGroups{bootstrappolicy.SystemPrivilegedGroup}, nodeAuthz, rbacAuthz,
+	}
+	return a, nil
+}
+
+// nodeCaches are the pod and PVC caches the Node authorizer reads. They are made in start, after
+// the API server built its watch caches, so that in a controlplane process they are the in-process
+// informers over those caches (inProcess) rather than a second decoded copy of every pod watched
+// over the loopback client; until then the Node authorizer sees no pods, as with an unsynced cache.
+type nodeCaches struct {
+	pods cache.Indexer
+	pvcs corelisters.PersistentVolumeClaimLister
+}
+
+func (a *authorization) podsOnNode(name string) ([]*corev1.Pod, error) {
+	c := a.nodeCaches.Load()
+	if c == nil {
+		return nil, nil
+	}
+	objs, err := c.pods.ByIndex(podNodeIndex, name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// makeNodeCaches registers the in-process informers (when any) and creates the Node authorizer's
+// pod informer (indexed by node) and PVC lister on the factory; called once, before it starts.
+func (a *authorization) makeNodeCaches() error {
+	if a.inProcess != nil {
+		in, err := a.inProcess()
+		if err != nil {
+			return fmt.Errorf("authorization: in-process informers: %w", err)
+		}
+		in.Register(a.factory)
+	}
+	pods := a.factory.Core().V1().Pods().Informer()
+	if err := pods.AddIndexers(cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			return []string{p.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return fmt.Errorf("pod node index: %w", err)
+	}
+	a.nodeCaches.Store(&nodeCaches{pods: pods.GetIndexer(), pvcs: a.factory.Core().V1().PersistentVolumeClaims().Lister()})
+	return nil
+}
+
+// lazyPVCLister reads the authorization's PVC lister once start made it; before, it lists nothing.
+type lazyPVCLister struct{ a *authorization }
+
+var _ corelisters.PersistentVolumeClaimLister = lazyPVCLister{}
+
+func (l lazyPVCLister) List(selector labels.Selector) ([]*corev1.PersistentVolumeClaim, error) {
+	if c := l.a.nodeCaches.Load(); c != nil {
+		return c.pvcs.List(selector)
+	}
+	return nil, nil
+}
+
+func (l lazyPVCLister) PersistentVolumeClaims(namespace string) corelisters.PersistentVolumeClaimNamespaceLister {
+	if c := l.a.nodeCaches.Load(); c != nil {
+		return c.pvcs.PersistentVolumeClaims(namespace)
+	}
+	return emptyPVCNamespaceLister{namespace: namespace}
+}
+
+type emptyPVCNamespaceLister struct{ namespace string }
+
+func (e emptyPVCNamespaceLister) List(labels.Selector) ([]*corev1.PersistentVolumeClaim, error) {
+	return nil, nil
+}
+
+func (e emptyPVCNamespaceLister) Get(name string) (*corev1.PersistentVolumeClaim, error) {
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "persistentvolumeclaims"}, name)
 }
 
 // start runs the caches and waits until they hold the cluster's state, then reconciles the default
 // policy (the create-only pass ran before serving).
 func (a *authorization) start(ctx context.Context, log *slog.Logger) error {
+	if err := a.makeNodeCaches(); err != nil {
+		return err
+	}
 	a.factory.Start(ctx.Done())
 	for typ, ok := range a.factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {

@@ -263,6 +263,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	applyMemoryLimit(planMemoryLimit(cfg.MemoryLimit, os.Getenv("GOMEMLIMIT")), setProcessMemoryLimit, cfg.Logger)
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}

@@ -97,6 +97,9 @@ type Config struct {
 	// through client-go like remote components, instead of from the API server's watch cache in
 	// process (onecopy.go); for comparisons and as an escape hatch.
 	DisableLocalInformers bool
+	// MemoryLimit is the Go runtime's soft memory limit for the process in bytes (memlimit.go;
+	// --memory-limit): 0 or MemoryLimitOff leaves it to GOMEMLIMIT, when set, or none.
+	MemoryLimit int64
 	// DisableScheduler and DisableControllerManager keep a control-plane node from running skiff's
 	// own scheduler or controller manager, so others (upstream kube-scheduler and
 	// kube-controller-manager, see upstream.go) can take their place.

@@ -38,6 +38,8 @@ type ServerOptions struct {
 	Log io.Writer
 	// ExtraArgs are appended to the server command line.
 	ExtraArgs []string
+	// Env is added to the server's environment ("NAME=value").
+	Env []string
 }
 
 // StartServer runs the binary and waits until /readyz answers through the admin kubeconfig.
@@ -63,6 +65,9 @@ func StartServer(ctx context.Context, opts ServerOptions) (*Server, error) {
 		"--etcd-peer-port", strconv.Itoa(ports[2]), "--lb-port", strconv.Itoa(ports[3]), "--bind-address", "127.0.0.1", "--log-level", "warn"},
 		opts.ExtraArgs...)
 	s.cmd = exec.Command(opts.Binary, args...)
+	if len(opts.Env) > 0 {
+		s.cmd.Env = append(os.Environ(), opts.Env...)
+	}
 	out := opts.Log
 	if out == nil {
 		out = io.Discard
@@ -117,9 +122,14 @@ func (s *Server) waitReady(ctx context.Context) error {
 // RESTConfig is a client configuration from the admin kubeconfig with client-side rate limiting
 // off, so the client never throttles the measurement.
 func (s *Server) RESTConfig() (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	return AdminConfig(s.Kubeconfig)
+}
+
+// AdminConfig is a client configuration from a kubeconfig file with client-side rate limiting off.
+func AdminConfig(kubeconfig string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", s.Kubeconfig, err)
+		return nil, fmt.Errorf("load %s: %w", kubeconfig, err)
 	}
 	cfg.QPS = 1e6
 	cfg.Burst = 1e6

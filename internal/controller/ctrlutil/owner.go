@@ -50,11 +50,14 @@ const (
 // DecideClaim classifies obj for the owner with the given UID and selector.
 // An owner being deleted adopts nothing (it would only orphan again).
 func DecideClaim(obj metav1.Object, ownerUID types.UID, selector labels.Selector, ownerDeleting bool) ClaimDecision {
+	// GetControllerOfNoCopy: this runs for every object a controller lists on every sync, and the
+	// reference is only read here.
+	ref := metav1.GetControllerOfNoCopy(obj)
+	if ref != nil && ref.UID != ownerUID {
+		return Ignore
+	}
 	matches := selector.Matches(labels.Set(obj.GetLabels()))
-	if ref := metav1.GetControllerOf(obj); ref != nil {
-		if ref.UID != ownerUID {
-			return Ignore
-		}
+	if ref != nil {
 		if matches {
 			return Keep
 		}

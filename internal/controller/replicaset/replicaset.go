@@ -268,6 +268,11 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	}
 	var active []*corev1.Pod
 	for _, p := range all {
+		// Pods another controller owns are never claimed (ctrlutil.DecideClaim): skip them here so
+		// a sync does not copy the namespace's whole pod list.
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.UID != rs.UID {
+			continue
+		}
 		if ctrlutil.IsPodActive(p) {
 			active = append(active, p)
 		}

@@ -114,6 +114,9 @@ type Cache struct {
 	base     context.Context
 	stopBase context.CancelFunc
 
+	// fields shares identical managedFields field sets among the cache's objects (intern.go).
+	fields *fieldsInterner
+
 	mu        sync.Mutex
 	resources map[string]*resourceCache
 	stopped   bool
@@ -131,7 +134,7 @@ func New(store storage.Interface, cfg Config) (*Cache, error) {
 	}
 	cfg.setDefaults()
 	base, stop := context.WithCancel(context.Background())
-	return &Cache{store: store, cfg: cfg, base: base, stopBase: stop, resources: map[string]*resourceCache{}}, nil
+	return &Cache{store: store, cfg: cfg, base: base, stopBase: stop, fields: newFieldsInterner(), resources: map[string]*resourceCache{}}, nil
 }
 
 // Stop ends every underlying watch and closes every watcher.

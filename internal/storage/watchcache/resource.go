@@ -191,6 +191,7 @@ func (rc *resourceCache) init(requested int64) (watch.Interface, error) {
 		if err != nil {
 			return nil, err
 		}
+		c.fields.internObject(obj)
 		rc.state[key] = obj
 	}
 	rc.rev, rc.historyFrom = rev, rev
@@ -258,6 +259,7 @@ func (rc *resourceCache) process(ev watch.Event) error {
 		return fmt.Errorf("underlying watch event: %w", err)
 	}
 	c.cfg.Metrics.eventReceived(rc.root)
+	c.fields.internObject(ev.Object)
 	rc.mu.Lock()
 	prev, existed := rc.state[key]
 	e := &event{typ: ev.Type, key: key, rev: rev, obj: ev.Object, size: objectSize(ev.Object)}

@@ -98,3 +98,34 @@ func TestWatchSharedResumesFromARevision(t *testing.T) {
 		t.Fatalf("resumed shared watch got %v, want ADDED b@%s", got, b.ResourceVersion)
 	}
 }
+
+// Pods with identical managedFields share one copy of the field sets in the cache (intern.go),
+// whether the cache got them from its first list or from its watch.
+func TestCacheSharesIdenticalManagedFields(t *testing.T) {
+	store := newPodStore(t, env.client(t))
+	root := rootFor(t)
+	withFields := func(name string) *corev1.Pod {
+		p := makePod(name).label("app", "web").obj()
+		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "bench", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{}}}`)}}
+		return p
+	}
+	mustCreate(t, store, root, withFields("listed-a"))
+	mustCreate(t, store, root, withFields("listed-b"))
+	cache := newCache(t, store, watchcache.Config{})
+	w := startShared(t, cache, root, storage.ListOptions{Recursive: true, SendInitialEvents: ptr(true),
+		ResourceVersionMatch: string(metav1.ResourceVersionMatchNotOlderThan), ProgressNotify: true})
+	pods := initialPods(t, w)
+	mustCreate(t, store, root, withFields("watched"))
+	ev := nextNonBookmark(t, w)
+	pods = append(pods, ev.Object.(*corev1.Pod))
+	if len(pods) != 3 {
+		t.Fatalf("got %d pods, want 3", len(pods))
+	}
+	first := &pods[0].ManagedFields[0].FieldsV1.GetRawBytes()[0]
+	for _, p := range pods[1:] {
+		if &p.ManagedFields[0].FieldsV1.GetRawBytes()[0] != first {
+			t.Errorf("pod %s holds its own copy of an identical field set", p.Name)
+		}
+	}
+}
