@@ -120,7 +120,7 @@ func (a *authorization) makeNodeCaches() error {
 		if err != nil {
 			return fmt.Errorf("authorization: in-process informers: %w", err)
 		}
-		in.Register(a.factory)
+		in.Only(nodeAuthorizerResources()...).Register(a.factory)
 	}
 	pods := a.factory.Core().V1().Pods().Informer()
 	if err := pods.AddIndexers(cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {

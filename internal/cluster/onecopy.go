@@ -37,6 +37,12 @@ func proxyResources() []schema.GroupResource {
 	return []schema.GroupResource{{Resource: "services"}, {Group: "discovery.k8s.io", Resource: "endpointslices"}}
 }
 
+// nodeAuthorizerResources: the Node authorizer's (its factory also holds RBAC's informers, which
+// are not served in process).
+func nodeAuthorizerResources() []schema.GroupResource {
+	return []schema.GroupResource{{Resource: "pods"}, {Resource: "persistentvolumeclaims"}}
+}
+
 // dnsResources: cluster DNS's.
 func dnsResources() []schema.GroupResource {
 	return append(proxyResources(), schema.GroupResource{Resource: "namespaces"})
