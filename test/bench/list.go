@@ -137,7 +137,7 @@ func RunList(ctx context.Context, t ListTarget, opts ListOptions) (ListResult, e
 		return res, fmt.Errorf("service account: %w", err)
 	}
 	start := time.Now()
-	if err := loadPods(ctx, cs, opts); err != nil {
+	if err := loadPodsProgress(ctx, cs, opts, nil); err != nil {
 		return res, err
 	}
 	res.LoadTime = time.Since(start)
@@ -243,32 +243,6 @@ func parallelLists(ctx context.Context, t ListTarget, n int) (ParallelListResult
 	}
 	r.RSSAfter = rssSum(t.PIDs)
 	return r, nil
-}
-
-func loadPods(ctx context.Context, cs kubernetes.Interface, opts ListOptions) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, opts.Concurrency)
-	for range opts.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= opts.Pods || ctx.Err() != nil {
-					return
-				}
-				_, err := cs.CoreV1().Pods(opts.Namespace).Create(ctx, benchPod(opts.Namespace, i), metav1.CreateOptions{})
-				if err != nil && !apierrors.IsAlreadyExists(err) {
-					errs <- fmt.Errorf("create pod %d: %w", i, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
 }
 
 func measureLists(ctx context.Context, t ListTarget, enc string, opts ListOptions) (ListEncodingResult, error) {

@@ -153,6 +153,8 @@ func RunMemory(ctx context.Context, t ListTarget, opts MemoryOptions) (MemoryRes
 	return res, nil
 }
 
+// loadPodsProgress creates opts.Pods bench pods with opts.Concurrency writers, telling progress (when
+// set) every 1,000.
 func loadPodsProgress(ctx context.Context, cs kubernetes.Interface, opts ListOptions, progress func(string)) error {
 	var next, created atomic.Int64
 	var wg sync.WaitGroup
