@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
@@ -36,6 +38,17 @@ import (
 func TestKubeletRunsPodOnRealContainerd(t *testing.T) {
 	env := containerdtest.Start(t)
 	client := fake.NewClientset()
+	// The fake's watches do not resume from a list's resourceVersion: a pod created after the
+	// kubelet's informer listed but before it watched would never reach it (a CI run under the race
+	// detector timed out so). The reactor opens the watch itself and says when the first one, the
+	// kubelet's, is open.
+	podsWatched := make(chan struct{})
+	var watchedOnce sync.Once
+	client.PrependWatchReactor("pods", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		watchedOnce.Do(func() { close(podsWatched) })
+		return true, w, err
+	})
 	cfg := kubelet.Default("real-node", env.DataDir)
 	cfg.Roles = []string{"worker"}
 	k, err := kubelet.New(cfg, kubelet.Deps{
@@ -58,6 +71,11 @@ func TestKubeletRunsPodOnRealContainerd(t *testing.T) {
 		<-done
 	})
 	<-k.Ready()
+	select {
+	case <-podsWatched:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the kubelet never watched pods")
+	}
 
 	if _, err := client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "page", Namespace: "default"},
