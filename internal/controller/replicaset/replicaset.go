@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -86,7 +87,7 @@ func ReplicaSets(deps ctrlutil.Deps) Owner {
 type Controller struct {
 	client       kubernetes.Interface
 	owner        Owner
-	podIndexer   cache.Indexer
+	podLister    corelisters.PodLister
 	recorder     record.EventRecorder
 	clock        clock.PassiveClock
 	expectations *ctrlutil.Expectations
@@ -100,13 +101,10 @@ func New(deps ctrlutil.Deps) (*Controller, error) { return NewFor(deps, ReplicaS
 // NewFor builds the controller for owner and registers its informers' handlers.
 func NewFor(deps ctrlutil.Deps, owner Owner) (*Controller, error) {
 	podInformer := deps.Informers.Core().V1().Pods()
-	if err := ctrlutil.IndexPodsByController(podInformer.Informer()); err != nil {
-		return nil, err
-	}
 	c := &Controller{
 		client:       deps.Client,
 		owner:        owner,
-		podIndexer:   podInformer.Informer().GetIndexer(),
+		podLister:    podInformer.Lister(),
 		recorder:     deps.Recorder,
 		clock:        deps.Clock,
 		expectations: ctrlutil.NewExpectations(deps.Clock),
@@ -264,14 +262,17 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		c.recorder.Eventf(c.owner.EventObject(rs), corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
 		return nil
 	}
-	// Only its own pods and orphans can be claimed (ctrlutil.DecideClaim): the index gives those
-	// without walking every pod of the namespace.
-	all, err := ctrlutil.PodsOwnedOrOrphaned(c.podIndexer, namespace, rs.UID)
+	all, err := c.podLister.Pods(namespace).List(labels.Everything())
 	if err != nil {
 		return fmt.Errorf("list pods for %s: %w", key, err)
 	}
 	var active []*corev1.Pod
 	for _, p := range all {
+		// Pods another controller owns are never claimed (ctrlutil.DecideClaim): skip them here so
+		// a sync does not copy the namespace's whole pod list.
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.UID != rs.UID {
+			continue
+		}
 		if ctrlutil.IsPodActive(p) {
 			active = append(active, p)
 		}
