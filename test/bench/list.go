@@ -121,20 +121,29 @@ func benchPod(namespace string, i int) *corev1.Pod {
 
 func ptrTo[T any](v T) *T { return &v }
 
+// podNamespaceClient is a protobuf client of t with namespace and its default ServiceAccount in
+// place (upstream's ServiceAccount admission wants the account, and no controller makes it when
+// only kube-apiserver runs): where listbench and membench create their pods.
+func podNamespaceClient(ctx context.Context, t ListTarget, namespace string) (kubernetes.Interface, error) {
+	cs, err := clientFor(t.Config, ContentTypeProtobuf)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureNamespace(ctx, cs, namespace); err != nil {
+		return nil, err
+	}
+	if _, err := cs.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("service account: %w", err)
+	}
+	return cs, nil
+}
+
 // RunList loads opts.Pods pods into the target and measures LIST of all pods per encoding.
 func RunList(ctx context.Context, t ListTarget, opts ListOptions) (ListResult, error) {
 	res := ListResult{Target: t.Name}
-	cs, err := clientFor(t.Config, ContentTypeProtobuf)
+	cs, err := podNamespaceClient(ctx, t, opts.Namespace)
 	if err != nil {
 		return res, err
-	}
-	if err := ensureNamespace(ctx, cs, opts.Namespace); err != nil {
-		return res, err
-	}
-	// Upstream's ServiceAccount admission wants the namespace's default account (no controller
-	// makes it when only kube-apiserver runs).
-	if _, err := cs.CoreV1().ServiceAccounts(opts.Namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return res, fmt.Errorf("service account: %w", err)
 	}
 	start := time.Now()
 	if err := loadPodsProgress(ctx, cs, opts, nil); err != nil {

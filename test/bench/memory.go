@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -63,15 +62,9 @@ type MemoryResult struct {
 // its RSS throughout, and reads the settled memory split.
 func RunMemory(ctx context.Context, t ListTarget, opts MemoryOptions) (MemoryResult, error) {
 	res := MemoryResult{Target: t.Name}
-	cs, err := clientFor(t.Config, ContentTypeProtobuf)
+	cs, err := podNamespaceClient(ctx, t, opts.Namespace)
 	if err != nil {
 		return res, err
-	}
-	if err := ensureNamespace(ctx, cs, opts.Namespace); err != nil {
-		return res, err
-	}
-	if _, err := cs.CoreV1().ServiceAccounts(opts.Namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return res, fmt.Errorf("service account: %w", err)
 	}
 	pid := t.APIServerPID
 	var peak atomic.Int64
