@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,7 +99,7 @@ func (c *Controller) Sync(ctx context.Context, _ string) error {
 	if err != nil {
 		return fmt.Errorf("list endpointslices of %s: %w", key, err)
 	}
-	plan := Plan(Desired(svc, nodes), existing)
+	plan := Plan(Desired(svc, nodes, existing), existing)
 	slicesAPI := c.client.DiscoveryV1().EndpointSlices(ServiceNamespace)
 	for _, s := range plan.Create {
 		if _, err := slicesAPI.Create(ctx, s, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -148,16 +149,28 @@ func nodeReady(node *corev1.Node) bool {
 	return false
 }
 
-// sliceName is the one slice per address family.
-func sliceName(t discoveryv1.AddressType) string {
-	return ServiceName + "-" + strings.ToLower(string(t))
+// MaxEndpointsPerSlice bounds the endpoints of one kube-dns slice, as Kubernetes' EndpointSlice
+// controller does by default (the API refuses more than 1,000): with DNS on every node, a large
+// cluster has more endpoints than one slice may hold, and a small slice keeps the write and the
+// watch event of a node's change small.
+const MaxEndpointsPerSlice = 100
+
+// sliceName names a family's slices: kube-dns-ipv4 for the first, kube-dns-ipv4-2, -3, ... after.
+func sliceName(t discoveryv1.AddressType, index int) string {
+	name := ServiceName + "-" + strings.ToLower(string(t))
+	if index > 1 {
+		name += "-" + strconv.Itoa(index)
+	}
+	return name
 }
 
-// Desired are the slices the Service should have: one per address family that has nodes, with
-// one endpoint per DNS node at its first InternalIP of that family, sorted by node name.
-// Loopback and unspecified addresses are left out (the API refuses them and no pod can reach
-// them).
-func Desired(svc *corev1.Service, nodes []*corev1.Node) []*discoveryv1.EndpointSlice {
+// Desired are the slices the Service should have: per address family that has nodes, one endpoint
+// per DNS node at its first InternalIP of that family, at most MaxEndpointsPerSlice per slice.
+// A node stays in the existing slice that holds it (so a node joining or leaving rewrites one
+// slice, not every slice after it); new nodes fill the slices with room, by node name, then new
+// slices. Loopback and unspecified addresses are left out (the API refuses them and no pod can
+// reach them).
+func Desired(svc *corev1.Service, nodes []*corev1.Node, existing []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
 	var ports []discoveryv1.EndpointPort
 	for _, p := range svc.Spec.Ports {
 		port := p.Port
@@ -168,7 +181,7 @@ func Desired(svc *corev1.Service, nodes []*corev1.Node) []*discoveryv1.EndpointS
 	}
 	sorted := slices.Clone(nodes)
 	slices.SortFunc(sorted, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
-	byFamily := map[discoveryv1.AddressType][]discoveryv1.Endpoint{}
+	byFamily := map[discoveryv1.AddressType]*familyEndpoints{}
 	for _, n := range sorted {
 		if !ServesDNS(n) || n.DeletionTimestamp != nil {
 			continue
@@ -188,32 +201,99 @@ func Desired(svc *corev1.Service, nodes []*corev1.Node) []*discoveryv1.EndpointS
 			}
 			seen[family] = true
 			ready := nodeReady(n)
-			byFamily[family] = append(byFamily[family], discoveryv1.Endpoint{
+			fe := byFamily[family]
+			if fe == nil {
+				fe = &familyEndpoints{byNode: map[string]discoveryv1.Endpoint{}}
+				byFamily[family] = fe
+			}
+			fe.order = append(fe.order, n.Name)
+			fe.byNode[n.Name] = discoveryv1.Endpoint{
 				Addresses:  []string{ip.Unmap().String()},
 				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready), Serving: ptr.To(ready), Terminating: ptr.To(false)},
 				NodeName:   ptr.To(n.Name),
-			})
+			}
 		}
 	}
 	var out []*discoveryv1.EndpointSlice
 	for _, family := range []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6} {
-		eps, ok := byFamily[family]
+		fe, ok := byFamily[family]
 		if !ok {
 			continue
 		}
-		out = append(out, &discoveryv1.EndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: sliceName(family), Namespace: svc.Namespace,
-				Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: ManagedBy},
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: svc.Name, UID: svc.UID,
-					Controller: ptr.To(true)}},
-			},
-			AddressType: family,
-			Endpoints:   eps,
-			Ports:       ports,
-		})
+		for _, p := range pack(family, fe, existing) {
+			out = append(out, &discoveryv1.EndpointSlice{
+				ObjectMeta: metav1.ObjectMeta{
+					Name: p.name, Namespace: svc.Namespace,
+					Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: ManagedBy},
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: svc.Name, UID: svc.UID,
+						Controller: ptr.To(true)}},
+				},
+				AddressType: family,
+				Endpoints:   p.endpoints,
+				Ports:       ports,
+			})
+		}
 	}
 	return out
+}
+
+// familyEndpoints are one address family's endpoints by node, and the nodes in name order.
+type familyEndpoints struct {
+	order  []string
+	byNode map[string]discoveryv1.Endpoint
+}
+
+type packedSlice struct {
+	name      string
+	endpoints []discoveryv1.Endpoint
+}
+
+// pack places a family's endpoints into slices: each node where an existing slice of the family
+// (by name, in name order) already has it, the rest into those with room, then into new slices
+// named by the lowest free index. Slices left empty are not returned.
+func pack(family discoveryv1.AddressType, fe *familyEndpoints, existing []*discoveryv1.EndpointSlice) []packedSlice {
+	var mine []*discoveryv1.EndpointSlice
+	for _, s := range existing {
+		if s.AddressType == family {
+			mine = append(mine, s)
+		}
+	}
+	slices.SortFunc(mine, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
+	placed := map[string]bool{}
+	var out []packedSlice
+	taken := map[string]bool{}
+	for _, s := range mine {
+		p := packedSlice{name: s.Name}
+		taken[s.Name] = true
+		for _, ep := range s.Endpoints {
+			if ep.NodeName == nil || placed[*ep.NodeName] || len(p.endpoints) >= MaxEndpointsPerSlice {
+				continue
+			}
+			if want, ok := fe.byNode[*ep.NodeName]; ok {
+				placed[*ep.NodeName] = true
+				p.endpoints = append(p.endpoints, want)
+			}
+		}
+		out = append(out, p)
+	}
+	next := 1
+	for _, node := range fe.order {
+		if placed[node] {
+			continue
+		}
+		i := slices.IndexFunc(out, func(p packedSlice) bool { return len(p.endpoints) < MaxEndpointsPerSlice })
+		if i < 0 {
+			for taken[sliceName(family, next)] {
+				next++
+			}
+			taken[sliceName(family, next)] = true
+			out = append(out, packedSlice{name: sliceName(family, next)})
+			i = len(out) - 1
+		}
+		out[i].endpoints = append(out[i].endpoints, fe.byNode[node])
+		placed[node] = true
+	}
+	return slices.DeleteFunc(out, func(p packedSlice) bool { return len(p.endpoints) == 0 })
 }
 
 // Changes are the writes that turn the existing slices into the desired ones.

@@ -2,6 +2,7 @@ package dnsendpoints
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,7 +106,7 @@ func TestDesired(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, s := range Desired(kubeDNS(), tt.nodes) {
+			for _, s := range Desired(kubeDNS(), tt.nodes, nil) {
 				got = append(got, describe(s))
 				if s.Labels[discoveryv1.LabelServiceName] != ServiceName || s.Labels[discoveryv1.LabelManagedBy] != ManagedBy ||
 					len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != "svc-uid" {
@@ -119,10 +120,69 @@ func TestDesired(t *testing.T) {
 	}
 }
 
+// With DNS on every node, a large cluster's endpoints span several slices of at most
+// MaxEndpointsPerSlice; a node joining or leaving rewrites the one slice that holds it.
+func TestDesiredSplitsAndKeepsNodesInPlace(t *testing.T) {
+	svc := kubeDNS()
+	nodes := func(names ...int) []*corev1.Node {
+		var out []*corev1.Node
+		for _, i := range names {
+			out = append(out, node(fmt.Sprintf("n%04d", i)).ip(fmt.Sprintf("172.31.%d.%d", i/250, i%250+1)).ready(true).obj())
+		}
+		return out
+	}
+	count := func(n int) []int {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	summary := func(ss []*discoveryv1.EndpointSlice) []string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, fmt.Sprintf("%s:%d", s.Name, len(s.Endpoints)))
+		}
+		return out
+	}
+	first := Desired(svc, nodes(count(250)...), nil)
+	if got := summary(first); !slices.Equal(got, []string{"kube-dns-ipv4:100", "kube-dns-ipv4-2:100", "kube-dns-ipv4-3:50"}) {
+		t.Fatalf("250 nodes: %v", got)
+	}
+	if n := *first[1].Endpoints[0].NodeName; n != "n0100" {
+		t.Errorf("second slice starts at %s, want n0100 (nodes by name)", n)
+	}
+	// n0005 (in the first slice) leaves, n9999 joins: it takes the free place in the first slice.
+	next := append(nodes(slices.DeleteFunc(count(250), func(i int) bool { return i == 5 })...), nodes(9999)...)
+	second := Desired(svc, next, first)
+	ch := Plan(second, first)
+	var updated []string
+	for _, s := range ch.Update {
+		updated = append(updated, s.Name)
+	}
+	if len(ch.Create) != 0 || len(ch.Delete) != 0 || !slices.Equal(updated, []string{"kube-dns-ipv4"}) {
+		t.Fatalf("plan after one node replaced another: create %d, update %v, delete %v; want only kube-dns-ipv4 updated", len(ch.Create), updated, ch.Delete)
+	}
+	// Past the last slice's room a new slice comes; a slice whose nodes all left goes.
+	third := Desired(svc, nodes(append(count(100), 300, 301, 302)...), second)
+	if got := summary(third); !slices.Equal(got, []string{"kube-dns-ipv4:100", "kube-dns-ipv4-2:3"}) {
+		t.Fatalf("after most nodes left: %v", got)
+	}
+	ch = Plan(third, second)
+	if !slices.Equal(ch.Delete, []string{"kube-dns-ipv4-3"}) {
+		t.Errorf("delete %v, want the emptied third slice", ch.Delete)
+	}
+	for _, s := range Desired(svc, nodes(count(5000)...), nil) {
+		if len(s.Endpoints) > MaxEndpointsPerSlice {
+			t.Fatalf("slice %s has %d endpoints", s.Name, len(s.Endpoints))
+		}
+	}
+}
+
 func TestPlan(t *testing.T) {
 	svc := kubeDNS()
-	one := Desired(svc, []*corev1.Node{node("a").ip("172.31.0.1").ready(true).obj()})
-	two := Desired(svc, []*corev1.Node{node("a").ip("172.31.0.1").ready(true).obj(), node("b").ip("172.31.0.2").ready(true).obj()})
+	one := Desired(svc, []*corev1.Node{node("a").ip("172.31.0.1").ready(true).obj()}, nil)
+	two := Desired(svc, []*corev1.Node{node("a").ip("172.31.0.1").ready(true).obj(), node("b").ip("172.31.0.2").ready(true).obj()}, nil)
 	stale := one[0].DeepCopy()
 	stale.ResourceVersion = "7"
 	wrongType := one[0].DeepCopy()
@@ -178,7 +238,7 @@ func TestSync(t *testing.T) {
 			}
 		}},
 		{"no service: nothing", []runtime.Object{nodeA}, nil, nil},
-		{"in sync: nothing", []runtime.Object{svc, nodeA, Desired(svc, []*corev1.Node{nodeA})[0]}, nil, nil},
+		{"in sync: nothing", []runtime.Object{svc, nodeA, Desired(svc, []*corev1.Node{nodeA}, nil)[0]}, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
