@@ -6,13 +6,18 @@ import (
 )
 
 // Every node index owns fixed fake address ranges, so that addresses are unique across the
-// simulator without coordination: hosts live in 100.64.0.0/10 and each node's pods in its own
-// 10.128.0.0/9 /24. They are never routed; they only need to look like addresses and be unique.
+// simulator without coordination: hosts live in 127.64.0.0/10 and each node's pods in its own
+// 10.128.0.0/9 /24. They only need to look like addresses and be unique, but the control plane
+// does connect to a node's address on its own (the built-in metrics server scrapes every node's
+// kubelet): a host address is therefore a loopback one, so that such a connection stays on this
+// machine and is refused there. (Hosts in 100.64.0.0/10 went out by the default route: a 5,000-node
+// run sent a scrape to each of them every few seconds.) Nothing connects to pod addresses unless a
+// test asks it to.
 
 // hostIP is node index's address.
 func hostIP(index int) string {
-	h := index + 1 // skip 100.64.0.0
-	return fmt.Sprintf("100.%d.%d.%d", 64+(h>>16), (h>>8)&0xff, h&0xff)
+	h := index + 1 // skip 127.64.0.0
+	return fmt.Sprintf("127.%d.%d.%d", 64+(h>>16), (h>>8)&0xff, h&0xff)
 }
 
 // podRange is the /24 node index's pods get addresses from.

@@ -10,12 +10,15 @@ func TestAddressRanges(t *testing.T) {
 		index        int
 		host, podNet string
 	}{
-		{index: 0, host: "100.64.0.1", podNet: "10.128.0.0/24"},
-		{index: 255, host: "100.64.1.0", podNet: "10.128.255.0/24"},
-		{index: 4999, host: "100.64.19.136", podNet: "10.147.135.0/24"},
-		{index: MaxNodeIndex - 1, host: "100.64.128.0", podNet: "10.255.255.0/24"},
+		{index: 0, host: "127.64.0.1", podNet: "10.128.0.0/24"},
+		{index: 255, host: "127.64.1.0", podNet: "10.128.255.0/24"},
+		{index: 4999, host: "127.64.19.136", podNet: "10.147.135.0/24"},
+		{index: MaxNodeIndex - 1, host: "127.64.128.0", podNet: "10.255.255.0/24"},
 	}
 	for _, tt := range tests {
+		if !netip.MustParseAddr(hostIP(tt.index)).IsLoopback() {
+			t.Errorf("hostIP(%d) = %s is not a loopback address: connections to it would leave the machine", tt.index, hostIP(tt.index))
+		}
 		if got := hostIP(tt.index); got != tt.host {
 			t.Errorf("hostIP(%d) = %s, want %s", tt.index, got, tt.host)
 		}
