@@ -154,12 +154,12 @@ func (n *Node) runRoles(ctx context.Context) error {
 		}
 		if !n.cfg.DisableControllerManager {
 			roles = append(roles, role{name: "controller manager", run: func(ctx context.Context) error {
-				return runControllerManager(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess)
+				return runControllerManager(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess, n.api)
 			}})
 		}
 		if !n.cfg.DisableScheduler {
 			roles = append(roles, role{name: "scheduler", run: func(ctx context.Context) error {
-				return runScheduler(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess.Only(schedulerResources()...))
+				return runScheduler(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess.Only(schedulerResources()...), n.api)
 			}})
 		}
 		roles = append(roles,

@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/inprocess"
 	"github.com/skiff-sh/skiff/internal/apiserver/local"
 	"github.com/skiff-sh/skiff/internal/controller/manager"
 	"github.com/skiff-sh/skiff/internal/pki"
@@ -53,6 +56,34 @@ func componentRESTConfig(cfg *Config, user string, groups []string, now time.Tim
 	}), nil
 }
 
+// inProcessRESTConfig is restCfg (from componentRESTConfig) carried to api, the API server of this
+// process, by a direct call instead of a loopback connection (package inprocess): the same
+// identity, the same authorization and admission, without TLS and HTTP/2 on both ends. Used by
+// the components that talk only to their own node's API server (the controller manager and the
+// scheduler); the kubelet keeps going through the node-local load balancer, which fails over.
+func inProcessRESTConfig(restCfg *rest.Config, api http.Handler) (*rest.Config, error) {
+	if api == nil {
+		return restCfg, nil
+	}
+	leaf, err := pki.ParseCertificate(restCfg.CertData)
+	if err != nil {
+		return nil, fmt.Errorf("in-process client %s: %w", restCfg.UserAgent, err)
+	}
+	ca, err := pki.ParseCertificate(restCfg.CAData)
+	if err != nil {
+		return nil, fmt.Errorf("in-process client %s: cluster CA: %w", restCfg.UserAgent, err)
+	}
+	tr, err := inprocess.New(api, []*x509.Certificate{leaf, ca})
+	if err != nil {
+		return nil, fmt.Errorf("in-process client %s: %w", restCfg.UserAgent, err)
+	}
+	out := rest.CopyConfig(restCfg)
+	// client-go refuses a custom transport beside TLS options; the transport is the identity now.
+	out.TLSClientConfig = rest.TLSClientConfig{}
+	out.Transport = tr
+	return out, nil
+}
+
 func sanitize(s string) string {
 	out := []rune{}
 	for _, r := range s {
@@ -68,8 +99,12 @@ func sanitize(s string) string {
 
 // runControllerManager runs the controller manager until ctx ends, re-entering leader election
 // whenever the Lease is lost, as a restarted kube-controller-manager would.
-func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMetrics, now time.Time, inProcess *local.Informers) error {
-	restCfg, err := componentRESTConfig(cfg, "system:kube-controller-manager", nil, now)
+func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMetrics, now time.Time, inProcess *local.Informers, api http.Handler) error {
+	networkCfg, err := componentRESTConfig(cfg, "system:kube-controller-manager", nil, now)
+	if err != nil {
+		return err
+	}
+	restCfg, err := inProcessRESTConfig(networkCfg, api)
 	if err != nil {
 		return err
 	}
@@ -89,7 +124,7 @@ func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMe
 	}
 	for {
 		err := manager.Run(ctx, manager.Config{
-			Client: client, Dynamic: dyn, RootCA: restCfg.TLSClientConfig.CAData, Registerer: metrics.fresh("controller-manager"),
+			Client: client, Dynamic: dyn, RootCA: networkCfg.TLSClientConfig.CAData, Registerer: metrics.fresh("controller-manager"),
 			ClusterSigningCA: signingCA, ClusterSigningDuration: cfg.ClusterSigningDuration,
 			LeaderElection:         manager.LeaderElection{LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod},
 			Identity:               cfg.NodeName + "_" + fmt.Sprint(os.Getpid()),
@@ -115,8 +150,12 @@ func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMe
 
 // runScheduler runs the scheduler under leader election until ctx ends, campaigning again whenever
 // the Lease is lost.
-func runScheduler(ctx context.Context, cfg *Config, metrics *componentMetrics, now time.Time, inProcess *local.Informers) error {
-	restCfg, err := componentRESTConfig(cfg, "system:kube-scheduler", nil, now)
+func runScheduler(ctx context.Context, cfg *Config, metrics *componentMetrics, now time.Time, inProcess *local.Informers, api http.Handler) error {
+	networkCfg, err := componentRESTConfig(cfg, "system:kube-scheduler", nil, now)
+	if err != nil {
+		return err
+	}
+	restCfg, err := inProcessRESTConfig(networkCfg, api)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,113 @@
+package cluster
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// The controller manager and scheduler call their own API server's handler directly: the request
+// is still authenticated as the component's certificate, authorized by its RBAC and admitted, and
+// watches stream.
+func TestInProcessClientsKeepIdentityAndAuthorization(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd and the API server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := Config{DataDir: t.TempDir(), Roles: []Role{RoleEtcd, RoleControlPlane}, BindAddress: "127.0.0.1", NodeName: "inproc",
+		HTTPSPort: freePort(t), EtcdClientPort: freePort(t), EtcdPeerPort: freePort(t), Logger: quiet}
+	n, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	// Authorization reads the bootstrap policy through the network loopback client, so serve.
+	go func() { _ = n.serve() }()
+	if err := n.authz.start(ctx, quiet); err != nil {
+		t.Fatal(err)
+	}
+
+	client := func(user string) *kubernetes.Clientset {
+		t.Helper()
+		network, err := componentRESTConfig(&n.cfg, user, nil, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := inProcessRESTConfig(network, n.api)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc.Transport == nil || len(rc.TLSClientConfig.CertData) != 0 {
+			t.Fatalf("in-process config still dials: %+v", rc)
+		}
+		cs, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+	scheduler := client("system:kube-scheduler")
+	review, err := scheduler.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := review.Status.UserInfo; u.Username != "system:kube-scheduler" || !contains(u.Groups, "system:authenticated") {
+		t.Fatalf("the handler saw %+v, want the scheduler's certificate", u)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default"}}
+	if _, err := scheduler.CoreV1().Secrets("default").Create(ctx, secret, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the scheduler created a Secret in process: %v, want Forbidden by its RBAC", err)
+	}
+
+	manager := client("system:kube-controller-manager")
+	w, err := manager.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default"}, Data: map[string]string{"k": "v"}}
+	if _, err := manager.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		got, ok := ev.Object.(*corev1.ConfigMap)
+		if ev.Type != watch.Added || !ok || got.Name != "c" || got.Data["k"] != "v" {
+			t.Fatalf("watch event %v %#v", ev.Type, ev.Object)
+		}
+	case <-ctx.Done():
+		t.Fatal("no watch event through the in-process transport")
+	}
+	bad := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "Not_A_Name", Namespace: "default"}}
+	if _, err := manager.CoreV1().ConfigMaps("default").Create(ctx, bad, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("an invalid name in process: %v, want Invalid", err)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
