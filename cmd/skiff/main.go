@@ -121,6 +121,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.IntVar(&cfg.LBPort, "lb-port", 6444, "node-local API load balancer port, on the --bind-address when it is a loopback address, else on 127.0.0.1")
 	fs.IntVar(&cfg.EtcdClientPort, "etcd-client-port", 2379, "embedded etcd client port")
 	fs.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 2380, "embedded etcd peer port")
+	fs.IntVar(&cfg.EtcdHTTPPort, "etcd-http-port", 0, "embedded etcd's HTTP endpoints (/health, /metrics, /version; mutual TLS as the client port), which serves gRPC alone; 0: a loopback port the system picks")
 	// External etcd over TLS, as kube-apiserver's flags of the same names.
 	fs.StringVar(&cfg.EtcdCAFile, "etcd-cafile", "", "CA bundle that signed the external etcd's serving certificates (with --etcd-servers)")
 	fs.StringVar(&cfg.EtcdCertFile, "etcd-certfile", "", "client certificate presented to the external etcd (with --etcd-servers)")

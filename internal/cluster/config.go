@@ -63,7 +63,11 @@ type Config struct {
 	AdvertiseAddress string
 	HTTPSPort        int
 	EtcdClientPort   int
-	EtcdPeerPort     int
+	// EtcdHTTPPort serves the embedded member's HTTP endpoints (/health, /metrics, /version, with the
+	// same mutual TLS) on the etcd listen address; 0 puts them on a loopback port the system picks.
+	// The client port serves gRPC alone.
+	EtcdHTTPPort int
+	EtcdPeerPort int
 	// EtcdServers, when set, is an external etcd cluster used instead of an embedded member.
 	EtcdServers []string
 	// EtcdCAFile, EtcdCertFile and EtcdKeyFile are the TLS files of the external etcd's clients
@@ -331,6 +335,9 @@ func (c *Config) Validate() error {
 	}
 	if net.ParseIP(c.AdvertiseAddress) == nil {
 		errs = append(errs, fmt.Errorf("advertise address %q is not an IP address", c.AdvertiseAddress))
+	}
+	if c.EtcdHTTPPort < 0 || c.EtcdHTTPPort > 65535 {
+		errs = append(errs, fmt.Errorf("--etcd-http-port %d is out of range 0-65535", c.EtcdHTTPPort))
 	}
 	for name, port := range map[string]int{"--https-port": c.HTTPSPort, "--etcd-client-port": c.EtcdClientPort, "--etcd-peer-port": c.EtcdPeerPort, "--kubelet-port": c.KubeletPort, "--lb-port": c.LBPort} {
 		if port < 1 || port > 65535 {

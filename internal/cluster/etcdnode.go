@@ -49,16 +49,17 @@ func (n *Node) startStorage(ctx context.Context) error {
 		return err
 	}
 	ecfg := etcd.Config{
-		Name:                etcdMemberName(n.cfg),
-		DataDir:             filepath.Join(n.cfg.DataDir, "etcd"),
-		ListenClientURLs:    []string{etcdURL(etcdListenHost(n.cfg), n.cfg.EtcdClientPort)},
-		AdvertiseClientURLs: []string{etcdURL(n.cfg.AdvertiseAddress, n.cfg.EtcdClientPort)},
-		ListenPeerURLs:      []string{etcdURL(etcdListenHost(n.cfg), n.cfg.EtcdPeerPort)},
-		AdvertisePeerURLs:   []string{etcdPeerURL(n.cfg)},
-		ClientTLS:           certs.server,
-		PeerTLS:             certs.peer,
-		QuotaBackendBytes:   n.cfg.EtcdQuotaBackendBytes,
-		Logger:              n.cfg.Logger,
+		Name:                 etcdMemberName(n.cfg),
+		DataDir:              filepath.Join(n.cfg.DataDir, "etcd"),
+		ListenClientURLs:     []string{etcdURL(etcdListenHost(n.cfg), n.cfg.EtcdClientPort)},
+		ListenClientHTTPURLs: etcdHTTPURLs(n.cfg),
+		AdvertiseClientURLs:  []string{etcdURL(n.cfg.AdvertiseAddress, n.cfg.EtcdClientPort)},
+		ListenPeerURLs:       []string{etcdURL(etcdListenHost(n.cfg), n.cfg.EtcdPeerPort)},
+		AdvertisePeerURLs:    []string{etcdPeerURL(n.cfg)},
+		ClientTLS:            certs.server,
+		PeerTLS:              certs.peer,
+		QuotaBackendBytes:    n.cfg.EtcdQuotaBackendBytes,
+		Logger:               n.cfg.Logger,
 	}
 	join, err := n.joinEtcd(ctx, &ecfg)
 	if err != nil {

@@ -86,6 +86,14 @@ func etcdURL(host string, port int) string {
 // unspecified).
 func etcdListenHost(cfg Config) string { return cfg.BindAddress }
 
+// etcdHTTPURLs is where the embedded member serves HTTP (--etcd-http-port); none: etcd's default.
+func etcdHTTPURLs(cfg Config) []string {
+	if cfg.EtcdHTTPPort == 0 {
+		return nil
+	}
+	return []string{etcdURL(etcdListenHost(cfg), cfg.EtcdHTTPPort)}
+}
+
 // etcdLocalHost is how this node's own processes reach its member: the bind address, or loopback
 // when binding to all addresses.
 func etcdLocalHost(cfg Config) string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -172,6 +173,14 @@ func embedConfig(cfg Config, stopping *atomic.Bool) (*embed.Config, error) {
 	if ec.AdvertiseClientUrls, err = parseURLs(cfg.AdvertiseClientURLs); err != nil {
 		return nil, err
 	}
+	// The client URLs serve gRPC alone (Config.ListenClientHTTPURLs says why).
+	if len(cfg.ListenClientHTTPURLs) > 0 {
+		if ec.ListenClientHttpUrls, err = parseURLs(cfg.ListenClientHTTPURLs); err != nil {
+			return nil, err
+		}
+	} else {
+		ec.ListenClientHttpUrls = httpOnlyURLs(ec.ListenClientUrls)
+	}
 	if ec.ListenPeerUrls, err = parseURLs(cfg.ListenPeerURLs); err != nil {
 		return nil, err
 	}
@@ -291,3 +300,12 @@ const (
 	snapshotCount          = 500
 	snapshotCatchUpEntries = 100
 )
+
+// httpOnlyURLs is one loopback URL, with the scheme of the client URLs, on a port the system picks.
+func httpOnlyURLs(client []url.URL) []url.URL {
+	scheme := "https"
+	if len(client) > 0 && client[0].Scheme == "http" {
+		scheme = "http"
+	}
+	return []url.URL{{Scheme: scheme, Host: "127.0.0.1:0"}}
+}

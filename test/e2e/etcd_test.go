@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,8 @@ import (
 // TestEmbeddedEtcdIsMutualTLSOnly: the node's etcd answers neither plain HTTP nor a TLS client
 // without a certificate, on its client and peer ports; the API server's client certificate works.
 func TestEmbeddedEtcdIsMutualTLSOnly(t *testing.T) {
-	c := newCluster(t)
+	httpPort := freePort(t)
+	c := newCluster(t, "--etcd-http-port", strconv.Itoa(httpPort))
 	pkiDir := filepath.Join(c.dataDir, "pki")
 	caPEM, err := os.ReadFile(filepath.Join(pkiDir, "etcd", "ca.crt"))
 	if err != nil {
@@ -51,7 +53,9 @@ func TestEmbeddedEtcdIsMutualTLSOnly(t *testing.T) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return resp.StatusCode, nil
 	}
-	for _, port := range []int{c.ports[1], c.ports[2]} {
+	// Client port (gRPC alone), peer port and the HTTP endpoints' port: nothing without TLS and a
+	// client certificate of the etcd CA.
+	for _, port := range []int{c.ports[1], c.ports[2], httpPort} {
 		host := fmt.Sprintf("127.0.0.1:%d", port)
 		if code, err := get("http://"+host+"/health", nil); err == nil && code == http.StatusOK {
 			t.Errorf("plain http on %s answered 200", host)
@@ -60,9 +64,13 @@ func TestEmbeddedEtcdIsMutualTLSOnly(t *testing.T) {
 			t.Errorf("a TLS client without a certificate was served on %s", host)
 		}
 	}
-	code, err := get(fmt.Sprintf("https://127.0.0.1:%d/health", c.ports[1]), &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{clientCert}})
+	code, err := get(fmt.Sprintf("https://127.0.0.1:%d/health", httpPort), &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{clientCert}})
 	if err != nil || code != http.StatusOK {
-		t.Fatalf("etcd /health with the API server's client certificate = %d, %v", code, err)
+		t.Fatalf("etcd /health on --etcd-http-port with the API server's client certificate = %d, %v", code, err)
+	}
+	// The client port serves gRPC on grpc-go's own server, not HTTP.
+	if code, err := get(fmt.Sprintf("https://127.0.0.1:%d/health", c.ports[1]), &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{clientCert}}); err == nil && code == http.StatusOK {
+		t.Errorf("the client port answered HTTP /health: it should serve gRPC alone")
 	}
 	// The tools that read the data dir's etcd-endpoints reach the TLS member.
 	if out, err := exec.Command(c.bin, "etcd", "snapshot", "save", "--data-dir", c.dataDir, filepath.Join(t.TempDir(), "snap.db")).CombinedOutput(); err != nil {
