@@ -820,6 +820,7 @@ func TestAPIServer(t *testing.T) {
 			`apiserver_request_total{code="200",group="",resource="pods",subresource="",verb="DELETECOLLECTION",version="v1"}`,
 			`apiserver_request_total{code="401",group="",resource="namespaces",subresource="",verb="LIST",version="v1"}`,
 			`apiserver_request_duration_seconds_bucket{`,
+			`apiserver_request_sli_duration_seconds_bucket{`,
 		} {
 			if !strings.Contains(body, want) {
 				t.Errorf("/metrics lacks %s", want)

@@ -301,6 +301,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.clock.Now()
 	rec := &statusRecorder{wrappedWriter: wrappedWriter{w}}
 	info := ParseRequestInfo(r)
+	sliCtx, excluded := request.WithSLIExclusions(r.Context())
+	r = r.WithContext(sliCtx)
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -312,7 +314,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		elapsed := s.clock.Since(start)
-		s.metrics.observe(info, metricsVerb(info, r), rec.statusCode(), elapsed)
+		s.metrics.observe(info, metricsVerb(info, r), rec.statusCode(), elapsed, excluded.Total())
 		if info.Verb != "watch" || elapsed > time.Second {
 			s.log.Debug("request", "verb", info.Verb, "path", r.URL.Path, "code", rec.statusCode(), "duration", elapsed)
 		}
@@ -357,7 +359,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	seatsHandedOff := false
 	if s.cfg.FlowControl != nil {
 		// API Priority and Fairness (apf.go): after impersonation, before authorization.
+		queued := s.clock.Now()
 		ticket, ok := s.admitFlow(w, r, info, user)
+		request.ExcludeFromSLI(r.Context(), s.clock.Since(queued))
 		if !ok {
 			return
 		}
@@ -540,6 +544,10 @@ func writePlain(w http.ResponseWriter, code int, body string) {
 type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	// sli is latency less the time in a priority-and-fairness queue and in admission webhooks
+	// (request.SLIExclusions), for requests that are not long-running: what Kubernetes' API call
+	// latency SLOs are defined on (apiserver_request_sli_duration_seconds in kube-apiserver).
+	sli *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -553,8 +561,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Request latency by verb, group, version, resource and subresource (watches excluded).",
 			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"verb", "group", "version", "resource", "subresource"}),
+		sli: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "apiserver_request_sli_duration_seconds",
+			Help:    "Request latency without priority-and-fairness queue waits and admission webhook calls, by verb, group, version, resource and subresource (long-running requests excluded).",
+			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"verb", "group", "version", "resource", "subresource"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.sli} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register API server metrics: %w", err)
 		}
@@ -583,9 +596,12 @@ func metricsVerb(info *RequestInfo, r *http.Request) string {
 	return strings.ToUpper(info.Verb)
 }
 
-func (m *metrics) observe(info *RequestInfo, verb string, code int, elapsed time.Duration) {
+func (m *metrics) observe(info *RequestInfo, verb string, code int, elapsed, excluded time.Duration) {
 	m.requests.WithLabelValues(verb, info.APIGroup, info.APIVersion, info.Resource, info.Subresource, strconv.Itoa(code)).Inc()
 	if info.Verb != "watch" {
 		m.latency.WithLabelValues(verb, info.APIGroup, info.APIVersion, info.Resource, info.Subresource).Observe(elapsed.Seconds())
+	}
+	if !longRunning(info) {
+		m.sli.WithLabelValues(verb, info.APIGroup, info.APIVersion, info.Resource, info.Subresource).Observe(max(elapsed-excluded, 0).Seconds())
 	}
 }

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/request"
 )
 
 // maxResponseBytes bounds what a webhook may answer, as Kubernetes does.
@@ -147,6 +148,9 @@ func call(ctx context.Context, h *hook, review *admissionv1.AdmissionReview, loo
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	// The call's time is the webhook's, not the API server's: the latency SLI leaves it out.
+	started := time.Now()
+	defer func() { request.ExcludeFromSLI(ctx, time.Since(started)) }()
 	resp, err := client.Do(req)
 	if err != nil {
 		return fail(fmt.Errorf("failed to call webhook: %w", err))

@@ -11,23 +11,34 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// histograms is apiserver_request_duration_seconds summed per verb: upper bound -> cumulative count.
+// histograms is one latency histogram summed per verb: upper bound -> cumulative count.
 type histograms map[string]map[float64]float64
 
-// scrapeLatency reads the API server's request-latency histogram (the metric both skiff and
-// kube-apiserver expose) and sums it per verb across resources.
-func scrapeLatency(ctx context.Context, client kubernetes.Interface) (histograms, error) {
+// The two latency histograms both skiff and kube-apiserver expose: the whole request, and the
+// SLI Kubernetes' API call latency SLOs are defined on (without priority-and-fairness queue waits
+// and admission webhook calls).
+const (
+	latencyMetric = "apiserver_request_duration_seconds"
+	sliMetric     = "apiserver_request_sli_duration_seconds"
+)
+
+// latencies are both histograms at one scrape.
+type latencies struct{ total, sli histograms }
+
+// scrapeLatency reads the API server's request-latency histograms and sums them per verb across
+// resources.
+func scrapeLatency(ctx context.Context, client kubernetes.Interface) (latencies, error) {
 	body, err := client.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return nil, err
+		return latencies{}, err
 	}
-	return parseLatency(string(body)), nil
+	return latencies{total: parseLatency(string(body), latencyMetric), sli: parseLatency(string(body), sliMetric)}, nil
 }
 
-func parseLatency(text string) histograms {
+func parseLatency(text, metric string) histograms {
 	out := histograms{}
 	for line := range strings.SplitSeq(text, "\n") {
-		rest, ok := strings.CutPrefix(line, "apiserver_request_duration_seconds_bucket{")
+		rest, ok := strings.CutPrefix(line, metric+"_bucket{")
 		if !ok {
 			continue
 		}
@@ -86,17 +97,36 @@ func normalVerb(v string) string {
 	return strings.ToUpper(v)
 }
 
-// verbLatency is one verb's calls during the measurement.
+// verbLatency is one verb's calls during the measurement: the p99 of the SLI (what the SLO is
+// on) and of the whole request.
 type verbLatency struct {
-	verb  string
-	count float64
-	p99   time.Duration
-	slo   time.Duration
+	verb     string
+	count    float64
+	p99      time.Duration
+	p99Total time.Duration
+	slo      time.Duration
 }
 
-// latencyBetween is each verb's p99 over the calls made between two scrapes, interpolated within
-// the histogram bucket as Prometheus' histogram_quantile does.
-func latencyBetween(before, after histograms) []verbLatency {
+// latencyBetween is each verb's p99 of the SLI and of the whole request over the calls made
+// between two scrapes. A server without the SLI histogram gets the whole request's p99 for both.
+func latencyBetween(before, after latencies) []verbLatency {
+	total := p99Between(before.total, after.total)
+	sli := map[string]verbLatency{}
+	for _, v := range p99Between(before.sli, after.sli) {
+		sli[v.verb] = v
+	}
+	for i, v := range total {
+		total[i].p99Total = v.p99
+		if s, ok := sli[v.verb]; ok {
+			total[i].p99 = s.p99
+		}
+	}
+	return total
+}
+
+// p99Between is each verb's p99 over the calls made between two scrapes of one histogram,
+// interpolated within the bucket as Prometheus' histogram_quantile does.
+func p99Between(before, after histograms) []verbLatency {
 	var out []verbLatency
 	for verb, buckets := range after {
 		bounds := make([]float64, 0, len(buckets))
