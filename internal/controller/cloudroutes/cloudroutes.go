@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -67,7 +68,17 @@ func New(deps ctrlutil.Deps, routes cloudprovider.Routes, clusterName string) (*
 	c := &Controller{deps: deps, routes: routes, clusterName: clusterName, nodes: inf.Lister(), synced: inf.Informer().HasSynced}
 	c.loop = ctrlutil.NewLoop("cloud-node-routes", deps, c.reconcile)
 	kick := func(any) { c.loop.Queue.Add(key) }
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: kick, UpdateFunc: func(_, n any) { kick(n) }, DeleteFunc: kick}); err != nil {
+	// A node's status is written every few seconds (heartbeats, images, volumes); only what a
+	// route depends on starts a reconcile of the whole table. A failed reconcile comes back with
+	// the loop's backoff, not with the next heartbeat.
+	update := func(o, n any) {
+		oldNode, ok1 := o.(*corev1.Node)
+		newNode, ok2 := n.(*corev1.Node)
+		if !ok1 || !ok2 || routeInputsChanged(oldNode, newNode) {
+			kick(n)
+		}
+	}
+	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: kick, UpdateFunc: update, DeleteFunc: kick}); err != nil {
 		return nil, fmt.Errorf("route controller: node handler: %w", err)
 	}
 	return c, nil
@@ -108,7 +119,25 @@ func (c *Controller) reconcile(ctx context.Context, _ string) error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return joinErrors(errs)
+}
+
+// routeInputsChanged reports whether a node update can change the route plan or the node's
+// NetworkUnavailable condition: its podCIDR, addresses, deletion or that condition.
+func routeInputsChanged(o, n *corev1.Node) bool {
+	return o.Spec.PodCIDR != n.Spec.PodCIDR || !apiequality.Semantic.DeepEqual(o.Status.Addresses, n.Status.Addresses) ||
+		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) || needsCondition(o) != needsCondition(n)
+}
+
+// maxReportedErrors bounds the errors one failed reconcile reports: with thousands of nodes a
+// provider that refuses every route would otherwise log thousands of errors per attempt.
+const maxReportedErrors = 5
+
+func joinErrors(errs []error) error {
+	if len(errs) <= maxReportedErrors {
+		return errors.Join(errs...)
+	}
+	return errors.Join(append(errs[:maxReportedErrors:maxReportedErrors], fmt.Errorf("and %d more", len(errs)-maxReportedErrors))...)
 }
 
 func needsCondition(n *corev1.Node) bool {

@@ -54,3 +54,45 @@ func TestPlan(t *testing.T) {
 		})
 	}
 }
+
+// Only what a route depends on reconciles the table: a heartbeat does not.
+func TestRouteInputsChanged(t *testing.T) {
+	base := node("a", "10.0.1.0/24")
+	base.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.1.0.1"}}
+	tests := []struct {
+		name   string
+		change func(n *corev1.Node)
+		want   bool
+	}{
+		{"heartbeat", func(n *corev1.Node) {
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
+		}, false},
+		{"podCIDR", func(n *corev1.Node) { n.Spec.PodCIDR = "10.0.2.0/24" }, true},
+		{"address", func(n *corev1.Node) { n.Status.Addresses[0].Address = "10.1.0.2" }, true},
+		{"deletion", func(n *corev1.Node) { n.DeletionTimestamp = &metav1.Time{} }, true},
+		{"network available", func(n *corev1.Node) {
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse}}
+		}, true},
+	}
+	for _, tt := range tests {
+		n := base.DeepCopy()
+		tt.change(n)
+		if got := routeInputsChanged(base, n); got != tt.want {
+			t.Errorf("%s: changed = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestJoinErrorsBounded(t *testing.T) {
+	var errs []error
+	for i := range 5000 {
+		errs = append(errs, fmt.Errorf("route %d refused", i))
+	}
+	got := joinErrors(errs).Error()
+	if want := "route 0 refused\nroute 1 refused\nroute 2 refused\nroute 3 refused\nroute 4 refused\nand 4995 more"; got != want {
+		t.Fatalf("joined %q, want %q", got, want)
+	}
+	if joinErrors(nil) != nil {
+		t.Fatal("no errors joined to an error")
+	}
+}

@@ -5,8 +5,30 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 )
+
+// NodeHeartbeatOnly reports whether a node update changed nothing but its resourceVersion and its
+// conditions' times (a kubelet's heartbeat): every condition keeps its status, everything else is
+// equal. Controllers that place or count on nodes ignore such updates, which every node sends
+// every few seconds.
+func NodeHeartbeatOnly(old, cur *corev1.Node) bool {
+	if len(old.Status.Conditions) != len(cur.Status.Conditions) {
+		return false
+	}
+	for i := range old.Status.Conditions {
+		o, c := &old.Status.Conditions[i], &cur.Status.Conditions[i]
+		if o.Type != c.Type || o.Status != c.Status || o.Reason != c.Reason || o.Message != c.Message {
+			return false
+		}
+	}
+	o := *old
+	o.ResourceVersion = cur.ResourceVersion
+	o.ManagedFields = cur.ManagedFields
+	o.Status.Conditions = cur.Status.Conditions
+	return apiequality.Semantic.DeepEqual(&o, cur)
+}
 
 // Tolerates reports whether toleration t tolerates taint.
 func Tolerates(t *corev1.Toleration, taint *corev1.Taint) bool {

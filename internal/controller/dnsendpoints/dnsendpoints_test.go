@@ -270,3 +270,28 @@ func TestSync(t *testing.T) {
 		})
 	}
 }
+
+// Heartbeats do not recompute the slices; readiness, addresses, roles and deletion do.
+func TestNodeUpdateKicksOnlyForWhatTheSlicesUse(t *testing.T) {
+	base := node("a").ip("172.31.0.1").ready(true).obj()
+	tests := []struct {
+		name   string
+		change func(n *corev1.Node)
+		want   bool
+	}{
+		{"heartbeat", func(n *corev1.Node) { n.Status.Conditions[0].LastHeartbeatTime = metav1.Now() }, false},
+		{"not ready", func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }, true},
+		{"address", func(n *corev1.Node) { n.Status.Addresses[0].Address = "172.31.0.2" }, true},
+		{"control-plane only", func(n *corev1.Node) { n.Labels = map[string]string{roleLabelPrefix + "control-plane": ""} }, true},
+		{"deletion", func(n *corev1.Node) { n.DeletionTimestamp = &metav1.Time{} }, true},
+	}
+	for _, tt := range tests {
+		n := base.DeepCopy()
+		tt.change(n)
+		kicked := false
+		nodeUpdate(func(any) { kicked = true })(base, n)
+		if kicked != tt.want {
+			t.Errorf("%s: kicked = %v, want %v", tt.name, kicked, tt.want)
+		}
+	}
+}
