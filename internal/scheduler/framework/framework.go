@@ -278,10 +278,27 @@ func (f *Framework) runPreFilterExtension(state *CycleState, call func(PreFilter
 
 // RunFilterPlugins runs Filter plugins and returns the first non-success.
 func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeInfo *NodeInfo) *Status {
+	return f.RunFilters(ctx, f.FiltersToRun(state), state, pod, nodeInfo)
+}
+
+// FiltersToRun are the Filter plugins of a cycle: those PreFilter did not skip. A cycle looks them
+// up once and runs them on every node with RunFilters, instead of a map lookup per plugin per node.
+func (f *Framework) FiltersToRun(state *CycleState) []FilterPlugin {
+	if len(state.SkipFilterPlugins) == 0 {
+		return f.filter
+	}
+	out := make([]FilterPlugin, 0, len(f.filter))
 	for _, p := range f.filter {
-		if state.SkipFilterPlugins[p.Name()] {
-			continue
+		if !state.SkipFilterPlugins[p.Name()] {
+			out = append(out, p)
 		}
+	}
+	return out
+}
+
+// RunFilters runs filters (from FiltersToRun) on one node, stopping at the first rejection.
+func (f *Framework) RunFilters(ctx context.Context, filters []FilterPlugin, state *CycleState, pod *v1.Pod, nodeInfo *NodeInfo) *Status {
+	for _, p := range filters {
 		if s := p.Filter(ctx, state, pod, nodeInfo); !s.IsSuccess() {
 			if s.Code() == Error {
 				return AsStatus(fmt.Errorf("running Filter plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
@@ -389,8 +406,11 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 	default:
 	}
 	out := &PluginScores{Plugins: names(active), Scores: make([][]int64, len(nodes)), Totals: make([]int64, len(nodes))}
+	// One backing array for every node's row: a cycle scores hundreds of nodes, and a slice each
+	// was most of the cycle's allocations.
+	flat := make([]int64, len(nodes)*len(active))
 	for i := range nodes {
-		out.Scores[i] = make([]int64, len(active))
+		out.Scores[i] = flat[i*len(active) : (i+1)*len(active) : (i+1)*len(active)]
 	}
 	for j, p := range active {
 		if ext := p.ScoreExtensions(); ext != nil {
