@@ -62,12 +62,18 @@ type Controller struct {
 
 const key = "routes"
 
+// routeBatchDelay is how long node changes gather before the route table is reconciled.
+const routeBatchDelay = time.Second
+
 // New builds the controller on the provider's Routes.
 func New(deps ctrlutil.Deps, routes cloudprovider.Routes, clusterName string) (*Controller, error) {
 	inf := deps.Informers.Core().V1().Nodes()
 	c := &Controller{deps: deps, routes: routes, clusterName: clusterName, nodes: inf.Lister(), synced: inf.Informer().HasSynced}
 	c.loop = ctrlutil.NewLoop("cloud-node-routes", deps, c.reconcile)
-	kick := func(any) { c.loop.Queue.Add(key) }
+	// The whole table is one key, so changes are gathered for a second before a reconcile: node
+	// IPAM giving 5,000 new nodes their podCIDRs one by one would otherwise run 5,000 reconciles of
+	// the whole table (Kubernetes' route controller reconciles on a 10 s period instead).
+	kick := func(any) { c.loop.Queue.AddAfter(key, routeBatchDelay) }
 	// A node's status is written every few seconds (heartbeats, images, volumes); only what a
 	// route depends on starts a reconcile of the whole table. A failed reconcile comes back with
 	// the loop's backoff, not with the next heartbeat.
