@@ -411,24 +411,7 @@ func TestFlowControlTimedOutRequestKeepsSeats(t *testing.T) {
 	released := sync.OnceFunc(func() { close(block.release) })
 	t.Cleanup(released)
 	executingSeats := func() float64 {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum := 0.0
-		for _, mf := range mfs {
-			if mf.GetName() != "apiserver_flowcontrol_current_executing_seats" {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				for _, lp := range m.GetLabel() {
-					if lp.GetName() == "priority_level" && lp.GetValue() == "global-default" {
-						sum += m.GetGauge().GetValue()
-					}
-				}
-			}
-		}
-		return sum
+		return gaugeSum(t, reg, "apiserver_flowcontrol_current_executing_seats", "priority_level", "global-default")
 	}
 	bobCfg := rest.CopyConfig(c.admin)
 	bobCfg.Impersonate = rest.ImpersonationConfig{UserName: "bob"}
