@@ -77,13 +77,7 @@ func New(deps ctrlutil.Deps, routes cloudprovider.Routes, clusterName string) (*
 	// A node's status is written every few seconds (heartbeats, images, volumes); only what a
 	// route depends on starts a reconcile of the whole table. A failed reconcile comes back with
 	// the loop's backoff, not with the next heartbeat.
-	update := func(o, n any) {
-		oldNode, ok1 := o.(*corev1.Node)
-		newNode, ok2 := n.(*corev1.Node)
-		if !ok1 || !ok2 || routeInputsChanged(oldNode, newNode) {
-			kick(n)
-		}
-	}
+	update := ctrlutil.OnNodeUpdate(routeInputsChanged, kick)
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: kick, UpdateFunc: update, DeleteFunc: kick}); err != nil {
 		return nil, fmt.Errorf("route controller: node handler: %w", err)
 	}

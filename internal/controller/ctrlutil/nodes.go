@@ -9,6 +9,19 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
+// OnNodeUpdate is an informer UpdateFunc that calls kick with the new object only when changed
+// says the node update matters to the controller (anything that is not a pair of Nodes always
+// does): controllers that recompute a whole table per node skip the heartbeats every node writes.
+func OnNodeUpdate(changed func(old, cur *corev1.Node) bool, kick func(any)) func(o, n any) {
+	return func(o, n any) {
+		oldNode, ok1 := o.(*corev1.Node)
+		newNode, ok2 := n.(*corev1.Node)
+		if !ok1 || !ok2 || changed(oldNode, newNode) {
+			kick(n)
+		}
+	}
+}
+
 // NodeHeartbeatOnly reports whether a node update changed nothing but its resourceVersion and its
 // conditions' times (a kubelet's heartbeat): every condition keeps its status, everything else is
 // equal. Controllers that place or count on nodes ignore such updates, which every node sends

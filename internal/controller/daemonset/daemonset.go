@@ -155,13 +155,8 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 		}},
 		// Node labels, taints and membership decide where daemons run.
 		// A heartbeat changes none of it: at thousands of nodes, each one synced every DaemonSet.
-		{nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: enqueueAll, UpdateFunc: func(o, n any) {
-			oldNode, ok1 := o.(*corev1.Node)
-			newNode, ok2 := n.(*corev1.Node)
-			if !ok1 || !ok2 || !ctrlutil.NodeHeartbeatOnly(oldNode, newNode) {
-				enqueueAll(n)
-			}
-		}, DeleteFunc: enqueueAll}},
+		{nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: enqueueAll, UpdateFunc: ctrlutil.OnNodeUpdate(
+			func(o, n *corev1.Node) bool { return !ctrlutil.NodeHeartbeatOnly(o, n) }, enqueueAll), DeleteFunc: enqueueAll}},
 	} {
 		if _, err := h.inf.AddEventHandler(h.h); err != nil {
 			return nil, fmt.Errorf("daemonset controller handler: %w", err)

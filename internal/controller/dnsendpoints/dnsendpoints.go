@@ -66,7 +66,7 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 		}
 	}
 	for name, h := range map[string]cache.ResourceEventHandlerFuncs{
-		"node":          {AddFunc: always, UpdateFunc: nodeUpdate(always), DeleteFunc: always},
+		"node":          {AddFunc: always, UpdateFunc: ctrlutil.OnNodeUpdate(slicesInputsChanged, always), DeleteFunc: always},
 		"service":       {AddFunc: ours, UpdateFunc: func(_, o any) { ours(o) }, DeleteFunc: ours},
 		"endpointslice": {AddFunc: ours, UpdateFunc: func(_, o any) { ours(o) }, DeleteFunc: ours},
 	} {
@@ -119,18 +119,12 @@ func (c *Controller) Sync(ctx context.Context, _ string) error {
 	return nil
 }
 
-// nodeUpdate calls kick for a node update that can change the slices: not for heartbeats, which
+// slicesInputsChanged reports whether a node update can change the slices: not a heartbeat, which
 // every node writes every few seconds (at 5,000 nodes each one recomputed every slice).
-func nodeUpdate(kick func(any)) func(o, n any) {
-	return func(o, n any) {
-		oldNode, ok1 := o.(*corev1.Node)
-		newNode, ok2 := n.(*corev1.Node)
-		if !ok1 || !ok2 || ServesDNS(oldNode) != ServesDNS(newNode) || nodeReady(oldNode) != nodeReady(newNode) ||
-			(oldNode.DeletionTimestamp == nil) != (newNode.DeletionTimestamp == nil) ||
-			!apiequality.Semantic.DeepEqual(oldNode.Status.Addresses, newNode.Status.Addresses) {
-			kick(n)
-		}
-	}
+func slicesInputsChanged(o, n *corev1.Node) bool {
+	return ServesDNS(o) != ServesDNS(n) || nodeReady(o) != nodeReady(n) ||
+		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+		!apiequality.Semantic.DeepEqual(o.Status.Addresses, n.Status.Addresses)
 }
 
 // ServesDNS reports whether a node runs skiff's DNS: worker nodes, which is every node unless its

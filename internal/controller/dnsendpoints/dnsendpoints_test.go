@@ -16,6 +16,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/skiff-sh/skiff/internal/controller/ctrltest"
+	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 )
 
 func kubeDNS() *corev1.Service {
@@ -289,7 +290,7 @@ func TestNodeUpdateKicksOnlyForWhatTheSlicesUse(t *testing.T) {
 		n := base.DeepCopy()
 		tt.change(n)
 		kicked := false
-		nodeUpdate(func(any) { kicked = true })(base, n)
+		ctrlutil.OnNodeUpdate(slicesInputsChanged, func(any) { kicked = true })(base, n)
 		if kicked != tt.want {
 			t.Errorf("%s: kicked = %v, want %v", tt.name, kicked, tt.want)
 		}

@@ -93,11 +93,7 @@ func New(deps ctrlutil.Deps, lb cloudprovider.LoadBalancer, clusterName string) 
 		}
 	}
 	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: all, UpdateFunc: func(o, n any) {
-			if nodeChanged(o.(*corev1.Node), n.(*corev1.Node)) {
-				all(n)
-			}
-		}, DeleteFunc: all,
+		AddFunc: all, UpdateFunc: ctrlutil.OnNodeUpdate(nodeChanged, all), DeleteFunc: all,
 	}); err != nil {
 		return nil, fmt.Errorf("service-lb: node handler: %w", err)
 	}
