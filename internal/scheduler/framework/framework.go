@@ -278,7 +278,8 @@ func (f *Framework) runPreFilterExtension(state *CycleState, call func(PreFilter
 
 // RunFilterPlugins runs Filter plugins and returns the first non-success.
 func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeInfo *NodeInfo) *Status {
-	return f.RunFilters(ctx, f.FiltersToRun(state), state, pod, nodeInfo)
+	// Preemption calls this per candidate node: skipping in the loop allocates nothing.
+	return f.runFilters(ctx, f.filter, state.SkipFilterPlugins, state, pod, nodeInfo)
 }
 
 // FiltersToRun are the Filter plugins of a cycle: those PreFilter did not skip. A cycle looks them
@@ -298,7 +299,15 @@ func (f *Framework) FiltersToRun(state *CycleState) []FilterPlugin {
 
 // RunFilters runs filters (from FiltersToRun) on one node, stopping at the first rejection.
 func (f *Framework) RunFilters(ctx context.Context, filters []FilterPlugin, state *CycleState, pod *v1.Pod, nodeInfo *NodeInfo) *Status {
+	return f.runFilters(ctx, filters, nil, state, pod, nodeInfo)
+}
+
+// runFilters runs filters less those in skip (a lookup in a nil map costs nothing).
+func (f *Framework) runFilters(ctx context.Context, filters []FilterPlugin, skip map[string]bool, state *CycleState, pod *v1.Pod, nodeInfo *NodeInfo) *Status {
 	for _, p := range filters {
+		if skip[p.Name()] {
+			continue
+		}
 		if s := p.Filter(ctx, state, pod, nodeInfo); !s.IsSuccess() {
 			if s.Code() == Error {
 				return AsStatus(fmt.Errorf("running Filter plugin %q: %w", p.Name(), s.AsError())).WithPlugin(p.Name())
