@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,11 +38,14 @@ func (f AuthenticatorFunc) AuthenticateRequest(r *http.Request) (*UserInfo, bool
 // ClientCertAuthenticator trusts a client certificate of the cluster CA: the common name is the
 // user, the organizations its groups (as Kubernetes does).
 type ClientCertAuthenticator struct {
-	// Roots, when set, is the cluster CA the certificate must chain to. It is needed when the TLS
-	// layer also accepts certificates of another CA (the front proxy's, for
+	// Roots, when set, are the cluster CA certificates a verified chain must end in. They are
+	// needed when the TLS layer also accepts certificates of another CA (the front proxy's, for
 	// RequestHeaderAuthenticator), which must not authenticate as their common name. Nil trusts
 	// whatever the TLS layer verified.
-	Roots *x509.CertPool
+	Roots []*x509.Certificate
+	// Now is the clock the chain's validity is checked against (time.Now when nil): a connection
+	// outlives the handshake that verified its certificates.
+	Now func() time.Time
 }
 
 func (a ClientCertAuthenticator) AuthenticateRequest(r *http.Request) (*UserInfo, bool, error) {
@@ -49,7 +53,14 @@ func (a ClientCertAuthenticator) AuthenticateRequest(r *http.Request) (*UserInfo
 		return nil, false, nil
 	}
 	cert := r.TLS.PeerCertificates[0]
-	if a.Roots != nil && !verifiesClient(r.TLS.PeerCertificates, a.Roots) {
+	if a.Roots != nil && !chainsEndIn(r.TLS.VerifiedChains, a.Roots) {
+		return nil, false, nil
+	}
+	now := time.Now
+	if a.Now != nil {
+		now = a.Now
+	}
+	if !validAt(r.TLS.VerifiedChains, now()) {
 		return nil, false, nil
 	}
 	if cert.Subject.CommonName == "" {
@@ -58,6 +69,42 @@ func (a ClientCertAuthenticator) AuthenticateRequest(r *http.Request) (*UserInfo
 	}
 	groups := append(slices.Clone(cert.Subject.Organization), "system:authenticated")
 	return &UserInfo{Name: cert.Subject.CommonName, Groups: groups}, true, nil
+}
+
+// validAt reports whether some verified chain has every certificate valid at t.
+func validAt(chains [][]*x509.Certificate, t time.Time) bool {
+	for _, chain := range chains {
+		ok := len(chain) > 0
+		for _, c := range chain {
+			if t.Before(c.NotBefore) || t.After(c.NotAfter) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// chainsEndIn reports whether one of the chains the TLS handshake verified (signatures, validity
+// and client-auth key usage checked there, against every CA the listener trusts) ends in one of
+// roots. Comparing the root is all that is left to do: verifying the chain again on every request
+// was the most expensive step of a scheduler binding.
+func chainsEndIn(chains [][]*x509.Certificate, roots []*x509.Certificate) bool {
+	for _, chain := range chains {
+		if len(chain) == 0 {
+			continue
+		}
+		top := chain[len(chain)-1]
+		for _, root := range roots {
+			if top.Equal(root) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // UnionAuthenticator asks each authenticator in turn; the first that recognises the caller wins.

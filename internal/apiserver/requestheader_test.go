@@ -12,8 +12,8 @@ import (
 )
 
 // testClientCert issues a client certificate of a fresh CA named caName, and returns the CA's
-// pool and the certificate.
-func testClientCert(t *testing.T, dir, caName, cn string) (*x509.CertPool, *x509.Certificate) {
+// pool, the CA certificate and the certificate.
+func testClientCert(t *testing.T, dir, caName, cn string) (*x509.CertPool, *x509.Certificate, *x509.Certificate) {
 	t.Helper()
 	now := time.Now()
 	ca, err := pki.LoadOrCreateCA(dir, caName, caName, now)
@@ -34,19 +34,34 @@ func testClientCert(t *testing.T, dir, caName, cn string) (*x509.CertPool, *x509
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
-	return pool, cert
+	return pool, ca.Cert, cert
+}
+
+// handshakeState is the TLS state of a connection whose listener trusts every CA in cas for
+// client certificates: the chains verified the way crypto/tls verifies them.
+func handshakeState(t *testing.T, cert *x509.Certificate, cas ...*x509.Certificate) *tls.ConnectionState {
+	t.Helper()
+	pool := x509.NewCertPool()
+	for _, ca := range cas {
+		pool.AddCert(ca)
+	}
+	chains, err := cert.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	if err != nil {
+		t.Fatalf("handshake would refuse %s: %v", cert.Subject.CommonName, err)
+	}
+	return &tls.ConnectionState{PeerCertificates: []*x509.Certificate{cert}, VerifiedChains: chains}
 }
 
 // TestRequestHeaderAuthenticator: the front proxy's certificate makes its headers the caller;
 // anyone else's headers name no one, and a front-proxy certificate is not a user of its own.
 func TestRequestHeaderAuthenticator(t *testing.T) {
 	dir := t.TempDir()
-	frontProxy, proxyCert := testClientCert(t, dir, "front-proxy-ca", "front-proxy-client")
-	_, otherProxyCert := testClientCert(t, dir, "front-proxy-ca", "someone-else")
-	cluster, adminCert := testClientCert(t, dir, "ca", "admin")
+	frontProxy, frontProxyCA, proxyCert := testClientCert(t, dir, "front-proxy-ca", "front-proxy-client")
+	_, _, otherProxyCert := testClientCert(t, dir, "front-proxy-ca", "someone-else")
+	_, clusterCA, adminCert := testClientCert(t, dir, "ca", "admin")
 	rh := RequestHeaderAuthenticator{CA: frontProxy, AllowedNames: []string{"front-proxy-client"},
 		UsernameHeaders: []string{"X-Remote-User"}, GroupHeaders: []string{"X-Remote-Group"}, ExtraHeaderPrefixes: []string{"X-Remote-Extra-"}}
-	certs := ClientCertAuthenticator{Roots: cluster}
+	certs := ClientCertAuthenticator{Roots: []*x509.Certificate{clusterCA}}
 	for _, tc := range []struct {
 		name       string
 		cert       *x509.Certificate
@@ -79,7 +94,7 @@ func TestRequestHeaderAuthenticator(t *testing.T) {
 				}
 			}
 			if tc.cert != nil {
-				r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{tc.cert}, VerifiedChains: [][]*x509.Certificate{{tc.cert}}}
+				r.TLS = handshakeState(t, tc.cert, frontProxyCA, clusterCA)
 			}
 			user, ok, err := rh.AuthenticateRequest(r)
 			if (err != nil) != tc.wantErr {
@@ -112,5 +127,51 @@ func TestRequestHeaderAuthenticator(t *testing.T) {
 				t.Errorf("the client certificate authenticates as %q, want %q", certUser, tc.certUser)
 			}
 		})
+	}
+}
+
+// TestClientCertAuthenticatorRootsAndValidity: the verified chain must end in one of Roots, and
+// every certificate in it must still be valid when the request arrives, however old the
+// connection whose handshake verified it.
+func TestClientCertAuthenticatorRootsAndValidity(t *testing.T) {
+	dir := t.TempDir()
+	_, frontProxyCA, proxyCert := testClientCert(t, dir, "front-proxy-ca", "front-proxy-client")
+	_, clusterCA, adminCert := testClientCert(t, dir, "ca", "admin")
+	at := func(ts time.Time) func() time.Time { return func() time.Time { return ts } }
+	for _, tc := range []struct {
+		name     string
+		auth     ClientCertAuthenticator
+		cert     *x509.Certificate
+		wantUser string
+	}{
+		{name: "cluster CA", auth: ClientCertAuthenticator{Roots: []*x509.Certificate{clusterCA}}, cert: adminCert, wantUser: "admin"},
+		{name: "front-proxy CA is not a cluster root", auth: ClientCertAuthenticator{Roots: []*x509.Certificate{clusterCA}}, cert: proxyCert},
+		{name: "no roots trusts the handshake", auth: ClientCertAuthenticator{}, cert: proxyCert, wantUser: "front-proxy-client"},
+		{name: "expired since the handshake", auth: ClientCertAuthenticator{Roots: []*x509.Certificate{clusterCA}, Now: at(adminCert.NotAfter.Add(time.Second))}, cert: adminCert},
+		{name: "not yet valid", auth: ClientCertAuthenticator{Now: at(adminCert.NotBefore.Add(-time.Hour))}, cert: adminCert},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "https://skiff/api", nil)
+			r.TLS = handshakeState(t, tc.cert, frontProxyCA, clusterCA)
+			user, ok, err := tc.auth.AuthenticateRequest(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantUser == "" {
+				if ok {
+					t.Fatalf("authenticated as %+v", user)
+				}
+				return
+			}
+			if !ok || user.Name != tc.wantUser {
+				t.Fatalf("user %+v ok=%v, want %s", user, ok, tc.wantUser)
+			}
+		})
+	}
+	// A state with no verified chain (the listener did not verify) is no one.
+	r := httptest.NewRequest("GET", "https://skiff/api", nil)
+	r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{adminCert}}
+	if _, ok, _ := (ClientCertAuthenticator{}).AuthenticateRequest(r); ok {
+		t.Fatal("an unverified certificate authenticated")
 	}
 }

@@ -46,7 +46,7 @@ type aggregationSetup struct {
 	requestHeader apiserver.RequestHeaderAuthenticator
 	// clusterRoots is the cluster CA: client certificates of the front-proxy CA must not
 	// authenticate as their common name.
-	clusterRoots *x509.CertPool
+	clusterRoots []*x509.Certificate
 }
 
 // newAggregationSetup creates the front-proxy certificates when no files are configured and loads
@@ -89,9 +89,9 @@ func newAggregationSetup(cfg *Config, now time.Time) (*aggregationSetup, error) 
 	if err != nil {
 		return nil, fmt.Errorf("cluster CA: %w", err)
 	}
-	clusterRoots := x509.NewCertPool()
-	if !clusterRoots.AppendCertsFromPEM(clusterCA) {
-		return nil, errors.New("cluster CA certificate does not parse")
+	clusterRoots, err := pki.ParseCertificates(clusterCA)
+	if err != nil {
+		return nil, fmt.Errorf("cluster CA %s: %w", clusterCAPath, err)
 	}
 	setup := &aggregationSetup{
 		server: apiserver.AggregationConfig{

@@ -211,6 +211,31 @@ func ParseCertificate(data []byte) (*x509.Certificate, error) {
 	return cert, nil
 }
 
+// ParseCertificates decodes every PEM certificate in data (a CA bundle may hold several, as
+// during a rotation); no certificate at all is an error.
+func ParseCertificates(data []byte) ([]*x509.Certificate, error) {
+	var out []*x509.Certificate
+	for {
+		var block *pem.Block
+		block, data = pem.Decode(data)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("parse certificate %d: %w", len(out)+1, err)
+		}
+		out = append(out, cert)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no PEM certificate found")
+	}
+	return out, nil
+}
+
 // ParseKey decodes a PEM private key (PKCS#8, EC or PKCS#1).
 func ParseKey(data []byte) (crypto.Signer, error) {
 	block, _ := pem.Decode(data)

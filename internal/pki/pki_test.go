@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"net"
 	"os"
 	"path/filepath"
@@ -306,5 +307,36 @@ func TestEnsureLeafConcurrently(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// A CA bundle (as during a rotation) holds several certificates; other PEM blocks are skipped.
+func TestParseCertificatesReadsABundle(t *testing.T) {
+	now := time.Now()
+	a, err := LoadOrCreateCA(t.TempDir(), "a", "ca-a", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := LoadOrCreateCA(t.TempDir(), "b", "ca-b", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := pem.EncodeToMemory(&pem.Block{Type: "EC PARAMETERS", Bytes: []byte{1, 2, 3}})
+	bundle := append(append(append([]byte{}, a.CertPEM...), other...), b.CertPEM...)
+	certs, err := ParseCertificates(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(certs) != 2 || !certs[0].Equal(a.Cert) || !certs[1].Equal(b.Cert) {
+		t.Fatalf("parsed %d certificates, want ca-a then ca-b", len(certs))
+	}
+	for _, bad := range [][]byte{nil, other, []byte("not PEM")} {
+		if _, err := ParseCertificates(bad); err == nil {
+			t.Errorf("ParseCertificates(%q) did not fail", bad)
+		}
+	}
+	broken := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("junk")})
+	if _, err := ParseCertificates(append(append([]byte{}, a.CertPEM...), broken...)); err == nil {
+		t.Error("a broken certificate in the bundle was accepted")
 	}
 }
