@@ -67,6 +67,16 @@ type Interface interface {
 	Ready(ctx context.Context) error
 }
 
+// CachedUpdater is a store whose GuaranteedUpdate can start from a copy of the key's object that
+// the caller believes current (the watch cache's), instead of reading the key first. The
+// compare-and-swap still guards the write, so a copy that is behind costs a retry, never a lost
+// update; a precondition or tryUpdate error, and an update that changes nothing, are confirmed on
+// the stored object before they are returned. cached is shared: the store must not modify it.
+type CachedUpdater interface {
+	GuaranteedUpdateFrom(ctx context.Context, key string, dest runtime.Object, ignoreNotFound bool,
+		preconditions *Preconditions, tryUpdate UpdateFunc, cached runtime.Object) error
+}
+
 // UpdateFunc computes the next state from the current one. Returning an error aborts the update and
 // the error is returned unchanged to the caller.
 type UpdateFunc func(current runtime.Object) (runtime.Object, error)

@@ -33,7 +33,7 @@ type testEnv struct{ shared etcdtest.Shared }
 
 func (e *testEnv) member(t testing.TB) *etcd.Member { return e.shared.Member(t) }
 
-func (e *testEnv) client(t *testing.T) *clientv3.Client { return etcdtest.Client(t, e.member(t)) }
+func (e *testEnv) client(t testing.TB) *clientv3.Client { return etcdtest.Client(t, e.member(t)) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -60,9 +60,9 @@ func newPodStore(t testing.TB, client *clientv3.Client, encoding string) *etcd3.
 		func() runtime.Object { return &corev1.PodList{} })
 }
 
-// prefixFor gives every test its own key space in the shared etcd.
+// prefixFor gives every test (and every -count run of it) its own key space in the shared etcd.
 func prefixFor(t *testing.T) string {
-	return "/registry/" + strings.ReplaceAll(t.Name(), "/", "_") + "/pods/"
+	return "/registry/" + strings.ReplaceAll(t.Name(), "/", "_") + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/pods/"
 }
 
 func ctxFor(t *testing.T) context.Context {

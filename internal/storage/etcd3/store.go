@@ -140,23 +140,55 @@ func (s *Store) currentState(key string, kvs []*mvccpb.KeyValue) (*current, erro
 // GuaranteedUpdate implements storage.Interface.
 func (s *Store) GuaranteedUpdate(ctx context.Context, key string, dest runtime.Object, ignoreNotFound bool,
 	preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc) error {
-	resp, err := s.client.Get(ctx, key)
-	if err != nil {
-		return s.interpret(ctx, err, storage.OpUpdate, key, 0)
+	return s.GuaranteedUpdateFrom(ctx, key, dest, ignoreNotFound, preconditions, tryUpdate, nil)
+}
+
+// GuaranteedUpdateFrom implements storage.CachedUpdater: with cached, the first attempt skips the
+// read of the key (a round trip to etcd and a decode) and compares against cached's revision.
+func (s *Store) GuaranteedUpdateFrom(ctx context.Context, key string, dest runtime.Object, ignoreNotFound bool,
+	preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc, cached runtime.Object) error {
+	var state *current
+	if cached != nil {
+		// A cached copy that cannot be used is no error: the key is read as without one.
+		state, _ = s.cachedState(cached)
 	}
-	state, err := s.currentState(key, resp.Kvs)
-	if err != nil {
+	// fresh says state was read from etcd, so a verdict drawn from it is final.
+	fresh := state == nil
+	read := func(ctx context.Context) error {
+		resp, err := s.client.Get(ctx, key)
+		if err != nil {
+			return s.interpret(ctx, err, storage.OpUpdate, key, 0)
+		}
+		state, err = s.currentState(key, resp.Kvs)
+		fresh = true
 		return err
+	}
+	if state == nil {
+		if err := read(ctx); err != nil {
+			return err
+		}
 	}
 	for {
 		if !state.exists && !ignoreNotFound {
 			return withOp(storage.NewError(storage.ErrCodeNotFound, key, "", nil), storage.OpUpdate)
 		}
 		if err := checkPreconditions(key, preconditions, state.obj, false); err != nil {
+			if !fresh {
+				if err := read(ctx); err != nil {
+					return err
+				}
+				continue
+			}
 			return err
 		}
 		next, err := tryUpdate(state.obj.DeepCopyObject())
 		if err != nil {
+			if !fresh {
+				if err := read(ctx); err != nil {
+					return err
+				}
+				continue
+			}
 			return err
 		}
 		data, err := s.encode(next)
@@ -164,6 +196,13 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, dest runtime.O
 			return fmt.Errorf("update %s: %w", key, err)
 		}
 		if state.exists && !state.stale && bytes.Equal(data, state.data) {
+			if !fresh {
+				// Nothing to write on the cached copy says nothing about the stored one.
+				if err := read(ctx); err != nil {
+					return err
+				}
+				continue
+			}
 			return s.decodePlain(state.data, dest, state.rev, key)
 		}
 		sealed, err := s.seal(data, key)
@@ -182,11 +221,31 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, dest runtime.O
 		if txnResp.Succeeded {
 			return s.decodePlain(data, dest, txnResp.Header.Revision, key)
 		}
-		// Another writer got there first: retry on what it wrote.
+		// Another writer got there first (or the cached copy was behind): retry on what is stored.
 		if state, err = s.currentState(key, txnResp.Responses[0].GetResponseRange().Kvs); err != nil {
 			return err
 		}
+		fresh = true
 	}
+}
+
+// cachedState is the state a cached object stands for: its revision and its codec bytes (encoded
+// from a copy, since cached is shared). Whether etcd holds it sealed by an older key is unknown,
+// so an update that changes nothing is confirmed on the stored value.
+func (s *Store) cachedState(cached runtime.Object) (*current, error) {
+	accessor, err := meta.Accessor(cached)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := strconv.ParseInt(accessor.GetResourceVersion(), 10, 64)
+	if err != nil || rev <= 0 {
+		return nil, fmt.Errorf("cached object has no revision %q", accessor.GetResourceVersion())
+	}
+	data, err := s.encode(cached.DeepCopyObject())
+	if err != nil {
+		return nil, err
+	}
+	return &current{obj: cached, data: data, rev: rev, exists: true}, nil
 }
 
 // Delete implements storage.Interface.

@@ -3,6 +3,7 @@ package etcd3_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,7 +114,7 @@ func TestWatchBookmarks(t *testing.T) {
 	w := startWatch(t, s, prefix, storage.ListOptions{Recursive: true, ResourceVersion: created.ResourceVersion, ProgressNotify: true})
 	// etcd reports progress only once the store has moved past the watch's start revision: a
 	// write elsewhere (in a cluster, leases and events never stop) lets the idle watch report.
-	other := mustCreate(t, s, "/registry/"+t.Name()+"-elsewhere/x", makePod("x").obj())
+	other := mustCreate(t, s, strings.TrimSuffix(prefix, "/pods/")+"-elsewhere/x", makePod("x").obj())
 	ev := nextEvent(t, w)
 	if ev.Type != watch.Bookmark {
 		t.Fatalf("idle watch sent %s, want BOOKMARK", ev.Type)

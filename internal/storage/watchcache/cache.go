@@ -167,10 +167,46 @@ func (c *Cache) List(ctx context.Context, prefix string, opts storage.ListOption
 	return c.listInto(ctx, prefix, opts, listObj)
 }
 
-// GuaranteedUpdate implements storage.Interface.
+// GuaranteedUpdate implements storage.Interface. When the store can start from a cached copy
+// (storage.CachedUpdater) and the key's resource is cached, its object in memory saves the read
+// of the key, as kube-apiserver's cacher passes its cachedExistingObject.
 func (c *Cache) GuaranteedUpdate(ctx context.Context, key string, dest runtime.Object, ignoreNotFound bool,
 	preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc) error {
+	if cu, ok := c.store.(storage.CachedUpdater); ok {
+		if cached := c.cachedObject(key); cached != nil {
+			return cu.GuaranteedUpdateFrom(ctx, key, dest, ignoreNotFound, preconditions, tryUpdate, cached)
+		}
+	}
 	return c.store.GuaranteedUpdate(ctx, key, dest, ignoreNotFound, preconditions, tryUpdate)
+}
+
+// cachedObject is key's object in a running cache of its resource, or nil. It never starts a
+// cache: a resource nobody watches or lists is not worth one for its updates.
+func (c *Cache) cachedObject(key string) runtime.Object {
+	root, ok := ResourceRoot(key)
+	if !ok {
+		return nil
+	}
+	c.mu.Lock()
+	rc := c.resources[root]
+	c.mu.Unlock()
+	if rc == nil {
+		return nil
+	}
+	select {
+	case <-rc.ready:
+	default:
+		return nil
+	}
+	if rc.initErr != nil {
+		return nil
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.failed {
+		return nil
+	}
+	return rc.state[key]
 }
 
 // Delete implements storage.Interface.

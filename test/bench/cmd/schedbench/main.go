@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,19 +60,20 @@ type scenario struct {
 }
 
 type options struct {
-	binary     string
-	scenarios  []scenario
-	pods       int
-	workers    int
-	timeout    time.Duration
-	serverLog  string
-	serverArgs []string
-	cpuProfile string
-	profileAt  time.Duration
-	label      string
-	hold       bool
-	upstream   string
-	etcd       string
+	binary       string
+	scenarios    []scenario
+	pods         int
+	workers      int
+	timeout      time.Duration
+	serverLog    string
+	serverArgs   []string
+	cpuProfile   string
+	allocProfile string
+	profileAt    time.Duration
+	label        string
+	hold         bool
+	upstream     string
+	etcd         string
 }
 
 func parseScenarios(s string) ([]scenario, error) {
@@ -106,6 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.serverLog, "server-log", "", "file for skiff's log (default: discarded)")
 	serverArgs := fs.String("server-args", "--controllers=*,-nodelifecycle,-nodeipam", "extra arguments for skiff server, space-separated")
 	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile of the server (API server and scheduler, one process) during the first scenario's scheduling to this file")
+	fs.StringVar(&o.allocProfile, "alloc-profile", "", "write the server's allocations over the same 30s as --cpu-profile (a delta of /debug/pprof/allocs) to this file")
 	fs.DurationVar(&o.profileAt, "cpu-profile-after", 0, "start the 30s CPU profile this long after the first scenario starts (skip node creation)")
 	fs.BoolVar(&o.hold, "hold", true, "keep skiff's scheduler from binding (by holding its leader Lease) until every pod exists, so the figures are the scheduler's and not the pod creation rate; false measures with pods streaming in")
 	fs.StringVar(&o.label, "label", "", "a note printed with the figures")
@@ -197,8 +200,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	for i, sc := range o.scenarios {
 		fmt.Fprintf(stderr, "%s: %d nodes, %d pods ...\n", sc.workload, sc.nodes, o.pods)
 		var stopProfile func() error
-		if i == 0 && o.cpuProfile != "" {
-			stopProfile = startServerProfile(ctx, client, o.cpuProfile, o.profileAt, stderr)
+		if i == 0 && (o.cpuProfile != "" || o.allocProfile != "") {
+			stopProfile = startServerProfiles(ctx, client, map[string]string{"profile": o.cpuProfile, "allocs": o.allocProfile}, o.profileAt, stderr)
 		}
 		opts := schedbench.Options{
 			Nodes: sc.nodes, Pods: o.pods, Workload: sc.workload, Namespace: "schedbench", Workers: o.workers, Timeout: o.timeout,
@@ -231,27 +234,31 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// startServerProfile collects a 30 s CPU profile of the skiff process through the API server's
-// /debug/pprof/profile (the scheduler runs in the same process) and returns a function that waits
-// for it and writes it out.
-func startServerProfile(ctx context.Context, client kubernetes.Interface, path string, after time.Duration, stderr io.Writer) func() error {
-	done := make(chan error, 1)
-	go func() {
-		select {
-		case <-time.After(after):
-		case <-ctx.Done():
-			done <- ctx.Err()
-			return
+// startServerProfiles collects 30 s profiles of the skiff process through the API server's
+// /debug/pprof (the scheduler runs in the same process), one per non-empty file in files (keyed by
+// profile name: "profile" is CPU, "allocs" a delta of allocations over the same window), and
+// returns a function that waits for them and writes them out.
+func startServerProfiles(ctx context.Context, client kubernetes.Interface, files map[string]string, after time.Duration, stderr io.Writer) func() error {
+	var g errgroup.Group
+	for name, path := range files {
+		if path == "" {
+			continue
 		}
-		body, err := client.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "30").Timeout(2 * time.Minute).DoRaw(ctx)
-		if err != nil {
-			done <- fmt.Errorf("fetch profile: %w", err)
-			return
-		}
-		done <- os.WriteFile(path, body, 0o644)
-	}()
-	fmt.Fprintln(stderr, "profiling the server for 30s, starting in", after, "into", path)
-	return func() error { return <-done }
+		g.Go(func() error {
+			select {
+			case <-time.After(after):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			body, err := client.Discovery().RESTClient().Get().AbsPath("/debug/pprof/"+name).Param("seconds", "30").Timeout(2 * time.Minute).DoRaw(ctx)
+			if err != nil {
+				return fmt.Errorf("fetch %s profile: %w", name, err)
+			}
+			return os.WriteFile(path, body, 0o644)
+		})
+		fmt.Fprintln(stderr, "profiling the server (", name, ") for 30s, starting in", after, "into", path)
+	}
+	return g.Wait
 }
 
 // The scheduler's leader Lease, as skiff's defaults name it, and who holds it while pods are made.
