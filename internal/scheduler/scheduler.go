@@ -496,6 +496,7 @@ func (s *Scheduler) schedulePod(ctx context.Context, fwk *framework.Framework, s
 	if !st.IsSuccess() {
 		return "", st.AsError()
 	}
+	defer scores.Release()
 	return selectHost(feasible, scores.Totals, s.rng), nil
 }
 

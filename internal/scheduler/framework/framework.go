@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
@@ -47,6 +48,8 @@ type Framework struct {
 	preBind     []PreBindPlugin
 	bind        []BindPlugin
 	enqueueExts []EnqueueExtensions
+	// scoreBufs holds *scoreBuffers: RunScorePlugins' memory, reused across cycles.
+	scoreBufs sync.Pool
 }
 
 var _ Handle = &Framework{}
@@ -380,23 +383,72 @@ type PluginScores struct {
 	// Scores[i][j] is plugin j's weighted score of node i.
 	Scores [][]int64
 	Totals []int64
+
+	buf  *scoreBuffers
+	pool *sync.Pool
+}
+
+// Release hands the scores' memory to the next cycle; s must not be used after. A cycle scores
+// hundreds of nodes per plugin, and allocating that anew each time was a third of the
+// scheduler's garbage. Scores that are kept (explanations) are simply not released.
+func (s *PluginScores) Release() {
+	if s == nil || s.buf == nil {
+		return
+	}
+	buf, pool := s.buf, s.pool
+	*s = PluginScores{}
+	buf.scores = s
+	pool.Put(buf)
+}
+
+// scoreBuffers is what one RunScorePlugins call needs, kept between cycles.
+type scoreBuffers struct {
+	active  []weightedScorePlugin
+	names   []string
+	raw     []NodeScore
+	weights []int64
+	rows    [][]int64
+	totals  []int64
+	scores  *PluginScores
+}
+
+// grow returns b[:n], reallocating only when b is too short.
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	return b[:n]
 }
 
 // RunScorePlugins scores feasible nodes in parallel, normalizes per plugin and applies weights.
+// The caller releases the result once it has picked a node.
 func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodes []*NodeInfo) (*PluginScores, *Status) {
-	active := make([]weightedScorePlugin, 0, len(f.score))
+	buf, _ := f.scoreBufs.Get().(*scoreBuffers)
+	if buf == nil {
+		buf = &scoreBuffers{}
+	}
+	out, st := f.runScorePlugins(ctx, state, pod, nodes, buf)
+	if out == nil {
+		f.scoreBufs.Put(buf)
+	}
+	return out, st
+}
+
+func (f *Framework) runScorePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodes []*NodeInfo, buf *scoreBuffers) (*PluginScores, *Status) {
+	active := buf.active[:0]
 	for _, p := range f.score {
 		if !state.SkipScorePlugins[p.Name()] {
 			active = append(active, p)
 		}
 	}
-	perPlugin := make([][]NodeScore, len(active))
-	for j := range active {
-		perPlugin[j] = make([]NodeScore, len(nodes))
-	}
+	buf.active = active
+	n := len(nodes)
+	// Plugin j's raw scores are raw[j*n : (j+1)*n], normalized in place.
+	buf.raw = grow(buf.raw, n*len(active))
+	perPlugin := func(j int) []NodeScore { return buf.raw[j*n : (j+1)*n : (j+1)*n] }
 	var firstErr error
 	errOnce := make(chan error, 1)
-	f.parallel.Until(ctx, len(nodes), func(i int) {
+	f.parallel.Until(ctx, n, func(i int) {
 		for j, p := range active {
 			s, st := p.Score(ctx, state, pod, nodes[i])
 			if !st.IsSuccess() {
@@ -406,7 +458,7 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 				}
 				return
 			}
-			perPlugin[j][i] = NodeScore{Name: nodes[i].Node().Name, Score: s}
+			buf.raw[j*n+i] = NodeScore{Name: nodes[i].Node().Name, Score: s}
 		}
 	})
 	select {
@@ -414,28 +466,41 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 		return nil, AsStatus(firstErr)
 	default:
 	}
-	out := &PluginScores{Plugins: names(active), Scores: make([][]int64, len(nodes)), Totals: make([]int64, len(nodes))}
-	// One backing array for every node's row: a cycle scores hundreds of nodes, and a slice each
-	// was most of the cycle's allocations.
-	flat := make([]int64, len(nodes)*len(active))
-	for i := range nodes {
-		out.Scores[i] = flat[i*len(active) : (i+1)*len(active) : (i+1)*len(active)]
+	buf.names = buf.names[:0]
+	for _, p := range active {
+		buf.names = append(buf.names, p.Name())
 	}
+	// One backing array for every node's row.
+	buf.weights = grow(buf.weights, n*len(active))
+	buf.rows = grow(buf.rows, n)
+	for i := range buf.rows {
+		buf.rows[i] = buf.weights[i*len(active) : (i+1)*len(active) : (i+1)*len(active)]
+	}
+	buf.totals = grow(buf.totals, n)
+	clear(buf.totals)
 	for j, p := range active {
 		if ext := p.ScoreExtensions(); ext != nil {
-			if st := ext.NormalizeScore(ctx, state, pod, perPlugin[j]); !st.IsSuccess() {
+			if st := ext.NormalizeScore(ctx, state, pod, perPlugin(j)); !st.IsSuccess() {
 				return nil, AsStatus(fmt.Errorf("normalizing scores of plugin %q: %w", p.Name(), st.AsError()))
 			}
 		}
-		for i, ns := range perPlugin[j] {
+		for i, ns := range perPlugin(j) {
 			if ns.Score > MaxNodeScore || ns.Score < MinNodeScore {
 				return nil, AsStatus(fmt.Errorf("plugin %q returned score %d for node %q outside [%d, %d]", p.Name(), ns.Score, ns.Name, MinNodeScore, MaxNodeScore))
 			}
 			w := ns.Score * p.weight
-			out.Scores[i][j] = w
-			out.Totals[i] += w
+			buf.rows[i][j] = w
+			buf.totals[i] += w
 		}
 	}
+	// The node names stay referenced by nothing once the cycle is over.
+	clear(buf.raw)
+	out := buf.scores
+	if out == nil {
+		out = &PluginScores{}
+	}
+	buf.scores = nil
+	*out = PluginScores{Plugins: buf.names, Scores: buf.rows, Totals: buf.totals, buf: buf, pool: &f.scoreBufs}
 	return out, nil
 }
 
