@@ -89,6 +89,12 @@ func (r *Resource) SetMax(o *Resource) {
 
 // Clone deep-copies the resource.
 func (r *Resource) Clone() *Resource {
+	out := r.clone()
+	return &out
+}
+
+// clone is Clone by value, for the Resources a NodeInfo holds inline.
+func (r *Resource) clone() Resource {
 	out := *r
 	if r.ScalarResources != nil {
 		out.ScalarResources = make(map[v1.ResourceName]int64, len(r.ScalarResources))
@@ -96,7 +102,7 @@ func (r *Resource) Clone() *Resource {
 			out.ScalarResources[k] = v
 		}
 	}
-	return &out
+	return out
 }
 
 // Get returns the amount of a named resource in its canonical unit

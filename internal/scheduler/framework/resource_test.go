@@ -97,3 +97,28 @@ func TestHostPortConflicts(t *testing.T) {
 		}
 	}
 }
+
+// The node fields filters read without following the Node pointer follow every SetNode, survive
+// a Clone and go with RemoveNode; a clone's resources are its own.
+func TestNodeInfoNodeFields(t *testing.T) {
+	ni := framework.NewNodeInfo()
+	if ni.Unschedulable() || len(ni.Taints()) != 0 {
+		t.Fatal("a NodeInfo without a node is cordoned or tainted")
+	}
+	ni.SetNode(st.MakeNode().Name("n").Capacity(st.Res{"cpu": "4", "pods": "10"}).Taint("gpu", "yes", v1.TaintEffectNoSchedule).Unschedulable().Obj())
+	if !ni.Unschedulable() || len(ni.Taints()) != 1 || ni.Taints()[0].Key != "gpu" || ni.Allocatable.MilliCPU != 4000 || ni.Allocatable.AllowedPodNumber != 10 {
+		t.Fatalf("after SetNode: unschedulable %v taints %v allocatable %+v", ni.Unschedulable(), ni.Taints(), ni.Allocatable)
+	}
+	clone := ni.Clone()
+	ni.SetNode(st.MakeNode().Name("n").Capacity(st.Res{"cpu": "8"}).Obj())
+	if ni.Unschedulable() || len(ni.Taints()) != 0 || ni.Allocatable.MilliCPU != 8000 {
+		t.Fatalf("after an uncordon and untaint: unschedulable %v taints %v cpu %d", ni.Unschedulable(), ni.Taints(), ni.Allocatable.MilliCPU)
+	}
+	if !clone.Unschedulable() || len(clone.Taints()) != 1 || clone.Allocatable.MilliCPU != 4000 {
+		t.Fatal("the clone changed with the original's node")
+	}
+	ni.RemoveNode()
+	if ni.Unschedulable() || ni.Taints() != nil || ni.Node() != nil {
+		t.Fatal("RemoveNode left the node's fields")
+	}
+}

@@ -193,14 +193,20 @@ type ImageState struct {
 
 // NodeInfo is a node with everything scheduled onto it (bound and assumed pods).
 type NodeInfo struct {
-	node                         *v1.Node
-	Pods                         []*PodInfo
+	// The fields every Filter and Score reads come first and are held by value: a cycle visits
+	// hundreds of nodes, and each pointer followed to another object was a cache miss per node
+	// (the first reads of a node's allocatable and of its Node were most of the filters' time).
+	node          *v1.Node
+	unschedulable bool
+	taints        []v1.Taint
+	Pods          []*PodInfo
+	Allocatable   Resource
+	Requested     Resource
+	// NonZeroRequested counts pods without requests at the scoring defaults.
+	NonZeroRequested             Resource
 	PodsWithAffinity             []*PodInfo
 	PodsWithRequiredAntiAffinity []*PodInfo
 	UsedPorts                    HostPortSet
-	Requested                    *Resource
-	NonZeroRequested             *Resource
-	Allocatable                  *Resource
 	ImageStates                  map[string]*ImageState
 	// Generation increases on every change, so snapshots copy only changed nodes.
 	Generation int64
@@ -208,7 +214,7 @@ type NodeInfo struct {
 
 // NewNodeInfo returns an empty NodeInfo holding the pods.
 func NewNodeInfo(pods ...*v1.Pod) *NodeInfo {
-	ni := &NodeInfo{UsedPorts: HostPortSet{}, Requested: &Resource{}, NonZeroRequested: &Resource{}, Allocatable: &Resource{}, ImageStates: map[string]*ImageState{}}
+	ni := &NodeInfo{UsedPorts: HostPortSet{}, ImageStates: map[string]*ImageState{}}
 	for _, p := range pods {
 		ni.AddPod(p)
 	}
@@ -223,10 +229,17 @@ func (n *NodeInfo) Node() *v1.Node {
 	return n.node
 }
 
+// Unschedulable is the node's spec.unschedulable (false when the node is not known yet).
+func (n *NodeInfo) Unschedulable() bool { return n.unschedulable }
+
+// Taints are the node's spec.taints (none when the node is not known yet); shared, read only.
+func (n *NodeInfo) Taints() []v1.Taint { return n.taints }
+
 // SetNode sets the node and its allocatable and images.
 func (n *NodeInfo) SetNode(node *v1.Node) {
 	n.node = node
-	n.Allocatable = NewResource(node.Status.Allocatable)
+	n.unschedulable, n.taints = node.Spec.Unschedulable, node.Spec.Taints
+	n.Allocatable = *NewResource(node.Status.Allocatable)
 	n.ImageStates = make(map[string]*ImageState, len(node.Status.Images))
 	for _, img := range node.Status.Images {
 		for _, name := range img.Names {
@@ -238,7 +251,7 @@ func (n *NodeInfo) SetNode(node *v1.Node) {
 
 // RemoveNode drops the node but keeps its pods (they may still be deleted later).
 func (n *NodeInfo) RemoveNode() {
-	n.node = nil
+	n.node, n.unschedulable, n.taints = nil, false, nil
 	n.Generation++
 }
 
@@ -312,13 +325,15 @@ func removePodInfo(list []*PodInfo, pi *PodInfo) []*PodInfo {
 func (n *NodeInfo) Clone() *NodeInfo {
 	out := &NodeInfo{
 		node:                         n.node,
+		unschedulable:                n.unschedulable,
+		taints:                       n.taints,
 		Pods:                         append([]*PodInfo(nil), n.Pods...),
 		PodsWithAffinity:             append([]*PodInfo(nil), n.PodsWithAffinity...),
 		PodsWithRequiredAntiAffinity: append([]*PodInfo(nil), n.PodsWithRequiredAntiAffinity...),
 		UsedPorts:                    make(HostPortSet, len(n.UsedPorts)),
-		Requested:                    n.Requested.Clone(),
-		NonZeroRequested:             n.NonZeroRequested.Clone(),
-		Allocatable:                  n.Allocatable.Clone(),
+		Requested:                    n.Requested.clone(),
+		NonZeroRequested:             n.NonZeroRequested.clone(),
+		Allocatable:                  n.Allocatable.clone(),
 		ImageStates:                  make(map[string]*ImageState, len(n.ImageStates)),
 		Generation:                   n.Generation,
 	}

@@ -191,9 +191,9 @@ func (f *Fit) Score(_ context.Context, state *framework.CycleState, pod *v1.Pod,
 // allocatableAndRequested returns the node's allocatable and what it would
 // have requested with the pod; nonZero uses scoring defaults for cpu/memory.
 func allocatableAndRequested(ni *framework.NodeInfo, pod *framework.Resource, name v1.ResourceName, nonZero bool) (int64, int64) {
-	used := ni.Requested
+	used := &ni.Requested
 	if nonZero && (name == v1.ResourceCPU || name == v1.ResourceMemory) {
-		used = ni.NonZeroRequested
+		used = &ni.NonZeroRequested
 	}
 	return ni.Allocatable.Get(name), used.Get(name) + pod.Get(name)
 }

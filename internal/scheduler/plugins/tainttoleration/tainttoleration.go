@@ -35,7 +35,7 @@ func (TaintToleration) Name() string { return Name }
 
 // Filter rejects a node with an untolerated NoSchedule/NoExecute taint.
 func (TaintToleration) Filter(_ context.Context, _ *framework.CycleState, pod *v1.Pod, ni *framework.NodeInfo) *framework.Status {
-	taint, found := helper.FindUntoleratedTaint(ni.Node().Spec.Taints, pod.Spec.Tolerations, helper.DoNotScheduleTaints)
+	taint, found := helper.FindUntoleratedTaint(ni.Taints(), pod.Spec.Tolerations, helper.DoNotScheduleTaints)
 	if !found {
 		return nil
 	}
@@ -44,6 +44,10 @@ func (TaintToleration) Filter(_ context.Context, _ *framework.CycleState, pod *v
 
 // Score counts untolerated PreferNoSchedule taints (normalized in reverse).
 func (TaintToleration) Score(_ context.Context, _ *framework.CycleState, pod *v1.Pod, ni *framework.NodeInfo) (int64, *framework.Status) {
+	taints := ni.Taints()
+	if len(taints) == 0 {
+		return 0, nil
+	}
 	var tolerations []v1.Toleration
 	for _, t := range pod.Spec.Tolerations {
 		if t.Effect == "" || t.Effect == v1.TaintEffectPreferNoSchedule {
@@ -51,8 +55,8 @@ func (TaintToleration) Score(_ context.Context, _ *framework.CycleState, pod *v1
 		}
 	}
 	var count int64
-	for i := range ni.Node().Spec.Taints {
-		taint := &ni.Node().Spec.Taints[i]
+	for i := range taints {
+		taint := &taints[i]
 		if taint.Effect == v1.TaintEffectPreferNoSchedule && !helper.TolerationsTolerateTaint(tolerations, taint) {
 			count++
 		}
