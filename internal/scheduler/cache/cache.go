@@ -210,6 +210,10 @@ func (c *Cache) removePodLocked(pod *v1.Pod) error {
 	return nil
 }
 
+// maxReusedDirty is the most changed nodes whose set UpdateSnapshot clears for reuse rather than
+// replaces.
+const maxReusedDirty = 64
+
 // UpdateSnapshot brings snap up to date, copying only nodes changed since
 // the previous update. Incremental updates assume one long-lived snapshot per
 // cache (the scheduler's); a fresh snapshot gets a full copy.
@@ -272,7 +276,13 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 		snap.imageNodeCounts = countImages(snap.nodeInfoList)
 		snap.applyImageCounts()
 	}
-	clear(c.dirty)
+	if len(c.dirty) > maxReusedDirty {
+		// A map keeps the room it once needed, and ranging over it costs that room: after a
+		// burst (every node added at start), a cleared map would slow every later cycle.
+		c.dirty = map[string]struct{}{}
+	} else {
+		clear(c.dirty)
+	}
 	c.nodeSetChanged = false
 	snap.owner = c
 	snap.generation = c.generation

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	. "github.com/skiff-sh/skiff/internal/scheduler/cache"
+	"github.com/skiff-sh/skiff/internal/scheduler/framework"
 	st "github.com/skiff-sh/skiff/internal/scheduler/schedtest"
 )
 
@@ -143,5 +144,51 @@ func assertSnapshotEqual(t *testing.T, step int, got, want *Snapshot) {
 	}
 	if _, err := got.Get("nope"); err == nil {
 		t.Fatal("missing node must fail")
+	}
+}
+
+// The affinity lists follow incremental snapshot updates (they are rebuilt when asked for), and
+// the cache's set of changed nodes works the same after a burst that grew it.
+func TestAffinityListsFollowUpdates(t *testing.T) {
+	c := New()
+	for i := range 200 { // more than the changed-node set is kept for
+		c.AddNode(st.MakeNode().Name(fmt.Sprintf("n%03d", i)).Capacity(st.Res{"cpu": "4"}).Obj())
+	}
+	snap := NewEmptySnapshot()
+	c.UpdateSnapshot(snap)
+	names := func(list []*framework.NodeInfo) []string {
+		var out []string
+		for _, ni := range list {
+			out = append(out, ni.Node().Name)
+		}
+		return out
+	}
+	check := func(step string, withAffinity, withAnti []string) {
+		t.Helper()
+		if got := names(snap.HavePodsWithAffinityList()); fmt.Sprint(got) != fmt.Sprint(withAffinity) {
+			t.Fatalf("%s: nodes with affinity pods %v, want %v", step, got, withAffinity)
+		}
+		if got := names(snap.HavePodsWithRequiredAntiAffinityList()); fmt.Sprint(got) != fmt.Sprint(withAnti) {
+			t.Fatalf("%s: nodes with anti-affinity pods %v, want %v", step, got, withAnti)
+		}
+	}
+	check("empty", nil, nil)
+	anti := st.MakePod().Name("anti").UID("anti").Node("n007").PodAntiAffinity(st.PodAffinityTerm("zone", "app", "x")).Obj()
+	aff := st.MakePod().Name("aff").UID("aff").Node("n150").PodAffinity(st.PodAffinityTerm("zone", "app", "y")).Obj()
+	plain := st.MakePod().Name("plain").UID("plain").Node("n003").Obj()
+	for _, p := range []*v1.Pod{anti, aff, plain} {
+		c.AddPod(p)
+	}
+	c.UpdateSnapshot(snap)
+	check("after adds", []string{"n007", "n150"}, []string{"n007"})
+	c.RemovePod(anti)
+	moved := anti.DeepCopy()
+	moved.Spec.NodeName = "n199"
+	c.AddPod(moved)
+	c.UpdateSnapshot(snap)
+	check("after a move", []string{"n150", "n199"}, []string{"n199"})
+	ni, err := snap.Get("n199")
+	if err != nil || len(ni.Pods) != 1 {
+		t.Fatalf("n199 in the snapshot: %v, %v", ni, err)
 	}
 }

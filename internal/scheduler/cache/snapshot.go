@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -10,8 +11,14 @@ import (
 
 // Snapshot is an immutable-during-a-cycle view of all nodes.
 type Snapshot struct {
-	nodeInfoMap                  map[string]*framework.NodeInfo
-	nodeInfoList                 []*framework.NodeInfo
+	nodeInfoMap  map[string]*framework.NodeInfo
+	nodeInfoList []*framework.NodeInfo
+	// The affinity lists are built when first asked for after a change (affinityStale): with a
+	// pod index the plugins never ask, and rebuilding them visited every node each time a pod
+	// with affinity terms landed. affinityMu guards them, since preemption's parallel
+	// simulations may ask at once.
+	affinityMu                   sync.Mutex
+	affinityStale                bool
 	havePodsWithAffinity         []*framework.NodeInfo
 	havePodsWithRequiredAntiAff  []*framework.NodeInfo
 	imageNodeCounts              map[string]int
@@ -80,17 +87,30 @@ func (s *Snapshot) rebuildLists(order []string) {
 	s.rebuildAffinityLists()
 }
 
+// rebuildAffinityLists marks the affinity lists out of date; affinityLists rebuilds them.
 func (s *Snapshot) rebuildAffinityLists() {
-	s.havePodsWithAffinity = s.havePodsWithAffinity[:0]
-	s.havePodsWithRequiredAntiAff = s.havePodsWithRequiredAntiAff[:0]
-	for _, ni := range s.nodeInfoList {
-		if len(ni.PodsWithAffinity) > 0 {
-			s.havePodsWithAffinity = append(s.havePodsWithAffinity, ni)
+	s.affinityMu.Lock()
+	s.affinityStale = true
+	s.affinityMu.Unlock()
+}
+
+func (s *Snapshot) affinityLists() (withAffinity, withRequiredAntiAffinity []*framework.NodeInfo) {
+	s.affinityMu.Lock()
+	defer s.affinityMu.Unlock()
+	if s.affinityStale {
+		s.havePodsWithAffinity = s.havePodsWithAffinity[:0]
+		s.havePodsWithRequiredAntiAff = s.havePodsWithRequiredAntiAff[:0]
+		for _, ni := range s.nodeInfoList {
+			if len(ni.PodsWithAffinity) > 0 {
+				s.havePodsWithAffinity = append(s.havePodsWithAffinity, ni)
+			}
+			if len(ni.PodsWithRequiredAntiAffinity) > 0 {
+				s.havePodsWithRequiredAntiAff = append(s.havePodsWithRequiredAntiAff, ni)
+			}
 		}
-		if len(ni.PodsWithRequiredAntiAffinity) > 0 {
-			s.havePodsWithRequiredAntiAff = append(s.havePodsWithRequiredAntiAff, ni)
-		}
+		s.affinityStale = false
 	}
+	return s.havePodsWithAffinity, s.havePodsWithRequiredAntiAff
 }
 
 func (s *Snapshot) applyImageCounts() {
@@ -109,11 +129,15 @@ func (s *Snapshot) applyImageCountsTo(ni *framework.NodeInfo) {
 func (s *Snapshot) List() []*framework.NodeInfo { return s.nodeInfoList }
 
 // HavePodsWithAffinityList returns nodes running pods with any affinity term.
-func (s *Snapshot) HavePodsWithAffinityList() []*framework.NodeInfo { return s.havePodsWithAffinity }
+func (s *Snapshot) HavePodsWithAffinityList() []*framework.NodeInfo {
+	list, _ := s.affinityLists()
+	return list
+}
 
 // HavePodsWithRequiredAntiAffinityList returns nodes running pods with required anti-affinity.
 func (s *Snapshot) HavePodsWithRequiredAntiAffinityList() []*framework.NodeInfo {
-	return s.havePodsWithRequiredAntiAff
+	_, list := s.affinityLists()
+	return list
 }
 
 // Get returns one node.
