@@ -246,7 +246,8 @@ func (h *resourceHandler) bindPod(w http.ResponseWriter, r *http.Request, namesp
 		preconditions = &metav1.Preconditions{UID: &binding.UID}
 	}
 	_, err := h.st.GuaranteedUpdate(r.Context(), info.Namespace, info.Name, preconditions, opts.dryRun, func(current runtime.Object) (runtime.Object, error) {
-		pod, ok := current.DeepCopyObject().(*corev1.Pod)
+		// current is the update's own copy (storage.UpdateFunc's contract), free to change.
+		pod, ok := current.(*corev1.Pod)
 		if !ok {
 			return nil, fmt.Errorf("binding: stored object is %T", current)
 		}
