@@ -146,6 +146,18 @@ func updateState(state *framework.CycleState, pi *framework.PodInfo, ni *framewo
 
 type preScoreState struct {
 	scores counts
+	// views are label groups' pod counts per domain, read from the snapshot's index where Score
+	// needs them instead of summed into scores: copying a group's hostname counts (one per node
+	// the group runs on) into a fresh map each cycle was most of PreScore's time. They stay valid
+	// for the cycle, during which the snapshot does not change.
+	views []domainView
+}
+
+// domainView is weight times a label group's pods per value of key.
+type domainView struct {
+	key    string
+	counts map[string]int64
+	weight int64
 }
 
 func (s *preScoreState) Clone() framework.StateData { return s }
@@ -418,23 +430,30 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 	hasPreferred := len(pi.PreferredAffinityTerms)+len(pi.PreferredAntiAffinityTerms) > 0
 	nsLabels := pl.namespaceLabels(pod.Namespace)
 	var scores counts
+	var views []domainView
 	if ix := framework.IndexOf(all); ix != nil {
-		scores = pl.preScoreIndexed(ix, all.List(), pi, nsLabels, hasPreferred)
+		scores, views = pl.preScoreIndexed(ix, all.List(), pi, nsLabels, hasPreferred)
 	} else {
 		scores = pl.preScoreScan(ctx, all, pi, nsLabels, hasPreferred)
 	}
-	if len(scores) == 0 {
+	if len(scores) == 0 && len(views) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
-	state.Write(preScoreStateKey, &preScoreState{scores: scores})
+	state.Write(preScoreStateKey, &preScoreState{scores: scores, views: views})
 	return nil
 }
 
 // preScoreIndexed sums the same weights as preScoreScan from the snapshot's index: the incoming
 // pod's preferred terms are matched once per label group, existing pods' terms once per
 // distinct term.
-func (pl *InterPodAffinity) preScoreIndexed(ix *framework.PodIndex, nodes []*framework.NodeInfo, pi *framework.PodInfo, nsLabels labels.Set, hasPreferred bool) counts {
+func (pl *InterPodAffinity) preScoreIndexed(ix *framework.PodIndex, nodes []*framework.NodeInfo, pi *framework.PodInfo, nsLabels labels.Set, hasPreferred bool) (counts, []domainView) {
 	scores := counts{}
+	var views []domainView
+	view := func(key string, weight int64, m map[string]int64) {
+		if len(m) > 0 {
+			views = append(views, domainView{key: key, counts: m, weight: weight})
+		}
+	}
 	if hasPreferred {
 		var keys []string
 		for _, t := range pi.PreferredAffinityTerms {
@@ -448,17 +467,13 @@ func (pl *InterPodAffinity) preScoreIndexed(ix *framework.PodIndex, nodes []*fra
 			for i := range pi.PreferredAffinityTerms {
 				t := &pi.PreferredAffinityTerms[i]
 				if t.Weight != 0 && g.Matches(&t.AffinityTerm) {
-					for v, n := range g.GroupCounts(t.TopologyKey) {
-						scores.add(t.TopologyKey, v, int64(t.Weight)*n)
-					}
+					view(t.TopologyKey, int64(t.Weight), g.GroupCounts(t.TopologyKey))
 				}
 			}
 			for i := range pi.PreferredAntiAffinityTerms {
 				t := &pi.PreferredAntiAffinityTerms[i]
 				if t.Weight != 0 && g.Matches(&t.AffinityTerm) {
-					for v, n := range g.GroupCounts(t.TopologyKey) {
-						scores.add(t.TopologyKey, v, -int64(t.Weight)*n)
-					}
+					view(t.TopologyKey, -int64(t.Weight), g.GroupCounts(t.TopologyKey))
 				}
 			}
 		})
@@ -477,7 +492,7 @@ func (pl *InterPodAffinity) preScoreIndexed(ix *framework.PodIndex, nodes []*fra
 	existing(framework.RequiredAffinity, func(*framework.TermCount) int64 { return pl.hardWeight })
 	existing(framework.PreferredAffinity, func(tc *framework.TermCount) int64 { return int64(tc.Weight) })
 	existing(framework.PreferredAntiAffinity, func(tc *framework.TermCount) int64 { return -int64(tc.Weight) })
-	return scores
+	return scores, views
 }
 
 // preScoreScan visits every pod (or, without preferred terms, every pod with affinity terms)
@@ -544,10 +559,17 @@ func (pl *InterPodAffinity) Score(_ context.Context, state *framework.CycleState
 	if err != nil {
 		return 0, framework.AsStatus(err)
 	}
+	ps := d.(*preScoreState)
+	labels := ni.Node().Labels
 	var total int64
-	for key, values := range d.(*preScoreState).scores {
-		if v, ok := ni.Node().Labels[key]; ok {
+	for key, values := range ps.scores {
+		if v, ok := labels[key]; ok {
 			total += values[v]
+		}
+	}
+	for i := range ps.views {
+		if v, ok := labels[ps.views[i].key]; ok {
+			total += ps.views[i].weight * ps.views[i].counts[v]
 		}
 	}
 	return total, nil
