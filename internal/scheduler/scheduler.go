@@ -62,6 +62,9 @@ type Scheduler struct {
 	// filterScratch holds a cycle's per-node Filter verdicts (findNodesThatFit), reused from cycle
 	// to cycle: one slot per node, 40 KB at 5,000 nodes, was the largest allocation of a cycle.
 	filterScratch []*framework.Status
+	// feasibleScratch holds a cycle's feasible nodes, reused likewise: the slice is handed to
+	// PreScore and Score of the same cycle only, and no plugin keeps it.
+	feasibleScratch []*framework.NodeInfo
 
 	bindings sync.WaitGroup
 	// bindSlots bounds the Binding calls in flight; a binding goroutine waits for a slot, the
@@ -557,7 +560,10 @@ func (s *Scheduler) findNodesThatFit(ctx context.Context, fwk *framework.Framewo
 		percentage = *p
 	}
 	want := NumFeasibleNodesToFind(percentage, len(all))
-	feasible := make([]*framework.NodeInfo, want)
+	if cap(s.feasibleScratch) < want {
+		s.feasibleScratch = make([]*framework.NodeInfo, want)
+	}
+	feasible := s.feasibleScratch[:want]
 	if cap(s.filterScratch) < len(all) {
 		s.filterScratch = make([]*framework.Status, len(all))
 	}

@@ -16,10 +16,12 @@ type StateData interface {
 }
 
 // CycleState carries plugin data through one scheduling cycle of one pod.
-// Writes happen in PreFilter/PreScore (serial); reads in Filter/Score run in parallel.
+// Writes happen in PreFilter/PreScore (serial); reads in Filter/Score run in parallel, once per
+// node and plugin: storage is a sync.Map (as in kube-scheduler) because its reads share no
+// written memory, where every read of an RWMutex-guarded map wrote the lock's reader count, a
+// cache line the filtering workers passed back and forth.
 type CycleState struct {
-	mu      sync.RWMutex
-	storage map[StateKey]StateData
+	storage sync.Map // StateKey -> StateData
 	// SkipFilterPlugins and SkipScorePlugins are the plugins that returned Skip
 	// from PreFilter or PreScore in this cycle.
 	SkipFilterPlugins map[string]bool
@@ -28,22 +30,18 @@ type CycleState struct {
 
 // NewCycleState returns an empty state.
 func NewCycleState() *CycleState {
-	return &CycleState{storage: map[StateKey]StateData{}, SkipFilterPlugins: map[string]bool{}, SkipScorePlugins: map[string]bool{}}
+	return &CycleState{SkipFilterPlugins: map[string]bool{}, SkipScorePlugins: map[string]bool{}}
 }
 
 // Write stores data under key.
 func (c *CycleState) Write(key StateKey, data StateData) {
-	c.mu.Lock()
-	c.storage[key] = data
-	c.mu.Unlock()
+	c.storage.Store(key, data)
 }
 
 // Read returns the data under key, or an error naming the key.
 func (c *CycleState) Read(key StateKey) (StateData, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if d, ok := c.storage[key]; ok {
-		return d, nil
+	if d, ok := c.storage.Load(key); ok {
+		return d.(StateData), nil
 	}
 	return nil, fmt.Errorf("cycle state: no data for key %q", key)
 }
@@ -53,12 +51,11 @@ func (c *CycleState) Clone() *CycleState {
 	if c == nil {
 		return nil
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
 	out := NewCycleState()
-	for k, v := range c.storage {
-		out.storage[k] = v.Clone()
-	}
+	c.storage.Range(func(k, v any) bool {
+		out.storage.Store(k, v.(StateData).Clone())
+		return true
+	})
 	for k, v := range c.SkipFilterPlugins {
 		out.SkipFilterPlugins[k] = v
 	}
