@@ -24,7 +24,11 @@ const (
 
 const stateKey framework.StateKey = "PreScore" + Name
 
-type preScoreState struct{ totalNodes int }
+type preScoreState struct {
+	totalNodes int
+	// images are the pod's init and app container images, normalized.
+	images []string
+}
 
 func (s *preScoreState) Clone() framework.StateData { return s }
 
@@ -43,8 +47,15 @@ func New(json.RawMessage, framework.Handle) (framework.Plugin, error) { return I
 func (ImageLocality) Name() string { return Name }
 
 // PreScore records the node count.
-func (ImageLocality) PreScore(_ context.Context, state *framework.CycleState, _ *v1.Pod, _ []*framework.NodeInfo, all framework.NodeInfoLister) *framework.Status {
-	state.Write(stateKey, &preScoreState{totalNodes: len(all.List())})
+func (ImageLocality) PreScore(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo, all framework.NodeInfoLister) *framework.Status {
+	s := &preScoreState{totalNodes: len(all.List())}
+	// Normalized once here, not once per node and container in Score.
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			s.images = append(s.images, framework.NormalizeImageName(c.Image))
+		}
+	}
+	state.Write(stateKey, s)
 	return nil
 }
 
@@ -54,21 +65,20 @@ func (ImageLocality) Score(_ context.Context, state *framework.CycleState, pod *
 	if err != nil {
 		return 0, framework.AsStatus(err)
 	}
-	total := d.(*preScoreState).totalNodes
+	s := d.(*preScoreState)
+	total := s.totalNodes
 	if total == 0 {
 		return 0, nil
 	}
 	var sum int64
-	containers := 0
-	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for _, c := range list {
-			containers++
-			if st, ok := ni.ImageStates[framework.NormalizeImageName(c.Image)]; ok {
+	if len(ni.ImageStates) > 0 {
+		for _, image := range s.images {
+			if st, ok := ni.ImageStates[image]; ok {
 				sum += int64(float64(st.Size) * float64(st.NumNodes) / float64(total))
 			}
 		}
 	}
-	maxThreshold := maxContainerThreshold * int64(max(containers, 1))
+	maxThreshold := maxContainerThreshold * int64(max(len(s.images), 1))
 	sum = min(max(sum, minThreshold), maxThreshold)
 	return framework.MaxNodeScore * (sum - minThreshold) / (maxThreshold - minThreshold), nil
 }

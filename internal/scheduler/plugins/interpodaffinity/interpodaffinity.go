@@ -381,6 +381,9 @@ func (pl *InterPodAffinity) Filter(_ context.Context, state *framework.CycleStat
 			return framework.NewStatus(framework.Unschedulable, ErrReasonAntiAffinityRulesNotMatch)
 		}
 	}
+	if len(s.existingAntiAffinity) == 0 {
+		return nil
+	}
 	for key, values := range s.existingAntiAffinity {
 		if v, ok := node.Labels[key]; ok && values[v] > 0 {
 			return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
@@ -562,9 +565,12 @@ func (pl *InterPodAffinity) Score(_ context.Context, state *framework.CycleState
 	ps := d.(*preScoreState)
 	labels := ni.Node().Labels
 	var total int64
-	for key, values := range ps.scores {
-		if v, ok := labels[key]; ok {
-			total += values[v]
+	// Ranging over even an empty map costs a setup per node; most cycles have only views.
+	if len(ps.scores) > 0 {
+		for key, values := range ps.scores {
+			if v, ok := labels[key]; ok {
+				total += values[v]
+			}
 		}
 	}
 	for i := range ps.views {
