@@ -222,7 +222,11 @@ func (w *watcher) transform(ev *clientv3.Event) (*watch.Event, error) {
 			return nil, err
 		}
 	}
-	if ev.PrevKv != nil && len(ev.PrevKv.Value) > 0 {
+	hadOld := ev.PrevKv != nil && len(ev.PrevKv.Value) > 0
+	// The previous state is needed for a deletion (it is the event's object) and to tell
+	// whether a change leaves a selection. A watch that selects everything (the watch cache's)
+	// only needs to know there was one: decoding it was a third of the watch's work.
+	if hadOld && (ev.Type == clientv3.EventTypeDelete || !w.opts.Predicate.Empty()) {
 		old = w.store.newFunc()
 		// The previous state is sent with the revision at which it stopped being current.
 		if err := w.store.decode(ev.PrevKv.Value, old, rev, key); err != nil {
@@ -233,17 +237,19 @@ func (w *watcher) transform(ev *clientv3.Event) (*watch.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	oldMatches, err := w.matches(old)
-	if err != nil {
-		return nil, err
+	oldMatches := hadOld && old == nil // not decoded: selected like everything else
+	if old != nil {
+		if oldMatches, err = w.matches(old); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case ev.Type == clientv3.EventTypeDelete:
-		if !oldMatches {
+		if !oldMatches || old == nil {
 			return nil, nil
 		}
 		return &watch.Event{Type: watch.Deleted, Object: old}, nil
-	case old == nil:
+	case !hadOld:
 		if !curMatches {
 			return nil, nil
 		}
