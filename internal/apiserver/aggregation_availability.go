@@ -372,7 +372,7 @@ func (a *aggregator) writeCondition(ctx context.Context, svc *apiregv1.APIServic
 	if h == nil {
 		return fmt.Errorf("%s not served", apiServiceResource)
 	}
-	_, err := h.st.GuaranteedUpdate(ctx, "", svc.Name, &metav1.Preconditions{UID: &svc.UID}, false, func(current runtime.Object) (runtime.Object, error) {
+	err := h.st.Modify(ctx, "", svc.Name, &metav1.Preconditions{UID: &svc.UID}, false, func(current runtime.Object) (runtime.Object, error) {
 		cur := current.(*apiregv1.APIService).DeepCopy()
 		// Unchanged by now (another API server wrote it): the write is idempotent.
 		cur.Status, _ = withCondition(cur.Status, cond, a.s.clock.Now())

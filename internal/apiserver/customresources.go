@@ -255,7 +255,7 @@ func (c *crdController) updateStatus(ctx context.Context, crd *crdv1.CustomResou
 	if equalStatus(&crd.Status, &next.Status) {
 		return nil
 	}
-	_, err := c.h.st.GuaranteedUpdate(ctx, "", crd.Name, &metav1.Preconditions{UID: &crd.UID}, false, func(current runtime.Object) (runtime.Object, error) {
+	err := c.h.st.Modify(ctx, "", crd.Name, &metav1.Preconditions{UID: &crd.UID}, false, func(current runtime.Object) (runtime.Object, error) {
 		cur := current.(*crdv1.CustomResourceDefinition).DeepCopy()
 		cur.Status.AcceptedNames = next.Status.AcceptedNames
 		cur.Status.Conditions = next.Status.Conditions

@@ -245,7 +245,7 @@ func (h *resourceHandler) bindPod(w http.ResponseWriter, r *http.Request, namesp
 	if binding.UID != "" {
 		preconditions = &metav1.Preconditions{UID: &binding.UID}
 	}
-	_, err := h.st.GuaranteedUpdate(r.Context(), info.Namespace, info.Name, preconditions, opts.dryRun, func(current runtime.Object) (runtime.Object, error) {
+	err := h.st.Modify(r.Context(), info.Namespace, info.Name, preconditions, opts.dryRun, func(current runtime.Object) (runtime.Object, error) {
 		// current is the update's own copy (storage.UpdateFunc's contract), free to change.
 		pod, ok := current.(*corev1.Pod)
 		if !ok {
@@ -423,7 +423,7 @@ func (s *Server) consumeDisruption(ctx context.Context, pod *corev1.Pod, dryRun 
 		return nil
 	}
 	rv := pdb.ResourceVersion
-	_, err = h.st.GuaranteedUpdate(ctx, pdb.Namespace, pdb.Name, &metav1.Preconditions{ResourceVersion: &rv}, false, func(current runtime.Object) (runtime.Object, error) {
+	err = h.st.Modify(ctx, pdb.Namespace, pdb.Name, &metav1.Preconditions{ResourceVersion: &rv}, false, func(current runtime.Object) (runtime.Object, error) {
 		next := current.DeepCopyObject().(*policyv1.PodDisruptionBudget)
 		if next.Status.DisruptionsAllowed <= 0 {
 			return nil, tooMany

@@ -38,7 +38,7 @@ type Interface interface {
 	// key is missing and ignoreNotFound is true, tryUpdate is called with a zero object (created from the
 	// type of dest); otherwise the call fails with NotFound. tryUpdate returning the input unchanged
 	// (semantically deep-equal bytes) writes nothing and returns the current object. dest receives the
-	// stored result.
+	// stored result; it may be nil when the caller has no use for it (no decode is spent on it).
 	GuaranteedUpdate(ctx context.Context, key string, dest runtime.Object, ignoreNotFound bool,
 		preconditions *Preconditions, tryUpdate UpdateFunc) error
 

@@ -117,7 +117,10 @@ func (m *memStorage) GuaranteedUpdate(ctx context.Context, key string, dest runt
 			m.mu.Unlock()
 			return m.failWrites
 		}
-		copyInto(m.put(key, next), dest)
+		stored := m.put(key, next)
+		if dest != nil {
+			copyInto(stored, dest)
+		}
 		m.mu.Unlock()
 		return nil
 	}

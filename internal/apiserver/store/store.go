@@ -169,6 +169,21 @@ func (s *Store) Watch(ctx context.Context, namespace, name string, opts storage.
 // current object on every attempt. With dryRun nothing is written.
 func (s *Store) GuaranteedUpdate(ctx context.Context, namespace, name string, preconditions *metav1.Preconditions, dryRun bool,
 	tryUpdate storage.UpdateFunc) (runtime.Object, error) {
+	return s.guaranteedUpdate(ctx, namespace, name, preconditions, dryRun, tryUpdate, s.res.New())
+}
+
+// Modify is GuaranteedUpdate for a caller that does not need the stored result (a binding
+// answers with a Status): the store does not decode it.
+func (s *Store) Modify(ctx context.Context, namespace, name string, preconditions *metav1.Preconditions, dryRun bool,
+	tryUpdate storage.UpdateFunc) error {
+	_, err := s.guaranteedUpdate(ctx, namespace, name, preconditions, dryRun, tryUpdate, nil)
+	return err
+}
+
+// guaranteedUpdate returns the result in out, unless out is nil (then nothing is decoded, and
+// only a dry run returns an object: the one it would have written).
+func (s *Store) guaranteedUpdate(ctx context.Context, namespace, name string, preconditions *metav1.Preconditions, dryRun bool,
+	tryUpdate storage.UpdateFunc, out runtime.Object) (runtime.Object, error) {
 	gr := s.res.GroupResource()
 	attempt := func(current runtime.Object) (runtime.Object, error) {
 		m, err := meta.Accessor(current)
@@ -187,7 +202,6 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, namespace, name string, pr
 		}
 		return attempt(current)
 	}
-	out := s.res.New()
 	if err := s.storage.GuaranteedUpdate(ctx, s.Key(namespace, name), out, false, nil, attempt); err != nil {
 		return nil, s.apiError(err, name)
 	}

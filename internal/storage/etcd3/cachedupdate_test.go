@@ -148,6 +148,22 @@ func TestGuaranteedUpdateFromCachedCopy(t *testing.T) {
 		}
 	})
 
+	t.Run("no result wanted", func(t *testing.T) {
+		key, stale, current := setup(t)
+		for _, cached := range []runtime.Object{nil, stale, current} {
+			if err := s.GuaranteedUpdateFrom(ctx, key, nil, false, nil, counted(&seen{}, label), cached); err != nil {
+				t.Fatalf("update without a result (cached %v): %v", cached != nil, err)
+			}
+		}
+		got := &corev1.Pod{}
+		if err := s.Get(ctx, key, storage.GetOptions{}, got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Labels["touched"] != "yes" || got.Spec.NodeName != "a" {
+			t.Fatalf("stored pod %+v", got.ObjectMeta)
+		}
+	})
+
 	t.Run("a copy of a deleted key", func(t *testing.T) {
 		key, _, current := setup(t)
 		if err := s.Delete(ctx, key, &corev1.Pod{}, nil, nil); err != nil {

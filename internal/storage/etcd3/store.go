@@ -148,9 +148,11 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, dest runtime.O
 func (s *Store) GuaranteedUpdateFrom(ctx context.Context, key string, dest runtime.Object, ignoreNotFound bool,
 	preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc, cached runtime.Object) error {
 	var state *current
+	// spare is a private copy of state.obj that the first attempt may hand to tryUpdate.
+	var spare runtime.Object
 	if cached != nil {
 		// A cached copy that cannot be used is no error: the key is read as without one.
-		state, _ = s.cachedState(cached)
+		state, spare, _ = s.cachedState(cached)
 	}
 	// fresh says state was read from etcd, so a verdict drawn from it is final.
 	fresh := state == nil
@@ -181,7 +183,12 @@ func (s *Store) GuaranteedUpdateFrom(ctx context.Context, key string, dest runti
 			}
 			return err
 		}
-		next, err := tryUpdate(state.obj.DeepCopyObject())
+		input := spare
+		if input == nil {
+			input = state.obj.DeepCopyObject()
+		}
+		spare = nil
+		next, err := tryUpdate(input)
 		if err != nil {
 			if !fresh {
 				if err := read(ctx); err != nil {
@@ -203,7 +210,7 @@ func (s *Store) GuaranteedUpdateFrom(ctx context.Context, key string, dest runti
 				}
 				continue
 			}
-			return s.decodePlain(state.data, dest, state.rev, key)
+			return s.result(state.data, dest, state.rev, key)
 		}
 		sealed, err := s.seal(data, key)
 		if err != nil {
@@ -219,7 +226,7 @@ func (s *Store) GuaranteedUpdateFrom(ctx context.Context, key string, dest runti
 			return s.interpret(ctx, err, storage.OpUpdate, key, 0)
 		}
 		if txnResp.Succeeded {
-			return s.decodePlain(data, dest, txnResp.Header.Revision, key)
+			return s.result(data, dest, txnResp.Header.Revision, key)
 		}
 		// Another writer got there first (or the cached copy was behind): retry on what is stored.
 		if state, err = s.currentState(key, txnResp.Responses[0].GetResponseRange().Kvs); err != nil {
@@ -229,23 +236,39 @@ func (s *Store) GuaranteedUpdateFrom(ctx context.Context, key string, dest runti
 	}
 }
 
-// cachedState is the state a cached object stands for: its revision and its codec bytes (encoded
-// from a copy, since cached is shared). Whether etcd holds it sealed by an older key is unknown,
-// so an update that changes nothing is confirmed on the stored value.
-func (s *Store) cachedState(cached runtime.Object) (*current, error) {
+// cachedState is the state a cached object stands for: its revision and its codec bytes. The
+// bytes are encoded from a copy, since cached is shared; that copy, its revision restored, is
+// returned for the first attempt's tryUpdate. Whether etcd holds the value sealed by an older key
+// is unknown, so an update that changes nothing is confirmed on the stored value.
+func (s *Store) cachedState(cached runtime.Object) (*current, runtime.Object, error) {
 	accessor, err := meta.Accessor(cached)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	rev, err := strconv.ParseInt(accessor.GetResourceVersion(), 10, 64)
+	rv := accessor.GetResourceVersion()
+	rev, err := strconv.ParseInt(rv, 10, 64)
 	if err != nil || rev <= 0 {
-		return nil, fmt.Errorf("cached object has no revision %q", accessor.GetResourceVersion())
+		return nil, nil, fmt.Errorf("cached object has no revision %q", rv)
 	}
-	data, err := s.encode(cached.DeepCopyObject())
+	spare := cached.DeepCopyObject()
+	data, err := s.encode(spare)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &current{obj: cached, data: data, rev: rev, exists: true}, nil
+	spareMeta, err := meta.Accessor(spare)
+	if err != nil {
+		return nil, nil, err
+	}
+	spareMeta.SetResourceVersion(rv)
+	return &current{obj: cached, data: data, rev: rev, exists: true}, spare, nil
+}
+
+// result decodes an update's stored bytes into dest, unless the caller passed none.
+func (s *Store) result(data []byte, dest runtime.Object, rev int64, key string) error {
+	if dest == nil {
+		return nil
+	}
+	return s.decodePlain(data, dest, rev, key)
 }
 
 // Delete implements storage.Interface.
