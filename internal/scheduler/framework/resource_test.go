@@ -122,3 +122,38 @@ func TestNodeInfoNodeFields(t *testing.T) {
 		t.Fatal("RemoveNode left the node's fields")
 	}
 }
+
+// Label answers the well-known topology keys from the NodeInfo and any other key from the node,
+// and follows the node's labels through SetNode, Clone and RemoveNode.
+func TestNodeInfoLabel(t *testing.T) {
+	ni := framework.NewNodeInfo()
+	if _, ok := ni.Label(v1.LabelHostname); ok {
+		t.Fatal("a NodeInfo without a node has a hostname")
+	}
+	if _, ok := ni.Label("rack"); ok {
+		t.Fatal("a NodeInfo without a node has a label")
+	}
+	ni.SetNode(st.MakeNode().Name("n").Label(v1.LabelHostname, "n").Label(v1.LabelTopologyZone, "z1").Label("rack", "r7").Obj())
+	want := map[string]string{v1.LabelHostname: "n", v1.LabelTopologyZone: "z1", "rack": "r7"}
+	for _, key := range []string{v1.LabelHostname, v1.LabelTopologyZone, v1.LabelTopologyRegion, "rack", "row"} {
+		v, ok := ni.Label(key)
+		if w, has := want[key]; v != w || ok != has {
+			t.Errorf("Label(%s) = %q, %v; want %q, %v", key, v, ok, w, has)
+		}
+	}
+	clone := ni.Clone()
+	ni.SetNode(st.MakeNode().Name("n").Label(v1.LabelTopologyRegion, "r").Obj())
+	if _, ok := ni.Label(v1.LabelTopologyZone); ok {
+		t.Error("a removed zone label is still answered")
+	}
+	if v, ok := ni.Label(v1.LabelTopologyRegion); v != "r" || !ok {
+		t.Errorf("region %q %v after relabel", v, ok)
+	}
+	if v, ok := clone.Label(v1.LabelTopologyZone); v != "z1" || !ok {
+		t.Errorf("the clone's zone %q %v changed with the original", v, ok)
+	}
+	ni.RemoveNode()
+	if _, ok := ni.Label(v1.LabelTopologyRegion); ok {
+		t.Error("RemoveNode left the region label")
+	}
+}

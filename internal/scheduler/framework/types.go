@@ -199,9 +199,14 @@ type NodeInfo struct {
 	node          *v1.Node
 	unschedulable bool
 	taints        []v1.Taint
-	Pods          []*PodInfo
-	Allocatable   Resource
-	Requested     Resource
+	// The well-known topology labels, read per node by the affinity and spreading plugins:
+	// from here a lookup compares the key with a constant instead of hashing it into the
+	// node's label map, another object per node.
+	hostname, zone, region          string
+	hasHostname, hasZone, hasRegion bool
+	Pods                            []*PodInfo
+	Allocatable                     Resource
+	Requested                       Resource
 	// NonZeroRequested counts pods without requests at the scoring defaults.
 	NonZeroRequested             Resource
 	PodsWithAffinity             []*PodInfo
@@ -229,6 +234,23 @@ func (n *NodeInfo) Node() *v1.Node {
 	return n.node
 }
 
+// Label is the node's label key (false when the node lacks it or is not known yet).
+func (n *NodeInfo) Label(key string) (string, bool) {
+	switch key {
+	case v1.LabelHostname:
+		return n.hostname, n.hasHostname
+	case v1.LabelTopologyZone:
+		return n.zone, n.hasZone
+	case v1.LabelTopologyRegion:
+		return n.region, n.hasRegion
+	}
+	if n.node == nil {
+		return "", false
+	}
+	v, ok := n.node.Labels[key]
+	return v, ok
+}
+
 // Unschedulable is the node's spec.unschedulable (false when the node is not known yet).
 func (n *NodeInfo) Unschedulable() bool { return n.unschedulable }
 
@@ -239,6 +261,9 @@ func (n *NodeInfo) Taints() []v1.Taint { return n.taints }
 func (n *NodeInfo) SetNode(node *v1.Node) {
 	n.node = node
 	n.unschedulable, n.taints = node.Spec.Unschedulable, node.Spec.Taints
+	n.hostname, n.hasHostname = node.Labels[v1.LabelHostname]
+	n.zone, n.hasZone = node.Labels[v1.LabelTopologyZone]
+	n.region, n.hasRegion = node.Labels[v1.LabelTopologyRegion]
 	n.Allocatable = *NewResource(node.Status.Allocatable)
 	n.ImageStates = make(map[string]*ImageState, len(node.Status.Images))
 	for _, img := range node.Status.Images {
@@ -252,6 +277,8 @@ func (n *NodeInfo) SetNode(node *v1.Node) {
 // RemoveNode drops the node but keeps its pods (they may still be deleted later).
 func (n *NodeInfo) RemoveNode() {
 	n.node, n.unschedulable, n.taints = nil, false, nil
+	n.hostname, n.zone, n.region = "", "", ""
+	n.hasHostname, n.hasZone, n.hasRegion = false, false, false
 	n.Generation++
 }
 
@@ -327,6 +354,12 @@ func (n *NodeInfo) Clone() *NodeInfo {
 		node:                         n.node,
 		unschedulable:                n.unschedulable,
 		taints:                       n.taints,
+		hostname:                     n.hostname,
+		zone:                         n.zone,
+		region:                       n.region,
+		hasHostname:                  n.hasHostname,
+		hasZone:                      n.hasZone,
+		hasRegion:                    n.hasRegion,
 		Pods:                         append([]*PodInfo(nil), n.Pods...),
 		PodsWithAffinity:             append([]*PodInfo(nil), n.PodsWithAffinity...),
 		PodsWithRequiredAntiAffinity: append([]*PodInfo(nil), n.PodsWithRequiredAntiAffinity...),

@@ -372,12 +372,11 @@ func (pl *InterPodAffinity) Filter(_ context.Context, state *framework.CycleStat
 		return framework.AsStatus(err)
 	}
 	s := d.(*preFilterState)
-	node := ni.Node()
-	if !satisfiesAffinity(s, node) {
+	if !satisfiesAffinity(s, ni) {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
 	}
 	for _, t := range s.podInfo.RequiredAntiAffinityTerms {
-		if v, ok := node.Labels[t.TopologyKey]; ok && s.antiAffinity.get(t.TopologyKey, v) > 0 {
+		if v, ok := ni.Label(t.TopologyKey); ok && s.antiAffinity.get(t.TopologyKey, v) > 0 {
 			return framework.NewStatus(framework.Unschedulable, ErrReasonAntiAffinityRulesNotMatch)
 		}
 	}
@@ -385,7 +384,7 @@ func (pl *InterPodAffinity) Filter(_ context.Context, state *framework.CycleStat
 		return nil
 	}
 	for key, values := range s.existingAntiAffinity {
-		if v, ok := node.Labels[key]; ok && values[v] > 0 {
+		if v, ok := ni.Label(key); ok && values[v] > 0 {
 			return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
 		}
 	}
@@ -395,14 +394,14 @@ func (pl *InterPodAffinity) Filter(_ context.Context, state *framework.CycleStat
 // satisfiesAffinity: every term's domain on this node holds a matching pod;
 // or, when no pod anywhere matches, the pod matches its own terms (the first
 // pod of a group that wants to be together may go anywhere with the keys).
-func satisfiesAffinity(s *preFilterState, node *v1.Node) bool {
+func satisfiesAffinity(s *preFilterState, ni *framework.NodeInfo) bool {
 	terms := s.podInfo.RequiredAffinityTerms
 	if len(terms) == 0 {
 		return true
 	}
 	ok := true
 	for _, t := range terms {
-		v, has := node.Labels[t.TopologyKey]
+		v, has := ni.Label(t.TopologyKey)
 		if !has {
 			return false
 		}
@@ -563,18 +562,17 @@ func (pl *InterPodAffinity) Score(_ context.Context, state *framework.CycleState
 		return 0, framework.AsStatus(err)
 	}
 	ps := d.(*preScoreState)
-	labels := ni.Node().Labels
 	var total int64
 	// Ranging over even an empty map costs a setup per node; most cycles have only views.
 	if len(ps.scores) > 0 {
 		for key, values := range ps.scores {
-			if v, ok := labels[key]; ok {
+			if v, ok := ni.Label(key); ok {
 				total += values[v]
 			}
 		}
 	}
 	for i := range ps.views {
-		if v, ok := labels[ps.views[i].key]; ok {
+		if v, ok := ni.Label(ps.views[i].key); ok {
 			total += ps.views[i].weight * ps.views[i].counts[v]
 		}
 	}

@@ -286,9 +286,8 @@ func (PodTopologySpread) Filter(_ context.Context, state *framework.CycleState, 
 		return framework.AsStatus(err)
 	}
 	s := d.(*preFilterState)
-	node := ni.Node()
 	for i, c := range s.constraints {
-		v, ok := node.Labels[c.topologyKey]
+		v, ok := ni.Label(c.topologyKey)
 		if !ok {
 			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
 		}
@@ -314,7 +313,7 @@ func (PodTopologySpread) PreScore(_ context.Context, state *framework.CycleState
 	for i, c := range cs {
 		domains := map[string]bool{}
 		for _, ni := range feasible {
-			if v, ok := ni.Node().Labels[c.topologyKey]; ok {
+			if v, ok := ni.Label(c.topologyKey); ok {
 				domains[v] = true
 			}
 		}
@@ -334,12 +333,15 @@ func (PodTopologySpread) Score(_ context.Context, state *framework.CycleState, _
 		return 0, framework.AsStatus(err)
 	}
 	s := d.(*preScoreState)
-	if !hasAllKeys(s.constraints, ni.Node()) {
-		return ignoredScore, nil
+	for _, c := range s.constraints {
+		if _, ok := ni.Label(c.topologyKey); !ok {
+			return ignoredScore, nil
+		}
 	}
 	var score float64
 	for i, c := range s.constraints {
-		cnt := s.counts[i][ni.Node().Labels[c.topologyKey]]
+		v, _ := ni.Label(c.topologyKey)
+		cnt := s.counts[i][v]
 		score += float64(cnt)*s.weights[i] + float64(c.maxSkew-1)
 	}
 	return int64(math.Round(score)), nil
