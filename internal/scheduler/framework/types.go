@@ -212,14 +212,16 @@ type NodeInfo struct {
 	PodsWithAffinity             []*PodInfo
 	PodsWithRequiredAntiAffinity []*PodInfo
 	UsedPorts                    HostPortSet
-	ImageStates                  map[string]*ImageState
+	// ImageStates is nil for a node that reports no images, so that plugins learn it from the
+	// NodeInfo without touching a map (ImageLocality asks on every node of every cycle).
+	ImageStates map[string]*ImageState
 	// Generation increases on every change, so snapshots copy only changed nodes.
 	Generation int64
 }
 
 // NewNodeInfo returns an empty NodeInfo holding the pods.
 func NewNodeInfo(pods ...*v1.Pod) *NodeInfo {
-	ni := &NodeInfo{UsedPorts: HostPortSet{}, ImageStates: map[string]*ImageState{}}
+	ni := &NodeInfo{UsedPorts: HostPortSet{}}
 	for _, p := range pods {
 		ni.AddPod(p)
 	}
@@ -265,7 +267,10 @@ func (n *NodeInfo) SetNode(node *v1.Node) {
 	n.zone, n.hasZone = node.Labels[v1.LabelTopologyZone]
 	n.region, n.hasRegion = node.Labels[v1.LabelTopologyRegion]
 	n.Allocatable = *NewResource(node.Status.Allocatable)
-	n.ImageStates = make(map[string]*ImageState, len(node.Status.Images))
+	n.ImageStates = nil
+	if len(node.Status.Images) > 0 {
+		n.ImageStates = make(map[string]*ImageState, len(node.Status.Images))
+	}
 	for _, img := range node.Status.Images {
 		for _, name := range img.Names {
 			n.ImageStates[NormalizeImageName(name)] = &ImageState{Size: img.SizeBytes}
@@ -367,8 +372,10 @@ func (n *NodeInfo) Clone() *NodeInfo {
 		Requested:                    n.Requested.clone(),
 		NonZeroRequested:             n.NonZeroRequested.clone(),
 		Allocatable:                  n.Allocatable.clone(),
-		ImageStates:                  make(map[string]*ImageState, len(n.ImageStates)),
 		Generation:                   n.Generation,
+	}
+	if n.ImageStates != nil {
+		out.ImageStates = make(map[string]*ImageState, len(n.ImageStates))
 	}
 	for ip, ports := range n.UsedPorts {
 		cp := make(map[ProtocolPort]struct{}, len(ports))
