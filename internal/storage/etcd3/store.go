@@ -171,45 +171,19 @@ func (s *Store) GuaranteedUpdateFrom(ctx context.Context, key string, dest runti
 		}
 	}
 	for {
-		if !state.exists && !ignoreNotFound {
-			return withOp(storage.NewError(storage.ErrCodeNotFound, key, "", nil), storage.OpUpdate)
-		}
-		if err := checkPreconditions(key, preconditions, state.obj, false); err != nil {
-			if !fresh {
-				if err := read(ctx); err != nil {
-					return err
-				}
-				continue
+		data, noop, err := s.decideUpdate(key, state, &spare, ignoreNotFound, preconditions, tryUpdate)
+		if (err != nil || noop) && !fresh {
+			// A refusal, or nothing to write, on the cached copy says nothing about the stored
+			// one: decide again on what etcd holds.
+			if err := read(ctx); err != nil {
+				return err
 			}
+			continue
+		}
+		if err != nil {
 			return err
 		}
-		input := spare
-		if input == nil {
-			input = state.obj.DeepCopyObject()
-		}
-		spare = nil
-		next, err := tryUpdate(input)
-		if err != nil {
-			if !fresh {
-				if err := read(ctx); err != nil {
-					return err
-				}
-				continue
-			}
-			return err
-		}
-		data, err := s.encode(next)
-		if err != nil {
-			return fmt.Errorf("update %s: %w", key, err)
-		}
-		if state.exists && !state.stale && bytes.Equal(data, state.data) {
-			if !fresh {
-				// Nothing to write on the cached copy says nothing about the stored one.
-				if err := read(ctx); err != nil {
-					return err
-				}
-				continue
-			}
+		if noop {
 			return s.result(state.data, dest, state.rev, key)
 		}
 		sealed, err := s.seal(data, key)
@@ -234,6 +208,33 @@ func (s *Store) GuaranteedUpdateFrom(ctx context.Context, key string, dest runti
 		}
 		fresh = true
 	}
+}
+
+// decideUpdate is one attempt's decision on state, without writing: the encoded new object, or
+// noop when it encodes as the stored one, or the refusal (not found, a failed precondition,
+// tryUpdate's error). *spare, a private copy of state.obj, is handed to tryUpdate once.
+func (s *Store) decideUpdate(key string, state *current, spare *runtime.Object, ignoreNotFound bool,
+	preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc) (data []byte, noop bool, err error) {
+	if !state.exists && !ignoreNotFound {
+		return nil, false, withOp(storage.NewError(storage.ErrCodeNotFound, key, "", nil), storage.OpUpdate)
+	}
+	if err := checkPreconditions(key, preconditions, state.obj, false); err != nil {
+		return nil, false, err
+	}
+	input := *spare
+	if input == nil {
+		input = state.obj.DeepCopyObject()
+	}
+	*spare = nil
+	next, err := tryUpdate(input)
+	if err != nil {
+		return nil, false, err
+	}
+	data, err = s.encode(next)
+	if err != nil {
+		return nil, false, fmt.Errorf("update %s: %w", key, err)
+	}
+	return data, state.exists && !state.stale && bytes.Equal(data, state.data), nil
 }
 
 // cachedState is the state a cached object stands for: its revision and its codec bytes. The

@@ -187,18 +187,8 @@ func (c *Cache) cachedObject(key string) runtime.Object {
 	if !ok {
 		return nil
 	}
-	c.mu.Lock()
-	rc := c.resources[root]
-	c.mu.Unlock()
+	rc := c.readyResource(root, false)
 	if rc == nil {
-		return nil
-	}
-	select {
-	case <-rc.ready:
-	default:
-		return nil
-	}
-	if rc.initErr != nil {
 		return nil
 	}
 	rc.mu.Lock()

@@ -205,18 +205,27 @@ func (c *Cache) listFromMemory(ctx context.Context, prefix string, opts storage.
 
 // runningResource is the ready cache of root, or nil: a missing one is started in the background.
 func (c *Cache) runningResource(root string) *resourceCache {
+	return c.readyResource(root, true)
+}
+
+// readyResource is the cache of root when it has loaded without error, or nil. With start, a
+// missing cache is created and started in the background (it answers from a later call on).
+func (c *Cache) readyResource(root string, start bool) *resourceCache {
 	c.mu.Lock()
 	if c.stopped {
 		c.mu.Unlock()
 		return nil
 	}
 	rc, ok := c.resources[root]
-	if !ok {
+	if !ok && start {
 		rc = newResourceCache(c, root)
 		c.resources[root] = rc
 		go rc.start(0)
 	}
 	c.mu.Unlock()
+	if rc == nil {
+		return nil
+	}
 	select {
 	case <-rc.ready:
 		if rc.initErr != nil {
