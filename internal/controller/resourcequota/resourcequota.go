@@ -33,8 +33,10 @@ type counter func(namespace string) (int, error)
 
 // Controller keeps ResourceQuota usage.
 type Controller struct {
-	client    kubernetes.Interface
-	rqLister  corelisters.ResourceQuotaLister
+	client   kubernetes.Interface
+	rqLister corelisters.ResourceQuotaLister
+	// rqIndexer answers whether a namespace has any quota without listing them.
+	rqIndexer cache.Indexer
 	podLister corelisters.PodLister
 	svcLister corelisters.ServiceLister
 	pvcLister corelisters.PersistentVolumeClaimLister
@@ -57,6 +59,7 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 	c := &Controller{
 		client:    deps.Client,
 		rqLister:  f.Core().V1().ResourceQuotas().Lister(),
+		rqIndexer: f.Core().V1().ResourceQuotas().Informer().GetIndexer(),
 		podLister: f.Core().V1().Pods().Lister(),
 		svcLister: f.Core().V1().Services().Lister(),
 		pvcLister: f.Core().V1().PersistentVolumeClaims().Lister(),
@@ -108,7 +111,12 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 	// charged object reaches the informers would take the charge back and let another write past
 	// the limit. Likewise a quota's status-only changes (admission's charges, this controller's
 	// writes) start none. The full resync (FullResyncPeriod) catches anything else, as upstream.
+	// An update in a namespace without quotas is not looked at: computing what the old and the new
+	// object hold costs two usage evaluations per pod status change, for nothing to recount.
 	handler := cache.ResourceEventHandlerFuncs{DeleteFunc: changed, UpdateFunc: func(old, o any) {
+		if m, ok := o.(metav1.Object); ok && !c.hasQuota(m.GetNamespace()) {
+			return
+		}
 		if usageChanged(old, o) {
 			changed(o)
 		}
@@ -157,6 +165,12 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		}
 	}()
 	c.loop.Run(ctx, workers, c.synced...)
+}
+
+// hasQuota reports whether namespace holds a ResourceQuota (true when the index cannot answer).
+func (c *Controller) hasQuota(namespace string) bool {
+	keys, err := c.rqIndexer.IndexKeys(cache.NamespaceIndex, namespace)
+	return err != nil || len(keys) > 0
 }
 
 func (c *Controller) enqueueNamespace(namespace string) {

@@ -182,3 +182,52 @@ func TestReleaseOnDelete(t *testing.T) {
 		})
 	}
 }
+
+// TestUpdateRecountsWhereQuotasAre runs the controller on started informers: a pod that terminates
+// in a namespace with a quota gives its CPU back through the update's event (no recount is asked
+// for), and only namespaces that hold a quota are looked at.
+func TestUpdateRecountsWhereQuotasAre(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "default"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("10")}}}
+	running := withResources(ctrltest.MakePod("web").Obj(), "500m", "1Gi")
+	elsewhere := withResources(ctrltest.MakePod("web").Obj(), "500m", "1Gi")
+	elsewhere.Namespace = "other"
+	env := ctrltest.NewEnv(q, running, elsewhere)
+	c, err := New(env.Deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Factory.Start(ctx.Done())
+	go c.Run(ctx, 1)
+	defer env.Factory.Shutdown()
+	defer cancel()
+	used := func(want string) {
+		t.Helper()
+		err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			got, err := env.Client.CoreV1().ResourceQuotas("default").Get(ctx, "q", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			v, ok := got.Status.Used[corev1.ResourceRequestsCPU]
+			return ok && v.Cmp(resource.MustParse(want)) == 0, nil
+		})
+		if err != nil {
+			got, _ := env.Client.CoreV1().ResourceQuotas("default").Get(context.Background(), "q", metav1.GetOptions{})
+			t.Fatalf("requests.cpu used never %s: status %v", want, got.Status.Used)
+		}
+	}
+	used("500m")
+	if !c.hasQuota("default") || c.hasQuota("other") {
+		t.Fatalf("hasQuota: default %v (want true), other %v (want false)", c.hasQuota("default"), c.hasQuota("other"))
+	}
+	for _, p := range []*corev1.Pod{running, elsewhere} {
+		done := p.DeepCopy()
+		done.Status.Phase = corev1.PodSucceeded
+		if _, err := env.Client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, done, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	used("0")
+}
