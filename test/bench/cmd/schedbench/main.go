@@ -70,6 +70,8 @@ type options struct {
 	cpuProfile   string
 	allocProfile string
 	profileAt    time.Duration
+	profileAtRel bool
+	profileSecs  int
 	label        string
 	hold         bool
 	upstream     string
@@ -108,8 +110,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.serverLog, "server-log", "", "file for skiff's log (default: discarded)")
 	serverArgs := fs.String("server-args", "--controllers=*,-nodelifecycle,-nodeipam", "extra arguments for skiff server, space-separated")
 	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile of the server (API server and scheduler, one process) during the first scenario's scheduling to this file")
-	fs.StringVar(&o.allocProfile, "alloc-profile", "", "write the server's allocations over the same 30s as --cpu-profile (a delta of /debug/pprof/allocs) to this file")
-	fs.DurationVar(&o.profileAt, "cpu-profile-after", 0, "start the 30s CPU profile this long after the first scenario starts (skip node creation)")
+	fs.StringVar(&o.allocProfile, "alloc-profile", "", "write the server's allocations over the same window as --cpu-profile (a delta of /debug/pprof/allocs) to this file")
+	fs.DurationVar(&o.profileAt, "cpu-profile-after", 0, "start the CPU profile this long after the first scenario starts (skip node creation)")
+	fs.BoolVar(&o.profileAtRel, "profile-at-release", false, "start the profiles when the scheduler is released (with --hold), so they cover scheduling only; --cpu-profile-after is then counted from the release")
+	fs.IntVar(&o.profileSecs, "profile-seconds", 30, "how long the profiles last")
 	fs.BoolVar(&o.hold, "hold", true, "keep skiff's scheduler from binding (by holding its leader Lease) until every pod exists, so the figures are the scheduler's and not the pod creation rate; false measures with pods streaming in")
 	fs.StringVar(&o.label, "label", "", "a note printed with the figures")
 	fs.StringVar(&o.upstream, "upstream", "", "directory with Kubernetes' kube-apiserver and kube-scheduler: measure them (with --etcd) instead of skiff")
@@ -123,6 +127,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.pods < 1 {
 		return o, fmt.Errorf("--pods: %d is not positive", o.pods)
+	}
+	if o.profileSecs < 1 {
+		return o, fmt.Errorf("--profile-seconds: %d is not positive", o.profileSecs)
+	}
+	if o.profileAtRel && !o.hold {
+		return o, errors.New("--profile-at-release needs --hold: without it there is no release")
 	}
 	o.serverArgs = strings.Fields(*serverArgs)
 	return o, nil
@@ -200,8 +210,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	for i, sc := range o.scenarios {
 		fmt.Fprintf(stderr, "%s: %d nodes, %d pods ...\n", sc.workload, sc.nodes, o.pods)
 		var stopProfile func() error
+		// released is closed when the scheduler is let go (or at once without --profile-at-release).
+		released := make(chan struct{})
+		if !o.profileAtRel {
+			close(released)
+		}
 		if i == 0 && (o.cpuProfile != "" || o.allocProfile != "") {
-			stopProfile = startServerProfiles(ctx, client, map[string]string{"profile": o.cpuProfile, "allocs": o.allocProfile}, o.profileAt, stderr)
+			stopProfile = startServerProfiles(ctx, client, map[string]string{"profile": o.cpuProfile, "allocs": o.allocProfile},
+				released, o.profileAt, o.profileSecs, stderr)
 		}
 		opts := schedbench.Options{
 			Nodes: sc.nodes, Pods: o.pods, Workload: sc.workload, Namespace: "schedbench", Workers: o.workers, Timeout: o.timeout,
@@ -211,7 +227,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 			if err := holdScheduler(ctx, client); err != nil {
 				return err
 			}
-			opts.Release = func(ctx context.Context) error { return releaseScheduler(ctx, client) }
+			opts.Release = func(ctx context.Context) error {
+				err := releaseScheduler(ctx, client)
+				if o.profileAtRel {
+					close(released)
+				}
+				return err
+			}
 		}
 		if err := srv.BeforeRelease(ctx); err != nil {
 			return err
@@ -234,11 +256,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// startServerProfiles collects 30 s profiles of the skiff process through the API server's
-// /debug/pprof (the scheduler runs in the same process), one per non-empty file in files (keyed by
-// profile name: "profile" is CPU, "allocs" a delta of allocations over the same window), and
-// returns a function that waits for them and writes them out.
-func startServerProfiles(ctx context.Context, client kubernetes.Interface, files map[string]string, after time.Duration, stderr io.Writer) func() error {
+// startServerProfiles collects profiles of seconds each of the skiff process through the API
+// server's /debug/pprof (the scheduler runs in the same process), one per non-empty file in files
+// (keyed by profile name: "profile" is CPU, "allocs" a delta of allocations over the same window),
+// starting after once start is closed, and returns a function that waits for them and writes them
+// out.
+func startServerProfiles(ctx context.Context, client kubernetes.Interface, files map[string]string, start <-chan struct{},
+	after time.Duration, seconds int, stderr io.Writer) func() error {
 	var g errgroup.Group
 	for name, path := range files {
 		if path == "" {
@@ -246,17 +270,23 @@ func startServerProfiles(ctx context.Context, client kubernetes.Interface, files
 		}
 		g.Go(func() error {
 			select {
+			case <-start:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			select {
 			case <-time.After(after):
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			body, err := client.Discovery().RESTClient().Get().AbsPath("/debug/pprof/"+name).Param("seconds", "30").Timeout(2 * time.Minute).DoRaw(ctx)
+			body, err := client.Discovery().RESTClient().Get().AbsPath("/debug/pprof/"+name).Param("seconds", strconv.Itoa(seconds)).Timeout(time.Duration(seconds)*time.Second + 2*time.Minute).DoRaw(ctx)
 			if err != nil {
 				return fmt.Errorf("fetch %s profile: %w", name, err)
 			}
 			return os.WriteFile(path, body, 0o644)
 		})
-		fmt.Fprintln(stderr, "profiling the server (", name, ") for 30s, starting in", after, "into", path)
+		fmt.Fprintf(stderr, "profiling the server (%s) for %ds, starting %s after the start of the scenario (or the release, with --profile-at-release), into %s\n",
+			name, seconds, after, path)
 	}
 	return g.Wait
 }
