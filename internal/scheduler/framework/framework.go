@@ -405,7 +405,8 @@ func (s *PluginScores) Release() {
 type scoreBuffers struct {
 	active  []weightedScorePlugin
 	names   []string
-	raw     []NodeScore
+	raw     []int64
+	norm    []NodeScore
 	weights []int64
 	rows    [][]int64
 	totals  []int64
@@ -443,9 +444,10 @@ func (f *Framework) runScorePlugins(ctx context.Context, state *CycleState, pod 
 	}
 	buf.active = active
 	n := len(nodes)
-	// Plugin j's raw scores are raw[j*n : (j+1)*n], normalized in place.
+	// Plugin j's raw scores are raw[j*n : (j+1)*n]. They are bare numbers: the scoring workers
+	// write no pointers (a node name per plugin and node was a write barrier and a cache miss on
+	// the Node each, most of the scoring loop's own time while the collector ran).
 	buf.raw = grow(buf.raw, n*len(active))
-	perPlugin := func(j int) []NodeScore { return buf.raw[j*n : (j+1)*n : (j+1)*n] }
 	var firstErr error
 	errOnce := make(chan error, 1)
 	f.parallel.Until(ctx, n, func(i int) {
@@ -458,7 +460,7 @@ func (f *Framework) runScorePlugins(ctx context.Context, state *CycleState, pod 
 				}
 				return
 			}
-			buf.raw[j*n+i] = NodeScore{Name: nodes[i].Node().Name, Score: s}
+			buf.raw[j*n+i] = s
 		}
 	})
 	select {
@@ -479,22 +481,31 @@ func (f *Framework) runScorePlugins(ctx context.Context, state *CycleState, pod 
 	buf.totals = grow(buf.totals, n)
 	clear(buf.totals)
 	for j, p := range active {
+		raw := buf.raw[j*n : (j+1)*n : (j+1)*n]
 		if ext := p.ScoreExtensions(); ext != nil {
-			if st := ext.NormalizeScore(ctx, state, pod, perPlugin(j)); !st.IsSuccess() {
+			// Normalizers see the NodeScoreList shape, names included.
+			buf.norm = grow(buf.norm, n)
+			for i := range raw {
+				buf.norm[i] = NodeScore{Name: nodes[i].Node().Name, Score: raw[i]}
+			}
+			if st := ext.NormalizeScore(ctx, state, pod, buf.norm); !st.IsSuccess() {
 				return nil, AsStatus(fmt.Errorf("normalizing scores of plugin %q: %w", p.Name(), st.AsError()))
 			}
-		}
-		for i, ns := range perPlugin(j) {
-			if ns.Score > MaxNodeScore || ns.Score < MinNodeScore {
-				return nil, AsStatus(fmt.Errorf("plugin %q returned score %d for node %q outside [%d, %d]", p.Name(), ns.Score, ns.Name, MinNodeScore, MaxNodeScore))
+			for i := range raw {
+				raw[i] = buf.norm[i].Score
 			}
-			w := ns.Score * p.weight
+		}
+		for i, score := range raw {
+			if score > MaxNodeScore || score < MinNodeScore {
+				return nil, AsStatus(fmt.Errorf("plugin %q returned score %d for node %q outside [%d, %d]", p.Name(), score, nodes[i].Node().Name, MinNodeScore, MaxNodeScore))
+			}
+			w := score * p.weight
 			buf.rows[i][j] = w
 			buf.totals[i] += w
 		}
 	}
 	// The node names stay referenced by nothing once the cycle is over.
-	clear(buf.raw)
+	clear(buf.norm)
 	out := buf.scores
 	if out == nil {
 		out = &PluginScores{}

@@ -2,8 +2,10 @@ package framework_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -84,5 +86,69 @@ func TestScoreBuffersReused(t *testing.T) {
 	}
 	if !reflect.DeepEqual(copyOf(kept), keptCopy) {
 		t.Fatal("a result that was never released changed under later cycles")
+	}
+}
+
+// rankByName scores a node by the number in its name and normalizes by reversing against the
+// highest score, checking that each normalized entry names the node it was scored on.
+type rankByName struct{ misnamed *[]string }
+
+func (rankByName) Name() string { return "RankByName" }
+
+func (rankByName) Score(_ context.Context, _ *framework.CycleState, _ *v1.Pod, ni *framework.NodeInfo) (int64, *framework.Status) {
+	var seed, i int64
+	fmt.Sscanf(ni.Node().Name, "node-%d-%d", &seed, &i)
+	return i, nil
+}
+
+func (p rankByName) ScoreExtensions() framework.ScoreExtensions { return p }
+
+func (p rankByName) NormalizeScore(_ context.Context, _ *framework.CycleState, _ *v1.Pod, scores []framework.NodeScore) *framework.Status {
+	for i, s := range scores {
+		if s.Name != fmt.Sprintf("node-7-%d", s.Score) {
+			*p.misnamed = append(*p.misnamed, fmt.Sprintf("%d: %s scored %d", i, s.Name, s.Score))
+		}
+	}
+	for i := range scores {
+		scores[i].Score = framework.MaxNodeScore - scores[i].Score
+	}
+	return nil
+}
+
+// TestNormalizeSeesNodeNames: a plugin's normalizer gets each node's name beside its raw score
+// (the scoring workers keep bare numbers), and what it writes back is what gets weighted.
+func TestNormalizeSeesNodeNames(t *testing.T) {
+	var misnamed []string
+	reg := plugins.NewInTreeRegistry()
+	reg["RankByName"] = func(json.RawMessage, framework.Handle) (framework.Plugin, error) {
+		return rankByName{misnamed: &misnamed}, nil
+	}
+	defaults := append(plugins.DefaultPlugins(), framework.PluginRef{Name: "RankByName", Weight: 2})
+	fwk, err := framework.NewFramework(reg, defaults, framework.Profile{SchedulerName: "names"}, framework.Options{Parallelism: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, pod := scoreCluster(50, 7)
+	for range 3 {
+		scores := scoreOnce(t, fwk, snap, pod)
+		col := slices.Index(scores.Plugins, "RankByName")
+		if col < 0 {
+			t.Fatalf("RankByName did not score: %v", scores.Plugins)
+		}
+		for i, ni := range snap.List() {
+			var seed, idx int64
+			fmt.Sscanf(ni.Node().Name, "node-%d-%d", &seed, &idx)
+			var total int64
+			for _, w := range scores.Scores[i] {
+				total += w
+			}
+			if want := 2 * (framework.MaxNodeScore - idx); scores.Scores[i][col] != want || scores.Totals[i] != total {
+				t.Fatalf("%s: row %v (RankByName at %d), total %d, want RankByName %d", ni.Node().Name, scores.Scores[i], col, scores.Totals[i], want)
+			}
+		}
+		scores.Release()
+	}
+	if len(misnamed) > 0 {
+		t.Fatalf("the normalizer saw scores under other nodes' names: %v", misnamed)
 	}
 }
