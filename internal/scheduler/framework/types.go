@@ -40,6 +40,9 @@ type PodInfo struct {
 	PreferredAntiAffinityTerms []WeightedAffinityTerm
 	Requests                   *Resource
 	NonZeroRequests            *Resource
+	// Priority is the pod's spec.priority (0 when unset), kept here because the scheduling queue
+	// compares it on every step of its heap.
+	Priority int32
 	// groupKey is the pod's PodIndex label group.
 	groupKey string
 }
@@ -48,6 +51,9 @@ type PodInfo struct {
 // (the API server rejects them, so this only guards against bad fakes).
 func NewPodInfo(pod *v1.Pod) *PodInfo {
 	pi := &PodInfo{Pod: pod, Requests: PodRequests(pod, false), NonZeroRequests: PodRequests(pod, true), groupKey: groupKey(pod)}
+	if pod.Spec.Priority != nil {
+		pi.Priority = *pod.Spec.Priority
+	}
 	if a := pod.Spec.Affinity; a != nil {
 		if pa := a.PodAffinity; pa != nil {
 			pi.RequiredAffinityTerms = parseTerms(pod, pa.RequiredDuringSchedulingIgnoredDuringExecution)

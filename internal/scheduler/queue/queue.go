@@ -96,7 +96,7 @@ func New(opts Options) *PriorityQueue {
 	}
 	q.cond = sync.NewCond(&q.mu)
 	q.active = newKeyedHeap(keyOf, func(a, b *QueuedPodInfo) bool {
-		pa, pb := priority(a.Pod), priority(b.Pod)
+		pa, pb := a.PodInfo.Priority, b.PodInfo.Priority
 		if pa != pb {
 			return pa > pb
 		}
@@ -112,13 +112,6 @@ func keyOf(p *QueuedPodInfo) string { return PodKey(p.Pod) }
 
 // PodKey is namespace/name.
 func PodKey(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }
-
-func priority(pod *v1.Pod) int32 {
-	if pod.Spec.Priority != nil {
-		return *pod.Spec.Priority
-	}
-	return 0
-}
 
 // backoffDuration doubles from the initial backoff per attempt, capped.
 func (q *PriorityQueue) backoffDuration(p *QueuedPodInfo) time.Duration {
