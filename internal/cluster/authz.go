@@ -67,9 +67,16 @@ func newAuthorization(cfg *Config, now time.Time) (*authorization, error) {
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	r := factory.Rbac().V1()
+	crbs, rbs := r.ClusterRoleBindings().Informer(), r.RoleBindings().Informer()
+	for _, inf := range []cache.SharedIndexInformer{crbs, rbs} {
+		if err := inf.AddIndexers(rbac.SubjectIndexers()); err != nil {
+			return nil, fmt.Errorf("rbac subject index: %w", err)
+		}
+	}
 	rbacAuthz := rbac.New(rbac.Listers{
 		Roles: r.Roles().Lister(), RoleBindings: r.RoleBindings().Lister(),
 		ClusterRoles: r.ClusterRoles().Lister(), ClusterRoleBindings: r.ClusterRoleBindings().Lister(),
+		ClusterRoleBindingsBySubject: crbs.GetIndexer(), RoleBindingsBySubject: rbs.GetIndexer(),
 	})
 	var nodeRules []rbacv1.PolicyRule
 	for _, role := range bootstrappolicy.ClusterRoles() {

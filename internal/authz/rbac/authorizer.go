@@ -3,12 +3,14 @@ package rbac
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/skiff-sh/skiff/internal/apiserver/request"
 )
@@ -19,7 +21,55 @@ type Listers struct {
 	RoleBindings        rbaclisters.RoleBindingLister
 	ClusterRoles        rbaclisters.ClusterRoleLister
 	ClusterRoleBindings rbaclisters.ClusterRoleBindingLister
+	// ClusterRoleBindingsBySubject and RoleBindingsBySubject, when set, are the binding informers'
+	// indexers with SubjectIndexers added: a request then looks at the bindings of its user and
+	// groups only, instead of listing (and copying) every binding of the cluster.
+	ClusterRoleBindingsBySubject cache.Indexer
+	RoleBindingsBySubject        cache.Indexer
 }
+
+// SubjectIndex is the index of bindings by whom they bind (see SubjectIndexers).
+const SubjectIndex = "rbac.skiff.sh/subject"
+
+// SubjectIndexers index ClusterRoleBindings and RoleBindings by subject: a binding's namespace
+// ("" for a ClusterRoleBinding), then "u:" and a user name or "g:" and a group name. A
+// ServiceAccount subject is the user name its tokens carry, in the binding's namespace when it
+// names none, as AppliesTo matches it.
+func SubjectIndexers() cache.Indexers {
+	return cache.Indexers{SubjectIndex: func(obj any) ([]string, error) {
+		switch b := obj.(type) {
+		case *rbacv1.ClusterRoleBinding:
+			return subjectKeys("", b.Subjects), nil
+		case *rbacv1.RoleBinding:
+			return subjectKeys(b.Namespace, b.Subjects), nil
+		}
+		return nil, nil
+	}}
+}
+
+func subjectKeys(namespace string, subjects []rbacv1.Subject) []string {
+	keys := make([]string, 0, len(subjects))
+	for _, s := range subjects {
+		switch s.Kind {
+		case rbacv1.UserKind:
+			keys = append(keys, userKey(namespace, s.Name))
+		case rbacv1.GroupKind:
+			keys = append(keys, groupKey(namespace, s.Name))
+		case rbacv1.ServiceAccountKind:
+			ns := s.Namespace
+			if ns == "" {
+				ns = namespace
+			}
+			if ns != "" {
+				keys = append(keys, userKey(namespace, "system:serviceaccount:"+ns+":"+s.Name))
+			}
+		}
+	}
+	return keys
+}
+
+func userKey(namespace, name string) string  { return namespace + "/u:" + name }
+func groupKey(namespace, name string) string { return namespace + "/g:" + name }
 
 // Authorizer is the RBAC authorizer.
 type Authorizer struct {
@@ -79,7 +129,7 @@ func (a *Authorizer) VisitRules(user *request.UserInfo, namespace string, visit 
 
 // visit is VisitRules that also names the binding each rule comes through.
 func (a *Authorizer) visit(user *request.UserInfo, namespace string, visit func(source string, rule *rbacv1.PolicyRule, err error) bool) {
-	crbs, err := a.l.ClusterRoleBindings.List(labels.Everything())
+	crbs, err := a.clusterRoleBindings(user)
 	if err != nil {
 		if !visit("", nil, fmt.Errorf("list clusterrolebindings: %w", err)) {
 			return
@@ -106,7 +156,7 @@ func (a *Authorizer) visit(user *request.UserInfo, namespace string, visit func(
 	if namespace == "" {
 		return
 	}
-	rbs, err := a.l.RoleBindings.RoleBindings(namespace).List(labels.Everything())
+	rbs, err := a.roleBindings(user, namespace)
 	if err != nil {
 		if !visit("", nil, fmt.Errorf("list rolebindings in %q: %w", namespace, err)) {
 			return
@@ -130,6 +180,52 @@ func (a *Authorizer) visit(user *request.UserInfo, namespace string, visit func(
 			}
 		}
 	}
+}
+
+// clusterRoleBindings are the ClusterRoleBindings that may apply to user: those the subject index
+// holds under its name or one of its groups, or, without the index, all of them.
+func (a *Authorizer) clusterRoleBindings(user *request.UserInfo) ([]*rbacv1.ClusterRoleBinding, error) {
+	if a.l.ClusterRoleBindingsBySubject == nil {
+		return a.l.ClusterRoleBindings.List(labels.Everything())
+	}
+	return bySubject[*rbacv1.ClusterRoleBinding](a.l.ClusterRoleBindingsBySubject, user, "")
+}
+
+// roleBindings are the RoleBindings in namespace that may apply to user (all of the namespace's
+// without the index).
+func (a *Authorizer) roleBindings(user *request.UserInfo, namespace string) ([]*rbacv1.RoleBinding, error) {
+	if a.l.RoleBindingsBySubject == nil {
+		return a.l.RoleBindings.RoleBindings(namespace).List(labels.Everything())
+	}
+	return bySubject[*rbacv1.RoleBinding](a.l.RoleBindingsBySubject, user, namespace)
+}
+
+// bySubject gathers the bindings indexed under user's name and groups in namespace, each once.
+func bySubject[T interface {
+	*rbacv1.ClusterRoleBinding | *rbacv1.RoleBinding
+}](indexer cache.Indexer, user *request.UserInfo, namespace string) ([]T, error) {
+	var out []T
+	add := func(key string) error {
+		objs, err := indexer.ByIndex(SubjectIndex, key)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if b, ok := o.(T); ok && !slices.Contains(out, b) {
+				out = append(out, b)
+			}
+		}
+		return nil
+	}
+	if err := add(userKey(namespace, user.Name)); err != nil {
+		return nil, fmt.Errorf("bindings of user %q: %w", user.Name, err)
+	}
+	for _, g := range user.Groups {
+		if err := add(groupKey(namespace, g)); err != nil {
+			return nil, fmt.Errorf("bindings of group %q: %w", g, err)
+		}
+	}
+	return out, nil
 }
 
 // roleRules resolves a binding's roleRef; the returned slice belongs to the cache and is not changed.

@@ -2,6 +2,10 @@ package rbac
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -78,11 +82,16 @@ func TestAppliesTo(t *testing.T) {
 	}
 }
 
-// newTestAuthorizer builds an authorizer over indexers holding objs.
-func newTestAuthorizer(t *testing.T, objs ...any) *Authorizer {
+// newTestAuthorizer builds an authorizer over indexers holding objs; with bySubject, the binding
+// indexers carry SubjectIndexers and the authorizer reads them.
+func newTestAuthorizer(t *testing.T, bySubject bool, objs ...any) *Authorizer {
 	t.Helper()
 	idx := func() cache.Indexer {
-		return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+		if bySubject {
+			maps.Copy(indexers, SubjectIndexers())
+		}
+		return cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
 	}
 	roles, rbs, crs, crbs := idx(), idx(), idx(), idx()
 	for _, o := range objs {
@@ -101,16 +110,26 @@ func newTestAuthorizer(t *testing.T, objs ...any) *Authorizer {
 			t.Fatal(err)
 		}
 	}
-	return New(Listers{
+	l := Listers{
 		Roles: rbaclisters.NewRoleLister(roles), RoleBindings: rbaclisters.NewRoleBindingLister(rbs),
 		ClusterRoles: rbaclisters.NewClusterRoleLister(crs), ClusterRoleBindings: rbaclisters.NewClusterRoleBindingLister(crbs),
-	})
+	}
+	if bySubject {
+		l.ClusterRoleBindingsBySubject, l.RoleBindingsBySubject = crbs, rbs
+	}
+	return New(l)
 }
 
 func TestAuthorizer(t *testing.T) {
+	for _, bySubject := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bySubject=%v", bySubject), func(t *testing.T) { testAuthorizer(t, bySubject) })
+	}
+}
+
+func testAuthorizer(t *testing.T, bySubject bool) {
 	view := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "view"}, Rules: []rbacv1.PolicyRule{{Verbs: []string{"get", "list"}, APIGroups: []string{""}, Resources: []string{"pods"}}}}
 	secrets := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "secrets", Namespace: "team"}, Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"secrets"}}}}
-	a := newTestAuthorizer(t,
+	a := newTestAuthorizer(t, bySubject,
 		view, secrets,
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "view", Namespace: "team"}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "view"},
 			Subjects: []rbacv1.Subject{{Kind: "User", Name: "alice"}}},
@@ -215,4 +234,74 @@ func containsSlash(s string) bool {
 		}
 	}
 	return false
+}
+
+// TestSubjectIndexVisitsWhatTheListDoes: over random bindings of users, groups and service
+// accounts (with and without a namespace), the authorizer that reads the subject index visits
+// exactly the rules, through exactly the bindings, that the one listing every binding visits.
+func TestSubjectIndexVisitsWhatTheListDoes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	names := []string{"alice", "bob", "system:serviceaccount:team:bot", "system:serviceaccount:other:bot"}
+	groups := []string{"devs", "ops", "system:authenticated", "system:serviceaccounts"}
+	namespaces := []string{"team", "other"}
+	subject := func() rbacv1.Subject {
+		switch rng.IntN(3) {
+		case 0:
+			return rbacv1.Subject{Kind: rbacv1.UserKind, Name: names[rng.IntN(len(names))]}
+		case 1:
+			return rbacv1.Subject{Kind: rbacv1.GroupKind, Name: groups[rng.IntN(len(groups))]}
+		}
+		ns := ""
+		if rng.IntN(2) == 0 {
+			ns = namespaces[rng.IntN(2)]
+		}
+		return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "bot"}
+	}
+	objs := []any{&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, Resources: []string{"pods"}}}}}
+	for i := range 60 {
+		subjects := []rbacv1.Subject{subject()}
+		for rng.IntN(2) == 0 {
+			subjects = append(subjects, subject())
+		}
+		ref := rbacv1.RoleRef{Kind: "ClusterRole", Name: "r"}
+		if i%2 == 0 {
+			objs = append(objs, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("crb", i)}, RoleRef: ref, Subjects: subjects})
+		} else {
+			objs = append(objs, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("rb", i), Namespace: namespaces[rng.IntN(2)]}, RoleRef: ref, Subjects: subjects})
+		}
+	}
+	listing, indexed := newTestAuthorizer(t, false, objs...), newTestAuthorizer(t, true, objs...)
+	sources := func(a *Authorizer, user *request.UserInfo, ns string) []string {
+		var out []string
+		a.visit(user, ns, func(source string, _ *rbacv1.PolicyRule, err error) bool {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, source)
+			return true
+		})
+		slices.Sort(out)
+		return out
+	}
+	visited := 0
+	for _, name := range names {
+		for g := range 1 << len(groups) {
+			user := &request.UserInfo{Name: name}
+			for i, group := range groups {
+				if g&(1<<i) != 0 {
+					user.Groups = append(user.Groups, group)
+				}
+			}
+			for _, ns := range []string{"", "team", "other"} {
+				want, got := sources(listing, user, ns), sources(indexed, user, ns)
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s %v in %q: the index visited\n%q\nthe list\n%q", name, user.Groups, ns, got, want)
+				}
+				visited += len(want)
+			}
+		}
+	}
+	if visited == 0 {
+		t.Fatal("no binding applied to anyone: the comparison proved nothing")
+	}
 }
