@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -71,7 +72,7 @@ func (s *Store) Create(ctx context.Context, key string, obj, out runtime.Object)
 	}
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(sealed))).
+		Then(clientv3.OpPut(key, unsafeString(sealed))).
 		Commit()
 	if err != nil {
 		return s.interpret(ctx, err, storage.OpCreate, key, 0)
@@ -193,7 +194,7 @@ func (s *Store) GuaranteedUpdateFrom(ctx context.Context, key string, dest runti
 		// An absent key has mod revision 0, so the same comparison also guards a create.
 		txnResp, err := s.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", state.rev)).
-			Then(clientv3.OpPut(key, string(sealed))).
+			Then(clientv3.OpPut(key, unsafeString(sealed))).
 			Else(clientv3.OpGet(key)).
 			Commit()
 		if err != nil {
@@ -389,11 +390,49 @@ func (s *Store) encode(obj runtime.Object) ([]byte, error) {
 	// The revision is the key's, not part of the value.
 	accessor.SetResourceVersion("")
 	accessor.SetSelfLink("")
-	var buf bytes.Buffer
-	if err := s.codec.Encode(obj, &buf); err != nil {
+	var buf encodeBuffer
+	if ea, ok := s.codec.(runtime.EncoderWithAllocator); ok {
+		err = ea.EncodeWithAllocator(obj, &buf, &buf)
+	} else {
+		err = s.codec.Encode(obj, &buf)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("encode: %w", err)
 	}
-	return buf.Bytes(), nil
+	return buf.out, nil
+}
+
+// encodeBuffer receives one encoding. It is the memory allocator for codecs that take one
+// (protobuf does) and the writer they write to: bytes written from its own allocation are kept
+// as they are, where a bytes.Buffer grew and copied them; anything else is copied, since a
+// codec may reuse its own buffer after the write (encoding/json does).
+type encodeBuffer struct {
+	alloc []byte
+	out   []byte
+}
+
+// Allocate implements runtime.MemoryAllocator with fresh memory each time.
+func (b *encodeBuffer) Allocate(n uint64) []byte {
+	b.alloc = make([]byte, n)
+	return b.alloc
+}
+
+func (b *encodeBuffer) Write(p []byte) (int, error) {
+	if b.out == nil && len(p) > 0 && len(b.alloc) > 0 && &p[0] == &b.alloc[0] {
+		b.out = p
+		return len(p), nil
+	}
+	b.out = append(b.out, p...)
+	return len(p), nil
+}
+
+// unsafeString is data as a string without a copy. data must not change afterwards: the stored
+// value is handed to etcd's client, which copies it again into its request.
+func unsafeString(data []byte) string {
+	if len(data) == 0 {
+		return ""
+	}
+	return unsafe.String(&data[0], len(data))
 }
 
 // seal transforms the codec's bytes into what etcd stores.
