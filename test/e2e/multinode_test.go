@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skiff-sh/skiff/internal/kubelet/containerd/containerdtest"
 )
 
 // A reusable multi-node harness: a bridge on the host with an address of its own (where the
@@ -189,7 +191,14 @@ type joinedNode struct {
 func newJoinedNode(t *testing.T, h *netHost, name, server string) *joinedNode {
 	t.Helper()
 	dir := filepath.Join(os.TempDir(), "skj"+randomID(t))
-	t.Cleanup(func() { os.RemoveAll(dir); os.Remove(dir + ".log") })
+	t.Cleanup(func() {
+		// A node the test killed (or one stopped with pods running, as a kubelet leaves them) keeps
+		// its containers' rootfs and shm mounts under the data dir; RemoveAll alone left them
+		// and the dir behind.
+		containerdtest.UnmountUnder(t, dir)
+		os.RemoveAll(dir)
+		os.Remove(dir + ".log")
+	})
 	return &joinedNode{t: t, host: h, name: name, dataDir: dir, server: server}
 }
 
