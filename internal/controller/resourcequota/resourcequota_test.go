@@ -150,21 +150,11 @@ func TestReleaseOnDelete(t *testing.T) {
 			go c.Run(ctx, 1)
 			used := func(want string, recount bool) {
 				t.Helper()
-				err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-					if recount {
-						c.enqueueNamespace("default")
-					}
-					got, err := env.Client.CoreV1().ResourceQuotas("default").Get(ctx, "q", metav1.GetOptions{})
-					if err != nil {
-						return false, err
-					}
-					v, ok := got.Status.Used[tt.name]
-					return ok && v.Cmp(resource.MustParse(want)) == 0, nil
-				})
-				if err != nil {
-					got, _ := env.Client.CoreV1().ResourceQuotas("default").Get(context.Background(), "q", metav1.GetOptions{})
-					t.Fatalf("%s used never %s: status %v", tt.name, want, got.Status.Used)
+				poke := func() {}
+				if recount {
+					poke = func() { c.enqueueNamespace("default") }
 				}
+				waitForUsed(ctx, t, env, tt.name, want, poke)
 			}
 			used("0", false)
 			if err := tt.create(ctx, env); err != nil {
@@ -205,18 +195,7 @@ func TestUpdateRecountsWhereQuotasAre(t *testing.T) {
 	defer cancel()
 	used := func(want string) {
 		t.Helper()
-		err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			got, err := env.Client.CoreV1().ResourceQuotas("default").Get(ctx, "q", metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			v, ok := got.Status.Used[corev1.ResourceRequestsCPU]
-			return ok && v.Cmp(resource.MustParse(want)) == 0, nil
-		})
-		if err != nil {
-			got, _ := env.Client.CoreV1().ResourceQuotas("default").Get(context.Background(), "q", metav1.GetOptions{})
-			t.Fatalf("requests.cpu used never %s: status %v", want, got.Status.Used)
-		}
+		waitForUsed(ctx, t, env, corev1.ResourceRequestsCPU, want, func() {})
 	}
 	used("500m")
 	if !c.hasQuota("default") || c.hasQuota("other") {
@@ -230,4 +209,23 @@ func TestUpdateRecountsWhereQuotasAre(t *testing.T) {
 		}
 	}
 	used("0")
+}
+
+// waitForUsed polls quota default/q until its status holds want of name, calling poke before each
+// look (to ask for a recount), and fails the test with the status it last saw.
+func waitForUsed(ctx context.Context, t *testing.T, env *ctrltest.Env, name corev1.ResourceName, want string, poke func()) {
+	t.Helper()
+	err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		poke()
+		got, err := env.Client.CoreV1().ResourceQuotas("default").Get(ctx, "q", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		v, ok := got.Status.Used[name]
+		return ok && v.Cmp(resource.MustParse(want)) == 0, nil
+	})
+	if err != nil {
+		got, _ := env.Client.CoreV1().ResourceQuotas("default").Get(context.Background(), "q", metav1.GetOptions{})
+		t.Fatalf("%s used never %s: status %v", name, want, got.Status.Used)
+	}
 }
