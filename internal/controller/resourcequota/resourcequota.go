@@ -3,6 +3,7 @@ package resourcequota
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,7 +44,9 @@ type Controller struct {
 	counters  map[corev1.ResourceName]counter
 	clock     clock.WithTicker
 	loop      *ctrlutil.Loop
-	synced    []cache.InformerSynced
+	// written is the status this controller last wrote, per quota key (*corev1.ResourceQuotaStatus).
+	written sync.Map
+	synced  []cache.InformerSynced
 }
 
 func countOf[T any](list func(string) ([]T, error)) counter {
@@ -191,6 +194,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	}
 	cached, err := c.rqLister.ResourceQuotas(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.written.Delete(key)
 		return nil
 	}
 	if err != nil {
@@ -203,12 +207,20 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	q := cached.DeepCopy()
 	q.Status.Hard = cached.Spec.Hard.DeepCopy()
 	q.Status.Used = used
+	// The cache may not have seen this controller's last write yet: a count that went 0 -> 1 -> 0
+	// would then match the stale 0 and never be written back, with nothing to start another sync
+	// before the full resync. Skip the write only when the cache also shows what was last written.
 	if apiequality.Semantic.DeepEqual(q.Status, cached.Status) {
-		return nil
+		last, ok := c.written.Load(key)
+		if !ok || apiequality.Semantic.DeepEqual(last.(*corev1.ResourceQuotaStatus), &cached.Status) {
+			return nil
+		}
 	}
-	if _, err := c.client.CoreV1().ResourceQuotas(namespace).UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
+	updated, err := c.client.CoreV1().ResourceQuotas(namespace).UpdateStatus(ctx, q, metav1.UpdateOptions{})
+	if err != nil {
 		return fmt.Errorf("update status of resourcequota %s: %w", key, err)
 	}
+	c.written.Store(key, updated.Status.DeepCopy())
 	return nil
 }
 

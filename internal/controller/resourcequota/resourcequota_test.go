@@ -229,3 +229,34 @@ func waitForUsed(ctx context.Context, t *testing.T, env *ctrltest.Env, name core
 		t.Fatalf("%s used never %s: status %v", name, want, got.Status.Used)
 	}
 }
+
+// TestSyncWritesPastAStaleCache: when the informer still shows the status from before this
+// controller's last write (it wrote 1 configmap used; the cache shows the 0 before that), a recount
+// of 0 must be written, although it equals what the cache shows; once the cache shows the last write,
+// an equal recount writes nothing.
+func TestSyncWritesPastAStaleCache(t *testing.T) {
+	hard := corev1.ResourceList{"configmaps": resource.MustParse("10")}
+	zero := corev1.ResourceList{"configmaps": resource.MustParse("0")}
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "default"},
+		Spec: corev1.ResourceQuotaSpec{Hard: hard}, Status: corev1.ResourceQuotaStatus{Hard: hard, Used: zero}}
+	env := ctrltest.NewEnv(quota)
+	c, err := New(env.Deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Seed(t, env.Factory.Core().V1().ResourceQuotas().Informer(), quota)
+	c.written.Store("default/q", &corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{"configmaps": resource.MustParse("1")}})
+	if err := c.Sync(context.Background(), "default/q"); err != nil {
+		t.Fatal(err)
+	}
+	if w := env.Writes(); len(w) != 1 {
+		t.Fatalf("after a write the cache has not seen: writes %q, want the recount written", ctrltest.Describe(w))
+	}
+	c.written.Store("default/q", quota.Status.DeepCopy())
+	if err := c.Sync(context.Background(), "default/q"); err != nil {
+		t.Fatal(err)
+	}
+	if w := env.Writes(); len(w) != 0 {
+		t.Fatalf("with the cache current: writes %q, want none", ctrltest.Describe(w))
+	}
+}
