@@ -466,6 +466,17 @@ func (s *Server) Get(ctx context.Context, group, resource, namespace, name strin
 	return h.st.Get(ctx, namespace, name, storage.GetOptions{ResourceVersion: "0"})
 }
 
+// GetLatest reads an object with a quorum read, for a bootstrap step that reads back what it just
+// wrote: Get's serializable read may reach an external etcd member that has not applied the write
+// yet, and answer NotFound.
+func (s *Server) GetLatest(ctx context.Context, group, resource, namespace, name string) (runtime.Object, error) {
+	h := s.handlerForGroupResource(schema.GroupResource{Group: group, Resource: resource})
+	if h == nil {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: group, Resource: resource}, name)
+	}
+	return h.st.Get(ctx, namespace, name, storage.GetOptions{})
+}
+
 // List reads a collection from storage for admission plugins.
 func (s *Server) List(ctx context.Context, group, resource, namespace string) (runtime.Object, error) {
 	h := s.handlerForGroupResource(schema.GroupResource{Group: group, Resource: resource})

@@ -31,7 +31,7 @@ func ensureDefaultServiceCIDR(ctx context.Context, srv *apiserver.Server, cidr s
 	if err := srv.EnsureObject(ctx, gr, obj); err != nil {
 		return err
 	}
-	cur, err := srv.Get(ctx, gr.Group, gr.Resource, "", networking.DefaultServiceCIDRName)
+	cur, err := srv.GetLatest(ctx, gr.Group, gr.Resource, "", networking.DefaultServiceCIDRName)
 	if err != nil {
 		return fmt.Errorf("read the default ServiceCIDR: %w", err)
 	}
