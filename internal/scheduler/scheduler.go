@@ -575,7 +575,7 @@ func (s *Scheduler) findNodesThatFit(ctx context.Context, fwk *framework.Framewo
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := s.nextStartNodeIndex
-	prio := podPriority(pod)
+	prio := framework.PodPriority(pod)
 	nominated := s.queue.NominatedPodsByNode()
 	filters := fwk.FiltersToRun(state)
 	fwk.Parallelizer().Until(cctx, len(all), func(i int) {
@@ -638,7 +638,7 @@ func withNominatedPods(pod *v1.Pod, prio int32, ni *framework.NodeInfo, nominate
 	}
 	var out *framework.NodeInfo
 	for _, p := range nominated {
-		if p.UID == pod.UID || podPriority(p) < prio {
+		if p.UID == pod.UID || framework.PodPriority(p) < prio {
 			continue
 		}
 		if out == nil {
@@ -660,13 +660,6 @@ func assumedOn(pod *v1.Pod, node string) *v1.Pod {
 	assumed := *pod
 	assumed.Spec.NodeName = node
 	return &assumed
-}
-
-func podPriority(pod *v1.Pod) int32 {
-	if pod.Spec.Priority != nil {
-		return *pod.Spec.Priority
-	}
-	return 0
 }
 
 // handleFailure records the failure (event, condition, metrics) and requeues.

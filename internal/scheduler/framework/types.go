@@ -47,13 +47,19 @@ type PodInfo struct {
 	groupKey string
 }
 
+// PodPriority is the pod's spec.priority, 0 when unset (the admission plugin fills it in).
+func PodPriority(pod *v1.Pod) int32 {
+	if pod.Spec.Priority != nil {
+		return *pod.Spec.Priority
+	}
+	return 0
+}
+
 // NewPodInfo parses pod. Invalid label selectors make the term match nothing
 // (the API server rejects them, so this only guards against bad fakes).
 func NewPodInfo(pod *v1.Pod) *PodInfo {
-	pi := &PodInfo{Pod: pod, Requests: PodRequests(pod, false), NonZeroRequests: PodRequests(pod, true), groupKey: groupKey(pod)}
-	if pod.Spec.Priority != nil {
-		pi.Priority = *pod.Spec.Priority
-	}
+	pi := &PodInfo{Pod: pod, Requests: PodRequests(pod, false), NonZeroRequests: PodRequests(pod, true), Priority: PodPriority(pod),
+		groupKey: groupKey(pod)}
 	if a := pod.Spec.Affinity; a != nil {
 		if pa := a.PodAffinity; pa != nil {
 			pi.RequiredAffinityTerms = parseTerms(pod, pa.RequiredDuringSchedulingIgnoredDuringExecution)

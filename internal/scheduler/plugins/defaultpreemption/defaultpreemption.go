@@ -123,22 +123,15 @@ func (pl *DefaultPreemption) eligible(pod *v1.Pod, filtered framework.NodeToStat
 			return "", true
 		}
 		if ni, err := nodes.Get(nn); err == nil {
-			prio := priority(pod)
+			prio := framework.PodPriority(pod)
 			for _, p := range ni.Pods {
-				if p.Pod.DeletionTimestamp != nil && priority(p.Pod) < prio {
+				if p.Pod.DeletionTimestamp != nil && framework.PodPriority(p.Pod) < prio {
 					return MsgTerminating, false
 				}
 			}
 		}
 	}
 	return "", true
-}
-
-func priority(pod *v1.Pod) int32 {
-	if pod.Spec.Priority != nil {
-		return *pod.Spec.Priority
-	}
-	return 0
 }
 
 // FindCandidates simulates evictions on every node where preemption might help.
@@ -225,10 +218,10 @@ func (pl *DefaultPreemption) selectVictims(ctx context.Context, pod *v1.Pod, ori
 	}
 	state := base.Clone()
 	ni := original.Clone()
-	prio := priority(pod)
+	prio := framework.PodPriority(pod)
 	var potential []*framework.PodInfo
 	for _, p := range original.Pods {
-		if priority(p.Pod) < prio {
+		if framework.PodPriority(p.Pod) < prio {
 			potential = append(potential, p)
 			if err := ni.RemovePod(p.Pod); err != nil {
 				return Candidate{}, false
@@ -271,7 +264,7 @@ func (pl *DefaultPreemption) selectVictims(ctx context.Context, pod *v1.Pod, ori
 
 // moreImportant orders by priority, then earlier start time.
 func moreImportant(a, b *v1.Pod) bool {
-	pa, pb := priority(a), priority(b)
+	pa, pb := framework.PodPriority(a), framework.PodPriority(b)
 	if pa != pb {
 		return pa > pb
 	}
@@ -337,14 +330,14 @@ func PickOne(cs []Candidate, _ framework.NodeInfoLister) Candidate {
 	k := func(c Candidate) key {
 		out := key{pdb: c.PDBViolations, highest: math.MinInt32, count: len(c.Victims), earliest: math.MaxInt64}
 		for _, v := range c.Victims {
-			p := priority(v)
+			p := framework.PodPriority(v)
 			out.sum += int64(p) + math.MaxInt32 + 1
 			if p > out.highest {
 				out.highest = p
 			}
 		}
 		for _, v := range c.Victims {
-			if priority(v) == out.highest {
+			if framework.PodPriority(v) == out.highest {
 				out.earliest = min(out.earliest, startTime(v).UnixNano())
 			}
 		}
