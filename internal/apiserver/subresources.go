@@ -459,22 +459,24 @@ func (s *Server) handlerForGroupResource(gr schema.GroupResource) *resourceHandl
 // admission reads from, it may be slightly stale (a serializable read), which keeps it off the
 // path of etcd's linearizable-read barrier under write load.
 func (s *Server) Get(ctx context.Context, group, resource, namespace, name string) (runtime.Object, error) {
-	h := s.handlerForGroupResource(schema.GroupResource{Group: group, Resource: resource})
-	if h == nil {
-		return nil, apierrors.NewNotFound(schema.GroupResource{Group: group, Resource: resource}, name)
-	}
-	return h.st.Get(ctx, namespace, name, storage.GetOptions{ResourceVersion: "0"})
+	return s.get(ctx, group, resource, namespace, name, storage.GetOptions{ResourceVersion: "0"})
 }
 
 // GetLatest reads an object with a quorum read, for a bootstrap step that reads back what it just
 // wrote: Get's serializable read may reach an external etcd member that has not applied the write
 // yet, and answer NotFound.
 func (s *Server) GetLatest(ctx context.Context, group, resource, namespace, name string) (runtime.Object, error) {
-	h := s.handlerForGroupResource(schema.GroupResource{Group: group, Resource: resource})
+	return s.get(ctx, group, resource, namespace, name, storage.GetOptions{})
+}
+
+// get reads one object of a served resource from storage with opts.
+func (s *Server) get(ctx context.Context, group, resource, namespace, name string, opts storage.GetOptions) (runtime.Object, error) {
+	gr := schema.GroupResource{Group: group, Resource: resource}
+	h := s.handlerForGroupResource(gr)
 	if h == nil {
-		return nil, apierrors.NewNotFound(schema.GroupResource{Group: group, Resource: resource}, name)
+		return nil, apierrors.NewNotFound(gr, name)
 	}
-	return h.st.Get(ctx, namespace, name, storage.GetOptions{})
+	return h.st.Get(ctx, namespace, name, opts)
 }
 
 // List reads a collection from storage for admission plugins.
