@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/leasereconciler"
+	"github.com/skiff-sh/skiff/internal/identitylease"
 	"github.com/skiff-sh/skiff/internal/join"
 	"github.com/skiff-sh/skiff/internal/pki"
 	"github.com/skiff-sh/skiff/internal/storage/value"
@@ -217,11 +217,6 @@ func adminClient(kubeconfig string) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(restCfg)
 }
 
-// identityLeaseLive is how recently an API server must have renewed its identity Lease (every
-// 10 s) for a rotation to wait for it; one gone longer copies the cluster's configuration from a
-// peer when it returns (encryptionsync.go).
-const identityLeaseLive = 30 * time.Second
-
 // waitForEncryptionConfig waits until every live API server's identity Lease shows the
 // configuration data in force, and says how many there are.
 func waitForEncryptionConfig(ctx context.Context, client kubernetes.Interface, data []byte, clk clock.Clock) (int, error) {
@@ -231,7 +226,7 @@ func waitForEncryptionConfig(ctx context.Context, client kubernetes.Interface, d
 	defer cancel()
 	var lagging []string
 	for {
-		list, err := client.CoordinationV1().Leases(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: leasereconciler.IdentityLabel + "=kube-apiserver"})
+		list, err := client.CoordinationV1().Leases(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: identitylease.Label + "=" + identitylease.Value})
 		if err == nil {
 			var live int
 			live, lagging = encryptionLaggards(list.Items, want, clk.Now())
@@ -248,11 +243,13 @@ func waitForEncryptionConfig(ctx context.Context, client kubernetes.Interface, d
 	}
 }
 
-// encryptionLaggards counts the live API servers (identity Lease renewed within
-// identityLeaseLive) and names those whose Lease does not show the configuration hash want.
+// encryptionLaggards counts the live API servers (identitylease.Live: the rule `skiff status`
+// shows too) and names those whose Lease does not show the configuration hash want. A server gone
+// longer is not waited for: it copies the cluster's configuration from a peer when it returns
+// (encryptionsync.go).
 func encryptionLaggards(leases []coordinationv1.Lease, want string, now time.Time) (live int, lagging []string) {
 	for _, l := range leases {
-		if l.Spec.RenewTime == nil || now.Sub(l.Spec.RenewTime.Time) > identityLeaseLive {
+		if !identitylease.Live(&l, now) {
 			continue
 		}
 		live++

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/skiff-sh/skiff/internal/apiserver/leasereconciler"
+	"github.com/skiff-sh/skiff/internal/identitylease"
 	"github.com/skiff-sh/skiff/internal/lb"
 	"github.com/skiff-sh/skiff/internal/pki"
 )
@@ -185,7 +186,9 @@ func (n *Node) endpointReconcilerRole() role {
 			Identity:       n.cfg.NodeName,
 			HolderIdentity: leasereconciler.IdentityLeaseName(n.cfg.NodeName) + "_" + strconv.Itoa(os.Getpid()),
 			IP:             n.cfg.AdvertiseAddress, Port: int32(n.cfg.HTTPSPort),
-			Logger: n.cfg.Logger,
+			// The interval the readers' liveness rule (identitylease.Live) is three of.
+			IdentityRenewInterval: identitylease.RenewInterval,
+			Logger:                n.cfg.Logger,
 		}
 		if n.encryption != nil {
 			// The Lease names the encryption configuration in force: a key rotation waits on it.

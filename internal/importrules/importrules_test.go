@@ -117,6 +117,9 @@ var rules = []struct {
 	// leaf that links nothing of skiff's and no client.
 	{name: "the version is a leaf", pattern: "./internal/version/...",
 		forbidden: []string{module + "internal/", "k8s.io/client-go/", "go.etcd.io/etcd/"}, allowed: []string{module + "internal/version"}},
+	// The API server liveness rule is read by status (an API client) and the server's rotation alike.
+	{name: "the identity Lease liveness rule is a leaf", pattern: "./internal/identitylease/...",
+		forbidden: []string{module + "internal/", "k8s.io/client-go/", "go.etcd.io/etcd/"}, allowed: []string{module + "internal/identitylease"}},
 	// Network-namespace test plumbing shared by the proxy's and the pod network's tests.
 	{name: "the netns test helpers are a leaf", pattern: "./internal/netnstest/...",
 		forbidden: []string{module + "internal/", "k8s.io/", "go.etcd.io/etcd/"}, allowed: []string{module + "internal/netnstest"}},

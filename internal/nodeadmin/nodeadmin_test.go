@@ -2,6 +2,8 @@ package nodeadmin
 
 import (
 	"bytes"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +76,36 @@ func TestBuildReport(t *testing.T) {
 	var js bytes.Buffer
 	if err := r.WriteJSON(&js); err != nil || !strings.Contains(js.String(), `"leaderID": "a"`) {
 		t.Errorf("json = %s, %v", js.String(), err)
+	}
+}
+
+// TestAPIServerHealthIsRenewal: identity Leases last an hour but are renewed every 10 s; a
+// server killed 90 s ago holds an unexpired Lease and must not be called healthy (issue 32).
+func TestAPIServerHealthIsRenewal(t *testing.T) {
+	identity := func(name, host string, renewedAgo time.Duration) coordinationv1.Lease {
+		l := lease(name, name+"_1", renewedAgo, map[string]string{APIServerIdentityKey: APIServerIdentityName, HostnameLabel: host})
+		l.Spec.LeaseDurationSeconds = ptr.To(int32(3600))
+		return l
+	}
+	r := BuildReport(Inputs{Now: now, Leases: []coordinationv1.Lease{
+		identity("apiserver-a", "cp1", 4*time.Second),
+		identity("apiserver-b", "cp2", 90*time.Second), // kill -9 90 s ago
+		identity("apiserver-c", "cp3", 25*time.Second), // two renewals late: still alive
+	}})
+	want := []APIServerStatus{
+		{Identity: "apiserver-a", Host: "cp1", Healthy: true, RenewedAgo: "4s"},
+		{Identity: "apiserver-b", Host: "cp2", Healthy: false, RenewedAgo: "1m30s"},
+		{Identity: "apiserver-c", Host: "cp3", Healthy: true, RenewedAgo: "25s"},
+	}
+	if !slices.Equal(r.APIServers, want) {
+		t.Fatalf("API servers = %+v, want %+v", r.APIServers, want)
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text, now); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`apiserver-b\s+cp2\s+false\s+1m30s ago`).MatchString(text.String()) {
+		t.Errorf("text does not show apiserver-b unhealthy, renewed 1m30s ago:\n%s", text.String())
 	}
 }
 

@@ -16,14 +16,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-sh/skiff/internal/etcdapi"
+	"github.com/skiff-sh/skiff/internal/identitylease"
 	"github.com/skiff-sh/skiff/internal/pki"
 )
 
 // Labels and Lease names the report reads.
 const (
 	NodeRoleLabelPrefix   = "node-role.kubernetes.io/"
-	APIServerIdentityKey  = "apiserver.kubernetes.io/identity"
-	APIServerIdentityName = "kube-apiserver"
+	APIServerIdentityKey  = identitylease.Label
+	APIServerIdentityName = identitylease.Value
 	HostnameLabel         = "kubernetes.io/hostname"
 	SchedulerLease        = "kube-scheduler"
 	ControllerLease       = "kube-controller-manager"
@@ -70,7 +71,10 @@ type NodeStatus struct {
 type APIServerStatus struct {
 	Identity string `json:"identity"`
 	Host     string `json:"host,omitempty"`
-	Healthy  bool   `json:"healthy"`
+	// Healthy is true while the server renews its Lease (identitylease.Live: renewed within
+	// 30 s), the rule the encryption-key rotation waits by. The Lease's own duration (an hour)
+	// says nothing about a server killed a minute ago.
+	Healthy bool `json:"healthy"`
 	// RenewedAgo is how long ago the Lease was last renewed.
 	RenewedAgo string `json:"renewedAgo,omitempty"`
 }
@@ -138,10 +142,10 @@ func BuildReport(in Inputs) Report {
 	leaders := map[string]*LeaderStatus{}
 	for _, l := range in.Leases {
 		switch {
-		case l.Labels[APIServerIdentityKey] == APIServerIdentityName:
-			as := APIServerStatus{Identity: l.Name, Host: l.Labels[HostnameLabel], Healthy: fresh(&l, in.Now)}
-			if l.Spec.RenewTime != nil {
-				as.RenewedAgo = in.Now.Sub(l.Spec.RenewTime.Time).Round(time.Second).String()
+		case identitylease.IsIdentity(&l):
+			as := APIServerStatus{Identity: l.Name, Host: l.Labels[HostnameLabel], Healthy: identitylease.Live(&l, in.Now)}
+			if ago, ok := identitylease.RenewedAgo(&l, in.Now); ok {
+				as.RenewedAgo = ago.Round(time.Second).String()
 			}
 			r.APIServers = append(r.APIServers, as)
 		case l.Name == SchedulerLease || l.Name == ControllerLease:
@@ -179,7 +183,9 @@ func NodeRoles(n *corev1.Node) []string {
 	return roles
 }
 
-// fresh reports whether a Lease was renewed within its duration.
+// fresh reports whether a leader-election Lease was renewed within its duration: a candidate
+// takes over only after that, so until then the holder is the leader. (API server identity
+// Leases are judged by identitylease.Live instead.)
 func fresh(l *coordinationv1.Lease, now time.Time) bool {
 	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
 		return false
