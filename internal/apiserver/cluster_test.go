@@ -143,7 +143,7 @@ func startTestCluster(t testing.TB, configure ...func(*Config)) *testCluster {
 	pool.AddCert(ca.Cert)
 
 	srv := httptest.NewUnstartedServer(api)
-	srv.TLS = TLSConfig(serverCert, &tls.Config{ClientCAs: pool})
+	srv.TLS = TLSConfig([]tls.Certificate{serverCert}, &tls.Config{ClientCAs: pool})
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 

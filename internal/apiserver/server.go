@@ -494,9 +494,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *Req
 
 // TLSConfig builds the serving TLS configuration: client certificates are requested and verified
 // against clientCAs when given, but not required, so anonymous health checks still get through.
-func TLSConfig(cert tls.Certificate, clientCAs *tls.Config) *tls.Config {
+// certs are the serving certificates in order of preference (Go serves the first one a client's
+// ClientHello supports: ECDSA first, then RSA for clients that offer only RSA suites).
+func TLSConfig(certs []tls.Certificate, clientCAs *tls.Config) *tls.Config {
 	cfg := &tls.Config{
-		Certificates: []tls.Certificate{cert},
+		Certificates: certs,
 		MinVersion:   tls.VersionTLS12,
 		NextProtos:   []string{"h2", "http/1.1"},
 	}

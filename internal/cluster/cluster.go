@@ -395,9 +395,9 @@ func (n *Node) Stop() {
 
 type nodeCerts struct {
 	caPEM              []byte
-	servingCert        string
-	servingKey         string
 	adminKubeconfigPEM []byte
+	// serving are the API server's serving pairs, ECDSA first and RSA beside it.
+	serving []pki.KeyPairFiles
 }
 
 // ensureCertificates creates (once) the cluster CA, the API server's serving certificate and the
@@ -428,7 +428,7 @@ func ensureCertificates(cfg *Config, now time.Time) (*nodeCerts, error) {
 	if cfg.NodeName != "" {
 		dns = append(dns, cfg.NodeName)
 	}
-	servingCert, servingKey, err := ca.EnsureLeaf(dir, "apiserver", pki.Leaf{CommonName: "kube-apiserver", DNSNames: dns, IPs: ips, Server: true}, now)
+	serving, err := ca.EnsureServing(dir, "apiserver", pki.Leaf{CommonName: "kube-apiserver", DNSNames: dns, IPs: ips, Server: true}, now)
 	if err != nil {
 		return nil, fmt.Errorf("API server certificate: %w", err)
 	}
@@ -451,15 +451,22 @@ func ensureCertificates(cfg *Config, now time.Time) (*nodeCerts, error) {
 	if err := pki.WriteFileAtomic(cfg.AdminKubeconfigPath(), kubeconfig, 0o600); err != nil {
 		return nil, fmt.Errorf("write admin kubeconfig: %w", err)
 	}
-	return &nodeCerts{caPEM: ca.CertPEM, servingCert: servingCert, servingKey: servingKey, adminKubeconfigPEM: kubeconfig}, nil
+	return &nodeCerts{caPEM: ca.CertPEM, serving: serving, adminKubeconfigPEM: kubeconfig}, nil
 }
 
-// servingTLS is the API server's TLS: its serving certificate, and client certificates of the
-// cluster CA or of the front proxy's (frontProxyCA; the authenticators tell the two apart).
+// servingTLS is the API server's TLS: its serving certificates (ECDSA, and RSA for clients that
+// offer only RSA suites), and client certificates of the cluster CA or of the front proxy's
+// (frontProxyCA; the authenticators tell the two apart).
 func servingTLS(c *nodeCerts, frontProxyCA []byte) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(c.servingCert, c.servingKey)
+	// The chain ends with the CA, so a joining node can check it against the pin in its join token
+	// before it trusts the server or sends its token (internal/join).
+	block, _ := pem.Decode(c.caPEM)
+	if block == nil {
+		return nil, errors.New("cluster CA certificate does not parse")
+	}
+	certs, err := pki.LoadServing(c.serving, block.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("load serving certificate: %w", err)
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(c.caPEM) {
@@ -468,12 +475,7 @@ func servingTLS(c *nodeCerts, frontProxyCA []byte) (*tls.Config, error) {
 	if len(frontProxyCA) > 0 && !pool.AppendCertsFromPEM(frontProxyCA) {
 		return nil, errors.New("front-proxy CA certificate does not parse")
 	}
-	// The chain ends with the CA, so a joining node can check it against the pin in its join token
-	// before it trusts the server or sends its token (internal/join).
-	if block, _ := pem.Decode(c.caPEM); block != nil {
-		cert.Certificate = append(cert.Certificate, block.Bytes)
-	}
-	return apiserver.TLSConfig(cert, &tls.Config{ClientCAs: pool}), nil
+	return apiserver.TLSConfig(certs, &tls.Config{ClientCAs: pool}), nil
 }
 
 // firstServiceIP is the service range's first address: the "kubernetes" service's cluster IP.

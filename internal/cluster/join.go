@@ -124,7 +124,7 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 		cfg.Logger.Info("node has its certificates; rejoining without a token", "node", cfg.NodeName, "server", cfg.Server)
 	}
 	serving := &servingCert{}
-	if err := serving.load(id.Dir, cfg, clock.RealClock{}.Now()); err != nil {
+	if err := serving.load(id.Dir, clock.RealClock{}.Now()); err != nil {
 		cfg.Logger.Info("kubelet serving certificate will be requested", "reason", err.Error())
 	}
 	ca, err := os.ReadFile(id.CAPath())
@@ -136,12 +136,7 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("cluster CA %s does not parse", id.CAPath())
 	}
 	serverTLS := &tls.Config{
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-			if c := serving.cert.Load(); c != nil {
-				return c, nil
-			}
-			return nil, errors.New("kubelet serving certificate not issued yet")
-		},
+		GetCertificate: serving.get,
 		// Certificates are verified when given; callers without one bring a bearer token, which
 		// the kubelet reviews (kubeletauth), as on every other node.
 		ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12,
@@ -200,31 +195,59 @@ func joinCluster(ctx context.Context, cfg *Config, id join.Identity) error {
 	return nil
 }
 
-// servingCert is the kubelet's current serving certificate.
+// servingCert is the kubelet's current serving certificates, in pki.ServingAlgorithms' order:
+// ECDSA, and RSA beside it for clients that offer only RSA cipher suites.
 type servingCert struct {
-	cert atomic.Pointer[tls.Certificate]
+	certs atomic.Pointer[[]tls.Certificate]
 }
 
-func (s *servingCert) paths(dir string) (string, string) {
-	return filepath.Join(dir, join.KubeletServingCert+".crt"), filepath.Join(dir, join.KubeletServingCert+".key")
+func (s *servingCert) pairs(dir string) []pki.KeyPairFiles {
+	return pki.ServingPairFiles(dir, join.KubeletServingCert)
 }
 
-// load takes the serving certificate on disk when it is still good.
-func (s *servingCert) load(dir string, cfg Config, now time.Time) error {
-	certPath, keyPath := s.paths(dir)
-	pair, err := tls.LoadX509KeyPair(certPath, keyPath)
-	if err != nil {
-		return err
+// get is the kubelet server's GetCertificate: the first certificate the client supports.
+func (s *servingCert) get(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	certs := s.certs.Load()
+	if certs == nil {
+		return nil, errors.New("kubelet serving certificate not issued yet")
 	}
-	leaf, err := x509.ParseCertificate(pair.Certificate[0])
-	if err != nil {
-		return err
+	return pki.PickServing(hello, *certs)
+}
+
+// due reports whether the serving certificates are to be requested: none is loaded, one of the
+// keys is missing (a node that joined before skiff served RSA beside ECDSA has only the ECDSA
+// pair), or one is due for renewal. They are requested together, so they renew together.
+func (s *servingCert) due(now time.Time) bool {
+	certs := s.certs.Load()
+	if certs == nil || len(*certs) < len(pki.ServingAlgorithms()) {
+		return true
 	}
-	if now.After(leaf.NotAfter) {
-		return errors.New("kubelet serving certificate has expired")
+	for _, c := range *certs {
+		if join.NeedsRenewal(c.Leaf, now) {
+			return true
+		}
 	}
-	pair.Leaf = leaf
-	s.cert.Store(&pair)
+	return false
+}
+
+// load takes the serving certificates on disk when they are still good. The first (ECDSA) pair is
+// required; a later one that is missing, damaged or expired is left out (the node serves with the
+// others until due has them requested again).
+func (s *servingCert) load(dir string, now time.Time) error {
+	var certs []tls.Certificate
+	for i, p := range s.pairs(dir) {
+		c, err := pki.LoadServing([]pki.KeyPairFiles{p})
+		if err == nil && now.After(c[0].Leaf.NotAfter) {
+			err = fmt.Errorf("kubelet serving certificate %s has expired", p.CertFile)
+		}
+		switch {
+		case err != nil && i == 0:
+			return err
+		case err == nil:
+			certs = append(certs, c[0])
+		}
+	}
+	s.certs.Store(&certs)
 	return nil
 }
 
@@ -233,7 +256,7 @@ func (s *servingCert) load(dir string, cfg Config, now time.Time) error {
 func runCertificates(ctx context.Context, cfg *Config, id join.Identity, client kubernetes.Interface, serving *servingCert, clk clock.WithTicker) error {
 	check := func() {
 		now := clk.Now()
-		if c := serving.cert.Load(); c == nil || join.NeedsRenewal(c.Leaf, now) {
+		if serving.due(now) {
 			if err := requestServingCert(ctx, cfg, id, client, serving); err != nil && ctx.Err() == nil {
 				cfg.Logger.Warn("kubelet serving certificate", "err", err)
 			}
@@ -272,30 +295,48 @@ func requestServingCert(ctx context.Context, cfg *Config, id join.Identity, clie
 	}); err != nil {
 		return err
 	}
+	// Every pair is issued before any is written, so a request that fails leaves the pairs on
+	// disk as they were, and the next check asks for all of them again.
+	type issued struct{ cert, key []byte }
+	var got []issued
+	for _, alg := range pki.ServingAlgorithms() {
+		certPEM, keyPEM, err := join.RequestCertificate(ctx, client, servingRequest(cfg, alg))
+		if err != nil {
+			return fmt.Errorf("%s: %w", alg, err)
+		}
+		got = append(got, issued{certPEM, keyPEM})
+	}
+	for i, p := range serving.pairs(id.Dir) {
+		if err := pki.WriteFileAtomic(p.KeyFile, got[i].key, 0o600); err != nil {
+			return err
+		}
+		if err := pki.WriteFileAtomic(p.CertFile, got[i].cert, 0o600); err != nil {
+			return err
+		}
+	}
+	if err := serving.load(id.Dir, time.Now()); err != nil {
+		return err
+	}
+	cfg.Logger.Info("kubelet serving certificates issued", "node", cfg.NodeName, "keys", len(got))
+	return nil
+}
+
+// servingRequest is the kubelet-serving request for a key of alg: the node's name and address,
+// and the usages upstream's kubelet asks for (key encipherment only with an RSA key, which the
+// TLS_RSA key exchange uses).
+func servingRequest(cfg *Config, alg pki.KeyAlgorithm) join.CertificateRequest {
+	usages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}
+	if alg == pki.RSA2048 {
+		usages = append(usages, certificatesv1.UsageKeyEncipherment)
+	}
 	req := join.CertificateRequest{
 		NodeName: cfg.NodeName, SignerName: certificatesv1.KubeletServingSignerName,
-		Usages:   []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
-		DNSNames: []string{cfg.NodeName},
+		Usages: usages, DNSNames: []string{cfg.NodeName}, Key: alg,
 	}
 	if ip := net.ParseIP(cfg.AdvertiseAddress); ip != nil {
 		req.IPs = []net.IP{ip}
 	}
-	certPEM, keyPEM, err := join.RequestCertificate(ctx, client, req)
-	if err != nil {
-		return err
-	}
-	certPath, keyPath := serving.paths(id.Dir)
-	if err := pki.WriteFileAtomic(keyPath, keyPEM, 0o600); err != nil {
-		return err
-	}
-	if err := pki.WriteFileAtomic(certPath, certPEM, 0o600); err != nil {
-		return err
-	}
-	if err := serving.load(id.Dir, *cfg, time.Now()); err != nil {
-		return err
-	}
-	cfg.Logger.Info("kubelet serving certificate issued", "node", cfg.NodeName)
-	return nil
+	return req
 }
 
 // renewClientCert asks for a new client certificate with the node's current one (selfnodeclient,

@@ -140,9 +140,10 @@ func runKubelet(ctx context.Context, cfg *Config, id kubeletIdentity) error {
 	}, client, cfg.Logger)
 }
 
-// kubeletServingTLS is the kubelet API's TLS: a serving certificate for the node's names and
-// addresses signed by the cluster CA; client certificates are verified when given (the API
-// server's), and callers without one may bring a bearer token (kubeletauth reviews both).
+// kubeletServingTLS is the kubelet API's TLS: serving certificates (ECDSA, and RSA for clients
+// that offer only RSA suites) for the node's names and addresses signed by the cluster CA; client
+// certificates are verified when given (the API server's), and callers without one may bring a
+// bearer token (kubeletauth reviews both).
 func kubeletServingTLS(cfg *Config, now time.Time) (*tls.Config, error) {
 	dir := filepath.Join(cfg.DataDir, "pki")
 	ca, err := pki.LoadOrCreateCA(dir, "ca", "skiff-ca", now)
@@ -153,17 +154,17 @@ func kubeletServingTLS(cfg *Config, now time.Time) (*tls.Config, error) {
 	if ip := net.ParseIP(cfg.BindAddress); ip != nil && !ip.IsUnspecified() {
 		ips = append(ips, ip)
 	}
-	certPath, keyPath, err := ca.EnsureLeaf(dir, "kubelet", pki.Leaf{CommonName: "system:node:" + cfg.NodeName, Organization: []string{"system:nodes"}, DNSNames: []string{cfg.NodeName, "localhost"}, IPs: ips, Server: true}, now)
+	pairs, err := ca.EnsureServing(dir, "kubelet", pki.Leaf{CommonName: "system:node:" + cfg.NodeName, Organization: []string{"system:nodes"}, DNSNames: []string{cfg.NodeName, "localhost"}, IPs: ips, Server: true}, now)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet serving certificate: %w", err)
 	}
-	cert, err := tls.LoadX509KeyPair(certPath, keyPath)
+	certs, err := pki.LoadServing(pairs)
 	if err != nil {
 		return nil, err
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
-	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12}, nil
+	return &tls.Config{Certificates: certs, ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12}, nil
 }
 
 // kubeletClientTLS is the API server's side of that connection: its own client certificate and

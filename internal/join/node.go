@@ -2,8 +2,6 @@ package join
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
@@ -201,14 +199,16 @@ type CertificateRequest struct {
 	Usages     []certificatesv1.KeyUsage
 	DNSNames   []string
 	IPs        []net.IP
+	// Key is the algorithm of the key the request is for (ECDSA P-256 when zero).
+	Key pki.KeyAlgorithm
 }
 
 // RequestCertificate creates a key and a CertificateSigningRequest for it and waits until the
 // request is issued (or denied, or failed, or ctx ends). It returns PEM certificate and key.
 func RequestCertificate(ctx context.Context, client kubernetes.Interface, r CertificateRequest) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := r.Key.GenerateKey()
 	if err != nil {
-		return nil, nil, fmt.Errorf("generate key: %w", err)
+		return nil, nil, fmt.Errorf("generate %s key: %w", r.Key, err)
 	}
 	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
 		Subject:  pkix.Name{CommonName: "system:node:" + r.NodeName, Organization: []string{"system:nodes"}},
@@ -217,7 +217,7 @@ func RequestCertificate(ctx context.Context, client kubernetes.Interface, r Cert
 	if err != nil {
 		return nil, nil, fmt.Errorf("certificate request: %w", err)
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
+	keyPEM, err = pki.EncodeKey(key)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -259,7 +259,7 @@ func RequestCertificate(ctx context.Context, client kubernetes.Interface, r Cert
 	if err != nil {
 		return nil, nil, fmt.Errorf("wait for certificate request %s (%s): %w", created.Name, r.SignerName, err)
 	}
-	return issued, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+	return issued, keyPEM, nil
 }
 
 // RenewAt is when a certificate is due for renewal: at 80% of its lifetime (upstream's kubelet

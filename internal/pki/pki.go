@@ -6,6 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -69,7 +70,7 @@ func LoadOrCreateCA(dir, name, commonName string, now time.Time) (*CA, error) {
 		return nil, fmt.Errorf("self-sign CA: %w", err)
 	}
 	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM, err = encodeKey(key)
+	keyPEM, err = EncodeKey(key)
 	if err != nil {
 		return nil, err
 	}
@@ -99,13 +100,53 @@ type Leaf struct {
 	IPs          []net.IP
 	Server       bool
 	Client       bool
+	// Key is the leaf's key algorithm (ECDSA P-256 when zero).
+	Key KeyAlgorithm
+}
+
+// KeyAlgorithm is the kind of key pair a certificate is issued for.
+type KeyAlgorithm int
+
+const (
+	// ECDSAP256 is the default: small keys, fast handshakes, and what every modern client offers.
+	ECDSAP256 KeyAlgorithm = iota
+	// RSA2048 is kubeadm's default, served beside ECDSA for clients that offer only RSA cipher
+	// suites (busybox wget's built-in TLS in older images, small embedded stacks). Generating one
+	// takes around 100 ms, so skiff does it once per certificate, never per start.
+	RSA2048
+)
+
+func (a KeyAlgorithm) String() string {
+	if a == RSA2048 {
+		return "RSA 2048"
+	}
+	return "ECDSA P-256"
+}
+
+// GenerateKey makes a new private key of the algorithm.
+func (a KeyAlgorithm) GenerateKey() (crypto.Signer, error) {
+	if a == RSA2048 {
+		return rsa.GenerateKey(rand.Reader, 2048)
+	}
+	return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+}
+
+// keeps reports whether a certificate on disk for pub may stay for a leaf of the algorithm: an
+// RSA leaf must hold an RSA key (it exists for the clients that take nothing else); the default
+// leaf keeps whatever key it has, so a pair an operator put there is never replaced for its key.
+func (a KeyAlgorithm) keeps(pub crypto.PublicKey) bool {
+	if a != RSA2048 {
+		return true
+	}
+	_, ok := pub.(*rsa.PublicKey)
+	return ok
 }
 
 // Issue signs a new key pair for leaf and returns PEM certificate and key.
 func (ca *CA) Issue(leaf Leaf, now time.Time) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := leaf.Key.GenerateKey()
 	if err != nil {
-		return nil, nil, fmt.Errorf("generate key for %s: %w", leaf.CommonName, err)
+		return nil, nil, fmt.Errorf("generate %s key for %s: %w", leaf.Key, leaf.CommonName, err)
 	}
 	var usages []x509.ExtKeyUsage
 	if leaf.Server {
@@ -128,7 +169,7 @@ func (ca *CA) Issue(leaf Leaf, now time.Time) (certPEM, keyPEM []byte, err error
 	if err != nil {
 		return nil, nil, fmt.Errorf("sign certificate for %s: %w", leaf.CommonName, err)
 	}
-	keyPEM, err = encodeKey(key)
+	keyPEM, err = EncodeKey(key)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -179,7 +220,7 @@ func (ca *CA) EnsureLeaf(dir, name string, leaf Leaf, now time.Time) (certPath, 
 }
 
 func (ca *CA) covers(cert *x509.Certificate, leaf Leaf, now time.Time) bool {
-	if cert.CheckSignatureFrom(ca.Cert) != nil || now.Add(RenewWithin).After(cert.NotAfter) {
+	if cert.CheckSignatureFrom(ca.Cert) != nil || now.Add(RenewWithin).After(cert.NotAfter) || !leaf.Key.keeps(cert.PublicKey) {
 		return false
 	}
 	if cert.Subject.CommonName != leaf.CommonName || !slices.Equal(cert.Subject.Organization, leaf.Organization) {
@@ -256,7 +297,8 @@ func ParseKey(data []byte) (crypto.Signer, error) {
 	return nil, errors.New("unsupported private key format")
 }
 
-func encodeKey(key crypto.Signer) ([]byte, error) {
+// EncodeKey encodes a private key as PEM PKCS#8, which every reader (Go, OpenSSL, etcd) takes.
+func EncodeKey(key crypto.Signer) ([]byte, error) {
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		return nil, fmt.Errorf("encode key: %w", err)
@@ -360,7 +402,7 @@ func LoadOrCreateKey(path string) (crypto.Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generate key: %w", err)
 	}
-	pemBytes, err := encodeKey(key)
+	pemBytes, err := EncodeKey(key)
 	if err != nil {
 		return nil, err
 	}

@@ -123,7 +123,7 @@ func startEnv(t *testing.T, extra *extraPlugins) *env {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(api)
-	srv.TLS = apiserver.TLSConfig(serveCert(t, ca), &tls.Config{ClientCAs: pool(ca)})
+	srv.TLS = apiserver.TLSConfig([]tls.Certificate{serveCert(t, ca)}, &tls.Config{ClientCAs: pool(ca)})
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	adminCert, adminKey, err := ca.Issue(pki.Leaf{CommonName: "admin", Organization: []string{"system:masters"}, Client: true}, now)
