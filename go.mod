@@ -18,6 +18,13 @@ require (
 
 require github.com/vishvananda/netns v0.0.5
 
+// Pod streams over WebSockets (internal/podstream): the channel-protocol connection and the SPDY
+// round tripper that apimachinery's deprecated httpstream wrappers forward to.
+require (
+	github.com/moby/spdystream v0.5.1 // indirect
+	k8s.io/streaming v0.37.2
+)
+
 // Resource metrics: the kubelet's Summary API types and metrics.k8s.io's.
 require (
 	k8s.io/kubelet v0.37.2

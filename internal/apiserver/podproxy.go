@@ -58,6 +58,10 @@ func servePodConnect(h *resourceHandler, w http.ResponseWriter, r *http.Request,
 		h.s.writeError(w, r, apierrors.NewMethodNotSupported(gr, info.Verb))
 		return
 	}
+	if err := h.authorizeStreamUpgrade(r, info); err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
 	ctx := r.Context()
 	q := r.URL.Query()
 	// CONNECT admission (webhooks registered for pods/exec, attach or portforward) before the pod
@@ -125,6 +129,9 @@ func servePodConnect(h *resourceHandler, w http.ResponseWriter, r *http.Request,
 	target.RawQuery = out.Encode()
 	if info.Subresource == "log" && isWebSocketRequest(r) {
 		h.serveLogWebSocket(w, r, target)
+		return
+	}
+	if h.serveWebSocketStream(w, r, info, target) {
 		return
 	}
 
