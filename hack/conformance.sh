@@ -21,8 +21,10 @@
 #   --workers N     worker nodes joined beside the control-plane node (default 2: the suite
 #                   assumes at least two schedulable nodes); 0 runs the one all-roles node alone
 #   --keep          leave the cluster running at the end (prints how to stop it)
+#   --check-host    print what the harness would install on this host and exit (no root needed)
 #
-# Steps: builds e2e.test and ginkgo (hack/conformance/build-e2e.sh) and the test
+# Steps: installs the host tools it runs that are missing (hack/conformance/host-tools.sh:
+# Debian's etcd for the etcd image, the runtime, gcc, iproute2, kubectl); builds e2e.test and ginkgo (hack/conformance/build-e2e.sh) and the test
 # images (hack/conformance/build-images.sh) into $SKIFF_CONFORMANCE_CACHE
 # (default ${XDG_CACHE_HOME:-~/.cache}/skiff-conformance), reusing what is
 # there; builds skiff; makes a bridge with a private 10.250.n.0/24 of its own, starts
@@ -43,7 +45,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 
-focus='' skip='' procs=3 serial=1 disruptive=1 keep=0 timeout=3h workers=2
+focus='' skip='' procs=3 serial=1 disruptive=1 keep=0 timeout=3h workers=2 check_host=0
 results=/tmp/skiff-conformance-$(date -u +%Y%m%dT%H%M%S)
 while (($#)); do
 	case $1 in
@@ -56,6 +58,7 @@ while (($#)); do
 	--results) results=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
 	--workers) workers=$2; shift 2 ;;
+	--check-host) check_host=1; shift ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
@@ -63,12 +66,17 @@ done
 
 version=v1.33.13
 cache=${SKIFF_CONFORMANCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/skiff-conformance}
+((check_host)) && exec hack/conformance/host-tools.sh "$cache" "$version" --dry-run
 mkdir -p "$cache" "$results"
 results=$(cd "$results" && pwd)
 log() { echo "[$(date -u +%H:%M:%S)] $*"; }
 
 [[ $(id -u) == 0 ]] || { echo "needs root (containerd, iptables, a dummy interface)" >&2; exit 1; }
-./hack/install-runtime.sh >/dev/null
+# Before anything is built: a tool missing on a fresh machine (Debian's etcd, which the etcd
+# image is made of) otherwise fails the run after e2e.test's minutes of building.
+log "host tools"
+export PATH=$PATH:$cache/bin # kubectl, when host-tools.sh built it
+hack/conformance/host-tools.sh "$cache" "$version"
 
 log "e2e.test and ginkgo ($version) in $cache/bin"
 hack/conformance/build-e2e.sh "$cache" "$version"

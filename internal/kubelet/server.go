@@ -360,22 +360,9 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-func runningContainerID(state *podRuntimeState, container string) string {
-	cur := state.latest(container, "")
-	if !running(cur) {
-		return ""
-	}
-	return cur.Id
-}
-
 func (k *Kubelet) serveExec(w http.ResponseWriter, r *http.Request) {
 	_, state, container, ok := k.containerFor(w, r)
 	if !ok {
-		return
-	}
-	id := runningContainerID(state, container)
-	if id == "" {
-		http.Error(w, fmt.Sprintf("container %s is not running", container), http.StatusBadRequest)
 		return
 	}
 	q := r.URL.Query()
@@ -383,10 +370,11 @@ func (k *Kubelet) serveExec(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "you must specify at least 1 command", http.StatusBadRequest)
 		return
 	}
-	target, err := k.runtime.Exec(r.Context(), &runtimeapi.ExecRequest{
-		ContainerId: id, Cmd: q["command"], Tty: queryparam.AnyBool(q, "tty"),
-		Stdin: queryparam.AnyBool(q, "input", "stdin"), Stdout: queryparam.AnyBool(q, "output", "stdout"), Stderr: queryparam.AnyBool(q, "error", "stderr"),
-	})
+	opts, id, ok := k.streamSession(w, r, state, container)
+	if !ok {
+		return
+	}
+	target, err := k.runtime.Exec(r.Context(), opts.execRequest(id, q["command"]))
 	k.proxyStream(w, r, target, err)
 }
 
@@ -395,16 +383,11 @@ func (k *Kubelet) serveAttach(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	id := runningContainerID(state, container)
-	if id == "" {
-		http.Error(w, fmt.Sprintf("container %s is not running", container), http.StatusBadRequest)
+	opts, id, ok := k.streamSession(w, r, state, container)
+	if !ok {
 		return
 	}
-	q := r.URL.Query()
-	target, err := k.runtime.Attach(r.Context(), &runtimeapi.AttachRequest{
-		ContainerId: id, Tty: queryparam.AnyBool(q, "tty"),
-		Stdin: queryparam.AnyBool(q, "input", "stdin"), Stdout: queryparam.AnyBool(q, "output", "stdout"), Stderr: queryparam.AnyBool(q, "error", "stderr"),
-	})
+	target, err := k.runtime.Attach(r.Context(), opts.attachRequest(id))
 	k.proxyStream(w, r, target, err)
 }
 

@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -165,6 +166,32 @@ func (c *Client) ContainerStatus(ctx context.Context, containerID string) (*runt
 		return nil, fmt.Errorf("container status %s: %w", containerID, err)
 	}
 	return resp.GetStatus(), nil
+}
+
+// ContainerPID returns the host PID of a container's process as the runtime's verbose status
+// names it (containerd's "info" JSON carries "pid"), or 0 when it names none (an exited
+// container, or a runtime that does not say).
+func (c *Client) ContainerPID(ctx context.Context, containerID string) (int, error) {
+	resp, err := c.runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: containerID, Verbose: true})
+	if err != nil {
+		return 0, fmt.Errorf("container status %s: %w", containerID, err)
+	}
+	return pidFromInfo(resp.GetInfo())
+}
+
+// pidFromInfo reads "pid" from the "info" entry of a verbose container status.
+func pidFromInfo(info map[string]string) (int, error) {
+	raw, ok := info["info"]
+	if !ok {
+		return 0, nil
+	}
+	var verbose struct {
+		Pid int `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(raw), &verbose); err != nil {
+		return 0, fmt.Errorf("verbose container status: %w", err)
+	}
+	return verbose.Pid, nil
 }
 
 // ExecSync runs cmd in a container and waits for it.

@@ -59,6 +59,11 @@ type Runtime struct {
 	stopTimeouts map[string]time.Duration
 	// execCodes maps a command line to the exit code ExecSync reports.
 	execCodes map[string]int32
+	// pids maps a container to the host process ContainerPID names for it.
+	pids map[string]int
+	// execs and attaches are the streaming requests asked for, oldest first.
+	execs    []*runtimeapi.ExecRequest
+	attaches []*runtimeapi.AttachRequest
 }
 
 var _ cri.Runtime = (*Runtime)(nil)
@@ -514,16 +519,68 @@ func (r *Runtime) SetExecExitCode(command string, code int32) {
 	r.execCodes[command] = code
 }
 
+// SetPID makes ContainerPID name pid as the container's host process while the container runs
+// (a real runtime names none once it has recorded the exit).
+func (r *Runtime) SetPID(containerID string, pid int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pids == nil {
+		r.pids = map[string]int{}
+	}
+	r.pids[containerID] = pid
+}
+
+// ContainerPID is cri.Client's ContainerPID: the process SetPID gave a running container, else 0.
+func (r *Runtime) ContainerPID(_ context.Context, id string) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.note("ContainerPID", id)
+	c, ok := r.containers[id]
+	if !ok {
+		return 0, notFound("container", id)
+	}
+	if c.status.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return 0, nil
+	}
+	return r.pids[id], nil
+}
+
+// streamingURL is where the fake's streaming sessions are served: a loopback port nothing listens
+// on, so a session handed to it fails at once and never leaves the machine.
+const streamingURL = "http://127.0.0.1:1/"
+
 func (r *Runtime) Exec(_ context.Context, req *runtimeapi.ExecRequest) (string, error) {
-	return "http://fake/exec/" + req.ContainerId, nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.note("Exec", req.ContainerId)
+	r.execs = append(r.execs, proto.Clone(req).(*runtimeapi.ExecRequest))
+	return streamingURL + "exec/" + req.ContainerId, nil
 }
 
 func (r *Runtime) Attach(_ context.Context, req *runtimeapi.AttachRequest) (string, error) {
-	return "http://fake/attach/" + req.ContainerId, nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.note("Attach", req.ContainerId)
+	r.attaches = append(r.attaches, proto.Clone(req).(*runtimeapi.AttachRequest))
+	return streamingURL + "attach/" + req.ContainerId, nil
+}
+
+// ExecRequests returns the exec requests asked for, oldest first.
+func (r *Runtime) ExecRequests() []*runtimeapi.ExecRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.execs)
+}
+
+// AttachRequests returns the attach requests asked for, oldest first.
+func (r *Runtime) AttachRequests() []*runtimeapi.AttachRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.attaches)
 }
 
 func (r *Runtime) PortForward(_ context.Context, req *runtimeapi.PortForwardRequest) (string, error) {
-	return "http://fake/portforward/" + req.PodSandboxId, nil
+	return streamingURL + "portforward/" + req.PodSandboxId, nil
 }
 
 func (r *Runtime) ImageStatus(_ context.Context, spec *runtimeapi.ImageSpec) (*runtimeapi.Image, error) {
