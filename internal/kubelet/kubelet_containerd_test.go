@@ -337,6 +337,7 @@ func checkKubeletEndpoint(t *testing.T, ctx context.Context, k *kubelet.Kubelet)
 	if stdout.String() != "web" {
 		t.Errorf("exec stdout = %q, want %q", stdout.String(), "web")
 	}
+	checkKubeletWebSockets(t, ctx, restConfig, srv.URL)
 }
 
 func clientCertificate(t *testing.T, pki *testPKI) tls.Certificate {

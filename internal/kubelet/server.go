@@ -426,6 +426,9 @@ func (k *Kubelet) proxyStream(w http.ResponseWriter, r *http.Request, target str
 		http.Error(w, fmt.Sprintf("runtime streaming URL %q: %v", target, err), http.StatusInternalServerError)
 		return
 	}
+	if k.serveWebSocketStream(w, r, u) {
+		return
+	}
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL = u
