@@ -74,7 +74,13 @@ func managerFromUserAgent(ua string) string {
 	return name
 }
 
+// readBody reads a request's body, at most maxBodyBytes of it. A body that declares more is
+// refused before a byte of it is read (413, as kube-apiserver answers), and its connection is
+// closed rather than drained (body.go).
 func readBody(r *http.Request) ([]byte, error) {
+	if r.ContentLength > maxBodyBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("read request body: %v", err))

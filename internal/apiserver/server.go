@@ -299,7 +299,7 @@ func (s *Server) Resources() []*registry.Resource {
 // ServeHTTP authenticates, routes and records every request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.clock.Now()
-	rec := &statusRecorder{wrappedWriter: wrappedWriter{w}}
+	rec := &statusRecorder{wrappedWriter: wrappedWriter{w}, body: countBody(r)}
 	info := ParseRequestInfo(r)
 	sliCtx, excluded := request.WithSLIExclusions(r.Context())
 	r = r.WithContext(sliCtx)
@@ -385,7 +385,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if longRunning(info) || isUpgradeRequest(r) || strings.HasPrefix(r.URL.Path, "/debug/pprof") {
-		// Profiles run for their ?seconds=, like watches for their timeoutSeconds.
+		// Profiles run for their ?seconds=, like watches for their timeoutSeconds. The proxies,
+		// exec and attach stream their body while they answer: it is not let go (body.go).
+		rec.body = nil
 		s.serveAuthorized(w, r, info)
 		return
 	}
@@ -509,24 +511,36 @@ func TLSConfig(certs []tls.Certificate, clientCAs *tls.Config) *tls.Config {
 	return cfg
 }
 
-// statusRecorder remembers the status code for logs and metrics and passes Flush through for watches.
+// statusRecorder remembers the status code for logs and metrics and passes Flush through for
+// watches. When the answer begins it lets go of the part of the request's body that was not read
+// (body.go), so that an answer given on the headers is not held back by a body that never comes.
 type statusRecorder struct {
 	wrappedWriter
 	status int
+	// body counts the reads of the request's body; nil when there is none, or when the request
+	// streams it while it answers.
+	body *bodyCounter
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
+	r.begin(code)
 	r.ResponseWriter.WriteHeader(code)
 }
 
 func (r *statusRecorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
+	r.begin(http.StatusOK)
 	return r.ResponseWriter.Write(b)
+}
+
+// begin records the answer's status, once, and lets the unread rest of the body go.
+func (r *statusRecorder) begin(code int) {
+	if r.status != 0 {
+		return
+	}
+	r.status = code
+	if r.body != nil && r.body.unread() {
+		letBodyGo(r.ResponseWriter)
+	}
 }
 
 func (r *statusRecorder) statusCode() int {
