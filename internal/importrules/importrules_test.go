@@ -120,6 +120,10 @@ var rules = []struct {
 	// The API server liveness rule is read by status (an API client) and the server's rotation alike.
 	{name: "the identity Lease liveness rule is a leaf", pattern: "./internal/identitylease/...",
 		forbidden: []string{module + "internal/", "k8s.io/client-go/", "go.etcd.io/etcd/"}, allowed: []string{module + "internal/identitylease"}},
+	// The WebSocket-to-SPDY stream translator is shared by the API server and the kubelet: it sees
+	// neither of them, no storage and no node assembly (client-go carries the SPDY side).
+	{name: "the pod stream translator sits below the server and the kubelet", pattern: "./internal/podstream/...",
+		forbidden: []string{module + "internal/", "go.etcd.io/etcd/"}, allowed: []string{module + "internal/podstream", module + "internal/queryparam"}},
 	// Network-namespace test plumbing shared by the proxy's and the pod network's tests.
 	{name: "the netns test helpers are a leaf", pattern: "./internal/netnstest/...",
 		forbidden: []string{module + "internal/", "k8s.io/", "go.etcd.io/etcd/"}, allowed: []string{module + "internal/netnstest"}},
