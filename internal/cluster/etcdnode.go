@@ -86,7 +86,9 @@ func (n *Node) startStorage(ctx context.Context) error {
 		}
 	}
 	// The disk under the member is watched: writes are refused before it is full (etcd exits when
-	// a WAL write fails), and etcd's own NOSPACE alarm is cleared once the data fits again.
+	// a WAL write or a commit fails), a reserve in the data dir is released for etcd's own
+	// commits when someone else takes the space, and etcd's own NOSPACE alarm is cleared once the
+	// data fits again.
 	guard := &etcd.SpaceGuard{
 		Dir: ecfg.DataDir, Client: client, Endpoint: local[0], Quota: member.QuotaBackendBytes(),
 		Clock: clock.RealClock{}, Log: n.cfg.Logger.With("component", "etcd-space"),
@@ -224,6 +226,7 @@ func (n *Node) etcdJoinCredentials() (*rest.Config, error) {
 	}, nil
 }
 
-// spaceGuardInterval is how often the embedded member's free disk space is looked at: a fast
-// writer fills the reserve (64 MiB at least) in no less than a few seconds.
-const spaceGuardInterval = time.Second
+// spaceGuardInterval is how often the embedded member's free disk space is looked at (a statfs,
+// a few microseconds): another process can fill hundreds of MiB in well under a second, and
+// until the guard looks, API writes still reach etcd and its disk reserve is not yet released.
+const spaceGuardInterval = 200 * time.Millisecond

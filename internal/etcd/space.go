@@ -2,8 +2,11 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -11,6 +14,7 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/sys/unix"
 	"k8s.io/utils/clock"
 )
 
@@ -41,9 +45,53 @@ func DecideSpace(free, total uint64, fenced bool) SpaceDecision {
 	}
 }
 
+// ReserveFile is the file in an embedded member's data dir that holds disk space back for etcd
+// itself. The fence refuses API writes, but etcd commits on its own too (lease revocations,
+// compaction) and exits when a commit meets a full disk ("failed to commit tx"); another process
+// can take the last free byte between two looks at the disk (dd fills hundreds of MiB in a
+// fraction of a second). The reserve is released the moment free space falls under the fence's
+// threshold, so etcd's own commits still fit while API writes are refused, and is made again
+// once the space is back.
+const ReserveFile = "reserve"
+
+// ReserveSize is the size of the reserve on a file system of total bytes: a hundredth of it, at
+// least 16 MiB (more than etcd's background commits write between a fence and an operator's
+// cleanup: lease revocations and compactions are small, a WAL segment is preallocated ahead) and
+// at most 128 MiB.
+func ReserveSize(total uint64) uint64 { return min(max(16<<20, total/100), 128<<20) }
+
+// ReserveAction is what to do with the reserve now.
+type ReserveAction int
+
+const (
+	// KeepReserve leaves the reserve as it is (present or not).
+	KeepReserve ReserveAction = iota
+	// ReleaseReserve deletes it: free space fell under the fence's threshold.
+	ReleaseReserve
+	// CreateReserve makes it: there is room for it and for the fence to stay down afterwards.
+	CreateReserve
+)
+
+// DecideReserve releases the reserve (have) the moment free space falls under the fence's
+// threshold, and makes it again only once free space would still be above the fence's lifting
+// point (twice the threshold) with the reserve taken out, so that making it never raises the
+// fence and releasing it never lowers it.
+func DecideReserve(free, total uint64, have bool) ReserveAction {
+	threshold := DiskReserve(total)
+	switch {
+	case have && free < threshold:
+		return ReleaseReserve
+	case !have && free >= 2*threshold+ReserveSize(total):
+		return CreateReserve
+	default:
+		return KeepReserve
+	}
+}
+
 // SpaceGuard watches the disk under an embedded member's data dir, refuses writes (FenceError)
-// before it is full, and clears a NOSPACE alarm of etcd's own once the database fits its quota
-// again, defragmenting the member first when most of its file is free pages.
+// before it is full, keeps a reserve for etcd's own commits there (ReserveFile), and clears a
+// NOSPACE alarm of etcd's own once the database fits its quota again, defragmenting the member
+// first when most of its file is free pages.
 type SpaceGuard struct {
 	Dir    string
 	Client *clientv3.Client
@@ -117,6 +165,7 @@ func (g *SpaceGuard) step(ctx context.Context) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(g.Dir, &st); err == nil {
 		free, total := st.Bavail*uint64(st.Bsize), st.Blocks*uint64(st.Bsize)
+		free = g.keepReserve(free, total)
 		fenced := g.fence.Load() != nil
 		d := DecideSpace(free, total, fenced)
 		switch {
@@ -134,6 +183,73 @@ func (g *SpaceGuard) step(ctx context.Context) {
 	g.lastEtcdCheck = g.Clock.Now()
 	g.clearQuotaAlarm(ctx)
 	g.defragment(ctx)
+}
+
+// keepReserve carries out DecideReserve and answers the free space after it.
+func (g *SpaceGuard) keepReserve(free, total uint64) uint64 {
+	path := filepath.Join(g.Dir, ReserveFile)
+	_, err := os.Stat(path)
+	have := err == nil
+	switch DecideReserve(free, total, have) {
+	case ReleaseReserve:
+		// A half-made reserve (a crash while making it) goes too.
+		if err := errors.Join(os.Remove(path), ignoreNotExist(os.Remove(path+".tmp"))); err != nil {
+			g.Log.Error("release etcd's disk reserve", "path", path, "err", err)
+			return free
+		}
+		g.Log.Error("etcd's disk is full: released its reserve for etcd's own commits", "path", path, "freeMiB", free>>20, "reserveMiB", ReserveSize(total)>>20)
+		return free + ReserveSize(total)
+	case CreateReserve:
+		if err := makeReserve(path, int64(ReserveSize(total))); err != nil {
+			g.Log.Warn("make etcd's disk reserve", "path", path, "err", err)
+			return free
+		}
+		g.Log.Info("etcd's disk reserve in place", "path", path, "reserveMiB", ReserveSize(total)>>20)
+		return free - ReserveSize(total)
+	}
+	return free
+}
+
+func ignoreNotExist(err error) error {
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// makeReserve makes a file of size bytes at path with its blocks allocated (a sparse file would
+// free nothing when removed), whole or not at all.
+func makeReserve(path string, size int64) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	err = unix.Fallocate(int(f.Fd()), 0, 0, size)
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		err = writeZeros(f, size)
+	}
+	err = errors.Join(err, f.Sync(), f.Close())
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("reserve %d bytes: %w", size, err), os.Remove(tmp))
+	}
+	return nil
+}
+
+// writeZeros fills f with size zero bytes, for file systems without fallocate.
+func writeZeros(f *os.File, size int64) error {
+	chunk := make([]byte, 1<<20)
+	for written := int64(0); written < size; {
+		n, err := f.Write(chunk[:min(int64(len(chunk)), size-written)])
+		if err != nil {
+			return err
+		}
+		written += int64(n)
+	}
+	return nil
 }
 
 // defragment gives the member's free pages back to the file system when NeedsDefrag says so.

@@ -121,3 +121,63 @@ func TestFenceWrites(t *testing.T) {
 		t.Fatalf("put after the fence: %v", err)
 	}
 }
+
+// TestDecideReserve walks issue 32's scenario on a 400 MiB file system beside DecideSpace: the
+// reserve is made while there is room, released the moment another process takes the disk,
+// kept out while the fence is up, and made again once the space is back; making it never raises
+// the fence.
+func TestDecideReserve(t *testing.T) {
+	const total = 400 << 20
+	threshold, size := etcd.DiskReserve(total), etcd.ReserveSize(total)
+	if size < 16<<20 || size >= threshold {
+		t.Fatalf("reserve %d MiB on 400 MiB: want at least 16 MiB and under the fence's %d MiB", size>>20, threshold>>20)
+	}
+	free := uint64(230 << 20)
+	have, fenced := false, false
+	step := func(name string, wantAction etcd.ReserveAction, wantFence bool) {
+		t.Helper()
+		action := etcd.DecideReserve(free, total, have)
+		switch action {
+		case etcd.ReleaseReserve:
+			have, free = false, free+size
+		case etcd.CreateReserve:
+			have, free = true, free-size
+		}
+		fenced = etcd.DecideSpace(free, total, fenced).Fence
+		if action != wantAction || fenced != wantFence {
+			t.Errorf("%s: action %d fence %v, want %d %v (free %d MiB)", name, action, fenced, wantAction, wantFence, free>>20)
+		}
+	}
+	step("room at start: made", etcd.CreateReserve, false)
+	step("made once", etcd.KeepReserve, false)
+	free -= 50 << 20
+	step("ordinary use", etcd.KeepReserve, false)
+	free = 0 // dd took every free byte
+	step("disk full: released, writes fenced", etcd.ReleaseReserve, true)
+	free -= 4 << 20 // etcd's own commits used some of it
+	step("etcd commits into the released space", etcd.KeepReserve, true)
+	free += 100 << 20
+	step("some space back: still fenced, not made again", etcd.KeepReserve, true)
+	free = 230 << 20 // the fill was removed
+	step("space back: made again, fence down", etcd.CreateReserve, false)
+
+	for _, tc := range []struct {
+		name   string
+		free   uint64
+		have   bool
+		action etcd.ReserveAction
+	}{
+		{"just above the threshold keeps it", threshold, true, etcd.KeepReserve},
+		{"just under the threshold releases it", threshold - 1, true, etcd.ReleaseReserve},
+		{"not made when it would leave less than the fence's lifting point", 2*threshold + size - 1, false, etcd.KeepReserve},
+		{"made at the lifting point plus its size", 2*threshold + size, false, etcd.CreateReserve},
+		{"a large disk keeps 128 MiB", 100 << 30, false, etcd.CreateReserve},
+	} {
+		if got := etcd.DecideReserve(tc.free, total, tc.have); got != tc.action {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.action)
+		}
+	}
+	if got := etcd.ReserveSize(1 << 40); got != 128<<20 {
+		t.Errorf("ReserveSize(1 TiB) = %d MiB, want 128", got>>20)
+	}
+}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,9 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestFullDiskRefusesWritesAndRecovers: a node whose data dir is a small tmpfs, filled almost to
@@ -33,15 +37,7 @@ func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
 		_ = exec.Command("umount", "-l", mnt).Run()
 		os.RemoveAll(mnt)
 	})
-	dataDir := filepath.Join(mnt, "data")
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	c := &cluster{t: t, bin: skiffBinary, dataDir: dataDir}
-	c.ports = [3]int{freePort(t), freePort(t), freePort(t)}
-	c.kubeconfig = filepath.Join(dataDir, "admin.kubeconfig")
-	c.start()
-	t.Cleanup(c.stop)
+	c := startOn(t, mnt)
 
 	var acked []string
 	for i := range 20 {
@@ -122,4 +118,176 @@ func (c *cluster) readyzVerbose(t *testing.T) string {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return string(body)
+}
+
+// TestDiskFilledFromOutsideKeepsNodeAlive is issue 32's scenario: another process fills the file
+// system under an etcd,controlplane node at once (dd, faster than any poll of free space). etcd's
+// own background commits (leases, compaction) are not API writes the fence can refuse; without
+// room for them etcd exits on "failed to commit tx ... no space left on device" and the node
+// with it. The node must stay up, serve reads, refuse writes with a Status naming NOSPACE, and
+// take writes again by itself once the file is removed, with its reserve back in place.
+func TestDiskFilledFromOutsideKeepsNodeAlive(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a file system needs root")
+	}
+	mnt := smallExt4(t, 400)
+	c := startOn(t, mnt)
+	alive := func() {
+		t.Helper()
+		if exited(c.cmd.Process.Pid) {
+			t.Fatalf("the node exited; log:\n%s", c.log())
+		}
+	}
+	for i := range 3 {
+		c.kubectl("create", "configmap", fmt.Sprintf("before-%d", i), "--from-literal=k=v")
+	}
+	reserve := filepath.Join(c.dataDir, "etcd", "reserve")
+	eventually(t, 10*time.Second, func() error {
+		_, err := os.Stat(reserve)
+		return err
+	})
+
+	// Writers keep going while the disk fills, so that writes accepted just before the guard
+	// looks meet the full disk in etcd.
+	payload := filepath.Join(t.TempDir(), "payload")
+	if err := os.WriteFile(payload, []byte(strings.Repeat("x", 256<<10)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stopWriters := make(chan struct{})
+	var writers sync.WaitGroup
+	for w := range 4 {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stopWriters:
+					return
+				default:
+				}
+				_, _ = c.kubectlErr("create", "configmap", fmt.Sprintf("load-%d-%d", w, i), "--from-file=v="+payload)
+			}
+		}()
+	}
+	time.Sleep(2 * time.Second)
+	fill := filepath.Join(mnt, "fill")
+	out, err := exec.Command("dd", "if=/dev/zero", "of="+fill, "bs=1M", "count=600").CombinedOutput()
+	time.Sleep(3 * time.Second)
+	close(stopWriters)
+	writers.Wait()
+	if err == nil || !strings.Contains(string(out), "No space left") {
+		t.Fatalf("dd did not fill the file system: %v\n%s", err, out)
+	}
+	// Writes are refused with a Status naming NOSPACE; reads are served; the node lives on
+	// while etcd's background commits (the leases of the controllers and of the API server)
+	// keep going for a while.
+	eventually(t, 30*time.Second, func() error {
+		code, st := c.createConfigMap(t, "during")
+		if code == http.StatusCreated {
+			return fmt.Errorf("a write was accepted with the disk full")
+		}
+		if code != http.StatusInsufficientStorage || st.Reason != "InsufficientStorage" || !strings.Contains(st.Message, "NOSPACE") {
+			return fmt.Errorf("write refused without a 507 InsufficientStorage Status naming NOSPACE: %d %+v", code, st)
+		}
+		return nil
+	})
+	for i := range 20 {
+		alive()
+		mustContain(t, c.kubectl("get", "configmap", fmt.Sprintf("before-%d", i%3), "-o", "name"), "before-")
+		time.Sleep(time.Second)
+	}
+	alive()
+
+	if err := os.Remove(fill); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, func() error {
+		out, err := c.kubectlErr("create", "configmap", "after", "--from-literal=k=v")
+		if err != nil && !strings.Contains(out, "AlreadyExists") {
+			return fmt.Errorf("writes still refused after space was freed: %s", out)
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, func() error {
+		_, err := os.Stat(reserve)
+		return err
+	})
+	alive()
+}
+
+// createConfigMap POSTs a ConfigMap called name straight to the API server and answers the HTTP
+// status code and, for a refusal, the Status (kubectl's create words it its own way).
+func (c *cluster) createConfigMap(t *testing.T, name string) (int, metav1.Status) {
+	t.Helper()
+	tlsCfg, _ := c.adminTLS(t)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	body := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q},"data":{"k":"v"}}`, name)
+	resp, err := hc.Post("https://127.0.0.1:"+strconv.Itoa(c.ports[0])+"/api/v1/namespaces/default/configmaps", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("create configmap %s: %v", name, err)
+	}
+	defer resp.Body.Close()
+	var st metav1.Status
+	if resp.StatusCode != http.StatusCreated {
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			t.Fatalf("create configmap %s: %d without a Status: %v", name, resp.StatusCode, err)
+		}
+	}
+	return resp.StatusCode, st
+}
+
+// exited says whether process pid is gone or a zombie (it exited and nobody waited for it yet).
+func exited(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the command name in parentheses, which may itself hold spaces.
+	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
+	return strings.HasPrefix(strings.TrimSpace(rest), "Z")
+}
+
+// smallExt4 mounts a file system of mib MiB, ext4 on a loop device as a real disk is (no blocks
+// kept for root: skiff and dd both run as root), and removes it at the end of the test.
+func smallExt4(t *testing.T, mib int) string {
+	t.Helper()
+	dir := t.TempDir()
+	img, mnt := filepath.Join(dir, "fs.img"), filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, int64(mib)<<20); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-m", "0", img).CombinedOutput(); err != nil {
+		t.Skipf("mkfs.ext4: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot loop-mount a file system here: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Logf("umount %s: %v\n%s", mnt, err, out)
+			_ = exec.Command("umount", "-l", mnt).Run()
+		}
+	})
+	return mnt
+}
+
+// startOn starts an etcd,controlplane node with its data dir on the file system at mnt.
+func startOn(t *testing.T, mnt string) *cluster {
+	t.Helper()
+	dataDir := filepath.Join(mnt, "data")
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, bin: skiffBinary, dataDir: dataDir}
+	c.ports = [3]int{freePort(t), freePort(t), freePort(t)}
+	c.kubeconfig = filepath.Join(dataDir, "admin.kubeconfig")
+	c.start()
+	t.Cleanup(c.stop)
+	return c
 }
