@@ -60,8 +60,15 @@ func (s *Server) serveWithTimeout(w http.ResponseWriter, r *http.Request, d time
 	deadline := time.Now().Add(d)
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
-	// Not every ResponseWriter supports deadlines (tests' recorders); the context still applies.
-	_ = http.NewResponseController(w).SetReadDeadline(deadline)
+	if r.ContentLength != 0 {
+		// The body's reads end at the deadline. Only a request with a body: for one without,
+		// net/http is already reading the connection in the background (to notice a client that
+		// goes away), and that read failing at the deadline would be taken for a closed connection,
+		// which cancels the context of every later request on a kept-alive HTTP/1.x connection.
+		// Once a body has been read whole, net/http clears the deadline for that background read.
+		// Not every ResponseWriter supports deadlines (tests' recorders); the context still applies.
+		_ = http.NewResponseController(w).SetReadDeadline(deadline)
+	}
 	tw := &timeoutWriter{w: w, header: w.Header().Clone(), deadline: deadline}
 	done := make(chan any, 1)
 	go func() {
@@ -86,9 +93,7 @@ func (s *Server) serveWithTimeout(w http.ResponseWriter, r *http.Request, d time
 		}
 		return
 	}
-	// No check for a client that went away: the read deadline above also cancels the request's
-	// context (net/http takes the failed background read for a closed connection), and a write to
-	// a gone client fails harmlessly.
+	// No check for a client that went away: a write to a gone client fails harmlessly.
 	s.writeError(w, r, apierrors.NewTimeoutError("request did not complete within requested timeout - "+ctx.Err().Error(), 0))
 }
 

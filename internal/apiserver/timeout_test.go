@@ -190,3 +190,52 @@ func TestHandlerPanicReachesTheServer(t *testing.T) {
 		panic("boom")
 	})
 }
+
+// TestTimeoutLeavesTheConnectionUsable: after a 504 the next request on the same kept-alive
+// connection is served as usual, with a context of its own (the deadline once cancelled the
+// connection's context, and every later request on it was a 504 at once).
+func TestTimeoutLeavesTheConnectionUsable(t *testing.T) {
+	for _, tc := range []struct {
+		name, first string
+	}{
+		{"without a body", "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"},
+		{"with a whole body", "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := timeoutServer(t, 200*time.Millisecond, func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				if r.URL.Path == "/slow" {
+					<-r.Context().Done()
+					return
+				}
+				if err := r.Context().Err(); err != nil {
+					http.Error(w, "context ended before the request began: "+err.Error(), http.StatusInternalServerError)
+					return
+				}
+				fmt.Fprint(w, "ok")
+			})
+			conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+			br := bufio.NewReader(conn)
+			for i, req := range []string{tc.first, "GET /next HTTP/1.1\r\nHost: x\r\n\r\n"} {
+				if _, err := io.WriteString(conn, req); err != nil {
+					t.Fatal(err)
+				}
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("request %d: %v", i, err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				want := []int{http.StatusGatewayTimeout, http.StatusOK}[i]
+				if resp.StatusCode != want {
+					t.Fatalf("request %d on the connection: %d %s, want %d", i, resp.StatusCode, body, want)
+				}
+			}
+		})
+	}
+}
