@@ -1,14 +1,26 @@
 #!/usr/bin/env bash
-# Runs the upstream Kubernetes [Conformance] specs (e2e.test v1.33.13) against a
-# fresh skiff cluster (a control-plane node with every role plus --workers joined
-# worker nodes, each in a network namespace of its own), offline. Not part of .ci/run: the whole suite
-# takes about an hour. See README "Conformance".
+# Runs upstream Kubernetes e2e specs (e2e.test v1.33.13) against a fresh skiff cluster (a
+# control-plane node with every role plus --workers joined worker nodes, each in a network
+# namespace of its own), offline: by default the [Conformance] specs, or another suite. Not part of
+# .ci/run: the conformance suite takes about an hour. See README "Conformance".
 #
 #   hack/conformance.sh                       all [Conformance] specs: parallel ones, then [Serial]
 #   hack/conformance.sh --focus 'ConfigMap'   only those whose name also matches REGEX
+#   hack/conformance.sh --suite default --sig network   the kind CI job's selection, sig-network only
+#   hack/e2e.sh ...                           the same with --suite default
 #
 # Options:
-#   --focus REGEX   run only [Conformance] specs whose name matches REGEX
+#   --suite NAME    which specs (each in parallel, then its [Serial] ones):
+#                     conformance  [Conformance] (the default)
+#                     default      what Kubernetes' kind CI jobs run: no Feature: label, not Slow,
+#                                  Disruptive or Flaky (Feature: isEmpty && !Slow && !Disruptive && !Flaky)
+#                     netpol       the NetworkPolicy specs (Feature: containsAny NetworkPolicy)
+#                     csi          [sig-storage] CSI Volumes [Driver: csi-hostpath] and CSI Mock
+#                   (netpol, csi: not Slow, Disruptive or Flaky)
+#   --sig NAME      only the specs of one SIG (its label sig-NAME: node, network, apps, storage, ...)
+#   --print-selection  print the label filters and focus the options choose, and exit
+#   --focus REGEX   run only the suite's specs whose name matches REGEX (with csi: the part of
+#                   the name after the suite's own "[sig-storage] CSI ..." prefix)
 #   --skip REGEX    and skip those matching REGEX
 #   --procs N       parallel ginkgo processes (default 3)
 #   --timeout D     ginkgo's time limit for each of the two runs (default 3h); specs cut by it
@@ -17,7 +29,9 @@
 #   --no-disruptive skip the 2 [Disruptive] [Conformance] specs (NoExecuteTaintManager: they taint
 #                   a node and evict its pods); by default the [Serial] part runs them, as a
 #                   certified conformance run does
-#   --results DIR   where junit reports, logs and the summary go (default /tmp/skiff-conformance-<time>)
+#   --results DIR   where junit reports, logs, the summary and results.md (the results page:
+#                   per SIG passed/failed/skipped, failures by the cause written down in
+#                   hack/conformance/causes.tsv, skip reasons) go (default /tmp/skiff-conformance-<time>)
 #   --workers N     worker nodes joined beside the control-plane node (default 2: the suite
 #                   assumes at least two schedulable nodes); 0 runs the one all-roles node alone
 #   --keep          leave the cluster running at the end (prints how to stop it)
@@ -46,6 +60,7 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 
 focus='' skip='' procs=3 serial=1 disruptive=1 keep=0 timeout=3h workers=2 check_host=0
+suite=conformance sig='' print_selection=0
 results=/tmp/skiff-conformance-$(date -u +%Y%m%dT%H%M%S)
 while (($#)); do
 	case $1 in
@@ -59,10 +74,48 @@ while (($#)); do
 	--keep) keep=1; shift ;;
 	--workers) workers=$2; shift 2 ;;
 	--check-host) check_host=1; shift ;;
+	--suite) suite=$2; shift 2 ;;
+	--sig) sig=$2; shift 2 ;;
+	--print-selection) print_selection=1; shift ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
+
+# The suite's specs: a ginkgo label filter for the parallel run and one for the [Serial] run
+# (Serial is a label in e2e.test v1.33), and a focus some suites add to the name.
+not_unstable='!Slow && !Disruptive && !Flaky'
+suite_focus=''
+case $suite in
+conformance)
+	parallel_filter='Conformance && !Serial && !Disruptive'
+	serial_filter='Conformance && Serial'
+	((disruptive)) || serial_filter+=' && !Disruptive'
+	;;
+default)
+	parallel_filter="Feature: isEmpty && !Serial && $not_unstable"
+	serial_filter="Feature: isEmpty && Serial && $not_unstable"
+	;;
+netpol)
+	parallel_filter="Feature: containsAny NetworkPolicy && !Serial && $not_unstable"
+	serial_filter="Feature: containsAny NetworkPolicy && Serial && $not_unstable"
+	;;
+csi)
+	parallel_filter="!Serial && $not_unstable"
+	serial_filter="Serial && $not_unstable"
+	suite_focus='\[sig-storage\] CSI (Volumes \[Driver: csi-hostpath\]|Mock)'
+	;;
+*) echo "unknown --suite $suite (conformance, default, netpol, csi)" >&2; exit 2 ;;
+esac
+if [[ -n $sig ]]; then
+	[[ $sig =~ ^[a-z]+(-[a-z]+)*$ && $sig != sig-* ]] || { echo "--sig takes a SIG's name without sig- (node, network, api-machinery, ...)" >&2; exit 2; }
+	parallel_filter="($parallel_filter) && sig-$sig"
+	serial_filter="($serial_filter) && sig-$sig"
+fi
+if ((print_selection)); then
+	printf 'parallel: %s\nserial: %s\nfocus: %s\n' "$parallel_filter" "$serial_filter" "$suite_focus"
+	exit 0
+fi
 
 version=v1.33.13
 cache=${SKIFF_CONFORMANCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/skiff-conformance}
@@ -275,19 +328,23 @@ kubectl get nodes -o wide >"$results/nodes.txt" 2>&1 || true
 # --- the specs ---
 e2e_args=(--kubeconfig="$KUBECONFIG" --provider=skeleton --disable-log-dump)
 ginkgo_args=(--timeout="$timeout" --poll-progress-after=5m --no-color --output-dir="$results")
-[[ -n $focus ]] && ginkgo_args+=(--focus="$focus")
+# ginkgo ORs several --focus flags: a suite's own focus and the user's are one regex, the user's
+# matching the rest of the name after the suite's part.
+if [[ -n $suite_focus ]]; then
+	ginkgo_args+=(--focus="$suite_focus${focus:+.*($focus)}")
+elif [[ -n $focus ]]; then
+	ginkgo_args+=(--focus="$focus")
+fi
 [[ -n $skip ]] && ginkgo_args+=(--skip="$skip")
 
 status=0
-log "parallel [Conformance] specs (--procs=$procs)"
+log "parallel $suite specs ($parallel_filter, --procs=$procs)"
 "$cache/bin/ginkgo" run --procs="$procs" "${ginkgo_args[@]}" \
-	--label-filter='Conformance && !Serial && !Disruptive' --junit-report=junit_parallel.xml \
+	--label-filter="$parallel_filter" --junit-report=junit_parallel.xml \
 	"$cache/bin/e2e.test" -- "${e2e_args[@]}" >"$results/parallel.log" 2>&1 || status=1
 reports=("$results/junit_parallel.xml")
 if ((serial)); then
-	serial_filter='Conformance && Serial'
-	((disruptive)) || serial_filter+=' && !Disruptive'
-	log "[Serial] [Conformance] specs ($serial_filter)"
+	log "[Serial] $suite specs ($serial_filter)"
 	"$cache/bin/ginkgo" run "${ginkgo_args[@]}" \
 		--label-filter="$serial_filter" --junit-report=junit_serial.xml \
 		"$cache/bin/e2e.test" -- "${e2e_args[@]}" >"$results/serial.log" 2>&1 || status=1
@@ -297,10 +354,11 @@ fi
 existing=()
 for r in "${reports[@]}"; do [[ -f $r ]] && existing+=("$r"); done
 if ((${#existing[@]})); then
-	(cd "$repo" && go run ./hack/conformance/junitsum "${existing[@]}") | tee "$results/summary.txt"
+	(cd "$repo" && go run ./hack/conformance/junitsum -page "$results/results.md" -causes hack/conformance/causes.tsv \
+		-title "skiff: e2e.test $version, suite $suite${sig:+, sig-$sig}" "${existing[@]}") | tee "$results/summary.txt"
 else
 	echo "no junit report was written; see $results/parallel.log" >&2
 	status=1
 fi
-log "results in $results (junit_*.xml, parallel.log, serial.log, skiff.log, summary.txt)"
+log "results in $results (junit_*.xml, parallel.log, serial.log, skiff.log, summary.txt, results.md)"
 exit $status

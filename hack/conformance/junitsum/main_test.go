@@ -28,7 +28,7 @@ func TestSummarize(t *testing.T) {
 	for s, c := range bySig {
 		got[s] = *c
 	}
-	want := map[string]tally{"sig-node": {1, 1}, "sig-apps": {0, 1}, "sig-storage": {1, 0}}
+	want := map[string]tally{"sig-node": {1, 1, 0}, "sig-apps": {0, 1, 1}, "sig-storage": {1, 0, 0}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("per SIG = %v, want %v", got, want)
 	}
@@ -44,8 +44,8 @@ func TestOutcomeWithoutStatus(t *testing.T) {
 		want string
 	}{
 		{testCase{}, "passed"},
-		{testCase{Skipped: &struct{}{}}, "skipped"},
-		{testCase{Failure: &struct{}{}}, "failed"},
+		{testCase{Skipped: &message{}}, "skipped"},
+		{testCase{Failure: &message{}}, "failed"},
 		{testCase{Status: "interrupted"}, "failed"},
 		{testCase{Status: "pending"}, "skipped"},
 	} {
@@ -67,8 +67,10 @@ func TestSig(t *testing.T) {
 func TestSpecName(t *testing.T) {
 	for in, want := range map[string]string{
 		"[It] [sig-node] ConfigMap should be consumable via the environment [NodeConformance] [Conformance] [sig-node, NodeConformance, Conformance]": "[sig-node] ConfigMap should be consumable via the environment [NodeConformance] [Conformance]",
-		"[sig-apps] Job should do [Conformance]": "[sig-apps] Job should do [Conformance]",
-		"[SynchronizedBeforeSuite]":              "[SynchronizedBeforeSuite]",
+		"[sig-apps] Job should do [Conformance]":                                        "[sig-apps] Job should do [Conformance]",
+		"[SynchronizedBeforeSuite]":                                                     "[SynchronizedBeforeSuite]",
+		"[It] [sig-node] Pods should run [sig-node]":                                    "[sig-node] Pods should run",
+		"[It] [sig-storage] In-tree Volumes [Driver: gcepd] should mount [sig-storage]": "[sig-storage] In-tree Volumes [Driver: gcepd] should mount",
 	} {
 		if got := specName(in); got != want {
 			t.Errorf("specName(%q) = %q, want %q", in, got, want)
