@@ -41,8 +41,9 @@ func TestProtectPluginsConfig(t *testing.T) {
 	}
 }
 
-// TestAdmissionOrder: LimitRanger, PodSecurity and the image policy sit with the built-in plugins,
-// ResourceQuota comes after the webhooks and policies, as upstream orders them.
+// TestAdmissionOrder: StorageObjectInUseProtection follows DefaultStorageClass; LimitRanger, PodSecurity
+// and the image policy sit with the built-in plugins, ResourceQuota comes after the webhooks and
+// policies, as upstream orders them.
 func TestAdmissionOrder(t *testing.T) {
 	chain, err := newAdmission(&Config{})
 	if err != nil {
@@ -53,7 +54,7 @@ func TestAdmissionOrder(t *testing.T) {
 		names = append(names, p.Name())
 	}
 	got := strings.Join(names, ",")
-	want := "NamespaceLifecycle,ServiceAccount,DefaultTolerationSeconds,Priority,RuntimeClass,DefaultStorageClass,LimitRanger,PodSecurity,ImagePolicy," +
+	want := "NamespaceLifecycle,ServiceAccount,DefaultTolerationSeconds,Priority,RuntimeClass,DefaultStorageClass,StorageObjectInUseProtection,LimitRanger,PodSecurity,ImagePolicy," +
 		"MutatingAdmissionWebhook,ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,ResourceQuota"
 	if got != want {
 		t.Errorf("chain\n got %s\nwant %s", got, want)

@@ -1,4 +1,6 @@
 // Package volumeutil holds the volume rules that both the persistentvolume-binder controller and the
 // scheduler's VolumeBinding plugin apply, so that the volume the scheduler plans for a claim is the
-// one the binder would choose. It depends only on the API types.
+// one the binder would choose; the names of the claims a pod's volumes use; and the names of the
+// storage protection finalizers that admission sets and the pvc-protection and pv-protection
+// controllers remove. It depends only on the API types.
 package volumeutil

@@ -53,6 +53,10 @@ const (
 	DNSEndpoints = "dns-endpoints"
 	// HorizontalPodAutoscaling scales the targets of HorizontalPodAutoscalers from their metrics.
 	HorizontalPodAutoscaling = "horizontalpodautoscaling"
+	// PVCProtection keeps a claim being deleted while a pod uses it (the kubernetes.io/pvc-protection finalizer).
+	PVCProtection = "pvc-protection"
+	// PVProtection keeps a volume being deleted while it is bound (the kubernetes.io/pv-protection finalizer).
+	PVProtection = "pv-protection"
 )
 
 // KnownControllers lists every controller name --controllers accepts.
@@ -61,7 +65,7 @@ func KnownControllers() []string {
 		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption,
 		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring, CSRSigning, CSRApproving, CSRCleaner,
 		ReplicationController, ClusterRoleAggregation, LocalPathProvisioner, DNSEndpoints, TokenCleaner,
-		HorizontalPodAutoscaling}
+		HorizontalPodAutoscaling, PVCProtection, PVProtection}
 }
 
 // ParseControllers turns --controllers values into the set of enabled

@@ -24,6 +24,8 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/nodelifecycle"
 	"github.com/skiff-sh/skiff/internal/controller/podgc"
 	"github.com/skiff-sh/skiff/internal/controller/pvbinder"
+	"github.com/skiff-sh/skiff/internal/controller/pvcprotection"
+	"github.com/skiff-sh/skiff/internal/controller/pvprotection"
 	"github.com/skiff-sh/skiff/internal/controller/replicaset"
 	"github.com/skiff-sh/skiff/internal/controller/replication"
 	"github.com/skiff-sh/skiff/internal/controller/resourcequota"
@@ -52,6 +54,8 @@ func constructors() map[string]constructor {
 		TTLAfterFinished:       func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return ttlafterfinished.New(deps) },
 		ServiceAccount:         func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return serviceaccount.New(deps) },
 		PersistentVolumeBinder: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return pvbinder.New(deps) },
+		PVCProtection:          func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return pvcprotection.New(deps) },
+		PVProtection:           func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return pvprotection.New(deps) },
 		LocalPathProvisioner: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			return localpath.New(deps, localpath.Config{Dir: cfg.LocalPathDir, HelperImage: cfg.LocalPathHelperImage, Logger: deps.Log()})
 		},

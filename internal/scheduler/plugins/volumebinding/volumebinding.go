@@ -138,24 +138,9 @@ func New(raw json.RawMessage, h framework.Handle) (framework.Plugin, error) {
 // Name returns the plugin name.
 func (*VolumeBinding) Name() string { return Name }
 
-// claimNames lists the claims a pod's volumes use (generic ephemeral volumes name theirs
-// <pod>-<volume>).
-func claimNames(pod *v1.Pod) []string {
-	var out []string
-	for _, v := range pod.Spec.Volumes {
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			out = append(out, v.PersistentVolumeClaim.ClaimName)
-		case v.Ephemeral != nil:
-			out = append(out, pod.Name+"-"+v.Name)
-		}
-	}
-	return out
-}
-
 // PreFilter reads the pod's claims and their volumes and classes.
 func (b *VolumeBinding) PreFilter(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ framework.NodeInfoLister) *framework.Status {
-	names := claimNames(pod)
+	names := volumeutil.PodClaimNames(pod)
 	if len(names) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
