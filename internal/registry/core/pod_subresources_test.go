@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 )
 
 func debugContainer(name string, mods ...func(*corev1.EphemeralContainer)) corev1.EphemeralContainer {
@@ -120,6 +121,23 @@ func TestPodResize(t *testing.T) {
 		corev1.ResourceList{corev1.ResourceCPU: qty("500m"), corev1.ResourceMemory: qty("128Mi")},
 	).obj()
 
+	twoContainers := burstable.DeepCopy()
+	second := twoContainers.Spec.Containers[0].DeepCopy()
+	second.Name = "sidekick"
+	twoContainers.Spec.Containers = append(twoContainers.Spec.Containers, *second)
+	withInit := func(sidecar bool) *corev1.Pod {
+		p := burstable.DeepCopy()
+		c := p.Spec.Containers[0].DeepCopy()
+		c.Name = "setup"
+		if sidecar {
+			c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+		}
+		p.Spec.InitContainers = []corev1.Container{*c}
+		return p
+	}
+	onOldNode := burstable.DeepCopy()
+	onOldNode.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "web", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+
 	pod, errs := resizeUpdate(t, burstable, func(p *corev1.Pod) {
 		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = qty("750m")
 		p.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
@@ -131,6 +149,28 @@ func TestPodResize(t *testing.T) {
 		t.Fatalf("after the resize: %+v", pod.Spec.Containers[0])
 	}
 
+	// A memory limit may go down when the container restarts for it.
+	_, errs = resizeUpdate(t, burstable, func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = qty("200Mi")
+		p.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+	})
+	requireNoErrors(t, errs)
+	// A sidecar is resized like a container; a reordering is never applied to other containers.
+	pod, errs = resizeUpdate(t, withInit(true), func(p *corev1.Pod) {
+		p.Spec.InitContainers[0].Resources.Limits[corev1.ResourceCPU] = qty("2")
+	})
+	requireNoErrors(t, errs)
+	if got := pod.Spec.InitContainers[0].Resources.Limits[corev1.ResourceCPU]; got.String() != "2" {
+		t.Fatalf("sidecar after the resize: %+v", pod.Spec.InitContainers[0].Resources)
+	}
+	pod, _ = resizeUpdate(t, twoContainers, func(p *corev1.Pod) {
+		p.Spec.Containers[0], p.Spec.Containers[1] = p.Spec.Containers[1], p.Spec.Containers[0]
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = qty("900m")
+	})
+	if pod.Spec.Containers[0].Name != "sidekick" {
+		t.Fatalf("a reordered request was applied instead of refused: %v", pod.Spec.Containers)
+	}
+
 	tests := []struct {
 		name   string
 		old    *corev1.Pod
@@ -138,9 +178,25 @@ func TestPodResize(t *testing.T) {
 		want   wantErr
 	}{
 		{"limit removed", burstable, func(p *corev1.Pod) { delete(p.Spec.Containers[0].Resources.Limits, corev1.ResourceMemory) },
-			wantErr{"spec.containers[0].resources.limits[memory]", field.ErrorTypeForbidden, "resource limits cannot be removed"}},
+			wantErr{"spec.containers[0].resources.limits", field.ErrorTypeForbidden, "resource limits cannot be removed"}},
 		{"request removed", burstable, func(p *corev1.Pod) { delete(p.Spec.Containers[0].Resources.Requests, corev1.ResourceCPU) },
-			wantErr{"spec.containers[0].resources.requests[cpu]", field.ErrorTypeForbidden, "resource requests cannot be removed"}},
+			wantErr{"spec.containers[0].resources.requests", field.ErrorTypeForbidden, "resource requests cannot be removed"}},
+		{"memory limit lowered without a restart", burstable, func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = qty("200Mi")
+		}, wantErr{"spec.containers[0].resources.limits[memory]", field.ErrorTypeForbidden, "memory limits cannot be decreased unless resizePolicy is RestartContainer"}},
+		{"memory limit added without a restart", makePod("web").node("n1").resources(
+			corev1.ResourceList{corev1.ResourceCPU: qty("1")}, corev1.ResourceList{corev1.ResourceCPU: qty("500m"), corev1.ResourceMemory: qty("128Mi")}).obj(),
+			func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = qty("1Gi") },
+			wantErr{"spec.containers[0].resources.limits[memory]", field.ErrorTypeForbidden, "memory limits cannot be added unless resizePolicy is RestartContainer"}},
+		{"reordered", twoContainers, func(p *corev1.Pod) {
+			p.Spec.Containers[0], p.Spec.Containers[1] = p.Spec.Containers[1], p.Spec.Containers[0]
+		}, wantErr{"spec.containers[0].name", field.ErrorTypeForbidden, "containers may not be renamed or reordered on resize"}},
+		{"init container", withInit(false), func(p *corev1.Pod) {
+			p.Spec.InitContainers[0].Resources.Requests[corev1.ResourceCPU] = qty("200m")
+		}, wantErr{"spec", field.ErrorTypeForbidden, "resources for non-sidecar init containers are immutable"}},
+		{"node without resize", onOldNode, func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = qty("750m")
+		}, wantErr{"spec", field.ErrorTypeForbidden, "Pod running on node without support for resize"}},
 		{"qos changes", burstable, func(p *corev1.Pod) {
 			p.Spec.Containers[0].Resources.Requests = p.Spec.Containers[0].Resources.Limits.DeepCopy()
 		}, wantErr{"spec", field.ErrorTypeInvalid, "Pod QOS Class may not change as a result of resizing"}},
