@@ -455,8 +455,9 @@ func ensureCertificates(cfg *Config, now time.Time) (*nodeCerts, error) {
 }
 
 // servingTLS is the API server's TLS: its serving certificates (ECDSA, and RSA for clients that
-// offer only RSA suites), and client certificates of the cluster CA or of the front proxy's
-// (frontProxyCA; the authenticators tell the two apart).
+// offer only RSA suites or need the static RSA key exchange, pki.ServeStaticRSA), and client
+// certificates of the cluster CA or of the front proxy's (frontProxyCA; the authenticators tell
+// the two apart).
 func servingTLS(c *nodeCerts, frontProxyCA []byte) (*tls.Config, error) {
 	// The chain ends with the CA, so a joining node can check it against the pin in its join token
 	// before it trusts the server or sends its token (internal/join).
@@ -475,7 +476,7 @@ func servingTLS(c *nodeCerts, frontProxyCA []byte) (*tls.Config, error) {
 	if len(frontProxyCA) > 0 && !pool.AppendCertsFromPEM(frontProxyCA) {
 		return nil, errors.New("front-proxy CA certificate does not parse")
 	}
-	return apiserver.TLSConfig(certs, &tls.Config{ClientCAs: pool}), nil
+	return pki.ServeStaticRSA(apiserver.TLSConfig(certs, &tls.Config{ClientCAs: pool}), func() *tls.Certificate { return pki.RSACertificate(certs) }), nil
 }
 
 // firstServiceIP is the service range's first address: the "kubernetes" service's cluster IP.

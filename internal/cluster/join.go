@@ -135,12 +135,7 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 	if !pool.AppendCertsFromPEM(ca) {
 		return fmt.Errorf("cluster CA %s does not parse", id.CAPath())
 	}
-	serverTLS := &tls.Config{
-		GetCertificate: serving.get,
-		// Certificates are verified when given; callers without one bring a bearer token, which
-		// the kubelet reviews (kubeletauth), as on every other node.
-		ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12,
-	}
+	serverTLS := joinedKubeletTLS(serving, pool)
 	// Every component reaches the API servers through the node-local balancer (joinlb.go); it
 	// outlives the roles, so the kubelet's last status writes still go through.
 	nodeLB, err := startJoinedLB(ctx, &cfg, id)
@@ -212,6 +207,28 @@ func (s *servingCert) get(hello *tls.ClientHelloInfo) (*tls.Certificate, error) 
 		return nil, errors.New("kubelet serving certificate not issued yet")
 	}
 	return pki.PickServing(hello, *certs)
+}
+
+// joinedKubeletTLS is a joined node's kubelet TLS: the serving certificates of the moment
+// (renewed while the node runs), and client certificates of the cluster CA verified when given;
+// callers without one bring a bearer token, which the kubelet reviews (kubeletauth), as on every
+// other node.
+func joinedKubeletTLS(serving *servingCert, clientCAs *x509.CertPool) *tls.Config {
+	cfg := &tls.Config{
+		GetCertificate: serving.get,
+		ClientCAs:      clientCAs, ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12,
+	}
+	return pki.ServeStaticRSA(cfg, serving.rsa)
+}
+
+// rsa is the current RSA certificate, for the clients that need the static RSA key exchange
+// (pki.ServeStaticRSA); nil until one is issued.
+func (s *servingCert) rsa() *tls.Certificate {
+	certs := s.certs.Load()
+	if certs == nil {
+		return nil
+	}
+	return pki.RSACertificate(*certs)
 }
 
 // due reports whether the serving certificates are to be requested: none is loaded, one of the

@@ -24,11 +24,12 @@ import (
 	"github.com/skiff-sh/skiff/internal/pki/pkitest"
 )
 
-// TestServingTLSTakesRSAOnlyClients is issue 32's item 4: a client that offers only RSA cipher
-// suites (busybox wget's built-in TLS in an older image) failed the handshake with every skiff
-// TLS port, whose only certificate was ECDSA. The API server's, the kubelet's of a server node
-// and the kubelet's of a joined node now serve it an RSA certificate, verified against the cluster
-// CA for the names it is reached by; a client that offers ECDSA still gets ECDSA.
+// TestServingTLSTakesRSAOnlyClients is issue 32's item 4: busybox wget's built-in TLS (TLS 1.2
+// without the signature_algorithms extension) and a client that offers only RSA cipher suites
+// failed the handshake with every skiff TLS port (alert 40), whose only certificate was ECDSA. The
+// API server's, the kubelet's of a server node and the kubelet's of a joined node now serve the
+// first over the static RSA key exchange and the second an RSA certificate, verified against the
+// cluster CA for the names it is reached by; a client that offers ECDSA still gets ECDSA.
 func TestServingTLSTakesRSAOnlyClients(t *testing.T) {
 	now := time.Now()
 	cfg := &Config{DataDir: t.TempDir(), NodeName: "n1", AdvertiseAddress: "127.0.0.1", BindAddress: "127.0.0.1", ServiceCIDR: "10.43.0.0/16", HTTPSPort: 6443, LBPort: 6444}
@@ -48,7 +49,7 @@ func TestServingTLSTakesRSAOnlyClients(t *testing.T) {
 	if !roots.AppendCertsFromPEM(certs.caPEM) {
 		t.Fatal("cluster CA does not parse")
 	}
-	joinedTLS := joinedKubeletTLS(t, now)
+	joinedTLS := issuedJoinedKubelet(t, now)
 	for _, ep := range []struct {
 		name       string
 		server     *tls.Config
@@ -61,6 +62,10 @@ func TestServingTLSTakesRSAOnlyClients(t *testing.T) {
 		{"kubelet of a joined node", joinedTLS.server, "w1", joinedTLS.roots},
 	} {
 		t.Run(ep.name, func(t *testing.T) {
+			// busybox wget's own hello: TLS 1.2 without signature_algorithms.
+			if suite, err := pkitest.LegacyHello(ep.server, pkitest.BusyboxSuites()); err != nil || suite != tls.TLS_RSA_WITH_AES_128_GCM_SHA256 {
+				t.Errorf("busybox wget's ClientHello: %s, %v; want TLS_RSA_WITH_AES_128_GCM_SHA256", tls.CipherSuiteName(suite), err)
+			}
 			for _, c := range []struct {
 				name   string
 				client *tls.Config
@@ -88,9 +93,9 @@ type joinedServer struct {
 	roots  *x509.CertPool
 }
 
-// joinedKubeletTLS is a joined node's kubelet TLS (the GetCertificate of joinAndRun) after it
-// obtained its serving certificates through CSRs, which a fake API server signs at creation.
-func joinedKubeletTLS(t *testing.T, now time.Time) joinedServer {
+// issuedJoinedKubelet is a joined node's kubelet TLS after it obtained its serving certificates
+// through CSRs, which a fake API server signs at creation.
+func issuedJoinedKubelet(t *testing.T, now time.Time) joinedServer {
 	t.Helper()
 	ca, err := pki.LoadOrCreateCA(t.TempDir(), "ca", "test-ca", now)
 	if err != nil {
@@ -105,7 +110,7 @@ func joinedKubeletTLS(t *testing.T, now time.Time) joinedServer {
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Cert)
-	return joinedServer{server: &tls.Config{GetCertificate: serving.get, MinVersion: tls.VersionTLS12}, roots: roots}
+	return joinedServer{server: joinedKubeletTLS(serving, roots), roots: roots}
 }
 
 // signingClient is a fake API server with node w1 registered at 127.0.0.1 that issues every
@@ -166,7 +171,7 @@ func TestJoinedServingCertUpgrade(t *testing.T) {
 	if !serving.due(now) {
 		t.Fatal("a node with the ECDSA pair alone is not due for its serving certificates")
 	}
-	server := &tls.Config{GetCertificate: serving.get, MinVersion: tls.VersionTLS12}
+	server := joinedKubeletTLS(serving, nil)
 	if state, err := pkitest.Handshake(server, &tls.Config{InsecureSkipVerify: true}); err != nil || pkitest.PublicKeyAlgorithm(state) != "ECDSA" { //nolint:gosec // only the key type is checked
 		t.Fatalf("before the request: %s, %v; want the ECDSA pair served", pkitest.PublicKeyAlgorithm(state), err)
 	}

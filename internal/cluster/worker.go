@@ -141,9 +141,10 @@ func runKubelet(ctx context.Context, cfg *Config, id kubeletIdentity) error {
 }
 
 // kubeletServingTLS is the kubelet API's TLS: serving certificates (ECDSA, and RSA for clients
-// that offer only RSA suites) for the node's names and addresses signed by the cluster CA; client
-// certificates are verified when given (the API server's), and callers without one may bring a
-// bearer token (kubeletauth reviews both).
+// that offer only RSA suites or need the static RSA key exchange, pki.ServeStaticRSA) for the
+// node's names and addresses signed by the cluster CA; client certificates are verified when
+// given (the API server's), and callers without one may bring a bearer token (kubeletauth
+// reviews both).
 func kubeletServingTLS(cfg *Config, now time.Time) (*tls.Config, error) {
 	dir := filepath.Join(cfg.DataDir, "pki")
 	ca, err := pki.LoadOrCreateCA(dir, "ca", "skiff-ca", now)
@@ -164,7 +165,8 @@ func kubeletServingTLS(cfg *Config, now time.Time) (*tls.Config, error) {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
-	return &tls.Config{Certificates: certs, ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12}, nil
+	serverTLS := &tls.Config{Certificates: certs, ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12}
+	return pki.ServeStaticRSA(serverTLS, func() *tls.Certificate { return pki.RSACertificate(certs) }), nil
 }
 
 // kubeletClientTLS is the API server's side of that connection: its own client certificate and

@@ -1,11 +1,14 @@
 package pki
 
 import (
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -100,4 +103,60 @@ func PickServing(hello *tls.ClientHelloInfo, certs []tls.Certificate) (*tls.Cert
 		}
 	}
 	return &certs[0], nil
+}
+
+// NeedsStaticRSA reports whether a ClientHello can complete a handshake with a Go server only over
+// the static RSA key exchange (an RSA certificate, and no signature). That is a client without
+// TLS 1.3 that sends no signature_algorithms extension: RFC 9155 made it mandatory in TLS 1.2 and
+// Go 1.25 stopped assuming SHA-1 for its absence, so every ECDHE handshake with it fails with
+// alert 40, handshake_failure, whatever the certificate. busybox wget's built-in TLS is one (1.35
+// offers ECDHE suites, ECDSA ones included, but no signature_algorithms). A client that offers no
+// ECDHE suite at all needs the static RSA key exchange too.
+func NeedsStaticRSA(hello *tls.ClientHelloInfo) bool {
+	if slices.Contains(hello.SupportedVersions, tls.VersionTLS13) {
+		return false
+	}
+	return len(hello.SignatureSchemes) == 0 || !slices.ContainsFunc(hello.CipherSuites, isECDHE)
+}
+
+func isECDHE(id uint16) bool { return strings.Contains(tls.CipherSuiteName(id), "_ECDHE_") }
+
+// StaticRSASuites are the cipher suites served to a client that NeedsStaticRSA, AEAD first. Go
+// leaves them out of its defaults (no forward secrecy), so only such clients, which could not
+// connect at all otherwise, get them; CBC with SHA-256 is for busybox versions without GCM.
+func StaticRSASuites() []uint16 {
+	return []uint16{
+		tls.TLS_RSA_WITH_AES_128_GCM_SHA256, tls.TLS_RSA_WITH_AES_256_GCM_SHA384,
+		tls.TLS_RSA_WITH_AES_128_CBC_SHA256, tls.TLS_RSA_WITH_AES_128_CBC_SHA, tls.TLS_RSA_WITH_AES_256_CBC_SHA,
+	}
+}
+
+// ServeStaticRSA makes cfg answer a ClientHello that NeedsStaticRSA with a copy of itself that
+// offers only StaticRSASuites, TLS 1.2 and the RSA certificate rsaCert returns; every other
+// ClientHello, and every one while rsaCert returns nil, gets cfg as it is. It returns cfg.
+func ServeStaticRSA(cfg *tls.Config, rsaCert func() *tls.Certificate) *tls.Config {
+	base := cfg.Clone()
+	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		cert := rsaCert()
+		if cert == nil || !NeedsStaticRSA(hello) {
+			return nil, nil
+		}
+		legacy := base.Clone()
+		legacy.Certificates, legacy.GetCertificate = []tls.Certificate{*cert}, nil
+		legacy.CipherSuites, legacy.MaxVersion = StaticRSASuites(), tls.VersionTLS12
+		// HTTP/2 forbids these suites (RFC 7540, appendix A).
+		legacy.NextProtos = slices.DeleteFunc(slices.Clone(base.NextProtos), func(p string) bool { return p == "h2" })
+		return legacy, nil
+	}
+	return cfg
+}
+
+// RSACertificate is the first certificate of certs with an RSA key, nil when none has one.
+func RSACertificate(certs []tls.Certificate) *tls.Certificate {
+	for i := range certs {
+		if _, ok := certs[i].PrivateKey.(*rsa.PrivateKey); ok {
+			return &certs[i]
+		}
+	}
+	return nil
 }

@@ -229,3 +229,47 @@ func readPairs(t *testing.T, files []pki.KeyPairFiles) [2]string {
 	}
 	return out
 }
+
+// TestServeStaticRSA: busybox wget's ClientHello (TLS 1.2, no signature_algorithms) is answered
+// with alert 40 by a Go server whatever its certificates, and with the static RSA key exchange on
+// the RSA certificate once ServeStaticRSA is set; a Go client still gets ECDHE on ECDSA.
+func TestServeStaticRSA(t *testing.T) {
+	_, certs := newServing(t)
+	plain := &tls.Config{Certificates: certs, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
+	if suite, err := pkitest.LegacyHello(plain, pkitest.BusyboxSuites()); err == nil || !strings.Contains(err.Error(), "alert code 40") {
+		t.Fatalf("busybox's hello without ServeStaticRSA: %s, %v; want alert 40 (what the cause is)", tls.CipherSuiteName(suite), err)
+	}
+	served := pki.ServeStaticRSA(plain.Clone(), func() *tls.Certificate { return pki.RSACertificate(certs) })
+	suite, err := pkitest.LegacyHello(served, pkitest.BusyboxSuites())
+	if err != nil || suite != tls.TLS_RSA_WITH_AES_128_GCM_SHA256 {
+		t.Fatalf("busybox's hello: %s, %v; want TLS_RSA_WITH_AES_128_GCM_SHA256", tls.CipherSuiteName(suite), err)
+	}
+	// Without an RSA certificate (a joined node before its CSR is issued) nothing changes.
+	none := pki.ServeStaticRSA(plain.Clone(), func() *tls.Certificate { return nil })
+	if _, err := pkitest.LegacyHello(none, pkitest.BusyboxSuites()); err == nil {
+		t.Fatal("busybox's hello without an RSA certificate was served")
+	}
+	state, err := pkitest.Handshake(served, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}) //nolint:gosec // only the negotiation is checked
+	if err != nil || pkitest.PublicKeyAlgorithm(state) != "ECDSA" || state.Version != tls.VersionTLS13 || state.NegotiatedProtocol != "h2" {
+		t.Fatalf("a Go client: %s %x %q, %v; want ECDSA over TLS 1.3 with h2", pkitest.PublicKeyAlgorithm(state), state.Version, state.NegotiatedProtocol, err)
+	}
+}
+
+func TestNeedsStaticRSA(t *testing.T) {
+	tls12, both := []uint16{tls.VersionTLS12}, []uint16{tls.VersionTLS13, tls.VersionTLS12}
+	sigs := []tls.SignatureScheme{tls.PKCS1WithSHA256}
+	for _, tc := range []struct {
+		name  string
+		hello tls.ClientHelloInfo
+		want  bool
+	}{
+		{"busybox: TLS 1.2, ECDHE suites, no signature_algorithms", tls.ClientHelloInfo{SupportedVersions: tls12, CipherSuites: pkitest.BusyboxSuites()}, true},
+		{"TLS 1.2 with signature_algorithms and ECDHE", tls.ClientHelloInfo{SupportedVersions: tls12, CipherSuites: pkitest.BusyboxSuites(), SignatureSchemes: sigs}, false},
+		{"TLS 1.2 without any ECDHE suite", tls.ClientHelloInfo{SupportedVersions: tls12, CipherSuites: []uint16{tls.TLS_RSA_WITH_AES_128_GCM_SHA256}, SignatureSchemes: sigs}, true},
+		{"TLS 1.3 (the extension is mandatory there)", tls.ClientHelloInfo{SupportedVersions: both, CipherSuites: []uint16{tls.TLS_AES_128_GCM_SHA256}}, false},
+	} {
+		if got := pki.NeedsStaticRSA(&tc.hello); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

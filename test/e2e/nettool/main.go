@@ -6,10 +6,14 @@
 //	nettool udp ADDR:PORT MSG       send MSG, print the answer (3 s timeout)
 //	nettool version                 GET /version with client-go's in-cluster config
 //	nettool http-whoami PORT        answer every HTTP request with "<hostname> <client IP>"
+//	nettool tls-rsa URL             GET URL offering only RSA cipher suites (TLS 1.2), without
+//	                                verifying the certificate, as busybox wget's built-in TLS in an
+//	                                older image does; print "key=<served key> status=<code>", body
 package main
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +21,8 @@ import (
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+
+	"github.com/skiff-sh/skiff/internal/pki/pkitest"
 )
 
 func main() {
@@ -28,7 +34,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: nettool udp-echo PORT | udp ADDR:PORT MSG | version")
+		return fmt.Errorf("usage: nettool udp-echo PORT | udp ADDR:PORT MSG | version | http-whoami PORT | tls-rsa URL")
 	}
 	switch args[0] {
 	case "udp-echo":
@@ -69,6 +75,8 @@ func run(args []string) error {
 			fmt.Fprintf(w, "%s %s\n", host, ip)
 		})}
 		return srv.ListenAndServe()
+	case "tls-rsa":
+		return getRSAOnly(args[1])
 	case "version":
 		cfg, err := rest.InClusterConfig()
 		if err != nil {
@@ -87,4 +95,24 @@ func run(args []string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// getRSAOnly is `nettool tls-rsa URL`.
+func getRSAOnly(url string) error {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: pkitest.RSAOnlyClient(nil, "")}}
+	resp, err := client.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	key := "none"
+	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
+		key = resp.TLS.PeerCertificates[0].PublicKeyAlgorithm.String()
+	}
+	fmt.Printf("key=%s status=%d\n%s\n", key, resp.StatusCode, body)
+	return nil
 }
