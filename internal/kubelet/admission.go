@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/skiff-sh/skiff/internal/sysctl"
 )
@@ -230,17 +231,7 @@ func (k *Kubelet) admit(ctx context.Context, pod *corev1.Pod, state *podRuntimeS
 	}
 	result := admitResult{admit: true}
 	if len(state.sandboxes) == 0 && len(state.containers) == 0 && pod.Status.StartTime == nil {
-		var others []*corev1.Pod
-		for uid, entry := range k.pods {
-			// Before a restarted kubelet has synced every pod, a pod that ran
-			// already counts as admitted.
-			admitted, known := k.admitted[uid]
-			if entry.pod != nil && (admitted || (!known && entry.pod.Status.StartTime != nil)) && !entry.deleted && entry.pod.DeletionTimestamp == nil &&
-				entry.pod.Status.Phase != corev1.PodSucceeded && entry.pod.Status.Phase != corev1.PodFailed {
-				others = append(others, entry.pod)
-			}
-		}
-		result = admitPod(pod, others, k.sysctls)
+		result = admitPod(pod, k.activeOthersLocked(pod.UID), k.sysctls)
 	}
 	k.admitted[pod.UID] = result.admit
 	k.mu.Unlock()
@@ -250,6 +241,22 @@ func (k *Kubelet) admit(ctx context.Context, pod *corev1.Pod, state *podRuntimeS
 	k.log.Info("pod rejected by admission", "pod", pod.Namespace+"/"+pod.Name, "reason", result.reason, "message", result.message)
 	k.recorder.Event(pod, corev1.EventTypeWarning, result.reason, result.message)
 	return false, k.rejectPod(ctx, pod, result)
+}
+
+// activeOthersLocked lists the pods other than uid that the node admitted and that still run (or
+// are about to): what a new pod, or a pod's resize, must fit beside. k.mu is held.
+func (k *Kubelet) activeOthersLocked(uid types.UID) []*corev1.Pod {
+	var others []*corev1.Pod
+	for other, entry := range k.pods {
+		// Before a restarted kubelet has synced every pod, a pod that ran
+		// already counts as admitted.
+		admitted, known := k.admitted[other]
+		if other != uid && entry.pod != nil && (admitted || (!known && entry.pod.Status.StartTime != nil)) && !entry.deleted && entry.pod.DeletionTimestamp == nil &&
+			entry.pod.Status.Phase != corev1.PodSucceeded && entry.pod.Status.Phase != corev1.PodFailed {
+			others = append(others, entry.pod)
+		}
+	}
+	return others
 }
 
 // rejectPod writes a rejected pod's final status as Kubernetes' kubelet does:

@@ -12,6 +12,14 @@
 // sync: the runtime's labels and annotations are the source of truth, so a
 // restarted kubelet adopts running pods instead of restarting them.
 //
+// In-place pod resize (pods/resize): the resources each container was
+// allocated and those applied to it are kept per pod and checkpointed in the
+// pod's data dir (resize.go decides, resize_sync.go carries it out); a
+// resize that fits the node is applied through the runtime's
+// UpdateContainerResources, or by a restart where the container's
+// resizePolicy says so, and reported in status.containerStatuses[].resources
+// and the PodResizePending/PodResizeInProgress conditions.
+//
 // Entry points: RunWorker runs a node's runtime (a supervised containerd,
 // package containerd, unless an external CRI endpoint is given) and its
 // kubelet; New and Run run a kubelet on a given cri.Runtime; Handler and

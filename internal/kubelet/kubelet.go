@@ -78,6 +78,9 @@ type Kubelet struct {
 	services corelisters.ServiceLister
 	// admitted records each pod's admission decision (true: it may run).
 	admitted map[types.UID]bool
+	// resize holds each pod's allocated and actuated resources and its resize conditions
+	// (resize.go), loaded from the pod's checkpoint on first use.
+	resize map[types.UID]*podResizeState
 	// sysctls are the sysctls pods may set.
 	sysctls sysctlAllowlist
 	// owned lists the "<pod uid>/<volume>" local volumes given the pod's
@@ -128,6 +131,7 @@ func New(cfg Config, deps Deps) (*Kubelet, error) {
 		sandboxSlots: make(chan struct{}, cfg.MaxParallelSandboxes),
 		pods:         map[types.UID]*podEntry{}, workers: map[types.UID]*podWorker{}, waiting: map[types.UID]map[string]corev1.ContainerStateWaiting{},
 		ready: make(chan struct{}), runtimeID: "containerd", tokens: map[string]cachedToken{}, admitted: map[types.UID]bool{}, owned: map[string]bool{},
+		resize: map[types.UID]*podResizeState{},
 	}
 	sysctls, err := newSysctlAllowlist(cfg.AllowedUnsafeSysctls)
 	if err != nil {
@@ -489,6 +493,7 @@ func (k *Kubelet) forgetPod(uid types.UID) {
 	}
 	delete(k.waiting, uid)
 	delete(k.admitted, uid)
+	delete(k.resize, uid)
 	for key := range k.tokens {
 		if strings.HasPrefix(key, string(uid)+"/") {
 			delete(k.tokens, key)

@@ -24,8 +24,11 @@ const (
 	labelManagedBy     = "skiff.sh/managed-by"
 	managedByKubelet   = "kubelet"
 
-	annotationRestartCount        = "io.kubernetes.container.restartCount"
-	annotationHash                = "io.kubernetes.container.hash"
+	annotationRestartCount = "io.kubernetes.container.restartCount"
+	annotationHash         = "io.kubernetes.container.hash"
+	// annotationSpecHash is the hash of the container's definition without its resources and
+	// resize policy, which a resize changes without replacing the container.
+	annotationSpecHash            = "skiff.sh/container-hash-without-resources"
 	annotationTerminationMessage  = "io.kubernetes.container.terminationMessagePath"
 	annotationContainerKind       = "skiff.sh/container-kind"
 	annotationTerminationGrace    = "io.kubernetes.pod.terminationGracePeriod"
@@ -162,6 +165,24 @@ func containerHash(c *corev1.Container) string {
 	h := fnv.New32a()
 	_, _ = h.Write(data)
 	return strconv.FormatUint(uint64(h.Sum32()), 16)
+}
+
+// containerSpecHash hashes what of a container only a new container can change: everything but its
+// resources and resize policy.
+func containerSpecHash(c *corev1.Container) string {
+	cp := c.DeepCopy()
+	cp.Resources, cp.ResizePolicy = corev1.ResourceRequirements{}, nil
+	return containerHash(cp)
+}
+
+// definitionChanged reports whether a running container no longer matches its definition c (with
+// the pod's allocated resources), so that it must be replaced. A container an older kubelet created
+// carries only the hash of its whole definition, resources included; they were its allocation.
+func definitionChanged(cur *runtimeapi.ContainerStatus, c *corev1.Container) bool {
+	if h, ok := cur.Annotations[annotationSpecHash]; ok {
+		return h != containerSpecHash(c)
+	}
+	return cur.Annotations[annotationHash] != containerHash(c)
 }
 
 // qosClass classifies a pod by its containers' requests and limits.

@@ -139,6 +139,13 @@ func (k *Kubelet) podStatus(pod *corev1.Pod, state *podRuntimeState, sandbox *ru
 	for i := range pod.Spec.Containers {
 		status.ContainerStatuses = append(status.ContainerStatuses, k.containerStatus(pod, &pod.Spec.Containers[i], containerKindRegular, state, defaultReason))
 	}
+	report := k.resizeReport(pod.UID)
+	for i := range status.InitContainerStatuses {
+		report.containerResources(&status.InitContainerStatuses[i], &pod.Spec.InitContainers[i], state.latest(pod.Spec.InitContainers[i].Name, ""))
+	}
+	for i := range status.ContainerStatuses {
+		report.containerResources(&status.ContainerStatuses[i], &pod.Spec.Containers[i], state.latest(pod.Spec.Containers[i].Name, ""))
+	}
 	status.EphemeralContainerStatuses = k.ephemeralStatuses(pod, state)
 	status.Phase = podPhase(pod, status.InitContainerStatuses, status.ContainerStatuses, terminal)
 	if terminal {
@@ -147,6 +154,11 @@ func (k *Kubelet) podStatus(pod *corev1.Pod, state *podRuntimeState, sandbox *ru
 		}
 	}
 	status.Conditions = podConditions(pod, old.Conditions, status, initDone, sandboxReady || (len(state.sandboxes) > 0 && state.sandboxes[0].State == runtimeapi.PodSandboxState_SANDBOX_READY && !terminal), now)
+	var pending, inProgress *resizeCondition
+	if !terminal && status.Phase != corev1.PodSucceeded && status.Phase != corev1.PodFailed {
+		pending, inProgress = report.conditions(withAllocation(pod, report.allocated), runningIn(pod, state, currentSandboxID))
+	}
+	status.Conditions = withResizeConditions(status.Conditions, old.Conditions, pending, inProgress, now)
 	return status
 }
 

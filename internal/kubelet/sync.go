@@ -85,10 +85,19 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) syncResult {
 	if admitted, err := k.admit(ctx, pod, state); err != nil || !admitted {
 		return syncResult{err: err}
 	}
+	// From here on the pod carries its allocated resources: a resize that does not fit yet must not
+	// reach a container that (re)starts.
+	pod, retryResize, err := k.allocate(pod)
+	if err != nil {
+		return syncResult{err: err}
+	}
 	result := k.runPod(ctx, pod, state)
-	if left > 0 && (result.requeueAfter == 0 || left < result.requeueAfter) {
-		// Come back when the deadline passes (a changed deadline syncs the pod anyway).
-		result.requeueAfter = left
+	for _, after := range []time.Duration{left, retryResize} {
+		// Come back when the deadline passes (a changed deadline syncs the pod anyway), or to try a
+		// deferred resize again.
+		if after > 0 && (result.requeueAfter == 0 || after < result.requeueAfter) {
+			result.requeueAfter = after
+		}
 	}
 	return result
 }
@@ -134,7 +143,7 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 				return syncResult{err: err}
 			}
 			if current, deleted, known := k.podByUID(pod.UID); known && !deleted {
-				pod = current
+				pod = k.allocatedPod(current)
 			}
 		}
 		var err error
@@ -175,6 +184,28 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 		}
 	}
 	changed := false
+
+	// A running container whose allocation changed is resized in place, or restarted where its
+	// resize policy says so.
+	restartForResize := func(c *corev1.Container, cur *runtimeapi.ContainerStatus) error {
+		if err := k.stopContainer(ctx, pod, c, cur, podIPs, gracePeriod(pod)); err != nil {
+			return fmt.Errorf("restart container %s for its resize: %w", c.Name, err)
+		}
+		kind := containerKindRegular
+		if slices.ContainsFunc(pod.Spec.InitContainers, func(ic corev1.Container) bool { return ic.Name == c.Name }) {
+			kind = containerKindInit
+		}
+		start(c, kind)
+		// A restart asked for by a resize is no crash: it must not lengthen a later back-off.
+		k.backoff.reset(backoffKey(pod.UID, kind, c.Name))
+		return nil
+	}
+	restarted, err := k.actuateResize(ctx, pod, state, sandbox.Id, restartForResize)
+	if err != nil {
+		k.log.Warn("pod resize not carried out", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		requeue(time.Second)
+	}
+	changed = restarted
 
 	// Once a regular container was created in this sandbox, the pod is
 	// initialized: a sidecar that exits later no longer holds it up.
@@ -266,7 +297,7 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 				start(c, containerKindRegular)
 				changed = true
 			case running(cur):
-				if cur.Annotations[annotationHash] != containerHash(c) {
+				if definitionChanged(cur, c) {
 					k.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Container %s definition changed, will be restarted", c.Name)
 					if err := k.stopContainer(ctx, pod, c, cur, podIPs, gracePeriod(pod)); err != nil {
 						return syncResult{err: err}
@@ -536,6 +567,12 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1
 		return err
 	}
 	k.recorder.Eventf(pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	if kind != containerKindEphemeral {
+		if err := k.recordActuation(pod.UID, c.Name, id, c.Resources); err != nil {
+			// The next sync updates the container to its allocation, which it has already.
+			k.log.Warn("record container resources", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "err", err)
+		}
+	}
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		// Like Kubernetes, the container counts as started only once its
 		// postStart hook returned; a failing hook kills it.
@@ -638,6 +675,7 @@ func (k *Kubelet) containerConfig(pod *corev1.Pod, c *corev1.Container, kind str
 		Annotations: map[string]string{
 			annotationRestartCount:       strconv.Itoa(int(restarts)),
 			annotationHash:               containerHash(c),
+			annotationSpecHash:           containerSpecHash(c),
 			annotationTerminationMessage: hostTermination,
 			annotationContainerKind:      kind,
 			annotationTerminationGrace:   strconv.Itoa(int(gracePeriod(pod) / time.Second)),

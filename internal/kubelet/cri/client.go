@@ -150,6 +150,14 @@ func (c *Client) RemoveContainer(ctx context.Context, containerID string) error 
 	return nil
 }
 
+// UpdateContainerResources applies new Linux resources to a running container.
+func (c *Client) UpdateContainerResources(ctx context.Context, containerID string, resources *runtimeapi.LinuxContainerResources) error {
+	if _, err := c.runtime.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{ContainerId: containerID, Linux: resources}); err != nil {
+		return fmt.Errorf("update resources of container %s: %w", containerID, err)
+	}
+	return nil
+}
+
 // ListContainers lists containers matching filter (nil for all).
 func (c *Client) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
 	resp, err := c.runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: filter})

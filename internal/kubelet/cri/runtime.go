@@ -32,6 +32,9 @@ type RuntimeService interface {
 	// StopContainer signals the container and kills it after timeout.
 	StopContainer(ctx context.Context, containerID string, timeout time.Duration) error
 	RemoveContainer(ctx context.Context, containerID string) error
+	// UpdateContainerResources changes a running container's cgroup settings
+	// in place (an in-place pod resize).
+	UpdateContainerResources(ctx context.Context, containerID string, resources *runtimeapi.LinuxContainerResources) error
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 	ContainerStatus(ctx context.Context, containerID string) (*runtimeapi.ContainerStatus, error)
 

@@ -459,6 +459,28 @@ func (r *Runtime) RemoveContainer(_ context.Context, id string) error {
 	return nil
 }
 
+// UpdateContainerResources records the call and keeps the resources in the
+// container's config (ContainerConfig shows what was last applied).
+func (r *Runtime) UpdateContainerResources(_ context.Context, id string, resources *runtimeapi.LinuxContainerResources) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[id]
+	if !ok {
+		return notFound("container", id)
+	}
+	if err := r.record("UpdateContainerResources", c.config.Metadata.Name); err != nil {
+		return err
+	}
+	if c.status.State != runtimeapi.ContainerState_CONTAINER_RUNNING && c.status.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+		return fmt.Errorf("container %s is not running", id)
+	}
+	if c.config.Linux == nil {
+		c.config.Linux = &runtimeapi.LinuxContainerConfig{}
+	}
+	c.config.Linux.Resources = proto.Clone(resources).(*runtimeapi.LinuxContainerResources)
+	return nil
+}
+
 func (r *Runtime) ListContainers(_ context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
