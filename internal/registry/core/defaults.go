@@ -62,9 +62,17 @@ func RegisterDefaults(s *runtime.Scheme) error {
 }
 
 // DefaultPod applies Kubernetes' pod defaults, including the pod-only ones (enableServiceLinks,
-// requests taken from limits).
+// requests taken from limits, a negative terminationGracePeriodSeconds read as 1).
 func DefaultPod(pod *corev1.Pod) {
 	DefaultPodSpec(&pod.Spec)
+	// Kubernetes' v1 pod conversion turns a negative grace period into 1 on every request, for
+	// Pods only (a template keeps what it was given): validation once let negative values in,
+	// and the kubelet reads them as "kill at once", so stored pods and new ones alike mean 1 s.
+	// Pod update validation already lets a stored negative period come back as 1.
+	if p := pod.Spec.TerminationGracePeriodSeconds; p != nil && *p < 0 {
+		one := int64(1)
+		pod.Spec.TerminationGracePeriodSeconds = &one
+	}
 	if pod.Spec.EnableServiceLinks == nil {
 		enable := corev1.DefaultEnableServiceLinks
 		pod.Spec.EnableServiceLinks = &enable

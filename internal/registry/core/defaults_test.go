@@ -81,6 +81,27 @@ func TestPodDefaultsThroughScheme(t *testing.T) {
 	}
 }
 
+// TestNegativeGracePeriodIsOne: a pod's negative terminationGracePeriodSeconds reads as 1, as
+// Kubernetes' pod conversion makes it (the upstream spec "Pod TerminationGracePeriodSeconds is
+// negative" creates and updates a pod with -1 and expects 1 back); a template keeps its value,
+// and zero or a positive period stays.
+func TestNegativeGracePeriodIsOne(t *testing.T) {
+	s := newDefaultingScheme(t)
+	for _, tc := range []struct{ in, want int64 }{{-1, 1}, {-30, 1}, {0, 0}, {5, 5}} {
+		pod := makePod("web").with(func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = &tc.in }).raw()
+		s.Default(pod)
+		if got := *pod.Spec.TerminationGracePeriodSeconds; got != tc.want {
+			t.Errorf("pod with %d: terminationGracePeriodSeconds = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+	negative := int64(-1)
+	tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "busybox"}}, TerminationGracePeriodSeconds: &negative}}
+	DefaultPodTemplateSpec(tmpl)
+	if *tmpl.Spec.TerminationGracePeriodSeconds != -1 {
+		t.Errorf("a template's negative period became %d", *tmpl.Spec.TerminationGracePeriodSeconds)
+	}
+}
+
 func TestPodTemplateDefaultsLeaveServiceLinksUnset(t *testing.T) {
 	tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "busybox"}}}}
 	DefaultPodTemplateSpec(tmpl)
