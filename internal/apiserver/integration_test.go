@@ -808,7 +808,25 @@ func TestAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		code, body := get(t, adminClient, c.server.URL+"/metrics")
+		// The health checks' indicators (/metrics/slis) move with the health endpoints' runs.
+		for _, path := range []string{"/readyz", "/livez"} {
+			if code, _ := get(t, adminClient, c.server.URL+path); code != http.StatusOK {
+				t.Fatalf("%s = %d", path, code)
+			}
+		}
+		code, body := get(t, adminClient, c.server.URL+"/metrics/slis")
+		if code != http.StatusOK {
+			t.Fatalf("/metrics/slis = %d", code)
+		}
+		for _, want := range []string{
+			`kubernetes_healthcheck{name="etcd",type="readyz"} 1`,
+			`kubernetes_healthchecks_total{name="ping",status="success",type="livez"}`,
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("/metrics/slis lacks %s:\n%s", want, body)
+			}
+		}
+		code, body = get(t, adminClient, c.server.URL+"/metrics")
 		if code != http.StatusOK {
 			t.Fatalf("/metrics = %d", code)
 		}

@@ -27,7 +27,7 @@ func TestReadyzNamesTheStorageFailureWhenVerbose(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &Server{cfg: Config{Ready: func(context.Context) error { return tt.ready }}, log: slog.New(slog.DiscardHandler)}
+			s := &Server{cfg: Config{Ready: func(context.Context) error { return tt.ready }}, log: slog.New(slog.DiscardHandler), slis: newHealthSLIs()}
 			rec := httptest.NewRecorder()
 			s.serveReadyz(rec, httptest.NewRequest(http.MethodGet, tt.path, nil))
 			body := rec.Body.String()
@@ -43,5 +43,41 @@ func TestReadyzNamesTheStorageFailureWhenVerbose(t *testing.T) {
 				t.Errorf("body %q shows %q without ?verbose", body, tt.notWant)
 			}
 		})
+	}
+}
+
+// TestReadyzSLIs: each /readyz run sets kubernetes_healthcheck of its checks (the storage check 0
+// while etcd fails, 1 again once it answers) and counts the run by outcome, as kube-apiserver's
+// /metrics/slis does.
+func TestReadyzSLIs(t *testing.T) {
+	var ready error = errors.New("etcd unreachable")
+	s := &Server{cfg: Config{Ready: func(context.Context) error { return ready }}, log: slog.New(slog.DiscardHandler), slis: newHealthSLIs()}
+	slis := func() string {
+		rec := httptest.NewRecorder()
+		s.slis.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics/slis", nil))
+		return rec.Body.String()
+	}
+	s.serveReadyz(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	body := slis()
+	for _, want := range []string{
+		`kubernetes_healthcheck{name="etcd",type="readyz"} 0`,
+		`kubernetes_healthcheck{name="ping",type="readyz"} 1`,
+		`kubernetes_healthchecks_total{name="etcd",status="error",type="readyz"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("after a failed check, /metrics/slis lacks %s:\n%s", want, body)
+		}
+	}
+	ready = nil
+	s.serveReadyz(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	body = slis()
+	for _, want := range []string{
+		`kubernetes_healthcheck{name="etcd",type="readyz"} 1`,
+		`kubernetes_healthchecks_total{name="etcd",status="error",type="readyz"} 1`,
+		`kubernetes_healthchecks_total{name="etcd",status="success",type="readyz"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("after a passed check, /metrics/slis lacks %s:\n%s", want, body)
+		}
 	}
 }

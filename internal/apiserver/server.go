@@ -148,6 +148,8 @@ type Server struct {
 	clock   clock.PassiveClock
 	log     *slog.Logger
 	metrics *metrics
+	// slis are the health checks' indicators served at /metrics/slis.
+	slis *healthSLIs
 
 	// nameSuffix makes generated names' random part (a seam for tests of name collisions).
 	nameSuffix func() string
@@ -209,6 +211,7 @@ func New(cfg Config) (*Server, error) {
 		handlers:   map[schema.GroupVersionResource]*resourceHandler{},
 		byKind:     map[schema.GroupVersionKind]*resourceHandler{},
 		nameSuffix: randomNameSuffix,
+		slis:       newHealthSLIs(),
 
 		proxyTransport:      newProxyTransport(),
 		proxyAddressAllowed: defaultProxyAddressAllowed,
@@ -413,6 +416,7 @@ func (s *Server) serveAuthorized(rec http.ResponseWriter, r *http.Request, info 
 	}
 	switch {
 	case r.URL.Path == "/healthz" || r.URL.Path == "/livez":
+		s.slis.observe(strings.TrimPrefix(r.URL.Path, "/"), healthCheck{"ping", true})
 		writePlain(rec, http.StatusOK, "ok")
 	case r.URL.Path == "/readyz":
 		s.serveReadyz(rec, r)
@@ -423,6 +427,8 @@ func (s *Server) serveAuthorized(rec http.ResponseWriter, r *http.Request, info 
 		servePprof(rec, r)
 	case r.URL.Path == "/metrics":
 		promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}).ServeHTTP(rec, r)
+	case r.URL.Path == "/metrics/slis":
+		s.slis.ServeHTTP(rec, r)
 	case r.URL.Path == "/openapi/v2":
 		if s.cfg.OpenAPI == nil {
 			s.writeError(rec, r, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
@@ -462,6 +468,7 @@ func (s *Server) serveReadyz(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		failure = s.cfg.Ready(ctx)
 	}
+	s.slis.observe("readyz", healthCheck{"ping", true}, healthCheck{"etcd", failure == nil})
 	switch {
 	case failure != nil && verbose:
 		// The reason (etcd quorum lost, etcd unreachable) is for the operator reading ?verbose.

@@ -12,6 +12,7 @@ package main
 
 import (
 	"encoding/xml"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -191,7 +192,7 @@ func run(args []string, w io.Writer) error {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf("usage: junitsum [-page FILE] [-causes FILE] [-title T] REPORT.xml...")
+		return errors.New("no junit report named (usage: junitsum [-page FILE] [-causes FILE] [-title T] REPORT.xml...)")
 	}
 	cases, err := readReports(fs.Args())
 	if err != nil {
