@@ -146,7 +146,7 @@ func decideResize(in resizeInput) resizeDecision {
 	if in.static {
 		return resizeDecision{pending: &resizeCondition{corev1.PodReasonInfeasible, "In-place resize of static-pods is not supported"}}
 	}
-	want := framework.PodRequests(in.desired, false)
+	want := framework.PodSpecRequests(in.desired, false)
 	capacity := framework.NewResource(in.allocatable)
 	switch {
 	case want.Memory > capacity.Memory:
@@ -158,7 +158,7 @@ func decideResize(in resizeInput) resizeDecision {
 	}
 	used := &framework.Resource{}
 	for _, p := range in.others {
-		used.AddResource(framework.PodRequests(p, false), 1)
+		used.AddResource(framework.PodSpecRequests(p, false), 1)
 	}
 	if msg := insufficient(want, used, capacity); msg != "" {
 		return resizeDecision{pending: &resizeCondition{corev1.PodReasonDeferred, msg}, deferred: true}

@@ -236,7 +236,10 @@ func (s *Scheduler) addEventHandlers(factory informers.SharedInformerFactory) er
 				s.queue.MoveAllToActiveOrBackoffQueue(framework.ClusterEvent{Resource: framework.KindAssignedPod, ActionType: framework.Add})
 			case pod.Spec.NodeName != "":
 				s.cache.UpdatePod(oldPod, pod)
-				if !reflect.DeepEqual(oldPod.Labels, pod.Labels) || !reflect.DeepEqual(oldPod.Spec, pod.Spec) || (oldPod.DeletionTimestamp == nil) != (pod.DeletionTimestamp == nil) {
+				// A resize the kubelet took in changes no spec but may free room (what the pod holds
+				// is the larger of its spec and its node's allocation until then).
+				if !reflect.DeepEqual(oldPod.Labels, pod.Labels) || !reflect.DeepEqual(oldPod.Spec, pod.Spec) || (oldPod.DeletionTimestamp == nil) != (pod.DeletionTimestamp == nil) ||
+					framework.RequestsShrank(oldPod, pod) {
 					s.queue.MoveAllToActiveOrBackoffQueue(framework.ClusterEvent{Resource: framework.KindAssignedPod, ActionType: framework.Update})
 				}
 			case s.responsibleFor(pod):

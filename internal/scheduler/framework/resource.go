@@ -144,23 +144,46 @@ func IsScalarResourceName(name v1.ResourceName) bool {
 // Pod-level resources (spec.resources), when set, replace the cpu/memory sums.
 // With nonZero, containers that request no cpu or memory count the defaults
 // (for scoring only).
+//
+// A container being resized in place (InPlacePodVerticalScaling) counts the
+// larger of its spec's requests and what its node allocated and applied
+// (status.containerStatuses[].allocatedResources and .resources), as the
+// scheduler of Kubernetes v1.33 does: until the kubelet took the resize in,
+// the node may hold either. A resize the kubelet found infeasible counts only
+// what the node holds.
 func PodRequests(pod *v1.Pod, nonZero bool) *Resource {
+	return podRequests(pod, nonZero, true)
+}
+
+// PodSpecRequests is PodRequests from the spec alone: what the pod asks for,
+// whatever its node holds now (the kubelet's view of a resize it decides on).
+func PodSpecRequests(pod *v1.Pod, nonZero bool) *Resource {
+	return podRequests(pod, nonZero, false)
+}
+
+func podRequests(pod *v1.Pod, nonZero, withStatus bool) *Resource {
+	requestsOf := func(c *v1.Container) v1.ResourceList { return c.Resources.Requests }
+	if withStatus && hasStatusResources(pod) {
+		infeasible := resizeInfeasible(pod)
+		requestsOf = func(c *v1.Container) v1.ResourceList { return resizeRequests(pod, c, infeasible) }
+	}
 	reqs := &Resource{}
 	for i := range pod.Spec.Containers {
-		reqs.AddResource(containerRequests(&pod.Spec.Containers[i], nonZero), 1)
+		reqs.AddResource(containerRequests(requestsOf(&pod.Spec.Containers[i]), nonZero), 1)
 	}
 	sidecars := &Resource{}
 	initPeak := &Resource{}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		cr := containerRequests(c, nonZero)
 		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			cr := containerRequests(requestsOf(c), nonZero)
 			reqs.AddResource(cr, 1)
 			sidecars.AddResource(cr, 1)
 			initPeak.SetMax(sidecars)
 			continue
 		}
-		running := cr.Clone()
+		// A regular init container is never resized: its spec counts.
+		running := containerRequests(c.Resources.Requests, nonZero)
 		running.AddResource(sidecars, 1)
 		initPeak.SetMax(running)
 	}
@@ -178,13 +201,77 @@ func PodRequests(pod *v1.Pod, nonZero bool) *Resource {
 	return reqs
 }
 
-func containerRequests(c *v1.Container, nonZero bool) *Resource {
-	r := NewResource(c.Resources.Requests)
+// RequestsShrank reports whether a pod's update (its resize taken in by its
+// node) lowered the cpu or memory it holds.
+func RequestsShrank(old, cur *v1.Pod) bool {
+	if !hasStatusResources(old) && !hasStatusResources(cur) {
+		return false
+	}
+	before, after := PodRequests(old, false), PodRequests(cur, false)
+	return after.MilliCPU < before.MilliCPU || after.Memory < before.Memory
+}
+
+// hasStatusResources reports whether the pod's node reports any container's
+// resources; most pods' statuses carry none until they run.
+func hasStatusResources(pod *v1.Pod) bool {
+	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for i := range list {
+			if list[i].Resources != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// resizeInfeasible reports whether the pod's PodResizePending condition says
+// Infeasible: its spec will not be applied, so only what it holds counts.
+func resizeInfeasible(pod *v1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodResizePending {
+			return c.Reason == v1.PodReasonInfeasible
+		}
+	}
+	return false
+}
+
+// resizeRequests is a container's requests with its status taken in:
+// the larger of each resource of the spec (unless infeasible), the applied
+// resources and the allocated ones.
+func resizeRequests(pod *v1.Pod, c *v1.Container, infeasible bool) v1.ResourceList {
+	var cs *v1.ContainerStatus
+	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for i := range list {
+			if list[i].Name == c.Name {
+				cs = &list[i]
+			}
+		}
+	}
+	if cs == nil || cs.Resources == nil {
+		return c.Resources.Requests
+	}
+	out := v1.ResourceList{}
+	lists := []v1.ResourceList{cs.Resources.Requests, cs.AllocatedResources}
+	if !infeasible {
+		lists = append(lists, c.Resources.Requests)
+	}
+	for _, list := range lists {
+		for name, q := range list {
+			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
+				out[name] = q
+			}
+		}
+	}
+	return out
+}
+
+func containerRequests(requests v1.ResourceList, nonZero bool) *Resource {
+	r := NewResource(requests)
 	if nonZero {
-		if _, ok := c.Resources.Requests[v1.ResourceCPU]; !ok {
+		if _, ok := requests[v1.ResourceCPU]; !ok {
 			r.MilliCPU = DefaultMilliCPURequest
 		}
-		if _, ok := c.Resources.Requests[v1.ResourceMemory]; !ok {
+		if _, ok := requests[v1.ResourceMemory]; !ok {
 			r.Memory = DefaultMemoryRequest
 		}
 	}

@@ -36,6 +36,53 @@ func TestPodRequests(t *testing.T) {
 	}
 }
 
+// resizing is a running pod whose spec asks for spec while its node allocated and applied held, with
+// the PodResizePending condition's reason (empty: none).
+func resizing(spec, held st.Res, pending string) *v1.Pod {
+	pod := st.MakePod().Name("r").Req(spec).Obj()
+	holds := st.MakePod().Req(held).Obj().Spec.Containers[0].Resources.Requests
+	pod.Status.ContainerStatuses = []v1.ContainerStatus{{
+		Name: pod.Spec.Containers[0].Name, AllocatedResources: holds, Resources: &v1.ResourceRequirements{Requests: holds},
+	}}
+	if pending != "" {
+		pod.Status.Conditions = []v1.PodCondition{{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: pending}}
+	}
+	return pod
+}
+
+func TestPodRequestsDuringResize(t *testing.T) {
+	tests := []struct {
+		name            string
+		pod             *v1.Pod
+		wantCPU, wantMB int64
+		specCPU         int64
+	}{
+		{"growing: the spec", resizing(st.Res{"cpu": "2", "memory": "100Mi"}, st.Res{"cpu": "1", "memory": "100Mi"}, ""), 2000, 100, 2000},
+		{"deferred: the spec", resizing(st.Res{"cpu": "2", "memory": "100Mi"}, st.Res{"cpu": "1", "memory": "100Mi"}, v1.PodReasonDeferred), 2000, 100, 2000},
+		{"shrinking: what it holds until its node took it in", resizing(st.Res{"cpu": "500m", "memory": "50Mi"}, st.Res{"cpu": "1", "memory": "100Mi"}, ""), 1000, 100, 500},
+		{"infeasible: what it holds", resizing(st.Res{"cpu": "64", "memory": "100Mi"}, st.Res{"cpu": "1", "memory": "100Mi"}, v1.PodReasonInfeasible), 1000, 100, 64000},
+		{"each resource on its own", resizing(st.Res{"cpu": "2", "memory": "50Mi"}, st.Res{"cpu": "1", "memory": "100Mi"}, ""), 2000, 100, 2000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := framework.PodRequests(tc.pod, false)
+			if r.MilliCPU != tc.wantCPU || r.Memory != tc.wantMB*1024*1024 {
+				t.Fatalf("got cpu=%dm mem=%d, want cpu=%dm mem=%dMi", r.MilliCPU, r.Memory, tc.wantCPU, tc.wantMB)
+			}
+			if got := framework.PodSpecRequests(tc.pod, false).MilliCPU; got != tc.specCPU {
+				t.Fatalf("spec alone: cpu=%dm, want %dm", got, tc.specCPU)
+			}
+		})
+	}
+	shrunk := resizing(st.Res{"cpu": "500m"}, st.Res{"cpu": "500m"}, "")
+	if !framework.RequestsShrank(resizing(st.Res{"cpu": "500m"}, st.Res{"cpu": "1"}, ""), shrunk) {
+		t.Error("a shrink taken in by the node is not seen")
+	}
+	if framework.RequestsShrank(shrunk, shrunk) {
+		t.Error("an unchanged pod shrank")
+	}
+}
+
 func TestPodRequestsExtended(t *testing.T) {
 	r := framework.PodRequests(st.MakePod().Req(st.Res{"example.com/gpu": "2", "hugepages-2Mi": "4Mi", "ephemeral-storage": "1Gi"}).Obj(), false)
 	if r.ScalarResources["example.com/gpu"] != 2 || r.ScalarResources["hugepages-2Mi"] != 4*1024*1024 || r.EphemeralStorage != 1<<30 {
