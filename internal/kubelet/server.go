@@ -192,7 +192,10 @@ func parseLogOptions(q url.Values, now time.Time) (logOptions, error) {
 // criLogLine is one line of a CRI log file:
 // "<RFC3339Nano time> <stdout|stderr> <F|P> <content>".
 type criLogLine struct {
-	time    time.Time
+	time time.Time
+	// stream is the stream the line was written to: "stdout" or "stderr" (a terminal's output
+	// is "stdout").
+	stream  string
 	partial bool
 	content []byte
 }
@@ -210,7 +213,37 @@ func parseCRILogLine(line []byte) (criLogLine, bool) {
 	if len(parts) == 4 {
 		content = parts[3]
 	}
-	return criLogLine{time: t, partial: string(parts[2]) == "P", content: content}, true
+	return criLogLine{time: t, stream: string(parts[1]), partial: string(parts[2]) == "P", content: content}, true
+}
+
+// criLogReader reads the lines of a CRI log file that is still being written: a line not yet
+// ended by its newline is kept until the rest arrives.
+type criLogReader struct {
+	reader  *bufio.Reader
+	pending []byte
+}
+
+func newCRILogReader(r io.Reader) *criLogReader { return &criLogReader{reader: bufio.NewReader(r)} }
+
+// readAvailable hands each complete line written so far to emit, skipping lines that do not
+// parse, and stops at the first error emit returns.
+func (c *criLogReader) readAvailable(emit func(criLogLine) error) error {
+	for {
+		chunk, err := c.reader.ReadBytes('\n')
+		c.pending = append(c.pending, chunk...)
+		if err != nil {
+			return nil // EOF: keep the partial line for later
+		}
+		line := bytes.TrimRight(c.pending, "\n")
+		c.pending = nil
+		l, ok := parseCRILogLine(line)
+		if !ok {
+			continue
+		}
+		if err := emit(l); err != nil {
+			return err
+		}
+	}
 }
 
 func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
@@ -268,30 +301,13 @@ func (k *Kubelet) writeLogs(ctx context.Context, w io.Writer, containerID, path 
 		}
 		return nil
 	}
-	reader := bufio.NewReader(f)
+	reader := newCRILogReader(f)
 	var lines []criLogLine
-	var pending []byte
-	readAvailable := func(collect bool) error {
-		for {
-			chunk, err := reader.ReadBytes('\n')
-			pending = append(pending, chunk...)
-			if err != nil {
-				return nil // EOF: keep the partial line for later
-			}
-			line := bytes.TrimRight(pending, "\n")
-			pending = nil
-			l, ok := parseCRILogLine(line)
-			if !ok {
-				continue
-			}
-			if collect {
-				lines = append(lines, l)
-			} else if err := emit(l); err != nil {
-				return err
-			}
-		}
+	collect := func(l criLogLine) error {
+		lines = append(lines, l)
+		return nil
 	}
-	if err := readAvailable(true); err != nil {
+	if err := reader.readAvailable(collect); err != nil {
 		return err
 	}
 	if opts.tailLines >= 0 && int64(len(lines)) > opts.tailLines {
@@ -308,15 +324,26 @@ func (k *Kubelet) writeLogs(ctx context.Context, w io.Writer, containerID, path 
 	if !opts.follow {
 		return nil
 	}
-	for {
-		status, err := k.runtime.ContainerStatus(ctx, containerID)
-		finished := err != nil || status.State != runtimeapi.ContainerState_CONTAINER_RUNNING
-		if err := readAvailable(false); err != nil {
-			return ignoreLimit(err)
-		}
+	flush := func() {
 		if flusher, ok := w.(http.Flusher); ok {
 			flusher.Flush()
 		}
+	}
+	return ignoreLimit(k.followLog(ctx, reader, containerID, emit, flush))
+}
+
+// followLog hands emit the lines of a container's log as they are written, then flush, until the
+// runtime no longer reports the container running (the lines read after that are its last: the
+// runtime records the exit only once the output has reached the log) or ctx ends. It returns the
+// first error emit returns, nil otherwise.
+func (k *Kubelet) followLog(ctx context.Context, reader *criLogReader, containerID string, emit func(criLogLine) error, flush func()) error {
+	for {
+		status, err := k.runtime.ContainerStatus(ctx, containerID)
+		finished := err != nil || status.State != runtimeapi.ContainerState_CONTAINER_RUNNING
+		if err := reader.readAvailable(emit); err != nil {
+			return err
+		}
+		flush()
 		if finished {
 			return nil
 		}
@@ -383,12 +410,24 @@ func (k *Kubelet) serveAttach(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// Where the log stands as the request arrives: everything written from here on reaches the
+	// client, however long the checks below take (and a container that has just started is
+	// followed from its start: attachFollowFrom).
+	var logPath string
+	var from int64
+	if cur := state.latest(container, ""); cur != nil {
+		logPath = cur.LogPath
+		var started time.Time
+		if cur.StartedAt > 0 {
+			started = time.Unix(0, cur.StartedAt)
+		}
+		from = attachFollowFrom(started, k.clock.Now(), logPosition(logPath))
+	}
 	opts, id, ok := k.streamSession(w, r, state, container)
 	if !ok {
 		return
 	}
-	target, err := k.runtime.Attach(r.Context(), opts.attachRequest(id))
-	k.proxyStream(w, r, target, err)
+	k.serveAttachStream(w, r, opts, &containerAttach{k: k, containerID: id, logPath: logPath, from: from})
 }
 
 func (k *Kubelet) servePortForward(w http.ResponseWriter, r *http.Request) {

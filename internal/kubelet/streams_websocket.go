@@ -8,8 +8,8 @@ import (
 	"github.com/skiff-sh/skiff/internal/podstream"
 )
 
-// serveWebSocketStream answers the WebSocket forms of exec, attach and port-forward itself and
-// reports whether it did. The runtime's streaming server (containerd's) speaks SPDY and the
+// serveWebSocketStream answers the WebSocket forms of exec and port-forward itself and reports
+// whether it did (attach, of either protocol, is the kubelet's own: attach.go). The runtime's streaming server (containerd's) speaks SPDY and the
 // WebSocket channel protocols only up to v4: it refuses v5.channel.k8s.io, and SPDY tunneled in
 // WebSocket messages, with a bare 403 from its handshake. So exec and attach WebSockets, of any
 // channel protocol, are translated here to SPDY toward the runtime's URL, and a port-forward
@@ -26,7 +26,7 @@ func (k *Kubelet) serveWebSocketStream(w http.ResponseWriter, r *http.Request, r
 			return false
 		}
 		podstream.ServeTunnel(w, r, up, k.log)
-	default: // exec and attach
+	default: // exec
 		podstream.ServeExec(w, r, podstream.OptionsFromQuery(r.URL.Query()), up, k.log)
 	}
 	return true

@@ -48,10 +48,6 @@ func (o streamOptions) execRequest(containerID string, cmd []string) *runtimeapi
 	return &runtimeapi.ExecRequest{ContainerId: containerID, Cmd: cmd, Tty: o.tty, Stdin: o.stdin, Stdout: o.stdout, Stderr: o.stderr}
 }
 
-func (o streamOptions) attachRequest(containerID string) *runtimeapi.AttachRequest {
-	return &runtimeapi.AttachRequest{ContainerId: containerID, Tty: o.tty, Stdin: o.stdin, Stdout: o.stdout, Stderr: o.stderr}
-}
-
 // streamSession is the one place an exec or attach request is read before the runtime is asked:
 // the streams, normalized as Kubernetes' kubelet normalizes them, and the container, which must be
 // running. It answers a request it refuses (400, with the reason) and reports whether to go on.

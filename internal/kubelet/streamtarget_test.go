@@ -91,24 +91,21 @@ func TestProcessStateFromStat(t *testing.T) {
 	}
 }
 
-// TestTerminalStreamsAskTheRuntimeWithoutStderr: exec and attach with tty and stderr both asked
-// for reach the runtime with stderr dropped; the runtime refuses the pair (issue 32, item 5).
+// TestTerminalStreamsAskTheRuntimeWithoutStderr: exec with tty and stderr both asked for reaches
+// the runtime with stderr dropped; the runtime refuses the pair (issue 32, item 5). Attach's
+// runtime request is TestAttachTerminalCarriesStdinToTheRuntime's.
 func TestTerminalStreamsAskTheRuntimeWithoutStderr(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(makePod("box").obj())
 	h.waitPod("default", "box", "running", podRunning)
 	const terminal = "stdin=True&stdout=True&stderr=True&tty=True"
 	h.get("/exec/default/box/app?command=sh&"+terminal, true)
-	h.get("/attach/default/box/app?"+terminal, true)
-	execs, attaches := h.runtime.ExecRequests(), h.runtime.AttachRequests()
-	if len(execs) != 1 || len(attaches) != 1 {
-		t.Fatalf("runtime asked for %d execs and %d attaches, want 1 each", len(execs), len(attaches))
+	execs := h.runtime.ExecRequests()
+	if len(execs) != 1 {
+		t.Fatalf("runtime asked for %d execs, want 1", len(execs))
 	}
 	if e := execs[0]; !e.Tty || !e.Stdin || !e.Stdout || e.Stderr {
 		t.Errorf("exec request = %v, want tty, stdin and stdout without stderr", e)
-	}
-	if a := attaches[0]; !a.Tty || !a.Stdin || !a.Stdout || a.Stderr {
-		t.Errorf("attach request = %v, want tty, stdin and stdout without stderr", a)
 	}
 	if code, body := h.get("/attach/default/box/app?tty=1", true); code != http.StatusBadRequest || !strings.Contains(body, "at least 1 of stdin, stdout, stderr") {
 		t.Errorf("attach without a stream = %d %q", code, body)
@@ -168,20 +165,25 @@ func TestAttachToAnExitedProcessIsRefused(t *testing.T) {
 	}
 }
 
-// TestAttachToALiveProcessIsHandedToTheRuntime: a process the host still has is attached to.
-func TestAttachToALiveProcessIsHandedToTheRuntime(t *testing.T) {
+// TestAttachToALiveProcessIsServed: a process the host still has is attached to: its output
+// from the request on is streamed until it exits.
+func TestAttachToALiveProcessIsServed(t *testing.T) {
 	h := newHarness(t, nil)
-	pod := h.create(makePod("box").obj())
-	h.waitPod("default", "box", "running", podRunning)
-	id := h.runtime.RunningContainer(string(pod.UID), "app")
+	id, logPath := h.runningApp("box")
 	sleeper := exec.Command("sleep", "60")
 	if err := sleeper.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
 	h.runtime.SetPID(id, sleeper.Process.Pid)
-	h.get("/attach/default/box/app?output=1", true)
-	if got := h.runtime.AttachRequests(); len(got) != 1 || got[0].ContainerId != id {
-		t.Fatalf("attach requests = %v, want one for %s", got, id)
+	h.appendLog(logPath, "stdout F started") // a history the attach does not replay
+	h.clock.Step(attachReplayWindow + time.Second)
+	run := h.startAttach("box", "output=1", nil, false)
+	h.appendLog(logPath, "stdout F alive")
+	if err := h.runtime.Exit(id, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.waitAttach(run); err != nil || run.stdout.String() != "alive\n" {
+		t.Fatalf("attach = %v with stdout %q, want success with %q", err, run.stdout.String(), "alive\n")
 	}
 }

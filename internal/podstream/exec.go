@@ -17,6 +17,27 @@ import (
 	"k8s.io/streaming/pkg/httpstream/wsstream"
 )
 
+// Streamer carries an exec or attach session once its client's streams are open: client-go's
+// executors toward an upstream, or a server's own implementation (the kubelet's attach, which
+// reads the container's output from its log).
+type Streamer interface {
+	StreamWithContext(ctx context.Context, options clientremotecommand.StreamOptions) error
+}
+
+// NewExecutor is client-go's SPDY executor toward up, which negotiates the newest remotecommand
+// protocol the upstream speaks.
+func NewExecutor(up Upstream) (clientremotecommand.Executor, error) {
+	rt, err := up.roundTripper()
+	if err != nil {
+		return nil, err
+	}
+	executor, err := clientremotecommand.NewSPDYExecutorForTransports(rt, clientspdy.NewUpgraderForStreaming(rt), http.MethodPost, up.URL)
+	if err != nil {
+		return nil, fmt.Errorf("spdy executor for %s: %w", up.URL.Redacted(), err)
+	}
+	return executor, nil
+}
+
 // ServeExec answers an exec or attach WebSocket (any channel subprotocol) and carries the stream
 // on to up over SPDY with client-go's executor, which negotiates the newest protocol the upstream
 // speaks: stdin (half-closed by v5's close signal), stdout, stderr and terminal resizes cross
@@ -28,14 +49,21 @@ func ServeExec(w http.ResponseWriter, r *http.Request, opts Options, up Upstream
 		writeStatus(w, unsupportedProtocols(offered, execProtocolNames()))
 		return
 	}
-	rt, err := up.roundTripper()
+	executor, err := NewExecutor(up)
 	if err != nil {
 		writeStatus(w, apierrors.NewInternalError(err))
 		return
 	}
-	executor, err := clientremotecommand.NewSPDYExecutorForTransports(rt, clientspdy.NewUpgraderForStreaming(rt), http.MethodPost, up.URL)
-	if err != nil {
-		writeStatus(w, apierrors.NewInternalError(fmt.Errorf("spdy executor for %s: %w", up.URL.Redacted(), err)))
+	ServeExecTo(w, r, opts, executor, log)
+}
+
+// ServeExecTo answers an exec or attach WebSocket (any channel subprotocol) with s: the client's
+// channels are s's streams, and s's outcome is written on the error channel before the socket
+// closes. A request offering no served subprotocol gets a 400 Status.
+func ServeExecTo(w http.ResponseWriter, r *http.Request, opts Options, s Streamer, log *slog.Logger) {
+	offered := offeredProtocols(r.Header)
+	if _, ok := chooseExecProtocol(offered); !ok {
+		writeStatus(w, unsupportedProtocols(offered, execProtocolNames()))
 		return
 	}
 	conn := wsstream.NewConn(channelProtocols(opts))
@@ -57,7 +85,7 @@ func ServeExec(w http.ResponseWriter, r *http.Request, opts Options, up Upstream
 		readResizes(streams[remotecommand.StreamResize], sizes, opts.TTY, log)
 		cancel()
 	})
-	streamErr := executor.StreamWithContext(ctx, streamOptions(opts, streams, sizes, cancel))
+	streamErr := s.StreamWithContext(ctx, streamOptions(opts, streams, sizes, cancel))
 	if streamErr != nil {
 		log.Debug("stream ended", "path", r.URL.Path, "protocol", protocol, "err", streamErr)
 	}

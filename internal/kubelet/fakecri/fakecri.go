@@ -64,6 +64,9 @@ type Runtime struct {
 	// execs and attaches are the streaming requests asked for, oldest first.
 	execs    []*runtimeapi.ExecRequest
 	attaches []*runtimeapi.AttachRequest
+	// streamingURL is where streaming sessions are served (SetStreamingURL); defaultStreamingURL
+	// when unset.
+	streamingURL string
 }
 
 var _ cri.Runtime = (*Runtime)(nil)
@@ -567,16 +570,33 @@ func (r *Runtime) ContainerPID(_ context.Context, id string) (int, error) {
 	return r.pids[id], nil
 }
 
-// streamingURL is where the fake's streaming sessions are served: a loopback port nothing listens
-// on, so a session handed to it fails at once and never leaves the machine.
-const streamingURL = "http://127.0.0.1:1/"
+// defaultStreamingURL is where the fake's streaming sessions are served unless a test serves them
+// itself: a loopback port nothing listens on, so a session handed to it fails at once and never
+// leaves the machine.
+const defaultStreamingURL = "http://127.0.0.1:1/"
+
+// SetStreamingURL makes Exec, Attach and PortForward answer sessions under base (ending in "/"),
+// a streaming server the test runs.
+func (r *Runtime) SetStreamingURL(base string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.streamingURL = base
+}
+
+// streamingBase is the streaming server's URL; r.mu is held.
+func (r *Runtime) streamingBase() string {
+	if r.streamingURL != "" {
+		return r.streamingURL
+	}
+	return defaultStreamingURL
+}
 
 func (r *Runtime) Exec(_ context.Context, req *runtimeapi.ExecRequest) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.note("Exec", req.ContainerId)
 	r.execs = append(r.execs, proto.Clone(req).(*runtimeapi.ExecRequest))
-	return streamingURL + "exec/" + req.ContainerId, nil
+	return r.streamingBase() + "exec/" + req.ContainerId, nil
 }
 
 func (r *Runtime) Attach(_ context.Context, req *runtimeapi.AttachRequest) (string, error) {
@@ -584,7 +604,7 @@ func (r *Runtime) Attach(_ context.Context, req *runtimeapi.AttachRequest) (stri
 	defer r.mu.Unlock()
 	r.note("Attach", req.ContainerId)
 	r.attaches = append(r.attaches, proto.Clone(req).(*runtimeapi.AttachRequest))
-	return streamingURL + "attach/" + req.ContainerId, nil
+	return r.streamingBase() + "attach/" + req.ContainerId, nil
 }
 
 // ExecRequests returns the exec requests asked for, oldest first.
@@ -602,7 +622,7 @@ func (r *Runtime) AttachRequests() []*runtimeapi.AttachRequest {
 }
 
 func (r *Runtime) PortForward(_ context.Context, req *runtimeapi.PortForwardRequest) (string, error) {
-	return streamingURL + "portforward/" + req.PodSandboxId, nil
+	return r.streamingBase() + "portforward/" + req.PodSandboxId, nil
 }
 
 func (r *Runtime) ImageStatus(_ context.Context, spec *runtimeapi.ImageSpec) (*runtimeapi.Image, error) {
