@@ -108,3 +108,59 @@ func withFSGroupModes(files map[string]fileContent, fsGroup *int64) map[string]f
 	}
 	return out
 }
+
+// fsUserOf is the one user every container of the pod runs as (its containers' runAsUser, or the
+// pod's where a container sets none), nil when one runs without a runAsUser or two differ: the
+// user Kubernetes gives a projected service account token to (its FsUserFrom).
+func fsUserOf(pod *corev1.Pod) *int64 {
+	var user *int64
+	same := true
+	visit := func(sc *corev1.SecurityContext) {
+		effective := (*int64)(nil)
+		if pod.Spec.SecurityContext != nil {
+			effective = pod.Spec.SecurityContext.RunAsUser
+		}
+		if sc != nil && sc.RunAsUser != nil {
+			effective = sc.RunAsUser
+		}
+		switch {
+		case effective == nil || (user != nil && *user != *effective):
+			same = false
+		case user == nil:
+			user = effective
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		visit(pod.Spec.InitContainers[i].SecurityContext)
+	}
+	for i := range pod.Spec.Containers {
+		visit(pod.Spec.Containers[i].SecurityContext)
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		visit(pod.Spec.EphemeralContainers[i].SecurityContext)
+	}
+	if !same {
+		return nil
+	}
+	return user
+}
+
+// tokenFile is a projected service account token's file. A token is a credential: where the pod
+// names its user (one runAsUser for every container) or its group (fsGroup), the file is that
+// user's alone, 0600 (an fsGroup then adds the group's read bit), instead of the volume's
+// defaultMode, as Kubernetes' projected volume writes it.
+func tokenFile(pod *corev1.Pod, token []byte, defaultMode *int32) fileContent {
+	f := fileContent{data: token, mode: fileMode(nil, defaultMode), owner: fsUserOf(pod)}
+	fsGroup, _ := fsGroupOf(pod)
+	if f.owner != nil || fsGroup != nil {
+		f.mode = 0o600
+	}
+	return f
+}
+
+// ownedBy reports whether a file belongs to owner; a file without one is the kubelet's, whoever
+// runs it.
+func ownedBy(info os.FileInfo, owner *int64) bool {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return owner == nil || !ok || int64(st.Uid) == *owner
+}

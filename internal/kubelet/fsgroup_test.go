@@ -180,3 +180,93 @@ func TestFSGroupLocalPersistentVolume(t *testing.T) {
 		t.Errorf("local volume file: gid %d mode %v", gid, mode)
 	}
 }
+
+// TestFsUserOf: the token's user is the one runAsUser every container runs as (a container's own
+// over the pod's), none when a container runs without one or two differ.
+func TestFsUserOf(t *testing.T) {
+	user := func(id int64) *corev1.SecurityContext { return &corev1.SecurityContext{RunAsUser: ptr.To(id)} }
+	for _, tc := range []struct {
+		name       string
+		podUser    *int64
+		init       []*corev1.SecurityContext
+		containers []*corev1.SecurityContext
+		want       *int64
+	}{
+		{name: "none", containers: []*corev1.SecurityContext{nil}},
+		{name: "the pod's", podUser: ptr.To[int64](1000), containers: []*corev1.SecurityContext{nil, {}}, want: ptr.To[int64](1000)},
+		{name: "each container's, the same", containers: []*corev1.SecurityContext{user(7), user(7)}, init: []*corev1.SecurityContext{user(7)}, want: ptr.To[int64](7)},
+		{name: "a container overrides the pod to the same", podUser: ptr.To[int64](7), containers: []*corev1.SecurityContext{user(7), nil}, want: ptr.To[int64](7)},
+		{name: "two users", podUser: ptr.To[int64](1000), containers: []*corev1.SecurityContext{nil, user(1001)}},
+		{name: "an init container differs", containers: []*corev1.SecurityContext{user(7)}, init: []*corev1.SecurityContext{user(0)}},
+		{name: "one container without a user", containers: []*corev1.SecurityContext{user(7), nil}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{RunAsUser: tc.podUser}}}
+			for _, sc := range tc.init {
+				pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{SecurityContext: sc})
+			}
+			for _, sc := range tc.containers {
+				pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{SecurityContext: sc})
+			}
+			got := fsUserOf(pod)
+			if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+				t.Errorf("fsUserOf = %v, want %v", ptr.Deref(got, -1), ptr.Deref(tc.want, -1))
+			}
+		})
+	}
+}
+
+// TestServiceAccountTokenFile writes a projected token the way setupVolume does (the file, then
+// the fsGroup's bits and group) and checks it as the upstream spec "ServiceAccounts should set
+// ownership and permission when RunAsUser or FsGroup is present" does.
+func TestServiceAccountTokenFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a file to another user needs root")
+	}
+	for _, tc := range []struct {
+		runAsUser, fsGroup bool
+		wantMode           os.FileMode
+		wantUID, wantGID   uint32
+	}{
+		{runAsUser: true, wantMode: 0o600, wantUID: 1000},
+		{fsGroup: true, wantMode: 0o640, wantGID: 10000},
+		{runAsUser: true, fsGroup: true, wantMode: 0o640, wantUID: 1000, wantGID: 10000},
+		{wantMode: 0o644},
+	} {
+		pod := makePod("token").obj()
+		pod.Spec.SecurityContext = &corev1.PodSecurityContext{}
+		if tc.runAsUser {
+			pod.Spec.SecurityContext.RunAsUser = ptr.To[int64](1000)
+		}
+		if tc.fsGroup {
+			pod.Spec.SecurityContext.FSGroup = ptr.To[int64](10000)
+		}
+		dir := t.TempDir()
+		fsGroup, _ := fsGroupOf(pod)
+		files := map[string]fileContent{"token": tokenFile(pod, []byte("a.b.c"), ptr.To[int32](0o644))}
+		if err := writeAtomicDir(dir, withFSGroupModes(files, fsGroup)); err != nil {
+			t.Fatal(err)
+		}
+		if fsGroup != nil {
+			if err := setVolumeOwnership(dir, *fsGroup, true, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		info, err := os.Stat(filepath.Join(dir, "token"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := info.Sys().(*syscall.Stat_t)
+		if info.Mode() != tc.wantMode || st.Uid != tc.wantUID || st.Gid != tc.wantGID {
+			t.Errorf("runAsUser %v fsGroup %v: %v %d:%d, want %v %d:%d", tc.runAsUser, tc.fsGroup, info.Mode(), st.Uid, st.Gid, tc.wantMode, tc.wantUID, tc.wantGID)
+		}
+		// A second write of the same token leaves the generation alone (unchanged sees the owner).
+		before, _ := os.Readlink(filepath.Join(dir, atomicDataLink))
+		if err := writeAtomicDir(dir, withFSGroupModes(files, fsGroup)); err != nil {
+			t.Fatal(err)
+		}
+		if after, _ := os.Readlink(filepath.Join(dir, atomicDataLink)); after != before {
+			t.Errorf("runAsUser %v fsGroup %v: an unchanged token was written again (%s -> %s)", tc.runAsUser, tc.fsGroup, before, after)
+		}
+	}
+}

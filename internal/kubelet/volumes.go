@@ -39,6 +39,9 @@ type volume struct {
 type fileContent struct {
 	data []byte
 	mode os.FileMode
+	// owner is the file's user when it is not root's: a service account token is given to the
+	// pod's one user (tokenFile).
+	owner *int64
 }
 
 // volumeSetupError is a volume that could not be prepared; the pod waits
@@ -434,7 +437,7 @@ func (k *Kubelet) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1
 		case s.ServiceAccountToken != nil:
 			var token string
 			token, err = k.serviceAccountToken(ctx, pod, s.ServiceAccountToken)
-			part = map[string]fileContent{s.ServiceAccountToken.Path: {data: []byte(token), mode: fileMode(nil, p.DefaultMode)}}
+			part = map[string]fileContent{s.ServiceAccountToken.Path: tokenFile(pod, []byte(token), p.DefaultMode)}
 		}
 		if err != nil {
 			return nil, err
@@ -523,6 +526,11 @@ func writeAtomicDir(dir string, files map[string]fileContent) error {
 		if err := os.Chmod(path, f.mode); err != nil {
 			return err
 		}
+		if f.owner != nil {
+			if err := os.Lchown(path, int(*f.owner), -1); err != nil {
+				return err
+			}
+		}
 	}
 	oldTarget, _ := os.Readlink(filepath.Join(dir, atomicDataLink))
 	tmpLink := filepath.Join(dir, "..data_tmp")
@@ -575,7 +583,7 @@ func unchanged(dir string, files map[string]fileContent) bool {
 		count++
 		rel, _ := filepath.Rel(current, path)
 		want, ok := files[rel]
-		if !ok || info.Mode().Perm() != want.mode.Perm() {
+		if !ok || info.Mode().Perm() != want.mode.Perm() || !ownedBy(info, want.owner) {
 			return fmt.Errorf("differs")
 		}
 		data, err := os.ReadFile(path)
