@@ -64,6 +64,23 @@ func resizeWith(c *cluster, pod string, res corev1.ResourceRequirements) (string
 	return c.kubectlErr("patch", "pod", pod, "--subresource", "resize", "--patch", string(patch))
 }
 
+// mustResize resizes the pod's container and fails the test if the API refuses it.
+func mustResize(t *testing.T, c *cluster, pod string, res corev1.ResourceRequirements) {
+	t.Helper()
+	if out, err := resizeWith(c, pod, res); err != nil {
+		t.Fatalf("resize %s: %v\n%s", pod, err, out)
+	}
+}
+
+// expectCgroup fails the test unless the pod's container's cgroup files hold want ("shares quota
+// memory-limit").
+func expectCgroup(t *testing.T, c *cluster, pod, want, when string) {
+	t.Helper()
+	if got := cgroupValues(t, c, pod); got != want {
+		t.Fatalf("cgroup values of %s %s = %q, want %q", pod, when, got, want)
+	}
+}
+
 // TestInPlacePodResize: a user raises a running busybox pod's cpu and memory with kubectl patch
 // --subresource resize; the container keeps running (restartCount 0), its status reports the new
 // resources and its cgroup files inside hold the new limits. A resize beyond the node is reported
@@ -74,14 +91,10 @@ func TestInPlacePodResize(t *testing.T) {
 	c.stdin(resizePods, "apply", "-f", "-")
 	waitRunning(t, c, "web", "db")
 	// shares = 250m * 1024 / 1000; quota = 500m of a 100 ms period; 64 MiB.
-	if got := cgroupValues(t, c, "web"); got != "256 50000 67108864" {
-		t.Fatalf("cgroup values before the resize = %q", got)
-	}
+	expectCgroup(t, c, "web", "256 50000 67108864", "before the resize")
 
 	bigger := requirements("500m", "64Mi", "1", "128Mi")
-	if out, err := resizeWith(c, "web", bigger); err != nil {
-		t.Fatalf("resize: %v\n%s", err, out)
-	}
+	mustResize(t, c, "web", bigger)
 	eventually(t, 60*time.Second, func() error {
 		pod := getPod(t, c, "web")
 		s := pod.Status.ContainerStatuses[0]
@@ -99,14 +112,10 @@ func TestInPlacePodResize(t *testing.T) {
 	if s := pod.Status.ContainerStatuses[0]; s.RestartCount != 0 || s.State.Running == nil {
 		t.Fatalf("the resize restarted the container: %+v", s)
 	}
-	if got := cgroupValues(t, c, "web"); got != "512 100000 134217728" {
-		t.Fatalf("cgroup values after the resize = %q", got)
-	}
+	expectCgroup(t, c, "web", "512 100000 134217728", "after the resize")
 
 	// More memory than the node has: reported, not applied.
-	if out, err := resizeWith(c, "web", requirements("500m", "100Ti", "1", "100Ti")); err != nil {
-		t.Fatalf("resize: %v\n%s", err, out)
-	}
+	mustResize(t, c, "web", requirements("500m", "100Ti", "1", "100Ti"))
 	eventually(t, 60*time.Second, func() error {
 		out := c.kubectl("get", "pod", "web", "-o", `jsonpath={.status.conditions[?(@.type=="PodResizePending")].reason}`)
 		if out != corev1.PodReasonInfeasible {
@@ -114,16 +123,12 @@ func TestInPlacePodResize(t *testing.T) {
 		}
 		return nil
 	})
-	if got := cgroupValues(t, c, "web"); got != "512 100000 134217728" {
-		t.Fatalf("an infeasible resize reached the cgroup: %q", got)
-	}
+	expectCgroup(t, c, "web", "512 100000 134217728", "after an infeasible resize")
 
 	// Memory of a container whose memory resizePolicy is RestartContainer: a restart with the new
 	// limit (lowering a limit is allowed only so).
 	smaller := requirements("250m", "24Mi", "500m", "48Mi")
-	if out, err := resizeWith(c, "db", smaller); err != nil {
-		t.Fatalf("resize: %v\n%s", err, out)
-	}
+	mustResize(t, c, "db", smaller)
 	eventually(t, 60*time.Second, func() error {
 		s := getPod(t, c, "db").Status.ContainerStatuses[0]
 		if s.RestartCount != 1 || s.State.Running == nil || s.Resources == nil || !apiequality.Semantic.DeepEqual(*s.Resources, smaller) {
@@ -131,9 +136,7 @@ func TestInPlacePodResize(t *testing.T) {
 		}
 		return nil
 	})
-	if got := cgroupValues(t, c, "db"); got != "256 50000 50331648" {
-		t.Fatalf("cgroup values after the restart = %q", got)
-	}
+	expectCgroup(t, c, "db", "256 50000 50331648", "after its restart")
 
 	// The same memory decrease without a restart policy is refused, as are changes through the pod.
 	out, err := resizeWith(c, "web", requirements("500m", "64Mi", "1", "96Mi"))
