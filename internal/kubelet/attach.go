@@ -35,6 +35,16 @@ type containerAttach struct {
 	logPath     string
 	// from is the log position the output is followed from.
 	from int64
+	// endsWithInput: the end of the client's stdin ends the attach (attachEndsWithInput).
+	endsWithInput bool
+}
+
+// attachEndsWithInput reports whether the end of an attach's stdin ends the attach, as the
+// runtime's attach (containerd's) has it: only a container whose stdin is closed after its first
+// attach (stdinOnce, kubectl run -i) without a terminal keeps streaming its output until it exits;
+// otherwise the client's stdin ending detaches it, and the container runs on.
+func attachEndsWithInput(stdin, stdinOnce, tty bool) bool {
+	return stdin && (!stdinOnce || tty)
 }
 
 // StreamWithContext implements podstream.Streamer: it streams the container's output until the
@@ -44,7 +54,11 @@ func (a *containerAttach) StreamWithContext(ctx context.Context, so clientremote
 	ctx, cancel := context.WithCancel(ctx)
 	var input sync.WaitGroup
 	if so.Stdin != nil || so.TerminalSizeQueue != nil {
-		input.Go(func() { a.forwardInput(ctx, so) })
+		input.Go(func() {
+			if a.forwardInput(ctx, so) && a.endsWithInput {
+				cancel()
+			}
+		})
 	}
 	err := a.followOutput(ctx, so)
 	// The container has exited or the client has gone: the runtime's attach has nothing more to
@@ -62,14 +76,16 @@ func runtimeAttachRequest(containerID string, stdin, tty bool) *runtimeapi.Attac
 }
 
 // forwardInput carries the client's stdin and terminal sizes to the runtime's attach until the
-// runtime ends it or ctx ends. A failure is logged, not reported: the output, from the log, is
-// complete without it (a container that exited before the runtime attached has no stdin left).
-func (a *containerAttach) forwardInput(ctx context.Context, so clientremotecommand.StreamOptions) {
+// runtime ends it or ctx ends, and reports whether the runtime ended it (at the end of stdin, or
+// the container's). A failure is logged, not reported: the output, from the log, is complete
+// without it (a container that exited before the runtime attached has no stdin left).
+func (a *containerAttach) forwardInput(ctx context.Context, so clientremotecommand.StreamOptions) bool {
 	req := runtimeAttachRequest(a.containerID, so.Stdin != nil, so.Tty)
 	err := a.runtimeAttach(ctx, req, so)
 	if err != nil && ctx.Err() == nil {
 		a.k.log.Debug("attach input", "container", a.containerID, "err", err)
 	}
+	return err == nil && ctx.Err() == nil
 }
 
 func (a *containerAttach) runtimeAttach(ctx context.Context, req *runtimeapi.AttachRequest, so clientremotecommand.StreamOptions) error {

@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,16 +178,23 @@ func TestAttachTerminalCarriesStdinToTheRuntime(t *testing.T) {
 		reqs := h.runtime.AttachRequests()
 		req := reqs[len(reqs)-1]
 		opts := podstream.Options{Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, TTY: req.Tty}
-		podstream.ServeSPDY(w, r, opts, streamerFunc(func(_ context.Context, so clientremotecommand.StreamOptions) error {
-			in, err := io.ReadAll(so.Stdin)
-			typed <- string(in)
+		podstream.ServeSPDY(w, r, opts, streamerFunc(func(ctx context.Context, so clientremotecommand.StreamOptions) error {
+			// A line, then the session stays until the kubelet ends it (the container's exit).
+			in, err := bufio.NewReader(so.Stdin).ReadString('\n')
+			typed <- in
+			<-ctx.Done()
 			return err
 		}), slog.New(slog.DiscardHandler))
 	}))
 	t.Cleanup(runtimeServer.Close)
 	h.runtime.SetStreamingURL(runtimeServer.URL + "/")
 
-	run := h.startAttach("box", "input=1&output=1&error=1&tty=1", strings.NewReader("ls\n"), true)
+	// The client's stdin stays open: its end would detach (attachEndsWithInput).
+	stdin, feed := io.Pipe()
+	var typing sync.WaitGroup
+	t.Cleanup(func() { _ = feed.Close(); typing.Wait() })
+	typing.Go(func() { _, _ = io.WriteString(feed, "ls\n") })
+	run := h.startAttach("box", "input=1&output=1&error=1&tty=1", stdin, true)
 	select {
 	case got := <-typed:
 		if got != "ls\n" {
@@ -233,6 +242,22 @@ func TestRuntimeAttachRequest(t *testing.T) {
 		got := runtimeAttachRequest("c", tc.stdin, tc.tty)
 		if got.String() != tc.want.String() {
 			t.Errorf("runtimeAttachRequest(stdin=%v, tty=%v) = %v, want %v", tc.stdin, tc.tty, got, tc.want)
+		}
+	}
+}
+
+func TestAttachEndsWithInput(t *testing.T) {
+	for _, tc := range []struct {
+		stdin, stdinOnce, tty, want bool
+	}{
+		{stdin: false, want: false},
+		{stdin: true, want: true},
+		{stdin: true, stdinOnce: true, want: false}, // kubectl run -i: output until the exit
+		{stdin: true, stdinOnce: true, tty: true, want: true},
+		{stdin: true, tty: true, want: true},
+	} {
+		if got := attachEndsWithInput(tc.stdin, tc.stdinOnce, tc.tty); got != tc.want {
+			t.Errorf("attachEndsWithInput(stdin=%v, stdinOnce=%v, tty=%v) = %v, want %v", tc.stdin, tc.stdinOnce, tc.tty, got, tc.want)
 		}
 	}
 }

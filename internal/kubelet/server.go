@@ -406,7 +406,7 @@ func (k *Kubelet) serveExec(w http.ResponseWriter, r *http.Request) {
 }
 
 func (k *Kubelet) serveAttach(w http.ResponseWriter, r *http.Request) {
-	_, state, container, ok := k.containerFor(w, r)
+	pod, state, container, ok := k.containerFor(w, r)
 	if !ok {
 		return
 	}
@@ -427,7 +427,12 @@ func (k *Kubelet) serveAttach(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	k.serveAttachStream(w, r, opts, &containerAttach{k: k, containerID: id, logPath: logPath, from: from})
+	stdinOnce := false
+	if c := findAnyContainer(pod, container); c != nil {
+		stdinOnce = c.StdinOnce
+	}
+	a := &containerAttach{k: k, containerID: id, logPath: logPath, from: from, endsWithInput: attachEndsWithInput(opts.stdin, stdinOnce, opts.tty)}
+	k.serveAttachStream(w, r, opts, a)
 }
 
 func (k *Kubelet) servePortForward(w http.ResponseWriter, r *http.Request) {
