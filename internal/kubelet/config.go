@@ -39,6 +39,9 @@ type Config struct {
 	MaxPods int
 	// DataDir holds per-pod directories (logs, termination messages).
 	DataDir string
+	// NodeLogDir is the node's log directory the kubelet API serves under /logs/ (nodes/log, as
+	// Kubernetes' kubelet serves /var/log); default /var/log.
+	NodeLogDir string
 	// CNIConfDir, when set, receives the bridge network list for the node's
 	// pod CIDRs (the supervised containerd's conf dir). Empty when the runtime
 	// is configured externally.
@@ -134,6 +137,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.CNIBridge == "" {
 		c.CNIBridge = "cni0"
+	}
+	if c.NodeLogDir == "" {
+		c.NodeLogDir = "/var/log"
 	}
 	if c.CNIPortmapPath == "" {
 		c.CNIPortmapPath = "/usr/lib/cni/portmap"

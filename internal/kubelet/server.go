@@ -39,6 +39,7 @@ const logFollowPoll = 100 * time.Millisecond
 //
 //	GET /pods (the node's pods, a PodList)
 //	GET /stats/summary, GET /metrics/resource (resource usage, resourcestats.go)
+//	GET /logs/... (the node's log directory, Config.NodeLogDir)
 //
 // Streaming requests are proxied (with their protocol upgrade) to the
 // runtime's streaming server. Every caller is authenticated and authorized
@@ -57,6 +58,10 @@ func (k *Kubelet) Handler() http.Handler {
 	// Resource usage (resourcestats.go): the Summary API and the resource metrics.
 	mux.HandleFunc("GET /stats/summary", k.serveStatsSummary)
 	mux.HandleFunc("GET /metrics/resource", k.serveResourceMetrics)
+	// The node's own logs (nodes/log): a listing and the files of NodeLogDir, as Kubernetes'
+	// kubelet serves /var/log at /logs/ (what `kubectl get --raw /api/v1/nodes/N/proxy/logs/`
+	// reads).
+	mux.Handle("GET /logs/", http.StripPrefix("/logs/", http.FileServer(http.Dir(k.cfg.NodeLogDir))))
 	if k.apiAuth != nil {
 		return k.apiAuth(mux)
 	}

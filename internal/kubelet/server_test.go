@@ -93,6 +93,29 @@ func TestContainerLogs(t *testing.T) {
 	}
 }
 
+// TestNodeLogs: /logs/ lists the node's log directory and serves its files to an authorized
+// caller, as Kubernetes' kubelet serves /var/log (the upstream specs "should proxy logs on node"
+// read it through the API server's node proxy); nothing outside the directory is reachable.
+func TestNodeLogs(t *testing.T) {
+	logDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(logDir, "syslog"), []byte("node started\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, func(c *Config) { c.NodeLogDir = logDir })
+	if code, body := h.get("/logs/", true); code != http.StatusOK || !strings.Contains(body, `href="syslog"`) {
+		t.Errorf("/logs/ = %d %q, want a listing naming syslog", code, body)
+	}
+	if code, body := h.get("/logs/syslog", true); code != http.StatusOK || body != "node started\n" {
+		t.Errorf("/logs/syslog = %d %q", code, body)
+	}
+	if code, _ := h.get("/logs/../../etc/passwd", true); code == http.StatusOK {
+		t.Error("a path outside the log directory was served")
+	}
+	if code, _ := h.get("/logs/syslog", false); code != http.StatusUnauthorized {
+		t.Errorf("anonymous /logs/syslog = %d, want 401", code)
+	}
+}
+
 func TestStreamingEndpointsRequireRunningContainer(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(makePod("box").obj())
