@@ -14,7 +14,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/skiff-sh/skiff/internal/queryparam"
+	"github.com/skiff-sh/skiff/internal/podstream"
 )
 
 // streamOptions are the streams an exec or attach asks for, as the kubelet passes them to the
@@ -29,15 +29,9 @@ type streamOptions struct {
 // JavaScript clients send tty=true&stderr=true for a terminal; passed on as they were, the runtime
 // refused the pair ("tty and stderr cannot both be true") and the client saw a 500 handshake.
 func parseStreamOptions(q url.Values) (streamOptions, error) {
-	o := streamOptions{
-		stdin:  queryparam.AnyBool(q, "input", "stdin"),
-		stdout: queryparam.AnyBool(q, "output", "stdout"),
-		stderr: queryparam.AnyBool(q, "error", "stderr"),
-		tty:    queryparam.AnyBool(q, "tty"),
-	}
-	if o.tty {
-		o.stderr = false
-	}
+	// One reading of the query for every stream path (podstream: a terminal drops stderr).
+	p := podstream.OptionsFromQuery(q)
+	o := streamOptions{stdin: p.Stdin, stdout: p.Stdout, stderr: p.Stderr, tty: p.TTY}
 	if !o.stdin && !o.stdout && !o.stderr {
 		return o, errors.New("you must specify at least 1 of stdin, stdout, stderr")
 	}
