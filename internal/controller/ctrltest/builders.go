@@ -75,6 +75,13 @@ func (b *PodBuilder) Deleting(at time.Time) *PodBuilder {
 	return b
 }
 
+// Sidecar adds a restartable init container (restartPolicy Always) with ports.
+func (b *PodBuilder) Sidecar(name string, ports ...corev1.ContainerPort) *PodBuilder {
+	b.pod.Spec.InitContainers = append(b.pod.Spec.InitContainers, corev1.Container{Name: name, Image: "img",
+		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Ports: ports})
+	return b
+}
+
 // OwnedBy sets a controller ownerReference to owner of the given kind.
 func (b *PodBuilder) OwnedBy(owner metav1.Object, apiVersion, kind string) *PodBuilder {
 	b.pod.OwnerReferences = append(b.pod.OwnerReferences, metav1.OwnerReference{APIVersion: apiVersion, Kind: kind,

@@ -27,25 +27,41 @@ func ServiceKeysForPod(lister corelisters.ServiceLister, pod *corev1.Pod) []stri
 }
 
 // ResolveTargetPort finds the pod port a service port targets: a number is
-// used as is; a name is looked up among the pod's container ports (same
-// protocol). An unset target port means the service port number.
+// used as is; a name is looked up among the ports (same protocol) of the
+// pod's regular containers, then of its restartable init containers
+// (sidecars), which run beside them for the pod's whole life and serve as
+// they do. A run-to-completion init container's ports are never a target.
+// An unset target port means the service port number.
 func ResolveTargetPort(sp *corev1.ServicePort, pod *corev1.Pod) (int32, bool) {
 	tp := sp.TargetPort
 	switch {
 	case tp.Type == intstr.String && tp.StrVal != "":
-		for _, c := range pod.Spec.Containers {
-			for _, p := range c.Ports {
-				if p.Name == tp.StrVal && protocolOf(p.Protocol) == protocolOf(sp.Protocol) {
-					return p.ContainerPort, true
-				}
-			}
+		if port, ok := namedPort(pod.Spec.Containers, tp.StrVal, sp.Protocol, false); ok {
+			return port, true
 		}
-		return 0, false
+		return namedPort(pod.Spec.InitContainers, tp.StrVal, sp.Protocol, true)
 	case tp.Type == intstr.Int && tp.IntVal != 0:
 		return tp.IntVal, true
 	default:
 		return sp.Port, true
 	}
+}
+
+// namedPort finds the port called name with protocol among containers; with
+// sidecarsOnly, only among restartable init containers.
+func namedPort(containers []corev1.Container, name string, protocol corev1.Protocol, sidecarsOnly bool) (int32, bool) {
+	for i := range containers {
+		c := &containers[i]
+		if sidecarsOnly && (c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways) {
+			continue
+		}
+		for _, p := range c.Ports {
+			if p.Name == name && protocolOf(p.Protocol) == protocolOf(protocol) {
+				return p.ContainerPort, true
+			}
+		}
+	}
+	return 0, false
 }
 
 func protocolOf(p corev1.Protocol) corev1.Protocol {

@@ -8,10 +8,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/internal/controller/ctrltest"
 	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
@@ -201,5 +203,40 @@ func TestEndpointsWithoutServiceAreLeftAlone(t *testing.T) {
 	c.endpointsUpdated(&corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}})
 	if n := c.loop.Queue.Len(); n != 1 {
 		t.Fatalf("Endpoints of Service web queued %d keys, want its key", n)
+	}
+}
+
+// TestSidecarNamedTargetPort: the Endpoints of a Service whose named targetPort
+// only a restartable init container (a sidecar) declares list the pod at that
+// port; before, the pod was left out and the Endpoints had no subsets.
+func TestSidecarNamedTargetPort(t *testing.T) {
+	now := ctrltest.Epoch()
+	svc := makeService()
+	svc.Spec.Ports = svc.Spec.Ports[:1]
+	svc.Spec.Ports[0].TargetPort = intstr.FromString("http-sidecar")
+	pod := servingPod("sidecar-port", "10.0.0.1", false).Ready(now).
+		Sidecar("sidecar", corev1.ContainerPort{Name: "http-sidecar", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}).Obj()
+	env := ctrltest.NewEnv(svc, pod)
+	c, err := New(env.Deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Seed(t, env.Factory.Core().V1().Services().Informer(), svc)
+	ctrltest.Seed(t, env.Factory.Core().V1().Pods().Informer(), pod)
+	if err := c.Sync(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	actions := env.Writes()
+	if got := ctrltest.Describe(actions); !slices.Equal(got, []string{"create endpoints web"}) {
+		t.Fatalf("actions %q", got)
+	}
+	ep := actions[0].(clienttesting.CreateAction).GetObject().(*corev1.Endpoints)
+	want := []corev1.EndpointSubset{{
+		Addresses: []corev1.EndpointAddress{{IP: "10.0.0.1", NodeName: ptr.To("node-1"),
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "sidecar-port", UID: pod.UID}}},
+		Ports: []corev1.EndpointPort{{Name: "http", Port: 9090, Protocol: corev1.ProtocolTCP}},
+	}}
+	if !apiequality.Semantic.DeepEqual(ep.Subsets, want) {
+		t.Fatalf("subsets %+v, want %+v", ep.Subsets, want)
 	}
 }

@@ -145,3 +145,36 @@ func TestSync(t *testing.T) {
 		})
 	}
 }
+
+// TestSidecarNamedTargetPort: a named targetPort that only a restartable init
+// container (a sidecar) declares resolves to that port, as upstream's
+// "should connect to the named ports exposed by restartable init containers"
+// expects; before, the pod was left out and the slice stayed empty.
+func TestSidecarNamedTargetPort(t *testing.T) {
+	now := ctrltest.Epoch()
+	svc := makeService()
+	svc.Spec.Ports[0].TargetPort = intstr.FromString("http-sidecar")
+	pod := servingPod("sidecar-port", "10.0.0.1").Ready(now).
+		Sidecar("sidecar", corev1.ContainerPort{Name: "http-sidecar", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}).Obj()
+	env := ctrltest.NewEnv(svc, pod)
+	c, err := New(env.Deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Seed(t, env.Factory.Core().V1().Services().Informer(), svc)
+	ctrltest.Seed(t, env.Factory.Core().V1().Pods().Informer(), pod)
+	if err := c.Sync(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	actions := env.Writes()
+	if got := ctrltest.Describe(actions); !slices.Equal(got, []string{"create endpointslices web-*"}) {
+		t.Fatalf("actions %q", got)
+	}
+	s := actions[0].(clienttesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice)
+	if len(s.Ports) != 1 || *s.Ports[0].Port != 9090 || *s.Ports[0].Name != "http" {
+		t.Fatalf("ports %+v", s.Ports)
+	}
+	if len(s.Endpoints) != 1 || s.Endpoints[0].Addresses[0] != "10.0.0.1" || !*s.Endpoints[0].Conditions.Ready {
+		t.Fatalf("endpoints %+v", s.Endpoints)
+	}
+}
