@@ -105,24 +105,17 @@ func PodActive(p *corev1.Pod) bool {
 }
 
 // PodCompute is a pod's requests.<r>, limits.<r> and (for cpu, memory and ephemeral-storage) the
-// bare <r> name, which means its requests: the larger of the containers' sum and any one init
-// container, plus the pod overhead, as the scheduler counts them.
+// bare <r> name, which means its requests, as PodRequests and PodLimits count them.
 func PodCompute(p *corev1.Pod) corev1.ResourceList {
 	out := corev1.ResourceList{}
-	for _, kind := range []string{"requests", "limits"} {
-		names := map[corev1.ResourceName]bool{}
-		for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
-			for n := range pick(c.Resources, kind) {
-				names[n] = true
-			}
+	for n, q := range PodRequests(p) {
+		out[corev1.ResourceName("requests."+string(n))] = q
+		if n == corev1.ResourceCPU || n == corev1.ResourceMemory || n == corev1.ResourceEphemeralStorage {
+			out[n] = q.DeepCopy()
 		}
-		for n := range names {
-			q := PodResource(p, kind, n)
-			out[corev1.ResourceName(kind+"."+string(n))] = q
-			if kind == "requests" && (n == corev1.ResourceCPU || n == corev1.ResourceMemory || n == corev1.ResourceEphemeralStorage) {
-				out[n] = q.DeepCopy()
-			}
-		}
+	}
+	for n, q := range PodLimits(p) {
+		out[corev1.ResourceName("limits."+string(n))] = q
 	}
 	return out
 }
@@ -134,24 +127,122 @@ func pick(r corev1.ResourceRequirements, kind string) corev1.ResourceList {
 	return r.Requests
 }
 
-// PodResource is what a pod holds of one resource (kind "requests" or "limits"): the larger of
-// its containers' sum and any single init container, plus pod overhead.
-func PodResource(p *corev1.Pod, kind string, name corev1.ResourceName) resource.Quantity {
-	var sum resource.Quantity
-	for _, c := range p.Spec.Containers {
-		if q, ok := pick(c.Resources, kind)[name]; ok {
-			sum.Add(q)
+// PodRequests is what a pod holds of each resource it requests, as Kubernetes v1.33's quota
+// counts it (PodRequests with status resources): the larger of its containers' sum (with the
+// restartable "sidecar" init containers) and the peak of the init containers run one after
+// another (each with the sidecars started before it), plus the pod overhead. A container the
+// node reports resources for (status.containerStatuses[].resources) counts the larger of its
+// spec, what its node allocated and what it applied, so a resize in flight is charged at the
+// larger of before and after; a resize the kubelet found Infeasible counts only what the node
+// holds. The scheduler counts a pod the same way (scheduler/framework.PodRequests), but on its
+// own types; this package links nothing of skiff's (internal/importrules), so the rule is kept
+// here in resource lists, the shape quota needs for every resource name.
+func PodRequests(p *corev1.Pod) corev1.ResourceList {
+	out := aggregate(p, "requests")
+	for n, q := range p.Spec.Overhead {
+		addTo(out, n, q)
+	}
+	return out
+}
+
+// PodLimits is what a pod is limited to of each resource it limits, counted as PodRequests, with
+// the overhead added only to limits that are set and not zero, as Kubernetes' PodLimits.
+func PodLimits(p *corev1.Pod) corev1.ResourceList {
+	out := aggregate(p, "limits")
+	for n, q := range p.Spec.Overhead {
+		if v, ok := out[n]; ok && !v.IsZero() {
+			addTo(out, n, q)
 		}
 	}
-	for _, c := range p.Spec.InitContainers {
-		if q, ok := pick(c.Resources, kind)[name]; ok && q.Cmp(sum) > 0 {
-			sum = q.DeepCopy()
+	return out
+}
+
+// aggregate is the containers' requests or limits (kind) summed and maxed as Kubernetes'
+// AggregateContainerRequests and AggregateContainerLimits do.
+func aggregate(p *corev1.Pod, kind string) corev1.ResourceList {
+	infeasible := resizeInfeasible(p)
+	total := corev1.ResourceList{}
+	for i := range p.Spec.Containers {
+		c := &p.Spec.Containers[i]
+		addList(total, containerResources(c, status(p.Status.ContainerStatuses, c.Name), kind, infeasible))
+	}
+	sidecars, initPeak := corev1.ResourceList{}, corev1.ResourceList{}
+	for i := range p.Spec.InitContainers {
+		c := &p.Spec.InitContainers[i]
+		running := corev1.ResourceList{}
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			own := containerResources(c, status(p.Status.InitContainerStatuses, c.Name), kind, infeasible)
+			addList(total, own)
+			addList(sidecars, own)
+			addList(running, sidecars)
+		} else {
+			// A regular init container is never resized: its spec counts.
+			addList(running, pick(c.Resources, kind))
+			addList(running, sidecars)
+		}
+		maxList(initPeak, running)
+	}
+	maxList(total, initPeak)
+	return total
+}
+
+// containerResources is one container's requests or limits (kind) with its status taken in: the
+// spec alone while the node reports no resources for it; else, for requests, the larger of the
+// spec (unless the resize is infeasible), the applied and the allocated resources, and for limits
+// the larger of the spec and the applied limits (only the applied ones when infeasible).
+func containerResources(c *corev1.Container, cs *corev1.ContainerStatus, kind string, infeasible bool) corev1.ResourceList {
+	if cs == nil || cs.Resources == nil {
+		return pick(c.Resources, kind)
+	}
+	out := corev1.ResourceList{}
+	if !infeasible {
+		maxList(out, pick(c.Resources, kind))
+	}
+	maxList(out, pick(*cs.Resources, kind))
+	if kind == "requests" {
+		maxList(out, cs.AllocatedResources)
+	}
+	return out
+}
+
+func status(list []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i]
 		}
 	}
-	if q, ok := p.Spec.Overhead[name]; ok {
-		sum.Add(q)
+	return nil
+}
+
+// resizeInfeasible reports whether the pod's PodResizePending condition says Infeasible: its spec
+// will not be applied, so only what its node holds counts.
+func resizeInfeasible(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodResizePending {
+			return c.Reason == corev1.PodReasonInfeasible
+		}
 	}
-	return sum
+	return false
+}
+
+func addTo(l corev1.ResourceList, n corev1.ResourceName, q resource.Quantity) {
+	sum := l[n].DeepCopy()
+	sum.Add(q)
+	l[n] = sum
+}
+
+func addList(dst, src corev1.ResourceList) {
+	for n, q := range src {
+		addTo(dst, n, q)
+	}
+}
+
+func maxList(dst, src corev1.ResourceList) {
+	for n, q := range src {
+		if cur, ok := dst[n]; !ok || q.Cmp(cur) > 0 {
+			dst[n] = q.DeepCopy()
+		}
+	}
 }
 
 // BestEffort reports whether no container of the pod requests or limits anything.

@@ -114,3 +114,47 @@ func TestConstraints(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+func TestPodRequestsAndLimits(t *testing.T) {
+	running := func(specReq, specLim, applied, allocated string, infeasible bool) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: rl("cpu", specReq), Limits: rl("cpu", specLim)}}}}}
+		if applied != "" {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", AllocatedResources: rl("cpu", allocated),
+				Resources: &corev1.ResourceRequirements{Requests: rl("cpu", applied), Limits: rl("cpu", applied)}}}
+		}
+		if infeasible {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonInfeasible}}
+		}
+		return p
+	}
+	sidecar := &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{
+			{Name: "side", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Resources: corev1.ResourceRequirements{Requests: rl("cpu", "100m")}},
+			{Name: "init", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "250m"), Limits: rl("memory", "1Gi")}},
+		},
+		Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "200m"), Limits: rl("cpu", "0")}}},
+		Overhead:   rl("cpu", "10m", "memory", "1Mi"),
+	}}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"not running: the spec", running("400m", "400m", "", "", false), "cpu=400m,limits.cpu=400m,requests.cpu=400m"},
+		{"a grow in flight: the spec", running("400m", "400m", "300m", "300m", false), "cpu=400m,limits.cpu=400m,requests.cpu=400m"},
+		{"a shrink in flight: what the node applied", running("200m", "200m", "300m", "300m", false), "cpu=300m,limits.cpu=300m,requests.cpu=300m"},
+		{"allocated but not yet applied", running("200m", "200m", "100m", "300m", false), "cpu=300m,limits.cpu=200m,requests.cpu=300m"},
+		{"an infeasible resize: what the node holds", running("800m", "800m", "300m", "300m", true), "cpu=300m,limits.cpu=300m,requests.cpu=300m"},
+		// max(200m + 100m sidecar, 250m init + 100m sidecar) + 10m overhead; all of the overhead
+		// is requested, none added to a zero limit; the init container's memory limit is the pod's.
+		{"sidecars and overhead", sidecar, "cpu=360m,limits.cpu=0,limits.memory=1025Mi,memory=1Mi,requests.cpu=360m,requests.memory=1Mi"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := PrettyPrint(PodCompute(tt.pod)); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}

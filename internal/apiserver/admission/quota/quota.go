@@ -24,15 +24,35 @@ type refusal struct{ msg string }
 
 func (r *refusal) Error() string { return r.msg }
 
-// Check decides a write of obj (old is the stored object on update, else nil) of gr against the
-// namespace's quotas: it returns copies of the quotas whose status.used the write raises, with the
-// new usage, or a refusal. It is upstream's check: a quota that covers the object but has no
-// recorded usage yet refuses ("status unknown"), a pod without the requests or limits a quota
-// limits refuses ("failed quota"), and usage beyond status.hard refuses ("exceeded quota").
-func Check(quotas []corev1.ResourceQuota, gr schema.GroupResource, obj, old runtime.Object) ([]corev1.ResourceQuota, error) {
+// Write is the write Check judges: an object of Resource (through Subresource, "" or "resize"
+// for a pod's in-place resize), and on update the stored object it replaces (Old, else nil).
+type Write struct {
+	Resource    schema.GroupResource
+	Subresource string
+	Object, Old runtime.Object
+}
+
+// setsResources reports whether the write states a pod's requests and limits: its create, or its
+// resize. Upstream judges the quota's constraints on those only (its pod evaluator handles other
+// pod updates only when their Terminating scope changes, and they cannot change resources).
+func (w Write) setsResources() bool {
+	return w.Old == nil || w.Subresource == "resize"
+}
+
+// Check decides a write against the namespace's quotas: it returns copies of the quotas whose
+// status.used the write raises, with the new usage, or a refusal. It is upstream's check: a quota
+// that covers the object but has no recorded usage yet refuses ("status unknown"), a pod without
+// the requests or limits a quota limits refuses ("failed quota"), and usage beyond status.hard
+// refuses ("exceeded quota"). An update is charged what it adds to the stored object's usage
+// (nothing for what it lowers), where the quota covered the stored object too; a pod's resize is
+// such an update (quota.PodRequests counts a resize in flight at the larger of before and after).
+func Check(quotas []corev1.ResourceQuota, w Write) ([]corev1.ResourceQuota, error) {
+	gr, obj := w.Resource, w.Object
 	usage := quota.Usage(gr, obj)
-	if old != nil {
-		prev := quota.Usage(gr, old)
+	var increase corev1.ResourceList
+	if w.Old != nil {
+		increase = corev1.ResourceList{}
+		prev := quota.Usage(gr, w.Old)
 		for name, q := range usage {
 			if p, ok := prev[name]; ok {
 				q = q.DeepCopy()
@@ -40,8 +60,8 @@ func Check(quotas []corev1.ResourceQuota, gr schema.GroupResource, obj, old runt
 				if q.Sign() < 0 {
 					q = resource.Quantity{}
 				}
-				usage[name] = q
 			}
+			increase[name] = q
 		}
 	}
 	sort.Slice(quotas, func(i, j int) bool { return quotas[i].Name < quotas[j].Name })
@@ -60,7 +80,7 @@ func Check(quotas []corev1.ResourceQuota, gr schema.GroupResource, obj, old runt
 		if len(covered) == 0 {
 			continue
 		}
-		if pod, ok := obj.(*corev1.Pod); ok && old == nil {
+		if pod, ok := obj.(*corev1.Pod); ok && w.setsResources() {
 			hard := corev1.ResourceList{}
 			for _, n := range covered {
 				hard[n] = q.Status.Hard[n]
@@ -82,10 +102,14 @@ func Check(quotas []corev1.ResourceQuota, gr schema.GroupResource, obj, old runt
 			}
 		}
 		covered = tracked
+		charge := usage
+		if w.Old != nil && quota.Matches(q, gr, w.Old) {
+			charge = increase
+		}
 		requested, used, hard := corev1.ResourceList{}, corev1.ResourceList{}, corev1.ResourceList{}
 		next := q.Status.Used.DeepCopy()
 		for _, n := range covered {
-			r, ok := usage[n]
+			r, ok := charge[n]
 			if !ok || r.IsZero() {
 				continue
 			}
@@ -161,12 +185,28 @@ func (*Plugin) Admit(context.Context, *apiserver.AdmissionAttributes, apiserver.
 	return nil
 }
 
+// handles reports whether the write is charged: creates and updates of namespaced objects, and
+// of their subresources only a pod's resize (as upstream's pod evaluator; a status write changes
+// no usage the plugin charges).
+func handles(a *apiserver.AdmissionAttributes) bool {
+	if (a.Verb != "create" && a.Verb != "update") || a.Namespace == "" || !a.Resource.Namespaced {
+		return false
+	}
+	switch a.Subresource {
+	case "":
+		return true
+	case "resize":
+		return a.Verb == "update" && a.Resource.GroupResource() == schema.GroupResource{Resource: "pods"}
+	}
+	return false
+}
+
 // Validate charges a create or update of a namespaced object to the quotas covering it before it
 // is stored: each quota's status is written with a compare-and-swap on its resourceVersion, and a
 // conflict (another write charged it first, here or on another API server) re-reads and re-checks
 // the quotas not yet charged. Dry runs are checked but charge nothing.
 func (p *Plugin) Validate(ctx context.Context, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup) error {
-	if (a.Verb != "create" && a.Verb != "update") || a.Subresource != "" || a.Namespace == "" || !a.Resource.Namespaced {
+	if !handles(a) {
 		return nil
 	}
 	gr := a.Resource.GroupResource()
@@ -204,7 +244,7 @@ func (p *Plugin) Validate(ctx context.Context, a *apiserver.AdmissionAttributes,
 				pending = append(pending, q)
 			}
 		}
-		updates, err := Check(pending, gr, a.Object, a.OldObject)
+		updates, err := Check(pending, Write{Resource: gr, Subresource: a.Subresource, Object: a.Object, Old: a.OldObject})
 		var r *refusal
 		if errors.As(err, &r) {
 			return apierrors.NewForbidden(gr, a.Name, r)

@@ -93,7 +93,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Check(tt.quotas, tt.gr, tt.obj, tt.old)
+			got, err := Check(tt.quotas, Write{Resource: tt.gr, Object: tt.obj, Old: tt.old})
 			gotErr := ""
 			if err != nil {
 				gotErr = err.Error()
@@ -241,4 +241,124 @@ func TestPluginChargesWithCompareAndSwap(t *testing.T) {
 			t.Fatalf("admitted %d, used %s; want at most 3 and used = admitted", admitted, s.quotas["q"].Status.Used.Pods())
 		}
 	})
+}
+
+// applied is pod with its node reporting req and lim applied and req allocated, as a running pod.
+func applied(p *corev1.Pod, req, lim corev1.ResourceList) *corev1.Pod {
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", AllocatedResources: req,
+		Resources: &corev1.ResourceRequirements{Requests: req, Limits: lim}}}
+	return p
+}
+
+// resized is the pod's update through pods/resize: its spec's resources changed, its status not.
+func resized(p *corev1.Pod, req, lim corev1.ResourceList) *corev1.Pod {
+	r := p.DeepCopy()
+	r.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: req, Limits: lim}
+	return r
+}
+
+// TestCheckResize follows the upstream spec pod-resize-resource-quota-test: a quota of cpu 800m
+// and memory 800Mi, two pods of 300m/300Mi, one resized to 400m/400Mi (used 700m/700Mi).
+func TestCheckResize(t *testing.T) {
+	quotaAt := func(cpu, mem string) corev1.ResourceQuota {
+		return rq("resize-resource-quota", list("cpu", "800m", "memory", "800Mi"), list("cpu", cpu, "memory", mem))
+	}
+	both := func(cpu, mem string) corev1.ResourceList { return list("cpu", cpu, "memory", mem) }
+	// running is testpod1 at cpu m and memory Mi, applied by its node.
+	running := func(m string) *corev1.Pod {
+		r := both(m+"m", m+"Mi")
+		return applied(pod("testpod1", r, r), r, r)
+	}
+	noLimits := pod("old", list("cpu", "100m"), nil)
+	limitsQuota := rq("q", list("limits.cpu", "4"), list("limits.cpu", "0"))
+	tests := []struct {
+		name    string
+		quotas  []corev1.ResourceQuota
+		sub     string
+		obj     *corev1.Pod
+		old     *corev1.Pod
+		wantErr string
+		want    map[string]string
+	}{
+		{"a resize within the quota is charged its increase", []corev1.ResourceQuota{quotaAt("600m", "600Mi")}, "resize",
+			resized(running("300"), both("400m", "400Mi"), both("400m", "400Mi")), running("300"),
+			"", map[string]string{"resize-resource-quota": "cpu=700m,memory=700Mi"}},
+		{"memory beyond the quota is refused, the cpu lowered with it ignored", []corev1.ResourceQuota{quotaAt("700m", "700Mi")}, "resize",
+			resized(running("400"), both("250m", "750Mi"), both("250m", "750Mi")), running("400"),
+			"exceeded quota: resize-resource-quota, requested: memory=350Mi, used: memory=700Mi, limited: memory=800Mi", nil},
+		{"cpu beyond the quota is refused", []corev1.ResourceQuota{quotaAt("700m", "700Mi")}, "resize",
+			resized(running("400"), both("600m", "400Mi"), both("600m", "400Mi")), running("400"),
+			"exceeded quota: resize-resource-quota, requested: cpu=200m, used: cpu=700m, limited: cpu=800m", nil},
+		{"a shrink charges nothing (the node holds the larger until it applies it)", []corev1.ResourceQuota{quotaAt("800m", "800Mi")}, "resize",
+			resized(running("400"), both("100m", "400Mi"), both("100m", "400Mi")), running("400"), "", map[string]string{}},
+		{"a resize is held to the quota's constraints", []corev1.ResourceQuota{limitsQuota}, "resize",
+			resized(noLimits, list("cpu", "200m"), nil), noLimits, "failed quota: q: must specify limits.cpu for: c", nil},
+		{"another update of a pod is not", []corev1.ResourceQuota{limitsQuota}, "",
+			func() *corev1.Pod { p := noLimits.DeepCopy(); p.Labels = map[string]string{"a": "b"}; return p }(), noLimits, "", map[string]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Check(tt.quotas, Write{Resource: podsGR, Subresource: tt.sub, Object: tt.obj, Old: tt.old})
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if gotErr != tt.wantErr {
+				t.Fatalf("error %q\nwant  %q", gotErr, tt.wantErr)
+			}
+			gotUsed := map[string]string{}
+			for _, q := range got {
+				gotUsed[q.Name] = quota.PrettyPrint(q.Status.Used)
+			}
+			if err == nil && fmt.Sprint(gotUsed) != fmt.Sprint(tt.want) {
+				t.Errorf("charged %v, want %v", gotUsed, tt.want)
+			}
+		})
+	}
+}
+
+// TestCheckScopeChange: an update the quota did not cover before (a pod that became Terminating)
+// is charged all it holds, as upstream, not the difference.
+func TestCheckScopeChange(t *testing.T) {
+	before := pod("a", list("cpu", "1"), nil)
+	after := before.DeepCopy()
+	after.Spec.ActiveDeadlineSeconds = ptr.To[int64](30)
+	q := rq("q", list("pods", "5", "requests.cpu", "4"), list("pods", "0", "requests.cpu", "0"), corev1.ResourceQuotaScopeTerminating)
+	got, err := Check([]corev1.ResourceQuota{q}, Write{Resource: podsGR, Object: after, Old: before})
+	if err != nil || len(got) != 1 || quota.PrettyPrint(got[0].Status.Used) != "pods=1,requests.cpu=1" {
+		t.Fatalf("got %v, %v; want the quota charged pods=1,requests.cpu=1", got, err)
+	}
+}
+
+func TestPluginResize(t *testing.T) {
+	pods := &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Plural: "pods", Namespaced: true}
+	old := applied(pod("p", list("cpu", "300m"), nil), list("cpu", "300m"), nil)
+	attrs := func(sub, cpu string) *apiserver.AdmissionAttributes {
+		return &apiserver.AdmissionAttributes{Verb: "update", Resource: pods, Subresource: sub, Namespace: "ns", Name: "p",
+			Object: resized(old, list("cpu", cpu), nil), OldObject: old}
+	}
+	newStore := func() *fakeStore {
+		q := rq("q", list("requests.cpu", "1"), list("requests.cpu", "500m"))
+		return &fakeStore{quotas: map[string]*corev1.ResourceQuota{"q": &q}}
+	}
+	p := New(nil)
+
+	s := newStore()
+	if err := p.Validate(context.Background(), attrs("resize", "600m"), s); err != nil {
+		t.Fatalf("resize within the quota: %v", err)
+	}
+	if got := s.quotas["q"].Status.Used[corev1.ResourceRequestsCPU]; got.String() != "800m" {
+		t.Fatalf("used %s after the resize, want 800m", got.String())
+	}
+	err := p.Validate(context.Background(), attrs("resize", "900m"), s)
+	if !apierrors.IsForbidden(err) || err.Error() != `pods "p" is forbidden: exceeded quota: q, requested: requests.cpu=600m, used: requests.cpu=800m, limited: requests.cpu=1` {
+		t.Fatalf("resize beyond the quota: %v", err)
+	}
+	s = newStore()
+	if err := p.Validate(context.Background(), attrs("status", "900m"), s); err != nil {
+		t.Fatalf("a status write is not charged: %v", err)
+	}
+	if got := s.quotas["q"].Status.Used[corev1.ResourceRequestsCPU]; got.String() != "500m" {
+		t.Fatalf("a status write charged the quota: used %s", got.String())
+	}
 }
