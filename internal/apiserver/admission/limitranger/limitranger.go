@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -23,6 +24,25 @@ const Annotation = "kubernetes.io/limit-ranger"
 // default limits and default requests, resource by resource, and records them in the pod's
 // annotation.
 func Default(ranges []corev1.LimitRange, pod *corev1.Pod) {
+	notes := fill(ranges, pod)
+	if len(notes) > 0 {
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[Annotation] = "LimitRanger plugin set: " + strings.Join(notes, "; ")
+	}
+}
+
+// DefaultResize is Default on a pod's resize: upstream defaults a resize too (its LimitRanger
+// mutates every write it judges), but its resize strategy then keeps only the containers'
+// resources of the request, so the annotation is not written; here admission runs after the
+// strategy, so it is left out rather than dropped.
+func DefaultResize(ranges []corev1.LimitRange, pod *corev1.Pod) {
+	fill(ranges, pod)
+}
+
+// fill sets the defaults Default describes and returns what it set, in the annotation's words.
+func fill(ranges []corev1.LimitRange, pod *corev1.Pod) []string {
 	limits, requests := corev1.ResourceList{}, corev1.ResourceList{}
 	for _, lr := range ranges {
 		for _, item := range lr.Spec.Limits {
@@ -38,7 +58,7 @@ func Default(ranges []corev1.LimitRange, pod *corev1.Pod) {
 		}
 	}
 	if len(limits) == 0 && len(requests) == 0 {
-		return
+		return nil
 	}
 	var notes []string
 	merge := func(c *corev1.Container, what string) {
@@ -72,12 +92,7 @@ func Default(ranges []corev1.LimitRange, pod *corev1.Pod) {
 	for i := range pod.Spec.InitContainers {
 		merge(&pod.Spec.InitContainers[i], "init container")
 	}
-	if len(notes) > 0 {
-		if pod.Annotations == nil {
-			pod.Annotations = map[string]string{}
-		}
-		pod.Annotations[Annotation] = "LimitRanger plugin set: " + strings.Join(notes, "; ")
-	}
+	return notes
 }
 
 // milli compares quantities at a common precision, as upstream: milli-units where they fit.
@@ -272,16 +287,23 @@ var (
 	claimsGR = schema.GroupResource{Resource: "persistentvolumeclaims"}
 )
 
-// handles reports whether LimitRanger looks at the write: pod creates, claim creates and updates.
+// handles reports whether LimitRanger looks at the write, as upstream: pod creates and resizes
+// (pods/resize, the one subresource; other pod updates cannot change resources), claim creates
+// and updates; never a write to an object being deleted.
 func handles(a *apiserver.AdmissionAttributes) bool {
-	if a.Subresource != "" || a.Namespace == "" {
+	if a.Namespace == "" {
 		return false
+	}
+	if a.OldObject != nil {
+		if m, err := meta.Accessor(a.OldObject); err == nil && m.GetDeletionTimestamp() != nil {
+			return false
+		}
 	}
 	switch a.Resource.GroupResource() {
 	case podsGR:
-		return a.Verb == "create"
+		return (a.Verb == "create" && a.Subresource == "") || (a.Verb == "update" && a.Subresource == "resize")
 	case claimsGR:
-		return a.Verb == "create" || a.Verb == "update"
+		return a.Subresource == "" && (a.Verb == "create" || a.Verb == "update")
 	}
 	return false
 }
@@ -301,7 +323,7 @@ func (p *Plugin) ranges(ctx context.Context, a *apiserver.AdmissionAttributes, l
 	return list.Items, nil
 }
 
-// Admit applies the namespace's container defaults to a new pod.
+// Admit applies the namespace's container defaults to a new or resized pod.
 func (p *Plugin) Admit(ctx context.Context, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup) error {
 	if !handles(a) || a.Resource.GroupResource() != podsGR {
 		return nil
@@ -314,11 +336,15 @@ func (p *Plugin) Admit(ctx context.Context, a *apiserver.AdmissionAttributes, lo
 	if err != nil {
 		return err
 	}
+	if a.Subresource == "resize" {
+		DefaultResize(ranges, pod)
+		return nil
+	}
 	Default(ranges, pod)
 	return nil
 }
 
-// Validate refuses pods and claims outside the namespace's bounds.
+// Validate refuses pods (created or resized) and claims outside the namespace's bounds.
 func (p *Plugin) Validate(ctx context.Context, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup) error {
 	if !handles(a) {
 		return nil

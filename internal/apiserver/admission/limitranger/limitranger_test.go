@@ -134,3 +134,72 @@ func TestPlugin(t *testing.T) {
 		t.Fatalf("pod updates are not judged: %v", err)
 	}
 }
+
+// TestPluginResize follows the upstream spec pod-resize-limit-ranger-test: a Container range of
+// min 50m/50Mi, max 500m/500Mi (with defaults) judges a resize through pods/resize as a create.
+func TestPluginResize(t *testing.T) {
+	pods := &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Plural: "pods", Namespaced: true}
+	lookup := rangeLookup(lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer,
+		Max: rl("cpu", "500m", "memory", "500Mi"), Min: rl("cpu", "50m", "memory", "50Mi"),
+		Default: rl("cpu", "100m", "memory", "100Mi"), DefaultRequest: rl("cpu", "50m", "memory", "50Mi")}))
+	both := func(cpu, mem string) corev1.ResourceList { return rl("cpu", cpu, "memory", mem) }
+	old := pod(ctr("c1", both("300m", "300Mi"), both("300m", "300Mi")))
+	attrs := func(sub string, c corev1.Container) *apiserver.AdmissionAttributes {
+		return &apiserver.AdmissionAttributes{Verb: "update", Resource: pods, Subresource: sub, Namespace: "ns", Name: "p",
+			Object: pod(c), OldObject: old}
+	}
+	deleting := attrs("resize", ctr("c1", both("300m", "750Mi"), both("300m", "750Mi")))
+	deleting.OldObject = func() *corev1.Pod { p := old.DeepCopy(); p.DeletionTimestamp = &metav1.Time{}; return p }()
+	tests := []struct {
+		name    string
+		a       *apiserver.AdmissionAttributes
+		wantErr string
+	}{
+		{"within the range", attrs("resize", ctr("c1", both("400m", "400Mi"), both("400m", "400Mi"))), ""},
+		{"memory over max", attrs("resize", ctr("c1", both("250m", "750Mi"), both("250m", "750Mi"))),
+			`pods "p" is forbidden: maximum memory usage per Container is 500Mi, but limit is 750Mi`},
+		{"cpu over max", attrs("resize", ctr("c1", both("600m", "400Mi"), both("600m", "400Mi"))),
+			`pods "p" is forbidden: maximum cpu usage per Container is 500m, but limit is 600m`},
+		{"cpu under min", attrs("resize", ctr("c1", both("10m", "400Mi"), both("400m", "400Mi"))),
+			`pods "p" is forbidden: minimum cpu usage per Container is 50m, but request is 10m`},
+		{"a status write is not judged", attrs("status", ctr("c1", both("600m", "400Mi"), both("600m", "400Mi"))), ""},
+		{"a pod being deleted is not judged", deleting, ""},
+	}
+	p := New(nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := p.Validate(context.Background(), tt.a, lookup)
+			got := ""
+			if err != nil {
+				got = err.Error()
+				if !apierrors.IsForbidden(err) {
+					t.Errorf("not a Forbidden: %v", err)
+				}
+			}
+			if got != tt.wantErr {
+				t.Errorf("got  %q\nwant %q", got, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestDefaultResize: a resize of a pod created before the range gets the range's defaults for what
+// it states none of, as upstream's LimitRanger mutates a resize too, but no annotation (upstream's
+// resize strategy keeps only the containers' resources of the request).
+func TestDefaultResize(t *testing.T) {
+	pods := &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Plural: "pods", Namespaced: true}
+	lookup := rangeLookup(lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Default: rl("cpu", "1"), DefaultRequest: rl("cpu", "100m", "memory", "64Mi")}))
+	old := pod(ctr("c", rl("cpu", "200m"), rl("cpu", "1")))
+	a := &apiserver.AdmissionAttributes{Verb: "update", Resource: pods, Subresource: "resize", Namespace: "ns", Name: "p",
+		Object: pod(ctr("c", rl("cpu", "300m"), rl("cpu", "1"))), OldObject: old}
+	if err := (New(nil)).Admit(context.Background(), a, lookup); err != nil {
+		t.Fatal(err)
+	}
+	got := a.Object.(*corev1.Pod)
+	if req := got.Spec.Containers[0].Resources.Requests; req.Cpu().String() != "300m" || req.Memory().String() != "64Mi" {
+		t.Errorf("requests %v: want the resize's cpu kept and the default memory request", req)
+	}
+	if _, ok := got.Annotations[Annotation]; ok {
+		t.Errorf("a resize was annotated: %v", got.Annotations)
+	}
+}
