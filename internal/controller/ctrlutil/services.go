@@ -71,11 +71,22 @@ func protocolOf(p corev1.Protocol) corev1.Protocol {
 	return p
 }
 
-// PodServable: the pod has an IP and has not terminated. Pods being deleted
-// are servable only where the caller includes terminating endpoints.
-func PodServable(pod *corev1.Pod) bool {
-	if pod.Status.PodIP == "" {
+// ShouldPodBeInEndpoints is the one rule of which selected pods get an
+// endpoint, as Kubernetes' endpoint and EndpointSlice controllers share it: a
+// pod without an IP has nothing to publish; a pod in phase Succeeded or
+// Failed (an evicted pod is Failed) runs no more and never comes back, so it
+// gets no endpoint at all, not even a not-ready one, whatever the Service's
+// publishNotReadyAddresses says. A terminating pod (deletionTimestamp set)
+// may still serve through its grace period: EndpointSlices always list it
+// (terminating, so a proxy may fall back to it), core/v1 Endpoints only when
+// the Service publishes not-ready addresses, which is what includeTerminating
+// says.
+func ShouldPodBeInEndpoints(pod *corev1.Pod, includeTerminating bool) bool {
+	if pod.Status.PodIP == "" && len(pod.Status.PodIPs) == 0 {
 		return false
 	}
-	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	return includeTerminating || pod.DeletionTimestamp == nil
 }

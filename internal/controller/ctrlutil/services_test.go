@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -46,6 +47,38 @@ func TestResolveTargetPort(t *testing.T) {
 			got, ok := ResolveTargetPort(&tt.sp, tt.pod)
 			if got != tt.want || ok != tt.resolved {
 				t.Fatalf("ResolveTargetPort = %d, %v; want %d, %v", got, ok, tt.want, tt.resolved)
+			}
+		})
+	}
+}
+
+func TestShouldPodBeInEndpoints(t *testing.T) {
+	deleting := func(p *corev1.Pod) { now := metav1.Now(); p.DeletionTimestamp = &now }
+	withIP := func(p *corev1.Pod) { p.Status.PodIP = "10.0.0.1" }
+	phase := func(ph corev1.PodPhase, reason string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Status.Phase, p.Status.Reason = ph, reason }
+	}
+	tests := []struct {
+		name                                string
+		pod                                 *corev1.Pod
+		withTerminating, withoutTerminating bool
+	}{
+		{"running with an IP", pod("p", withIP), true, true},
+		{"no IP yet", pod("p"), false, false},
+		{"only podIPs", pod("p", func(p *corev1.Pod) { p.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.1"}} }), true, true},
+		{"pending with an IP", pod("p", withIP, phase(corev1.PodPending, "")), true, true},
+		{"evicted (Failed)", pod("p", withIP, phase(corev1.PodFailed, "Evicted")), false, false},
+		{"succeeded", pod("p", withIP, phase(corev1.PodSucceeded, "")), false, false},
+		{"terminating", pod("p", withIP, deleting), true, false},
+		{"terminating and failed", pod("p", withIP, deleting, phase(corev1.PodFailed, "")), false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ShouldPodBeInEndpoints(tt.pod, true); got != tt.withTerminating {
+				t.Errorf("including terminating pods: %v, want %v", got, tt.withTerminating)
+			}
+			if got := ShouldPodBeInEndpoints(tt.pod, false); got != tt.withoutTerminating {
+				t.Errorf("excluding terminating pods: %v, want %v", got, tt.withoutTerminating)
 			}
 		})
 	}

@@ -171,7 +171,9 @@ func BuildSubsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubs
 	}
 	groups := map[string]*group{}
 	for _, pod := range pods {
-		if !ctrlutil.PodServable(pod) || pod.DeletionTimestamp != nil {
+		// A terminating pod is listed only under publishNotReadyAddresses, then (as every
+		// address of such a Service) as ready: Endpoints have no terminating state.
+		if !ctrlutil.ShouldPodBeInEndpoints(pod, svc.Spec.PublishNotReadyAddresses) {
 			continue
 		}
 		var ports []corev1.EndpointPort

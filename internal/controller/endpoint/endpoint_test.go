@@ -216,21 +216,7 @@ func TestSidecarNamedTargetPort(t *testing.T) {
 	svc.Spec.Ports[0].TargetPort = intstr.FromString("http-sidecar")
 	pod := servingPod("sidecar-port", "10.0.0.1", false).Ready(now).
 		Sidecar("sidecar", corev1.ContainerPort{Name: "http-sidecar", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}).Obj()
-	env := ctrltest.NewEnv(svc, pod)
-	c, err := New(env.Deps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctrltest.Seed(t, env.Factory.Core().V1().Services().Informer(), svc)
-	ctrltest.Seed(t, env.Factory.Core().V1().Pods().Informer(), pod)
-	if err := c.Sync(context.Background(), "default/web"); err != nil {
-		t.Fatal(err)
-	}
-	actions := env.Writes()
-	if got := ctrltest.Describe(actions); !slices.Equal(got, []string{"create endpoints web"}) {
-		t.Fatalf("actions %q", got)
-	}
-	ep := actions[0].(clienttesting.CreateAction).GetObject().(*corev1.Endpoints)
+	ep := syncCreated(t, svc, pod)
 	want := []corev1.EndpointSubset{{
 		Addresses: []corev1.EndpointAddress{{IP: "10.0.0.1", NodeName: ptr.To("node-1"),
 			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "sidecar-port", UID: pod.UID}}},
@@ -238,5 +224,69 @@ func TestSidecarNamedTargetPort(t *testing.T) {
 	}}
 	if !apiequality.Semantic.DeepEqual(ep.Subsets, want) {
 		t.Fatalf("subsets %+v, want %+v", ep.Subsets, want)
+	}
+}
+
+// syncCreated syncs svc over pods with no Endpoints yet and returns the Endpoints created.
+func syncCreated(t *testing.T, svc *corev1.Service, pods ...*corev1.Pod) *corev1.Endpoints {
+	t.Helper()
+	env := ctrltest.NewEnv(svc)
+	c, err := New(env.Deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Seed(t, env.Factory.Core().V1().Services().Informer(), svc)
+	for _, p := range pods {
+		ctrltest.Seed(t, env.Factory.Core().V1().Pods().Informer(), p)
+	}
+	if err := c.Sync(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	actions := env.Writes()
+	if got := ctrltest.Describe(actions); !slices.Equal(got, []string{"create endpoints web"}) {
+		t.Fatalf("actions %q", got)
+	}
+	return actions[0].(clienttesting.CreateAction).GetObject().(*corev1.Endpoints)
+}
+
+// TestTerminatingAndEvictedPods: Endpoints have no terminating state, so a pod being deleted
+// is listed only when the Service publishes not-ready addresses (then as ready, as every
+// address of such a Service); an evicted (Failed) or Succeeded pod is never listed, even then.
+func TestTerminatingAndEvictedPods(t *testing.T) {
+	now := ctrltest.Epoch()
+	pods := []*corev1.Pod{
+		servingPod("a", "10.0.0.1", true).Ready(now).Obj(),
+		servingPod("leaving", "10.0.0.2", true).Ready(now).Deleting(now).Obj(),
+		servingPod("draining", "10.0.0.3", true).Running().Deleting(now).Obj(),
+		servingPod("evicted", "10.0.0.4", true).Phase(corev1.PodFailed).Obj(),
+		servingPod("done", "10.0.0.5", true).Phase(corev1.PodSucceeded).Obj(),
+	}
+	tests := []struct {
+		name            string
+		publishNotReady bool
+		pods            []*corev1.Pod
+		ready, notReady []string
+	}{
+		{"terminating pods left out", false, pods, []string{"10.0.0.1"}, nil},
+		{"publishNotReadyAddresses: terminating pods ready", true, pods, []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}, nil},
+		{"only an evicted pod: no subsets", true, pods[3:4], nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc := makeService()
+			svc.Spec.PublishNotReadyAddresses = tt.publishNotReady
+			ep := syncCreated(t, svc, tt.pods...)
+			var ready, notReady []string
+			for _, s := range ep.Subsets {
+				ready = append(ready, ips(s.Addresses)...)
+				notReady = append(notReady, ips(s.NotReadyAddresses)...)
+			}
+			if !slices.Equal(ready, tt.ready) || !slices.Equal(notReady, tt.notReady) {
+				t.Fatalf("ready %v, not ready %v; want %v, %v", ready, notReady, tt.ready, tt.notReady)
+			}
+			if len(tt.ready)+len(tt.notReady) == 0 && len(ep.Subsets) != 0 {
+				t.Fatalf("subsets %+v, want none", ep.Subsets)
+			}
+		})
 	}
 }

@@ -110,7 +110,7 @@ func (g *group) key() string { return ctrlutil.SliceKey(g.addressType, g.ports) 
 func DesiredGroups(svc *corev1.Service, pods []*corev1.Pod) []*group {
 	groups := map[string]*group{}
 	for _, pod := range pods {
-		if !ctrlutil.PodServable(pod) {
+		if !ctrlutil.ShouldPodBeInEndpoints(pod, true) {
 			continue
 		}
 		var ports []discoveryv1.EndpointPort

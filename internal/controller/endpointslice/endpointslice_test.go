@@ -156,13 +156,27 @@ func TestSidecarNamedTargetPort(t *testing.T) {
 	svc.Spec.Ports[0].TargetPort = intstr.FromString("http-sidecar")
 	pod := servingPod("sidecar-port", "10.0.0.1").Ready(now).
 		Sidecar("sidecar", corev1.ContainerPort{Name: "http-sidecar", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}).Obj()
-	env := ctrltest.NewEnv(svc, pod)
+	s := syncCreatedOne(t, svc, pod)
+	if len(s.Ports) != 1 || *s.Ports[0].Port != 9090 || *s.Ports[0].Name != "http" {
+		t.Fatalf("ports %+v", s.Ports)
+	}
+	if len(s.Endpoints) != 1 || s.Endpoints[0].Addresses[0] != "10.0.0.1" || !*s.Endpoints[0].Conditions.Ready {
+		t.Fatalf("endpoints %+v", s.Endpoints)
+	}
+}
+
+// syncCreatedOne syncs svc over pods with no slices yet and returns the one slice created.
+func syncCreatedOne(t *testing.T, svc *corev1.Service, pods ...*corev1.Pod) *discoveryv1.EndpointSlice {
+	t.Helper()
+	env := ctrltest.NewEnv(svc)
 	c, err := New(env.Deps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctrltest.Seed(t, env.Factory.Core().V1().Services().Informer(), svc)
-	ctrltest.Seed(t, env.Factory.Core().V1().Pods().Informer(), pod)
+	for _, p := range pods {
+		ctrltest.Seed(t, env.Factory.Core().V1().Pods().Informer(), p)
+	}
 	if err := c.Sync(context.Background(), "default/web"); err != nil {
 		t.Fatal(err)
 	}
@@ -170,11 +184,19 @@ func TestSidecarNamedTargetPort(t *testing.T) {
 	if got := ctrltest.Describe(actions); !slices.Equal(got, []string{"create endpointslices web-*"}) {
 		t.Fatalf("actions %q", got)
 	}
-	s := actions[0].(clienttesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice)
-	if len(s.Ports) != 1 || *s.Ports[0].Port != 9090 || *s.Ports[0].Name != "http" {
-		t.Fatalf("ports %+v", s.Ports)
-	}
-	if len(s.Endpoints) != 1 || s.Endpoints[0].Addresses[0] != "10.0.0.1" || !*s.Endpoints[0].Conditions.Ready {
-		t.Fatalf("endpoints %+v", s.Endpoints)
+	return actions[0].(clienttesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice)
+}
+
+// TestEvictedPodsGetNoEndpoint: an evicted pod (phase Failed) gets no endpoint, not even a
+// not-ready one under publishNotReadyAddresses; its Service keeps the one empty slice that
+// upstream's "should be rejected for evicted pods (no endpoints exist)" waits for.
+func TestEvictedPodsGetNoEndpoint(t *testing.T) {
+	svc := makeService()
+	svc.Spec.PublishNotReadyAddresses = true
+	evicted := servingPod("evicted", "10.0.0.4").Phase(corev1.PodFailed).Obj()
+	evicted.Status.Reason = "Evicted"
+	s := syncCreatedOne(t, svc, evicted)
+	if len(s.Endpoints) != 0 {
+		t.Fatalf("endpoints %+v, want none", s.Endpoints)
 	}
 }
