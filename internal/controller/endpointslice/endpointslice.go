@@ -140,16 +140,10 @@ func DesiredGroups(svc *corev1.Service, pods []*corev1.Pod) []*group {
 		} else {
 			groups[g.key()] = g
 		}
-		podReady := ctrlutil.IsPodReady(pod)
-		terminating := pod.DeletionTimestamp != nil
 		ep := discoveryv1.Endpoint{
-			Addresses: []string{pod.Status.PodIP},
-			Conditions: discoveryv1.EndpointConditions{
-				Ready:       ptr.To((podReady && !terminating) || svc.Spec.PublishNotReadyAddresses),
-				Serving:     ptr.To(podReady || svc.Spec.PublishNotReadyAddresses),
-				Terminating: ptr.To(terminating),
-			},
-			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+			Addresses:  []string{pod.Status.PodIP},
+			Conditions: Conditions(svc, pod),
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		}
 		if pod.Spec.NodeName != "" {
 			ep.NodeName = ptr.To(pod.Spec.NodeName)
@@ -166,6 +160,21 @@ func DesiredGroups(svc *corev1.Service, pods []*corev1.Pod) []*group {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].key() < out[j].key() })
 	return out
+}
+
+// Conditions are the endpoint conditions of pod behind svc, as Kubernetes sets them:
+// serving is the pod's readiness and nothing else, so a proxy can tell a terminating pod
+// that still serves from one that does not; terminating is a deletionTimestamp; ready is
+// serving and not terminating (a terminating pod is never ready, for the clients that read
+// only ready), except that publishNotReadyAddresses makes every endpoint ready.
+func Conditions(svc *corev1.Service, pod *corev1.Pod) discoveryv1.EndpointConditions {
+	serving := ctrlutil.IsPodReady(pod)
+	terminating := pod.DeletionTimestamp != nil
+	return discoveryv1.EndpointConditions{
+		Ready:       ptr.To(svc.Spec.PublishNotReadyAddresses || (serving && !terminating)),
+		Serving:     ptr.To(serving),
+		Terminating: ptr.To(terminating),
+	}
 }
 
 // Sync reconciles the EndpointSlices of the Service with the given key.

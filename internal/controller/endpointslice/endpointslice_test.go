@@ -200,3 +200,50 @@ func TestEvictedPodsGetNoEndpoint(t *testing.T) {
 		t.Fatalf("endpoints %+v, want none", s.Endpoints)
 	}
 }
+
+// TestConditionsTable: serving is the pod's readiness alone, publishNotReadyAddresses or
+// not, so that a terminating pod that failed its readiness probe is not fallen back to.
+func TestConditionsTable(t *testing.T) {
+	now := ctrltest.Epoch()
+	tests := []struct {
+		name                        string
+		pod                         *corev1.Pod
+		publishNotReady             bool
+		ready, serving, terminating bool
+	}{
+		{"ready", servingPod("p", "10.0.0.1").Ready(now).Obj(), false, true, true, false},
+		{"not ready", servingPod("p", "10.0.0.1").Running().Obj(), false, false, false, false},
+		{"terminating, still ready", servingPod("p", "10.0.0.1").Ready(now).Deleting(now).Obj(), false, false, true, true},
+		{"terminating, unready", servingPod("p", "10.0.0.1").Running().Deleting(now).Obj(), false, false, false, true},
+		{"publishNotReadyAddresses, not ready", servingPod("p", "10.0.0.1").Running().Obj(), true, true, false, false},
+		{"publishNotReadyAddresses, terminating, unready", servingPod("p", "10.0.0.1").Running().Deleting(now).Obj(), true, true, false, true},
+		{"publishNotReadyAddresses, terminating, still ready", servingPod("p", "10.0.0.1").Ready(now).Deleting(now).Obj(), true, true, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc := makeService()
+			svc.Spec.PublishNotReadyAddresses = tt.publishNotReady
+			c := Conditions(svc, tt.pod)
+			got := [3]bool{*c.Ready, *c.Serving, *c.Terminating}
+			if want := [3]bool{tt.ready, tt.serving, tt.terminating}; got != want {
+				t.Fatalf("ready/serving/terminating = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestSyncPublishNotReadyKeepsServing: the slice written for a Service that publishes
+// not-ready addresses says ready for a terminating, unready pod but not serving.
+func TestSyncPublishNotReadyKeepsServing(t *testing.T) {
+	now := ctrltest.Epoch()
+	svc := makeService()
+	svc.Spec.PublishNotReadyAddresses = true
+	s := syncCreatedOne(t, svc, servingPod("draining", "10.0.0.3").Running().Deleting(now).Obj())
+	if len(s.Endpoints) != 1 {
+		t.Fatalf("endpoints %+v", s.Endpoints)
+	}
+	c := s.Endpoints[0].Conditions
+	if got := [3]bool{*c.Ready, *c.Serving, *c.Terminating}; got != [3]bool{true, false, true} {
+		t.Fatalf("ready/serving/terminating = %v, want [true false true]", got)
+	}
+}
