@@ -40,6 +40,14 @@ func TestHealthChecks(t *testing.T) {
 		},
 		want: map[int32]ServiceHealth{32000: {Namespace: "ns", Name: "web", LocalEndpoints: 2}},
 	}, {
+		// Upstream's "should fail health check node port if there are only terminating
+		// endpoints": a pod being deleted still serves (the rules fall back to it) but the
+		// load balancer is told to send no new traffic to this node.
+		name:   "only terminating local endpoints: none",
+		svcs:   []*corev1.Service{lbLocal("web", "10.96.0.10", 32000)},
+		slices: []*discoveryv1.EndpointSlice{makeSlice("web", "http", 8080, tcp, ep{ip: "10.244.1.5", node: "node-a", serving: true, terminating: true})},
+		want:   map[int32]ServiceHealth{32000: {Namespace: "ns", Name: "web"}},
+	}, {
 		name:   "no local endpoint",
 		svcs:   []*corev1.Service{lbLocal("web", "10.96.0.10", 32000)},
 		slices: []*discoveryv1.EndpointSlice{makeSlice("web", "http", 8080, tcp, readyEp("10.244.2.5", "node-b"))},
