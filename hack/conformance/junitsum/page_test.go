@@ -95,3 +95,17 @@ func TestRunWritesPage(t *testing.T) {
 		t.Error("a missing report was accepted")
 	}
 }
+
+// TestCausesFileParses: the harness's own causes file (hack/conformance/causes.tsv) is read by
+// every run; a malformed line would stop the results page.
+func TestCausesFileParses(t *testing.T) {
+	known, err := readCauses(filepath.Join("..", "causes.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range known {
+		if c.pattern.String() == "" || c.text == "" {
+			t.Errorf("empty cause line: %+v", c)
+		}
+	}
+}
