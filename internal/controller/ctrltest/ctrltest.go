@@ -4,11 +4,13 @@
 package ctrltest
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -131,4 +133,23 @@ func (e *Env) Events() []string {
 			return out
 		}
 	}
+}
+
+// SyncServiceCreate seeds svc and pods into env's informers, syncs svc's key with sync (a
+// Service-keyed controller's Sync) and returns the one object the sync created, failing the test
+// unless the sync's writes are exactly want (in Describe's form).
+func SyncServiceCreate(t *testing.T, env *Env, sync func(context.Context, string) error, want string, svc *corev1.Service, pods ...*corev1.Pod) runtime.Object {
+	t.Helper()
+	Seed(t, env.Factory.Core().V1().Services().Informer(), svc)
+	for _, p := range pods {
+		Seed(t, env.Factory.Core().V1().Pods().Informer(), p)
+	}
+	if err := sync(context.Background(), svc.Namespace+"/"+svc.Name); err != nil {
+		t.Fatal(err)
+	}
+	actions := env.Writes()
+	if got := Describe(actions); len(got) != 1 || got[0] != want {
+		t.Fatalf("actions %q, want [%q]", got, want)
+	}
+	return actions[0].(clienttesting.CreateAction).GetObject()
 }

@@ -235,18 +235,7 @@ func syncCreated(t *testing.T, svc *corev1.Service, pods ...*corev1.Pod) *corev1
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctrltest.Seed(t, env.Factory.Core().V1().Services().Informer(), svc)
-	for _, p := range pods {
-		ctrltest.Seed(t, env.Factory.Core().V1().Pods().Informer(), p)
-	}
-	if err := c.Sync(context.Background(), "default/web"); err != nil {
-		t.Fatal(err)
-	}
-	actions := env.Writes()
-	if got := ctrltest.Describe(actions); !slices.Equal(got, []string{"create endpoints web"}) {
-		t.Fatalf("actions %q", got)
-	}
-	return actions[0].(clienttesting.CreateAction).GetObject().(*corev1.Endpoints)
+	return ctrltest.SyncServiceCreate(t, env, c.Sync, "create endpoints web", svc, pods...).(*corev1.Endpoints)
 }
 
 // TestTerminatingAndEvictedPods: Endpoints have no terminating state, so a pod being deleted

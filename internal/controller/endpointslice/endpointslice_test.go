@@ -173,18 +173,7 @@ func syncCreatedOne(t *testing.T, svc *corev1.Service, pods ...*corev1.Pod) *dis
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctrltest.Seed(t, env.Factory.Core().V1().Services().Informer(), svc)
-	for _, p := range pods {
-		ctrltest.Seed(t, env.Factory.Core().V1().Pods().Informer(), p)
-	}
-	if err := c.Sync(context.Background(), "default/web"); err != nil {
-		t.Fatal(err)
-	}
-	actions := env.Writes()
-	if got := ctrltest.Describe(actions); !slices.Equal(got, []string{"create endpointslices web-*"}) {
-		t.Fatalf("actions %q", got)
-	}
-	return actions[0].(clienttesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice)
+	return ctrltest.SyncServiceCreate(t, env, c.Sync, "create endpointslices web-*", svc, pods...).(*discoveryv1.EndpointSlice)
 }
 
 // TestEvictedPodsGetNoEndpoint: an evicted pod (phase Failed) gets no endpoint, not even a
