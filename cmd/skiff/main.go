@@ -143,6 +143,8 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "10.42.0.0/16", "pod network; every node gets a podCIDR from it")
 	fs.StringVar(&cfg.CloudProvider, "cloud-provider", "local", "cloud controller manager provider: local (LoadBalancer Services answer on the nodes' addresses) or none")
 	fs.BoolVar(&cfg.DisableProxy, "disable-kube-proxy", false, "do not run the service proxy on this worker (no cluster IP, NodePort or external IP rules)")
+	fs.BoolVar(&cfg.DisableNetworkPolicy, "disable-network-policy", false, "do not enforce NetworkPolicy on this worker (for a cluster that runs another policy agent)")
+	fs.BoolVar(&cfg.NetworkPolicyLog, "network-policy-log", false, "log every packet a NetworkPolicy drops (at most 10 a second, kernel log, prefix \"skiff-netpol\")")
 	fs.StringVar(&cfg.ProxyMode, "proxy-mode", "nftables", "the service proxy's backend: nftables (one table of the node's own, ip skiff-<prefix>) or iptables (chains <prefix>-* hooked into the built-in chains)")
 	fs.IntVar(&cfg.ProxyHealthzPort, "proxy-healthz-port", 0, "serve the service proxy's /healthz and /livez on this port of the bind address (kube-proxy uses 10256); 0: off")
 	fs.BoolVar(&cfg.DisableScheduler, "disable-scheduler", false, "do not run skiff's scheduler on this control-plane node (e.g. to run upstream kube-scheduler instead)")

@@ -199,6 +199,11 @@ func (n *Node) runRoles(ctx context.Context) error {
 				return runProxy(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess.Only(proxyResources()...))
 			}})
 		}
+		if !n.cfg.DisableNetworkPolicy {
+			roles = append(roles, role{name: "network policy", run: func(ctx context.Context) error {
+				return runNetworkPolicy(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess.Only(netpolResources()...))
+			}})
+		}
 	}
 	return runRoles(ctx, roles, roleStopGrace, n.cfg.Logger)
 }

@@ -92,6 +92,11 @@ type Config struct {
 	DNSUpstreams []string
 	// DisableProxy keeps a worker from running the service proxy (k3s's --disable-kube-proxy).
 	DisableProxy bool
+	// DisableNetworkPolicy keeps a worker from enforcing NetworkPolicy (k3s's
+	// --disable-network-policy), for a cluster that runs another policy agent.
+	DisableNetworkPolicy bool
+	// NetworkPolicyLog logs every packet a network policy drops (rate limited) to the kernel log.
+	NetworkPolicyLog bool
 	// ProxyHealthzPort, when not 0, serves the service proxy's /healthz and /livez on the bind
 	// address (kube-proxy's port is 10256).
 	ProxyHealthzPort int

@@ -17,7 +17,7 @@ import (
 // NoExecute, so only pods that tolerate it, such as DaemonSets, run there; its pod range comes
 // from node IPAM, as a joined worker's), the role labels (node-role.kubernetes.io/etcd, patched
 // with the node's admin kubeconfig since NodeRestriction forbids a kubelet to set them), the pod
-// network agent, cluster DNS and the service proxy. Every client goes through the node-local
+// network agent, cluster DNS, the service proxy and the network policy agent. Every client goes through the node-local
 // balancer with an identity minted from the cluster CA the node's keys brought.
 func etcdNodeKubeletRoles(cfg *Config, now time.Time) ([]role, error) {
 	nodeRC, err := componentRESTConfig(cfg, "system:node:"+cfg.NodeName, []string{"system:nodes"}, now)
@@ -44,6 +44,10 @@ func etcdNodeKubeletRoles(cfg *Config, now time.Time) ([]role, error) {
 	if err != nil {
 		return nil, err
 	}
+	netpolRC, err := componentRESTConfig(cfg, bootstrappolicy.SkiffNetworkPolicy, nil, now)
+	if err != nil {
+		return nil, err
+	}
 	id := kubeletIdentity{rest: throughLB(cfg, nodeRC), serverTLS: serverTLS, taints: nodeTaints(cfg.Roles)}
 	roles := []role{
 		{name: "node role labels", run: func(ctx context.Context) error {
@@ -63,6 +67,11 @@ func etcdNodeKubeletRoles(cfg *Config, now time.Time) ([]role, error) {
 	if !cfg.DisableProxy {
 		roles = append(roles, role{name: "service proxy", run: func(ctx context.Context) error {
 			return runProxyAs(ctx, cfg, prometheus.NewRegistry(), throughLB(cfg, proxyRC), nil)
+		}})
+	}
+	if !cfg.DisableNetworkPolicy {
+		roles = append(roles, role{name: "network policy", run: func(ctx context.Context) error {
+			return runNetworkPolicyAs(ctx, cfg, prometheus.NewRegistry(), throughLB(cfg, netpolRC), nil)
 		}})
 	}
 	return roles, nil

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/skiff-sh/skiff/internal/kubelet/containerd"
+	"github.com/skiff-sh/skiff/internal/netpol"
 	"github.com/skiff-sh/skiff/internal/pki"
 	"github.com/skiff-sh/skiff/internal/podnet"
 	"github.com/skiff-sh/skiff/internal/proxy"
@@ -301,6 +302,10 @@ func Uninstall(ctx context.Context, o UninstallOptions, progress func(format str
 		errs = append(errs, fmt.Errorf("service range device: %w", err))
 	}
 	progress("removed the service proxy's rules")
+	if err := netpol.Cleanup(ctx, host, plan.ProxyPrefix); err != nil {
+		errs = append(errs, fmt.Errorf("network policy table: %w", err))
+	}
+	progress("removed the network policy table")
 	if err := podnet.Cleanup(plan.PodNetwork); err != nil {
 		errs = append(errs, fmt.Errorf("pod network routes and chain: %w", err))
 	}

@@ -168,6 +168,11 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 			return runProxyAs(ctx, &cfg, prometheus.NewRegistry(), joinedRESTConfig(&cfg, id, "proxy"), nil)
 		}})
 	}
+	if !cfg.DisableNetworkPolicy {
+		roles = append(roles, role{name: "network policy", run: func(ctx context.Context) error {
+			return runNetworkPolicyAs(ctx, &cfg, prometheus.NewRegistry(), joinedRESTConfig(&cfg, id, "netpol"), nil)
+		}})
+	}
 	return runRoles(ctx, roles, roleStopGrace, cfg.Logger)
 }
 

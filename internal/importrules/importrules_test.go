@@ -44,6 +44,7 @@ var rules = []struct {
 	{name: "cluster DNS is an API client and no upstream DNS server", pattern: "./internal/dns/...",
 		forbidden: append(slices.Clone(apiClientForbidden), module+"internal/kubelet", module+"internal/controller", "github.com/coredns/")},
 	{name: "the service proxy is an API client", pattern: "./internal/proxy/...", forbidden: apiClientForbidden},
+	{name: "the network policy agent is an API client", pattern: "./internal/netpol/...", forbidden: apiClientForbidden},
 	{name: "the pod network agent is an API client", pattern: "./internal/podnet/...", forbidden: apiClientForbidden},
 	{name: "cloud providers are API clients", pattern: "./internal/cloudprovider/...", forbidden: apiClientForbidden},
 	{name: "simulated nodes are API clients", pattern: "./internal/simnode/...", forbidden: apiClientForbidden},

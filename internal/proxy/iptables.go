@@ -17,6 +17,12 @@ type Host struct {
 	Wrap []string
 }
 
+// Output runs name with args (inside Wrap) with stdin and returns its standard output; the
+// error carries the command line and its standard error. The policy agent runs nft through it.
+func (h Host) Output(ctx context.Context, stdin string, name string, args ...string) (string, error) {
+	return h.run(ctx, stdin, name, args...)
+}
+
 func (h Host) run(ctx context.Context, stdin string, name string, args ...string) (string, error) {
 	argv := append(append(append([]string(nil), h.Wrap...), name), args...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)

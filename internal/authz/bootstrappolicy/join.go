@@ -24,10 +24,11 @@ func JoinClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		bind("skiff:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", subjects(rbacv1.GroupKind, BootstrappersGroup)...),
 		bind("skiff:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", subjects(rbacv1.GroupKind, NodesGroup)...),
 		bind(EtcdJoinClusterRole, EtcdJoinClusterRole, subjects(rbacv1.GroupKind, ControlPlaneJoinGroup)...),
-		// A joined worker runs its service proxy and cluster DNS as itself: it holds only its node
+		// A joined worker runs its service proxy, cluster DNS and network policy agent as itself: it holds only its node
 		// certificate (k3s likewise gives every agent its proxy's rights).
 		bind("skiff:node-proxier", "system:node-proxier", subjects(rbacv1.GroupKind, NodesGroup)...),
 		bind("skiff:node-dns", SkiffDNS, subjects(rbacv1.GroupKind, NodesGroup)...),
+		bind("skiff:node-network-policy", SkiffNetworkPolicy, subjects(rbacv1.GroupKind, NodesGroup)...),
 	}
 }
 

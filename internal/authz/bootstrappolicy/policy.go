@@ -18,6 +18,8 @@ const (
 	KubeScheduler         = "system:kube-scheduler"
 	// SkiffDNS is the client identity of skiff's node-local cluster DNS server.
 	SkiffDNS = "system:skiff:dns"
+	// SkiffNetworkPolicy is the client identity of a worker's network policy agent.
+	SkiffNetworkPolicy = "system:skiff:network-policy"
 
 	// AutoUpdateAnnotation set to "false" stops the reconciler from adding rules and subjects.
 	AutoUpdateAnnotation = "rbac.authorization.kubernetes.io/autoupdate"
@@ -240,6 +242,14 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			),
 		},
 		{
+			// The network policy agent reads the policies and what they select, nothing else.
+			ObjectMeta: meta(SkiffNetworkPolicy, nil),
+			Rules: rules(
+				rule("list", "watch").groups(legacyGroup).resources("pods", "namespaces"),
+				rule("list", "watch").groups(networkingGroup).resources("networkpolicies"),
+			),
+		},
+		{
 			ObjectMeta: meta("system:persistent-volume-provisioner", nil),
 			Rules: rules(
 				rule("get", "list", "watch", "create", "delete").groups(legacyGroup).resources("persistentvolumes"),
@@ -356,6 +366,7 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterBinding("system:kube-controller-manager", subjects(rbacv1.UserKind, KubeControllerManager)...),
 		clusterBinding("system:kube-dns", serviceAccount("kube-system", "kube-dns")),
 		clusterBinding(SkiffDNS, subjects(rbacv1.UserKind, SkiffDNS)...),
+		clusterBinding(SkiffNetworkPolicy, subjects(rbacv1.UserKind, SkiffNetworkPolicy)...),
 		clusterBinding("system:kube-scheduler", subjects(rbacv1.UserKind, KubeScheduler)...),
 		clusterBinding("system:volume-scheduler", subjects(rbacv1.UserKind, KubeScheduler)...),
 		// No subjects: nodes are authorized by the Node authorizer, as upstream since v1.8.
