@@ -193,3 +193,47 @@ func TestIntervals(t *testing.T) {
 		t.Errorf("merged %q", got)
 	}
 }
+
+// TestPlanTouchesOnlyWhatChanged: a pod's label, a namespace's label or one policy's edit
+// rewrites only what it touches, never the whole table.
+func TestPlanTouchesOnlyWhatChanged(t *testing.T) {
+	web := MakePolicy("a", "web").Select("app", "web").Ingress([]networkingv1.NetworkPolicyPeer{podPeer("app", "db"), nsPeer("team", "y")}).Obj()
+	other := MakePolicy("b", "other").Ingress(nil, tcp(80)).Obj()
+	base := world(web, other)
+	prev := Build(base)
+
+	relabelled := world(web, other)
+	relabelled.Pods = slices.Clone(relabelled.Pods)
+	relabelled.Pods[2] = MakePod("a", "db").Node("n2").IP("10.42.1.5").Label("app", "gone").Obj()
+	webEdited := world(MakePolicy("a", "web").Select("app", "web").Ingress([]networkingv1.NetworkPolicyPeer{podPeer("app", "cli")}, tcp(81)).Obj(), other)
+	tests := []struct {
+		name string
+		in   Input
+		want []string // every line of the plan starts with one of these
+	}{
+		{"a remote pod relabelled: one set's elements", relabelled, []string{
+			"delete element ip t " + policyChain(ingress, web) + "-0 "}},
+		{"a namespace relabelled: one set's elements", func() Input {
+			in := world(web, other)
+			in.Namespaces = []*corev1.Namespace{ns("a", nil), ns("b", map[string]string{"team": "y"})}
+			return in
+		}(), []string{"delete element ip t " + policyChain(ingress, web) + "-0 ", "add element ip t " + policyChain(ingress, web) + "-0 "}},
+		{"one policy edited: its chain and its set", webEdited, []string{
+			"flush chain ip t " + policyChain(ingress, web) + "\n",
+			"add rule ip t " + policyChain(ingress, web) + " ",
+			"delete element ip t " + policyChain(ingress, web) + "-0 ", "add element ip t " + policyChain(ingress, web) + "-0 "}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			script, changed := Plan("t", &prev, Build(tc.in))
+			if !changed {
+				t.Fatal("nothing planned")
+			}
+			for _, line := range strings.SplitAfter(strings.TrimSuffix(script, "\n"), "\n") {
+				if !slices.ContainsFunc(tc.want, func(p string) bool { return strings.HasPrefix(line, p) || line+"\n" == p }) {
+					t.Errorf("unexpected command %q in\n%s", line, script)
+				}
+			}
+		})
+	}
+}
