@@ -114,10 +114,10 @@ type podInfo struct {
 
 // index holds the input in the shapes Build looks things up by.
 type index struct {
-	in         Input
-	pods       []podInfo
-	byNS       map[string][]podInfo
-	nsLabels   map[string]labels.Set
+	in       Input
+	pods     []podInfo
+	byNS     map[string][]podInfo
+	nsLabels map[string]labels.Set
 }
 
 func newIndex(in Input) *index {
