@@ -27,6 +27,7 @@ require (
 
 // Resource metrics: the kubelet's Summary API types and metrics.k8s.io's.
 require (
+	github.com/container-storage-interface/spec v1.11.0
 	k8s.io/kubelet v0.37.2
 	k8s.io/metrics v0.37.2
 )
