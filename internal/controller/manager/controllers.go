@@ -57,6 +57,9 @@ const (
 	PVCProtection = "pvc-protection"
 	// PVProtection keeps a volume being deleted while it is bound (the kubernetes.io/pv-protection finalizer).
 	PVProtection = "pv-protection"
+	// AttachDetach makes and deletes the VolumeAttachments of the CSI volumes pods use and keeps the
+	// nodes' volumesAttached.
+	AttachDetach = "attachdetach"
 )
 
 // KnownControllers lists every controller name --controllers accepts.
@@ -65,7 +68,7 @@ func KnownControllers() []string {
 		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption,
 		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring, CSRSigning, CSRApproving, CSRCleaner,
 		ReplicationController, ClusterRoleAggregation, LocalPathProvisioner, DNSEndpoints, TokenCleaner,
-		HorizontalPodAutoscaling, PVCProtection, PVProtection}
+		HorizontalPodAutoscaling, PVCProtection, PVProtection, AttachDetach}
 }
 
 // ParseControllers turns --controllers values into the set of enabled

@@ -3,6 +3,7 @@ package manager
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/skiff-sh/skiff/internal/controller/attachdetach"
 	"github.com/skiff-sh/skiff/internal/controller/clusterroleaggregation"
 	"github.com/skiff-sh/skiff/internal/controller/cronjob"
 	"github.com/skiff-sh/skiff/internal/controller/csrapproving"
@@ -56,6 +57,7 @@ func constructors() map[string]constructor {
 		PersistentVolumeBinder: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return pvbinder.New(deps) },
 		PVCProtection:          func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return pvcprotection.New(deps) },
 		PVProtection:           func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return pvprotection.New(deps) },
+		AttachDetach:           func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return attachdetach.New(deps) },
 		LocalPathProvisioner: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			return localpath.New(deps, localpath.Config{Dir: cfg.LocalPathDir, HelperImage: cfg.LocalPathHelperImage, Logger: deps.Log()})
 		},
