@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -49,6 +50,9 @@ func runNetworkPolicyAs(ctx context.Context, cfg *Config, reg prometheus.Registe
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("network policy client: %w", err)
+	}
+	if opts.Dynamic, err = dynamic.NewForConfig(restCfg); err != nil {
+		return fmt.Errorf("network policy dynamic client: %w", err)
 	}
 	return netpol.Run(ctx, client, opts)
 }

@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -40,6 +42,12 @@ type Options struct {
 	// node) pass the forward hook; empty means /proc/sys/net/bridge/bridge-nf-call-iptables,
 	// "-" leaves it alone (tests in their own namespace).
 	BridgeNetfilter string
+	// Dynamic, when set, lets the agent enforce ClusterNetworkPolicy too, once its CRD
+	// (policy.networking.k8s.io/v1beta1) is installed.
+	Dynamic dynamic.Interface
+	// DiscoveryPeriod is how often the agent looks for the ClusterNetworkPolicy CRD until it
+	// finds it (default 30 s).
+	DiscoveryPeriod time.Duration
 	Host            proxy.Host
 	Clock           clock.WithTicker
 	Logger          *slog.Logger
@@ -72,6 +80,9 @@ func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.DiscoveryPeriod == 0 {
+		o.DiscoveryPeriod = 30 * time.Second
+	}
 	if o.BridgeNetfilter == "" {
 		o.BridgeNetfilter = "/proc/sys/net/bridge/bridge-nf-call-iptables"
 	}
@@ -94,6 +105,7 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 	pols := factory.Networking().V1().NetworkPolicies()
 	pods := factory.Core().V1().Pods()
 	nss := factory.Core().V1().Namespaces()
+	nodes := factory.Core().V1().Nodes()
 	if opts.PrepareInformers == nil {
 		// Over HTTPS every worker holds every pod: keep only what the rules are made of.
 		if err := pods.Informer().SetTransform(trimPod); err != nil {
@@ -120,15 +132,26 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 		UpdateFunc: func(any, any) { poke() },
 		DeleteFunc: func(any) { poke() },
 	}
-	for name, inf := range map[string]cache.SharedIndexInformer{"networkpolicy": pols.Informer(), "pod": pods.Informer(), "namespace": nss.Informer()} {
+	for name, inf := range map[string]cache.SharedIndexInformer{"networkpolicy": pols.Informer(), "pod": pods.Informer(),
+		"namespace": nss.Informer(), "node": nodes.Informer()} {
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			return fmt.Errorf("%s informer: %w", name, err)
 		}
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !ctrlutil.WaitForCaches(ctx, log, pols.Informer().HasSynced, pods.Informer().HasSynced, nss.Informer().HasSynced) {
+	if !ctrlutil.WaitForCaches(ctx, log, pols.Informer().HasSynced, pods.Informer().HasSynced, nss.Informer().HasSynced, nodes.Informer().HasSynced) {
 		return nil
+	}
+	cnps := newClusterPolicies(opts, client, handler)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if opts.Dynamic != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cnps.run(ctx)
+		}()
 	}
 
 	var prev *Ruleset // nil: the next sync rewrites the whole table
@@ -143,6 +166,12 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 			return err
 		}
 		if in.Namespaces, err = nss.Lister().List(labels.Everything()); err != nil {
+			return err
+		}
+		if in.Nodes, err = nodes.Lister().List(labels.Everything()); err != nil {
+			return err
+		}
+		if in.ClusterPolicies, err = cnps.list(); err != nil {
 			return err
 		}
 		next := Build(in)

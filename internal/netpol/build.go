@@ -13,6 +13,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	cnpv1 "sigs.k8s.io/network-policy-api/apis/v1beta1"
 )
 
 // Input is what Build decides from: the informers' objects and this node.
@@ -22,6 +23,10 @@ type Input struct {
 	Policies   []*networkingv1.NetworkPolicy
 	Pods       []*corev1.Pod
 	Namespaces []*corev1.Namespace
+	// ClusterPolicies are the ClusterNetworkPolicies (Admin and Baseline tiers), when their CRD
+	// is installed; Nodes are the cluster's nodes, whose addresses their nodes peers match.
+	ClusterPolicies []*cnpv1.ClusterNetworkPolicy
+	Nodes           []*corev1.Node
 	// LogDrops adds a rate-limited kernel log line before every drop (--network-policy-log).
 	LogDrops bool
 }
@@ -84,8 +89,12 @@ var baseChains = map[string]string{
 
 // verdictMaps are the declarations of the two maps.
 var verdictMaps = map[string]string{
-	mapEgress:  "type ipv4_addr : verdict;",
-	mapIngress: "type ipv4_addr : verdict;",
+	mapEgress:          "type ipv4_addr : verdict;",
+	mapIngress:         "type ipv4_addr : verdict;",
+	mapAdminEgress:     "type ipv4_addr : verdict;",
+	mapAdminIngress:    "type ipv4_addr : verdict;",
+	mapBaselineEgress:  "type ipv4_addr : verdict;",
+	mapBaselineIngress: "type ipv4_addr : verdict;",
 }
 
 // direction is one of ingress and egress, with what differs between them.
@@ -188,17 +197,24 @@ func policyTypes(np *networkingv1.NetworkPolicy) (in, out bool) {
 // Build is the content of the node's table for in.
 func Build(in Input) Ruleset {
 	ix := newIndex(in)
-	rs := Ruleset{Chains: map[string][]string{}, Sets: map[string]Set{}, Maps: map[string]map[string]string{
-		mapIngress: {}, mapEgress: {},
-	}}
-	rs.Chains[chainEgress] = []string{"ct state established,related accept", "ip saddr vmap @" + mapEgress}
-	rs.Chains[chainIngress] = []string{"ct state established,related accept", "ip daddr vmap @" + mapIngress}
+	rs := Ruleset{Chains: map[string][]string{}, Sets: map[string]Set{}, Maps: map[string]map[string]string{}}
+	for name := range verdictMaps {
+		rs.Maps[name] = map[string]string{}
+	}
+	// The tiers in order: ClusterNetworkPolicy's Admin, NetworkPolicy, then Baseline (only
+	// reached for a pod no NetworkPolicy isolates: the NetworkPolicy chain ends in a drop).
+	rs.Chains[chainEgress] = []string{"ct state established,related accept",
+		"ip saddr vmap @" + mapAdminEgress, "ip saddr vmap @" + mapEgress, "ip saddr vmap @" + mapBaselineEgress}
+	rs.Chains[chainIngress] = []string{"ct state established,related accept",
+		"ip daddr vmap @" + mapAdminIngress, "ip daddr vmap @" + mapIngress, "ip daddr vmap @" + mapBaselineIngress}
 
 	policies := slices.Clone(in.Policies)
 	slices.SortFunc(policies, func(a, b *networkingv1.NetworkPolicy) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	for _, d := range []direction{ingress, egress} {
+		ix.buildTier(&rs, adminTier, d)
+		ix.buildTier(&rs, baselineTier, d)
 		// Which of this node's pods each policy of the direction selects, and per pod the
 		// policies selecting it.
 		selecting := map[netip.Addr][]string{}

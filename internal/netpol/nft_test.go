@@ -106,6 +106,17 @@ func TestPlanIncrementalEqualsFull(t *testing.T) {
 		{"web and egress", world(denyA, web, egressB)},
 		{"relabel pod and namespaces", relabel(world(denyA, web, egressB))},
 		{"narrow the web policy's block", relabel(world(denyA, webNarrow, egressB))},
+		{"cluster network policies, all kinds of rules", func() Input {
+			in := world(denyA, webNarrow)
+			in.ClusterPolicies, in.Nodes = clusterPoliciesForTest()
+			return in
+		}()},
+		{"cluster network policies changed", func() Input {
+			in := world(denyA)
+			in.ClusterPolicies, in.Nodes = clusterPoliciesForTest()
+			in.ClusterPolicies = in.ClusterPolicies[1:]
+			return in
+		}()},
 		{"log drops", func() Input { in := world(denyA, webNarrow); in.LogDrops = true; return in }()},
 		{"all policies gone", world()},
 	}

@@ -245,8 +245,9 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			// The network policy agent reads the policies and what they select, nothing else.
 			ObjectMeta: meta(SkiffNetworkPolicy, nil),
 			Rules: rules(
-				rule("list", "watch").groups(legacyGroup).resources("pods", "namespaces"),
+				rule("list", "watch").groups(legacyGroup).resources("pods", "namespaces", "nodes"),
 				rule("list", "watch").groups(networkingGroup).resources("networkpolicies"),
+				rule("list", "watch").groups("policy.networking.k8s.io").resources("clusternetworkpolicies"),
 			),
 		},
 		{
