@@ -60,6 +60,8 @@ const (
 	// AttachDetach makes and deletes the VolumeAttachments of the CSI volumes pods use and keeps the
 	// nodes' volumesAttached.
 	AttachDetach = "attachdetach"
+	// EphemeralVolume makes the claims of pods' generic ephemeral volumes.
+	EphemeralVolume = "ephemeral-volume"
 )
 
 // KnownControllers lists every controller name --controllers accepts.
@@ -68,7 +70,7 @@ func KnownControllers() []string {
 		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption,
 		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring, CSRSigning, CSRApproving, CSRCleaner,
 		ReplicationController, ClusterRoleAggregation, LocalPathProvisioner, DNSEndpoints, TokenCleaner,
-		HorizontalPodAutoscaling, PVCProtection, PVProtection, AttachDetach}
+		HorizontalPodAutoscaling, PVCProtection, PVProtection, AttachDetach, EphemeralVolume}
 }
 
 // ParseControllers turns --controllers values into the set of enabled

@@ -17,6 +17,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/endpoint"
 	"github.com/skiff-sh/skiff/internal/controller/endpointslice"
 	"github.com/skiff-sh/skiff/internal/controller/endpointslicemirroring"
+	"github.com/skiff-sh/skiff/internal/controller/ephemeral"
 	"github.com/skiff-sh/skiff/internal/controller/garbagecollector"
 	"github.com/skiff-sh/skiff/internal/controller/job"
 	"github.com/skiff-sh/skiff/internal/controller/localpath"
@@ -58,6 +59,7 @@ func constructors() map[string]constructor {
 		PVCProtection:          func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return pvcprotection.New(deps) },
 		PVProtection:           func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return pvprotection.New(deps) },
 		AttachDetach:           func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return attachdetach.New(deps) },
+		EphemeralVolume:        func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return ephemeral.New(deps) },
 		LocalPathProvisioner: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			return localpath.New(deps, localpath.Config{Dir: cfg.LocalPathDir, HelperImage: cfg.LocalPathHelperImage, Logger: deps.Log()})
 		},
