@@ -311,11 +311,16 @@ func (s *Scheduler) addEventHandlers(factory informers.SharedInformerFactory) er
 	}
 	s.handlers = append(s.handlers, reg)
 	// A claim bound or provisioned, a volume created and a class added are what VolumeBinding's
-	// rejections wait for.
+	// rejections wait for; a CSI driver's capacity published or its node limit raised, and an
+	// attachment gone, are what its storage capacity check and NodeVolumeLimits wait for.
 	for kind, informer := range map[string]cache.SharedIndexInformer{
 		framework.KindPersistentVolumeClaim: factory.Core().V1().PersistentVolumeClaims().Informer(),
 		framework.KindPersistentVolume:      factory.Core().V1().PersistentVolumes().Informer(),
 		framework.KindStorageClass:          factory.Storage().V1().StorageClasses().Informer(),
+		framework.KindCSINode:               factory.Storage().V1().CSINodes().Informer(),
+		framework.KindCSIDriver:             factory.Storage().V1().CSIDrivers().Informer(),
+		framework.KindCSIStorageCapacity:    factory.Storage().V1().CSIStorageCapacities().Informer(),
+		framework.KindVolumeAttachment:      factory.Storage().V1().VolumeAttachments().Informer(),
 	} {
 		reg, err = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) {
@@ -323,6 +328,9 @@ func (s *Scheduler) addEventHandlers(factory informers.SharedInformerFactory) er
 			},
 			UpdateFunc: func(any, any) {
 				s.queue.MoveAllToActiveOrBackoffQueue(framework.ClusterEvent{Resource: kind, ActionType: framework.Update})
+			},
+			DeleteFunc: func(any) {
+				s.queue.MoveAllToActiveOrBackoffQueue(framework.ClusterEvent{Resource: kind, ActionType: framework.Delete})
 			},
 		})
 		if err != nil {

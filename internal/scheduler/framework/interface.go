@@ -128,6 +128,10 @@ const (
 	KindPersistentVolumeClaim = "PersistentVolumeClaim"
 	KindPersistentVolume      = "PersistentVolume"
 	KindStorageClass          = "StorageClass"
+	KindCSINode               = "CSINode"
+	KindCSIDriver             = "CSIDriver"
+	KindCSIStorageCapacity    = "CSIStorageCapacity"
+	KindVolumeAttachment      = "VolumeAttachment"
 	// KindWildcard matches every event (used for the periodic flush).
 	KindWildcard = "*"
 )

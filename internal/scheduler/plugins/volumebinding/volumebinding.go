@@ -6,7 +6,8 @@
 //     binds Immediately (the persistentvolume-binder binds those on its own; the pod waits).
 //   - Filter keeps the nodes that every bound volume's node affinity allows and where every
 //     unbound claim of a WaitForFirstConsumer class either finds an available volume or can be
-//     provisioned (the class's allowedTopologies).
+//     provisioned (the class's allowedTopologies and, for a CSI driver that publishes storage
+//     capacity, a CSIStorageCapacity of the class that the node reaches and that holds the claim).
 //   - Reserve keeps the chosen node's decisions; PreBind carries them out: it points a chosen
 //     static volume at its claim, or sets volume.kubernetes.io/selected-node on a claim to
 //     provision, then waits until every claim is Bound before the pod is bound.
@@ -47,7 +48,9 @@ const (
 	ErrReasonBindConflict = "node(s) didn't find available persistent volumes to bind"
 	ErrReasonNodeConflict = "node(s) had volume node affinity conflict"
 	ErrReasonPVNotExist   = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
-	ErrUnboundImmediate   = "pod has unbound immediate PersistentVolumeClaims"
+	// ErrReasonNotEnoughSpace: no CSIStorageCapacity the node reaches holds a claim to provision.
+	ErrReasonNotEnoughSpace = "node(s) did not have enough free storage"
+	ErrUnboundImmediate     = "pod has unbound immediate PersistentVolumeClaims"
 
 	AnnSelectedNode = "volume.kubernetes.io/selected-node"
 	// noProvisioner marks classes of statically provisioned volumes only.
@@ -66,6 +69,10 @@ const stateKey framework.StateKey = "PreFilter" + Name
 type claimInfo struct {
 	claim *v1.PersistentVolumeClaim
 	class *storagev1.StorageClass // nil for bound claims
+	// capacities, when not nil, are the CSIStorageCapacities of the class: its provisioner is a
+	// CSI driver that publishes capacity (storageCapacity: true), so a node may provision the claim
+	// only where one of them holds it.
+	capacities []*storagev1.CSIStorageCapacity
 }
 
 // nodeDecision is what binding the pod to one node needs done.
@@ -96,7 +103,11 @@ type VolumeBinding struct {
 	pvcLister   corelisters.PersistentVolumeClaimLister
 	pvLister    corelisters.PersistentVolumeLister
 	classLister storagelisters.StorageClassLister
-	bindTimeout time.Duration
+	// driverLister and capacityLister read CSIDrivers and CSIStorageCapacities, for storage
+	// capacity scheduling.
+	driverLister   storagelisters.CSIDriverLister
+	capacityLister storagelisters.CSIStorageCapacityLister
+	bindTimeout    time.Duration
 	// pollInterval is how often PreBind looks at the claims it waits for (from the informer cache).
 	pollInterval time.Duration
 }
@@ -131,6 +142,8 @@ func New(raw json.RawMessage, h framework.Handle) (framework.Plugin, error) {
 		b.pvcLister = f.Core().V1().PersistentVolumeClaims().Lister()
 		b.pvLister = f.Core().V1().PersistentVolumes().Lister()
 		b.classLister = f.Storage().V1().StorageClasses().Lister()
+		b.driverLister = f.Storage().V1().CSIDrivers().Lister()
+		b.capacityLister = f.Storage().V1().CSIStorageCapacities().Lister()
 	}
 	return b, nil
 }
@@ -188,7 +201,11 @@ func (b *VolumeBinding) PreFilter(_ context.Context, state *framework.CycleState
 			immediate = true
 			continue
 		}
-		s.unbound = append(s.unbound, claimInfo{claim: pvc, class: class})
+		capacities, err := b.classCapacities(class)
+		if err != nil {
+			return framework.AsStatus(err)
+		}
+		s.unbound = append(s.unbound, claimInfo{claim: pvc, class: class, capacities: capacities})
 	}
 	if immediate {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrUnboundImmediate)
@@ -202,6 +219,35 @@ func (b *VolumeBinding) PreFilter(_ context.Context, state *framework.CycleState
 	}
 	state.Write(stateKey, s)
 	return nil
+}
+
+// classCapacities are the CSIStorageCapacities of class when its provisioner is a CSI driver that
+// publishes them (nil otherwise: the capacity is not checked), as upstream opts drivers in.
+func (b *VolumeBinding) classCapacities(class *storagev1.StorageClass) ([]*storagev1.CSIStorageCapacity, error) {
+	if b.driverLister == nil || b.capacityLister == nil {
+		return nil, nil
+	}
+	driver, err := b.driverLister.Get(class.Provisioner)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if driver.Spec.StorageCapacity == nil || !*driver.Spec.StorageCapacity {
+		return nil, nil
+	}
+	all, err := b.capacityLister.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	out := []*storagev1.CSIStorageCapacity{}
+	for _, c := range all {
+		if c.StorageClassName == class.Name {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 func readState(state *framework.CycleState) (*stateData, error) {
@@ -264,6 +310,10 @@ func decide(node *v1.Node, bound []*v1.PersistentVolume, unbound []claimInfo, vo
 			reasons = append(reasons, ErrReasonBindConflict)
 			break
 		}
+		if !capacityAllows(c, node) {
+			reasons = append(reasons, ErrReasonNotEnoughSpace)
+			break
+		}
 		d.provision = append(d.provision, c.claim)
 	}
 	if len(reasons) > 0 {
@@ -294,6 +344,30 @@ func topologyAllows(terms []v1.TopologySelectorTerm, node *v1.Node) bool {
 			}
 		}
 		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// capacityAllows: the claim's class publishes no capacity, the claim asks for no size, or one of the
+// class's CSIStorageCapacities reaches the node (its nodeTopology selects the node's labels; none
+// reaches no node) and holds the request (maximumVolumeSize when set, else capacity), as upstream.
+func capacityAllows(c claimInfo, node *v1.Node) bool {
+	want, ok := c.claim.Spec.Resources.Requests[v1.ResourceStorage]
+	if c.capacities == nil || !ok {
+		return true
+	}
+	for _, capacity := range c.capacities {
+		limit := capacity.Capacity
+		if capacity.MaximumVolumeSize != nil {
+			limit = capacity.MaximumVolumeSize
+		}
+		if limit == nil || limit.Value() < want.Value() || capacity.NodeTopology == nil {
+			continue
+		}
+		selector, err := metav1.LabelSelectorAsSelector(capacity.NodeTopology)
+		if err == nil && selector.Matches(labels.Set(node.Labels)) {
 			return true
 		}
 	}
@@ -477,12 +551,15 @@ func (b *VolumeBinding) allBound(claims []*waitingClaim) (bool, error) {
 	return true, nil
 }
 
-// EventsToRegister: claims, volumes and classes appearing or changing, and new or relabelled nodes.
+// EventsToRegister: claims, volumes, classes, CSI drivers and storage capacities appearing or
+// changing, and new or relabelled nodes.
 func (*VolumeBinding) EventsToRegister() []framework.ClusterEvent {
 	return []framework.ClusterEvent{
 		{Resource: framework.KindPersistentVolumeClaim, ActionType: framework.Add | framework.Update},
 		{Resource: framework.KindPersistentVolume, ActionType: framework.Add | framework.Update},
 		{Resource: framework.KindStorageClass, ActionType: framework.Add | framework.Update},
+		{Resource: framework.KindCSIDriver, ActionType: framework.Add | framework.Update},
+		{Resource: framework.KindCSIStorageCapacity, ActionType: framework.Add | framework.Update},
 		{Resource: framework.KindNode, ActionType: framework.Add | framework.Update},
 	}
 }

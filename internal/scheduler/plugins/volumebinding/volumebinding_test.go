@@ -61,6 +61,27 @@ func volume(name, className, size, onNode string) *v1.PersistentVolume {
 	return pv
 }
 
+// capacityDriver is the CSIDriver of the "csi" class's provisioner, publishing capacity or not.
+func capacityDriver(publishes bool) *storagev1.CSIDriver {
+	return &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "hostpath.csi.k8s.io"},
+		Spec: storagev1.CSIDriverSpec{StorageCapacity: &publishes}}
+}
+
+// capacity is a CSIStorageCapacity of className for the nodes of zone (maxSize optional).
+func capacity(className, zone, size, maxSize string) *storagev1.CSIStorageCapacity {
+	q := resource.MustParse(size)
+	c := &storagev1.CSIStorageCapacity{
+		ObjectMeta:       metav1.ObjectMeta{Name: className + "-" + zone, Namespace: "kube-system"},
+		StorageClassName: className, Capacity: &q,
+		NodeTopology: &metav1.LabelSelector{MatchLabels: map[string]string{v1.LabelTopologyZone: zone}},
+	}
+	if maxSize != "" {
+		m := resource.MustParse(maxSize)
+		c.MaximumVolumeSize = &m
+	}
+	return c
+}
+
 func podWith(claims ...string) *v1.Pod {
 	pod := st.MakePod().Name("p").Namespace("ns").Obj()
 	for _, c := range claims {
@@ -77,12 +98,14 @@ func newPlugin(t *testing.T, objs ...runtime.Object) (*VolumeBinding, *fake.Clie
 	client := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	b := &VolumeBinding{
-		client:       client,
-		pvcLister:    factory.Core().V1().PersistentVolumeClaims().Lister(),
-		pvLister:     factory.Core().V1().PersistentVolumes().Lister(),
-		classLister:  factory.Storage().V1().StorageClasses().Lister(),
-		bindTimeout:  time.Minute,
-		pollInterval: time.Millisecond,
+		client:         client,
+		pvcLister:      factory.Core().V1().PersistentVolumeClaims().Lister(),
+		pvLister:       factory.Core().V1().PersistentVolumes().Lister(),
+		classLister:    factory.Storage().V1().StorageClasses().Lister(),
+		driverLister:   factory.Storage().V1().CSIDrivers().Lister(),
+		capacityLister: factory.Storage().V1().CSIStorageCapacities().Lister(),
+		bindTimeout:    time.Minute,
+		pollInterval:   time.Millisecond,
 	}
 	for _, o := range objs {
 		var err error
@@ -93,6 +116,10 @@ func newPlugin(t *testing.T, objs ...runtime.Object) (*VolumeBinding, *fake.Clie
 			err = factory.Core().V1().PersistentVolumes().Informer().GetIndexer().Add(o)
 		case *storagev1.StorageClass:
 			err = factory.Storage().V1().StorageClasses().Informer().GetIndexer().Add(o)
+		case *storagev1.CSIDriver:
+			err = factory.Storage().V1().CSIDrivers().Informer().GetIndexer().Add(o)
+		case *storagev1.CSIStorageCapacity:
+			err = factory.Storage().V1().CSIStorageCapacities().Informer().GetIndexer().Add(o)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -117,6 +144,7 @@ func TestFilter(t *testing.T) {
 		class("zoned", "skiff.dev/local-path", wffc, "b"),
 		class("static", noProvisioner, wffc),
 		class("now", "skiff.dev/local-path", storagev1.VolumeBindingImmediate),
+		class("csi", "hostpath.csi.k8s.io", wffc),
 	}
 	boundOnN2 := volume("pv-n2", "local-path", "1Gi", "n2")
 	boundOnN2.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "bound", UID: "uid-bound"}
@@ -153,6 +181,21 @@ func TestFilter(t *testing.T) {
 		{"bound to a missing volume", podWith("bound"), []runtime.Object{claim("bound", "local-path", "pv-gone")},
 			map[string]string{"n1": unresolvable + ErrReasonPVNotExist, "n2": unresolvable + ErrReasonPVNotExist}},
 		{"generic ephemeral claim", ephemeral, []runtime.Object{claim("p-scratch", "local-path", "")}, map[string]string{"n1": "", "n2": ""}},
+		{"capacity published: only where a capacity of the class holds the claim", podWith("data"),
+			[]runtime.Object{claim("data", "csi", ""), capacityDriver(true), capacity("csi", "a", "2Gi", ""), capacity("csi", "b", "500Mi", "")},
+			map[string]string{"n1": "", "n2": unresolvable + ErrReasonNotEnoughSpace}},
+		{"capacity published: maximumVolumeSize wins over capacity", podWith("data"),
+			[]runtime.Object{claim("data", "csi", ""), capacityDriver(true), capacity("csi", "a", "10Gi", "500Mi"), capacity("csi", "b", "500Mi", "2Gi")},
+			map[string]string{"n1": unresolvable + ErrReasonNotEnoughSpace, "n2": ""}},
+		{"capacity published: another class's capacity does not count", podWith("data"),
+			[]runtime.Object{claim("data", "csi", ""), capacityDriver(true), capacity("other", "a", "2Gi", "")},
+			map[string]string{"n1": unresolvable + ErrReasonNotEnoughSpace, "n2": unresolvable + ErrReasonNotEnoughSpace}},
+		{"capacity published: none yet is no room", podWith("data"), []runtime.Object{claim("data", "csi", ""), capacityDriver(true)},
+			map[string]string{"n1": unresolvable + ErrReasonNotEnoughSpace, "n2": unresolvable + ErrReasonNotEnoughSpace}},
+		{"driver without storageCapacity: not checked", podWith("data"), []runtime.Object{claim("data", "csi", ""), capacityDriver(false)},
+			map[string]string{"n1": "", "n2": ""}},
+		{"no CSIDriver: not checked", podWith("data"), []runtime.Object{claim("data", "csi", ""), capacity("csi", "a", "1Mi", "")},
+			map[string]string{"n1": "", "n2": ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
