@@ -128,6 +128,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", "key of --etcd-certfile")
 	fs.StringVar(&cfg.EtcdJoinKubeconfig, "etcd-join-kubeconfig", "", "admin kubeconfig of a running cluster whose etcd this node's new member joins (as a learner, promoted once caught up); needs the cluster's pki/ (etcd CA) in --data-dir")
 	fs.StringVar(&cfg.SystemReserved, "system-reserved", "", "resources kept for the system, subtracted from the node's allocatable (e.g. cpu=500m,memory=512Mi)")
+	fs.StringVar(&cfg.KubeletRootDir, "kubelet-root-dir", "/var/lib/kubelet", "the kubelet's root directory as CSI drivers see it: node plugins register in its plugins_registry/, keep sockets in plugins/ and publish volumes under pods/ (Kubernetes' --root-dir)")
 	fs.StringVar(&cfg.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests the kubelet runs and mirrors into the API")
 	fs.IntVar(&cfg.KubeletPort, "kubelet-port", 10250, "kubelet API port (logs, exec, attach, port-forward)")
 	fs.DurationVar(&cfg.KubeletSyncFrequency, "kubelet-sync-frequency", time.Minute, "how often the kubelet syncs a running pod again, refreshing its configMap, secret, downwardAPI and projected volumes (upstream's syncFrequency)")

@@ -164,6 +164,10 @@ type Config struct {
 	// AllowedUnsafeSysctls are the sysctls (names, or prefixes ending in "*") pods may set besides the
 	// safe ones; others are rejected by the kubelet (SysctlForbidden).
 	AllowedUnsafeSysctls []string
+	// KubeletRootDir is the kubelet's root directory as CSI drivers see it (plugins_registry/,
+	// plugins/, pods/); /var/lib/kubelet, where drivers' manifests mount it from. Empty keeps
+	// everything in the kubelet's data dir.
+	KubeletRootDir string
 	// PodManifestPath holds static pod manifests the kubelet runs (and mirrors into the API).
 	PodManifestPath string
 	// ContainerRuntimeEndpoint is an existing CRI socket for the kubelet; empty means skiff starts and

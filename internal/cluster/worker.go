@@ -110,6 +110,7 @@ func runKubelet(ctx context.Context, cfg *Config, id kubeletIdentity) error {
 		Labels:   id.labels,
 		Taints:   id.taints,
 		DataDir:  filepath.Join(cfg.DataDir, "kubelet"),
+		RootDir:  cfg.KubeletRootDir,
 		PodCIDRs: id.podCIDRs,
 		Port:     int32(cfg.KubeletPort),
 		// Zero takes the kubelet's default.

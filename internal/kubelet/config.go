@@ -39,6 +39,12 @@ type Config struct {
 	MaxPods int
 	// DataDir holds per-pod directories (logs, termination messages).
 	DataDir string
+	// RootDir is the kubelet's root directory as CSI drivers know it (Kubernetes' --root-dir,
+	// /var/lib/kubelet on a real node): node plugins register through sockets in
+	// RootDir/plugins_registry, keep their sockets under RootDir/plugins, and publish volumes
+	// into RootDir/pods/<uid>/volumes/kubernetes.io~csi/<name>/mount. Default DataDir; the
+	// kubelet's other files stay in DataDir.
+	RootDir string
 	// NodeLogDir is the node's log directory the kubelet API serves under /logs/ (nodes/log, as
 	// Kubernetes' kubelet serves /var/log); default /var/log.
 	NodeLogDir string
@@ -138,6 +144,9 @@ func (c Config) WithDefaults() Config {
 	if c.CNIBridge == "" {
 		c.CNIBridge = "cni0"
 	}
+	if c.RootDir == "" {
+		c.RootDir = c.DataDir
+	}
 	if c.NodeLogDir == "" {
 		c.NodeLogDir = "/var/log"
 	}
@@ -193,6 +202,9 @@ func (c Config) Validate() error {
 	}
 	if c.DataDir == "" || !filepath.IsAbs(c.DataDir) {
 		errs = append(errs, fmt.Errorf("dataDir: %q must be an absolute path", c.DataDir))
+	}
+	if !filepath.IsAbs(c.RootDir) {
+		errs = append(errs, fmt.Errorf("rootDir: %q must be an absolute path", c.RootDir))
 	}
 	for _, role := range c.Roles {
 		if msgs := validation.IsQualifiedName(roleLabelPrefix + role); len(msgs) > 0 {

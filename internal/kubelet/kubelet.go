@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/skiff-sh/skiff/internal/kubelet/containerd"
 	"github.com/skiff-sh/skiff/internal/kubelet/cri"
+	"github.com/skiff-sh/skiff/internal/kubelet/csi"
 )
 
 // Deps are the kubelet's collaborators.
@@ -88,6 +90,13 @@ type Kubelet struct {
 	owned map[string]bool
 	// tokens caches service account tokens of projected volumes.
 	tokens map[string]cachedToken
+	// csiDrivers are the CSI node plugins registered through RootDir/plugins_registry;
+	// csiPublished and csiStaged the targets and staging paths this kubelet published and
+	// staged since it started (csivolume.go).
+	csiDrivers   *csi.Registry
+	plugins      *csi.Watcher
+	csiPublished map[string]bool
+	csiStaged    map[string]bool
 	// node is the last Node object written or read.
 	node      *corev1.Node
 	cniCIDRs  []string
@@ -131,7 +140,7 @@ func New(cfg Config, deps Deps) (*Kubelet, error) {
 		sandboxSlots: make(chan struct{}, cfg.MaxParallelSandboxes),
 		pods:         map[types.UID]*podEntry{}, workers: map[types.UID]*podWorker{}, waiting: map[types.UID]map[string]corev1.ContainerStateWaiting{},
 		ready: make(chan struct{}), runtimeID: "containerd", tokens: map[string]cachedToken{}, admitted: map[types.UID]bool{}, owned: map[string]bool{},
-		resize: map[types.UID]*podResizeState{},
+		resize: map[types.UID]*podResizeState{}, csiDrivers: csi.NewRegistry(), csiPublished: map[string]bool{}, csiStaged: map[string]bool{},
 	}
 	sysctls, err := newSysctlAllowlist(cfg.AllowedUnsafeSysctls)
 	if err != nil {
@@ -215,12 +224,18 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, serviceSynced) {
 		return ctx.Err()
 	}
+	// The drivers of the CSI volumes on disk register before the kubelet looks at them.
+	k.plugins = &csi.Watcher{
+		Dir: filepath.Join(k.cfg.RootDir, "plugins_registry"), Registry: k.csiDrivers,
+		NodeInfo: &csi.NodeInfo{Client: k.client, NodeName: k.cfg.NodeName}, Clock: k.clock, Log: k.log,
+	}
+	k.plugins.Prime(ctx)
 	k.cleanupOrphans(ctx)
 	k.readyOnce.Do(func() { close(k.ready) })
 	k.log.Info("kubelet running")
 
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context){k.leaseLoop, k.nodeStatusLoop, k.relistLoop, k.housekeepingLoop, k.staticPodLoop} {
+	for _, loop := range []func(context.Context){k.leaseLoop, k.nodeStatusLoop, k.relistLoop, k.housekeepingLoop, k.staticPodLoop, k.pluginLoop} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -386,6 +401,10 @@ func (k *Kubelet) housekeepingLoop(ctx context.Context) {
 		}
 	}
 }
+
+// pluginLoop registers the CSI node plugins whose sockets appear in RootDir/plugins_registry
+// (after Run primed the watcher).
+func (k *Kubelet) pluginLoop(ctx context.Context) { k.plugins.Run(ctx) }
 
 func (k *Kubelet) podSeen(obj any) {
 	pod, ok := obj.(*corev1.Pod)

@@ -655,6 +655,10 @@ func (k *Kubelet) containerConfig(pod *corev1.Pod, c *corev1.Container, kind str
 	if err != nil {
 		return nil, err
 	}
+	devices, err := containerDevices(c, volumes)
+	if err != nil {
+		return nil, err
+	}
 	mounts = append(mounts, &runtimeapi.Mount{ContainerPath: terminationPath, HostPath: hostTermination})
 	hosts, err := k.etcHostsMount(pod, c, podIPs)
 	if err != nil {
@@ -671,6 +675,7 @@ func (k *Kubelet) containerConfig(pod *corev1.Pod, c *corev1.Container, kind str
 		WorkingDir: c.WorkingDir,
 		Envs:       envs,
 		Mounts:     mounts,
+		Devices:    devices,
 		Labels:     labels,
 		Annotations: map[string]string{
 			annotationRestartCount:       strconv.Itoa(int(restarts)),
@@ -811,6 +816,11 @@ func (k *Kubelet) stopInParallel(ctx context.Context, pod *corev1.Pod, container
 // sandbox removal that fails (the kubelet shutting down, the runtime gone)
 // leaves no mounts behind.
 func (k *Kubelet) removePod(ctx context.Context, pod *corev1.Pod, uid types.UID, state *podRuntimeState) error {
+	// CSI volumes go through their drivers; until each is unpublished the pod stays (its
+	// removal is retried), as Kubernetes keeps a pod whose volumes are still mounted.
+	if err := k.teardownCSI(ctx, string(uid)); err != nil {
+		return err
+	}
 	k.teardownVolumes(string(uid))
 	_ = os.RemoveAll(k.podDataDir(uid))
 	if pod != nil {
@@ -888,6 +898,11 @@ func (k *Kubelet) cleanupOrphans(ctx context.Context) {
 			orphans[uid] = true
 		}
 	}
+	sandboxed := map[types.UID]bool{}
+	for _, s := range sandboxes {
+		sandboxed[types.UID(s.Labels[labelPodUID])] = true
+	}
+	k.cleanupCSIOrphans(ctx, func(uid types.UID) bool { return known[uid] || workers[uid] || sandboxed[uid] })
 	for uid := range orphans {
 		k.log.Info("cleaning up pod unknown to the API", "uid", uid)
 		k.mu.Lock()

@@ -34,6 +34,8 @@ type volume struct {
 	hostPath string
 	// readOnly volumes are mounted read-only whatever the mount says.
 	readOnly bool
+	// block volumes are a device at hostPath, given to containers through volumeDevices.
+	block bool
 }
 
 type fileContent struct {
@@ -65,7 +67,8 @@ func (k *Kubelet) volumesDir(pod *corev1.Pod) string {
 // follow API objects.
 func hasRefreshedVolumes(pod *corev1.Pod) bool {
 	for _, v := range pod.Spec.Volumes {
-		if v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil {
+		// Claims are looked at again for expansion (csivolume.go).
+		if v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil || v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
 			return true
 		}
 	}
@@ -158,8 +161,15 @@ func (k *Kubelet) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Vo
 			return volume{}, err
 		}
 		return atomic("projected", files)
-	case v.PersistentVolumeClaim != nil:
-		vol, local, err := k.setupClaim(ctx, pod, v.PersistentVolumeClaim)
+	case v.CSI != nil:
+		return k.setupCSIInline(ctx, pod, v)
+	case v.PersistentVolumeClaim != nil || v.Ephemeral != nil:
+		ref := v.PersistentVolumeClaim
+		if v.Ephemeral != nil {
+			// A generic ephemeral volume is the claim <pod>-<volume> its controller made for the pod.
+			ref = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pod.Name + "-" + v.Name}
+		}
+		vol, local, err := k.setupClaim(ctx, pod, v.Name, ref, v.Ephemeral != nil)
 		if err != nil || !local || fsGroup == nil {
 			return vol, err
 		}
@@ -291,12 +301,15 @@ func setupHostPath(hp *corev1.HostPathVolumeSource) (volume, error) {
 	return volume{hostPath: path}, nil
 }
 
-// setupClaim resolves a claim to the hostPath or local volume bound to it;
-// local tells which.
-func (k *Kubelet) setupClaim(ctx context.Context, pod *corev1.Pod, ref *corev1.PersistentVolumeClaimVolumeSource) (volume, bool, error) {
+// setupClaim resolves a claim to the volume bound to it (hostPath, local or CSI);
+// local tells a local one. An ephemeral claim must be the pod's own.
+func (k *Kubelet) setupClaim(ctx context.Context, pod *corev1.Pod, podVolume string, ref *corev1.PersistentVolumeClaimVolumeSource, ephemeral bool) (volume, bool, error) {
 	claim, err := k.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, ref.ClaimName, metav1.GetOptions{})
 	if err != nil {
 		return volume{}, false, fmt.Errorf("get persistentvolumeclaim %q: %w", ref.ClaimName, err)
+	}
+	if ephemeral && !metav1.IsControlledBy(claim, pod) {
+		return volume{}, false, fmt.Errorf("PVC %s/%s was not created for pod %s/%s (pod is not owner)", claim.Namespace, claim.Name, pod.Namespace, pod.Name)
 	}
 	if claim.Spec.VolumeName == "" || claim.Status.Phase != corev1.ClaimBound {
 		return volume{}, false, fmt.Errorf("persistentvolumeclaim %q is not bound", ref.ClaimName)
@@ -315,8 +328,11 @@ func (k *Kubelet) setupClaim(ctx context.Context, pod *corev1.Pod, ref *corev1.P
 			return volume{}, false, fmt.Errorf("local volume %q: %w", pv.Name, err)
 		}
 		return volume{hostPath: pv.Spec.Local.Path, readOnly: ref.ReadOnly}, true, nil
+	case pv.Spec.CSI != nil:
+		vol, err := k.setupCSIClaim(ctx, pod, podVolume, ref, claim, pv)
+		return vol, false, err
 	}
-	return volume{}, false, fmt.Errorf("persistentvolume %q: only hostPath and local volumes are supported", pv.Name)
+	return volume{}, false, fmt.Errorf("persistentvolume %q: only hostPath, local and CSI volumes are supported", pv.Name)
 }
 
 func fileMode(itemMode, defaultMode *int32) os.FileMode {

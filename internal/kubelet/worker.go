@@ -89,6 +89,13 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, client kubernetes.Interfac
 	if err != nil {
 		return err
 	}
+	if root := cfg.Kubelet.RootDir; root != "" && root != cfg.Kubelet.DataDir {
+		// CSI node plugins publish volumes under the root's pods/ with Bidirectional propagation:
+		// their mounts reach the host and the pods only through a shared mount.
+		if err := ensureSharedMount(root); err != nil {
+			return fmt.Errorf("kubelet root dir: %w", err)
+		}
+	}
 	k, err := New(cfg.Kubelet, Deps{Client: client, Runtime: runtime, Log: log, APIAuth: apiAuth.Wrap})
 	if err != nil {
 		return err

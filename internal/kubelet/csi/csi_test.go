@@ -137,7 +137,7 @@ func TestWatcherRegistersAndDeregisters(t *testing.T) {
 	w := &Watcher{Dir: filepath.Join(root, "plugins_registry"), Registry: NewRegistry(), NodeInfo: &NodeInfo{Client: client, NodeName: "n1"}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	defer w.Registry.Close()
 	ctx := context.Background()
-	w.Sync(ctx)
+	w.Prime(ctx)
 
 	d, ok := w.Registry.Get("fake.csi.test")
 	if !ok || d.NodeID != "fake-n1" || !d.Has(csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME) || d.Has(csipb.NodeServiceCapability_RPC_EXPAND_VOLUME) {

@@ -85,16 +85,10 @@ type Watcher struct {
 	registered map[socketID]string
 }
 
-// Run lists Dir every Period until ctx ends. The first pass over the sockets already there is
-// followed by dropping CSINode entries of drivers that are gone (a driver removed while the kubelet
-// was down has no socket left to say so).
-func (w *Watcher) Run(ctx context.Context) {
-	if w.Period == 0 {
-		w.Period = time.Second
-	}
-	if w.Timeout == 0 {
-		w.Timeout = 10 * time.Second
-	}
+// Prime registers the sockets already in Dir, then drops CSINode entries of drivers that are gone
+// (a driver removed while the kubelet was down has no socket left to say so). The kubelet primes
+// before it looks at volumes left on disk, which need their drivers to be taken down.
+func (w *Watcher) Prime(ctx context.Context) {
 	if err := os.MkdirAll(w.Dir, 0o750); err != nil {
 		w.Log.Error("plugin registration directory", "dir", w.Dir, "err", err)
 	}
@@ -108,6 +102,13 @@ func (w *Watcher) Run(ctx context.Context) {
 	}
 	if err := w.NodeInfo.Sync(ctx, names); err != nil && ctx.Err() == nil {
 		w.Log.Warn("csinode: dropping drivers that are gone", "err", err)
+	}
+}
+
+// Run lists Dir every Period until ctx ends (after Prime).
+func (w *Watcher) Run(ctx context.Context) {
+	if w.Period == 0 {
+		w.Period = time.Second
 	}
 	ticker := w.Clock.NewTicker(w.Period)
 	defer ticker.Stop()

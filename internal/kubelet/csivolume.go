@@ -1,0 +1,466 @@
+package kubelet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/skiff-sh/skiff/internal/kubelet/csi"
+)
+
+// csiCallTimeout bounds one call to a driver: a driver that hangs fails the sync, which is retried.
+const csiCallTimeout = 2 * time.Minute
+
+// csiDriverFor returns the registered driver and its CSIDriver object (nil when there is none:
+// Kubernetes' defaults apply).
+func (k *Kubelet) csiDriverFor(ctx context.Context, name string) (*csi.Driver, *storagev1.CSIDriver, csiCaps, error) {
+	d, ok := k.csiDrivers.Get(name)
+	if !ok {
+		return nil, nil, csiCaps{}, fmt.Errorf("kubernetes.io/csi: driver name %s not found in the list of registered CSI drivers", name)
+	}
+	obj, err := k.client.StorageV1().CSIDrivers().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		obj, err = nil, nil
+	}
+	if err != nil {
+		return nil, nil, csiCaps{}, fmt.Errorf("get csidriver %s: %w", name, err)
+	}
+	caps := csiCaps{
+		stage:       d.Has(csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME),
+		multiWriter: d.Has(csipb.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER),
+		mountGroup:  d.Has(csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP),
+	}
+	return d, obj, caps, nil
+}
+
+// setupCSIClaim mounts a claim bound to a CSI persistent volume.
+func (k *Kubelet) setupCSIClaim(ctx context.Context, pod *corev1.Pod, podVolume string, ref *corev1.PersistentVolumeClaimVolumeSource, claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) (volume, error) {
+	d, obj, caps, err := k.csiDriverFor(ctx, pv.Spec.CSI.Driver)
+	if err != nil {
+		return volume{}, err
+	}
+	v := csiVolumeFromPV(pod, podVolume, ref, pv, obj, caps, k.cfg.NodeName)
+	vol, err := k.setupCSI(ctx, pod, d, v)
+	if err != nil {
+		return volume{}, err
+	}
+	if err := k.expandCSI(ctx, pod, d, v, vol, claim, pv); err != nil {
+		// The volume is usable at its old size; the expansion is tried again on the next sync.
+		k.recorder.Event(pod, corev1.EventTypeWarning, "FileSystemResizeFailed", err.Error())
+	}
+	return vol, nil
+}
+
+// setupCSIInline mounts an inline (ephemeral) CSI volume.
+func (k *Kubelet) setupCSIInline(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume) (volume, error) {
+	d, obj, caps, err := k.csiDriverFor(ctx, vol.CSI.Driver)
+	if err != nil {
+		return volume{}, err
+	}
+	v, err := csiVolumeInline(pod, vol, obj, caps)
+	if err != nil {
+		return volume{}, err
+	}
+	return k.setupCSI(ctx, pod, d, v)
+}
+
+// setupCSI waits for the attach, stages and publishes one volume; a volume published already
+// (this kubelet's memory) is only looked at.
+func (k *Kubelet) setupCSI(ctx context.Context, pod *corev1.Pod, d *csi.Driver, v csiVolume) (volume, error) {
+	paths := csiPathsFor(k.cfg.RootDir, string(pod.UID), v)
+	out := volume{hostPath: paths.target, readOnly: v.readOnly, block: v.block}
+	k.mu.Lock()
+	published := k.csiPublished[paths.target]
+	k.mu.Unlock()
+	if published {
+		return out, nil
+	}
+	publishContext, err := k.csiAttached(ctx, v)
+	if err != nil {
+		return volume{}, err
+	}
+	stageSecrets, err := k.csiSecrets(ctx, v.stageSecret)
+	if err != nil {
+		return volume{}, err
+	}
+	publishSecrets, err := k.csiSecrets(ctx, v.publishSecret)
+	if err != nil {
+		return volume{}, err
+	}
+	volumeContext, err := k.csiTokens(ctx, pod, v)
+	if err != nil {
+		return volume{}, err
+	}
+	staged := !v.ephemeral && d.Has(csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+	// The record comes first: a kubelet that dies between here and the publish finds it and
+	// takes down whatever the driver did.
+	if err := writeVolData(paths.dir, v.record(k.cfg.NodeName, paths, staged)); err != nil {
+		return volume{}, err
+	}
+	callCtx, cancel := context.WithTimeout(ctx, csiCallTimeout)
+	defer cancel()
+	if staged {
+		if err := k.csiStage(callCtx, d, v, paths.staging, publishContext, stageSecrets); err != nil {
+			return volume{}, err
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(paths.target), 0o750); err != nil {
+		return volume{}, fmt.Errorf("kubernetes.io/csi: target's parent: %w", err)
+	}
+	req := &csipb.NodePublishVolumeRequest{
+		VolumeId: v.handle, PublishContext: publishContext, TargetPath: paths.target, VolumeCapability: v.capability(),
+		Readonly: v.readOnly, Secrets: publishSecrets, VolumeContext: volumeContext,
+	}
+	if staged {
+		req.StagingTargetPath = paths.staging
+	}
+	if _, err := d.Node.NodePublishVolume(callCtx, req); err != nil {
+		return volume{}, fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed to publish volume %s: %w", v.specName, err)
+	}
+	if v.fsGroup != nil && !v.readOnly {
+		_, always := fsGroupOf(pod)
+		if err := setVolumeOwnership(paths.target, *v.fsGroup, always, false); err != nil {
+			return volume{}, fmt.Errorf("kubernetes.io/csi: fsGroup of %s: %w", v.specName, err)
+		}
+	}
+	k.mu.Lock()
+	k.csiPublished[paths.target] = true
+	k.mu.Unlock()
+	return out, nil
+}
+
+// csiStage stages a volume once per node (the drivers' NodeStageVolume is idempotent, so a
+// restarted kubelet that stages again does no harm).
+func (k *Kubelet) csiStage(ctx context.Context, d *csi.Driver, v csiVolume, staging string, publishContext, secrets map[string]string) error {
+	k.mu.Lock()
+	done := k.csiStaged[staging]
+	k.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := os.MkdirAll(staging, 0o750); err != nil {
+		return fmt.Errorf("kubernetes.io/csi: staging path: %w", err)
+	}
+	if v.block {
+		// A block volume's staging path is the driver's to create.
+		_ = os.Remove(staging)
+	}
+	_, err := d.Node.NodeStageVolume(ctx, &csipb.NodeStageVolumeRequest{
+		VolumeId: v.handle, PublishContext: publishContext, StagingTargetPath: staging, VolumeCapability: v.capability(),
+		Secrets: secrets, VolumeContext: v.volumeContext,
+	})
+	if err != nil {
+		return fmt.Errorf("kubernetes.io/csi: attacher.MountDevice failed to stage volume %s: %w", v.specName, err)
+	}
+	k.mu.Lock()
+	k.csiStaged[staging] = true
+	k.mu.Unlock()
+	return nil
+}
+
+// csiAttached returns the attachment's publish context once the VolumeAttachment says the volume
+// is attached to this node.
+func (k *Kubelet) csiAttached(ctx context.Context, v csiVolume) (map[string]string, error) {
+	if v.attachment == "" {
+		return nil, nil
+	}
+	va, err := k.client.StorageV1().VolumeAttachments().Get(ctx, v.attachment, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("kubernetes.io/csi: waiting for VolumeAttachment %s of volume %s to be attached to node %s", v.attachment, v.specName, k.cfg.NodeName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get volumeattachment %s: %w", v.attachment, err)
+	}
+	if !va.Status.Attached {
+		if e := va.Status.AttachError; e != nil {
+			return nil, fmt.Errorf("kubernetes.io/csi: attachment for %s failed: %s", v.handle, e.Message)
+		}
+		return nil, fmt.Errorf("kubernetes.io/csi: waiting for VolumeAttachment %s of volume %s to be attached to node %s", v.attachment, v.specName, k.cfg.NodeName)
+	}
+	return va.Status.AttachmentMetadata, nil
+}
+
+func (k *Kubelet) csiSecrets(ctx context.Context, ref *corev1.SecretReference) (map[string]string, error) {
+	if ref == nil {
+		return nil, nil
+	}
+	s, err := k.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes.io/csi: failed to find the secret %s in the namespace %s: %w", ref.Name, ref.Namespace, err)
+	}
+	out := map[string]string{}
+	for key, value := range s.Data {
+		out[key] = string(value)
+	}
+	return out, nil
+}
+
+// csiTokens returns the volume context with the pod's service account tokens for the audiences
+// the driver asked for (CSIDriver tokenRequests), as a JSON object keyed by audience.
+func (k *Kubelet) csiTokens(ctx context.Context, pod *corev1.Pod, v csiVolume) (map[string]string, error) {
+	if len(v.tokenRequests) == 0 {
+		return v.volumeContext, nil
+	}
+	type token struct {
+		Token               string      `json:"token"`
+		ExpirationTimestamp metav1.Time `json:"expirationTimestamp"`
+	}
+	tokens := map[string]token{}
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	for _, tr := range v.tokenRequests {
+		req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: tr.ExpirationSeconds,
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+		}}
+		if tr.Audience != "" {
+			req.Spec.Audiences = []string{tr.Audience}
+		}
+		resp, err := k.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes.io/csi: token for audience %q: %w", tr.Audience, err)
+		}
+		tokens[tr.Audience] = token{Token: resp.Status.Token, ExpirationTimestamp: resp.Status.ExpirationTimestamp}
+	}
+	raw, err := json.Marshal(tokens)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{csiTokensKey: string(raw)}
+	for key, value := range v.volumeContext {
+		out[key] = value
+	}
+	return out, nil
+}
+
+func writeVolData(dir string, r csiVolData) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("kubernetes.io/csi: %w", err)
+	}
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, "."+csiVolDataFile)
+	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+		return fmt.Errorf("kubernetes.io/csi: %w", err)
+	}
+	return os.Rename(tmp, filepath.Join(dir, csiVolDataFile))
+}
+
+// csiRecords reads the records of a pod's CSI volumes on this node.
+func (k *Kubelet) csiRecords(uid string) []csiVolData {
+	var out []csiVolData
+	for _, kind := range []string{"volumes", "volumeDevices"} {
+		base := filepath.Join(k.cfg.RootDir, "pods", uid, kind, csiPodDir)
+		entries, err := os.ReadDir(base)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			raw, err := os.ReadFile(filepath.Join(base, e.Name(), csiVolDataFile))
+			if err != nil {
+				continue
+			}
+			r, err := parseVolData(raw)
+			if err != nil {
+				k.log.Warn("unreadable CSI volume record", "pod", uid, "volume", e.Name(), "err", err)
+				continue
+			}
+			if r.NodeName == k.cfg.NodeName {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// csiPodUIDs lists the pods with CSI volume records on this node.
+func (k *Kubelet) csiPodUIDs() []string {
+	entries, err := os.ReadDir(filepath.Join(k.cfg.RootDir, "pods"))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && len(k.csiRecords(e.Name())) > 0 {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// teardownCSI unpublishes a pod's CSI volumes and unstages those no other pod of the node uses,
+// from the records on disk, so it works the same after a restart. Directories are removed one by
+// one, never recursively: a target the driver failed to unmount must not have its data deleted.
+func (k *Kubelet) teardownCSI(ctx context.Context, uid string) error {
+	records := k.csiRecords(uid)
+	if len(records) == 0 {
+		return nil
+	}
+	var others []csiVolData
+	for _, other := range k.csiPodUIDs() {
+		if other != uid {
+			others = append(others, k.csiRecords(other)...)
+		}
+	}
+	plan := planCSITeardown(records, others)
+	ctx, cancel := context.WithTimeout(ctx, csiCallTimeout)
+	defer cancel()
+	var errs []error
+	unpublished := map[string]bool{}
+	for _, r := range plan.unpublish {
+		if err := k.csiUnpublish(ctx, r); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		unpublished[r.TargetPath] = true
+	}
+	for _, r := range plan.unstage {
+		if !unpublished[r.TargetPath] {
+			continue
+		}
+		if err := k.csiUnstage(ctx, r); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, r := range plan.unpublish {
+		if unpublished[r.TargetPath] {
+			dir := filepath.Dir(r.TargetPath)
+			if r.Block {
+				dir = filepath.Join(k.cfg.RootDir, "pods", uid, "volumeDevices", csiPodDir, r.SpecVolID)
+				removeEmptyUpTo(filepath.Dir(r.TargetPath), filepath.Join(k.cfg.RootDir, "plugins"))
+			}
+			_ = os.Remove(filepath.Join(dir, csiVolDataFile))
+			removeEmptyUpTo(dir, filepath.Join(k.cfg.RootDir, "pods"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (k *Kubelet) csiUnpublish(ctx context.Context, r csiVolData) error {
+	d, ok := k.csiDrivers.Get(r.DriverName)
+	if !ok {
+		return fmt.Errorf("kubernetes.io/csi: unpublish %s: driver name %s not found in the list of registered CSI drivers", r.SpecVolID, r.DriverName)
+	}
+	if _, err := d.Node.NodeUnpublishVolume(ctx, &csipb.NodeUnpublishVolumeRequest{VolumeId: r.VolumeHandle, TargetPath: r.TargetPath}); err != nil {
+		return fmt.Errorf("kubernetes.io/csi: unpublish %s: %w", r.SpecVolID, err)
+	}
+	if mounted(r.TargetPath) {
+		return fmt.Errorf("kubernetes.io/csi: unpublish %s: %s is still mounted", r.SpecVolID, r.TargetPath)
+	}
+	// The driver removes the target; an empty directory or file it left goes too.
+	if err := os.Remove(r.TargetPath); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("kubernetes.io/csi: unpublish %s: %w", r.SpecVolID, err)
+	}
+	k.mu.Lock()
+	delete(k.csiPublished, r.TargetPath)
+	k.mu.Unlock()
+	return nil
+}
+
+func (k *Kubelet) csiUnstage(ctx context.Context, r csiVolData) error {
+	d, ok := k.csiDrivers.Get(r.DriverName)
+	if !ok {
+		return fmt.Errorf("kubernetes.io/csi: unstage %s: driver name %s not found in the list of registered CSI drivers", r.SpecVolID, r.DriverName)
+	}
+	if _, err := d.Node.NodeUnstageVolume(ctx, &csipb.NodeUnstageVolumeRequest{VolumeId: r.VolumeHandle, StagingTargetPath: r.StagingTargetPath}); err != nil {
+		return fmt.Errorf("kubernetes.io/csi: unstage %s: %w", r.SpecVolID, err)
+	}
+	if mounted(r.StagingTargetPath) {
+		return fmt.Errorf("kubernetes.io/csi: unstage %s: %s is still mounted", r.SpecVolID, r.StagingTargetPath)
+	}
+	k.mu.Lock()
+	delete(k.csiStaged, r.StagingTargetPath)
+	k.mu.Unlock()
+	removeEmptyUpTo(r.StagingTargetPath, filepath.Join(k.cfg.RootDir, "plugins", csiPluginDir))
+	return nil
+}
+
+// removeEmptyUpTo removes dir and its parents while they are empty, stopping below stop.
+func removeEmptyUpTo(dir, stop string) {
+	for dir != stop && len(dir) > len(stop) {
+		if err := os.Remove(dir); err != nil && !os.IsNotExist(err) {
+			return
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// cleanupCSIOrphans tears down the CSI volumes of pods this kubelet no longer runs: pods removed
+// while it was down, whose records it finds on disk.
+// inUse says which pods are not its to clean: pods the API knows, pods with a worker, and pods
+// with sandboxes, which their workers take down (containers first).
+func (k *Kubelet) cleanupCSIOrphans(ctx context.Context, inUse func(types.UID) bool) {
+	for _, uid := range k.csiPodUIDs() {
+		if inUse(types.UID(uid)) {
+			continue
+		}
+		if err := k.teardownCSI(ctx, uid); err != nil {
+			k.log.Warn("CSI volumes of a pod that is gone", "uid", uid, "err", err)
+		} else {
+			k.log.Info("CSI volumes of a pod that is gone torn down", "uid", uid)
+		}
+	}
+}
+
+// expandCSI carries out the node's part of an expansion of a published volume (NodeExpandVolume,
+// where the driver has it) and records the new size in the claim's status.
+func (k *Kubelet) expandCSI(ctx context.Context, pod *corev1.Pod, d *csi.Driver, v csiVolume, vol volume, claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) error {
+	size, due := csiExpansion(claim, pv)
+	if !due {
+		return nil
+	}
+	if d.Has(csipb.NodeServiceCapability_RPC_EXPAND_VOLUME) {
+		paths := csiPathsFor(k.cfg.RootDir, string(pod.UID), v)
+		req := &csipb.NodeExpandVolumeRequest{
+			VolumeId: v.handle, VolumePath: vol.hostPath, CapacityRange: &csipb.CapacityRange{RequiredBytes: size.Value()},
+			VolumeCapability: v.capability(),
+		}
+		if d.Has(csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME) {
+			req.StagingTargetPath = paths.staging
+		}
+		callCtx, cancel := context.WithTimeout(ctx, csiCallTimeout)
+		defer cancel()
+		if _, err := d.Node.NodeExpandVolume(callCtx, req); err != nil {
+			return fmt.Errorf("kubernetes.io/csi: NodeExpandVolume of %s: %w", v.specName, err)
+		}
+	}
+	if _, err := k.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, expandedClaim(claim, size), metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("persistentvolumeclaim %s/%s status after expansion: %w", claim.Namespace, claim.Name, err)
+	}
+	k.log.Info("volume expanded on the node", "pv", pv.Name, "claim", claim.Namespace+"/"+claim.Name, "size", size.String())
+	return nil
+}
+
+// containerDevices turns a container's volumeDevices (block volumes) into CRI devices.
+func containerDevices(c *corev1.Container, volumes map[string]volume) ([]*runtimeapi.Device, error) {
+	var out []*runtimeapi.Device
+	for _, d := range c.VolumeDevices {
+		vol, ok := volumes[d.Name]
+		if !ok || !vol.block {
+			return nil, fmt.Errorf("volume %q for device %s is not a block volume of the pod", d.Name, d.DevicePath)
+		}
+		perms := "mrw"
+		if vol.readOnly {
+			perms = "mr"
+		}
+		out = append(out, &runtimeapi.Device{ContainerPath: d.DevicePath, HostPath: vol.hostPath, Permissions: perms})
+	}
+	return out, nil
+}

@@ -1,0 +1,378 @@
+package kubelet
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// The CSI volume path's decisions (csivolume.go carries them out). Names, paths and volume
+// context keys are Kubernetes' own, so drivers, their tests and operators find what they expect.
+const (
+	// csiPluginDir is the CSI volume plugin's name under the root's plugins/ and pods/<uid>/volumes/.
+	csiPluginDir = "kubernetes.io/csi"
+	csiPodDir    = "kubernetes.io~csi"
+	// csiVolDataFile is the record kept beside each published volume, from which the kubelet
+	// unpublishes and unstages it after a restart.
+	csiVolDataFile = "vol_data.json"
+
+	csiPodNameKey        = "csi.storage.k8s.io/pod.name"
+	csiPodNamespaceKey   = "csi.storage.k8s.io/pod.namespace"
+	csiPodUIDKey         = "csi.storage.k8s.io/pod.uid"
+	csiServiceAccountKey = "csi.storage.k8s.io/serviceAccount.name"
+	csiEphemeralKey      = "csi.storage.k8s.io/ephemeral"
+	csiTokensKey         = "csi.storage.k8s.io/serviceAccount.tokens"
+)
+
+// csiVolume is everything the kubelet needs to make one pod volume out of a CSI driver.
+type csiVolume struct {
+	// podVolume is the pod's volume name; specName the name the paths use (the PV's name, or
+	// the pod volume's for an inline volume).
+	podVolume, specName string
+	driver, handle      string
+	// ephemeral is an inline volume (pod.spec.volumes[].csi): no attach, no stage.
+	ephemeral  bool
+	block      bool
+	readOnly   bool
+	fsType     string
+	mountFlags []string
+	accessMode csipb.VolumeCapability_AccessMode_Mode
+	// volumeContext is the PV's (or inline volume's) attributes, with the pod's information when
+	// the driver asks for it.
+	volumeContext map[string]string
+	// stageSecret and publishSecret name Secrets whose data goes to the calls.
+	stageSecret, publishSecret *corev1.SecretReference
+	// attachment is the VolumeAttachment to wait for; empty when the driver needs no attach.
+	attachment string
+	// fsGroup is the group the kubelet gives the volume's files after publishing (nil: none),
+	// per the driver's fsGroupPolicy; mountGroup is the group the driver applies itself
+	// (VOLUME_MOUNT_GROUP).
+	fsGroup    *int64
+	mountGroup string
+	// tokenRequests are the audiences (and lifetimes) of service account tokens the driver wants.
+	tokenRequests []storagev1.TokenRequest
+	// pvc names the claim (persistent volumes), for stats and expansion.
+	pvc string
+}
+
+// csiDriverPolicy is what a CSIDriver object says, with Kubernetes' defaults when there is none.
+type csiDriverPolicy struct {
+	attachRequired bool
+	podInfoOnMount bool
+	fsGroupPolicy  storagev1.FSGroupPolicy
+	ephemeralOK    bool
+	tokenRequests  []storagev1.TokenRequest
+}
+
+func policyOf(d *storagev1.CSIDriver) csiDriverPolicy {
+	p := csiDriverPolicy{attachRequired: true, fsGroupPolicy: storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy}
+	if d == nil {
+		return p
+	}
+	if d.Spec.AttachRequired != nil {
+		p.attachRequired = *d.Spec.AttachRequired
+	}
+	if d.Spec.PodInfoOnMount != nil {
+		p.podInfoOnMount = *d.Spec.PodInfoOnMount
+	}
+	if d.Spec.FSGroupPolicy != nil {
+		p.fsGroupPolicy = *d.Spec.FSGroupPolicy
+	}
+	p.ephemeralOK = slices.Contains(d.Spec.VolumeLifecycleModes, storagev1.VolumeLifecycleEphemeral)
+	p.tokenRequests = d.Spec.TokenRequests
+	return p
+}
+
+// csiAttachmentName is the VolumeAttachment's name for a volume on a node, as Kubernetes' attach
+// controller names it.
+func csiAttachmentName(handle, driver, node string) string {
+	return fmt.Sprintf("csi-%x", sha256.Sum256([]byte(handle+driver+node)))
+}
+
+// csiInlineHandle is an inline volume's handle: unique per pod and volume.
+func csiInlineHandle(podUID, volume string) string {
+	return fmt.Sprintf("csi-%x", sha256.Sum256([]byte(podUID+volume)))
+}
+
+// csiAccessMode maps the PV's first access mode to CSI's; a driver with SINGLE_NODE_MULTI_WRITER
+// gets the finer single-node modes.
+func csiAccessMode(modes []corev1.PersistentVolumeAccessMode, multiWriter bool) csipb.VolumeCapability_AccessMode_Mode {
+	mode := corev1.ReadWriteOnce
+	if len(modes) > 0 {
+		mode = modes[0]
+	}
+	switch mode {
+	case corev1.ReadOnlyMany:
+		return csipb.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
+	case corev1.ReadWriteMany:
+		return csipb.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
+	case corev1.ReadWriteOncePod:
+		if multiWriter {
+			return csipb.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
+		}
+	case corev1.ReadWriteOnce:
+		if multiWriter {
+			return csipb.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER
+		}
+	}
+	return csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
+}
+
+// csiAppliesFSGroup decides whether the kubelet gives a published volume the pod's fsGroup, per
+// the driver's fsGroupPolicy: None never, File always, ReadWriteOnceWithFSType (the default) only
+// for a volume with an fsType that one node writes (an inline volume is always mounted so).
+func csiAppliesFSGroup(policy storagev1.FSGroupPolicy, fsType string, ephemeral bool, modes []corev1.PersistentVolumeAccessMode) bool {
+	switch policy {
+	case storagev1.NoneFSGroupPolicy:
+		return false
+	case storagev1.FileFSGroupPolicy:
+		return true
+	}
+	if fsType == "" {
+		return false
+	}
+	return ephemeral || slices.Contains(modes, corev1.ReadWriteOnce)
+}
+
+// csiPodInfo is the volume context a driver with podInfoOnMount gets.
+func csiPodInfo(pod *corev1.Pod, ephemeral bool) map[string]string {
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	return map[string]string{
+		csiPodNameKey: pod.Name, csiPodNamespaceKey: pod.Namespace, csiPodUIDKey: string(pod.UID),
+		csiServiceAccountKey: sa, csiEphemeralKey: strconv.FormatBool(ephemeral),
+	}
+}
+
+// csiCaps are the driver capabilities the decisions depend on.
+type csiCaps struct {
+	stage, multiWriter, mountGroup bool
+}
+
+// csiVolumeFromPV decides how a pod mounts a CSI persistent volume through claim ref.
+func csiVolumeFromPV(pod *corev1.Pod, podVolume string, ref *corev1.PersistentVolumeClaimVolumeSource, pv *corev1.PersistentVolume, d *storagev1.CSIDriver, caps csiCaps, node string) csiVolume {
+	src := pv.Spec.CSI
+	p := policyOf(d)
+	v := csiVolume{
+		podVolume: podVolume, specName: pv.Name, driver: src.Driver, handle: src.VolumeHandle,
+		block:    pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock,
+		readOnly: ref.ReadOnly || src.ReadOnly, fsType: src.FSType, mountFlags: pv.Spec.MountOptions,
+		accessMode:    csiAccessMode(pv.Spec.AccessModes, caps.multiWriter),
+		volumeContext: map[string]string{}, stageSecret: src.NodeStageSecretRef, publishSecret: src.NodePublishSecretRef,
+		tokenRequests: p.tokenRequests, pvc: ref.ClaimName,
+	}
+	for k, val := range src.VolumeAttributes {
+		v.volumeContext[k] = val
+	}
+	if p.podInfoOnMount {
+		for k, val := range csiPodInfo(pod, false) {
+			v.volumeContext[k] = val
+		}
+	}
+	if p.attachRequired {
+		v.attachment = csiAttachmentName(src.VolumeHandle, src.Driver, node)
+	}
+	setCSIFSGroup(&v, pod, p, caps, pv.Spec.AccessModes)
+	return v
+}
+
+// csiVolumeInline decides how a pod mounts an inline CSI volume; the driver must allow the
+// Ephemeral lifecycle mode.
+func csiVolumeInline(pod *corev1.Pod, vol *corev1.Volume, d *storagev1.CSIDriver, caps csiCaps) (csiVolume, error) {
+	src := vol.CSI
+	p := policyOf(d)
+	if !p.ephemeralOK {
+		return csiVolume{}, fmt.Errorf("volume mode \"Ephemeral\" not supported by driver %s (only supports [\"Persistent\"] or the CSIDriver object is missing)", src.Driver)
+	}
+	v := csiVolume{
+		podVolume: vol.Name, specName: vol.Name, driver: src.Driver, handle: csiInlineHandle(string(pod.UID), vol.Name), ephemeral: true,
+		readOnly: src.ReadOnly != nil && *src.ReadOnly, accessMode: csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER,
+		volumeContext: map[string]string{}, tokenRequests: p.tokenRequests,
+	}
+	if src.FSType != nil {
+		v.fsType = *src.FSType
+	}
+	if ref := src.NodePublishSecretRef; ref != nil {
+		v.publishSecret = &corev1.SecretReference{Name: ref.Name, Namespace: pod.Namespace}
+	}
+	for k, val := range src.VolumeAttributes {
+		v.volumeContext[k] = val
+	}
+	if p.podInfoOnMount {
+		for k, val := range csiPodInfo(pod, true) {
+			v.volumeContext[k] = val
+		}
+	}
+	setCSIFSGroup(&v, pod, p, caps, nil)
+	return v, nil
+}
+
+func setCSIFSGroup(v *csiVolume, pod *corev1.Pod, p csiDriverPolicy, caps csiCaps, modes []corev1.PersistentVolumeAccessMode) {
+	fsGroup, _ := fsGroupOf(pod)
+	if fsGroup == nil || v.block {
+		return
+	}
+	if caps.mountGroup {
+		// The driver applies the group at mount time; the kubelet walks nothing.
+		v.mountGroup = strconv.FormatInt(*fsGroup, 10)
+		return
+	}
+	if csiAppliesFSGroup(p.fsGroupPolicy, v.fsType, v.ephemeral, modes) {
+		v.fsGroup = fsGroup
+	}
+}
+
+// capability is the VolumeCapability of the stage and publish calls.
+func (v csiVolume) capability() *csipb.VolumeCapability {
+	c := &csipb.VolumeCapability{AccessMode: &csipb.VolumeCapability_AccessMode{Mode: v.accessMode}}
+	if v.block {
+		c.AccessType = &csipb.VolumeCapability_Block{Block: &csipb.VolumeCapability_BlockVolume{}}
+		return c
+	}
+	c.AccessType = &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{
+		FsType: v.fsType, MountFlags: v.mountFlags, VolumeMountGroup: v.mountGroup,
+	}}
+	return c
+}
+
+// csiPaths are where one pod's CSI volume lives on the node.
+type csiPaths struct {
+	// dir holds the record (vol_data.json) and, for a file system volume, the target.
+	dir string
+	// target is what NodePublishVolume publishes to: a directory (mount) or a file (block).
+	target string
+	// staging is NodeStageVolume's path, shared by the pods of the node that use the volume.
+	staging string
+}
+
+func csiPathsFor(root string, podUID string, v csiVolume) csiPaths {
+	if v.block {
+		base := filepath.Join(root, "plugins", csiPluginDir, "volumeDevices")
+		return csiPaths{
+			dir:     filepath.Join(root, "pods", podUID, "volumeDevices", csiPodDir, v.specName),
+			target:  filepath.Join(base, "publish", v.specName, podUID),
+			staging: filepath.Join(base, "staging", v.specName),
+		}
+	}
+	dir := filepath.Join(root, "pods", podUID, "volumes", csiPodDir, v.specName)
+	return csiPaths{
+		dir: dir, target: filepath.Join(dir, "mount"),
+		staging: filepath.Join(root, "plugins", csiPluginDir, v.driver, fmt.Sprintf("%x", sha256.Sum256([]byte(v.handle))), "globalmount"),
+	}
+}
+
+// csiVolData is the record kept beside a published volume: Kubernetes' vol_data.json keys, and
+// the paths and mode the teardown needs.
+type csiVolData struct {
+	SpecVolID           string `json:"specVolID"`
+	VolumeHandle        string `json:"volumeHandle"`
+	DriverName          string `json:"driverName"`
+	NodeName            string `json:"nodeName"`
+	AttachmentID        string `json:"attachmentID,omitempty"`
+	VolumeLifecycleMode string `json:"volumeLifecycleMode"`
+	// PodVolume is the pod's name for the volume; TargetPath and StagingTargetPath are the
+	// paths given to the driver (staging empty when the volume was not staged).
+	PodVolume         string `json:"podVolume"`
+	TargetPath        string `json:"targetPath"`
+	StagingTargetPath string `json:"stagingTargetPath,omitempty"`
+	Block             bool   `json:"block,omitempty"`
+	PVC               string `json:"pvc,omitempty"`
+}
+
+func (v csiVolume) record(node string, p csiPaths, staged bool) csiVolData {
+	mode := string(storagev1.VolumeLifecyclePersistent)
+	if v.ephemeral {
+		mode = string(storagev1.VolumeLifecycleEphemeral)
+	}
+	r := csiVolData{SpecVolID: v.specName, VolumeHandle: v.handle, DriverName: v.driver, NodeName: node, AttachmentID: v.attachment,
+		VolumeLifecycleMode: mode, PodVolume: v.podVolume, TargetPath: p.target, Block: v.block, PVC: v.pvc}
+	if staged {
+		r.StagingTargetPath = p.staging
+	}
+	return r
+}
+
+func parseVolData(data []byte) (csiVolData, error) {
+	var r csiVolData
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, err
+	}
+	if r.VolumeHandle == "" || r.DriverName == "" || r.TargetPath == "" {
+		return r, fmt.Errorf("incomplete record %s", data)
+	}
+	return r, nil
+}
+
+// csiTeardown is the calls that take a pod's CSI volumes down.
+type csiTeardown struct {
+	unpublish []csiVolData
+	// unstage are the staged volumes no pod left on the node publishes.
+	unstage []csiVolData
+}
+
+// planCSITeardown decides the teardown of a pod's records given the records of the node's other
+// pods: every record is unpublished; a staging path is unstaged once no other pod uses it.
+func planCSITeardown(pod []csiVolData, others []csiVolData) csiTeardown {
+	plan := csiTeardown{unpublish: pod}
+	inUse := map[string]bool{}
+	for _, r := range others {
+		if r.StagingTargetPath != "" {
+			inUse[r.StagingTargetPath] = true
+		}
+	}
+	for _, r := range pod {
+		if r.StagingTargetPath != "" && !inUse[r.StagingTargetPath] {
+			inUse[r.StagingTargetPath] = true
+			plan.unstage = append(plan.unstage, r)
+		}
+	}
+	return plan
+}
+
+// csiExpansion decides whether the node's part of a volume expansion is due, and to what size:
+// the control plane grew the PV beyond the claim's status capacity and marked the node's part
+// pending (allocatedResourceStatuses NodeResizePending, or the FileSystemResizePending condition).
+func csiExpansion(claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) (resource.Quantity, bool) {
+	want, ok := pv.Spec.Capacity[corev1.ResourceStorage]
+	if !ok {
+		return resource.Quantity{}, false
+	}
+	if have, ok := claim.Status.Capacity[corev1.ResourceStorage]; ok && have.Cmp(want) >= 0 {
+		return resource.Quantity{}, false
+	}
+	pending := claim.Status.AllocatedResourceStatuses[corev1.ResourceStorage] == corev1.PersistentVolumeClaimNodeResizePending
+	for _, c := range claim.Status.Conditions {
+		if c.Type == corev1.PersistentVolumeClaimFileSystemResizePending && c.Status == corev1.ConditionTrue {
+			pending = true
+		}
+	}
+	return want, pending
+}
+
+// expandedClaim is the claim's status once the node expanded it: the new capacity, the
+// pending markers gone.
+func expandedClaim(claim *corev1.PersistentVolumeClaim, size resource.Quantity) *corev1.PersistentVolumeClaim {
+	out := claim.DeepCopy()
+	if out.Status.Capacity == nil {
+		out.Status.Capacity = corev1.ResourceList{}
+	}
+	out.Status.Capacity[corev1.ResourceStorage] = size
+	delete(out.Status.AllocatedResourceStatuses, corev1.ResourceStorage)
+	if len(out.Status.AllocatedResourceStatuses) == 0 {
+		out.Status.AllocatedResourceStatuses = nil
+	}
+	out.Status.Conditions = slices.DeleteFunc(out.Status.Conditions, func(c corev1.PersistentVolumeClaimCondition) bool {
+		return c.Type == corev1.PersistentVolumeClaimFileSystemResizePending || c.Type == corev1.PersistentVolumeClaimResizing
+	})
+	return out
+}

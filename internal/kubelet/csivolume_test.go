@@ -1,0 +1,349 @@
+package kubelet
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/skiff-sh/skiff/internal/kubelet/csi/fakecsi"
+)
+
+func TestCSIAccessMode(t *testing.T) {
+	for _, tc := range []struct {
+		modes       []corev1.PersistentVolumeAccessMode
+		multiWriter bool
+		want        csipb.VolumeCapability_AccessMode_Mode
+	}{
+		{nil, false, csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+		{[]corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, false, csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+		{[]corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, true, csipb.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER},
+		{[]corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}, false, csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+		{[]corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}, true, csipb.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER},
+		{[]corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany, corev1.ReadWriteOnce}, false, csipb.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY},
+		{[]corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, false, csipb.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER},
+	} {
+		if got := csiAccessMode(tc.modes, tc.multiWriter); got != tc.want {
+			t.Errorf("csiAccessMode(%v, %v) = %v, want %v", tc.modes, tc.multiWriter, got, tc.want)
+		}
+	}
+}
+
+func TestCSIAppliesFSGroup(t *testing.T) {
+	rwo := []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	rwx := []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+	for _, tc := range []struct {
+		name      string
+		policy    storagev1.FSGroupPolicy
+		fsType    string
+		ephemeral bool
+		modes     []corev1.PersistentVolumeAccessMode
+		want      bool
+	}{
+		{"None never", storagev1.NoneFSGroupPolicy, "ext4", false, rwo, false},
+		{"File always", storagev1.FileFSGroupPolicy, "", false, rwx, true},
+		{"default needs an fsType", storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, "", false, rwo, false},
+		{"default with fsType and RWO", storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, "ext4", false, rwo, true},
+		{"default with fsType, RWX only", storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, "ext4", false, rwx, false},
+		{"default inline with fsType", storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, "ext4", true, nil, true},
+	} {
+		if got := csiAppliesFSGroup(tc.policy, tc.fsType, tc.ephemeral, tc.modes); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func csiTestPV(name string, mutate func(*corev1.PersistentVolume)) *corev1.PersistentVolume {
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeSpec{
+			AccessModes:  []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Capacity:     corev1.ResourceList{corev1.ResourceStorage: quantity("1Gi")},
+			MountOptions: []string{"noatime"},
+			ClaimRef:     &corev1.ObjectReference{Namespace: "default", Name: "data"},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: "fake.csi.test", VolumeHandle: "vol-1", FSType: "ext4", VolumeAttributes: map[string]string{"a": "b"},
+			}},
+		},
+	}
+	if mutate != nil {
+		mutate(pv)
+	}
+	return pv
+}
+
+func TestCSIVolumeFromPV(t *testing.T) {
+	pod := makePod("web").obj()
+	pod.Spec.ServiceAccountName = "sa"
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To[int64](2000)}
+	ref := &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data", ReadOnly: true}
+	driver := &storagev1.CSIDriver{Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false), PodInfoOnMount: ptr.To(true)}}
+
+	v := csiVolumeFromPV(pod, "vol", ref, csiTestPV("pv-1", nil), driver, csiCaps{}, testNode)
+	want := map[string]string{"a": "b", csiPodNameKey: "web", csiPodNamespaceKey: "default", csiPodUIDKey: "uid-web", csiServiceAccountKey: "sa", csiEphemeralKey: "false"}
+	if !reflect.DeepEqual(v.volumeContext, want) {
+		t.Errorf("volume context = %v, want %v", v.volumeContext, want)
+	}
+	if v.attachment != "" || !v.readOnly || v.specName != "pv-1" || v.pvc != "data" || v.fsGroup == nil || *v.fsGroup != 2000 {
+		t.Errorf("volume = %+v", v)
+	}
+	if m := v.capability().GetMount(); m.GetFsType() != "ext4" || !slices.Equal(m.GetMountFlags(), []string{"noatime"}) {
+		t.Errorf("capability = %v", v.capability())
+	}
+
+	// No CSIDriver object: attach required, no pod info; a driver applying the group itself gets it.
+	v = csiVolumeFromPV(pod, "vol", ref, csiTestPV("pv-1", nil), nil, csiCaps{mountGroup: true}, testNode)
+	if v.attachment != csiAttachmentName("vol-1", "fake.csi.test", testNode) || v.volumeContext[csiPodNameKey] != "" {
+		t.Errorf("without CSIDriver: %+v", v)
+	}
+	if v.fsGroup != nil || v.capability().GetMount().GetVolumeMountGroup() != "2000" {
+		t.Errorf("VOLUME_MOUNT_GROUP: fsGroup %v, capability %v", v.fsGroup, v.capability())
+	}
+	if csiAttachmentName("vol-1", "fake.csi.test", "a") == csiAttachmentName("vol-1", "fake.csi.test", "b") || !strings.HasPrefix(v.attachment, "csi-") || len(v.attachment) != 4+64 {
+		t.Errorf("attachment names: %s", v.attachment)
+	}
+
+	block := csiVolumeFromPV(pod, "vol", ref, csiTestPV("pv-b", func(pv *corev1.PersistentVolume) { pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock) }), nil, csiCaps{}, testNode)
+	if !block.block || block.capability().GetBlock() == nil || block.fsGroup != nil {
+		t.Errorf("block: %+v", block)
+	}
+}
+
+func TestCSIVolumeInline(t *testing.T) {
+	pod := makePod("web").obj()
+	vol := &corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+		Driver: "fake.csi.test", VolumeAttributes: map[string]string{"size": "1"}, NodePublishSecretRef: &corev1.LocalObjectReference{Name: "s"},
+	}}}
+	if _, err := csiVolumeInline(pod, vol, nil, csiCaps{}); err == nil {
+		t.Error("a driver without a CSIDriver object must refuse inline volumes")
+	}
+	persistentOnly := &storagev1.CSIDriver{Spec: storagev1.CSIDriverSpec{VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}}}
+	if _, err := csiVolumeInline(pod, vol, persistentOnly, csiCaps{}); err == nil {
+		t.Error("a Persistent-only driver must refuse inline volumes")
+	}
+	driver := &storagev1.CSIDriver{Spec: storagev1.CSIDriverSpec{PodInfoOnMount: ptr.To(true), VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral}}}
+	v, err := csiVolumeInline(pod, vol, driver, csiCaps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.ephemeral || v.volumeContext[csiEphemeralKey] != "true" || v.volumeContext["size"] != "1" || v.attachment != "" ||
+		v.publishSecret == nil || v.publishSecret.Namespace != "default" || v.handle != csiInlineHandle("uid-web", "scratch") {
+		t.Errorf("inline volume = %+v", v)
+	}
+}
+
+func TestCSIPathsFor(t *testing.T) {
+	fs := csiPathsFor("/var/lib/kubelet", "u1", csiVolume{specName: "pv-1", driver: "d", handle: "h"})
+	if fs.target != "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~csi/pv-1/mount" || fs.dir != filepath.Dir(fs.target) ||
+		!strings.HasPrefix(fs.staging, "/var/lib/kubelet/plugins/kubernetes.io/csi/d/") || !strings.HasSuffix(fs.staging, "/globalmount") {
+		t.Errorf("file system paths = %+v", fs)
+	}
+	block := csiPathsFor("/var/lib/kubelet", "u1", csiVolume{specName: "pv-1", driver: "d", handle: "h", block: true})
+	if block.target != "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/publish/pv-1/u1" ||
+		block.staging != "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/staging/pv-1" ||
+		block.dir != "/var/lib/kubelet/pods/u1/volumeDevices/kubernetes.io~csi/pv-1" {
+		t.Errorf("block paths = %+v", block)
+	}
+}
+
+func TestPlanCSITeardown(t *testing.T) {
+	a := csiVolData{TargetPath: "/t/a", StagingTargetPath: "/s/1"}
+	b := csiVolData{TargetPath: "/t/b", StagingTargetPath: "/s/2"}
+	inline := csiVolData{TargetPath: "/t/c"}
+	otherPodA := csiVolData{TargetPath: "/t/other", StagingTargetPath: "/s/1"}
+	plan := planCSITeardown([]csiVolData{a, b, inline}, []csiVolData{otherPodA})
+	if !reflect.DeepEqual(plan.unpublish, []csiVolData{a, b, inline}) || !reflect.DeepEqual(plan.unstage, []csiVolData{b}) {
+		t.Errorf("plan = %+v; want all unpublished, only /s/2 unstaged (another pod uses /s/1)", plan)
+	}
+}
+
+func TestCSIExpansion(t *testing.T) {
+	pv := csiTestPV("pv-1", func(pv *corev1.PersistentVolume) { pv.Spec.Capacity[corev1.ResourceStorage] = quantity("2Gi") })
+	claim := func(capacity string, mutate func(*corev1.PersistentVolumeClaimStatus)) *corev1.PersistentVolumeClaim {
+		c := &corev1.PersistentVolumeClaim{Status: corev1.PersistentVolumeClaimStatus{Capacity: corev1.ResourceList{corev1.ResourceStorage: quantity(capacity)}}}
+		if mutate != nil {
+			mutate(&c.Status)
+		}
+		return c
+	}
+	pendingStatus := func(s *corev1.PersistentVolumeClaimStatus) {
+		s.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{corev1.ResourceStorage: corev1.PersistentVolumeClaimNodeResizePending}
+	}
+	pendingCondition := func(s *corev1.PersistentVolumeClaimStatus) {
+		s.Conditions = []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimFileSystemResizePending, Status: corev1.ConditionTrue}}
+	}
+	for _, tc := range []struct {
+		name  string
+		claim *corev1.PersistentVolumeClaim
+		due   bool
+	}{
+		{"not grown", claim("2Gi", pendingStatus), false},
+		{"grown, controller not done", claim("1Gi", nil), false},
+		{"grown, node resize pending", claim("1Gi", pendingStatus), true},
+		{"grown, file system resize pending", claim("1Gi", pendingCondition), true},
+	} {
+		size, due := csiExpansion(tc.claim, pv)
+		if due != tc.due || (due && size.Cmp(quantity("2Gi")) != 0) {
+			t.Errorf("%s: %v %v", tc.name, size.String(), due)
+		}
+	}
+	done := expandedClaim(claim("1Gi", func(s *corev1.PersistentVolumeClaimStatus) { pendingStatus(s); pendingCondition(s) }), quantity("2Gi"))
+	if c := done.Status.Capacity[corev1.ResourceStorage]; c.Cmp(quantity("2Gi")) != 0 || done.Status.AllocatedResourceStatuses != nil || len(done.Status.Conditions) != 0 {
+		t.Errorf("expanded claim status = %+v", done.Status)
+	}
+}
+
+func TestSharedMountPlan(t *testing.T) {
+	info := strings.Join([]string{
+		"27 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw",
+		"40 27 8:2 / /data rw,relatime - ext4 /dev/sda2 rw",
+		"41 40 8:2 /k /data/kubelet rw,relatime - ext4 /dev/sda2 rw",
+	}, "\n")
+	for _, tc := range []struct {
+		dir              string
+		bind, makeShared bool
+	}{
+		{"/var/lib/kubelet", false, false}, // on the shared root
+		{"/data/other", true, true},        // on a private mount: bind it, then share it
+		{"/data/kubelet", false, true},     // a private mount point of its own: share it
+		{"/data/kubelet/pods", true, true}, // below it
+		{"/datax/kubelet", false, false},   // a prefix that is no parent: the root's
+	} {
+		bind, share := sharedMountPlan(info, tc.dir)
+		if bind != tc.bind || share != tc.makeShared {
+			t.Errorf("sharedMountPlan(%s) = %v %v, want %v %v", tc.dir, bind, share, tc.bind, tc.makeShared)
+		}
+	}
+}
+
+func TestContainerDevices(t *testing.T) {
+	c := &corev1.Container{VolumeDevices: []corev1.VolumeDevice{{Name: "blk", DevicePath: "/dev/xvda"}}}
+	devices, err := containerDevices(c, map[string]volume{"blk": {hostPath: "/p/blk", block: true, readOnly: true}})
+	if err != nil || len(devices) != 1 || devices[0].HostPath != "/p/blk" || devices[0].ContainerPath != "/dev/xvda" || devices[0].Permissions != "mr" {
+		t.Errorf("devices = %v, %v", devices, err)
+	}
+	if _, err := containerDevices(c, map[string]volume{"blk": {hostPath: "/p/dir"}}); err == nil {
+		t.Error("a file system volume must not become a device")
+	}
+}
+
+// csiHarness runs a kubelet whose root dir has a fake CSI driver registered through
+// plugins_registry.
+func csiHarness(t *testing.T, driver *fakecsi.Driver, objects ...runtime.Object) (*harness, string) {
+	t.Helper()
+	root, err := os.MkdirTemp("", "kl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	if err := driver.Start(filepath.Join(root, "plugins", "fake", "csi.sock"), filepath.Join(root, "plugins_registry", "fake-reg.sock")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(driver.Stop)
+	h := newHarnessWithObjects(t, func(c *Config) { c.RootDir = root }, objects...)
+	return h, root
+}
+
+func csiTestDriver() *fakecsi.Driver {
+	return &fakecsi.Driver{Name: "fake.csi.test", NodeID: "fake-" + testNode, Capabilities: []csipb.NodeServiceCapability_RPC_Type{
+		csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME, csipb.NodeServiceCapability_RPC_EXPAND_VOLUME, csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS,
+	}}
+}
+
+func csiClaimObjects(pv *corev1.PersistentVolume) []runtime.Object {
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
+		Spec:       corev1.PersistentVolumeClaimSpec{VolumeName: pv.Name},
+		Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: corev1.ResourceList{corev1.ResourceStorage: quantity("1Gi")}},
+	}
+	return []runtime.Object{pv, claim}
+}
+
+func csiPod(name string) *corev1.Pod {
+	pod := makePod(name).container(corev1.Container{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}).obj()
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+	return pod
+}
+
+func (h *harness) deletePod(pod *corev1.Pod) {
+	h.t.Helper()
+	now := metav1.NewTime(h.clock.Now())
+	pod.DeletionTimestamp = &now
+	pod.DeletionGracePeriodSeconds = ptr.To[int64](0)
+	if _, err := h.client.CoreV1().Pods(pod.Namespace).Update(context.Background(), pod, metav1.UpdateOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+	h.eventually("pod deleted by the kubelet", func() bool { return h.pod(pod.Namespace, pod.Name) == nil })
+}
+
+// TestCSIPersistentVolumeLifecycle: a pod's CSI claim waits for its VolumeAttachment, is staged
+// and published into the pod's directory with the attachment's publish context and the pod's
+// information, reaches the container as a mount, and is unpublished and unstaged when the pod
+// goes, leaving no directory behind.
+func TestCSIPersistentVolumeLifecycle(t *testing.T) {
+	driver := csiTestDriver()
+	csiDriver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "fake.csi.test"}, Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(true), PodInfoOnMount: ptr.To(true)}}
+	pv := csiTestPV("pv-1", nil)
+	h, root := csiHarness(t, driver, append(csiClaimObjects(pv), csiDriver)...)
+	ctx := context.Background()
+
+	created := h.create(csiPod("web"))
+	h.eventually("FailedMount waiting for the attachment", func() bool { return h.hasEvent("waiting for VolumeAttachment") })
+	if slices.Contains(driver.Methods(), "NodePublishVolume") {
+		t.Fatal("published before the volume was attached")
+	}
+	va := &storagev1.VolumeAttachment{
+		ObjectMeta: metav1.ObjectMeta{Name: csiAttachmentName("vol-1", "fake.csi.test", testNode)},
+		Spec:       storagev1.VolumeAttachmentSpec{Attacher: "fake.csi.test", NodeName: testNode, Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To("pv-1")}},
+		Status:     storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"device": "/dev/fake"}},
+	}
+	if _, err := h.client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := h.waitPodStepping("default", "web", "running", podRunning)
+
+	target := filepath.Join(root, "pods", string(created.UID), "volumes", "kubernetes.io~csi", "pv-1", "mount")
+	if got := driver.Methods("NodeGetVolumeStats"); !reflect.DeepEqual(got, []string{"NodeGetInfo", "NodeGetCapabilities", "NodeStageVolume", "NodePublishVolume"}) {
+		t.Errorf("calls = %v", got)
+	}
+	var publish *csipb.NodePublishVolumeRequest
+	for _, c := range driver.Calls() {
+		if r, ok := c.Request.(*csipb.NodePublishVolumeRequest); ok {
+			publish = r
+		}
+	}
+	if publish.GetTargetPath() != target || publish.GetPublishContext()["device"] != "/dev/fake" || publish.GetVolumeContext()[csiPodNameKey] != "web" ||
+		publish.GetVolumeContext()["a"] != "b" || !strings.HasSuffix(publish.GetStagingTargetPath(), "/globalmount") ||
+		!slices.Equal(publish.GetVolumeCapability().GetMount().GetMountFlags(), []string{"noatime"}) {
+		t.Errorf("publish request = %v", publish)
+	}
+	config := h.runtime.ContainerConfig(h.runtime.RunningContainer(string(created.UID), "app"))
+	if !slices.ContainsFunc(config.GetMounts(), func(m *runtimeapi.Mount) bool { return m.HostPath == target && m.ContainerPath == "/data" }) {
+		t.Errorf("container mounts = %v", config.GetMounts())
+	}
+	if _, err := os.Stat(filepath.Join(target, fakecsi.Marker)); err != nil {
+		t.Errorf("target not published: %v", err)
+	}
+
+	h.deletePod(pod)
+	if got := driver.Methods("NodeGetVolumeStats"); !reflect.DeepEqual(got[len(got)-2:], []string{"NodeUnpublishVolume", "NodeUnstageVolume"}) {
+		t.Errorf("calls after deletion = %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(root, "pods", string(created.UID))); !os.IsNotExist(err) {
+		t.Errorf("pod directory left: %v", err)
+	}
+	if _, err := os.Stat(publish.GetStagingTargetPath()); !os.IsNotExist(err) {
+		t.Errorf("staging directory left: %v", err)
+	}
+}
