@@ -13,6 +13,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/scheduler/plugins/nodeports"
 	"github.com/skiff-sh/skiff/internal/scheduler/plugins/noderesources"
 	"github.com/skiff-sh/skiff/internal/scheduler/plugins/nodeunschedulable"
+	"github.com/skiff-sh/skiff/internal/scheduler/plugins/nodevolumelimits"
 	"github.com/skiff-sh/skiff/internal/scheduler/plugins/podtopologyspread"
 	"github.com/skiff-sh/skiff/internal/scheduler/plugins/tainttoleration"
 	"github.com/skiff-sh/skiff/internal/scheduler/plugins/volumebinding"
@@ -34,6 +35,7 @@ func NewInTreeRegistry() framework.Registry {
 		defaultpreemption.Name:               defaultpreemption.New,
 		defaultbinder.Name:                   defaultbinder.New,
 		volumebinding.Name:                   volumebinding.New,
+		nodevolumelimits.Name:                nodevolumelimits.New,
 	}
 }
 
@@ -47,6 +49,7 @@ func DefaultPlugins() []framework.PluginRef {
 		{Name: nodeaffinity.Name, Weight: 2},
 		{Name: nodeports.Name},
 		{Name: noderesources.FitName, Weight: 1},
+		{Name: nodevolumelimits.Name},
 		{Name: volumebinding.Name},
 		{Name: interpodaffinity.Name, Weight: 2},
 		{Name: podtopologyspread.Name, Weight: 2},
