@@ -6,6 +6,7 @@ import (
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
 	"github.com/skiff-sh/skiff/internal/apiserver/admission/policy"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission/pvcresize"
 	"github.com/skiff-sh/skiff/internal/apiserver/admission/storageprotection"
 	"github.com/skiff-sh/skiff/internal/apiserver/admission/webhook"
 	"github.com/skiff-sh/skiff/internal/registry/builtin"
@@ -47,10 +48,10 @@ func newAdmission(cfg *Config) (*admissionChain, error) {
 // plugins is the chain with builtins (those that need the server's authorizer, such as RBAC's
 // escalation check and NodeRestriction) after the default plugins and before the webhooks; the
 // protecting plugins (admission_protect.go) go in upstream's places: LimitRanger, PodSecurity and
-// the image policy with the built-in ones, ResourceQuota last. StorageObjectInUseProtection follows
-// DefaultStorageClass, as upstream orders them.
+// the image policy with the built-in ones, ResourceQuota last. StorageObjectInUseProtection and
+// PersistentVolumeClaimResize follow DefaultStorageClass, as upstream orders them.
 func (c *admissionChain) plugins(builtins ...apiserver.AdmissionPlugin) []apiserver.AdmissionPlugin {
-	chain := append(apiserver.DefaultAdmissionTolerating(c.notReadySeconds, c.unreachableSeconds), storageprotection.Plugin{})
+	chain := append(apiserver.DefaultAdmissionTolerating(c.notReadySeconds, c.unreachableSeconds), storageprotection.Plugin{}, pvcresize.Plugin{})
 	chain = append(chain, c.protect.builtin()...)
 	chain = append(chain, builtins...)
 	return append(chain, c.webhooks.Mutating(), c.policies, c.webhooks.Validating(), c.protect.quota)

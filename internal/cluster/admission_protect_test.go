@@ -41,7 +41,7 @@ func TestProtectPluginsConfig(t *testing.T) {
 	}
 }
 
-// TestAdmissionOrder: StorageObjectInUseProtection follows DefaultStorageClass; LimitRanger, PodSecurity
+// TestAdmissionOrder: StorageObjectInUseProtection and PersistentVolumeClaimResize follow DefaultStorageClass; LimitRanger, PodSecurity
 // and the image policy sit with the built-in plugins, ResourceQuota comes after the webhooks and
 // policies, as upstream orders them.
 func TestAdmissionOrder(t *testing.T) {
@@ -54,7 +54,7 @@ func TestAdmissionOrder(t *testing.T) {
 		names = append(names, p.Name())
 	}
 	got := strings.Join(names, ",")
-	want := "NamespaceLifecycle,ServiceAccount,DefaultTolerationSeconds,Priority,RuntimeClass,DefaultStorageClass,StorageObjectInUseProtection,LimitRanger,PodSecurity,ImagePolicy," +
+	want := "NamespaceLifecycle,ServiceAccount,DefaultTolerationSeconds,Priority,RuntimeClass,DefaultStorageClass,StorageObjectInUseProtection,PersistentVolumeClaimResize,LimitRanger,PodSecurity,ImagePolicy," +
 		"MutatingAdmissionWebhook,ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,ResourceQuota"
 	if got != want {
 		t.Errorf("chain\n got %s\nwant %s", got, want)
