@@ -22,8 +22,8 @@ func selection(t *testing.T, script string, args ...string) (parallel, serial, f
 }
 
 // TestSuiteSelection: each suite's label filters are the selection its issue names (the kind
-// CI job's for default), --sig narrows both runs to a SIG's label, and hack/e2e.sh is the
-// default suite unless told otherwise.
+// CI job's for default), --sig narrows both runs to a SIG's label, --sctp off leaves netpol's
+// SCTP specs out, and hack/e2e.sh is the default suite unless told otherwise.
 func TestSuiteSelection(t *testing.T) {
 	const stable = "!Slow && !Disruptive && !Flaky"
 	for _, tc := range []struct {
@@ -36,7 +36,12 @@ func TestSuiteSelection(t *testing.T) {
 		{"conformance.sh", []string{"--suite", "default"}, "Feature: isEmpty && !Serial && " + stable, "Feature: isEmpty && Serial && " + stable, ""},
 		{"e2e.sh", nil, "Feature: isEmpty && !Serial && " + stable, "Feature: isEmpty && Serial && " + stable, ""},
 		{"e2e.sh", []string{"--sig", "network"}, "(Feature: isEmpty && !Serial && " + stable + ") && sig-network", "(Feature: isEmpty && Serial && " + stable + ") && sig-network", ""},
-		{"e2e.sh", []string{"--suite", "netpol"}, "Feature: containsAny NetworkPolicy && !Serial && " + stable, "Feature: containsAny NetworkPolicy && Serial && " + stable, ""},
+		{"e2e.sh", []string{"--suite", "netpol", "--sctp", "on"}, "Feature: containsAny NetworkPolicy && !Serial && " + stable, "Feature: containsAny NetworkPolicy && Serial && " + stable, ""},
+		// Without SCTP in the kernel (--sctp auto there) the SCTP specs are left out: they cannot pass.
+		{"conformance.sh", []string{"--suite", "netpol", "--sctp", "off"}, "Feature: containsAny NetworkPolicy && !Serial && " + stable + " && !Feature: containsAny SCTPConnectivity",
+			"Feature: containsAny NetworkPolicy && Serial && " + stable + " && !Feature: containsAny SCTPConnectivity", ""},
+		// Only netpol selects SCTP specs: --sctp changes no other suite.
+		{"conformance.sh", []string{"--sctp", "off"}, "Conformance && !Serial && !Disruptive", "Conformance && Serial", ""},
 		{"conformance.sh", []string{"--suite", "csi", "--sig", "storage"}, "(!Serial && " + stable + ") && sig-storage", "(Serial && " + stable + ") && sig-storage",
 			`\[sig-storage\] CSI (Volumes \[Driver: csi-hostpath\]|Mock)`},
 	} {
@@ -52,7 +57,7 @@ func TestSuiteSelection(t *testing.T) {
 }
 
 func TestSuiteSelectionRefusesUnknown(t *testing.T) {
-	for _, args := range [][]string{{"--suite", "everything"}, {"--sig", "sig-node"}, {"--sig", "Node"}} {
+	for _, args := range [][]string{{"--suite", "everything"}, {"--sig", "sig-node"}, {"--sig", "Node"}, {"--suite", "netpol", "--sctp", "maybe"}} {
 		if _, _, _, err := selection(t, "conformance.sh", args...); err == nil {
 			t.Errorf("%v was accepted", args)
 		}
