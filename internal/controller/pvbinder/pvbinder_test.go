@@ -220,3 +220,74 @@ func TestProvisionerFor(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncExternalProvisioner: a claim no volume satisfies is handed to its class's provisioner as
+// upstream's persistent volume controller hands it to an external one (csi-provisioner acts only on
+// claims whose volume.kubernetes.io/storage-provisioner names it, and for a WaitForFirstConsumer
+// class only once volume.kubernetes.io/selected-node is set), and the volume it makes, pointed at
+// the claim, is bound.
+func TestSyncExternalProvisioner(t *testing.T) {
+	wffc, immediate := storagev1.VolumeBindingWaitForFirstConsumer, storagev1.VolumeBindingImmediate
+	const driver = "hostpath.csi.k8s.io"
+	made := volume("pvc-uid-c", "csi", "1Gi", corev1.ReadWriteOnce)
+	made.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "ns", Name: "c", UID: "uid-c"}
+	made.Status.Phase = corev1.VolumePending
+	tests := []struct {
+		name        string
+		mode        storagev1.VolumeBindingMode
+		provisioner string
+		annotations map[string]string
+		volumes     []*corev1.PersistentVolume
+		want        []string
+		annotated   bool
+		event       string
+	}{
+		{"immediate: handed to the driver", immediate, driver, nil, nil, []string{"update persistentvolumeclaims c"}, true, "ExternalProvisioning"},
+		{"already handed: nothing", immediate, driver,
+			map[string]string{AnnStorageProvisioner: driver, AnnBetaStorageProvisioner: driver}, nil, nil, false, ""},
+		{"first consumer not scheduled: waits", wffc, driver, nil, nil, nil, false, "WaitForFirstConsumer"},
+		{"first consumer scheduled: handed to the driver", wffc, driver, map[string]string{AnnSelectedNode: "n1"}, nil,
+			[]string{"update persistentvolumeclaims c"}, true, "ExternalProvisioning"},
+		{"statically provisioned class: nobody to hand it to", immediate, "kubernetes.io/no-provisioner", nil, nil, nil, false, ""},
+		{"the driver's volume is bound", wffc, driver, map[string]string{AnnSelectedNode: "n1", AnnStorageProvisioner: driver}, []*corev1.PersistentVolume{made},
+			[]string{"update persistentvolumes/status pvc-uid-c", "update persistentvolumeclaims c", "update persistentvolumeclaims/status c"}, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "csi"}, Provisioner: tt.provisioner, VolumeBindingMode: &tt.mode}
+			pvc := claim("c", "csi", "1Gi", corev1.ReadWriteOnce)
+			pvc.Annotations = tt.annotations
+			objs := []runtime.Object{class, pvc}
+			for _, pv := range tt.volumes {
+				objs = append(objs, pv)
+			}
+			env := ctrltest.NewEnv(objs...)
+			c, err := New(env.Deps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctrltest.Seed(t, env.Factory.Storage().V1().StorageClasses().Informer(), class)
+			ctrltest.Seed(t, env.Factory.Core().V1().PersistentVolumeClaims().Informer(), pvc)
+			for _, pv := range tt.volumes {
+				ctrltest.Seed(t, env.Factory.Core().V1().PersistentVolumes().Informer(), pv)
+			}
+			if err := c.Sync(context.Background(), "ns/c"); err != nil {
+				t.Fatal(err)
+			}
+			writes := env.Writes()
+			if got := ctrltest.Describe(writes); !slices.Equal(got, tt.want) {
+				t.Fatalf("actions %q, want %q", got, tt.want)
+			}
+			if tt.annotated {
+				a := writes[0].(clienttesting.UpdateAction).GetObject().(*corev1.PersistentVolumeClaim).Annotations
+				if a[AnnStorageProvisioner] != driver || a[AnnBetaStorageProvisioner] != driver {
+					t.Fatalf("claim annotations %v", a)
+				}
+			}
+			events := env.Events()
+			if tt.event == "" && len(events) != 0 || tt.event != "" && (len(events) != 1 || !strings.Contains(events[0], tt.event)) {
+				t.Fatalf("events %q, want %q", events, tt.event)
+			}
+		})
+	}
+}
