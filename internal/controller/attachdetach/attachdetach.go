@@ -118,7 +118,7 @@ func (c *Controller) handle(pods, nodes, claims, vas, drivers cache.SharedIndexI
 		{pods, cache.ResourceEventHandlerFuncs{AddFunc: podNode, UpdateFunc: func(o, n any) { podNode(o); podNode(n) }, DeleteFunc: podNode}},
 		{nodes, cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.loop.Enqueue,
-			UpdateFunc: ctrlutil.OnNodeUpdate(ctrlutil.NodeHeartbeatOnly, c.loop.Enqueue),
+			UpdateFunc: ctrlutil.OnNodeUpdate(NodeInputsChanged, c.loop.Enqueue),
 			DeleteFunc: c.loop.Enqueue,
 		}},
 		// A claim bound (or its volume replaced) changes what its pods' nodes need.
@@ -138,6 +138,19 @@ func (c *Controller) handle(pods, nodes, claims, vas, drivers cache.SharedIndexI
 		}
 	}
 	return nil
+}
+
+// NodeInputsChanged reports whether a node update changed what Decide reads of the node: whether
+// the controller manages it, the volumes its kubelet has in use, its Ready status, its
+// out-of-service taint, or its volumesAttached (written by someone else, it is put right).
+// Heartbeats change none of them.
+func NodeInputsChanged(old, cur *corev1.Node) bool {
+	managed := func(n *corev1.Node) string { return n.Annotations[volumeutil.AnnControllerManagedAttachDetach] }
+	_, oldReady, oldOut := nodeVolumeState(old)
+	_, curReady, curOut := nodeVolumeState(cur)
+	return managed(old) != managed(cur) || oldReady != curReady || oldOut != curOut ||
+		!slices.Equal(old.Status.VolumesInUse, cur.Status.VolumesInUse) ||
+		!sameAttached(old.Status.VolumesAttached, cur.Status.VolumesAttached)
 }
 
 func tombstone(o any) any {
@@ -194,7 +207,7 @@ func (c *Controller) Sync(ctx context.Context, nodeName string) error {
 		c.requested[nodeName] = plan.DetachRequested
 	}
 	c.mu.Unlock()
-	c.reportMultiAttach(nodeName, state.Desired, plan.MultiAttach)
+	c.reportMultiAttach(nodeName, plan.MultiAttach)
 	// The node stops listing a volume as attached before its attachment goes, so the kubelet never
 	// mounts a volume being detached.
 	if state.Node != nil && !sameAttached(state.Node.Status.VolumesAttached, plan.VolumesAttached) {
@@ -291,7 +304,7 @@ func (c *Controller) attachments(nodeName string) ([]Attachment, error) {
 }
 
 // reportMultiAttach tells each pod of a volume blocked by a Multi-Attach error once, as upstream does.
-func (c *Controller) reportMultiAttach(nodeName string, desired []Volume, errs []MultiAttachError) {
+func (c *Controller) reportMultiAttach(nodeName string, errs []MultiAttachError) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	blocked := map[string]bool{}
@@ -307,8 +320,9 @@ func (c *Controller) reportMultiAttach(nodeName string, desired []Volume, errs [
 				"Multi-Attach error for volume %q Volume is already exclusively attached to one node and can't be attached to another", e.Volume.PV)
 		}
 	}
-	for _, v := range desired {
-		if key := nodeName + "/" + v.PV; !blocked[key] {
+	// A volume no longer blocked (attached, or not wanted any more) may be told again later.
+	for key := range c.reported {
+		if strings.HasPrefix(key, nodeName+"/") && !blocked[key] {
 			delete(c.reported, key)
 		}
 	}

@@ -132,3 +132,31 @@ func TestSyncLeavesForeignAttachments(t *testing.T) {
 		t.Fatalf("writes %q", got)
 	}
 }
+
+// TestNodeInputsChanged: node updates that change what Decide reads wake the controller, heartbeats
+// do not.
+func TestNodeInputsChanged(t *testing.T) {
+	base := node(inUse("a"))
+	for _, tt := range []struct {
+		name string
+		mod  func(*corev1.Node)
+		want bool
+	}{
+		{"heartbeat", func(n *corev1.Node) { n.Status.Conditions[0].LastHeartbeatTime.Time = ctrltest.Epoch() }, false},
+		{"label", func(n *corev1.Node) { n.Labels = map[string]string{"x": "y"} }, false},
+		{"volume unmounted", func(n *corev1.Node) { n.Status.VolumesInUse = nil }, true},
+		{"volume mounted", inUse("b"), true},
+		{"not Ready", notReady, true},
+		{"out of service", outOfService, true},
+		{"no longer managed", unmanaged, true},
+		{"volumesAttached overwritten", func(n *corev1.Node) {
+			n.Status.VolumesAttached = []corev1.AttachedVolume{{Name: "kubernetes.io/csi/x^y"}}
+		}, true},
+	} {
+		cur := base.DeepCopy()
+		tt.mod(cur)
+		if got := NodeInputsChanged(base, cur); got != tt.want {
+			t.Errorf("%s: NodeInputsChanged = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
