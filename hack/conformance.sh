@@ -16,6 +16,9 @@
 #                                  Disruptive or Flaky (Feature: isEmpty && !Slow && !Disruptive && !Flaky)
 #                     netpol       the NetworkPolicy specs (Feature: containsAny NetworkPolicy)
 #                     csi          [sig-storage] CSI Volumes [Driver: csi-hostpath] and CSI Mock
+#                                  (also builds the CSI images, hack/conformance/build-csi-images.sh,
+#                                  deploys the snapshot CRDs and controller, and runs every node in a
+#                                  mount namespace of its own with its own /var/lib/kubelet)
 #                   (netpol, csi: not Slow, Disruptive or Flaky)
 #   --sig NAME      only the specs of one SIG (its label sig-NAME: node, network, apps, storage, ...)
 #   --sctp WHEN     whether netpol runs its 3 [Feature:SCTPConnectivity] specs: auto (the default:
@@ -165,9 +168,17 @@ nice -n 19 go build -o "$results/skiff" ./cmd/skiff
 skiff=$results/skiff
 log "test images in $cache/images"
 hack/conformance/build-images.sh "$cache" "$skiff" "$version"
+if [[ $suite == csi ]]; then
+	log "CSI images (csi-hostpath, sidecars, snapshot controller) in $cache/images"
+	hack/conformance/build-csi-images.sh "$cache" "$skiff" "$version"
+fi
 # Every image e2e.test may ask for that was not built is named (in the log and
 # missing-images.txt): a spec that needs one fails on a pull, a harness gap, never a skiff defect.
-"$cache/bin/e2e.test" --list-images 2>/dev/null | sort -u | while read -r image; do
+# The CSI drivers' images are named in their manifests, not by --list-images.
+{
+	"$cache/bin/e2e.test" --list-images 2>/dev/null
+	[[ $suite != csi ]] || hack/conformance/build-csi-images.sh --list "$cache" "$version"
+} | sort -u | while read -r image; do
 	[[ -f $cache/images/$(echo "$image" | sed 's#[/:@]#_#g').tar ]] || echo "$image"
 done >"$results/missing-images.txt"
 if [[ -s $results/missing-images.txt ]]; then
@@ -310,6 +321,58 @@ lb_port=$(free_port) # the node-local API load balancer's default 6444 is taken 
 ss -Hltn "sport = :10250" | grep -q . || kubelet_port=10250
 export KUBECONFIG=$data/admin.kubeconfig
 
+# Each node's kubelet root dir (--kubelet-root-dir, where CSI node plugins register and publish).
+# The CSI drivers' manifests mount hostPaths under /var/lib/kubelet and publish into the target path
+# the kubelet names, so for --suite csi the kubelet's root must be /var/lib/kubelet as the node's
+# containers see it, and each node's its own: every node (the control plane's too) runs in a mount
+# namespace of its own, private so that nothing it mounts reaches the host or the other nodes, where
+# its own directory (DATA/kubelet-root) is bind-mounted at /var/lib/kubelet and made rshared, so
+# what a node plugin mounts under pods/ with Bidirectional propagation reaches that node's kubelet
+# and its pods. The namespace, and every mount in it, goes with the node's last process. The other
+# suites keep the layout they always had (the root inside the node's data dir, no namespace).
+own_kubelet_root=0
+[[ $suite == csi ]] && own_kubelet_root=1
+root_dir_flag=0
+server_help=$("$skiff" server --help 2>&1 || true) # the flag package's usage exits non-zero
+[[ $server_help == *-kubelet-root-dir* ]] && root_dir_flag=1
+if ((own_kubelet_root && !root_dir_flag)); then
+	log "this skiff has no --kubelet-root-dir: the nodes run in their own mount namespaces with the kubelet's default layout"
+fi
+# node_cmd NODE_DATA_DIR: the command prefix that starts the node whose data dir is NODE_DATA_DIR
+# (then its skiff server arguments follow), into the array node_cmd.
+node_cmd() {
+	local nd=$1
+	node_cmd=()
+	if ((own_kubelet_root)); then
+		mkdir -p "$nd/kubelet-root" /var/lib/kubelet
+		node_cmd=(unshare --mount --propagation private -- /bin/sh -c
+			'mount --bind "$0" /var/lib/kubelet && mount --make-rshared /var/lib/kubelet && exec "$@"' "$nd/kubelet-root")
+	fi
+	node_cmd+=("$skiff" server --data-dir "$nd")
+	if ((root_dir_flag)); then
+		if ((own_kubelet_root)); then
+			node_cmd+=(--kubelet-root-dir /var/lib/kubelet)
+		else
+			node_cmd+=(--kubelet-root-dir "$nd/kubelet")
+		fi
+	fi
+}
+# check_kubelet_root PID NODE_DATA_DIR: the node's /var/lib/kubelet is its own directory on a
+# shared mount and the host's is not it (a file made in one is seen in the other, and only there).
+check_kubelet_root() {
+	local pid=$1 nd=$2 probe
+	((own_kubelet_root)) || return 0
+	probe=.skiff-harness-$id
+	touch "$nd/kubelet-root/$probe"
+	if [[ ! -e /proc/$pid/root/var/lib/kubelet/$probe || -e /var/lib/kubelet/$probe ]] ||
+		! nsenter -t "$pid" -m findmnt -n -o PROPAGATION /var/lib/kubelet | grep -q shared; then
+		echo "node $pid does not see $nd/kubelet-root as a shared /var/lib/kubelet of its own" >&2
+		rm -f "$nd/kubelet-root/$probe"
+		return 1
+	fi
+	rm -f "$nd/kubelet-root/$probe"
+}
+
 # Image pulls: some specs deliberately name images that do not exist (gcr.io/...:nonexistent,
 # foo:non-existent). containerd (a child of skiff) would resolve and contact those registries;
 # a proxy on a closed loopback port makes every pull fail locally without a DNS lookup, while
@@ -318,7 +381,8 @@ export HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 \
 	NO_PROXY="localhost,127.0.0.0/8,$net.0/24,$pod_cidr,$svc_cidr"
 
 log "starting skiff (data $data, log $results/skiff.log)"
-"$skiff" server --data-dir "$data" --roles etcd,controlplane,worker --node-name "skconf-$id" \
+node_cmd "$data"
+"${node_cmd[@]}" --roles etcd,controlplane,worker --node-name "skconf-$id" \
 	--bind-address "$addr" --advertise-address "$addr" --https-port "$https_port" --etcd-client-port "$etcd_port" \
 	--etcd-peer-port "$peer_port" --kubelet-port "$kubelet_port" --lb-port "$lb_port" \
 	--cluster-cidr "$pod_cidr" --service-cidr "$svc_cidr" --cni-bridge "$bridge" --resolv-conf "$data/resolv.conf" \
@@ -340,18 +404,21 @@ wait_ready() { # wait_ready N: until N Nodes are Ready
 	return 1
 }
 wait_ready 1
+check_kubelet_root "$skiff_pid" "$data"
 if ((workers)); then
 	token=$("$skiff" token create --data-dir "$data" --ttl 1h --description "conformance run $id")
 	for i in $(seq 1 "$workers"); do
 		log "starting worker $i in $(wns "$i") ($net.$((i + 1)), log $results/skiff-w$i.log)"
-		nsenter --net="/var/run/netns/$(wns "$i")" "$skiff" server --server "https://$addr:$https_port" --token "$token" \
-			--roles worker --node-name "skconf-$id-w$i" --data-dir "$data/w$i" \
+		node_cmd "$data/w$i"
+		nsenter --net="/var/run/netns/$(wns "$i")" "${node_cmd[@]}" --server "https://$addr:$https_port" --token "$token" \
+			--roles worker --node-name "skconf-$id-w$i" \
 			--bind-address "$net.$((i + 1))" --advertise-address "$net.$((i + 1))" --kubelet-port 10250 \
 			--cluster-cidr "$pod_cidr" --service-cidr "$svc_cidr" --cni-bridge "$(wbridge "$i")" \
 			--resolv-conf "$data/resolv.conf" >"$results/skiff-w$i.log" 2>&1 &
 		worker_pids+=($!)
 	done
 	wait_ready $((workers + 1))
+	for i in $(seq 1 "$workers"); do check_kubelet_root "${worker_pids[$((i - 1))]}" "$data/w$i"; done
 fi
 log "importing images on every node"
 "$skiff" images import --data-dir "$data" "$cache"/images/*.tar >/dev/null
@@ -359,6 +426,23 @@ for i in $(seq 1 "$workers"); do
 	"$skiff" images import --data-dir "$data/w$i" "$cache"/images/*.tar >/dev/null
 done
 kubectl get nodes -o wide >"$results/nodes.txt" 2>&1 || true
+if [[ $suite == csi ]]; then
+	# The snapshot specs need the VolumeSnapshot CRDs and the snapshot controller, which a cluster
+	# provides (Kubernetes' own CI deploys them as the volumesnapshots addon) and e2e.test does not:
+	# the addon's manifests from the same source, with the controller build-csi-images.sh built.
+	addon=$cache/src/kubernetes-$version/cluster/addons/volumesnapshots
+	snapshot_controller=$(hack/conformance/build-csi-images.sh --list "$cache" "$version" | grep '/snapshot-controller:')
+	log "volume snapshot CRDs and $snapshot_controller"
+	{
+		kubectl apply -f "$addon/crd" &&
+			kubectl wait --for=condition=Established crd --all --timeout=60s &&
+			kubectl apply -f "$addon/volume-snapshot-controller/rbac-volume-snapshot-controller.yaml" &&
+			sed "s#image: registry.k8s.io/sig-storage/snapshot-controller:.*#image: $snapshot_controller#" \
+				"$addon/volume-snapshot-controller/volume-snapshot-controller-deployment.yaml" | kubectl apply -f - &&
+			kubectl -n kube-system rollout status statefulset/volume-snapshot-controller --timeout=5m
+	} >"$results/snapshot-controller.txt" 2>&1 ||
+		log "the snapshot controller is not ready (see $results/snapshot-controller.txt): the snapshot specs will fail"
+fi
 
 # --- the specs ---
 e2e_args=(--kubeconfig="$KUBECONFIG" --provider=skeleton --disable-log-dump)
