@@ -17,8 +17,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/skiff-sh/skiff/internal/kubelet/csi"
+	"github.com/skiff-sh/skiff/internal/kubelet/stats"
 )
 
 // csiCallTimeout bounds one call to a driver: a driver that hangs fails the sync, which is retried.
@@ -446,6 +448,46 @@ func (k *Kubelet) expandCSI(ctx context.Context, pod *corev1.Pod, d *csi.Driver,
 	}
 	k.log.Info("volume expanded on the node", "pv", pv.Name, "claim", claim.Namespace+"/"+claim.Name, "size", size.String())
 	return nil
+}
+
+// csiVolumeStats asks the drivers of a pod's CSI volumes that report usage
+// (GET_VOLUME_STATS) for it, as Kubernetes' kubelet does for /stats/summary.
+func (k *Kubelet) csiVolumeStats(ctx context.Context, pod *corev1.Pod) []stats.Volume {
+	var out []stats.Volume
+	for _, r := range k.csiRecords(string(pod.UID)) {
+		d, ok := k.csiDrivers.Get(r.DriverName)
+		if !ok || !d.Has(csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS) {
+			continue
+		}
+		callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := d.Node.NodeGetVolumeStats(callCtx, &csipb.NodeGetVolumeStatsRequest{VolumeId: r.VolumeHandle, VolumePath: r.TargetPath, StagingTargetPath: r.StagingTargetPath})
+		cancel()
+		if err != nil {
+			k.log.Debug("csi volume stats", "pod", pod.Namespace+"/"+pod.Name, "volume", r.PodVolume, "err", err)
+			continue
+		}
+		vol := csiUsage(r.PodVolume, resp.GetUsage())
+		if r.PVC != "" {
+			vol.PVC = &statsv1alpha1.PVCReference{Name: r.PVC, Namespace: pod.Namespace}
+		}
+		out = append(out, vol)
+	}
+	return out
+}
+
+// csiUsage turns a driver's usage report into a volume's stats.
+func csiUsage(name string, usage []*csipb.VolumeUsage) stats.Volume {
+	vol := stats.Volume{Name: name, Fs: &stats.FsInfo{}}
+	for _, u := range usage {
+		switch u.GetUnit() {
+		case csipb.VolumeUsage_BYTES:
+			vol.Used = uint64(max(u.GetUsed(), 0))
+			vol.Fs.Capacity, vol.Fs.Available, vol.Fs.Used = uint64(max(u.GetTotal(), 0)), uint64(max(u.GetAvailable(), 0)), vol.Used
+		case csipb.VolumeUsage_INODES:
+			vol.Fs.Inodes, vol.Fs.InodesFree = uint64(max(u.GetTotal(), 0)), uint64(max(u.GetAvailable(), 0))
+		}
+	}
+	return vol
 }
 
 // containerDevices turns a container's volumeDevices (block volumes) into CRI devices.

@@ -7,13 +7,16 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
@@ -345,5 +348,194 @@ func TestCSIPersistentVolumeLifecycle(t *testing.T) {
 	}
 	if _, err := os.Stat(publish.GetStagingTargetPath()); !os.IsNotExist(err) {
 		t.Errorf("staging directory left: %v", err)
+	}
+}
+
+func csiSandboxOf(t *testing.T, h *harness, uid string) string {
+	t.Helper()
+	sandboxes, err := h.runtime.ListPodSandbox(context.Background(), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: uid}})
+	if err != nil || len(sandboxes) != 1 {
+		t.Fatalf("sandboxes of %s: %v %v", uid, sandboxes, err)
+	}
+	return sandboxes[0].Id
+}
+
+func unpublishedTargets(d *fakecsi.Driver) []string {
+	var out []string
+	for _, c := range d.Calls() {
+		if r, ok := c.Request.(*csipb.NodeUnpublishVolumeRequest); ok {
+			out = append(out, r.GetTargetPath())
+		}
+	}
+	return out
+}
+
+// TestCSIVolumesAfterRestart: a kubelet that restarts keeps the volumes of the pods still
+// there, and unpublishes those of pods deleted while it was down, from the records on disk:
+// a pod whose sandbox is still there (taken down by its worker) and one whose sandbox is gone too.
+func TestCSIVolumesAfterRestart(t *testing.T) {
+	driver := csiTestDriver()
+	csiDriver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "fake.csi.test"}, Spec: storagev1.CSIDriverSpec{
+		AttachRequired: ptr.To(false), VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral},
+	}}
+	h, root := csiHarness(t, driver, append(csiClaimObjects(csiTestPV("pv-1", nil)), csiDriver)...)
+	inline := func(name string) *corev1.Pod {
+		pod := makePod(name).container(corev1.Container{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/s"}}}).obj()
+		pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "fake.csi.test"}}}}
+		return pod
+	}
+	keep := h.create(csiPod("keep"))
+	goneWithSandbox := h.create(inline("gone-a"))
+	goneWithout := h.create(inline("gone-b"))
+	for _, name := range []string{"keep", "gone-a", "gone-b"} {
+		h.waitPodStepping("default", name, "running", podRunning)
+	}
+	target := func(p *corev1.Pod, vol string) string {
+		return filepath.Join(root, "pods", string(p.UID), "volumes", "kubernetes.io~csi", vol, "mount")
+	}
+
+	h.stop()
+	ctx := context.Background()
+	for _, p := range []*corev1.Pod{goneWithSandbox, goneWithout} {
+		if err := h.client.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := csiSandboxOf(t, h, string(goneWithout.UID))
+	if err := h.runtime.StopPodSandbox(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.runtime.RemovePodSandbox(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if got := unpublishedTargets(driver); len(got) != 0 {
+		t.Fatalf("unpublished before the restart: %v", got)
+	}
+	h.start()
+	h.eventually("gone pods' volumes unpublished", func() bool {
+		got := unpublishedTargets(driver)
+		return slices.Contains(got, target(goneWithSandbox, "scratch")) && slices.Contains(got, target(goneWithout, "scratch"))
+	})
+	if slices.Contains(unpublishedTargets(driver), target(keep, "pv-1")) {
+		t.Error("the volume of a pod still there was unpublished")
+	}
+	for _, p := range []*corev1.Pod{goneWithSandbox, goneWithout} {
+		dir := filepath.Join(root, "pods", string(p.UID))
+		h.eventually("directory of "+p.Name+" removed", func() bool { _, err := os.Stat(dir); return os.IsNotExist(err) })
+	}
+	if _, err := os.Stat(filepath.Join(target(keep, "pv-1"), fakecsi.Marker)); err != nil {
+		t.Errorf("kept pod's volume: %v", err)
+	}
+}
+
+// TestCSIStatsAndExpansion: a published claim's usage comes from NodeGetVolumeStats into the
+// summary, and a pending node expansion calls NodeExpandVolume and records the size in the claim.
+func TestCSIStatsAndExpansion(t *testing.T) {
+	driver := csiTestDriver()
+	driver.Stats = []*csipb.VolumeUsage{{Unit: csipb.VolumeUsage_BYTES, Total: 1 << 30, Used: 1 << 20, Available: 1<<30 - 1<<20}, {Unit: csipb.VolumeUsage_INODES, Total: 100, Used: 1, Available: 99}}
+	csiDriver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "fake.csi.test"}, Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}
+	h, _ := csiHarness(t, driver, append(csiClaimObjects(csiTestPV("pv-1", nil)), csiDriver)...)
+	ctx := context.Background()
+	created := h.create(csiPod("web"))
+	h.waitPodStepping("default", "web", "running", podRunning)
+
+	summary, err := h.kubelet.summary(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, ps := range summary.Pods {
+		for _, vs := range ps.VolumeStats {
+			if vs.Name == "data" {
+				found = true
+				if vs.PVCRef == nil || vs.PVCRef.Name != "data" || *vs.UsedBytes != 1<<20 || *vs.CapacityBytes != 1<<30 || *vs.InodesFree != 99 {
+					t.Errorf("volume stats = %+v", vs)
+				}
+			}
+		}
+	}
+	if !found || !slices.Contains(driver.Methods(), "NodeGetVolumeStats") {
+		t.Fatalf("no CSI volume stats in the summary: %+v", summary.Pods)
+	}
+
+	// The control plane grew the volume and left the node's part pending.
+	pv, _ := h.client.CoreV1().PersistentVolumes().Get(ctx, "pv-1", metav1.GetOptions{})
+	pv.Spec.Capacity[corev1.ResourceStorage] = quantity("2Gi")
+	if _, err := h.client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	claim, _ := h.client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
+	claim.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{corev1.ResourceStorage: corev1.PersistentVolumeClaimNodeResizePending}
+	if _, err := h.client.CoreV1().PersistentVolumeClaims("default").UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("claim expanded", func() bool {
+		h.step(h.cfg.SyncFrequency)
+		c, _ := h.client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
+		size := c.Status.Capacity[corev1.ResourceStorage]
+		return size.Cmp(quantity("2Gi")) == 0 && c.Status.AllocatedResourceStatuses == nil
+	})
+	var expand *csipb.NodeExpandVolumeRequest
+	for _, c := range driver.Calls() {
+		if r, ok := c.Request.(*csipb.NodeExpandVolumeRequest); ok {
+			expand = r
+		}
+	}
+	if expand.GetCapacityRange().GetRequiredBytes() != 2<<30 || !strings.Contains(expand.GetVolumePath(), string(created.UID)) || expand.GetStagingTargetPath() == "" {
+		t.Errorf("expand request = %v", expand)
+	}
+}
+
+// TestCSIBlockAndTokens: a Block volume is published to a file the container gets as a device,
+// and a driver asking for tokens gets the pod's token for its audience in the volume context.
+func TestCSIBlockAndTokens(t *testing.T) {
+	driver := csiTestDriver()
+	csiDriver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "fake.csi.test"}, Spec: storagev1.CSIDriverSpec{
+		AttachRequired: ptr.To(false), TokenRequests: []storagev1.TokenRequest{{Audience: "vault"}},
+	}}
+	pv := csiTestPV("pv-b", func(pv *corev1.PersistentVolume) { pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock) })
+	h, root := csiHarness(t, driver, append(csiClaimObjects(pv), csiDriver)...)
+	var mu sync.Mutex
+	var audiences []string
+	h.client.PrependReactor("create", "serviceaccounts", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		create, ok := action.(k8stesting.CreateAction)
+		if !ok || action.GetSubresource() != "token" {
+			return false, nil, nil
+		}
+		req := create.GetObject().(*authenticationv1.TokenRequest).DeepCopy()
+		mu.Lock()
+		audiences = append(audiences, req.Spec.Audiences...)
+		mu.Unlock()
+		req.Status.Token = "token-for-" + strings.Join(req.Spec.Audiences, ",")
+		return true, req, nil
+	})
+	pod := makePod("blk").container(corev1.Container{Name: "app", VolumeDevices: []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}}).obj()
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+	created := h.create(pod)
+	running := h.waitPodStepping("default", "blk", "running", podRunning)
+
+	publishPath := filepath.Join(root, "plugins", "kubernetes.io", "csi", "volumeDevices", "publish", "pv-b", string(created.UID))
+	config := h.runtime.ContainerConfig(h.runtime.RunningContainer(string(created.UID), "app"))
+	if d := config.GetDevices(); len(d) != 1 || d[0].HostPath != publishPath || d[0].ContainerPath != "/dev/xvda" {
+		t.Errorf("devices = %v", d)
+	}
+	for _, c := range driver.Calls() {
+		if r, ok := c.Request.(*csipb.NodePublishVolumeRequest); ok {
+			if r.GetVolumeCapability().GetBlock() == nil || !strings.Contains(r.GetVolumeContext()[csiTokensKey], `"vault":{"token":"token-for-vault"`) {
+				t.Errorf("publish request = %v", r)
+			}
+		}
+	}
+	mu.Lock()
+	if !slices.Equal(audiences, []string{"vault"}) {
+		t.Errorf("token audiences = %v", audiences)
+	}
+	mu.Unlock()
+	h.deletePod(running)
+	if _, err := os.Stat(publishPath); !os.IsNotExist(err) {
+		t.Errorf("publish path left: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "pods", string(created.UID))); !os.IsNotExist(err) {
+		t.Errorf("pod directory left: %v", err)
 	}
 }

@@ -86,7 +86,7 @@ func (k *Kubelet) summary(ctx context.Context, onlyCPUAndMemory bool) (statsv1al
 
 	runtimeErr := k.runtimeStats(ctx, &in)
 	if !onlyCPUAndMemory {
-		in.Volumes = k.volumeUsage(in.Pods)
+		in.Volumes = k.volumeUsage(ctx, in.Pods)
 	}
 	return stats.Summary(in), runtimeErr
 }
@@ -147,10 +147,14 @@ func (k *Kubelet) nodeSample(withFsAndNetwork bool) (stats.NodeSample, time.Time
 	return sample, boot, nil
 }
 
-// volumeUsage measures the pods' volumes the kubelet keeps under their data directories.
-func (k *Kubelet) volumeUsage(pods []*corev1.Pod) map[string][]stats.Volume {
+// volumeUsage measures the pods' volumes the kubelet keeps under their data directories, and
+// asks the CSI drivers about theirs.
+func (k *Kubelet) volumeUsage(ctx context.Context, pods []*corev1.Pod) map[string][]stats.Volume {
 	out := map[string][]stats.Volume{}
 	for _, pod := range pods {
+		if vols := k.csiVolumeStats(ctx, pod); len(vols) > 0 {
+			out[string(pod.UID)] = append(out[string(pod.UID)], vols...)
+		}
 		root := k.volumesDir(pod)
 		kinds, err := os.ReadDir(root)
 		if err != nil {
