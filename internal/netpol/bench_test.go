@@ -3,20 +3,19 @@ package netpol
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/skiff-sh/skiff/internal/netnstest"
 	"github.com/skiff-sh/skiff/internal/netpol/workload"
@@ -202,8 +201,13 @@ func serve(tb testing.TB, pns string, addr netip.Addr) {
 
 // dialer connects from inside a pod namespace on request, from one OS thread that stays there.
 type dialer struct {
-	to   chan netip.Addr
+	to   chan dialRequest
 	took chan dialResult
+}
+
+type dialRequest struct {
+	addr    netip.Addr
+	timeout time.Duration
 }
 
 type dialResult struct {
@@ -212,14 +216,13 @@ type dialResult struct {
 }
 
 func startDialer(tb testing.TB, pns string) *dialer {
-	d := &dialer{to: make(chan netip.Addr), took: make(chan dialResult)}
+	d := &dialer{to: make(chan dialRequest), took: make(chan dialResult)}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		err := netnstest.Run(pns, func() {
-			nd := net.Dialer{Timeout: time.Second}
-			for addr := range d.to {
+			for r := range d.to {
 				start := time.Now()
-				c, err := nd.Dial("tcp4", netip.AddrPortFrom(addr, benchPort).String())
+				c, err := net.DialTimeout("tcp4", netip.AddrPortFrom(r.addr, benchPort).String(), r.timeout)
 				if err == nil {
 					c.Close()
 				}
@@ -235,62 +238,14 @@ func startDialer(tb testing.TB, pns string) *dialer {
 	return d
 }
 
-// dial is one connection (connect and close) to addr's bench port.
-func (d *dialer) dial(addr netip.Addr) (time.Duration, error) {
-	d.to <- addr
+// dial is one connection (connect and close) to addr's bench port, given timeout to connect.
+func (d *dialer) dial(addr netip.Addr, timeout time.Duration) (time.Duration, error) {
+	d.to <- dialRequest{addr, timeout}
 	r, ok := <-d.took
 	if !ok {
 		return 0, fmt.Errorf("dialer gone")
 	}
 	return r.d, r.err
-}
-
-// longestChain is the local pod isolated in direction d (its verdict map) whose selection chain
-// jumps to the most policy chains, other than skip; ties go to the lowest address.
-func longestChain(rs Ruleset, d direction, skip string) (netip.Addr, int) {
-	var best netip.Addr
-	most := -1
-	for _, a := range sortedKeys(rs.Maps[d.verdictMap]) {
-		chain := strings.TrimPrefix(rs.Maps[d.verdictMap][a], "jump ")
-		jumps := 0
-		for _, r := range rs.Chains[chain] {
-			if strings.HasPrefix(r, "jump ") {
-				jumps++
-			}
-		}
-		if a != skip && jumps > most {
-			best, most = netip.MustParseAddr(a), jumps
-		}
-	}
-	return best, most
-}
-
-func podAt(w *workload.World, addr netip.Addr) *corev1.Pod {
-	for _, p := range w.Pods {
-		if p.Status.PodIP == addr.String() {
-			return p
-		}
-	}
-	return nil
-}
-
-// allowLast is a policy of pod's namespace selecting pods labelled as pod is, allowing
-// benchPort to or from peer in the direction d; its name sorts after every generated policy's,
-// so its chain is the last the selection chain jumps to.
-func allowLast(d direction, pod, peer *corev1.Pod) *networkingv1.NetworkPolicy {
-	to := []networkingv1.NetworkPolicyPeer{{
-		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": peer.Namespace}},
-		PodSelector:       &metav1.LabelSelector{MatchLabels: peer.Labels},
-	}}
-	ports := []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(benchPort))}}
-	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: "zz-bench-" + d.word},
-		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: pod.Labels}, PolicyTypes: []networkingv1.PolicyType{d.policyType}}}
-	if d.policyType == networkingv1.PolicyTypeIngress {
-		np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: to, Ports: ports}}
-	} else {
-		np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{To: to, Ports: ports}}
-	}
-	return np
 }
 
 // connectRounds is how many rounds of three connections one iteration of BenchmarkConnect makes.
@@ -314,10 +269,9 @@ func BenchmarkConnect(b *testing.B) {
 	ctx := context.Background()
 	w := workload.Generate(workload.Default())
 	cidr := workload.PodCIDR(0)
-	rs := Build(benchInput(w))
-	srvAddr, inJumps := longestChain(rs, ingress, "")
-	cliAddr, outJumps := longestChain(rs, egress, srvAddr.String())
-	srv, cli := podAt(w, srvAddr), podAt(w, cliAddr)
+	srv, inJumps := w.MostIsolated(0, networkingv1.PolicyTypeIngress, nil)
+	cli, outJumps := w.MostIsolated(0, networkingv1.PolicyTypeEgress, srv)
+	srvAddr, cliAddr := netip.MustParseAddr(srv.Status.PodIP), netip.MustParseAddr(cli.Status.PodIP)
 	b.Logf("policy path: %s/%s (%s, egress: %d policies) -> %s/%s (%s, ingress: %d policies), then one more each",
 		cli.Namespace, cli.Name, cliAddr, outJumps, srv.Namespace, srv.Name, srvAddr, inJumps)
 	w.Namespaces = append(w.Namespaces, workload.Namespace("bench-open", nil))
@@ -344,13 +298,14 @@ func BenchmarkConnect(b *testing.B) {
 	if err := host.NftApply(ctx, script); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := policy.dial(srvAddr); !isTimeout(err) {
+	if _, err := policy.dial(srvAddr, time.Second); !isTimeout(err) {
 		b.Fatalf("%s -> %s:%d without the last policies: %v, want dropped", cliAddr, srvAddr, benchPort, err)
 	}
 	if in, out, err := DroppedPackets(ctx, host, benchTable); err != nil || in+out == 0 {
 		b.Fatalf("the control connection timed out but no drop was counted (%d, %d, %v)", in, out, err)
 	}
-	w.Policies = append(w.Policies, allowLast(ingress, srv, cli), allowLast(egress, cli, srv))
+	w.Policies = append(w.Policies, workload.AllowLast(networkingv1.PolicyTypeIngress, srv, cli, benchPort),
+		workload.AllowLast(networkingv1.PolicyTypeEgress, cli, srv, benchPort))
 	next := Build(benchInput(w))
 	script, _ = Plan(benchTable, &prev, next)
 	if err := host.NftApply(ctx, script); err != nil {
@@ -360,7 +315,7 @@ func BenchmarkConnect(b *testing.B) {
 		d    *dialer
 		addr netip.Addr
 	}{{plain, srvAddr}, {policy, srvAddr}, {open, openSrvAddr}} {
-		if _, err := c.d.dial(c.addr); err != nil {
+		if _, err := c.d.dial(c.addr, 5*time.Second); err != nil {
 			b.Fatalf("%s:%d not reached: %v", c.addr, benchPort, err)
 		}
 	}
@@ -372,7 +327,7 @@ func BenchmarkConnect(b *testing.B) {
 				d    *dialer
 				addr netip.Addr
 			}{{plain, srvAddr}, {open, openSrvAddr}, {policy, srvAddr}} {
-				d, err := c.d.dial(c.addr)
+				d, err := c.d.dial(c.addr, 5*time.Second)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -397,4 +352,109 @@ func BenchmarkConnect(b *testing.B) {
 	b.ReportMetric(p50(2)-p50(0), "policy-over-plain-p50-ns")
 	b.ReportMetric(p50(2)-p50(1), "policy-over-open-p50-ns")
 	b.ReportMetric(float64(inJumps+outJumps+2), "policy-chains")
+}
+
+// BenchmarkAgent is the time from a policy write to its enforcement through the whole agent
+// (informers, batching, Build, Plan, nft), on a fake API holding the workload and a node
+// namespace with the two pods of BenchmarkConnect's policy path, its egress side allowed: each
+// iteration creates the policy that allows its ingress side and waits for the first accepted
+// connection (probes every 20 ms), then deletes it again (untimed). It reports that time's p50 and p99, the agent's own figure
+// for the same syncs (SyncResult.Latency: from the informer's event to nft's return), and the
+// CPU of the benchmark's process and of nft per policy write.
+func BenchmarkAgent(b *testing.B) {
+	w := workload.Generate(workload.Default())
+	cidr := workload.PodCIDR(0)
+	srv, _ := w.MostIsolated(0, networkingv1.PolicyTypeIngress, nil)
+	cli, _ := w.MostIsolated(0, networkingv1.PolicyTypeEgress, srv)
+	srvAddr, cliAddr := netip.MustParseAddr(srv.Status.PodIP), netip.MustParseAddr(cli.Status.PodIP)
+	node := benchBridge(b, cidr)
+	srvNS, cliNS := benchPod(b, node, 0, srvAddr, cidr.Bits()), benchPod(b, node, 1, cliAddr, cidr.Bits())
+	serve(b, srvNS, srvAddr)
+	policy := startDialer(b, cliNS)
+
+	var objs []runtime.Object
+	for _, o := range w.Namespaces {
+		objs = append(objs, o)
+	}
+	for _, o := range w.Pods {
+		objs = append(objs, o)
+	}
+	for _, o := range w.Policies {
+		objs = append(objs, o)
+	}
+	client := fake.NewClientset(objs...)
+	synced := make(chan SyncResult, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		err := Run(ctx, client, Options{NodeName: w.Nodes[0], Prefix: "bench", BridgeNetfilter: "-",
+			Host: proxy.Host{Wrap: []string{"ip", "netns", "exec", node}}, Logger: slog.New(slog.DiscardHandler),
+			OnSync: func(r SyncResult) { synced <- r }})
+		if err != nil {
+			b.Error(err)
+		}
+	})
+	defer func() { cancel(); wg.Wait() }()
+	select {
+	case <-synced: // the first, full sync
+	case <-time.After(5 * time.Minute):
+		b.Fatal("no first sync in 5 minutes")
+	}
+	if _, err := policy.dial(srvAddr, time.Second); !isTimeout(err) {
+		b.Fatalf("%s -> %s:%d before the allowing policies: %v, want dropped", cliAddr, srvAddr, benchPort, err)
+	}
+
+	nps := client.NetworkingV1().NetworkPolicies
+	// The egress side is allowed for good; each iteration creates and deletes the ingress side,
+	// one change and so one sync each.
+	out := workload.AllowLast(networkingv1.PolicyTypeEgress, cli, srv, benchPort)
+	if _, err := nps(out.Namespace).Create(ctx, out, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	in := workload.AllowLast(networkingv1.PolicyTypeIngress, srv, cli, benchPort)
+	next := func() SyncResult {
+		select {
+		case r := <-synced:
+			return r
+		case <-time.After(5 * time.Minute):
+			b.Fatal("no sync in 5 minutes")
+		}
+		return SyncResult{}
+	}
+	next()
+	var enforced, agentLatency []time.Duration
+	var used cpuTime
+	for b.Loop() {
+		start, cpu0 := time.Now(), readCPU(b)
+		if _, err := nps(in.Namespace).Create(ctx, in, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			if _, err := policy.dial(srvAddr, 20*time.Millisecond); err == nil {
+				break
+			} else if !isTimeout(err) {
+				b.Fatal(err)
+			}
+			if time.Since(start) > 5*time.Minute {
+				b.Fatal("the allowing policy not enforced in 5 minutes")
+			}
+		}
+		enforced = append(enforced, time.Since(start))
+		agentLatency = append(agentLatency, next().Latency)
+		cpu1 := readCPU(b)
+		used.self += cpu1.self - cpu0.self
+		used.children += cpu1.children - cpu0.children
+		b.StopTimer()
+		if err := nps(in.Namespace).Delete(ctx, in.Name, metav1.DeleteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		next()
+		b.StartTimer()
+	}
+	n := float64(len(enforced))
+	b.ReportMetric(ms(percentile(enforced, 0.5)), "p50-ms")
+	b.ReportMetric(ms(percentile(enforced, 0.99)), "p99-ms")
+	b.ReportMetric(ms(percentile(agentLatency, 0.5)), "agent-p50-ms")
+	b.ReportMetric(ms(used.self+used.children)/n, "cpu-ms")
+	b.ReportMetric(ms(used.children)/n, "nft-cpu-ms")
 }

@@ -7,10 +7,12 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -364,4 +366,62 @@ func (w *World) appPod() int {
 			return i
 		}
 	}
+}
+
+// isolates tells whether np isolates pods in direction t: its policyTypes, or by Kubernetes'
+// default Ingress always and Egress when it has egress rules.
+func isolates(np *networkingv1.NetworkPolicy, t networkingv1.PolicyType) bool {
+	if len(np.Spec.PolicyTypes) == 0 {
+		return t == networkingv1.PolicyTypeIngress || len(np.Spec.Egress) > 0
+	}
+	return slices.Contains(np.Spec.PolicyTypes, t)
+}
+
+// Selecting is how many policies select pod in direction t.
+func (w *World) Selecting(pod *corev1.Pod, t networkingv1.PolicyType) int {
+	n := 0
+	for _, np := range w.Policies {
+		if np.Namespace != pod.Namespace || !isolates(np, t) {
+			continue
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector); err == nil && sel.Matches(labels.Set(pod.Labels)) {
+			n++
+		}
+	}
+	return n
+}
+
+// MostIsolated is the pod on node (an index of Nodes), outside the DNS namespace and other than
+// skip, that the most policies select in direction t, with their number; ties go to the pod that
+// comes first in Pods. The packet path benchmarks connect such pods: the longest realistic path.
+func (w *World) MostIsolated(node int, t networkingv1.PolicyType, skip *corev1.Pod) (*corev1.Pod, int) {
+	var best *corev1.Pod
+	most := -1
+	for _, p := range w.Pods {
+		if p.Spec.NodeName != w.Nodes[node] || p.Namespace == DNSNamespace || p == skip {
+			continue
+		}
+		if n := w.Selecting(p, t); n > most {
+			best, most = p, n
+		}
+	}
+	return best, most
+}
+
+// AllowLast is a policy of pod's namespace that selects the pods labelled as pod is and allows TCP
+// port in direction t from (ingress) or to (egress) the pods labelled as peer in peer's
+// namespace. Its name sorts after every generated policy's, so an agent that walks a pod's
+// policies in name order reaches it last.
+func AllowLast(t networkingv1.PolicyType, pod, peer *corev1.Pod, port int32) *networkingv1.NetworkPolicy {
+	peers := []networkingv1.NetworkPolicyPeer{{NamespaceSelector: podSel("kubernetes.io/metadata.name", peer.Namespace),
+		PodSelector: &metav1.LabelSelector{MatchLabels: peer.Labels}}}
+	ports := []networkingv1.NetworkPolicyPort{portNum(corev1.ProtocolTCP, port)}
+	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: "zz-bench-" + strings.ToLower(string(t))},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: pod.Labels}, PolicyTypes: []networkingv1.PolicyType{t}}}
+	if t == networkingv1.PolicyTypeIngress {
+		np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: peers, Ports: ports}}
+	} else {
+		np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{To: peers, Ports: ports}}
+	}
+	return np
 }

@@ -155,3 +155,31 @@ func differing[T comparable](a, b []T) int {
 	}
 	return n
 }
+
+// TestMostIsolated: the pod picked is on the node and no other pod there is selected by more
+// policies; the policy allowing its path sorts after its namespace's others and selects it.
+func TestMostIsolated(t *testing.T) {
+	w := Generate(Default())
+	for _, dir := range []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress} {
+		p, n := w.MostIsolated(0, dir, nil)
+		if p.Spec.NodeName != w.Nodes[0] || n < 2 || w.Selecting(p, dir) != n {
+			t.Fatalf("%s: %s/%s on %s selected by %d (%d)", dir, p.Namespace, p.Name, p.Spec.NodeName, n, w.Selecting(p, dir))
+		}
+		for _, q := range w.Pods {
+			if q.Spec.NodeName == w.Nodes[0] && q.Namespace != DNSNamespace && w.Selecting(q, dir) > n {
+				t.Errorf("%s: %s/%s is selected by %d policies, more than %s/%s", dir, q.Namespace, q.Name, w.Selecting(q, dir), p.Namespace, p.Name)
+			}
+		}
+		other, _ := w.MostIsolated(0, dir, p)
+		np := AllowLast(dir, p, other, 7777)
+		for _, g := range w.Policies {
+			if g.Namespace == np.Namespace && g.Name >= np.Name {
+				t.Errorf("%s sorts after %s", g.Name, np.Name)
+			}
+		}
+		w.Policies = append(w.Policies, np)
+		if got := w.Selecting(p, dir); got != n+1 {
+			t.Errorf("%s: %s does not select %s/%s: %d policies, want %d", dir, np.Name, p.Namespace, p.Name, got, n+1)
+		}
+	}
+}
