@@ -52,6 +52,7 @@ type Controller struct {
 	mu        sync.Mutex
 	requested map[string]map[string]time.Time // by node: Plan.DetachRequested
 	reported  map[string]bool                 // "node/pv" Multi-Attach errors already told
+	attachErr map[string]string               // "node/attachment": the attach error last told
 }
 
 // New builds the controller on deps' shared informers.
@@ -64,7 +65,7 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 		client: deps.Client, clock: deps.Clock, recorder: deps.Recorder,
 		pods: pods.Informer().GetIndexer(), nodes: nodes.Lister(), claims: claims.Lister(), volumes: volumes.Lister(),
 		drivers: drivers.Lister(), vas: vas.Informer().GetIndexer(),
-		requested: map[string]map[string]time.Time{}, reported: map[string]bool{},
+		requested: map[string]map[string]time.Time{}, reported: map[string]bool{}, attachErr: map[string]string{},
 	}
 	if err := pods.Informer().AddIndexers(cache.Indexers{podNodeIndex: func(o any) ([]string, error) {
 		if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" {
@@ -208,6 +209,7 @@ func (c *Controller) Sync(ctx context.Context, nodeName string) error {
 	}
 	c.mu.Unlock()
 	c.reportMultiAttach(nodeName, plan.MultiAttach)
+	c.reportAttachErrors(nodeName, plan.AttachErrors)
 	// The node stops listing a volume as attached before its attachment goes, so the kubelet never
 	// mounts a volume being detached.
 	if state.Node != nil && !sameAttached(state.Node.Status.VolumesAttached, plan.VolumesAttached) {
@@ -324,6 +326,30 @@ func (c *Controller) reportMultiAttach(nodeName string, errs []MultiAttachError)
 	for key := range c.reported {
 		if strings.HasPrefix(key, nodeName+"/") && !blocked[key] {
 			delete(c.reported, key)
+		}
+	}
+}
+
+// reportAttachErrors tells the pods of a volume the attacher could not attach, once per distinct
+// error, as upstream's FailedAttachVolume events.
+func (c *Controller) reportAttachErrors(nodeName string, errs []AttachError) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	failing := map[string]bool{}
+	for _, e := range errs {
+		key := nodeName + "/" + e.Attachment
+		failing[key] = true
+		if c.attachErr[key] == e.Message {
+			continue
+		}
+		c.attachErr[key] = e.Message
+		for _, pod := range e.Volume.Pods {
+			c.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedAttachVolume", "AttachVolume.Attach failed for volume %q : %s", e.Volume.PV, e.Message)
+		}
+	}
+	for key := range c.attachErr {
+		if strings.HasPrefix(key, nodeName+"/") && !failing[key] {
+			delete(c.attachErr, key)
 		}
 	}
 }

@@ -160,3 +160,31 @@ func TestNodeInputsChanged(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncAttachError: the attacher's attachError reaches the volume's pods once, as a
+// FailedAttachVolume event; a new error is told again.
+func TestSyncAttachError(t *testing.T) {
+	pv, pvc := csiVolume("pv-data", "data", corev1.ReadWriteOnce), boundClaim("data", "pv-data")
+	pod := withClaim(ctrltest.MakePod("web").Node("n1").Running().Obj(), "data")
+	va := attachment("pv-data", "n1", false).VA
+	va.Status.AttachError = &storagev1.VolumeError{Message: "rpc error: code = NotFound desc = no such disk"}
+	w := newWorld(t, node(), pv, pvc, pod, va)
+	for range 2 {
+		if got := ctrltest.Describe(w.sync(t, "n1")); len(got) != 0 {
+			t.Fatalf("writes %q", got)
+		}
+	}
+	events := w.env.Events()
+	if len(events) != 1 || events[0] != `Warning FailedAttachVolume AttachVolume.Attach failed for volume "pv-data" : rpc error: code = NotFound desc = no such disk` {
+		t.Fatalf("events %q", events)
+	}
+	next := va.DeepCopy()
+	next.Status.AttachError.Message = "rpc error: code = Internal desc = busy"
+	if err := w.env.Factory.Storage().V1().VolumeAttachments().Informer().GetIndexer().Update(next); err != nil {
+		t.Fatal(err)
+	}
+	w.sync(t, "n1")
+	if events := w.env.Events(); len(events) != 1 || !strings.Contains(events[0], "busy") {
+		t.Fatalf("new error: events %q", events)
+	}
+}

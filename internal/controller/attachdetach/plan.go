@@ -156,6 +156,13 @@ type MultiAttachError struct {
 	Nodes  []string
 }
 
+// AttachError is a wanted volume whose VolumeAttachment carries the attacher's attachError.
+type AttachError struct {
+	Volume     Volume
+	Attachment string
+	Message    string
+}
+
 // Plan is what Decide wants done for a node.
 type Plan struct {
 	Create []*storagev1.VolumeAttachment
@@ -167,6 +174,8 @@ type Plan struct {
 	// to be unmounted, since when.
 	DetachRequested map[string]time.Time
 	MultiAttach     []MultiAttachError
+	// AttachErrors are the wanted volumes whose attacher reports it could not attach them.
+	AttachErrors []AttachError
 	// RequeueAfter, when positive, is when a waiting detach may be forced.
 	RequeueAfter time.Duration
 }
@@ -192,7 +201,13 @@ func Decide(s NodeState) Plan {
 	for _, a := range s.Attachments {
 		name := a.VA.Name
 		existing[name] = true
-		if want[name] != nil || a.VA.DeletionTimestamp != nil {
+		if v := want[name]; v != nil {
+			if e := a.VA.Status.AttachError; e != nil && !a.VA.Status.Attached && a.VA.DeletionTimestamp == nil {
+				plan.AttachErrors = append(plan.AttachErrors, AttachError{Volume: *v, Attachment: name, Message: e.Message})
+			}
+			continue
+		}
+		if a.VA.DeletionTimestamp != nil {
 			continue
 		}
 		since, ok := s.DetachRequested[name]
