@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
@@ -40,6 +42,10 @@ type Driver struct {
 	Type string
 	// Stats is what NodeGetVolumeStats answers.
 	Stats []*csipb.VolumeUsage
+	// BackingDir, when set, makes publishing real: a file system volume's target becomes a bind
+	// mount of BackingDir/<volume ID> (read-only when asked), unmounted again by unpublishing.
+	// It needs the privileges to mount.
+	BackingDir string
 
 	mu     sync.Mutex
 	calls  []Call
@@ -231,12 +237,20 @@ func (n node) NodePublishVolume(_ context.Context, req *csipb.NodePublishVolumeR
 	if err := os.MkdirAll(target, 0o750); err != nil {
 		return nil, err
 	}
+	if n.d.BackingDir != "" {
+		return &csipb.NodePublishVolumeResponse{}, bindMount(filepath.Join(n.d.BackingDir, req.GetVolumeId()), target, req.GetReadonly())
+	}
 	return &csipb.NodePublishVolumeResponse{}, os.WriteFile(filepath.Join(target, Marker), []byte(req.GetVolumeId()), 0o644)
 }
 
 func (n node) NodeUnpublishVolume(_ context.Context, req *csipb.NodeUnpublishVolumeRequest) (*csipb.NodeUnpublishVolumeResponse, error) {
 	if err := n.d.record("NodeUnpublishVolume", req); err != nil {
 		return nil, err
+	}
+	if n.d.BackingDir != "" {
+		if err := syscall.Unmount(req.GetTargetPath(), 0); err != nil && err != syscall.EINVAL && !os.IsNotExist(err) {
+			return nil, status.Errorf(codes.Internal, "unmount %s: %v", req.GetTargetPath(), err)
+		}
 	}
 	// The plugin removes the target (CSI spec).
 	_ = os.Remove(filepath.Join(req.GetTargetPath(), Marker))
@@ -258,4 +272,40 @@ func (n node) NodeGetVolumeStats(_ context.Context, req *csipb.NodeGetVolumeStat
 		return nil, err
 	}
 	return &csipb.NodeGetVolumeStatsResponse{Usage: n.d.Stats}, nil
+}
+
+// bindMount makes target a bind mount of source (created world-writable, as a fresh volume), read-only
+// when asked; a target that is a mount point already is left as it is (publishing is idempotent).
+func bindMount(source, target string, readOnly bool) error {
+	if err := os.MkdirAll(source, 0o777); err != nil {
+		return err
+	}
+	if err := os.Chmod(source, 0o777); err != nil {
+		return err
+	}
+	if isMountPoint(target) {
+		return nil
+	}
+	if err := syscall.Mount(source, target, "", syscall.MS_BIND, ""); err != nil {
+		return status.Errorf(codes.Internal, "bind mount %s: %v", target, err)
+	}
+	if readOnly {
+		if err := syscall.Mount("", target, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+			return status.Errorf(codes.Internal, "read-only remount %s: %v", target, err)
+		}
+	}
+	return nil
+}
+
+func isMountPoint(path string) bool {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == path {
+			return true
+		}
+	}
+	return false
 }
