@@ -345,8 +345,13 @@ node_cmd() {
 	node_cmd=()
 	if ((own_kubelet_root)); then
 		mkdir -p "$nd/kubelet-root" /var/lib/kubelet
+		# What the host has mounted at /var/lib/kubelet (a kubelet's own bind of it, volumes under
+		# it) is copied into the new namespace; it goes first (in there only): containerd judges a
+		# Bidirectional mount by the first mount it finds at the path, and one stacked under the
+		# node's shared bind is private.
 		node_cmd=(unshare --mount --propagation private -- /bin/sh -c
-			'mount --bind "$0" /var/lib/kubelet && mount --make-rshared /var/lib/kubelet && exec "$@"' "$nd/kubelet-root")
+			'while mountpoint -q /var/lib/kubelet; do umount -l /var/lib/kubelet || exit 1; done &&
+			mount --bind "$0" /var/lib/kubelet && mount --make-rshared /var/lib/kubelet && exec "$@"' "$nd/kubelet-root")
 	fi
 	node_cmd+=("$skiff" server --data-dir "$nd")
 	if ((root_dir_flag)); then
@@ -365,7 +370,7 @@ check_kubelet_root() {
 	probe=.skiff-harness-$id
 	touch "$nd/kubelet-root/$probe"
 	if [[ ! -e /proc/$pid/root/var/lib/kubelet/$probe || -e /var/lib/kubelet/$probe ]] ||
-		! nsenter -t "$pid" -m findmnt -n -o PROPAGATION /var/lib/kubelet | grep -q shared; then
+		[[ $(nsenter -t "$pid" -m findmnt -n -o PROPAGATION /var/lib/kubelet) != shared ]]; then
 		echo "node $pid does not see $nd/kubelet-root as a shared /var/lib/kubelet of its own" >&2
 		rm -f "$nd/kubelet-root/$probe"
 		return 1
