@@ -80,14 +80,16 @@ func (k *Kubelet) setupCSIInline(ctx context.Context, pod *corev1.Pod, vol *core
 }
 
 // setupCSI waits for the attach, stages and publishes one volume; a volume published already
-// (this kubelet's memory) is only looked at.
+// (this kubelet's memory) is only looked at, unless its driver wants to be called again on every
+// sync (requiresRepublish). Each step is recorded on disk before it is taken, and its outcome
+// after: a call that failed for good owes no reverse call, one whose outcome is uncertain does.
 func (k *Kubelet) setupCSI(ctx context.Context, pod *corev1.Pod, d *csi.Driver, v csiVolume) (volume, error) {
 	paths := csiPathsFor(k.cfg.RootDir, string(pod.UID), v)
 	out := volume{hostPath: paths.target, readOnly: v.readOnly, block: v.block}
 	k.mu.Lock()
 	published := k.csiPublished[paths.target]
 	k.mu.Unlock()
-	if published {
+	if published && !v.republish {
 		return out, nil
 	}
 	publishContext, err := k.csiAttached(ctx, v)
@@ -107,15 +109,18 @@ func (k *Kubelet) setupCSI(ctx context.Context, pod *corev1.Pod, d *csi.Driver, 
 		return volume{}, err
 	}
 	staged := !v.ephemeral && d.Has(csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
-	// The record comes first: a kubelet that dies between here and the publish finds it and
-	// takes down whatever the driver did.
-	if err := writeVolData(paths.dir, v.record(k.cfg.NodeName, paths, staged)); err != nil {
+	record := v.record(k.cfg.NodeName, paths, staged)
+	if previous, err := readVolData(filepath.Join(paths.dir, csiVolDataFile)); err == nil {
+		record.Done = previous.Done
+	}
+	// The pod's record comes first: it says the staging path is in use before anything is staged.
+	if err := writeVolData(paths.dir, record); err != nil {
 		return volume{}, err
 	}
 	callCtx, cancel := context.WithTimeout(ctx, csiCallTimeout)
 	defer cancel()
 	if staged {
-		if err := k.csiStage(callCtx, d, v, paths.staging, publishContext, stageSecrets); err != nil {
+		if err := k.csiStage(callCtx, d, v, paths, publishContext, stageSecrets); err != nil {
 			return volume{}, err
 		}
 	}
@@ -129,10 +134,17 @@ func (k *Kubelet) setupCSI(ctx context.Context, pod *corev1.Pod, d *csi.Driver, 
 	if staged {
 		req.StagingTargetPath = paths.staging
 	}
-	if _, err := d.Node.NodePublishVolume(callCtx, req); err != nil {
+	_, err = d.Node.NodePublishVolume(callCtx, req)
+	if (err == nil || csiOutcomeUncertain(err)) && !record.Done {
+		record.Done = true
+		if werr := writeVolData(paths.dir, record); werr != nil {
+			return volume{}, errors.Join(err, werr)
+		}
+	}
+	if err != nil {
 		return volume{}, fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed to publish volume %s: %w", v.specName, err)
 	}
-	if v.fsGroup != nil && !v.readOnly {
+	if v.fsGroup != nil && !v.readOnly && !published {
 		_, always := fsGroupOf(pod)
 		if err := setVolumeOwnership(paths.target, *v.fsGroup, always, false); err != nil {
 			return volume{}, fmt.Errorf("kubernetes.io/csi: fsGroup of %s: %w", v.specName, err)
@@ -145,30 +157,47 @@ func (k *Kubelet) setupCSI(ctx context.Context, pod *corev1.Pod, d *csi.Driver, 
 }
 
 // csiStage stages a volume once per node (the drivers' NodeStageVolume is idempotent, so a
-// restarted kubelet that stages again does no harm).
-func (k *Kubelet) csiStage(ctx context.Context, d *csi.Driver, v csiVolume, staging string, publishContext, secrets map[string]string) error {
+// restarted kubelet that stages again does no harm), under csiStageMu so that no unstage of the
+// same volume runs meanwhile.
+func (k *Kubelet) csiStage(ctx context.Context, d *csi.Driver, v csiVolume, paths csiPaths, publishContext, secrets map[string]string) error {
+	k.csiStageMu.Lock()
+	defer k.csiStageMu.Unlock()
 	k.mu.Lock()
-	done := k.csiStaged[staging]
+	done := k.csiStaged[paths.staging]
 	k.mu.Unlock()
 	if done {
 		return nil
 	}
-	if err := os.MkdirAll(staging, 0o750); err != nil {
+	record := v.record(k.cfg.NodeName, paths, true)
+	record.TargetPath = paths.staging
+	if previous, err := readVolData(paths.stagingRecord); err == nil {
+		record.Done = previous.Done
+	}
+	if err := writeVolData(filepath.Dir(paths.stagingRecord), record); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(paths.staging, 0o750); err != nil {
 		return fmt.Errorf("kubernetes.io/csi: staging path: %w", err)
 	}
 	if v.block {
 		// A block volume's staging path is the driver's to create.
-		_ = os.Remove(staging)
+		_ = os.Remove(paths.staging)
 	}
 	_, err := d.Node.NodeStageVolume(ctx, &csipb.NodeStageVolumeRequest{
-		VolumeId: v.handle, PublishContext: publishContext, StagingTargetPath: staging, VolumeCapability: v.capability(),
+		VolumeId: v.handle, PublishContext: publishContext, StagingTargetPath: paths.staging, VolumeCapability: v.capability(),
 		Secrets: secrets, VolumeContext: v.volumeContext,
 	})
+	if (err == nil || csiOutcomeUncertain(err)) && !record.Done {
+		record.Done = true
+		if werr := writeVolData(filepath.Dir(paths.stagingRecord), record); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("kubernetes.io/csi: attacher.MountDevice failed to stage volume %s: %w", v.specName, err)
 	}
 	k.mu.Lock()
-	k.csiStaged[staging] = true
+	k.csiStaged[paths.staging] = true
 	k.mu.Unlock()
 	return nil
 }
@@ -250,6 +279,14 @@ func (k *Kubelet) csiTokens(ctx context.Context, pod *corev1.Pod, v csiVolume) (
 	return out, nil
 }
 
+func readVolData(path string) (csiVolData, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return csiVolData{}, err
+	}
+	return parseVolData(raw)
+}
+
 func writeVolData(dir string, r csiVolData) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("kubernetes.io/csi: %w", err)
@@ -307,51 +344,39 @@ func (k *Kubelet) csiPodUIDs() []string {
 	return out
 }
 
-// teardownCSI unpublishes a pod's CSI volumes and unstages those no other pod of the node uses,
-// from the records on disk, so it works the same after a restart. Directories are removed one by
-// one, never recursively: a target the driver failed to unmount must not have its data deleted.
+// teardownCSI unpublishes a pod's CSI volumes, from the records on disk, so it works the same
+// after a restart; then the staged volumes no pod uses any more are unstaged (unstageUnused),
+// whose failure does not hold the pod, as in Kubernetes: it is retried by housekeeping.
+// Directories are removed one by one, never recursively: a target the driver failed to unmount
+// must not have its data deleted.
 func (k *Kubelet) teardownCSI(ctx context.Context, uid string) error {
 	records := k.csiRecords(uid)
 	if len(records) == 0 {
 		return nil
 	}
-	var others []csiVolData
-	for _, other := range k.csiPodUIDs() {
-		if other != uid {
-			others = append(others, k.csiRecords(other)...)
-		}
-	}
-	plan := planCSITeardown(records, others)
 	ctx, cancel := context.WithTimeout(ctx, csiCallTimeout)
 	defer cancel()
 	var errs []error
-	unpublished := map[string]bool{}
-	for _, r := range plan.unpublish {
-		if err := k.csiUnpublish(ctx, r); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		unpublished[r.TargetPath] = true
-	}
-	for _, r := range plan.unstage {
-		if !unpublished[r.TargetPath] {
-			continue
-		}
-		if err := k.csiUnstage(ctx, r); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for _, r := range plan.unpublish {
-		if unpublished[r.TargetPath] {
-			dir := filepath.Dir(r.TargetPath)
-			if r.Block {
-				dir = filepath.Join(k.cfg.RootDir, "pods", uid, "volumeDevices", csiPodDir, r.SpecVolID)
-				removeEmptyUpTo(filepath.Dir(r.TargetPath), filepath.Join(k.cfg.RootDir, "plugins"))
+	for _, r := range records {
+		if r.Done {
+			if err := k.csiUnpublish(ctx, r); err != nil {
+				errs = append(errs, err)
+				continue
 			}
-			_ = os.Remove(filepath.Join(dir, csiVolDataFile))
-			removeEmptyUpTo(dir, filepath.Join(k.cfg.RootDir, "pods"))
 		}
+		dir := filepath.Dir(r.TargetPath)
+		if r.Block {
+			dir = filepath.Join(k.cfg.RootDir, "pods", uid, "volumeDevices", csiPodDir, r.SpecVolID)
+			removeEmptyUpTo(filepath.Dir(r.TargetPath), filepath.Join(k.cfg.RootDir, "plugins"))
+		}
+		_ = os.Remove(r.TargetPath)
+		_ = os.Remove(filepath.Join(dir, csiVolDataFile))
+		removeEmptyUpTo(dir, filepath.Join(k.cfg.RootDir, "pods"))
+		k.mu.Lock()
+		delete(k.csiPublished, r.TargetPath)
+		k.mu.Unlock()
 	}
+	k.unstageUnused(ctx)
 	return errors.Join(errs...)
 }
 
@@ -366,14 +391,48 @@ func (k *Kubelet) csiUnpublish(ctx context.Context, r csiVolData) error {
 	if mounted(r.TargetPath) {
 		return fmt.Errorf("kubernetes.io/csi: unpublish %s: %s is still mounted", r.SpecVolID, r.TargetPath)
 	}
-	// The driver removes the target; an empty directory or file it left goes too.
-	if err := os.Remove(r.TargetPath); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("kubernetes.io/csi: unpublish %s: %w", r.SpecVolID, err)
-	}
-	k.mu.Lock()
-	delete(k.csiPublished, r.TargetPath)
-	k.mu.Unlock()
 	return nil
+}
+
+// stagingRecords reads the node's records of staged volumes.
+func (k *Kubelet) stagingRecords() []csiVolData {
+	// Globs, not a walk: a staging path is a mount of the volume, whose files are not the kubelet's.
+	base := filepath.Join(k.cfg.RootDir, "plugins", csiPluginDir)
+	fsRecords, _ := filepath.Glob(filepath.Join(base, "*", "*", csiVolDataFile))
+	blockRecords, _ := filepath.Glob(filepath.Join(base, "volumeDevices", "*", "data", csiVolDataFile))
+	var out []csiVolData
+	for _, path := range append(fsRecords, blockRecords...) {
+		if r, err := readVolData(path); err == nil && r.NodeName == k.cfg.NodeName {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// unstageUnused unstages the staged volumes no pod on the node uses any more. A failed unstage
+// is tried again later; the kubelet forgets the volume was staged either way, so a pod that comes
+// for it meanwhile stages it again.
+func (k *Kubelet) unstageUnused(ctx context.Context) {
+	k.csiStageMu.Lock()
+	defer k.csiStageMu.Unlock()
+	var pods []csiVolData
+	for _, uid := range k.csiPodUIDs() {
+		pods = append(pods, k.csiRecords(uid)...)
+	}
+	unstage, forget := planUnstage(k.stagingRecords(), pods)
+	for _, r := range forget {
+		k.forgetStaged(r)
+	}
+	for _, r := range unstage {
+		k.mu.Lock()
+		delete(k.csiStaged, r.StagingTargetPath)
+		k.mu.Unlock()
+		if err := k.csiUnstage(ctx, r); err != nil {
+			k.log.Warn("unstage CSI volume", "volume", r.SpecVolID, "err", err)
+			continue
+		}
+		k.forgetStaged(r)
+	}
 }
 
 func (k *Kubelet) csiUnstage(ctx context.Context, r csiVolData) error {
@@ -387,11 +446,19 @@ func (k *Kubelet) csiUnstage(ctx context.Context, r csiVolData) error {
 	if mounted(r.StagingTargetPath) {
 		return fmt.Errorf("kubernetes.io/csi: unstage %s: %s is still mounted", r.SpecVolID, r.StagingTargetPath)
 	}
+	return nil
+}
+
+// forgetStaged removes a staged volume's record and directories.
+func (k *Kubelet) forgetStaged(r csiVolData) {
 	k.mu.Lock()
 	delete(k.csiStaged, r.StagingTargetPath)
 	k.mu.Unlock()
-	removeEmptyUpTo(r.StagingTargetPath, filepath.Join(k.cfg.RootDir, "plugins", csiPluginDir))
-	return nil
+	paths := csiPathsFor(k.cfg.RootDir, "", csiVolume{specName: r.SpecVolID, driver: r.DriverName, handle: r.VolumeHandle, block: r.Block})
+	_ = os.Remove(paths.stagingRecord)
+	stop := filepath.Join(k.cfg.RootDir, "plugins", csiPluginDir)
+	removeEmptyUpTo(r.StagingTargetPath, stop)
+	removeEmptyUpTo(filepath.Dir(paths.stagingRecord), stop)
 }
 
 // removeEmptyUpTo removes dir and its parents while they are empty, stopping below stop.
@@ -419,6 +486,8 @@ func (k *Kubelet) cleanupCSIOrphans(ctx context.Context, inUse func(types.UID) b
 			k.log.Info("CSI volumes of a pod that is gone torn down", "uid", uid)
 		}
 	}
+	// Unstages that failed before are tried again.
+	k.unstageUnused(ctx)
 }
 
 // expandCSI carries out the node's part of an expansion of a published volume (NodeExpandVolume,

@@ -11,6 +11,8 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -57,8 +59,10 @@ type csiVolume struct {
 	// (VOLUME_MOUNT_GROUP).
 	fsGroup    *int64
 	mountGroup string
-	// tokenRequests are the audiences (and lifetimes) of service account tokens the driver wants.
+	// tokenRequests are the audiences (and lifetimes) of service account tokens the driver wants;
+	// republish that it wants NodePublishVolume again on every sync (fresh tokens).
 	tokenRequests []storagev1.TokenRequest
+	republish     bool
 	// pvc names the claim (persistent volumes), for stats and expansion.
 	pvc string
 }
@@ -70,6 +74,8 @@ type csiDriverPolicy struct {
 	fsGroupPolicy  storagev1.FSGroupPolicy
 	ephemeralOK    bool
 	tokenRequests  []storagev1.TokenRequest
+	// republish makes the kubelet call NodePublishVolume again on every sync of the pod.
+	republish bool
 }
 
 func policyOf(d *storagev1.CSIDriver) csiDriverPolicy {
@@ -88,6 +94,7 @@ func policyOf(d *storagev1.CSIDriver) csiDriverPolicy {
 	}
 	p.ephemeralOK = slices.Contains(d.Spec.VolumeLifecycleModes, storagev1.VolumeLifecycleEphemeral)
 	p.tokenRequests = d.Spec.TokenRequests
+	p.republish = d.Spec.RequiresRepublish != nil && *d.Spec.RequiresRepublish
 	return p
 }
 
@@ -169,7 +176,7 @@ func csiVolumeFromPV(pod *corev1.Pod, podVolume string, ref *corev1.PersistentVo
 		readOnly: ref.ReadOnly || src.ReadOnly, fsType: src.FSType, mountFlags: pv.Spec.MountOptions,
 		accessMode:    csiAccessMode(pv.Spec.AccessModes, caps.multiWriter),
 		volumeContext: map[string]string{}, stageSecret: src.NodeStageSecretRef, publishSecret: src.NodePublishSecretRef,
-		tokenRequests: p.tokenRequests, pvc: ref.ClaimName,
+		tokenRequests: p.tokenRequests, republish: p.republish, pvc: ref.ClaimName,
 	}
 	for k, val := range src.VolumeAttributes {
 		v.volumeContext[k] = val
@@ -197,7 +204,7 @@ func csiVolumeInline(pod *corev1.Pod, vol *corev1.Volume, d *storagev1.CSIDriver
 	v := csiVolume{
 		podVolume: vol.Name, specName: vol.Name, driver: src.Driver, handle: csiInlineHandle(string(pod.UID), vol.Name), ephemeral: true,
 		readOnly: src.ReadOnly != nil && *src.ReadOnly, accessMode: csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER,
-		volumeContext: map[string]string{}, tokenRequests: p.tokenRequests,
+		volumeContext: map[string]string{}, tokenRequests: p.tokenRequests, republish: p.republish,
 	}
 	if src.FSType != nil {
 		v.fsType = *src.FSType
@@ -251,23 +258,27 @@ type csiPaths struct {
 	dir string
 	// target is what NodePublishVolume publishes to: a directory (mount) or a file (block).
 	target string
-	// staging is NodeStageVolume's path, shared by the pods of the node that use the volume.
-	staging string
+	// staging is NodeStageVolume's path, shared by the pods of the node that use the volume;
+	// stagingRecord the record of the staged volume (Kubernetes keeps one there too), from which
+	// it is unstaged once no pod uses it.
+	staging, stagingRecord string
 }
 
 func csiPathsFor(root string, podUID string, v csiVolume) csiPaths {
 	if v.block {
 		base := filepath.Join(root, "plugins", csiPluginDir, "volumeDevices")
 		return csiPaths{
-			dir:     filepath.Join(root, "pods", podUID, "volumeDevices", csiPodDir, v.specName),
-			target:  filepath.Join(base, "publish", v.specName, podUID),
-			staging: filepath.Join(base, "staging", v.specName),
+			dir:           filepath.Join(root, "pods", podUID, "volumeDevices", csiPodDir, v.specName),
+			target:        filepath.Join(base, "publish", v.specName, podUID),
+			staging:       filepath.Join(base, "staging", v.specName),
+			stagingRecord: filepath.Join(base, v.specName, "data", csiVolDataFile),
 		}
 	}
 	dir := filepath.Join(root, "pods", podUID, "volumes", csiPodDir, v.specName)
+	global := filepath.Join(root, "plugins", csiPluginDir, v.driver, fmt.Sprintf("%x", sha256.Sum256([]byte(v.handle))))
 	return csiPaths{
 		dir: dir, target: filepath.Join(dir, "mount"),
-		staging: filepath.Join(root, "plugins", csiPluginDir, v.driver, fmt.Sprintf("%x", sha256.Sum256([]byte(v.handle))), "globalmount"),
+		staging: filepath.Join(global, "globalmount"), stagingRecord: filepath.Join(global, csiVolDataFile),
 	}
 }
 
@@ -287,8 +298,14 @@ type csiVolData struct {
 	StagingTargetPath string `json:"stagingTargetPath,omitempty"`
 	Block             bool   `json:"block,omitempty"`
 	PVC               string `json:"pvc,omitempty"`
+	// Done says the driver may hold the volume at the path: its call succeeded, or failed in a
+	// way that leaves that uncertain (a timeout), so the reverse call is owed. A pod's record is
+	// done once published, a staging record once staged.
+	Done bool `json:"done,omitempty"`
 }
 
+// record is the pod's record of the volume (staged says it goes through the staging path), or,
+// with the staging record's paths, the node's record of the staged volume.
 func (v csiVolume) record(node string, p csiPaths, staged bool) csiVolData {
 	mode := string(storagev1.VolumeLifecyclePersistent)
 	if v.ephemeral {
@@ -313,30 +330,41 @@ func parseVolData(data []byte) (csiVolData, error) {
 	return r, nil
 }
 
-// csiTeardown is the calls that take a pod's CSI volumes down.
-type csiTeardown struct {
-	unpublish []csiVolData
-	// unstage are the staged volumes no pod left on the node publishes.
-	unstage []csiVolData
-}
-
-// planCSITeardown decides the teardown of a pod's records given the records of the node's other
-// pods: every record is unpublished; a staging path is unstaged once no other pod uses it.
-func planCSITeardown(pod []csiVolData, others []csiVolData) csiTeardown {
-	plan := csiTeardown{unpublish: pod}
+// planUnstage decides which staged volumes to unstage: those whose staging is done (or
+// uncertain) and that no pod's record on the node uses any more. Staging records with nothing
+// owed and unused are only removed (forget).
+func planUnstage(staged []csiVolData, pods []csiVolData) (unstage, forget []csiVolData) {
 	inUse := map[string]bool{}
-	for _, r := range others {
+	for _, r := range pods {
 		if r.StagingTargetPath != "" {
 			inUse[r.StagingTargetPath] = true
 		}
 	}
-	for _, r := range pod {
-		if r.StagingTargetPath != "" && !inUse[r.StagingTargetPath] {
-			inUse[r.StagingTargetPath] = true
-			plan.unstage = append(plan.unstage, r)
+	for _, r := range staged {
+		switch {
+		case inUse[r.StagingTargetPath]:
+		case r.Done:
+			unstage = append(unstage, r)
+		default:
+			forget = append(forget, r)
 		}
 	}
-	return plan
+	return unstage, forget
+}
+
+// csiOutcomeUncertain reports whether a failed call may still have done its work: a timeout, a
+// cancellation or a driver that is unavailable or busy (gRPC codes, as Kubernetes tells final
+// errors from transient ones), or an error that is not a gRPC status at all.
+func csiOutcomeUncertain(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok {
+		return true
+	}
+	switch st.Code() {
+	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable, codes.ResourceExhausted, codes.Aborted:
+		return true
+	}
+	return false
 }
 
 // csiExpansion decides whether the node's part of a volume expansion is due, and to what size:

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -160,15 +163,74 @@ func TestCSIPathsFor(t *testing.T) {
 	}
 }
 
-func TestPlanCSITeardown(t *testing.T) {
-	a := csiVolData{TargetPath: "/t/a", StagingTargetPath: "/s/1"}
-	b := csiVolData{TargetPath: "/t/b", StagingTargetPath: "/s/2"}
-	inline := csiVolData{TargetPath: "/t/c"}
-	otherPodA := csiVolData{TargetPath: "/t/other", StagingTargetPath: "/s/1"}
-	plan := planCSITeardown([]csiVolData{a, b, inline}, []csiVolData{otherPodA})
-	if !reflect.DeepEqual(plan.unpublish, []csiVolData{a, b, inline}) || !reflect.DeepEqual(plan.unstage, []csiVolData{b}) {
-		t.Errorf("plan = %+v; want all unpublished, only /s/2 unstaged (another pod uses /s/1)", plan)
+func TestPlanUnstage(t *testing.T) {
+	used := csiVolData{SpecVolID: "used", StagingTargetPath: "/s/1", Done: true}
+	unused := csiVolData{SpecVolID: "unused", StagingTargetPath: "/s/2", Done: true}
+	failed := csiVolData{SpecVolID: "failed", StagingTargetPath: "/s/3"}
+	pods := []csiVolData{{TargetPath: "/t/a", StagingTargetPath: "/s/1"}, {TargetPath: "/t/inline"}}
+	unstage, forget := planUnstage([]csiVolData{used, unused, failed}, pods)
+	if !reflect.DeepEqual(unstage, []csiVolData{unused}) || !reflect.DeepEqual(forget, []csiVolData{failed}) {
+		t.Errorf("planUnstage = %v, %v; want /s/2 unstaged (no pod uses it), /s/3 forgotten (its stage failed for good)", unstage, forget)
 	}
+}
+
+func TestCSIOutcomeUncertain(t *testing.T) {
+	for err, want := range map[error]bool{
+		status.Error(codes.DeadlineExceeded, "x"): true, status.Error(codes.Unavailable, "x"): true, status.Error(codes.Aborted, "x"): true,
+		status.Error(codes.InvalidArgument, "x"): false, status.Error(codes.NotFound, "x"): false, status.Error(codes.Internal, "x"): false,
+		errors.New("connection reset"): true,
+	} {
+		if got := csiOutcomeUncertain(err); got != want {
+			t.Errorf("csiOutcomeUncertain(%v) = %v, want %v", err, got, want)
+		}
+	}
+}
+
+// TestCSIStageErrorCases are the CSI mock specs' NodeStage error cases: a stage that failed for
+// good owes no unstage, one that timed out does; an unstage that failed does not hold the pod, and
+// the next pod of the volume stages it again.
+func TestCSIStageErrorCases(t *testing.T) {
+	csiDriver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "fake.csi.test"}, Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}
+	for _, tc := range []struct {
+		name        string
+		stageErr    error
+		wantUnstage bool
+	}{
+		{"final error: no NodeUnstage", status.Error(codes.InvalidArgument, "fake error"), false},
+		{"transient error: NodeUnstage", status.Error(codes.DeadlineExceeded, "fake error"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			driver := csiTestDriver()
+			driver.Fail("NodeStageVolume", tc.stageErr)
+			h, _ := csiHarness(t, driver, append(csiClaimObjects(csiTestPV("pv-1", nil)), csiDriver)...)
+			created := h.create(csiPod("web"))
+			h.eventually("NodeStageVolume called", func() bool { return slices.Contains(driver.Methods(), "NodeStageVolume") })
+			h.deletePod(created)
+			if got := slices.Contains(driver.Methods(), "NodeUnstageVolume"); got != tc.wantUnstage {
+				t.Errorf("NodeUnstageVolume called: %v, want %v (calls %v)", got, tc.wantUnstage, driver.Methods())
+			}
+			if slices.Contains(driver.Methods(), "NodeUnpublishVolume") {
+				t.Errorf("unpublished a volume never published: %v", driver.Methods())
+			}
+		})
+	}
+
+	t.Run("unstage final error, then a second pod", func(t *testing.T) {
+		driver := csiTestDriver()
+		h, _ := csiHarness(t, driver, append(csiClaimObjects(csiTestPV("pv-1", nil)), csiDriver)...)
+		first := h.create(csiPod("first"))
+		h.waitPodStepping("default", "first", "running", podRunning)
+		driver.Fail("NodeUnstageVolume", status.Error(codes.InvalidArgument, "fake final error"))
+		h.deletePod(h.pod("default", first.Name))
+		driver.Fail("NodeUnstageVolume", nil)
+		h.create(csiPod("second"))
+		second := h.waitPodStepping("default", "second", "running", podRunning)
+		h.deletePod(second)
+		want := []string{"NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume", "NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume"}
+		if got := driver.Methods("NodeGetInfo", "NodeGetCapabilities", "NodeGetVolumeStats"); !reflect.DeepEqual(got, want) {
+			t.Errorf("calls = %v, want %v", got, want)
+		}
+	})
 }
 
 func TestCSIExpansion(t *testing.T) {

@@ -97,6 +97,8 @@ type Kubelet struct {
 	plugins      *csi.Watcher
 	csiPublished map[string]bool
 	csiStaged    map[string]bool
+	// csiStageMu keeps stages and unstages apart (one volume is never staged and unstaged at once).
+	csiStageMu sync.Mutex
 	// node is the last Node object written or read.
 	node      *corev1.Node
 	cniCIDRs  []string

@@ -67,8 +67,9 @@ func (k *Kubelet) volumesDir(pod *corev1.Pod) string {
 // follow API objects.
 func hasRefreshedVolumes(pod *corev1.Pod) bool {
 	for _, v := range pod.Spec.Volumes {
-		// Claims are looked at again for expansion (csivolume.go).
-		if v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil || v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+		// Claims are looked at again for expansion, CSI volumes for drivers that want to be called
+		// on every sync (csivolume.go).
+		if v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil || v.PersistentVolumeClaim != nil || v.Ephemeral != nil || v.CSI != nil {
 			return true
 		}
 	}
