@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"errors"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -519,6 +520,10 @@ func TestCSIStatsAndExpansion(t *testing.T) {
 	if !found || !slices.Contains(driver.Methods(), "NodeGetVolumeStats") {
 		t.Fatalf("no CSI volume stats in the summary: %+v", summary.Pods)
 	}
+	rec := httptest.NewRecorder()
+	h.kubelet.serveMetrics(rec, httptest.NewRequest("GET", "/metrics", nil))
+	mustContainAll(t, rec.Body.String(), `kubelet_volume_stats_used_bytes{namespace="default",persistentvolumeclaim="data"} 1.048576e+06`,
+		`kubelet_volume_stats_inodes_free{namespace="default",persistentvolumeclaim="data"} 99`)
 
 	// The control plane grew the volume and left the node's part pending.
 	pv, _ := h.client.CoreV1().PersistentVolumes().Get(ctx, "pv-1", metav1.GetOptions{})
@@ -599,5 +604,14 @@ func TestCSIBlockAndTokens(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "pods", string(created.UID))); !os.IsNotExist(err) {
 		t.Errorf("pod directory left: %v", err)
+	}
+}
+
+func mustContainAll(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(out, w) {
+			t.Errorf("missing %q in:\n%s", w, out)
+		}
 	}
 }

@@ -63,6 +63,19 @@ func (k *Kubelet) serveResourceMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// serveMetrics answers GET /metrics with the claims' volume usage (kubelet_volume_stats_*), the
+// part of Kubernetes' kubelet metrics that volume users and their alerts read.
+func (k *Kubelet) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	summary, err := k.summary(r.Context(), false)
+	if err != nil {
+		k.log.Warn("volume metrics", "err", err)
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	if err := stats.WriteVolumeMetrics(w, summary); err != nil {
+		k.log.Debug("write volume metrics", "err", err)
+	}
+}
+
 // summary reads the node's own view and the runtime's stats and builds the summary. On a runtime
 // error the node part is still filled in.
 func (k *Kubelet) summary(ctx context.Context, onlyCPUAndMemory bool) (statsv1alpha1.Summary, error) {

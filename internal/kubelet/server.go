@@ -38,7 +38,8 @@ const logFollowPoll = 100 * time.Millisecond
 //	    /portForward/{namespace}/{pod}?port=...
 //
 //	GET /pods (the node's pods, a PodList)
-//	GET /stats/summary, GET /metrics/resource (resource usage, resourcestats.go)
+//	GET /stats/summary, GET /metrics/resource (resource usage, resourcestats.go), GET /metrics
+//	(the claims' kubelet_volume_stats_*)
 //	GET /logs/... (the node's log directory, Config.NodeLogDir)
 //
 // Streaming requests are proxied (with their protocol upgrade) to the
@@ -58,6 +59,7 @@ func (k *Kubelet) Handler() http.Handler {
 	// Resource usage (resourcestats.go): the Summary API and the resource metrics.
 	mux.HandleFunc("GET /stats/summary", k.serveStatsSummary)
 	mux.HandleFunc("GET /metrics/resource", k.serveResourceMetrics)
+	mux.HandleFunc("GET /metrics", k.serveMetrics)
 	// The node's own logs (nodes/log): a listing and the files of NodeLogDir, as Kubernetes'
 	// kubelet serves /var/log at /logs/ (what `kubectl get --raw /api/v1/nodes/N/proxy/logs/`
 	// reads).

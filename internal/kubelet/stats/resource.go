@@ -77,6 +77,11 @@ func WriteResourceMetrics(w io.Writer, s statsv1alpha1.Summary, scrapeErr bool) 
 	families[7].samples = []sample{{value: errValue}}
 	families[8].samples = []sample{{value: errValue}}
 
+	return writeFamilies(w, families)
+}
+
+// writeFamilies writes families in the Prometheus text format.
+func writeFamilies(w io.Writer, families []*family) error {
 	var b strings.Builder
 	for _, f := range families {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", f.name, f.help, f.name, f.kind)
