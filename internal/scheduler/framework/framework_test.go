@@ -106,7 +106,7 @@ profiles:
 	if got := def.PluginsAt()["score"]; !reflect.DeepEqual(got, wantDefaultScore) {
 		t.Fatalf("default score plugins %v, want %v", got, wantDefaultScore)
 	}
-	wantFilter := []string{"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit", "NodeVolumeLimits", "VolumeBinding", "InterPodAffinity", "PodTopologySpread"}
+	wantFilter := []string{"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "InterPodAffinity", "PodTopologySpread"}
 	if got := def.PluginsAt()["filter"]; !reflect.DeepEqual(got, wantFilter) {
 		t.Fatalf("default filter plugins %v, want %v", got, wantFilter)
 	}

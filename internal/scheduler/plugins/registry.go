@@ -17,6 +17,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/scheduler/plugins/podtopologyspread"
 	"github.com/skiff-sh/skiff/internal/scheduler/plugins/tainttoleration"
 	"github.com/skiff-sh/skiff/internal/scheduler/plugins/volumebinding"
+	"github.com/skiff-sh/skiff/internal/scheduler/plugins/volumerestrictions"
 )
 
 // NewInTreeRegistry returns every built-in plugin by name.
@@ -36,6 +37,7 @@ func NewInTreeRegistry() framework.Registry {
 		defaultbinder.Name:                   defaultbinder.New,
 		volumebinding.Name:                   volumebinding.New,
 		nodevolumelimits.Name:                nodevolumelimits.New,
+		volumerestrictions.Name:              volumerestrictions.New,
 	}
 }
 
@@ -49,6 +51,7 @@ func DefaultPlugins() []framework.PluginRef {
 		{Name: nodeaffinity.Name, Weight: 2},
 		{Name: nodeports.Name},
 		{Name: noderesources.FitName, Weight: 1},
+		{Name: volumerestrictions.Name},
 		{Name: nodevolumelimits.Name},
 		{Name: volumebinding.Name},
 		{Name: interpodaffinity.Name, Weight: 2},
