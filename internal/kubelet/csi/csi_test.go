@@ -202,6 +202,15 @@ func TestWatcherRefusesUnsupported(t *testing.T) {
 			if st := drv.RegistrationStatus(); len(st) != 1 || st[0].PluginRegistered || st[0].Error == "" {
 				t.Errorf("registration status = %v", st)
 			}
+			// A plugin of another type is told once; a CSI driver that failed is asked again.
+			w.Sync(context.Background())
+			want := 2
+			if drv.Type == "DevicePlugin" {
+				want = 1
+			}
+			if st := drv.RegistrationStatus(); len(st) != want {
+				t.Errorf("after a second listing: %d notifications, want %d", len(st), want)
+			}
 		})
 	}
 }

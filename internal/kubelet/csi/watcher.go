@@ -67,6 +67,9 @@ func supportsCSIv1(versions []string) bool {
 	return false
 }
 
+// errNotHandled marks a plugin of a type the kubelet does not handle (told so once).
+var errNotHandled = errors.New("plugin type not handled")
+
 // Watcher registers the plugins whose registration sockets appear in Dir and drops those whose
 // sockets go.
 type Watcher struct {
@@ -140,7 +143,7 @@ func (w *Watcher) Sync(ctx context.Context) {
 	for _, s := range plan.deregister {
 		name := w.registered[s]
 		delete(w.registered, s)
-		if w.stillRegistered(name) {
+		if name == "" || w.stillRegistered(name) {
 			continue
 		}
 		w.Registry.remove(name)
@@ -151,14 +154,16 @@ func (w *Watcher) Sync(ctx context.Context) {
 	}
 	for _, s := range plan.register {
 		name, err := w.register(ctx, s.path)
+		if errors.Is(err, errNotHandled) {
+			w.registered[s] = ""
+			continue
+		}
 		if err != nil {
 			// Not recorded: the next listing tries again.
 			w.Log.Warn("plugin registration failed", "socket", s.path, "err", err)
 			continue
 		}
-		if name != "" {
-			w.registered[s] = name
-		}
+		w.registered[s] = name
 	}
 }
 
@@ -174,7 +179,7 @@ func (w *Watcher) stillRegistered(name string) bool {
 
 // register runs the registration handshake with one socket: GetInfo, the driver's own NodeGetInfo,
 // the API bookkeeping, then NotifyRegistrationStatus with the outcome. It returns the driver's
-// name, or "" for a plugin of another type (told it is not registered).
+// name; a plugin of another type is told it is not registered and errNotHandled returned.
 func (w *Watcher) register(ctx context.Context, path string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.Timeout)
 	defer cancel()
@@ -200,7 +205,8 @@ func (w *Watcher) register(ctx context.Context, path string) (string, error) {
 	}
 	if info.GetType() != registerapi.CSIPlugin {
 		w.Log.Info("plugin of a type this kubelet does not handle", "socket", path, "type", info.GetType(), "name", info.GetName())
-		return "", notify(fmt.Errorf("plugin type %q is not supported by this kubelet", info.GetType()))
+		// Told once: the socket is recorded, so it is not asked again until it is created anew.
+		return "", errors.Join(notify(fmt.Errorf("plugin type %q is not supported by this kubelet", info.GetType())), errNotHandled)
 	}
 	d, err := w.validateAndConnect(ctx, info, path)
 	if err != nil {
