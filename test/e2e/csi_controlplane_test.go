@@ -144,7 +144,8 @@ func (f fakeCSIController) attach(ctx context.Context) error {
 // node, bound, and attached there (a VolumeAttachment named as upstream names it, the node's
 // volumesAttached); NodeVolumeLimits holds a second pod back while the CSINode's count is used up;
 // a volume whose pod is gone stays attached while the node reports it in use, then is detached;
-// a generic ephemeral volume's claim is made for its pod; a claim grows only if its class allows.
+// a generic ephemeral volume's claim is made for its pod; a claim grows only if its class allows;
+// a ReadWriteOncePod claim serves one pod, which a higher-priority pod preempts.
 func TestCSIControlPlane(t *testing.T) {
 	c := newCluster(t)
 	c.startSimNodes(t, simnode.Config{Nodes: 1, NamePrefix: "csi-", HeartbeatInterval: 2 * time.Second})
@@ -318,6 +319,55 @@ spec:
 	ephVA, _ := attachmentOf("eph-scratch")
 	root.run("wait", "--for=jsonpath={.status.attached}=true", "volumeattachment/"+ephVA, "--timeout=60s")
 	k.run("patch", "pvc", "eph-scratch", "-p", `{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`)
+
+	// A ReadWriteOncePod claim serves one pod: a higher-priority pod preempts its user, a third
+	// pod waits.
+	root.apply(`apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata:
+  name: csi-e2e-high
+value: 1000
+`)
+	t.Cleanup(func() { _, _ = root.try("delete", "priorityclass", "csi-e2e-high") })
+	soloPod := func(name, priority string) string {
+		return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+spec:
+  priorityClassName: %q
+  containers:
+  - {name: app, image: registry.example/app:v1, volumeMounts: [{name: data, mountPath: /data}]}
+  volumes:
+  - {name: data, persistentVolumeClaim: {claimName: solo}}
+`, name, priority)
+	}
+	k.apply(`apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: solo
+spec:
+  accessModes: [ReadWriteOncePod]
+  storageClassName: fake-expand
+  resources: {requests: {storage: 1Gi}}
+`)
+	k.run("wait", "--for=jsonpath={.status.phase}=Bound", "pvc/solo", "--timeout=60s")
+	k.apply(soloPod("solo-a", ""))
+	k.run("wait", "--for=jsonpath={.status.phase}=Running", "pod/solo-a", "--timeout=60s")
+	k.apply(soloPod("solo-b", "csi-e2e-high"))
+	k.run("wait", "--for=delete", "pod/solo-a", "--timeout=60s")
+	k.run("wait", "--for=jsonpath={.status.phase}=Running", "pod/solo-b", "--timeout=60s")
+	k.apply(soloPod("solo-c", ""))
+	k.eventually(60*time.Second, func() error {
+		events := k.run("get", "events", "--field-selector", "involvedObject.name=solo-c", "-o", "jsonpath={.items[*].message}")
+		if !strings.Contains(events, "ReadWriteOncePod access mode") {
+			return fmt.Errorf("no FailedScheduling for the ReadWriteOncePod claim yet: %q", events)
+		}
+		return nil
+	})
+	if phase := k.jsonpath("{.status.phase}", "pod", "solo-c"); phase != "Pending" {
+		t.Fatalf("third pod of a ReadWriteOncePod claim is %s", phase)
+	}
 
 	// Everything deleted: no attachment and no volume left.
 	k.run("delete", "pod", "--all", "--wait=true", "--timeout=60s")
