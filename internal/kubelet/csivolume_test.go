@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -613,5 +614,54 @@ func mustContainAll(t *testing.T, out string, wants ...string) {
 		if !strings.Contains(out, w) {
 			t.Errorf("missing %q in:\n%s", w, out)
 		}
+	}
+}
+
+// TestCSIFSGroupPolicyAndEphemeralClaim: a generic ephemeral volume's claim is mounted only when
+// the pod controls it, and the published volume gets the pod's fsGroup where the driver's
+// fsGroupPolicy says so (File) and not where it does not (None).
+func TestCSIFSGroupPolicyAndEphemeralClaim(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving files a group needs root")
+	}
+	for _, tc := range []struct {
+		policy    storagev1.FSGroupPolicy
+		wantGroup bool
+	}{{storagev1.FileFSGroupPolicy, true}, {storagev1.NoneFSGroupPolicy, false}} {
+		t.Run(string(tc.policy), func(t *testing.T) {
+			driver := csiTestDriver()
+			csiDriver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "fake.csi.test"}, Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false), FSGroupPolicy: ptr.To(tc.policy)}}
+			pv := csiTestPV("pv-e", nil)
+			objects := csiClaimObjects(pv)
+			claim := objects[1].(*corev1.PersistentVolumeClaim)
+			claim.Name = "eph-scratch" // <pod>-<volume>
+			h, root := csiHarness(t, driver, append(objects, csiDriver)...)
+
+			pod := makePod("eph").container(corev1.Container{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/s"}}}).obj()
+			pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To[int64](4321)}
+			pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+				VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}},
+			}}}}
+			created := h.create(pod)
+			h.eventually("a claim the pod does not own refused", func() bool { return h.hasEvent("pod is not owner") })
+			if slices.Contains(driver.Methods(), "NodePublishVolume") {
+				t.Fatal("published a claim the pod does not own")
+			}
+			ctx := context.Background()
+			owned, _ := h.client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "eph-scratch", metav1.GetOptions{})
+			owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "eph", UID: created.UID, Controller: ptr.To(true)}}
+			if _, err := h.client.CoreV1().PersistentVolumeClaims("default").Update(ctx, owned, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			h.waitPodStepping("default", "eph", "running", podRunning)
+			info, err := os.Stat(filepath.Join(root, "pods", string(created.UID), "volumes", "kubernetes.io~csi", "pv-e", "mount", fakecsi.Marker))
+			if err != nil {
+				t.Fatal(err)
+			}
+			gid := info.Sys().(*syscall.Stat_t).Gid
+			if got := gid == 4321; got != tc.wantGroup {
+				t.Errorf("fsGroupPolicy %s: the volume's file has group %d; fsGroup applied %v, want %v", tc.policy, gid, got, tc.wantGroup)
+			}
+		})
 	}
 }
