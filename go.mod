@@ -18,6 +18,10 @@ require (
 
 require github.com/vishvananda/netns v0.0.5
 
+require (
+	sigs.k8s.io/network-policy-api v0.3.0 // indirect
+)
+
 // Pod streams over WebSockets (internal/podstream): the channel-protocol connection and the SPDY
 // round tripper that apimachinery's deprecated httpstream wrappers forward to.
 require (
@@ -72,7 +76,7 @@ require (
 	github.com/go-openapi/swag/yamlutils v0.27.1 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/golang/protobuf v1.5.4 // indirect
-	github.com/google/gnostic-models v0.7.0
+	github.com/google/gnostic-models v0.7.1
 	github.com/google/go-cmp v0.7.0
 	github.com/google/uuid v1.6.0
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674
