@@ -18,9 +18,8 @@ require (
 
 require github.com/vishvananda/netns v0.0.5
 
-require (
-	sigs.k8s.io/network-policy-api v0.3.0 // indirect
-)
+// ClusterNetworkPolicy's types (internal/netpol): the network-policy-api project's own API module.
+require sigs.k8s.io/network-policy-api v0.3.0
 
 // Pod streams over WebSockets (internal/podstream): the channel-protocol connection and the SPDY
 // round tripper that apimachinery's deprecated httpstream wrappers forward to.
