@@ -26,7 +26,7 @@ import (
 // nodes, 50 namespaces), always for its first node. Those on a real table (BenchmarkChange,
 // BenchmarkConnect) work in network namespaces of their own and skip without root or nft:
 //
-//	go test ./internal/netpol -run X -bench . -benchtime 40x
+//	go test ./internal/netpol -run X -bench . -benchtime 10x
 
 const benchTable = "skiff-netpol-bench"
 
