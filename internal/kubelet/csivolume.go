@@ -394,6 +394,19 @@ func (k *Kubelet) csiUnpublish(ctx context.Context, r csiVolData) error {
 	return nil
 }
 
+// csiVolumesInUse are the attachable CSI volumes this node holds or is about to, for
+// node.status.volumesInUse: every volume with a pod's record (written before the volume is
+// staged) or a staging record (removed only after it is unstaged), so the attach/detach
+// controller never detaches a volume the node may still have mounted. Inline volumes are never
+// attached and are left out.
+func (k *Kubelet) csiVolumesInUse() []corev1.UniqueVolumeName {
+	records := k.stagingRecords()
+	for _, uid := range k.csiPodUIDs() {
+		records = append(records, k.csiRecords(uid)...)
+	}
+	return volumesInUse(records)
+}
+
 // stagingRecords reads the node's records of staged volumes.
 func (k *Kubelet) stagingRecords() []csiVolData {
 	// Globs, not a walk: a staging path is a mount of the volume, whose files are not the kubelet's.

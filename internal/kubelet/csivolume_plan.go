@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/skiff-sh/skiff/internal/volumeutil"
 )
 
 // The CSI volume path's decisions (csivolume.go carries them out). Names, paths and volume
@@ -96,12 +98,6 @@ func policyOf(d *storagev1.CSIDriver) csiDriverPolicy {
 	p.tokenRequests = d.Spec.TokenRequests
 	p.republish = d.Spec.RequiresRepublish != nil && *d.Spec.RequiresRepublish
 	return p
-}
-
-// csiAttachmentName is the VolumeAttachment's name for a volume on a node, as Kubernetes' attach
-// controller names it.
-func csiAttachmentName(handle, driver, node string) string {
-	return fmt.Sprintf("csi-%x", sha256.Sum256([]byte(handle+driver+node)))
 }
 
 // csiInlineHandle is an inline volume's handle: unique per pod and volume.
@@ -187,7 +183,7 @@ func csiVolumeFromPV(pod *corev1.Pod, podVolume string, ref *corev1.PersistentVo
 		}
 	}
 	if p.attachRequired {
-		v.attachment = csiAttachmentName(src.VolumeHandle, src.Driver, node)
+		v.attachment = volumeutil.AttachmentName(src.VolumeHandle, src.Driver, node)
 	}
 	setCSIFSGroup(&v, pod, p, caps, pv.Spec.AccessModes)
 	return v
@@ -403,4 +399,18 @@ func expandedClaim(claim *corev1.PersistentVolumeClaim, size resource.Quantity) 
 		return c.Type == corev1.PersistentVolumeClaimFileSystemResizePending || c.Type == corev1.PersistentVolumeClaimResizing
 	})
 	return out
+}
+
+// volumesInUse are the unique names of the persistent (attachable) volumes among records,
+// sorted, each once.
+func volumesInUse(records []csiVolData) []corev1.UniqueVolumeName {
+	var out []corev1.UniqueVolumeName
+	for _, r := range records {
+		if r.VolumeLifecycleMode == string(storagev1.VolumeLifecycleEphemeral) {
+			continue
+		}
+		out = append(out, volumeutil.CSIUniqueVolumeName(r.DriverName, r.VolumeHandle))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

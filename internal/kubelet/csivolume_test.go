@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/internal/kubelet/csi/fakecsi"
+	"github.com/skiff-sh/skiff/internal/volumeutil"
 )
 
 func TestCSIAccessMode(t *testing.T) {
@@ -112,13 +113,13 @@ func TestCSIVolumeFromPV(t *testing.T) {
 
 	// No CSIDriver object: attach required, no pod info; a driver applying the group itself gets it.
 	v = csiVolumeFromPV(pod, "vol", ref, csiTestPV("pv-1", nil), nil, csiCaps{mountGroup: true}, testNode)
-	if v.attachment != csiAttachmentName("vol-1", "fake.csi.test", testNode) || v.volumeContext[csiPodNameKey] != "" {
+	if v.attachment != volumeutil.AttachmentName("vol-1", "fake.csi.test", testNode) || v.volumeContext[csiPodNameKey] != "" {
 		t.Errorf("without CSIDriver: %+v", v)
 	}
 	if v.fsGroup != nil || v.capability().GetMount().GetVolumeMountGroup() != "2000" {
 		t.Errorf("VOLUME_MOUNT_GROUP: fsGroup %v, capability %v", v.fsGroup, v.capability())
 	}
-	if csiAttachmentName("vol-1", "fake.csi.test", "a") == csiAttachmentName("vol-1", "fake.csi.test", "b") || !strings.HasPrefix(v.attachment, "csi-") || len(v.attachment) != 4+64 {
+	if volumeutil.AttachmentName("vol-1", "fake.csi.test", "a") == volumeutil.AttachmentName("vol-1", "fake.csi.test", "b") || !strings.HasPrefix(v.attachment, "csi-") || len(v.attachment) != 4+64 {
 		t.Errorf("attachment names: %s", v.attachment)
 	}
 
@@ -371,7 +372,7 @@ func TestCSIPersistentVolumeLifecycle(t *testing.T) {
 		t.Fatal("published before the volume was attached")
 	}
 	va := &storagev1.VolumeAttachment{
-		ObjectMeta: metav1.ObjectMeta{Name: csiAttachmentName("vol-1", "fake.csi.test", testNode)},
+		ObjectMeta: metav1.ObjectMeta{Name: volumeutil.AttachmentName("vol-1", "fake.csi.test", testNode)},
 		Spec:       storagev1.VolumeAttachmentSpec{Attacher: "fake.csi.test", NodeName: testNode, Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To("pv-1")}},
 		Status:     storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"device": "/dev/fake"}},
 	}
@@ -402,8 +403,21 @@ func TestCSIPersistentVolumeLifecycle(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(target, fakecsi.Marker)); err != nil {
 		t.Errorf("target not published: %v", err)
 	}
+	// The node reports the volume in use while it holds it, so the attach/detach controller
+	// does not detach it, and stops once it is unstaged.
+	inUse := volumeutil.CSIUniqueVolumeName("fake.csi.test", "vol-1")
+	h.eventually("volume reported in use", func() bool {
+		h.clock.Step(h.cfg.NodeStatusUpdateFrequency) // the node status loop runs on the fake clock
+		n := h.node()
+		return n != nil && slices.Equal(n.Status.VolumesInUse, []corev1.UniqueVolumeName{inUse})
+	})
 
 	h.deletePod(pod)
+	h.eventually("volume no longer reported in use", func() bool {
+		h.clock.Step(h.cfg.NodeStatusUpdateFrequency)
+		n := h.node()
+		return n != nil && len(n.Status.VolumesInUse) == 0
+	})
 	if got := driver.Methods("NodeGetVolumeStats"); !reflect.DeepEqual(got[len(got)-2:], []string{"NodeUnpublishVolume", "NodeUnstageVolume"}) {
 		t.Errorf("calls after deletion = %v", got)
 	}

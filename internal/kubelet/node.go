@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/skiff-sh/skiff/internal/volumeutil"
 )
 
 const (
@@ -172,8 +174,10 @@ func (k *Kubelet) desiredNodeStatus(ctx context.Context, previous *corev1.NodeSt
 	}
 	if previous != nil {
 		status.Phase = previous.Phase
-		status.VolumesInUse, status.VolumesAttached = previous.VolumesInUse, previous.VolumesAttached
+		// volumesAttached is the attach/detach controller's to write.
+		status.VolumesAttached = previous.VolumesAttached
 	}
+	status.VolumesInUse = k.csiVolumesInUse()
 	return status
 }
 
@@ -213,8 +217,11 @@ func sameNodeStatus(a, b corev1.NodeStatus) bool {
 // registerNode creates the Node, or adopts an existing one (a restart, or a
 // node re-joining) by merging the kubelet-owned labels into it.
 func (k *Kubelet) registerNode(ctx context.Context) (*corev1.Node, error) {
+	// The attach/detach controller attaches volumes only to nodes whose kubelet says it leaves
+	// that to the controller, as Kubernetes' kubelet does by default.
+	annotations := map[string]string{volumeutil.AnnControllerManagedAttachDetach: "true"}
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Labels: k.nodeLabels()},
+		ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Labels: k.nodeLabels(), Annotations: annotations},
 		Spec:       corev1.NodeSpec{Taints: slices.Clone(k.cfg.Taints)},
 	}
 	if len(k.cfg.PodCIDRs) > 0 {
@@ -233,16 +240,18 @@ func (k *Kubelet) registerNode(ctx context.Context) (*corev1.Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register node %s: get existing: %w", k.cfg.NodeName, err)
 	}
-	missing := map[string]string{}
-	for key, v := range node.Labels {
-		if got, ok := existing.Labels[key]; !ok || got != v {
-			missing[key] = v
-		}
-	}
-	if len(missing) == 0 {
+	missing, missingAnn := missingEntries(existing.Labels, node.Labels), missingEntries(existing.Annotations, annotations)
+	if len(missing) == 0 && len(missingAnn) == 0 {
 		return existing, nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": missing}})
+	meta := map[string]any{}
+	if len(missing) > 0 {
+		meta["labels"] = missing
+	}
+	if len(missingAnn) > 0 {
+		meta["annotations"] = missingAnn
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
 		return nil, err
 	}
@@ -251,6 +260,17 @@ func (k *Kubelet) registerNode(ctx context.Context) (*corev1.Node, error) {
 		return nil, fmt.Errorf("register node %s: update labels: %w", k.cfg.NodeName, err)
 	}
 	return updated, nil
+}
+
+// missingEntries are the entries of want that have does not hold with the same value.
+func missingEntries(have, want map[string]string) map[string]string {
+	out := map[string]string{}
+	for key, v := range want {
+		if got, ok := have[key]; !ok || got != v {
+			out[key] = v
+		}
+	}
+	return out
 }
 
 // postNodeStatus writes status to the node's status subresource as a

@@ -14,6 +14,8 @@ import (
 
 	"github.com/skiff-sh/skiff/internal/kubelet/containerd"
 	"github.com/skiff-sh/skiff/internal/version"
+
+	"github.com/skiff-sh/skiff/internal/volumeutil"
 )
 
 func (h *harness) node() *corev1.Node {
@@ -116,6 +118,9 @@ func TestNodeRegistration(t *testing.T) {
 	if len(n.Status.Images) != 1 || n.Status.Images[0].Names[0] != testImage {
 		t.Errorf("images = %v", n.Status.Images)
 	}
+	if n.Annotations[volumeutil.AnnControllerManagedAttachDetach] != "true" {
+		t.Errorf("annotations = %v: the attach/detach controller would not attach volumes to this node", n.Annotations)
+	}
 }
 
 func TestNodeLeaseRenewal(t *testing.T) {
@@ -177,6 +182,9 @@ func TestNodeReRegistersLabelsOnExistingNode(t *testing.T) {
 		_, ok := h.node().Labels["node-role.kubernetes.io/control-plane"]
 		return ok
 	})
+	if h.node().Annotations[volumeutil.AnnControllerManagedAttachDetach] != "true" {
+		t.Errorf("annotations of the adopted node = %v", h.node().Annotations)
+	}
 }
 
 func TestConfigValidate(t *testing.T) {
