@@ -127,10 +127,12 @@ type index struct {
 	pods     []podInfo
 	byNS     map[string][]podInfo
 	nsLabels map[string]labels.Set
+	// peerCache memoizes selectedPeers within one Build.
+	peerCache map[string][]podInfo
 }
 
 func newIndex(in Input) *index {
-	ix := &index{in: in, byNS: map[string][]podInfo{}, nsLabels: map[string]labels.Set{}}
+	ix := &index{in: in, byNS: map[string][]podInfo{}, nsLabels: map[string]labels.Set{}, peerCache: map[string][]podInfo{}}
 	for _, ns := range in.Namespaces {
 		ix.nsLabels[ns.Name] = labels.Set(ns.Labels)
 	}
@@ -301,21 +303,19 @@ func (ix *index) policyRules(d direction, np *networkingv1.NetworkPolicy, chain 
 	}
 	comment := fmt.Sprintf(" comment %q", np.Namespace+"/"+np.Name)
 	var out []string
-	for i, r := range rules {
+	for _, r := range rules {
 		match := ""
 		var peerAddrs []netip.Addr
 		var peerRanges []addrRange
 		if len(r.peers) > 0 {
 			peerAddrs, peerRanges = ix.peers(np.Namespace, r.peers)
-			name := fmt.Sprintf("%s-%d", chain, i)
-			sets[name] = Set{Spec: setIntervals, Elements: intervalElements(peerRanges)}
-			match = d.peerField + " @" + name + " "
+			match = d.peerField + " @" + internSet(sets, setIntervals, intervalElements(peerRanges)) + " "
 		}
 		if len(r.ports) == 0 {
 			out = append(out, match+"accept"+comment)
 			continue
 		}
-		for j, p := range r.ports {
+		for _, p := range r.ports {
 			proto := strings.ToLower(string(ptrOr(p.Protocol, corev1.ProtocolTCP)))
 			switch {
 			case p.Port == nil:
@@ -333,13 +333,31 @@ func (ix *index) policyRules(d direction, np *networkingv1.NetworkPolicy, chain 
 				if d.policyType == networkingv1.PolicyTypeEgress {
 					dests = ix.egressDestinations(r.peers, peerAddrs, peerRanges)
 				}
-				name := fmt.Sprintf("%s-%d-%d", chain, i, j)
-				sets[name] = Set{Spec: setAddrPorts, Elements: namedPortElements(dests, p.Port.StrVal, corev1.Protocol(strings.ToUpper(proto)))}
+				name := internSet(sets, setAddrPorts, namedPortElements(dests, p.Port.StrVal, corev1.Protocol(strings.ToUpper(proto))))
 				out = append(out, fmt.Sprintf("%smeta l4proto %s ip daddr . th dport @%s accept%s", match, proto, name, comment))
 			}
 		}
 	}
 	return out
+}
+
+// internSet adds a set of these contents to sets, named by them, and returns its name. Sets are
+// shared by content (policies naming the same peers hold one copy) and never change: a change of
+// the addresses is a new set and a rewrite of the chains naming it. Element commands on a big
+// table are what nft is slow at (it reads every element of the table first), chain rewrites are
+// cheap.
+func internSet(sets map[string]Set, spec string, elements []string) string {
+	h := sha256.New()
+	h.Write([]byte(spec))
+	for _, e := range elements {
+		h.Write([]byte{0})
+		h.Write([]byte(e))
+	}
+	name := "s-" + hex.EncodeToString(h.Sum(nil)[:8])
+	if _, ok := sets[name]; !ok {
+		sets[name] = Set{Spec: spec, Elements: elements}
+	}
+	return name
 }
 
 // egressDestinations are the pods a named port of an egress rule may lead to: every pod when
@@ -351,7 +369,8 @@ func (ix *index) egressDestinations(peers []networkingv1.NetworkPolicyPeer, addr
 	}
 	var out []podInfo
 	for _, p := range ix.pods {
-		if slices.Contains(addrs, p.addr) || rangesContain(ranges, p.addr) {
+		// ranges hold every peer address (addrs merged into them): one sorted search.
+		if rangesContain(ranges, p.addr) {
 			out = append(out, p)
 		}
 	}
@@ -414,6 +433,25 @@ func (ix *index) peers(policyNS string, peers []networkingv1.NetworkPolicyPeer) 
 // namespace, namespaceSelector alone every pod of the namespaces it matches, both together the
 // matching pods of the matching namespaces.
 func (ix *index) selectedPeers(policyNS string, peer networkingv1.NetworkPolicyPeer) []podInfo {
+	// Many policies name the same peers (a namespace's team label, app=dns): match once per Build.
+	key := policyNS + "\x00" + formatSelector(peer.PodSelector) + "\x00" + formatSelector(peer.NamespaceSelector)
+	if cached, ok := ix.peerCache[key]; ok {
+		return cached
+	}
+	out := ix.matchPeers(policyNS, peer)
+	ix.peerCache[key] = out
+	return out
+}
+
+// formatSelector is a selector's canonical text ("<nil>" for none, which differs from empty).
+func formatSelector(s *metav1.LabelSelector) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return metav1.FormatLabelSelector(s)
+}
+
+func (ix *index) matchPeers(policyNS string, peer networkingv1.NetworkPolicyPeer) []podInfo {
 	podSel := selector(peer.PodSelector)
 	var namespaces []string
 	if peer.NamespaceSelector == nil {

@@ -1,6 +1,7 @@
 package netpol
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -75,39 +76,34 @@ func TestBuild(t *testing.T) {
 			}
 		}},
 		{name: "named ports resolve per selected pod; peers merge pods and ipBlock minus except", in: world(web), check: func(t *testing.T, rs Ruleset) {
-			c := policyChain(ingress, web)
-			wantRules(t, policyRulesFor(rs, ingress, web),
-				`meta l4proto tcp ip daddr . th dport @`+c+`-0-0 accept comment "a/web"`,
-				`ip saddr @`+c+`-1 meta l4proto tcp th dport 80 accept comment "a/web"`,
-				`ip saddr @`+c+`-1 meta l4proto udp th dport 1000-2000 accept comment "a/web"`)
-			wantElems(t, rs.Sets[c+"-0-0"], "10.42.0.5 . 8080", "10.42.0.6 . 9090")
-			wantElems(t, rs.Sets[c+"-1"], "10.42.0.0-10.42.0.8", "10.42.0.10-10.42.255.255")
+			wantRules(t, expand(rs, policyRulesFor(rs, ingress, web)),
+				`meta l4proto tcp ip daddr . th dport @{10.42.0.5 . 8080, 10.42.0.6 . 9090} accept comment "a/web"`,
+				`ip saddr @{10.42.0.0-10.42.0.8, 10.42.0.10-10.42.255.255} meta l4proto tcp th dport 80 accept comment "a/web"`,
+				`ip saddr @{10.42.0.0-10.42.0.8, 10.42.0.10-10.42.255.255} meta l4proto udp th dport 1000-2000 accept comment "a/web"`)
 		}},
 		{name: "egress isolates by default when the policy has egress rules; named port per peer pod", in: world(egressB), check: func(t *testing.T, rs Ruleset) {
 			wantKeys(t, "egress map", rs.Maps[mapEgress], "10.42.0.9")
 			wantKeys(t, "ingress map", rs.Maps[mapIngress], "10.42.0.9")
-			c := policyChain(egress, egressB)
-			wantRules(t, policyRulesFor(rs, egress, egressB),
-				`ip daddr @`+c+`-0 meta l4proto tcp ip daddr . th dport @`+c+`-0-0 accept comment "b/eg"`,
-				`meta l4proto udp th dport 53 accept comment "b/eg"`)
 			// Pods of namespace a plus app=db pods of b (none); the finished and host-network
 			// pods are never peers.
-			wantElems(t, rs.Sets[c+"-0"], "10.42.0.5-10.42.0.6", "10.42.1.5")
-			wantElems(t, rs.Sets[c+"-0-0"], "10.42.1.5 . 5432")
+			wantRules(t, expand(rs, policyRulesFor(rs, egress, egressB)),
+				`ip daddr @{10.42.0.5-10.42.0.6, 10.42.1.5} meta l4proto tcp ip daddr . th dport @{10.42.1.5 . 5432} accept comment "b/eg"`,
+				`meta l4proto udp th dport 53 accept comment "b/eg"`)
 		}},
 		{name: "policyTypes Egress alone leaves ingress open", in: world(egressOnly), check: func(t *testing.T, rs Ruleset) {
 			wantKeys(t, "egress map", rs.Maps[mapEgress], "10.42.0.9")
 			wantKeys(t, "ingress map", rs.Maps[mapIngress])
 		}},
 		{name: "pod and namespace selector together", in: world(both), check: func(t *testing.T, rs Ruleset) {
-			wantElems(t, rs.Sets[policyChain(ingress, both)+"-0"], "10.42.0.9", "10.42.1.9")
+			wantRules(t, expand(rs, policyRulesFor(rs, ingress, both)), `ip saddr @{10.42.0.9, 10.42.1.9} accept comment "a/both"`)
 		}},
 		{name: "SCTP port, protocol without a port", in: world(sctp), check: func(t *testing.T, rs Ruleset) {
 			wantRules(t, policyRulesFor(rs, ingress, sctp),
 				`meta l4proto sctp th dport 7 accept comment "a/sctp"`, `meta l4proto udp accept comment "a/sctp"`)
 		}},
 		{name: "egress named port to any peer: every pod with that port, sidecars included", in: world(egressNamedAny), check: func(t *testing.T, rs Ruleset) {
-			wantElems(t, rs.Sets[policyChain(egress, egressNamedAny)+"-0-0"], "10.42.1.9 . 9100")
+			wantRules(t, expand(rs, policyRulesFor(rs, egress, egressNamedAny)),
+				`meta l4proto tcp ip daddr . th dport @{10.42.1.9 . 9100} accept comment "b/named-any"`)
 		}},
 		{name: "a policy selecting no local pod has no chain", in: world(MakePolicy("a", "db").Select("app", "db").Obj()), check: func(t *testing.T, rs Ruleset) {
 			if len(rs.Chains) != 2 {
@@ -156,14 +152,23 @@ func wantRules(t *testing.T, got []string, want ...string) {
 	}
 }
 
-func wantElems(t *testing.T, s Set, want ...string) {
-	t.Helper()
-	got := slices.Sorted(slices.Values(s.Elements))
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("set elements %q, want %q", got, want)
+// expand writes every set a rule names (@s-...) as its sorted elements, @{a, b}: sets are named
+// by their content, so tests read the content.
+func expand(rs Ruleset, rules []string) []string {
+	out := make([]string, len(rules))
+	for i, r := range rules {
+		out[i] = setRef.ReplaceAllStringFunc(r, func(m string) string {
+			set, ok := rs.Sets[strings.TrimPrefix(m, "@")]
+			if !ok {
+				return m + "(missing)"
+			}
+			return "@{" + strings.Join(slices.Sorted(slices.Values(set.Elements)), ", ") + "}"
+		})
 	}
+	return out
 }
+
+var setRef = regexp.MustCompile(`@s-[0-9a-f]+`)
 
 func TestIntervals(t *testing.T) {
 	tests := []struct {
@@ -206,22 +211,23 @@ func TestPlanTouchesOnlyWhatChanged(t *testing.T) {
 	relabelled.Pods = slices.Clone(relabelled.Pods)
 	relabelled.Pods[2] = MakePod("a", "db").Node("n2").IP("10.42.1.5").Label("app", "gone").Obj()
 	webEdited := world(MakePolicy("a", "web").Select("app", "web").Ingress([]networkingv1.NetworkPolicyPeer{podPeer("app", "cli")}, tcp(81)).Obj(), other)
+	webChain := policyChain(ingress, web)
+	// Sets are named by their content: a change of addresses is a new set, the rewrite of the
+	// chain naming it, and the old set's deletion; nothing else.
+	touchesWeb := []string{"add set ip t s-", "add element ip t s-", "flush chain ip t " + webChain + "\n",
+		"add rule ip t " + webChain + " ", "delete set ip t s-"}
 	tests := []struct {
 		name string
 		in   Input
 		want []string // every line of the plan starts with one of these
 	}{
-		{"a remote pod relabelled: one set's elements", relabelled, []string{
-			"delete element ip t " + policyChain(ingress, web) + "-0 "}},
-		{"a namespace relabelled: one set's elements", func() Input {
+		{"a remote pod relabelled", relabelled, touchesWeb},
+		{"a namespace relabelled", func() Input {
 			in := world(web, other)
 			in.Namespaces = []*corev1.Namespace{ns("a", nil), ns("b", map[string]string{"team": "y"})}
 			return in
-		}(), []string{"delete element ip t " + policyChain(ingress, web) + "-0 ", "add element ip t " + policyChain(ingress, web) + "-0 "}},
-		{"one policy edited: its chain and its set", webEdited, []string{
-			"flush chain ip t " + policyChain(ingress, web) + "\n",
-			"add rule ip t " + policyChain(ingress, web) + " ",
-			"delete element ip t " + policyChain(ingress, web) + "-0 ", "add element ip t " + policyChain(ingress, web) + "-0 "}},
+		}(), touchesWeb},
+		{"one policy edited", webEdited, touchesWeb},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -233,6 +239,9 @@ func TestPlanTouchesOnlyWhatChanged(t *testing.T) {
 				if !slices.ContainsFunc(tc.want, func(p string) bool { return strings.HasPrefix(line, p) || line+"\n" == p }) {
 					t.Errorf("unexpected command %q in\n%s", line, script)
 				}
+			}
+			if !strings.Contains(script, "flush chain ip t "+webChain+"\n") {
+				t.Errorf("the web policy's chain is not rewritten:\n%s", script)
 			}
 		})
 	}

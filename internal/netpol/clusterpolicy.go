@@ -192,22 +192,19 @@ func (ix *index) cnpRuleLines(rs *Ruleset, d direction, key string, i int, polic
 	}
 	comment := fmt.Sprintf(" comment %q", "cnp "+policy+" "+label)
 	ranges, peerPods := ix.cnpPeers(r.peers)
-	setName := fmt.Sprintf("%s-%d", key, i)
-	rs.Sets[setName] = Set{Spec: setIntervals, Elements: intervalElements(ranges)}
-	match := d.peerField + " @" + setName + " "
+	match := d.peerField + " @" + internSet(rs.Sets, setIntervals, intervalElements(ranges)) + " "
 	if len(r.protocols) == 0 {
 		return []string{match + verdict + comment}
 	}
 	var out []string
-	for j, p := range r.protocols {
+	for _, p := range r.protocols {
 		switch {
 		case p.DestinationNamedPort != "":
 			dests := local
 			if d.policyType == egress.policyType {
 				dests = peerPods
 			}
-			name := fmt.Sprintf("%s-%d-%d", key, i, j)
-			rs.Sets[name] = Set{Spec: setAddrProtoPorts, Elements: namedPortAnyProtocol(dests, p.DestinationNamedPort)}
+			name := internSet(rs.Sets, setAddrProtoPorts, namedPortAnyProtocol(dests, p.DestinationNamedPort))
 			out = append(out, fmt.Sprintf("%sip daddr . meta l4proto . th dport @%s %s%s", match, name, verdict, comment))
 		case p.TCP != nil:
 			out = append(out, match+protoMatch("tcp", p.TCP.DestinationPort)+verdict+comment)

@@ -76,21 +76,15 @@ func TestBuildClusterPolicies(t *testing.T) {
 	wantKeys(t, "ingress (NetworkPolicy)", rs.Maps[mapIngress])
 
 	admin := rs.Chains[strings.TrimPrefix(rs.Maps[mapAdminIngress]["10.42.0.5"], "jump ")]
-	pk, dk := "cai-"+shortHash("pass-b"), "cai-"+shortHash("deny-b")
-	wantRules(t, admin,
-		`ip saddr @`+pk+`-0 return comment "cnp pass-b 0"`,
-		`ip saddr @`+dk+`-0 meta l4proto tcp th dport 80 counter name dropped-ingress drop comment "cnp deny-b 0"`)
-	wantElems(t, rs.Sets[pk+"-0"], "10.42.0.9", "10.42.1.9")
+	wantRules(t, expand(rs, admin),
+		`ip saddr @{10.42.0.9, 10.42.1.9} return comment "cnp pass-b 0"`,
+		`ip saddr @{10.42.0.9, 10.42.1.9} meta l4proto tcp th dport 80 counter name dropped-ingress drop comment "cnp deny-b 0"`)
 
 	eg := rs.Chains[strings.TrimPrefix(rs.Maps[mapAdminEgress]["10.42.0.9"], "jump ")]
-	ek := "cae-" + shortHash("egress")
-	wantRules(t, eg,
-		`ip daddr @`+ek+`-0 accept comment "cnp egress 0"`,
-		`ip daddr @`+ek+`-1 ip daddr . meta l4proto . th dport @`+ek+`-1-0 accept comment "cnp egress 1"`,
-		`ip daddr @`+ek+`-2 counter name dropped-egress drop comment "cnp egress 2"`)
-	wantElems(t, rs.Sets[ek+"-0"], "192.168.0.1")
-	wantElems(t, rs.Sets[ek+"-1-0"], "10.42.1.5 . tcp . 5432", "10.42.1.5 . udp . 5433")
-	wantElems(t, rs.Sets[ek+"-2"], "0.0.0.0/0")
+	wantRules(t, expand(rs, eg),
+		`ip daddr @{192.168.0.1} accept comment "cnp egress 0"`,
+		`ip daddr @{10.42.1.5} ip daddr . meta l4proto . th dport @{10.42.1.5 . tcp . 5432, 10.42.1.5 . udp . 5433} accept comment "cnp egress 1"`,
+		`ip daddr @{0.0.0.0/0} counter name dropped-egress drop comment "cnp egress 2"`)
 
 	// Equal priorities go by name, whatever the input order.
 	a, b := cnp("b-first", cnpv1.AdminTier, 7, nameA), cnp("a-first", cnpv1.AdminTier, 7, nameA)

@@ -95,13 +95,15 @@ func mergeRanges(rs []addrRange) []addrRange {
 	return out
 }
 
+// rangesContain reports whether a is in one of rs, which are merged (sorted, disjoint).
 func rangesContain(rs []addrRange, a netip.Addr) bool {
-	for _, r := range rs {
-		if r.lo.Compare(a) <= 0 && a.Compare(r.hi) <= 0 {
-			return true
+	i, _ := slices.BinarySearchFunc(rs, a, func(r addrRange, a netip.Addr) int {
+		if r.hi.Compare(a) < 0 {
+			return -1
 		}
-	}
-	return false
+		return 0
+	})
+	return i < len(rs) && rs[i].lo.Compare(a) <= 0
 }
 
 // intervalElements writes merged ranges as nft elements: an address, a prefix when the range is
