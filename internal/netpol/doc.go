@@ -3,7 +3,8 @@
 // Decide, then do. Build is a pure function from the NetworkPolicies, Pods and Namespaces the
 // node's informers hold and the node's name to the content of one nftables table of the node's
 // own (Ruleset): verdict maps from each isolated local pod's address to a chain of the policies
-// that select it, one chain per policy and direction, and the address sets of each rule's peers.
+// that select it, one chain per policy and direction, and the address sets of the rules' peers
+// (named by their content, shared between rules and never changed in place).
 // Plan turns the previous and the desired content into one `nft -f` transaction that rewrites only
 // the chains, set elements and map elements that changed. The Agent is the thin layer that
 // watches the API through client-go and runs nft.
