@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/skiff-sh/skiff/internal/proxy"
 )
 
 // Plan is the `nft -f` script (one atomic transaction) that turns the table from prev into next;
@@ -29,26 +31,12 @@ func Plan(table string, prev *Ruleset, next Ruleset) (string, bool) {
 		}
 		prev = &Ruleset{}
 	}
-	var added, changed, removed []string
 	for _, name := range sortedKeys(next.Sets) {
 		if _, ok := prev.Sets[name]; !ok {
 			fmt.Fprintf(&b, "add set %s %s { %s }\n", t, name, next.Sets[name].Spec)
 		}
 	}
-	for _, name := range sortedKeys(next.Chains) {
-		old, ok := prev.Chains[name]
-		switch {
-		case !ok:
-			added = append(added, name)
-		case !slices.Equal(old, next.Chains[name]):
-			changed = append(changed, name)
-		}
-	}
-	for _, name := range sortedKeys(prev.Chains) {
-		if _, ok := next.Chains[name]; !ok {
-			removed = append(removed, name)
-		}
-	}
+	added, changed, removed := proxy.DiffChains(prev.Chains, next.Chains)
 	for _, name := range added {
 		if spec, ok := baseChains[name]; ok {
 			fmt.Fprintf(&b, "add chain %s %s { %s }\n", t, name, spec)
@@ -71,18 +59,8 @@ func Plan(table string, prev *Ruleset, next Ruleset) (string, bool) {
 		}
 	}
 	for _, name := range sortedKeys(verdictMaps) {
-		old, nw := prev.Maps[name], next.Maps[name]
-		var del, add []string
-		for _, k := range sortedKeys(old) {
-			if v, ok := nw[k]; !ok || v != old[k] {
-				del = append(del, k)
-			}
-		}
-		for _, k := range sortedKeys(nw) {
-			if v, ok := old[k]; !ok || v != nw[k] {
-				add = append(add, k)
-			}
-		}
+		nw := next.Maps[name]
+		del, add := proxy.DiffMapElements(prev.Maps[name], nw)
 		writeElements(&b, "delete", t, name, del, nil)
 		writeElements(&b, "add", t, name, add, nw)
 	}

@@ -48,21 +48,7 @@ func PlanNft(table string, prev *NftRuleset, next NftRuleset) (string, bool) {
 			fmt.Fprintf(&b, "add set %s %s { %s }\n", t, name, next.Sets[name])
 		}
 	}
-	var added, changed, removed []string
-	for _, name := range sortedKeys(next.Chains) {
-		old, ok := prev.Chains[name]
-		switch {
-		case !ok:
-			added = append(added, name)
-		case !slices.Equal(old, next.Chains[name]):
-			changed = append(changed, name)
-		}
-	}
-	for _, name := range sortedKeys(prev.Chains) {
-		if _, ok := next.Chains[name]; !ok {
-			removed = append(removed, name)
-		}
-	}
+	added, changed, removed := DiffChains(prev.Chains, next.Chains)
 	for _, name := range added {
 		writeChainDecl(&b, t, name)
 	}
@@ -73,18 +59,8 @@ func PlanNft(table string, prev *NftRuleset, next NftRuleset) (string, bool) {
 		writeRules(&b, t, name, next.Chains[name])
 	}
 	for _, name := range sortedKeys(next.Maps) {
-		old, nw := prev.Maps[name], next.Maps[name]
-		var del, add []string
-		for _, k := range sortedKeys(old) {
-			if v, ok := nw[k]; !ok || v != old[k] {
-				del = append(del, k)
-			}
-		}
-		for _, k := range sortedKeys(nw) {
-			if v, ok := old[k]; !ok || v != nw[k] {
-				add = append(add, k)
-			}
-		}
+		nw := next.Maps[name]
+		del, add := DiffMapElements(prev.Maps[name], nw)
 		writeElements(&b, "delete", t, name, del, nil)
 		writeElements(&b, "add", t, name, add, nw)
 	}
@@ -100,6 +76,42 @@ func PlanNft(table string, prev *NftRuleset, next NftRuleset) (string, bool) {
 		}
 	}
 	return b.String(), b.Len() > 0
+}
+
+// DiffChains compares two tables' chains (name -> rules in order): the chains only next has, those
+// whose rules differ, and those only prev has, each sorted. The policy agent plans with it too.
+func DiffChains(prev, next map[string][]string) (added, changed, removed []string) {
+	for _, name := range sortedKeys(next) {
+		old, ok := prev[name]
+		switch {
+		case !ok:
+			added = append(added, name)
+		case !slices.Equal(old, next[name]):
+			changed = append(changed, name)
+		}
+	}
+	for _, name := range sortedKeys(prev) {
+		if _, ok := next[name]; !ok {
+			removed = append(removed, name)
+		}
+	}
+	return added, changed, removed
+}
+
+// DiffMapElements compares a map's elements (key -> value): the keys to delete (gone, or whose
+// value changed) and to add (new, or whose value changed), each sorted.
+func DiffMapElements(old, next map[string]string) (del, add []string) {
+	for _, k := range sortedKeys(old) {
+		if v, ok := next[k]; !ok || v != old[k] {
+			del = append(del, k)
+		}
+	}
+	for _, k := range sortedKeys(next) {
+		if v, ok := old[k]; !ok || v != next[k] {
+			add = append(add, k)
+		}
+	}
+	return del, add
 }
 
 // NftDeleteTable is the script that deletes the table if it exists.
