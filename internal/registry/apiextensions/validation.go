@@ -307,8 +307,13 @@ func validateStructuralNode(s *crdv1.JSONSchemaProps, fld *field.Path, root bool
 	if s.Ref != nil {
 		errs = append(errs, field.Forbidden(fld.Child("$ref"), "$ref is not supported"))
 	}
-	if s.XIntOrString && s.Type != "" {
-		errs = append(errs, field.Invalid(fld.Child("type"), s.Type, "must be empty if x-kubernetes-int-or-string is true"))
+	// x-kubernetes-int-or-string may sit beside a type (the VolumeSnapshot CRD's restoreSize has
+	// type: string), as Kubernetes accepts; what it may not sit beside is pruning's opt-outs.
+	if s.XIntOrString && s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields {
+		errs = append(errs, field.Invalid(fld.Child("x-kubernetes-preserve-unknown-fields"), true, "must be false if x-kubernetes-int-or-string is true"))
+	}
+	if s.XIntOrString && s.XEmbeddedResource {
+		errs = append(errs, field.Invalid(fld.Child("x-kubernetes-embedded-resource"), true, "must be false if x-kubernetes-int-or-string is true"))
 	}
 	if s.Type == "array" && s.Items == nil {
 		errs = append(errs, field.Required(fld.Child("items"), "must be specified"))

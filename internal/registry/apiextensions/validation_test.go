@@ -58,6 +58,13 @@ func TestValidateCustomResourceDefinition(t *testing.T) {
 		{name: "array without items", mutate: func(c *crdv1.CustomResourceDefinition) {
 			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["list"] = crdv1.JSONSchemaProps{Type: "array"}
 		}, want: &errtest.Want{Field: "spec.versions[0].schema.openAPIV3Schema.properties[list].items", Type: field.ErrorTypeRequired, Detail: "must be specified"}},
+		{name: "int-or-string beside a type, as the VolumeSnapshot CRD's restoreSize", mutate: func(c *crdv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["size"] = crdv1.JSONSchemaProps{Type: "string", XIntOrString: true}
+		}},
+		{name: "int-or-string preserving unknown fields", mutate: func(c *crdv1.CustomResourceDefinition) {
+			yes := true
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["size"] = crdv1.JSONSchemaProps{XIntOrString: true, XPreserveUnknownFields: &yes}
+		}, want: &errtest.Want{Field: "spec.versions[0].schema.openAPIV3Schema.properties[size].x-kubernetes-preserve-unknown-fields", Type: field.ErrorTypeInvalid, Detail: "must be false if x-kubernetes-int-or-string is true"}},
 		{name: "kind", mutate: func(c *crdv1.CustomResourceDefinition) { c.Spec.Names.Kind = "" },
 			want: &errtest.Want{Field: "spec.names.kind", Type: field.ErrorTypeRequired}},
 		{name: "printer column type", mutate: func(c *crdv1.CustomResourceDefinition) {
