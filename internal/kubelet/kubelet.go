@@ -187,6 +187,12 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	if err := os.MkdirAll(k.podsDir(), 0o755); err != nil {
 		return fmt.Errorf("kubelet: %w", err)
 	}
+	// CSI drivers' manifests mount these by hostPath with type Directory, as on any kubelet.
+	for _, dir := range []string{"pods", "plugins", "plugins_registry"} {
+		if err := os.MkdirAll(filepath.Join(k.cfg.RootDir, dir), 0o750); err != nil {
+			return fmt.Errorf("kubelet: root dir: %w", err)
+		}
+	}
 	if k.broadcaster != nil {
 		k.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.client.CoreV1().Events("")})
 		defer k.broadcaster.Shutdown()

@@ -232,3 +232,16 @@ func TestParseSystemReserved(t *testing.T) {
 		}
 	}
 }
+
+// TestRootDirLayout: the kubelet makes the directories CSI drivers' manifests mount by hostPath
+// with type Directory, before any driver is deployed.
+func TestRootDirLayout(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	h := newHarness(t, func(c *Config) { c.RootDir = root })
+	h.eventually("registered", func() bool { return h.node() != nil })
+	for _, dir := range []string{"pods", "plugins", "plugins_registry"} {
+		if fi, err := os.Stat(filepath.Join(root, dir)); err != nil || !fi.IsDir() {
+			t.Errorf("%s: %v", dir, err)
+		}
+	}
+}
