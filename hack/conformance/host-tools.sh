@@ -20,7 +20,8 @@ dry=0
 # kubectl built here is found there (the harness appends it to PATH, after the host's own).
 export PATH=$PATH:$cache/bin
 
-# TOOL HOW: how each command the harness (conformance.sh, build-e2e.sh, build-images.sh) runs
+# TOOL HOW: how each command the harness (conformance.sh, build-e2e.sh, build-images.sh,
+# build-csi-images.sh, which checks out the kubernetes-csi repositories with git) runs
 # gets onto a host that lacks it: script:PATH (relative to the repository), deb:PACKAGE,
 # kubectl (built), or none:HINT. Commands of Debian's essential packages (coreutils, findutils,
 # sed, grep, mawk, dpkg, apt, libc-bin, util-linux's mount) are assumed.
@@ -36,6 +37,7 @@ needs=(
 	"ss deb:iproute2"
 	"nsenter deb:util-linux"
 	"unshare deb:util-linux"
+	"git deb:git"
 	"kubectl kubectl"
 	"go none:install Go (go.mod's version, https://go.dev/dl) and put it on PATH"
 )

@@ -11,7 +11,7 @@ import (
 // harnessTools are the commands the harness runs that a fresh Debian machine may lack (beyond
 // its essential packages): each is a fake executable in the tests' PATH unless a case leaves it
 // out.
-var harnessTools = []string{"etcd", "containerd", "runc", "iptables", "busybox", "ip", "bridge", "ss", "nsenter", "unshare", "kubectl", "go"}
+var harnessTools = []string{"etcd", "containerd", "runc", "iptables", "busybox", "ip", "bridge", "ss", "nsenter", "unshare", "git", "kubectl", "go"}
 
 // checkHost runs `hack/conformance.sh --check-host` with a PATH of only bash, dirname and date
 // (what the script needs to parse its arguments) and the fakes named in have, and a fake gcc
@@ -64,13 +64,13 @@ func without(tools []string, drop ...string) []string {
 
 // TestCheckHostFreshMachine: on a machine with none of the harness's tools, the harness plans
 // Debian's etcd (the etcd image is made of it: issue 32 item 3), the runtime, the compiler with
-// a static libc, iproute2 and util-linux, and kubectl; Go it can only name.
+// a static libc, iproute2, util-linux and git (the CSI images' sources), and kubectl; Go it can only name.
 func TestCheckHostFreshMachine(t *testing.T) {
 	out := checkHost(t, nil, "")
 	for _, want := range []string{
 		"run hack/install-etcd.sh\n",
 		"run hack/install-runtime.sh\n",
-		"apt-get install gcc iproute2 util-linux libc6-dev\n",
+		"apt-get install gcc iproute2 util-linux git libc6-dev\n",
 		"build kubectl v1.33.13 into ",
 		"missing go: ",
 	} {
