@@ -579,6 +579,9 @@ func TestCSIBlockAndTokens(t *testing.T) {
 	h, root := csiHarness(t, driver, append(csiClaimObjects(pv), csiDriver)...)
 	var mu sync.Mutex
 	var audiences []string
+	// The fake client's reactor chain is not safe to change while the kubelet calls it: stop it
+	// for the change.
+	h.stop()
 	h.client.PrependReactor("create", "serviceaccounts", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		create, ok := action.(k8stesting.CreateAction)
 		if !ok || action.GetSubresource() != "token" {
@@ -591,6 +594,7 @@ func TestCSIBlockAndTokens(t *testing.T) {
 		req.Status.Token = "token-for-" + strings.Join(req.Spec.Audiences, ",")
 		return true, req, nil
 	})
+	h.start()
 	pod := makePod("blk").container(corev1.Container{Name: "app", VolumeDevices: []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}}).obj()
 	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
 	created := h.create(pod)
