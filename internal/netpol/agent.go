@@ -259,8 +259,7 @@ func Cleanup(ctx context.Context, h proxy.Host, prefix string) error {
 	if _, err := exec.LookPath("nft"); err != nil {
 		return nil
 	}
-	_, err := h.Output(ctx, DeleteTable(Table(prefix)), "nft", "-f", "-")
-	return err
+	return h.NftApply(ctx, proxy.NftDeleteTable(Table(prefix)))
 }
 
 func hasTable(ctx context.Context, h proxy.Host, table string) bool {

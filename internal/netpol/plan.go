@@ -78,11 +78,6 @@ func Plan(table string, prev *Ruleset, next Ruleset) (string, bool) {
 	return b.String(), b.Len() > 0
 }
 
-// DeleteTable is the script that deletes the table if it exists (skiff uninstall).
-func DeleteTable(table string) string {
-	return fmt.Sprintf("add table ip %s\ndelete table ip %s\n", table, table)
-}
-
 // diffStrings are the elements of old not in next and of next not in old.
 func diffStrings(old, next []string) (del, add []string) {
 	in := func(s []string) map[string]bool {

@@ -302,19 +302,29 @@ func ValidateStructural(s *crdv1.JSONSchemaProps, fld *field.Path) field.ErrorLi
 	return append(errs, validateStructuralNode(s, fld, true)...)
 }
 
+// validateIntOrString: x-kubernetes-int-or-string may sit beside a type (the VolumeSnapshot CRD's
+// restoreSize has type: string), as Kubernetes accepts; what it may not sit beside is pruning's
+// opt-outs.
+func validateIntOrString(s *crdv1.JSONSchemaProps, fld *field.Path) field.ErrorList {
+	if !s.XIntOrString {
+		return nil
+	}
+	var errs field.ErrorList
+	if s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields {
+		errs = append(errs, field.Invalid(fld.Child("x-kubernetes-preserve-unknown-fields"), true, "must be false if x-kubernetes-int-or-string is true"))
+	}
+	if s.XEmbeddedResource {
+		errs = append(errs, field.Invalid(fld.Child("x-kubernetes-embedded-resource"), true, "must be false if x-kubernetes-int-or-string is true"))
+	}
+	return errs
+}
+
 func validateStructuralNode(s *crdv1.JSONSchemaProps, fld *field.Path, root bool) field.ErrorList {
 	var errs field.ErrorList
 	if s.Ref != nil {
 		errs = append(errs, field.Forbidden(fld.Child("$ref"), "$ref is not supported"))
 	}
-	// x-kubernetes-int-or-string may sit beside a type (the VolumeSnapshot CRD's restoreSize has
-	// type: string), as Kubernetes accepts; what it may not sit beside is pruning's opt-outs.
-	if s.XIntOrString && s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields {
-		errs = append(errs, field.Invalid(fld.Child("x-kubernetes-preserve-unknown-fields"), true, "must be false if x-kubernetes-int-or-string is true"))
-	}
-	if s.XIntOrString && s.XEmbeddedResource {
-		errs = append(errs, field.Invalid(fld.Child("x-kubernetes-embedded-resource"), true, "must be false if x-kubernetes-int-or-string is true"))
-	}
+	errs = append(errs, validateIntOrString(s, fld)...)
 	if s.Type == "array" && s.Items == nil {
 		errs = append(errs, field.Required(fld.Child("items"), "must be specified"))
 	}
