@@ -41,6 +41,11 @@ type Resource struct {
 	StorageResource string
 	StorageGroup    string // group segment of the key when it differs from GroupVersion.Group
 
+	// StorageVersionHash is discovery's storageVersionHash: an opaque token that changes when the
+	// version objects are stored under changes (StorageVersionHash gives kube-apiserver's). Clients
+	// such as the storage version migrator compare it; empty leaves it out of discovery.
+	StorageVersionHash string
+
 	// Strategy holds the type's create/update semantics. Required.
 	Strategy Strategy
 

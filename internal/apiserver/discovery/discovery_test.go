@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+
+	"github.com/skiff-sh/skiff/internal/registry"
 )
 
 func newClient(t *testing.T, url string, legacy bool) *discovery.DiscoveryClient {
@@ -407,4 +410,25 @@ func TestConcurrentServeAndUpdate(t *testing.T) {
 		}
 	}
 	<-done
+}
+
+// TestLegacyListStorageVersionHash checks that the APIResourceList shows a resource's
+// storageVersionHash, and not on its subresources, which kube-apiserver lists without one.
+func TestLegacyListStorageVersionHash(t *testing.T) {
+	widgets := makeResource("example.skiff.dev", "v1", "Widget", "widgets").namespaced().status().obj()
+	widgets.StorageVersionHash = registry.StorageVersionHash("example.skiff.dev", "v1", "Widget")
+	server := newTestServer(t, New([]*registry.Resource{widgets}, nil))
+	_, body := doGet(t, server.URL+"/apis/example.skiff.dev/v1", "", "")
+	var list metav1.APIResourceList
+	if err := json.Unmarshal(body, &list); err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	got := map[string]string{}
+	for _, r := range list.APIResources {
+		got[r.Name] = r.StorageVersionHash
+	}
+	want := map[string]string{"widgets": widgets.StorageVersionHash, "widgets/status": ""}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("storageVersionHash by resource = %v, want %v", got, want)
+	}
 }

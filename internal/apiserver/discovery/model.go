@@ -155,6 +155,8 @@ func apiResources(gv schema.GroupVersion, served []servedResource) []metav1.APIR
 			Verbs:        metav1.Verbs(s.verbs),
 			ShortNames:   r.ShortNames,
 			Categories:   r.Categories,
+			// Only the resource carries it, as kube-apiserver's lists: subresources are not stored.
+			StorageVersionHash: r.StorageVersionHash,
 		})
 		for _, sub := range s.subresources {
 			entry := metav1.APIResource{

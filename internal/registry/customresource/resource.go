@@ -129,7 +129,9 @@ func buildVersion(crd *crdv1.CustomResourceDefinition, v *crdv1.CustomResourceDe
 		GroupVersion: gv, Kind: names.Kind, ListKind: listKind,
 		Plural: names.Plural, Singular: names.Singular, ShortNames: names.ShortNames, Categories: names.Categories,
 		Namespaced: namespaced,
-		New:        newObj, NewList: newList,
+		// Every served version names the storage version's hash: the objects are stored alike.
+		StorageVersionHash: registry.StorageVersionHash(crd.Spec.Group, storageVersion, names.Kind),
+		New:                newObj, NewList: newList,
 		Strategy: &strategy{gvk: gv.WithKind(names.Kind), plural: names.Plural, namespaced: namespaced, hasStatus: hasStatus, schema: sch},
 		Printer:  printer(v.AdditionalPrinterColumns),
 		Objects: &registry.ObjectHandling{
