@@ -18,6 +18,11 @@ require (
 
 require github.com/vishvananda/netns v0.0.5
 
+// The robustness suite's linearizability checker (test/robustness): porcupine is the checker
+// etcd's robustness tests use; v1.3.1 for NondeterministicModel (calls of unknown outcome) and the
+// HTML visualization a failing run keeps.
+require github.com/anishathalye/porcupine v1.3.1
+
 // ClusterNetworkPolicy's types (internal/netpol): the network-policy-api project's own API module.
 require sigs.k8s.io/network-policy-api v0.3.0
 
