@@ -1,0 +1,21 @@
+// Package robustness records what clients of a skiff cluster did and saw while faults were
+// injected (kill -9, SIGSTOP, etcd compaction, the loss of the etcd leader) and checks the
+// record against the API's promises, in the manner of etcd's robustness tests.
+//
+// The non-test files are the parts a long run and the unit tests share:
+//   - history.go: the record (operations, watch streams, LISTs, informer snapshots), JSON-encoded
+//     so a failing run keeps it;
+//   - recorder.go: a raw-REST client for ConfigMaps that records every call with its invocation
+//     and response time (an injected clock), its input and its outcome, never retrying on its own
+//     (a client-go retry of a create that happened would turn into a false AlreadyExists);
+//   - traffic.go: the generators (creates, gets with and without resourceVersion=0, CAS updates,
+//     preconditioned deletes, server-side apply, paged and resourceVersion LISTs, watches with
+//     bookmarks, an informer per client);
+//   - model.go and check.go: the checks, pure functions of a History: per-object linearizability
+//     (porcupine, a register with resourceVersion), watch order and completeness, LIST against the
+//     replayed history, lost and resurrected writes, informer convergence;
+//   - cluster.go and faults.go: a lean starter of `skiff server` processes and the faults.
+//
+// The package never touches skiff's internals: everything goes through the HTTP API, etcd's own
+// client (compaction) and signals, so what it checks is what a Kubernetes client can rely on.
+package robustness

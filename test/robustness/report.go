@@ -1,0 +1,55 @@
+package robustness
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Summary is one line for the log and the README table.
+func (r Report) Summary() string {
+	return fmt.Sprintf("%d calls (%d writes), %d watch streams with %d events, %d LISTs: %d violations",
+		r.Ops, r.Writes, r.Watches, r.Events, r.Lists, len(r.Violations))
+}
+
+// WriteReport keeps what a failing run needs to be understood: the history (JSON), the
+// violations (text) and porcupine's visualization of each object whose calls have no
+// linearization. It returns the files written.
+func WriteReport(dir string, h *History, r Report) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("report dir: %w", err)
+	}
+	hist := filepath.Join(dir, "history.json")
+	if err := h.Save(hist); err != nil {
+		return nil, err
+	}
+	files := []string{hist}
+	var b strings.Builder
+	fmt.Fprintf(&b, "scenario %s: %s\n", h.Scenario, r.Summary())
+	for _, f := range h.Faults {
+		fmt.Fprintf(&b, "fault %s at %.1fs-%.1fs %s\n", f.Name, float64(f.Start)/1e9, float64(f.End)/1e9, f.Error)
+	}
+	for _, v := range r.Violations {
+		fmt.Fprintln(&b, v)
+	}
+	text := filepath.Join(dir, "violations.txt")
+	if err := os.WriteFile(text, []byte(b.String()), 0o644); err != nil {
+		return nil, fmt.Errorf("write violations: %w", err)
+	}
+	files = append(files, text)
+	model := registerModel()
+	for _, l := range r.Linearizability {
+		if l.Result != porcupine.Illegal {
+			continue
+		}
+		path := filepath.Join(dir, "linearizability-"+l.Key+".html")
+		if err := porcupine.VisualizePath(model, l.Info, path); err != nil {
+			return nil, fmt.Errorf("visualize %s: %w", l.Key, err)
+		}
+		files = append(files, path)
+	}
+	return files, nil
+}
