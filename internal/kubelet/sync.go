@@ -113,45 +113,82 @@ func gracePeriod(pod *corev1.Pod) time.Duration {
 	return max(grace, minimumGracePeriod)
 }
 
-// runPod takes the next steps for a live pod and writes its status.
+// runPod carries out computePodActions' plan for a live pod and writes its status.
 func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntimeState) syncResult {
-	var result syncResult
+	var sandboxID string
+	if sandbox := state.readySandbox(); sandbox != nil {
+		sandboxID = sandbox.Id
+	}
+	plan := computePodActions(pod, state, k.podActionInputs(pod, sandboxID))
+	// sandboxStatus is the sandbox's status; a sandbox created in this sync comes with it.
+	var sandboxStatus *runtimeapi.PodSandboxStatus
+	switch plan.sandbox {
+	case sandboxEndNever:
+		if err := k.killPod(ctx, pod, state, gracePeriod(pod)); err != nil {
+			return syncResult{err: err}
+		}
+		return syncResult{err: k.writeStatus(ctx, pod, state, nil, true)}
+	case sandboxCreate:
+		var res *syncResult
+		if pod, state, sandboxStatus, res = k.startSandbox(ctx, pod, state); res != nil {
+			return *res
+		}
+		// A new sandbox holds no container yet: plan them in it.
+		if sandbox := state.readySandbox(); sandbox != nil {
+			plan = computePodActions(pod, state, k.podActionInputs(pod, sandbox.Id))
+		}
+	}
+	return k.runContainers(ctx, pod, state, sandboxStatus, plan)
+}
+
+// podActionInputs reads what computePodActions needs beyond the pod and its runtime state.
+func (k *Kubelet) podActionInputs(pod *corev1.Pod, sandboxID string) podActionInputs {
+	return podActionInputs{
+		sandboxID:           sandboxID,
+		now:                 k.clock.Now(),
+		crashLoopResetAfter: k.cfg.CrashLoopResetAfter,
+		backoff:             k.backoff.inBackoff,
+		startupDone: func(c *corev1.Container, id string) bool {
+			return k.prober.started(pod.UID, c, id)
+		},
+	}
+}
+
+// startSandbox makes the pod's sandbox, saying first that the pod is being set up. It returns
+// the pod (re-read after that first status), the state with the new sandbox and its status,
+// or the result the sync ends with.
+func (k *Kubelet) startSandbox(ctx context.Context, pod *corev1.Pod, state *podRuntimeState) (*corev1.Pod, *podRuntimeState, *runtimeapi.PodSandboxStatus, *syncResult) {
+	if len(state.sandboxes) == 0 && pod.Status.StartTime == nil {
+		// Like Kubernetes' kubelet, say the pod is being set up (startTime, containers waiting
+		// in ContainerCreating) before the sandbox, the slowest step: a pod is not left without
+		// status while its node works on it.
+		if err := k.writeStatus(ctx, pod, state, nil, false); err != nil {
+			return pod, state, nil, &syncResult{err: err}
+		}
+		if current, deleted, known := k.podByUID(pod.UID); known && !deleted {
+			pod = k.allocatedPod(current)
+		}
+	}
+	_, sandboxStatus, state, err := k.createSandbox(ctx, pod, state)
+	if err != nil {
+		_ = k.writeStatus(ctx, pod, state, nil, false)
+		return pod, state, nil, &syncResult{err: err}
+	}
+	return pod, state, sandboxStatus, nil
+}
+
+// runContainers carries out the container steps of plan in the pod's ready sandbox, then
+// probes and writes the pod's status.
+func (k *Kubelet) runContainers(ctx context.Context, pod *corev1.Pod, state *podRuntimeState, sandboxStatus *runtimeapi.PodSandboxStatus, plan podActions) syncResult {
+	result := syncResult{requeueAfter: plan.requeueAfter}
 	requeue := func(d time.Duration) {
 		if d > 0 && (result.requeueAfter == 0 || d < result.requeueAfter) {
 			result.requeueAfter = d
 		}
 	}
 	sandbox := state.readySandbox()
-	// sandboxStatus is the sandbox's status; a sandbox created in this sync
-	// comes with it.
-	var sandboxStatus *runtimeapi.PodSandboxStatus
-	if sandbox == nil && len(state.containers) > 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
-		// The sandbox died after containers ran; a Never pod is not
-		// recreated: it ends with the state its containers reached.
-		if err := k.killPod(ctx, pod, state, gracePeriod(pod)); err != nil {
-			return syncResult{err: err}
-		}
-		return syncResult{err: k.writeStatus(ctx, pod, state, nil, true)}
-	}
 	if sandbox == nil {
-		if len(state.sandboxes) == 0 && pod.Status.StartTime == nil {
-			// Like Kubernetes' kubelet, say the pod is being set up (startTime,
-			// containers waiting in ContainerCreating) before the sandbox,
-			// the slowest step: a pod is not left without status while its
-			// node works on it.
-			if err := k.writeStatus(ctx, pod, state, nil, false); err != nil {
-				return syncResult{err: err}
-			}
-			if current, deleted, known := k.podByUID(pod.UID); known && !deleted {
-				pod = k.allocatedPod(current)
-			}
-		}
-		var err error
-		sandbox, sandboxStatus, state, err = k.createSandbox(ctx, pod, state)
-		if err != nil {
-			_ = k.writeStatus(ctx, pod, state, nil, false)
-			return syncResult{err: err}
-		}
+		return syncResult{err: fmt.Errorf("pod %s has no ready sandbox after it was made", podDescription(pod))}
 	}
 	sandboxConfig := k.sandboxConfig(pod, sandbox.Metadata.GetAttempt())
 	if sandboxStatus == nil {
@@ -183,7 +220,6 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 			requeue(max(period, time.Second))
 		}
 	}
-	changed := false
 
 	// A running container whose allocation changed is resized in place, or restarted where its
 	// resize policy says so.
@@ -200,150 +236,19 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 		k.backoff.reset(backoffKey(pod.UID, kind, c.Name))
 		return nil
 	}
-	restarted, err := k.actuateResize(ctx, pod, state, sandbox.Id, restartForResize)
+	changed, err := k.actuateResize(ctx, pod, state, sandbox.Id, restartForResize)
 	if err != nil {
 		k.log.Warn("pod resize not carried out", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		requeue(time.Second)
 	}
-	changed = restarted
-
-	// Once a regular container was created in this sandbox, the pod is
-	// initialized: a sidecar that exits later no longer holds it up.
-	regularStarted := slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return state.latest(c.Name, sandbox.Id) != nil })
-	initDone := true
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		cur := state.latest(c.Name, sandbox.Id)
-		if isSidecar(c) {
-			// A sidecar is done initializing once it runs and passed its
-			// startup probe; it is restarted whenever it exits, whatever the
-			// pod's restart policy.
-			if regularStarted || (running(cur) && k.prober.started(pod.UID, c, cur.Id)) {
-				continue
-			}
-			initDone = false
-			switch {
-			case running(cur):
-				requeue(initPollInterval)
-			case cur != nil && cur.State == runtimeapi.ContainerState_CONTAINER_CREATED:
-				if err := k.runtime.StartContainer(ctx, cur.Id); err != nil {
-					k.log.Warn("start created sidecar container", "err", err)
-				}
-				changed = true
-			case exited(cur):
-				if wait := k.crashLoopWait(pod, c, cur, containerKindInit); wait > 0 {
-					requeue(wait)
-					break
-				}
-				start(c, containerKindInit)
-				requeue(initPollInterval)
-				changed = true
-			default:
-				start(c, containerKindInit)
-				requeue(initPollInterval)
-				changed = true
-			}
-			break
-		}
-		if exited(cur) && cur.ExitCode == 0 {
-			continue
-		}
-		initDone = false
-		switch {
-		case running(cur):
-			// Init containers are usually short: look again soon rather
-			// than wait for the next relist.
-			requeue(initPollInterval)
-		case cur != nil && cur.State == runtimeapi.ContainerState_CONTAINER_CREATED:
-			if err := k.runtime.StartContainer(ctx, cur.Id); err != nil {
-				k.log.Warn("start created init container", "err", err)
-			}
-			changed = true
-		case exited(cur) && pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
-			// The pod failed; its status says so.
-		case exited(cur):
-			if wait := k.crashLoopWait(pod, c, cur, containerKindInit); wait > 0 {
-				requeue(wait)
-				break
-			}
-			start(c, containerKindInit)
-			changed = true
-		default:
-			start(c, containerKindInit)
-			requeue(initPollInterval)
-			changed = true
-		}
-		break
-	}
-	if initDone {
-		// Sidecars that exited after initialization are restarted.
-		for i := range pod.Spec.InitContainers {
-			c := &pod.Spec.InitContainers[i]
-			if cur := state.latest(c.Name, sandbox.Id); isSidecar(c) && exited(cur) {
-				if wait := k.crashLoopWait(pod, c, cur, containerKindInit); wait > 0 {
-					requeue(wait)
-					continue
-				}
-				start(c, containerKindInit)
-				changed = true
-			}
-		}
-		for i := range pod.Spec.Containers {
-			c := &pod.Spec.Containers[i]
-			cur := state.latest(c.Name, sandbox.Id)
-			key := backoffKey(pod.UID, containerKindRegular, c.Name)
-			switch {
-			case cur == nil:
-				start(c, containerKindRegular)
-				changed = true
-			case running(cur):
-				if definitionChanged(cur, c) {
-					k.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Container %s definition changed, will be restarted", c.Name)
-					if err := k.stopContainer(ctx, pod, c, cur, podIPs, gracePeriod(pod)); err != nil {
-						return syncResult{err: err}
-					}
-					start(c, containerKindRegular)
-					changed = true
-				} else if started := time.Unix(0, cur.StartedAt); k.clock.Since(started) >= k.cfg.CrashLoopResetAfter {
-					k.backoff.reset(key)
-				} else if _, period := k.backoff.inBackoff(key); period > 0 {
-					// Look again once it has run long enough to forget its
-					// back-off.
-					requeue(k.cfg.CrashLoopResetAfter - k.clock.Since(started))
-				}
-			case cur.State == runtimeapi.ContainerState_CONTAINER_CREATED:
-				if err := k.runtime.StartContainer(ctx, cur.Id); err != nil {
-					k.log.Warn("start created container", "err", err)
-				}
-				changed = true
-			case exited(cur):
-				if !shouldRestart(pod.Spec.RestartPolicy, cur.ExitCode) {
-					continue
-				}
-				if wait := k.crashLoopWait(pod, c, cur, containerKindRegular); wait > 0 {
-					requeue(wait)
-					continue
-				}
-				start(c, containerKindRegular)
-				changed = true
-			}
+	for _, step := range plan.steps {
+		if err := k.runContainerStep(ctx, pod, step, podIPs, start); err != nil {
+			return syncResult{err: err}
 		}
 	}
-	// Ephemeral containers (kubectl debug) start once each, whether or not
-	// the pod finished initializing; they are never restarted.
-	for _, step := range planEphemeral(pod, state, sandbox.Id) {
-		changed = true
-		if step.createdID != "" {
-			if err := k.runtime.StartContainer(ctx, step.createdID); err != nil {
-				k.log.Warn("start created ephemeral container", "pod", pod.Namespace+"/"+pod.Name, "container", step.container.Name, "err", err)
-			}
-			continue
-		}
-		start(step.container, containerKindEphemeral)
-	}
-	if changed {
-		// This sync created no sandbox after the one above: only the
-		// containers need a fresh look.
+	if changed || plan.changesContainers() {
+		// This sync created no sandbox after the one above: only the containers need a fresh
+		// look.
 		fresh, err := k.refreshContainers(ctx, pod.UID, state)
 		if err != nil {
 			return syncResult{err: err}
@@ -357,6 +262,37 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, state *podRuntime
 		result.err = k.killPod(ctx, pod, state, gracePeriod(pod))
 	}
 	return result
+}
+
+// runContainerStep carries out one step of a pod's plan; start creates and starts a container.
+func (k *Kubelet) runContainerStep(ctx context.Context, pod *corev1.Pod, step containerStep, podIPs []string, start func(*corev1.Container, string)) error {
+	c := step.container
+	key := backoffKey(pod.UID, step.kind, c.Name)
+	switch step.op {
+	case opStart:
+		if step.resetBackoff {
+			k.backoff.reset(key)
+		}
+		start(c, step.kind)
+	case opStartCreated:
+		if err := k.runtime.StartContainer(ctx, step.current.Id); err != nil {
+			k.log.Warn("start created container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "kind", step.kind, "err", err)
+		}
+	case opRestart:
+		k.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Container %s definition changed, will be restarted", c.Name)
+		if err := k.stopContainer(ctx, pod, c, step.current, podIPs, gracePeriod(pod)); err != nil {
+			return err
+		}
+		start(c, step.kind)
+	case opBackOff:
+		message := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", step.backoffPeriod, c.Name, podDescription(pod))
+		if k.setWaiting(pod.UID, c.Name, reasonCrashLoopBackOff, message) {
+			k.recorder.Eventf(pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, podDescription(pod))
+		}
+	case opResetBackoff:
+		k.backoff.reset(key)
+	}
+	return nil
 }
 
 // terminalPhase reports whether the last written status of pod is final.
@@ -376,24 +312,6 @@ func shouldRestart(policy corev1.RestartPolicy, exitCode int32) bool {
 		return exitCode != 0
 	}
 	return true
-}
-
-// crashLoopWait returns how long a failed container must wait before its
-// restart, recording CrashLoopBackOff in its status while it waits.
-func (k *Kubelet) crashLoopWait(pod *corev1.Pod, c *corev1.Container, cur *runtimeapi.ContainerStatus, kind string) time.Duration {
-	key := backoffKey(pod.UID, kind, c.Name)
-	if ran := time.Duration(cur.FinishedAt - cur.StartedAt); cur.StartedAt > 0 && ran >= k.cfg.CrashLoopResetAfter {
-		k.backoff.reset(key)
-	}
-	wait, period := k.backoff.inBackoff(key)
-	if wait <= 0 {
-		return 0
-	}
-	message := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", period, c.Name, podDescription(pod))
-	if k.setWaiting(pod.UID, c.Name, reasonCrashLoopBackOff, message) {
-		k.recorder.Eventf(pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, podDescription(pod))
-	}
-	return wait
 }
 
 func podDescription(pod *corev1.Pod) string {
