@@ -33,33 +33,53 @@ func ValidateService(svc *corev1.Service) field.ErrorList {
 	if len(spec.Ports) == 0 && !isHeadless(svc) && spec.Type != corev1.ServiceTypeExternalName {
 		errs = append(errs, field.Required(specPath.Child("ports"), ""))
 	}
-
-	switch spec.Type {
-	case corev1.ServiceTypeExternalName:
-		if spec.ClusterIP != "" {
-			errs = append(errs, field.Forbidden(specPath.Child("clusterIP"), "may not be set for ExternalName services"))
-		}
-		if len(spec.ClusterIPs) > 0 {
-			errs = append(errs, field.Forbidden(specPath.Child("clusterIPs"), "may not be set for ExternalName services"))
-		}
-		if len(spec.IPFamilies) > 0 {
-			errs = append(errs, field.Forbidden(specPath.Child("ipFamilies"), "may not be set for ExternalName services"))
-		}
-		if spec.IPFamilyPolicy != nil {
-			errs = append(errs, field.Forbidden(specPath.Child("ipFamilyPolicy"), "may not be set for ExternalName services"))
-		}
-		name := strings.TrimSuffix(spec.ExternalName, ".")
-		if name == "" {
-			errs = append(errs, field.Required(specPath.Child("externalName"), ""))
-		} else {
-			for _, msg := range validation.IsDNS1123Subdomain(name) {
-				errs = append(errs, field.Invalid(specPath.Child("externalName"), spec.ExternalName, msg))
-			}
-		}
-	default:
+	if spec.Type == corev1.ServiceTypeExternalName {
+		errs = append(errs, validateExternalNameService(spec)...)
+	} else {
 		errs = append(errs, validateClusterIPs(svc)...)
 	}
+	errs = append(errs, validateServicePorts(svc)...)
+	if spec.Selector != nil {
+		errs = append(errs, validateLabels(spec.Selector, specPath.Child("selector"))...)
+	}
+	errs = append(errs, validateSessionAffinity(spec)...)
+	for i, ip := range spec.ExternalIPs {
+		errs = append(errs, validateNonSpecialIP(ip, specPath.Child("externalIPs").Index(i))...)
+	}
+	errs = append(errs, validateLoadBalancerFields(spec)...)
+	errs = append(errs, validateTrafficPolicies(svc)...)
+	return errs
+}
 
+// validateExternalNameService checks what an ExternalName service has and must not have.
+func validateExternalNameService(spec *corev1.ServiceSpec) field.ErrorList {
+	var errs field.ErrorList
+	if spec.ClusterIP != "" {
+		errs = append(errs, field.Forbidden(specPath.Child("clusterIP"), "may not be set for ExternalName services"))
+	}
+	if len(spec.ClusterIPs) > 0 {
+		errs = append(errs, field.Forbidden(specPath.Child("clusterIPs"), "may not be set for ExternalName services"))
+	}
+	if len(spec.IPFamilies) > 0 {
+		errs = append(errs, field.Forbidden(specPath.Child("ipFamilies"), "may not be set for ExternalName services"))
+	}
+	if spec.IPFamilyPolicy != nil {
+		errs = append(errs, field.Forbidden(specPath.Child("ipFamilyPolicy"), "may not be set for ExternalName services"))
+	}
+	name := strings.TrimSuffix(spec.ExternalName, ".")
+	if name == "" {
+		return append(errs, field.Required(specPath.Child("externalName"), ""))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		errs = append(errs, field.Invalid(specPath.Child("externalName"), spec.ExternalName, msg))
+	}
+	return errs
+}
+
+// validateServicePorts checks each port and that no port or node port is used twice per protocol.
+func validateServicePorts(svc *corev1.Service) field.ErrorList {
+	var errs field.ErrorList
+	spec := &svc.Spec
 	portPath := specPath.Child("ports")
 	names := sets.New[string]()
 	type portKey struct {
@@ -90,12 +110,11 @@ func ValidateService(svc *corev1.Service) field.ErrorList {
 			seenNodePorts[nkey] = true
 		}
 	}
+	return errs
+}
 
-	if spec.Selector != nil {
-		errs = append(errs, validateLabels(spec.Selector, specPath.Child("selector"))...)
-	}
-
-	errs = append(errs, validateEnum(spec.SessionAffinity, specPath.Child("sessionAffinity"), corev1.ServiceAffinityClientIP, corev1.ServiceAffinityNone)...)
+func validateSessionAffinity(spec *corev1.ServiceSpec) field.ErrorList {
+	errs := validateEnum(spec.SessionAffinity, specPath.Child("sessionAffinity"), corev1.ServiceAffinityClientIP, corev1.ServiceAffinityNone)
 	switch spec.SessionAffinity {
 	case corev1.ServiceAffinityClientIP:
 		cfg := spec.SessionAffinityConfig
@@ -110,10 +129,12 @@ func ValidateService(svc *corev1.Service) field.ErrorList {
 			errs = append(errs, field.Forbidden(specPath.Child("sessionAffinityConfig"), "must not be set when `sessionAffinity` is None"))
 		}
 	}
+	return errs
+}
 
-	for i, ip := range spec.ExternalIPs {
-		errs = append(errs, validateNonSpecialIP(ip, specPath.Child("externalIPs").Index(i))...)
-	}
+// validateLoadBalancerFields checks the fields only a LoadBalancer service may set.
+func validateLoadBalancerFields(spec *corev1.ServiceSpec) field.ErrorList {
+	var errs field.ErrorList
 	if spec.Type == corev1.ServiceTypeLoadBalancer {
 		for i, cidr := range spec.LoadBalancerSourceRanges {
 			errs = append(errs, validateCIDR(strings.TrimSpace(cidr), specPath.Child("loadBalancerSourceRanges").Index(i))...)
@@ -121,18 +142,25 @@ func ValidateService(svc *corev1.Service) field.ErrorList {
 		if spec.LoadBalancerClass != nil {
 			errs = append(errs, validateQualifiedName(*spec.LoadBalancerClass, specPath.Child("loadBalancerClass"))...)
 		}
-	} else {
-		if len(spec.LoadBalancerSourceRanges) > 0 {
-			errs = append(errs, field.Forbidden(specPath.Child("loadBalancerSourceRanges"), "may only be used when `type` is 'LoadBalancer'"))
-		}
-		if spec.LoadBalancerClass != nil {
-			errs = append(errs, field.Forbidden(specPath.Child("loadBalancerClass"), "may only be used when `type` is 'LoadBalancer'"))
-		}
-		if spec.AllocateLoadBalancerNodePorts != nil {
-			errs = append(errs, field.Forbidden(specPath.Child("allocateLoadBalancerNodePorts"), "may only be used when `type` is 'LoadBalancer'"))
-		}
+		return errs
 	}
+	if len(spec.LoadBalancerSourceRanges) > 0 {
+		errs = append(errs, field.Forbidden(specPath.Child("loadBalancerSourceRanges"), "may only be used when `type` is 'LoadBalancer'"))
+	}
+	if spec.LoadBalancerClass != nil {
+		errs = append(errs, field.Forbidden(specPath.Child("loadBalancerClass"), "may only be used when `type` is 'LoadBalancer'"))
+	}
+	if spec.AllocateLoadBalancerNodePorts != nil {
+		errs = append(errs, field.Forbidden(specPath.Child("allocateLoadBalancerNodePorts"), "may only be used when `type` is 'LoadBalancer'"))
+	}
+	return errs
+}
 
+// validateTrafficPolicies checks the external and internal traffic policies, the health check
+// node port and the traffic distribution.
+func validateTrafficPolicies(svc *corev1.Service) field.ErrorList {
+	var errs field.ErrorList
+	spec := &svc.Spec
 	external := spec.Type == corev1.ServiceTypeNodePort || spec.Type == corev1.ServiceTypeLoadBalancer
 	if spec.ExternalTrafficPolicy != "" {
 		if !external {
