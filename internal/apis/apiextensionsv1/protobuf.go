@@ -612,60 +612,23 @@ func decodeOrBool(data []byte) (*JSONSchemaPropsOrBool, error) {
 	return o, err
 }
 
+// decodeSchema reads one JSONSchemaProps message: its plain fields (decodeSchemaScalar) and those
+// holding JSON or schemas.
 func decodeSchema(data []byte, s *JSONSchemaProps) error {
 	return pbwire.EachField(data, func(num protowire.Number, v pbwire.Field) error {
+		if decodeSchemaScalar(num, v, s) {
+			return nil
+		}
 		var err error
 		switch num {
-		case 1:
-			s.ID = v.Str()
-		case 2:
-			s.Schema = v.Str()
-		case 3:
-			s.Ref = v.StrP()
-		case 4:
-			s.Description = v.Str()
-		case 5:
-			s.Type = v.Str()
-		case 6:
-			s.Format = v.Str()
-		case 7:
-			s.Title = v.Str()
 		case 8:
 			var j JSON
 			j, err = decodeJSON(v.Bytes)
 			s.Default = &j
-		case 9:
-			s.Maximum = v.Float64P()
-		case 10:
-			s.ExclusiveMaximum = v.Bool()
-		case 11:
-			s.Minimum = v.Float64P()
-		case 12:
-			s.ExclusiveMinimum = v.Bool()
-		case 13:
-			s.MaxLength = v.Int64P()
-		case 14:
-			s.MinLength = v.Int64P()
-		case 15:
-			s.Pattern = v.Str()
-		case 16:
-			s.MaxItems = v.Int64P()
-		case 17:
-			s.MinItems = v.Int64P()
-		case 18:
-			s.UniqueItems = v.Bool()
-		case 19:
-			s.MultipleOf = v.Float64P()
 		case 20:
 			var j JSON
 			j, err = decodeJSON(v.Bytes)
 			s.Enum = append(s.Enum, j)
-		case 21:
-			s.MaxProperties = v.Int64P()
-		case 22:
-			s.MinProperties = v.Int64P()
-		case 23:
-			s.Required = append(s.Required, v.Str())
 		case 24:
 			s.Items = &JSONSchemaPropsOrArray{}
 			err = pbwire.EachField(v.Bytes, func(num protowire.Number, v pbwire.Field) error {
@@ -722,21 +685,6 @@ func decodeSchema(data []byte, s *JSONSchemaProps) error {
 			var j JSON
 			j, err = decodeJSON(v.Bytes)
 			s.Example = &j
-		case 37:
-			s.Nullable = v.Bool()
-		case 38:
-			b := v.Bool()
-			s.XPreserveUnknownFields = &b
-		case 39:
-			s.XEmbeddedResource = v.Bool()
-		case 40:
-			s.XIntOrString = v.Bool()
-		case 41:
-			s.XListMapKeys = append(s.XListMapKeys, v.Str())
-		case 42:
-			s.XListType = v.StrP()
-		case 43:
-			s.XMapType = v.StrP()
 		case 44:
 			var r ValidationRule
 			err = pbwire.EachField(v.Bytes, func(num protowire.Number, v pbwire.Field) error {
@@ -761,6 +709,73 @@ func decodeSchema(data []byte, s *JSONSchemaProps) error {
 		}
 		return err
 	})
+}
+
+// decodeSchemaScalar sets the plain (string, number, boolean) field num of s; it reports whether
+// num is one.
+func decodeSchemaScalar(num protowire.Number, v pbwire.Field, s *JSONSchemaProps) bool {
+	switch num {
+	case 1:
+		s.ID = v.Str()
+	case 2:
+		s.Schema = v.Str()
+	case 3:
+		s.Ref = v.StrP()
+	case 4:
+		s.Description = v.Str()
+	case 5:
+		s.Type = v.Str()
+	case 6:
+		s.Format = v.Str()
+	case 7:
+		s.Title = v.Str()
+	case 9:
+		s.Maximum = v.Float64P()
+	case 10:
+		s.ExclusiveMaximum = v.Bool()
+	case 11:
+		s.Minimum = v.Float64P()
+	case 12:
+		s.ExclusiveMinimum = v.Bool()
+	case 13:
+		s.MaxLength = v.Int64P()
+	case 14:
+		s.MinLength = v.Int64P()
+	case 15:
+		s.Pattern = v.Str()
+	case 16:
+		s.MaxItems = v.Int64P()
+	case 17:
+		s.MinItems = v.Int64P()
+	case 18:
+		s.UniqueItems = v.Bool()
+	case 19:
+		s.MultipleOf = v.Float64P()
+	case 21:
+		s.MaxProperties = v.Int64P()
+	case 22:
+		s.MinProperties = v.Int64P()
+	case 23:
+		s.Required = append(s.Required, v.Str())
+	case 37:
+		s.Nullable = v.Bool()
+	case 38:
+		b := v.Bool()
+		s.XPreserveUnknownFields = &b
+	case 39:
+		s.XEmbeddedResource = v.Bool()
+	case 40:
+		s.XIntOrString = v.Bool()
+	case 41:
+		s.XListMapKeys = append(s.XListMapKeys, v.Str())
+	case 42:
+		s.XListType = v.StrP()
+	case 43:
+		s.XMapType = v.StrP()
+	default:
+		return false
+	}
+	return true
 }
 
 // decodeDependency reads one dependencies entry (a schema or a list of property names) back into
