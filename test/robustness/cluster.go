@@ -1,0 +1,327 @@
+package robustness
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/skiff-sh/skiff/internal/nodeadmin"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+)
+
+// Ports hands out TCP ports free on every address, each once, below the kernel's ephemeral range
+// and the node-port range (a port the kernel picked could be taken by an outgoing connection
+// before the node binds it).
+type Ports struct {
+	mu   sync.Mutex
+	rng  *rand.Rand
+	used map[int]bool
+}
+
+// NewPorts seeds the allocator.
+func NewPorts(seed uint64) *Ports {
+	return &Ports{rng: rand.New(rand.NewPCG(seed, 24)), used: map[int]bool{}}
+}
+
+// Next is a free port.
+func (p *Ports) Next() (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for range 1000 {
+		port := 20000 + p.rng.IntN(10000)
+		if p.used[port] {
+			continue
+		}
+		p.used[port] = true
+		l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port, nil
+	}
+	return 0, errors.New("no free port between 20000 and 29999")
+}
+
+// Node is one `skiff server` process with the etcd and controlplane roles.
+type Node struct {
+	Bin, DataDir, Name string
+	// Addr is the loopback address the node binds (127.0.0.x).
+	Addr                                     string
+	HTTPSPort, EtcdClient, EtcdPeer, Kubelet int
+	LB                                       int
+	// Join are the flags of a joining member (--server, --token); dropped after the first start,
+	// as a restarted member has its keys and its etcd data.
+	Join []string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// NewNode prepares a node in dataDir on addr, with ports from p (a joining node shares the
+// first's port numbers on its own address, as the e2e HA tests do).
+func NewNode(bin, dataDir, name, addr string, p *Ports, like *Node) (*Node, error) {
+	n := &Node{Bin: bin, DataDir: dataDir, Name: name, Addr: addr}
+	if like != nil {
+		n.HTTPSPort, n.EtcdClient, n.EtcdPeer, n.Kubelet, n.LB = like.HTTPSPort, like.EtcdClient, like.EtcdPeer, like.Kubelet, like.LB
+		return n, os.MkdirAll(dataDir, 0o700)
+	}
+	for _, port := range []*int{&n.HTTPSPort, &n.EtcdClient, &n.EtcdPeer, &n.Kubelet, &n.LB} {
+		v, err := p.Next()
+		if err != nil {
+			return nil, err
+		}
+		*port = v
+	}
+	return n, os.MkdirAll(dataDir, 0o700)
+}
+
+func (n *Node) args() []string {
+	args := []string{"server", "--data-dir", n.DataDir, "--roles", "etcd,controlplane",
+		"--bind-address", n.Addr, "--node-name", n.Name,
+		"--https-port", strconv.Itoa(n.HTTPSPort), "--etcd-client-port", strconv.Itoa(n.EtcdClient),
+		"--etcd-peer-port", strconv.Itoa(n.EtcdPeer), "--kubelet-port", strconv.Itoa(n.Kubelet),
+		"--lb-port", strconv.Itoa(n.LB)}
+	return append(args, n.Join...)
+}
+
+// Start starts the process (its output appended to skiff.log in the data dir); the goroutine
+// that waits for it is joined by Kill and Stop.
+func (n *Node) Start() error {
+	logFile, err := os.OpenFile(filepath.Join(n.DataDir, "skiff.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("node %s log: %w", n.Name, err)
+	}
+	n.cmd = exec.Command(n.Bin, n.args()...)
+	n.cmd.Stdout, n.cmd.Stderr = logFile, logFile
+	if err := n.cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start node %s: %w", n.Name, err)
+	}
+	n.done = make(chan struct{})
+	cmd, done := n.cmd, n.done
+	go func() {
+		_ = cmd.Wait()
+		logFile.Close()
+		close(done)
+	}()
+	return nil
+}
+
+// Running says whether the process is up.
+func (n *Node) Running() bool {
+	if n.done == nil {
+		return false
+	}
+	select {
+	case <-n.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill sends SIGKILL, as a crash would, and waits for the process.
+func (n *Node) Kill() {
+	if !n.Running() {
+		return
+	}
+	_ = n.cmd.Process.Signal(syscall.SIGCONT) // a paused process dies on SIGKILL too, but be sure
+	_ = n.cmd.Process.Kill()
+	<-n.done
+	n.Join = nil
+}
+
+// Stop interrupts the process, killing it after ten seconds.
+func (n *Node) Stop() {
+	if !n.Running() {
+		return
+	}
+	_ = n.cmd.Process.Signal(syscall.SIGCONT)
+	_ = n.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-n.done:
+	case <-time.After(10 * time.Second):
+		_ = n.cmd.Process.Kill()
+		<-n.done
+	}
+}
+
+// Pause sends SIGSTOP; Resume SIGCONT.
+func (n *Node) Pause() error  { return n.signal(syscall.SIGSTOP) }
+func (n *Node) Resume() error { return n.signal(syscall.SIGCONT) }
+
+func (n *Node) signal(s syscall.Signal) error {
+	if !n.Running() {
+		return fmt.Errorf("node %s is not running", n.Name)
+	}
+	if err := n.cmd.Process.Signal(s); err != nil {
+		return fmt.Errorf("signal %s to %s: %w", s, n.Name, err)
+	}
+	return nil
+}
+
+// Log is the tail of the node's log.
+func (n *Node) Log(limit int) string {
+	data, _ := os.ReadFile(filepath.Join(n.DataDir, "skiff.log"))
+	if len(data) > limit {
+		data = data[len(data)-limit:]
+	}
+	return string(data)
+}
+
+// RESTConfig is the admin's config aimed at the node's API server, or at its load balancer.
+func (n *Node) RESTConfig(viaLB bool) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(n.DataDir, "admin.kubeconfig"))
+	if err != nil {
+		return nil, fmt.Errorf("node %s kubeconfig: %w", n.Name, err)
+	}
+	port := n.HTTPSPort
+	if viaLB {
+		port = n.LB
+	}
+	cfg.Host = "https://" + net.JoinHostPort(n.Addr, strconv.Itoa(port))
+	cfg.QPS, cfg.Burst = 1000, 1000
+	return cfg, nil
+}
+
+// WaitReady polls /readyz until it answers ok or ctx ends.
+func (n *Node) WaitReady(ctx context.Context, clk clock.WithTicker) error {
+	tick := clk.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		if last = n.ready(ctx); last == nil {
+			return nil
+		}
+		if !n.Running() {
+			return fmt.Errorf("node %s exited: %s", n.Name, n.Log(4000))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %s not ready: %w (last: %v)", n.Name, ctx.Err(), last)
+		case <-tick.C():
+		}
+	}
+}
+
+// ready checks /readyz on the API server and through the balancer: the balancer listens only
+// once it has learned a server, a moment after the server is ready.
+func (n *Node) ready(ctx context.Context) error {
+	for _, viaLB := range []bool{false, true} {
+		if err := n.readyz(ctx, viaLB); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (n *Node) readyz(ctx context.Context, viaLB bool) error {
+	cfg, err := n.RESTConfig(viaLB)
+	if err != nil {
+		return err
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("readyz %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// Etcd is a client of the node's etcd member with the API server's client certificate (the
+// files `skiff etcd snapshot save` reads: CA, certificate and key on three lines of
+// etcd-client-tls).
+func (n *Node) Etcd() (*clientv3.Client, error) {
+	data, err := os.ReadFile(filepath.Join(n.DataDir, "etcd-client-tls"))
+	if err != nil {
+		return nil, fmt.Errorf("node %s etcd client files: %w", n.Name, err)
+	}
+	files := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(files) != 3 {
+		return nil, fmt.Errorf("node %s etcd-client-tls: want 3 lines, got %q", n.Name, data)
+	}
+	caPEM, err := os.ReadFile(files[0])
+	if err != nil {
+		return nil, fmt.Errorf("etcd CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	cert, err := tls.LoadX509KeyPair(files[1], files[2])
+	if err != nil {
+		return nil, fmt.Errorf("etcd client certificate: %w", err)
+	}
+	return clientv3.New(clientv3.Config{
+		Endpoints:   []string{"https://" + net.JoinHostPort(n.Addr, strconv.Itoa(n.EtcdClient))},
+		DialTimeout: 5 * time.Second,
+		TLS:         &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+	})
+}
+
+// Status is `skiff status -o json` on n: the etcd members and their leader, the Lease holders.
+func (n *Node) Status(ctx context.Context) (nodeadmin.Report, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	var r nodeadmin.Report
+	out, err := exec.CommandContext(ctx, n.Bin, "status", "-o", "json", "--data-dir", n.DataDir).Output()
+	if err != nil {
+		return r, fmt.Errorf("skiff status on %s: %w", n.Name, err)
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		return r, fmt.Errorf("decode skiff status on %s: %w", n.Name, err)
+	}
+	return r, nil
+}
+
+// EtcdLeader is the name of the member leading etcd.
+func EtcdLeader(r nodeadmin.Report) string {
+	if r.Etcd == nil || !r.Etcd.Quorum {
+		return ""
+	}
+	for _, m := range r.Etcd.Members {
+		if m.IsLeader {
+			return m.Name
+		}
+	}
+	return ""
+}
+
+// LeaseHolder is the node holding a component's Lease while it renews it ("" when none does).
+// Holders are identities such as "<node>_<uuid>", as Kubernetes' leader election writes them.
+func LeaseHolder(r nodeadmin.Report, component string) string {
+	for _, l := range r.Leaders {
+		if l.Component == component && l.Fresh {
+			return l.Holder
+		}
+	}
+	return ""
+}

@@ -1,0 +1,181 @@
+package robustness
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/skiff-sh/skiff/internal/nodeadmin"
+	"k8s.io/utils/clock"
+)
+
+// FaultKind names a failure the suite injects.
+type FaultKind string
+
+// The faults.
+const (
+	// FaultKill: kill -9 of a node, restarted after a moment.
+	FaultKill FaultKind = "kill"
+	// FaultPause: SIGSTOP of a node for PauseMin-PauseMax, then SIGCONT.
+	FaultPause FaultKind = "pause"
+	// FaultKillEtcdLeader: kill -9 of the node whose member leads etcd, restarted.
+	FaultKillEtcdLeader FaultKind = "kill-etcd-leader"
+	// FaultKillLeaseHolder: kill -9 of the node holding the controller-manager Lease, restarted.
+	FaultKillLeaseHolder FaultKind = "kill-lease-holder"
+	// FaultCompact: etcd compaction to the current revision and a defragmentation, while the
+	// watches run (a watch resumed from before it gets 410 and relists).
+	FaultCompact FaultKind = "compact"
+)
+
+// PlannedFault is one fault of a schedule.
+type PlannedFault struct {
+	At   time.Duration
+	Kind FaultKind
+	// Node is the target's index for kill and pause (resolved at the time for the leaders).
+	Node int
+	// Length is a pause's duration, or the time a killed node stays down.
+	Length time.Duration
+}
+
+// ScheduleConfig shapes a schedule.
+type ScheduleConfig struct {
+	Kind     FaultKind
+	Nodes    int
+	Duration time.Duration
+	// Warmup is the traffic before the first fault; Cooldown the fault-free end.
+	Warmup, Cooldown time.Duration
+	// Gap is the fault-free time after one fault before the next.
+	Gap                time.Duration
+	PauseMin, PauseMax time.Duration
+	Seed               uint64
+}
+
+// Schedule plans the faults of a run: a pure function of its config (the seed makes a failing
+// run's faults repeatable). A fault's slot is its length plus the gap; the last ends before the
+// cooldown.
+func Schedule(c ScheduleConfig) []PlannedFault {
+	rng := rand.New(rand.NewPCG(c.Seed, 7))
+	var out []PlannedFault
+	at := c.Warmup
+	for {
+		f := PlannedFault{At: at, Kind: c.Kind, Node: rng.IntN(max(c.Nodes, 1))}
+		switch c.Kind {
+		case FaultPause:
+			f.Length = c.PauseMin + time.Duration(rng.Int64N(int64(c.PauseMax-c.PauseMin)+1))
+		case FaultCompact:
+		default:
+			f.Length = time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))
+		}
+		if at+f.Length > c.Duration-c.Cooldown {
+			return out
+		}
+		out = append(out, f)
+		at += f.Length + c.Gap
+	}
+}
+
+// Cluster is what faults act on.
+type Cluster struct {
+	Nodes []*Node
+	Clock clock.WithTicker
+}
+
+// target resolves a fault's node: the etcd leader's or the Lease holder's at the time.
+func (c *Cluster) target(ctx context.Context, f PlannedFault) (*Node, error) {
+	if f.Kind != FaultKillEtcdLeader && f.Kind != FaultKillLeaseHolder {
+		return c.Nodes[f.Node%len(c.Nodes)], nil
+	}
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		r, err := n.Status(ctx)
+		if err != nil {
+			continue
+		}
+		if name := holderName(r, f.Kind); name != "" {
+			for _, m := range c.Nodes {
+				if m.Name == name {
+					return m, nil
+				}
+			}
+			return nil, fmt.Errorf("%s %q is none of the nodes", f.Kind, name)
+		}
+	}
+	return nil, fmt.Errorf("no node could name the target of %s", f.Kind)
+}
+
+// holderName is the node an etcd leader or a Lease holder names ("<node>_<uuid>" for Leases).
+func holderName(r nodeadmin.Report, kind FaultKind) string {
+	if kind == FaultKillEtcdLeader {
+		return EtcdLeader(r)
+	}
+	holder := LeaseHolder(r, nodeadmin.ControllerLease)
+	name, _, _ := strings.Cut(holder, "_")
+	return name
+}
+
+// Inject carries out one fault and waits for the cluster to serve again.
+func (c *Cluster) Inject(ctx context.Context, f PlannedFault) (string, error) {
+	if f.Kind == FaultCompact {
+		return "compact", c.compact(ctx)
+	}
+	n, err := c.target(ctx, f)
+	if err != nil {
+		return string(f.Kind), err
+	}
+	name := fmt.Sprintf("%s %s", f.Kind, n.Name)
+	if f.Kind == FaultPause {
+		if err := n.Pause(); err != nil {
+			return name, err
+		}
+		c.sleep(ctx, f.Length)
+		return name, n.Resume()
+	}
+	n.Kill()
+	c.sleep(ctx, f.Length)
+	if err := n.Start(); err != nil {
+		return name, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	return name, n.WaitReady(wctx, c.Clock)
+}
+
+func (c *Cluster) sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-c.Clock.After(d):
+	}
+}
+
+// compact compacts etcd to its current revision and defragments the member, through the first
+// running node's member.
+func (c *Cluster) compact(ctx context.Context) error {
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		cli, err := n.Etcd()
+		if err != nil {
+			return err
+		}
+		defer cli.Close()
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		resp, err := cli.Get(ctx, "compact-probe")
+		if err != nil {
+			return fmt.Errorf("etcd revision: %w", err)
+		}
+		if _, err := cli.Compact(ctx, resp.Header.Revision); err != nil && !strings.Contains(err.Error(), "compacted") {
+			return fmt.Errorf("compact to %d: %w", resp.Header.Revision, err)
+		}
+		if _, err := cli.Defragment(ctx, cli.Endpoints()[0]); err != nil {
+			return fmt.Errorf("defragment: %w", err)
+		}
+		return nil
+	}
+	return fmt.Errorf("no running node to compact through")
+}

@@ -1,0 +1,198 @@
+package robustness
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+var (
+	flagDuration = flag.Duration("robustness.duration", time.Minute, "traffic time per scenario (-short: 25s)")
+	flagScenario = flag.String("robustness.scenario", "", "run only this scenario (default: all; -short: the short set)")
+	flagReport   = flag.String("robustness.report", "", "directory for the history and report of a failing run (default: a temp dir kept on failure)")
+	flagSeed     = flag.Uint64("robustness.seed", 0, "seed of traffic and faults (0: from the time)")
+	flagBin      = flag.String("robustness.bin", "", "a built skiff binary (default: build one)")
+	flagKeep     = flag.Bool("robustness.keep", false, "write the report of passing runs too")
+)
+
+// shortSet are the scenarios of `go test -short`, a few minutes in CI.
+var shortSet = []string{"single-kill", "single-pause", "single-compact", "ha-kill-etcd-leader"}
+
+// skiffBinary builds skiff once for the test, unless -robustness.bin names one.
+func skiffBinary(t *testing.T) string {
+	t.Helper()
+	if *flagBin != "" {
+		return *flagBin
+	}
+	bin := filepath.Join(t.TempDir(), "skiff")
+	build := exec.Command("go", "build", "-o", bin, "github.com/skiff-sh/skiff/cmd/skiff")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build skiff: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestRobustness runs each scenario: a cluster, recorded traffic with watches and informers,
+// scheduled faults, then every check on the history. A failing run keeps its history and report.
+func TestRobustness(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the scenarios start skiff servers, which need root")
+	}
+	var run []Scenario
+	for _, s := range Scenarios() {
+		switch {
+		case *flagScenario != "":
+			if s.Name == *flagScenario {
+				run = append(run, s)
+			}
+		case testing.Short():
+			if strings.Contains(strings.Join(shortSet, ","), s.Name) {
+				run = append(run, s)
+			}
+		default:
+			run = append(run, s)
+		}
+	}
+	if len(run) == 0 {
+		t.Fatalf("no scenario named %q", *flagScenario)
+	}
+	duration := *flagDuration
+	if testing.Short() && *flagScenario == "" {
+		duration = 25 * time.Second
+	}
+	bin := skiffBinary(t)
+	for _, s := range run {
+		t.Run(s.Name, func(t *testing.T) { runScenario(t, bin, s, duration) })
+	}
+}
+
+func runScenario(t *testing.T, bin string, s Scenario, duration time.Duration) {
+	seed := *flagSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("scenario %s, %s of traffic, seed %d", s.Name, duration, seed)
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	clk := clock.RealClock{}
+	ctx, cancel := context.WithTimeout(context.Background(), duration+10*time.Minute)
+	defer cancel()
+	cl := startCluster(t, ctx, bin, s.Nodes, seed, clk)
+	pause := ScheduleConfig{Kind: s.Fault, Nodes: s.Nodes, Duration: duration, Warmup: 3 * time.Second,
+		Cooldown: 3 * time.Second, Gap: 4 * time.Second, PauseMin: 5 * time.Second, PauseMax: 30 * time.Second, Seed: seed}
+	if testing.Short() {
+		pause.PauseMax = 8 * time.Second
+	}
+	started := time.Now()
+	h, err := Run(ctx, RunConfig{
+		Scenario: s, Cluster: cl, Duration: duration, Schedule: pause, Logger: logger,
+		Traffic: TrafficConfig{Keys: []string{"k0", "k1", "k2", "k3", "k4"}, Interval: 20 * time.Millisecond, Timeout: 3 * time.Second, Seed: seed},
+	})
+	if err != nil {
+		for _, n := range cl.Nodes {
+			t.Logf("node %s log tail:\n%s", n.Name, n.Log(3000))
+		}
+		t.Fatalf("run: %v", err)
+	}
+	checkStart := time.Now()
+	r := Check(h, CheckOptions{LinearizabilityTimeout: 2 * time.Minute})
+	t.Logf("%s: %s; %d faults; ran %s, checked in %s", s.Name, r.Summary(), len(h.Faults),
+		checkStart.Sub(started).Round(time.Second), time.Since(checkStart).Round(time.Millisecond))
+	for _, f := range h.Faults {
+		if f.Error != "" {
+			t.Errorf("fault %s: %s", f.Name, f.Error)
+		}
+	}
+	if r.Writes == 0 || r.Events == 0 {
+		t.Errorf("the run recorded %d writes and %d watch events: no traffic to check", r.Writes, r.Events)
+	}
+	if len(r.Violations) == 0 && !*flagKeep {
+		return
+	}
+	base := *flagReport
+	if base == "" {
+		base = os.TempDir()
+	}
+	dir := ReportDir(base, s.Name, time.Now())
+	files, err := WriteReport(dir, h, r)
+	if err != nil {
+		t.Errorf("write report: %v", err)
+	}
+	t.Logf("report: %s", strings.Join(files, " "))
+	for i, v := range r.Violations {
+		if i == 30 {
+			t.Errorf("... %d more in %s", len(r.Violations)-30, dir)
+			break
+		}
+		t.Errorf("%s", v)
+	}
+}
+
+// startCluster starts one node, or three stacked control planes on 127.0.0.2-4 sharing port
+// numbers (the second and third join with a control-plane token, as in the e2e HA tests).
+func startCluster(t *testing.T, ctx context.Context, bin string, nodes int, seed uint64, clk clock.WithTicker) *Cluster {
+	t.Helper()
+	ports := NewPorts(seed)
+	cl := &Cluster{Clock: clk}
+	addr := "127.0.0.1"
+	if nodes > 1 {
+		addr = "127.0.0.2"
+	}
+	first, err := NewNode(bin, filepath.Join(t.TempDir(), "n1"), "rb-1", addr, ports, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.Nodes = append(cl.Nodes, first)
+	t.Cleanup(func() {
+		for _, n := range cl.Nodes {
+			n.Stop()
+		}
+	})
+	startNode(t, ctx, first, clk)
+	if nodes == 1 {
+		return cl
+	}
+	out, err := exec.CommandContext(ctx, bin, "token", "create", "--data-dir", first.DataDir, "--control-plane", "--ttl", "1h").CombinedOutput()
+	if err != nil {
+		t.Fatalf("skiff token create: %v\n%s", err, out)
+	}
+	token := strings.TrimSpace(string(out))
+	for i := 2; i <= nodes; i++ {
+		n, err := NewNode(bin, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), fmt.Sprintf("rb-%d", i), fmt.Sprintf("127.0.0.%d", i+1), ports, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Join = []string{"--server", fmt.Sprintf("https://%s:%d", first.Addr, first.HTTPSPort), "--token", token}
+		cl.Nodes = append(cl.Nodes, n)
+		startNode(t, ctx, n, clk)
+	}
+	return cl
+}
+
+func startNode(t *testing.T, ctx context.Context, n *Node, clk clock.WithTicker) {
+	t.Helper()
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := n.WaitReady(wctx, clk); err != nil {
+		t.Fatalf("%v\n%s", err, n.Log(4000))
+	}
+}
+
+// testWriter sends the runner's log lines to t.Log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
