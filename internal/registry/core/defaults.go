@@ -141,6 +141,13 @@ func DefaultPodSpec(spec *corev1.PodSpec) {
 	if spec.SchedulerName == "" {
 		spec.SchedulerName = defaultSchedulerName
 	}
+	// serviceAccount is the deprecated alias of serviceAccountName, which wins when both are set;
+	// Kubernetes' v1 conversion fills each from the other on every request, and manifests that
+	// name the account only by the old field (the volumesnapshots addon's) rely on it.
+	if spec.ServiceAccountName == "" {
+		spec.ServiceAccountName = spec.DeprecatedServiceAccount
+	}
+	spec.DeprecatedServiceAccount = spec.ServiceAccountName
 	for i := range spec.Volumes {
 		defaultVolume(&spec.Volumes[i])
 	}

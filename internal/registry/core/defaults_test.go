@@ -113,6 +113,33 @@ func TestPodTemplateDefaultsLeaveServiceLinksUnset(t *testing.T) {
 	}
 }
 
+// TestDeprecatedServiceAccountIsAnAlias: serviceAccount names the service account when
+// serviceAccountName is empty, and always reads back as serviceAccountName, as Kubernetes' v1
+// conversion makes it for every pod spec (pods and workloads' templates). The volumesnapshots
+// addon's StatefulSet names its account only by serviceAccount; its pod ran as "default".
+func TestDeprecatedServiceAccountIsAnAlias(t *testing.T) {
+	for _, tc := range []struct {
+		name, saName, deprecated string
+		want                     string
+	}{
+		{"only the deprecated field", "", "snapshotter", "snapshotter"},
+		{"only serviceAccountName", "builder", "", "builder"},
+		{"both: serviceAccountName wins", "builder", "old", "builder"},
+		{"neither", "", "", ""},
+	} {
+		tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{ServiceAccountName: tc.saName, DeprecatedServiceAccount: tc.deprecated}}
+		DefaultPodTemplateSpec(tmpl)
+		if tmpl.Spec.ServiceAccountName != tc.want || tmpl.Spec.DeprecatedServiceAccount != tc.want {
+			t.Errorf("%s: serviceAccountName %q, serviceAccount %q, want both %q", tc.name, tmpl.Spec.ServiceAccountName, tmpl.Spec.DeprecatedServiceAccount, tc.want)
+		}
+		pod := &corev1.Pod{Spec: corev1.PodSpec{ServiceAccountName: tc.saName, DeprecatedServiceAccount: tc.deprecated}}
+		DefaultPod(pod)
+		if pod.Spec.ServiceAccountName != tc.want || pod.Spec.DeprecatedServiceAccount != tc.want {
+			t.Errorf("%s (pod): serviceAccountName %q, serviceAccount %q, want both %q", tc.name, pod.Spec.ServiceAccountName, pod.Spec.DeprecatedServiceAccount, tc.want)
+		}
+	}
+}
+
 func TestImagePullPolicyDefault(t *testing.T) {
 	cases := map[string]corev1.PullPolicy{
 		"nginx":                                  corev1.PullAlways,
