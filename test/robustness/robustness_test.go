@@ -16,12 +16,13 @@ import (
 )
 
 var (
-	flagDuration = flag.Duration("robustness.duration", time.Minute, "traffic time per scenario (-short: 25s)")
+	flagDuration = flag.Duration("robustness.duration", time.Minute, "traffic time per scenario (-short: 20s)")
 	flagScenario = flag.String("robustness.scenario", "", "run only this scenario (default: all; -short: the short set)")
 	flagReport   = flag.String("robustness.report", "", "directory for the history and report of a failing run (default: a temp dir kept on failure)")
 	flagSeed     = flag.Uint64("robustness.seed", 0, "seed of traffic and faults (0: from the time)")
 	flagBin      = flag.String("robustness.bin", "", "a built skiff binary (default: build one)")
 	flagKeep     = flag.Bool("robustness.keep", false, "write the report of passing runs too")
+	flagInterval = flag.Duration("robustness.interval", 20*time.Millisecond, "pause between two calls of one client (long runs: larger, to keep histories checkable)")
 )
 
 // shortSet are the scenarios of `go test -short`, a few minutes in CI.
@@ -67,7 +68,7 @@ func TestRobustness(t *testing.T) {
 	}
 	duration := *flagDuration
 	if testing.Short() && *flagScenario == "" {
-		duration = 25 * time.Second
+		duration = 20 * time.Second
 	}
 	bin := skiffBinary(t)
 	for _, s := range run {
@@ -94,7 +95,7 @@ func runScenario(t *testing.T, bin string, s Scenario, duration time.Duration) {
 	started := time.Now()
 	h, err := Run(ctx, RunConfig{
 		Scenario: s, Cluster: cl, Duration: duration, Schedule: pause, Logger: logger,
-		Traffic: TrafficConfig{Keys: []string{"k0", "k1", "k2", "k3", "k4"}, Interval: 20 * time.Millisecond, Timeout: 3 * time.Second, Seed: seed},
+		Traffic: TrafficConfig{Keys: []string{"k0", "k1", "k2", "k3", "k4"}, Interval: *flagInterval, Timeout: 3 * time.Second, Seed: seed},
 	})
 	if err != nil {
 		for _, n := range cl.Nodes {
