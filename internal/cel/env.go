@@ -8,6 +8,7 @@ import (
 	"reflect"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/ext"
@@ -39,7 +40,7 @@ const (
 // which type-checks every field access at run time: skiff does not derive CEL types from the
 // OpenAPI schemas yet, so status.typeChecking finds no field errors.
 func NewEnv() (*cel.Env, error) {
-	env, err := cel.NewEnv(
+	env, err := cel.NewEnv(append([]cel.EnvOption{
 		cel.Variable(VarObject, cel.DynType),
 		cel.Variable(VarOldObject, cel.DynType),
 		cel.Variable(VarRequest, cel.DynType),
@@ -49,9 +50,24 @@ func NewEnv() (*cel.Env, error) {
 		// compile but fail at evaluation (and failurePolicy decides).
 		cel.Variable(VarAuthorizer, cel.DynType),
 		cel.Variable(VarVariables, cel.MapType(cel.StringType, cel.DynType)),
-		cel.HomogeneousAggregateLiterals(),
 		cel.EagerlyValidateDeclarations(true),
+	}, Libraries()...)...)
+	if err != nil {
+		return nil, fmt.Errorf("admission CEL environment: %w", err)
+	}
+	return env, nil
+}
+
+// Libraries are the options every Kubernetes CEL environment shares, admission's and
+// CustomResourceDefinitions' x-kubernetes-validations alike: the language options Kubernetes sets
+// and its libraries (strings, sets, ip/cidr, lists, regex, quantity, url).
+func Libraries() []cel.EnvOption {
+	return []cel.EnvOption{
+		cel.HomogeneousAggregateLiterals(),
 		cel.DefaultUTCTimeZone(true),
+		// Kubernetes keeps has() free, as it was before cel-go v0.17.7: estimated costs (which
+		// decide whether a CRD's rule is accepted) must not move under its users.
+		cel.CostEstimatorOptions(checker.PresenceTestHasCost(false)),
 		cel.CrossTypeNumericComparisons(true),
 		cel.OptionalTypes(),
 		ext.Strings(ext.StringsVersion(2)),
@@ -62,11 +78,7 @@ func NewEnv() (*cel.Env, error) {
 		kubernetesRegex(),
 		kubernetesQuantity(),
 		kubernetesURL(),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("admission CEL environment: %w", err)
 	}
-	return env, nil
 }
 
 // Program is one compiled expression.

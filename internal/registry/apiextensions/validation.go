@@ -299,7 +299,13 @@ func ValidateStructural(s *crdv1.JSONSchemaProps, fld *field.Path) field.ErrorLi
 			}
 		}
 	}
-	return append(errs, validateStructuralNode(s, fld, true)...)
+	errs = append(errs, validateStructuralNode(s, fld, true)...)
+	if len(errs) > 0 {
+		// As kube-apiserver: the rules are typed from the schema, and a schema with errors gives
+		// types (and so rule errors) nobody could act on.
+		return errs
+	}
+	return customresource.ValidateRuleDefinitions(s, fld)
 }
 
 // validateIntOrString: x-kubernetes-int-or-string may sit beside a type (the VolumeSnapshot CRD's
@@ -346,15 +352,10 @@ func validateStructuralNode(s *crdv1.JSONSchemaProps, fld *field.Path, root bool
 	}
 	for i, rule := range s.XValidations {
 		rf := fld.Child("x-kubernetes-validations").Index(i)
+		// The expressions are compiled against the whole schema's types once it is valid
+		// (customresource.ValidateRuleDefinitions, from ValidateStructural).
 		if rule.Rule == "" {
 			errs = append(errs, field.Required(rf.Child("rule"), "rule is not specified"))
-		} else if msg := customresource.CompileRule(rule.Rule); msg != "" {
-			errs = append(errs, field.Invalid(rf.Child("rule"), rule.Rule, "compilation failed: "+msg))
-		}
-		if rule.MessageExpression != "" {
-			if msg := customresource.CompileRule(rule.MessageExpression); msg != "" {
-				errs = append(errs, field.Invalid(rf.Child("messageExpression"), rule.MessageExpression, "messageExpression compilation failed: "+msg))
-			}
 		}
 		if rule.Reason != nil {
 			switch *rule.Reason {

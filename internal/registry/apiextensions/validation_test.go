@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	crdv1 "github.com/skiff-sh/skiff/internal/apis/apiextensionsv1"
 	"github.com/skiff-sh/skiff/internal/registry/validationutil/errtest"
@@ -82,6 +83,21 @@ func TestValidateCustomResourceDefinition(t *testing.T) {
 		{name: "rule does not compile", mutate: func(c *crdv1.CustomResourceDefinition) {
 			c.Spec.Versions[0].Schema.OpenAPIV3Schema.XValidations = []crdv1.ValidationRule{{Rule: "self.spec.replicas >"}}
 		}, want: &errtest.Want{Field: "spec.versions[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule", Type: field.ErrorTypeInvalid, Detail: "compilation failed: "}},
+		{name: "rule naming an undeclared field", mutate: func(c *crdv1.CustomResourceDefinition) {
+			spec := c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+			spec.XValidations = []crdv1.ValidationRule{{Rule: "self.z == 100"}}
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+		}, want: &errtest.Want{Field: "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule", Type: field.ErrorTypeInvalid, Detail: "undefined field 'z'"}},
+		{name: "rule over the estimated cost limit", mutate: func(c *crdv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["names"] = crdv1.JSONSchemaProps{Type: "array",
+				Items: &crdv1.JSONSchemaPropsOrArray{Schema: &crdv1.JSONSchemaProps{Type: "array", Items: &crdv1.JSONSchemaPropsOrArray{Schema: &crdv1.JSONSchemaProps{Type: "string"}},
+					XValidations: []crdv1.ValidationRule{{Rule: "self.all(s, s == 'string constant')"}}}}}
+		}, want: &errtest.Want{Field: "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[names].items.x-kubernetes-validations[0].rule", Type: field.ErrorTypeForbidden, Detail: "estimated rule cost exceeds budget by factor of more than 100x"}},
+		{name: "unsupported reason", mutate: func(c *crdv1.CustomResourceDefinition) {
+			spec := c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+			spec.XValidations = []crdv1.ValidationRule{{Rule: "self.z == 100", Reason: ptr.To("Bogus")}}
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+		}, want: &errtest.Want{Field: "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].reason", Type: field.ErrorTypeNotSupported}},
 		{name: "default of the wrong type", mutate: func(c *crdv1.CustomResourceDefinition) {
 			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["replicas"] = crdv1.JSONSchemaProps{Type: "integer", Default: &crdv1.JSON{Raw: []byte(`"three"`)}}
 		}, want: &errtest.Want{Field: "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[replicas].default", Type: field.ErrorTypeTypeInvalid, Detail: "must be of type integer"}},

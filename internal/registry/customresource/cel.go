@@ -1,145 +1,305 @@
 package customresource
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
 	"github.com/google/cel-go/cel"
-	"github.com/google/cel-go/ext"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/interpreter"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	crdv1 "github.com/skiff-sh/skiff/internal/apis/apiextensionsv1"
+	kcel "github.com/skiff-sh/skiff/internal/cel"
 )
 
-// celRules holds the compiled x-kubernetes-validations of a schema, by rule text (the same text
-// compiles to the same program wherever it appears).
+// Kubernetes' limits on x-kubernetes-validations. A definition is refused when one expression's
+// estimated cost (times how many times it may run in one object) exceeds
+// staticEstimatedCostLimit, or all of them together exceed staticEstimatedCRDCostLimit. At run time
+// one expression may cost kcel.PerCallLimit and all the rules of one object kcel.RuntimeCostBudget.
+const (
+	staticEstimatedCostLimit    = 10000000
+	staticEstimatedCRDCostLimit = 100000000
+)
+
+// compiledRule is one x-kubernetes-validations entry, ready to run.
+type compiledRule struct {
+	rule    crdv1.ValidationRule
+	program cel.Program
+	message cel.Program // the messageExpression's, nil without one
+	// fieldPath is the rule's fieldPath as steps below the rule's node (nil: the node itself).
+	fieldPath []fieldStep
+}
+
+// celRules holds the compiled rules of a schema by the schema node they sit on (childKey).
 type celRules struct {
-	programs map[string]cel.Program
-	// errors are the rules that do not compile, with the compiler's message.
-	errors map[string]string
+	byNode map[string][]compiledRule
 }
 
-func newCELEnv() (*cel.Env, error) {
-	return cel.NewEnv(
-		cel.Variable("self", cel.DynType),
-		cel.Variable("oldSelf", cel.DynType),
-		ext.Strings(),
-		cel.HomogeneousAggregateLiterals(),
-		cel.DefaultUTCTimeZone(true),
-	)
+// Rules are kept by the schema node they sit on, named by its place: "" the root, then ".p" for
+// a property, "[]" for array items, "{}" for additionalProperties (".spec.ports[]").
+func childKey(key, property string) string { return key + "." + property }
+
+const (
+	itemsKey  = "[]"
+	valuesKey = "{}"
+)
+
+// ruleCost is what one expression may cost in one object: its estimated cost times how many
+// times it may run.
+type ruleCost struct {
+	path *field.Path
+	cost uint64
 }
 
-// compileCEL compiles every rule and message expression of s. It fails only when the environment
-// cannot be built; a rule that does not compile is recorded in errors.
-func compileCEL(s *crdv1.JSONSchemaProps) (*celRules, error) {
-	env, err := newCELEnv()
+// compiler compiles the rules of a whole schema and keeps the figures kube-apiserver judges a
+// definition by.
+type compiler struct {
+	base  *cel.Env
+	rules *celRules
+	errs  field.ErrorList
+	costs []ruleCost
+	total uint64
+}
+
+// compileCEL compiles every rule and message expression of s, typing self and oldSelf from the
+// schema as kube-apiserver does. fld is where s sits in the definition (for the errors); the
+// errors are those kube-apiserver answers a definition with (a rule that does not compile, that is
+// not boolean, that costs too much, an invalid fieldPath). A rule with an error is not kept.
+func compileCEL(s *crdv1.JSONSchemaProps, fld *field.Path) (*celRules, field.ErrorList, error) {
+	base, err := cel.NewEnv(kcel.Libraries()...)
 	if err != nil {
-		return nil, fmt.Errorf("cel environment: %w", err)
+		return nil, nil, fmt.Errorf("cel environment: %w", err)
 	}
-	rules := &celRules{programs: map[string]cel.Program{}, errors: map[string]string{}}
-	var walk func(s *crdv1.JSONSchemaProps)
-	walk = func(s *crdv1.JSONSchemaProps) {
-		if s == nil {
-			return
+	c := &compiler{base: base, rules: &celRules{byNode: map[string][]compiledRule{}}}
+	one := uint64(1)
+	c.walk(s, true, "", fld, &one)
+	if c.total > staticEstimatedCRDCostLimit {
+		c.errs = append(c.errs, c.totalCostErrors(fld)...)
+	}
+	return c.rules, c.errs, nil
+}
+
+// walk compiles the rules of s and below. cardinality is how many times a rule of s may run in
+// one object (the product of the maxItems and maxProperties above it), nil when unbounded.
+func (c *compiler) walk(s *crdv1.JSONSchemaProps, root bool, key string, fld *field.Path, cardinality *uint64) {
+	if s == nil {
+		return
+	}
+	if len(s.XValidations) > 0 {
+		c.compileNode(s, root || s.XEmbeddedResource, key, fld, cardinality)
+	}
+	names := make([]string, 0, len(s.Properties))
+	for name := range s.Properties {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p := s.Properties[name]
+		if root && name == "metadata" {
+			continue
 		}
-		for _, r := range s.XValidations {
-			for _, expr := range []string{r.Rule, r.MessageExpression} {
-				if expr == "" {
-					continue
-				}
-				if _, done := rules.programs[expr]; done {
-					continue
-				}
-				ast, iss := env.Compile(expr)
-				if iss != nil && iss.Err() != nil {
-					rules.errors[expr] = iss.Err().Error()
-					continue
-				}
-				prg, err := env.Program(ast, cel.CostLimit(1000000))
-				if err != nil {
-					rules.errors[expr] = err.Error()
-					continue
-				}
-				rules.programs[expr] = prg
+		c.walk(&p, false, childKey(key, name), fld.Child("properties").Key(name), cardinality)
+	}
+	if s.Items != nil && s.Items.Schema != nil {
+		c.walk(s.Items.Schema, false, key+itemsKey, fld.Child("items"), times(cardinality, s.MaxItems))
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+		c.walk(s.AdditionalProperties.Schema, false, key+valuesKey, fld.Child("additionalProperties"), times(cardinality, s.MaxProperties))
+	}
+}
+
+// times multiplies a cardinality by a limit; either unbounded makes it unbounded.
+func times(cardinality *uint64, limit *int64) *uint64 {
+	if cardinality == nil || limit == nil {
+		return nil
+	}
+	n := mulGuarded(*cardinality, uint64(max(*limit, 0)))
+	return &n
+}
+
+// mulGuarded is a*b, or the largest uint64 where that overflows.
+func mulGuarded(a, b uint64) uint64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	if math.MaxUint64/a < b {
+		return math.MaxUint64
+	}
+	return a * b
+}
+
+// compileNode compiles the rules on one node, with self typed as the node.
+func (c *compiler) compileNode(s *crdv1.JSONSchemaProps, root bool, key string, fld *field.Path, cardinality *uint64) {
+	objects := map[string]*declType{}
+	// Object types are named apart from the variables (selfType.spec, not self.spec): the checker
+	// would read self.spec.x as the type self.spec otherwise.
+	scope := newDeclType(s, root, "selfType", objects)
+	if scope == nil {
+		c.errs = append(c.errs, field.InternalError(fld.Child("x-kubernetes-validations"), errors.New("internal error: failed to retrieve type information for x-kubernetes-validations")))
+		return
+	}
+	if cardinality == nil {
+		// Unbounded: as many nodes as fit in a request, each of its smallest size and a comma.
+		n := uint64(maxRequestSizeBytes / (scope.minSize + 1))
+		cardinality = &n
+	}
+	sizes := &sizeEstimator{scope: scope}
+	costs := kcel.CallCosts{Size: sizes.EstimateSize}
+	sizes.calls = costs
+	env, err := c.base.Extend(
+		cel.CustomTypeProvider(&typeProvider{Provider: c.base.CELTypeProvider(), objects: objects}),
+		cel.Variable("self", scope.cel),
+		cel.Variable("oldSelf", scope.cel),
+	)
+	if err != nil {
+		c.errs = append(c.errs, field.InternalError(fld.Child("x-kubernetes-validations"), fmt.Errorf("cel environment: %w", err)))
+		return
+	}
+	for i, rule := range s.XValidations {
+		rf := fld.Child("x-kubernetes-validations").Index(i)
+		compiled, ok := compiledRule{rule: rule}, true
+		if strings.TrimSpace(rule.Rule) == "" {
+			continue // refused as "rule is not specified" by the definition's validation
+		}
+		compiled.program, ok = c.compileExpr(env, sizes, costs, rule.Rule, cel.BoolType, rf.Child("rule"), "", cardinality)
+		if rule.MessageExpression != "" {
+			var msgOK bool
+			compiled.message, msgOK = c.compileExpr(env, sizes, costs, rule.MessageExpression, cel.StringType, rf.Child("messageExpression"), "messageExpression ", cardinality)
+			ok = ok && msgOK
+		}
+		if rule.FieldPath != "" {
+			steps, err := parseFieldPath(rule.FieldPath, s)
+			if err != nil {
+				c.errs = append(c.errs, field.Invalid(rf.Child("fieldPath"), rule.FieldPath, "fieldPath must be a valid path"))
+				ok = false
 			}
+			compiled.fieldPath = steps
 		}
-		for _, p := range s.Properties {
-			walk(&p)
-		}
-		if s.Items != nil {
-			walk(s.Items.Schema)
-		}
-		if s.AdditionalProperties != nil {
-			walk(s.AdditionalProperties.Schema)
+		if ok {
+			c.rules.byNode[key] = append(c.rules.byNode[key], compiled)
 		}
 	}
-	walk(s)
-	return rules, nil
+}
+
+// compileExpr compiles one expression that must give want, estimates its cost and records the
+// errors kube-apiserver gives (prefix "messageExpression " for a message expression's).
+func (c *compiler) compileExpr(env *cel.Env, sizes *sizeEstimator, costs kcel.CallCosts, expr string, want *cel.Type, fld *field.Path, prefix string, cardinality *uint64) (cel.Program, bool) {
+	ast, iss := env.Compile(expr)
+	if iss != nil && iss.Err() != nil {
+		c.errs = append(c.errs, field.Invalid(fld, expr, prefix+"compilation failed: "+iss.String()))
+		return nil, false
+	}
+	if !ast.OutputType().IsExactType(want) {
+		what := "cel expression must evaluate to a bool"
+		if prefix != "" {
+			what = "messageExpression must evaluate to a string"
+		}
+		c.errs = append(c.errs, field.Invalid(fld, expr, what))
+		return nil, false
+	}
+	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(kcel.PerCallLimit), cel.CostTracking(costs),
+		cel.CostTrackerOptions(interpreter.PresenceTestHasCost(false)), cel.InterruptCheckFrequency(100))
+	if err != nil {
+		c.errs = append(c.errs, field.Invalid(fld, expr, prefix+"program instantiation failed: "+err.Error()))
+		return nil, false
+	}
+	est, err := env.EstimateCost(ast, sizes)
+	if err != nil {
+		c.errs = append(c.errs, field.InternalError(fld, fmt.Errorf("%scost estimation failed: %w", prefix, err)))
+		return nil, false
+	}
+	cost := mulGuarded(est.Max, *cardinality)
+	if cost > staticEstimatedCostLimit {
+		name := "estimated rule cost"
+		if prefix != "" {
+			name = "estimated messageExpression cost"
+		}
+		c.errs = append(c.errs, field.Forbidden(fld, costErrorMessage(name, cost, staticEstimatedCostLimit)))
+	}
+	c.costs = append(c.costs, ruleCost{path: fld, cost: cost})
+	c.total = addGuarded(c.total, cost)
+	return prg, cost <= staticEstimatedCostLimit
+}
+
+func addGuarded(a, b uint64) uint64 {
+	if math.MaxUint64-a < b {
+		return math.MaxUint64
+	}
+	return a + b
+}
+
+// totalCostErrors name the schema's total as too costly, and the expressions that made most of
+// it (at most four, each at least 1% of the limit), as kube-apiserver does.
+func (c *compiler) totalCostErrors(fld *field.Path) field.ErrorList {
+	sorted := append([]ruleCost{}, c.costs...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].cost > sorted[j].cost })
+	var errs field.ErrorList
+	for i, rc := range sorted {
+		if i == 4 || rc.cost < staticEstimatedCRDCostLimit/100 {
+			break
+		}
+		errs = append(errs, field.Forbidden(rc.path, "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"))
+	}
+	return append(errs, field.Forbidden(fld, costErrorMessage("x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema", c.total, staticEstimatedCRDCostLimit)))
+}
+
+// costErrorMessage words a cost over its limit as kube-apiserver does.
+func costErrorMessage(name string, cost, limit uint64) string {
+	factor := float64(cost) / float64(limit)
+	var by string
+	switch {
+	case factor > 100:
+		by = "more than 100x"
+	case factor < 1.5:
+		by = fmt.Sprintf("%fx", factor)
+	default:
+		by = fmt.Sprintf("%.1fx", factor)
+	}
+	return fmt.Sprintf("%s exceeds budget by factor of %s (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)", name, by)
+}
+
+// ValidateRuleDefinitions checks the x-kubernetes-validations of a definition's schema as
+// kube-apiserver does when the definition is written: each rule compiles against the schema's
+// types to a boolean (its message expression to a string), costs at most the per-expression
+// limit, has a valid fieldPath, and all of them together cost at most the per-definition limit.
+func ValidateRuleDefinitions(s *crdv1.JSONSchemaProps, fld *field.Path) field.ErrorList {
+	_, errs, err := compileCEL(s, fld)
+	if err != nil {
+		return field.ErrorList{field.InternalError(fld, err)}
+	}
+	return errs
 }
 
 func isTransitionRule(rule string) bool { return strings.Contains(rule, "oldSelf") }
 
-// validate evaluates the rules of s and below against v (old is the stored value at the same place,
-// for transition rules, when there is one), as kube-apiserver evaluates x-kubernetes-validations.
-func (r *celRules) validate(path *field.Path, s *crdv1.JSONSchemaProps, v, old interface{}, hasOld bool) field.ErrorList {
-	if s == nil || v == nil {
+// evaluation is one object's run of the rules: what is left of its cost budget.
+type evaluation struct {
+	rules     *celRules
+	remaining int64
+	// exhausted is set once the budget ran out or a rule went over its own limit: kube-apiserver
+	// runs no further rule then.
+	exhausted bool
+}
+
+// validate evaluates the rules of s (at schema place key) and below against v (old is the stored
+// value at the same place, for transition rules, when there is one).
+func (e *evaluation) validate(path *field.Path, key string, s *crdv1.JSONSchemaProps, v, old interface{}, hasOld bool) field.ErrorList {
+	if s == nil || v == nil || e.exhausted {
 		return nil
 	}
 	var errs field.ErrorList
-	for _, rule := range s.XValidations {
-		if isTransitionRule(rule.Rule) && !hasOld {
+	for _, rule := range e.rules.byNode[key] {
+		if e.exhausted {
+			return errs
+		}
+		if isTransitionRule(rule.rule.Rule) && !hasOld {
 			continue
 		}
-		prg, ok := r.programs[rule.Rule]
-		if !ok {
-			continue // refused when the definition was written
-		}
-		activation := map[string]interface{}{"self": v}
-		if hasOld {
-			activation["oldSelf"] = old
-		}
-		out, _, err := prg.Eval(activation)
-		if err != nil {
-			errs = append(errs, field.Invalid(path, schemaType(s), fmt.Sprintf("%s: %v", rule.Rule, err)))
-			continue
-		}
-		if b, isBool := out.Value().(bool); isBool && b {
-			continue
-		}
-		msg := rule.Message
-		if msg == "" {
-			msg = "failed rule: " + rule.Rule
-		}
-		if rule.MessageExpression != "" {
-			if mp, ok := r.programs[rule.MessageExpression]; ok {
-				if mout, _, err := mp.Eval(activation); err == nil {
-					if s, isString := mout.Value().(string); isString && strings.TrimSpace(s) != "" && !strings.Contains(s, "\n") {
-						msg = s
-					}
-				}
-			}
-		}
-		errPath := path
-		if rule.FieldPath != "" {
-			for _, f := range strings.Split(strings.TrimPrefix(rule.FieldPath, "."), ".") {
-				errPath = errPath.Child(f)
-			}
-		}
-		reason := ""
-		if rule.Reason != nil {
-			reason = *rule.Reason
-		}
-		switch reason {
-		case "FieldValueForbidden":
-			errs = append(errs, field.Forbidden(errPath, msg))
-		case "FieldValueRequired":
-			errs = append(errs, field.Required(errPath, msg))
-		case "FieldValueDuplicate":
-			errs = append(errs, field.Duplicate(errPath, msg))
-		default:
-			errs = append(errs, field.Invalid(errPath, schemaType(s), msg))
-		}
+		errs = append(errs, e.evalRule(path, s, rule, v, old, hasOld)...)
 	}
 	switch val := v.(type) {
 	case map[string]interface{}:
@@ -151,25 +311,105 @@ func (r *celRules) validate(path *field.Path, s *crdv1.JSONSchemaProps, v, old i
 		sort.Strings(keys)
 		for _, k := range keys {
 			var ps *crdv1.JSONSchemaProps
+			childKeyOf := childKey(key, k)
 			if p, ok := s.Properties[k]; ok {
 				ps = &p
 			} else if s.AdditionalProperties != nil {
-				ps = s.AdditionalProperties.Schema
+				ps, childKeyOf = s.AdditionalProperties.Schema, key+valuesKey
 			}
 			if ps == nil {
 				continue
 			}
 			ov, ok := oldMap[k]
-			errs = append(errs, r.validate(path.Child(k), ps, val[k], ov, ok && hasOld)...)
+			errs = append(errs, e.validate(path.Child(k), childKeyOf, ps, val[k], ov, ok && hasOld)...)
 		}
 	case []interface{}:
 		if s.Items != nil && s.Items.Schema != nil {
 			for i, item := range val {
-				errs = append(errs, r.validate(path.Index(i), s.Items.Schema, item, nil, false)...)
+				errs = append(errs, e.validate(path.Index(i), key+itemsKey, s.Items.Schema, item, nil, false)...)
 			}
 		}
 	}
 	return errs
+}
+
+// evalRule runs one rule and words its failure as kube-apiserver does.
+func (e *evaluation) evalRule(path *field.Path, s *crdv1.JSONSchemaProps, rule compiledRule, v, old interface{}, hasOld bool) field.ErrorList {
+	activation := map[string]interface{}{"self": v}
+	if hasOld {
+		activation["oldSelf"] = old
+	}
+	out, details, err := rule.program.Eval(activation)
+	if !e.charge(details) {
+		return field.ErrorList{field.Invalid(path, schemaType(s), "validation failed due to running out of cost budget, no further validation rules will be run")}
+	}
+	if err != nil {
+		switch {
+		case strings.HasPrefix(err.Error(), "no such overload"):
+			return field.ErrorList{field.Invalid(path, schemaType(s), fmt.Sprintf("'%v': call arguments did not match a supported operator, function or macro signature for rule: %v", err, ruleErrorString(rule.rule)))}
+		case strings.HasPrefix(err.Error(), "operation cancelled: actual cost limit exceeded"):
+			e.exhausted = true
+			return field.ErrorList{field.Invalid(path, schemaType(s), fmt.Sprintf("'%v': no further validation rules will be run due to call cost exceeds limit for rule: %v", err, ruleErrorString(rule.rule)))}
+		}
+		return field.ErrorList{field.Invalid(path, schemaType(s), fmt.Sprintf("%v evaluating rule: %v", err, ruleErrorString(rule.rule)))}
+	}
+	if out == types.True {
+		return nil
+	}
+	msg := ruleMessageOrDefault(rule.rule)
+	if rule.message != nil {
+		mout, mdetails, err := rule.message.Eval(activation)
+		if !e.charge(mdetails) {
+			return field.ErrorList{field.Invalid(path, schemaType(s), "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run")}
+		}
+		if str, isString := mout.(types.String); err == nil && isString && strings.TrimSpace(string(str)) != "" && !strings.ContainsAny(string(str), "\r\n") {
+			msg = string(str)
+		}
+	}
+	return field.ErrorList{ruleError(fieldPathOf(path, rule.fieldPath), schemaType(s), msg, rule.rule.Reason)}
+}
+
+// charge takes an evaluation's cost off the budget; false (and no further rules) once it is spent.
+func (e *evaluation) charge(details *cel.EvalDetails) bool {
+	if details == nil || details.ActualCost() == nil {
+		return true
+	}
+	cost := *details.ActualCost()
+	if cost > math.MaxInt64 || int64(cost) > e.remaining {
+		e.exhausted = true
+		return false
+	}
+	e.remaining -= int64(cost)
+	return true
+}
+
+// ruleError is a failed rule's error, of the type its reason asks for.
+func ruleError(path *field.Path, value interface{}, msg string, reason *string) *field.Error {
+	if reason != nil {
+		switch *reason {
+		case "FieldValueForbidden":
+			return field.Forbidden(path, msg)
+		case "FieldValueRequired":
+			return field.Required(path, msg)
+		case "FieldValueDuplicate":
+			return field.Duplicate(path, msg)
+		}
+	}
+	return field.Invalid(path, value, msg)
+}
+
+func ruleMessageOrDefault(rule crdv1.ValidationRule) string {
+	if rule.Message == "" {
+		return "failed rule: " + ruleErrorString(rule)
+	}
+	return strings.TrimSpace(rule.Message)
+}
+
+func ruleErrorString(rule crdv1.ValidationRule) string {
+	if rule.Message != "" {
+		return strings.TrimSpace(rule.Message)
+	}
+	return strings.TrimSpace(rule.Rule)
 }
 
 // schemaType is what kube-apiserver shows as the "value" of a failed rule: the schema's type.
@@ -180,14 +420,61 @@ func schemaType(s *crdv1.JSONSchemaProps) string {
 	return "object"
 }
 
-// CompileRule reports why a rule (or message expression) does not compile, "" when it does.
-func CompileRule(expr string) string {
-	env, err := newCELEnv()
-	if err != nil {
-		return err.Error()
+// asSchemaNumbers is v with the integers the schema declares as numbers made floats: rules see a
+// number field written as 2 as the double 2.0, as kube-apiserver gives it, so arithmetic with
+// doubles works on it. v is not changed; parts without such a field are shared, not copied.
+// changed reports whether anything was converted.
+func asSchemaNumbers(s *crdv1.JSONSchemaProps, v interface{}) (out interface{}, changed bool) {
+	if s == nil {
+		return v, false
 	}
-	if _, iss := env.Compile(expr); iss != nil && iss.Err() != nil {
-		return iss.Err().Error()
+	switch val := v.(type) {
+	case int64:
+		if s.Type == "number" {
+			return float64(val), true
+		}
+	case map[string]interface{}:
+		var copied map[string]interface{}
+		for k, e := range val {
+			var child *crdv1.JSONSchemaProps
+			if p, ok := s.Properties[k]; ok {
+				child = &p
+			} else if s.AdditionalProperties != nil {
+				child = s.AdditionalProperties.Schema
+			}
+			conv, ok := asSchemaNumbers(child, e)
+			if !ok {
+				continue
+			}
+			if copied == nil {
+				copied = make(map[string]interface{}, len(val))
+				for k2, e2 := range val {
+					copied[k2] = e2
+				}
+			}
+			copied[k] = conv
+		}
+		if copied != nil {
+			return copied, true
+		}
+	case []interface{}:
+		if s.Items == nil {
+			return v, false
+		}
+		var copied []interface{}
+		for i, e := range val {
+			conv, ok := asSchemaNumbers(s.Items.Schema, e)
+			if !ok {
+				continue
+			}
+			if copied == nil {
+				copied = append([]interface{}{}, val...)
+			}
+			copied[i] = conv
+		}
+		if copied != nil {
+			return copied, true
+		}
 	}
-	return ""
+	return v, false
 }

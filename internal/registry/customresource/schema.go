@@ -13,6 +13,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/validate"
 
 	crdv1 "github.com/skiff-sh/skiff/internal/apis/apiextensionsv1"
+	kcel "github.com/skiff-sh/skiff/internal/cel"
 )
 
 // Schema is one version's structural schema, ready to prune, default and validate objects.
@@ -21,6 +22,8 @@ type Schema struct {
 	validator  *validate.SchemaValidator
 	openAPI    *spec.Schema
 	cel        *celRules
+	// runtimeBudget is what all the rules may cost on one object (kcel.RuntimeCostBudget).
+	runtimeBudget int64
 }
 
 // NewSchema prepares s (nil: every field is kept and nothing is checked, as for a schema-less
@@ -35,11 +38,13 @@ func NewSchema(s *crdv1.JSONSchemaProps) (*Schema, error) {
 	}
 	// The validator checks types, formats and bounds; Kubernetes' extensions are ours to handle.
 	validator := validate.NewSchemaValidator(withoutExtensions(openAPI), nil, "", strfmt.Default)
-	rules, err := compileCEL(s)
+	// Rules with errors were refused when the definition was written (ValidateRuleDefinitions);
+	// a stored definition that has them anyway runs the others.
+	rules, _, err := compileCEL(s, field.NewPath("openAPIV3Schema"))
 	if err != nil {
 		return nil, err
 	}
-	return &Schema{structural: s, validator: validator, openAPI: openAPI, cel: rules}, nil
+	return &Schema{structural: s, validator: validator, openAPI: openAPI, cel: rules, runtimeBudget: kcel.RuntimeCostBudget}, nil
 }
 
 // ToOpenAPI converts the schema to kube-openapi's form through their shared JSON shape.
@@ -148,11 +153,13 @@ func (s *Schema) ValidateRules(obj, old map[string]interface{}) field.ErrorList 
 	if s.cel == nil {
 		return nil
 	}
+	value, _ := asSchemaNumbers(s.structural, obj)
 	var oldValue interface{}
 	if old != nil {
-		oldValue = old
+		oldValue, _ = asSchemaNumbers(s.structural, old)
 	}
-	return s.cel.validate(nil, s.structural, obj, oldValue, old != nil)
+	run := &evaluation{rules: s.cel, remaining: s.runtimeBudget}
+	return run.validate(nil, "", s.structural, value, oldValue, old != nil)
 }
 
 // ValidateValue checks any value (not only an object) against the schema, with paths relative to

@@ -110,10 +110,10 @@ func TestPruneAndDefault(t *testing.T) {
 const rulesSchema = `{"type":"object","properties":{"spec":{"type":"object",
   "x-kubernetes-validations":[
     {"rule":"self.minReplicas <= self.maxReplicas","message":"minReplicas must not exceed maxReplicas"},
-    {"rule":"self.maxReplicas < 100","messageExpression":"'maxReplicas is ' + string(self.maxReplicas) + ', at most 99'"},
+    {"rule":"self.maxReplicas < 100","messageExpression":"'mode ' + self.mode + ' allows at most 99 replicas'"},
     {"rule":"self.mode == oldSelf.mode","message":"mode is immutable","fieldPath":".mode"}],
-  "properties":{"minReplicas":{"type":"integer"},"maxReplicas":{"type":"integer"},"mode":{"type":"string"},
-    "tags":{"type":"array","items":{"type":"string","x-kubernetes-validations":[{"rule":"self.startsWith('t-')","reason":"FieldValueForbidden"}]}}}}}}`
+  "properties":{"minReplicas":{"type":"integer"},"maxReplicas":{"type":"integer"},"mode":{"type":"string","maxLength":10},
+    "tags":{"type":"array","maxItems":10,"items":{"type":"string","maxLength":10,"x-kubernetes-validations":[{"rule":"self.startsWith('t-')","reason":"FieldValueForbidden"}]}}}}}}`
 
 func TestValidateRules(t *testing.T) {
 	s := mustSchema(t, rulesSchema)
@@ -125,7 +125,7 @@ func TestValidateRules(t *testing.T) {
 		{name: "message", obj: `{"spec":{"minReplicas":5,"maxReplicas":3,"mode":"a"}}`,
 			want: []string{`spec: Invalid value: "object": minReplicas must not exceed maxReplicas`}},
 		{name: "message expression", obj: `{"spec":{"minReplicas":1,"maxReplicas":300,"mode":"a"}}`,
-			want: []string{`spec: Invalid value: "object": maxReplicas is 300, at most 99`}},
+			want: []string{`spec: Invalid value: "object": mode a allows at most 99 replicas`}},
 		{name: "transition rule on update", obj: `{"spec":{"minReplicas":1,"maxReplicas":3,"mode":"b"}}`, old: `{"spec":{"minReplicas":1,"maxReplicas":3,"mode":"a"}}`,
 			want: []string{`spec.mode: Invalid value: "object": mode is immutable`}},
 		{name: "list items and reason", obj: `{"spec":{"minReplicas":1,"maxReplicas":3,"mode":"a","tags":["t-a","x"]}}`,
