@@ -55,6 +55,9 @@ func (k *Kubelet) setupCSIClaim(ctx context.Context, pod *corev1.Pod, podVolume 
 		return volume{}, err
 	}
 	v := csiVolumeFromPV(pod, podVolume, ref, pv, obj, caps, k.cfg.NodeName)
+	if readWriteOncePodOnly(pv) && csiHeldByOtherPod(pv, string(pod.UID), k.csiRecordsByPod()) {
+		return volume{}, errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod")
+	}
 	vol, err := k.setupCSI(ctx, pod, d, v)
 	if err != nil {
 		return volume{}, err
@@ -325,6 +328,15 @@ func (k *Kubelet) csiRecords(uid string) []csiVolData {
 				out = append(out, r)
 			}
 		}
+	}
+	return out
+}
+
+// csiRecordsByPod reads the records of the CSI volumes of every pod on this node, by pod UID.
+func (k *Kubelet) csiRecordsByPod() map[string][]csiVolData {
+	out := map[string][]csiVolData{}
+	for _, uid := range k.csiPodUIDs() {
+		out[uid] = k.csiRecords(uid)
 	}
 	return out
 }

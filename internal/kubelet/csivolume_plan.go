@@ -189,6 +189,33 @@ func csiVolumeFromPV(pod *corev1.Pod, podVolume string, ref *corev1.PersistentVo
 	return v
 }
 
+// csiHeldByOtherPod decides whether Kubernetes' kubelet would refuse to mount pv for the pod
+// podUID because another pod on the node holds it: pv's only access mode is ReadWriteOncePod (with
+// several, the pod's intent is unknown) and another pod's record says the volume is published or
+// may be (done). held maps the node's pod UIDs to their records. The scheduler enforces the same
+// rule, but a pod bound to the node by name never meets it.
+func csiHeldByOtherPod(pv *corev1.PersistentVolume, podUID string, held map[string][]csiVolData) bool {
+	if !readWriteOncePodOnly(pv) || pv.Spec.CSI == nil {
+		return false
+	}
+	for uid, records := range held {
+		if uid == podUID {
+			continue
+		}
+		for _, r := range records {
+			if r.Done && r.DriverName == pv.Spec.CSI.Driver && r.VolumeHandle == pv.Spec.CSI.VolumeHandle {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// readWriteOncePodOnly: ReadWriteOncePod is the volume's only access mode.
+func readWriteOncePodOnly(pv *corev1.PersistentVolume) bool {
+	return len(pv.Spec.AccessModes) == 1 && pv.Spec.AccessModes[0] == corev1.ReadWriteOncePod
+}
+
 // csiVolumeInline decides how a pod mounts an inline CSI volume; the driver must allow the
 // Ephemeral lifecycle mode.
 func csiVolumeInline(pod *corev1.Pod, vol *corev1.Volume, d *storagev1.CSIDriver, caps csiCaps) (csiVolume, error) {

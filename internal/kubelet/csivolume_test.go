@@ -683,3 +683,68 @@ func TestCSIFSGroupPolicyAndEphemeralClaim(t *testing.T) {
 		})
 	}
 }
+
+func TestCSIHeldByOtherPod(t *testing.T) {
+	rwop := csiTestPV("pv-1", func(pv *corev1.PersistentVolume) {
+		pv.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}
+	})
+	rwopAndRWO := csiTestPV("pv-1", func(pv *corev1.PersistentVolume) {
+		pv.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod, corev1.ReadWriteOnce}
+	})
+	published := csiVolData{DriverName: "fake.csi.test", VolumeHandle: "vol-1", Done: true}
+	failed := csiVolData{DriverName: "fake.csi.test", VolumeHandle: "vol-1"}
+	other := csiVolData{DriverName: "fake.csi.test", VolumeHandle: "vol-2", Done: true}
+	for _, tc := range []struct {
+		name string
+		pv   *corev1.PersistentVolume
+		held map[string][]csiVolData
+		want bool
+	}{
+		{"published for another pod", rwop, map[string][]csiVolData{"uid-a": {published}}, true},
+		{"published for this pod", rwop, map[string][]csiVolData{"uid-web": {published}}, false},
+		{"another pod's publish failed for good", rwop, map[string][]csiVolData{"uid-a": {failed}}, false},
+		{"another volume", rwop, map[string][]csiVolData{"uid-a": {other}}, false},
+		{"several access modes: the pod's intent is unknown", rwopAndRWO, map[string][]csiVolData{"uid-a": {published}}, false},
+		{"ReadWriteOnce", csiTestPV("pv-1", nil), map[string][]csiVolData{"uid-a": {published}}, false},
+	} {
+		if got := csiHeldByOtherPod(tc.pv, "uid-web", tc.held); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestCSIReadWriteOncePodOnTheNode: a second pod bound to the node (no scheduler) that names a
+// ReadWriteOncePod volume a running pod holds gets FailedMount with Kubernetes' message and no
+// driver call, and starts once the first pod is gone (the upstream csi-hostpath spec 'should
+// block a second pod from using an in-use ReadWriteOncePod volume on the same node').
+func TestCSIReadWriteOncePodOnTheNode(t *testing.T) {
+	driver := csiTestDriver()
+	csiDriver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "fake.csi.test"}, Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}
+	pv := csiTestPV("pv-1", func(pv *corev1.PersistentVolume) {
+		pv.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}
+	})
+	h, _ := csiHarness(t, driver, append(csiClaimObjects(pv), csiDriver)...)
+	h.create(csiPod("first"))
+	first := h.waitPodStepping("default", "first", "running", podRunning)
+	publishes := func() int {
+		n := 0
+		for _, m := range driver.Methods() {
+			if m == "NodePublishVolume" {
+				n++
+			}
+		}
+		return n
+	}
+	h.create(csiPod("second"))
+	h.eventually("FailedMount for the second pod", func() bool {
+		return h.hasEvent("volume uses the ReadWriteOncePod access mode and is already in use by another pod")
+	})
+	if n := publishes(); n != 1 {
+		t.Fatalf("NodePublishVolume called %d times while the first pod holds the volume, want 1", n)
+	}
+	h.deletePod(first)
+	h.waitPodStepping("default", "second", "running", podRunning)
+	if n := publishes(); n != 2 {
+		t.Errorf("NodePublishVolume called %d times, want 2", n)
+	}
+}
