@@ -39,7 +39,7 @@ profiles:
 `
 
 // churnPods is the size of the overcommit test: the issue's 10,000 took about a minute on a
-// 2-core machine (test/bench/SCHEDULER.md); lower it on slower machines.
+// 2-core machine (docs/bench/SCHEDULER.md); lower it on slower machines.
 var churnPods = flag.Int("churn-pods", 10000, "pods scheduled in TestNoOvercommitUnderChurn")
 
 // server is the skiff shared by every test in the package (set once by TestMain).
