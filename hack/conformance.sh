@@ -2,7 +2,7 @@
 # Runs upstream Kubernetes e2e specs (e2e.test v1.33.13) against a fresh skiff cluster (a
 # control-plane node with every role plus --workers joined worker nodes, each in a network
 # namespace of its own), offline: by default the [Conformance] specs, or another suite. Not part of
-# .ci/run: the conformance suite takes about an hour. See README "Conformance".
+# .ci/run: the conformance suite takes about an hour. See docs/user/conformance.md.
 #
 #   hack/conformance.sh                       all [Conformance] specs: parallel ones, then [Serial]
 #   hack/conformance.sh --focus 'ConfigMap'   only those whose name also matches REGEX

@@ -9,7 +9,7 @@
 # writes the archives. Images already built for this k8s version are kept.
 #
 # usage: hack/conformance/build-images.sh CACHE_DIR SKIFF_BINARY [K8S_VERSION]
-# Substitutes (see README "Conformance"): nginx is Debian's 1.22 under the
+# Substitutes (see docs/user/conformance.md): nginx is Debian's 1.22 under the
 # 1.14/1.15 tags, httpd is busybox httpd, jessie-dnsutils is busybox + bash +
 # Debian's dig/host/nslookup. sample-apiserver 1.29.2 is the k8s.io/sample-apiserver
 # module (v0.33.4, the version build-e2e.sh replaces it with) built in a temporary module;

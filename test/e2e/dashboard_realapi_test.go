@@ -21,7 +21,7 @@ import (
 // TestDashboardRealAPIFirstPaint measures the page against a real skiff API server (through
 // `skiff dashboard`): SKIFF_DASH_NODES simulated nodes and SKIFF_DASH_PODS pods bound to them,
 // time to the first rows and to everything loaded in the nodes and pods views. Heavy: it runs
-// only with SKIFF_DASH_REAL=1; the figures are logged (README, "Dashboard").
+// only with SKIFF_DASH_REAL=1; the figures are logged (docs/user/dashboard.md).
 func TestDashboardRealAPIFirstPaint(t *testing.T) {
 	if os.Getenv("SKIFF_DASH_REAL") != "1" {
 		t.Skip("set SKIFF_DASH_REAL=1 (and SKIFF_DASH_NODES, SKIFF_DASH_PODS) to measure against a real API server")

@@ -183,7 +183,7 @@ func heapMiB(t *testing.T, ctx context.Context) float64 {
 
 // TestDashboardLargeCluster measures the page on 5,000 nodes and 50,000 pods (synthetic API):
 // time to the first rows, time until every page is loaded, JavaScript heap, and that only the
-// visible rows are in the DOM. The figures are logged (README, "Dashboard").
+// visible rows are in the DOM. The figures are logged (docs/user/dashboard.md).
 func TestDashboardLargeCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large synthetic cluster")

@@ -152,7 +152,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
 	// With SKIFF_SCREENSHOTS=docs the screenshots replace those committed under docs/dashboard
-	// (shown in the README); otherwise they go to the test's temporary directory.
+	// (shown in docs/user/dashboard.md); otherwise they go to the test's temporary directory.
 	dir := t.TempDir()
 	if os.Getenv("SKIFF_SCREENSHOTS") == "docs" {
 		dir = filepath.Join("..", "..", "docs", "dashboard")

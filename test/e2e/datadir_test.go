@@ -116,7 +116,7 @@ func TestOneLogFormat(t *testing.T) {
 }
 
 // TestEtcdSnapshotSaveAndRestore: a snapshot taken from a running node, restored into a new data dir
-// (with the old pki/ copied, as the README says), starts a node with every object of the snapshot
+// (with the old pki/ copied, as docs/user/backups.md says), starts a node with every object of the snapshot
 // and none written after it.
 func TestEtcdSnapshotSaveAndRestore(t *testing.T) {
 	c := newCluster(t)

@@ -50,7 +50,7 @@ func TestUpstreamComponents(t *testing.T) {
 	bin := upstreamBinDir()
 	for _, b := range []string{"kube-scheduler", "kube-controller-manager"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
-			t.Skipf("upstream %s not found in %s (set SKIFF_UPSTREAM_BIN; README \"Upstream kube-scheduler and kube-controller-manager\" says how to build them): %v", b, bin, err)
+			t.Skipf("upstream %s not found in %s (set SKIFF_UPSTREAM_BIN; docs/user/upstream-components.md says how to build them): %v", b, bin, err)
 		}
 	}
 	c := newCluster(t, "--disable-scheduler", "--disable-controller-manager")
