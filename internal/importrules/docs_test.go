@@ -339,3 +339,78 @@ func diffSorted(want, have []string) (missing, extra []string) {
 	slices.Sort(extra)
 	return missing, extra
 }
+
+// frontDoorLines is how long README.md may grow: it says what skiff is, how to start it, its
+// topologies and status, and where to read on; everything else has a page under docs/.
+const frontDoorLines = 300
+
+// designPageParts are what every component page under docs/design/ opens with, so a reader learns
+// what a component owns, how data moves through it, what must stay true and where it is tested
+// before the details.
+var designPageParts = []string{"## At a glance", "- **Owns**:", "- **Data flow**:", "- **Invariants**:", "- **Tests**:"}
+
+// designPagesWithoutGlance are the design pages that are maps, not components.
+var designPagesWithoutGlance = []string{"overview.md", "layout.md", "tests.md"}
+
+// missingParts returns the parts of designPageParts a page's text lacks, in order, checking that
+// they come before the page's first heading other than its title and "At a glance".
+func missingParts(text string) []string {
+	var missing []string
+	head := text
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if i > 0 && strings.HasPrefix(l, "#") && strings.TrimSpace(l) != "## At a glance" {
+			head = strings.Join(lines[:i], "\n")
+			break
+		}
+	}
+	for _, p := range designPageParts {
+		if !strings.Contains(head, "\n"+p) {
+			missing = append(missing, p)
+		}
+	}
+	return missing
+}
+
+func TestMissingParts(t *testing.T) {
+	whole := "# X\n\n## At a glance\n\n- **Owns**: a\n- **Data flow**: b\n- **Invariants**: c\n- **Tests**: d\n\n## X\ntext\n"
+	if got := missingParts(whole); len(got) != 0 {
+		t.Errorf("missingParts(whole page) = %v, want none", got)
+	}
+	late := "# X\n\n## At a glance\n\n- **Owns**: a\n\n## X\n- **Data flow**: b\n- **Invariants**: c\n- **Tests**: d\n"
+	want := []string{"- **Data flow**:", "- **Invariants**:", "- **Tests**:"}
+	if got := missingParts(late); !slices.Equal(got, want) {
+		t.Errorf("missingParts(parts after the first section) = %v, want %v", got, want)
+	}
+	if got := missingParts("# X\n\ntext\n"); !slices.Equal(got, designPageParts) {
+		t.Errorf("missingParts(no glance) = %v, want all of them", got)
+	}
+}
+
+// TestDocsShape keeps the shape issue 27 gave the docs: README.md is a front door, and every
+// component page under docs/design/ opens with what it owns, its data flow, invariants and tests.
+func TestDocsShape(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatalf("reading README.md: %v", err)
+	}
+	if n := strings.Count(string(readme), "\n"); n > frontDoorLines {
+		t.Errorf("README.md has %d lines, more than %d: move the detail to a page under docs/ and link it", n, frontDoorLines)
+	}
+	pages, err := filepath.Glob(filepath.Join(repoRoot, "docs", "design", "*.md"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no design pages under docs/design (%v)", err)
+	}
+	for _, p := range pages {
+		if slices.Contains(designPagesWithoutGlance, filepath.Base(p)) {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatalf("reading %s: %v", p, err)
+		}
+		if missing := missingParts(string(b)); len(missing) > 0 {
+			t.Errorf("%s does not open with %s", filepath.Base(p), strings.Join(missing, ", "))
+		}
+	}
+}
