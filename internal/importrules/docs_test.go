@@ -414,3 +414,58 @@ func TestDocsShape(t *testing.T) {
 		}
 	}
 }
+
+// repoPathRE matches a path of this repository written as code in the docs (under internal/, cmd/,
+// test/, hack/ or docs/), such as `internal/kubelet/podactions.go` or `test/e2e/multinode_test.go`.
+var repoPathRE = regexp.MustCompile("`((?:internal|cmd|test|hack|docs)/[A-Za-z0-9_./*-]+?)/?`")
+
+// notRepoPaths are code-formatted paths the docs name in other repositories (upstream's
+// test/images, which the conformance harness builds its images from).
+var notRepoPaths = []string{"test/images"}
+
+// repoPaths returns the repository paths a markdown text names as code, with the line of each; a
+// glob such as `test/bench/*.md` names its directory.
+func repoPaths(text string) []mdLink {
+	var out []mdLink
+	for i, l := range strings.Split(text, "\n") {
+		for _, m := range repoPathRE.FindAllStringSubmatch(l, -1) {
+			p, _, _ := strings.Cut(m[1], "*")
+			p = strings.TrimSuffix(strings.TrimSuffix(p, "/"), ".")
+			if !slices.Contains(notRepoPaths, p) {
+				out = append(out, mdLink{target: p, line: i + 1})
+			}
+		}
+	}
+	return out
+}
+
+func TestRepoPaths(t *testing.T) {
+	text := "see `internal/kubelet/podactions.go` and `test/bench/*.md`,\n`internal/apiserver/`, `test/images` and `pkg/kubelet` (upstream's); not internal/x"
+	var got []string
+	for _, p := range repoPaths(text) {
+		got = append(got, fmt.Sprintf("%d:%s", p.line, p.target))
+	}
+	want := []string{"1:internal/kubelet/podactions.go", "1:test/bench", "2:internal/apiserver"}
+	if !slices.Equal(got, want) {
+		t.Errorf("repoPaths = %v, want %v", got, want)
+	}
+}
+
+// TestDocsPathsExist checks that every file or package the docs name as code still exists, so a
+// file moved in a refactor takes its mentions with it.
+func TestDocsPathsExist(t *testing.T) {
+	n := 0
+	for _, f := range docsFiles(t) {
+		b, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatalf("reading %s: %v", f, err)
+		}
+		for _, p := range repoPaths(string(b)) {
+			n++
+			if _, err := os.Stat(filepath.Join(repoRoot, filepath.FromSlash(p.target))); err != nil {
+				t.Errorf("%s:%d names %s, which does not exist", f, p.line, p.target)
+			}
+		}
+	}
+	t.Logf("%d paths checked", n)
+}
