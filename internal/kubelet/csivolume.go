@@ -523,6 +523,13 @@ func (k *Kubelet) expandCSI(ctx context.Context, pod *corev1.Pod, d *csi.Driver,
 		return nil
 	}
 	if d.Has(csipb.NodeServiceCapability_RPC_EXPAND_VOLUME) {
+		if next := expandingClaim(claim); next != nil {
+			updated, err := k.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+			if err != nil {
+				return fmt.Errorf("persistentvolumeclaim %s/%s: mark node expansion in progress: %w", claim.Namespace, claim.Name, err)
+			}
+			claim = updated
+		}
 		paths := csiPathsFor(k.cfg.RootDir, string(pod.UID), v)
 		req := &csipb.NodeExpandVolumeRequest{
 			VolumeId: v.handle, VolumePath: vol.hostPath, CapacityRange: &csipb.CapacityRange{RequiredBytes: size.Value()},
@@ -534,6 +541,10 @@ func (k *Kubelet) expandCSI(ctx context.Context, pod *corev1.Pod, d *csi.Driver,
 		callCtx, cancel := context.WithTimeout(ctx, csiCallTimeout)
 		defer cancel()
 		if _, err := d.Node.NodeExpandVolume(callCtx, req); err != nil {
+			failed := failedExpansionClaim(claim, err, metav1.NewTime(k.clock.Now()))
+			if _, uerr := k.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, failed, metav1.UpdateOptions{}); uerr != nil {
+				err = errors.Join(err, fmt.Errorf("persistentvolumeclaim %s/%s: record the failed expansion: %w", claim.Namespace, claim.Name, uerr))
+			}
 			return fmt.Errorf("kubernetes.io/csi: NodeExpandVolume of %s: %w", v.specName, err)
 		}
 	}

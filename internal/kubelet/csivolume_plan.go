@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-sh/skiff/internal/volumeutil"
 )
@@ -392,7 +393,9 @@ func csiOutcomeUncertain(err error) bool {
 
 // csiExpansion decides whether the node's part of a volume expansion is due, and to what size:
 // the control plane grew the PV beyond the claim's status capacity and marked the node's part
-// pending (allocatedResourceStatuses NodeResizePending, or the FileSystemResizePending condition).
+// pending (allocatedResourceStatuses NodeResizePending, or the FileSystemResizePending condition),
+// or the node's part is in progress (a call that failed is tried again). NodeResizeInfeasible is
+// not retried: the user recovers by asking for another size, which the resizer marks pending.
 func csiExpansion(claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) (resource.Quantity, bool) {
 	want, ok := pv.Spec.Capacity[corev1.ResourceStorage]
 	if !ok {
@@ -401,7 +404,8 @@ func csiExpansion(claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolu
 	if have, ok := claim.Status.Capacity[corev1.ResourceStorage]; ok && have.Cmp(want) >= 0 {
 		return resource.Quantity{}, false
 	}
-	pending := claim.Status.AllocatedResourceStatuses[corev1.ResourceStorage] == corev1.PersistentVolumeClaimNodeResizePending
+	resizeStatus := claim.Status.AllocatedResourceStatuses[corev1.ResourceStorage]
+	pending := resizeStatus == corev1.PersistentVolumeClaimNodeResizePending || resizeStatus == corev1.PersistentVolumeClaimNodeResizeInProgress
 	for _, c := range claim.Status.Conditions {
 		if c.Type == corev1.PersistentVolumeClaimFileSystemResizePending && c.Status == corev1.ConditionTrue {
 			pending = true
@@ -410,8 +414,52 @@ func csiExpansion(claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolu
 	return want, pending
 }
 
+// expandingClaim is the claim's status while the node expands it: allocatedResourceStatuses
+// says NodeResizeInProgress (nil: it says so already), as Kubernetes' kubelet marks it before
+// calling the driver.
+func expandingClaim(claim *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
+	if claim.Status.AllocatedResourceStatuses[corev1.ResourceStorage] == corev1.PersistentVolumeClaimNodeResizeInProgress {
+		return nil
+	}
+	out := claim.DeepCopy()
+	if out.Status.AllocatedResourceStatuses == nil {
+		out.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{}
+	}
+	out.Status.AllocatedResourceStatuses[corev1.ResourceStorage] = corev1.PersistentVolumeClaimNodeResizeInProgress
+	return out
+}
+
+// failedExpansionClaim is the claim's status after NodeExpandVolume failed, as Kubernetes' kubelet
+// records it: a NodeResizeError condition with the error, and for an error saying the size can
+// never be had (InvalidArgument, OutOfRange, NotFound) NodeResizeInfeasible, which stops the
+// retries until the user asks for another size; after any other error the expansion stays in
+// progress and is tried again.
+func failedExpansionClaim(claim *corev1.PersistentVolumeClaim, err error, now metav1.Time) *corev1.PersistentVolumeClaim {
+	out := claim.DeepCopy()
+	if st, ok := status.FromError(err); ok {
+		switch st.Code() {
+		case codes.InvalidArgument, codes.OutOfRange, codes.NotFound:
+			if out.Status.AllocatedResourceStatuses == nil {
+				out.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{}
+			}
+			out.Status.AllocatedResourceStatuses[corev1.ResourceStorage] = corev1.PersistentVolumeClaimNodeResizeInfeasible
+		}
+	}
+	condition := corev1.PersistentVolumeClaimCondition{
+		Type: corev1.PersistentVolumeClaimNodeResizeError, Status: corev1.ConditionTrue,
+		LastTransitionTime: now, Message: fmt.Sprintf("failed to expand pvc with %v", err),
+	}
+	i := slices.IndexFunc(out.Status.Conditions, func(c corev1.PersistentVolumeClaimCondition) bool { return c.Type == condition.Type })
+	if i < 0 {
+		out.Status.Conditions = append(out.Status.Conditions, condition)
+	} else {
+		out.Status.Conditions[i] = condition
+	}
+	return out
+}
+
 // expandedClaim is the claim's status once the node expanded it: the new capacity, the
-// pending markers gone.
+// pending markers and the resize conditions (errors of earlier tries among them) gone.
 func expandedClaim(claim *corev1.PersistentVolumeClaim, size resource.Quantity) *corev1.PersistentVolumeClaim {
 	out := claim.DeepCopy()
 	if out.Status.Capacity == nil {
@@ -423,7 +471,12 @@ func expandedClaim(claim *corev1.PersistentVolumeClaim, size resource.Quantity) 
 		out.Status.AllocatedResourceStatuses = nil
 	}
 	out.Status.Conditions = slices.DeleteFunc(out.Status.Conditions, func(c corev1.PersistentVolumeClaimCondition) bool {
-		return c.Type == corev1.PersistentVolumeClaimFileSystemResizePending || c.Type == corev1.PersistentVolumeClaimResizing
+		switch c.Type {
+		case corev1.PersistentVolumeClaimFileSystemResizePending, corev1.PersistentVolumeClaimResizing,
+			corev1.PersistentVolumeClaimNodeResizeError, corev1.PersistentVolumeClaimControllerResizeError:
+			return true
+		}
+		return false
 	})
 	return out
 }

@@ -251,6 +251,12 @@ func TestCSIExpansion(t *testing.T) {
 	pendingCondition := func(s *corev1.PersistentVolumeClaimStatus) {
 		s.Conditions = []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimFileSystemResizePending, Status: corev1.ConditionTrue}}
 	}
+	inProgress := func(s *corev1.PersistentVolumeClaimStatus) {
+		s.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{corev1.ResourceStorage: corev1.PersistentVolumeClaimNodeResizeInProgress}
+	}
+	infeasible := func(s *corev1.PersistentVolumeClaimStatus) {
+		s.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{corev1.ResourceStorage: corev1.PersistentVolumeClaimNodeResizeInfeasible}
+	}
 	for _, tc := range []struct {
 		name  string
 		claim *corev1.PersistentVolumeClaim
@@ -260,13 +266,43 @@ func TestCSIExpansion(t *testing.T) {
 		{"grown, controller not done", claim("1Gi", nil), false},
 		{"grown, node resize pending", claim("1Gi", pendingStatus), true},
 		{"grown, file system resize pending", claim("1Gi", pendingCondition), true},
+		{"grown, node resize in progress (a failed call is tried again)", claim("1Gi", inProgress), true},
+		{"grown, node resize infeasible", claim("1Gi", infeasible), false},
 	} {
 		size, due := csiExpansion(tc.claim, pv)
 		if due != tc.due || (due && size.Cmp(quantity("2Gi")) != 0) {
 			t.Errorf("%s: %v %v", tc.name, size.String(), due)
 		}
 	}
-	done := expandedClaim(claim("1Gi", func(s *corev1.PersistentVolumeClaimStatus) { pendingStatus(s); pendingCondition(s) }), quantity("2Gi"))
+	if got := expandingClaim(claim("1Gi", pendingStatus)); got == nil || got.Status.AllocatedResourceStatuses[corev1.ResourceStorage] != corev1.PersistentVolumeClaimNodeResizeInProgress {
+		t.Errorf("expanding claim = %+v", got)
+	}
+	if got := expandingClaim(claim("1Gi", inProgress)); got != nil {
+		t.Errorf("a claim in progress already is written again: %+v", got.Status)
+	}
+	for _, tc := range []struct {
+		err        error
+		wantStatus corev1.ClaimResourceStatus
+	}{
+		{status.Error(codes.InvalidArgument, "too big"), corev1.PersistentVolumeClaimNodeResizeInfeasible},
+		{status.Error(codes.OutOfRange, "too big"), corev1.PersistentVolumeClaimNodeResizeInfeasible},
+		{status.Error(codes.Internal, "fake"), corev1.PersistentVolumeClaimNodeResizeInProgress},
+		{errors.New("connection reset"), corev1.PersistentVolumeClaimNodeResizeInProgress},
+	} {
+		got := failedExpansionClaim(failedExpansionClaim(claim("1Gi", inProgress), tc.err, metav1.Time{}), tc.err, metav1.Time{})
+		if s := got.Status.AllocatedResourceStatuses[corev1.ResourceStorage]; s != tc.wantStatus {
+			t.Errorf("after %v: status %q, want %q", tc.err, s, tc.wantStatus)
+		}
+		if len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Type != corev1.PersistentVolumeClaimNodeResizeError ||
+			!strings.Contains(got.Status.Conditions[0].Message, tc.err.Error()) {
+			t.Errorf("after %v: conditions %+v, want one NodeResizeError", tc.err, got.Status.Conditions)
+		}
+	}
+	done := expandedClaim(claim("1Gi", func(s *corev1.PersistentVolumeClaimStatus) {
+		pendingStatus(s)
+		pendingCondition(s)
+		s.Conditions = append(s.Conditions, corev1.PersistentVolumeClaimCondition{Type: corev1.PersistentVolumeClaimNodeResizeError, Status: corev1.ConditionTrue})
+	}), quantity("2Gi"))
 	if c := done.Status.Capacity[corev1.ResourceStorage]; c.Cmp(quantity("2Gi")) != 0 || done.Status.AllocatedResourceStatuses != nil || len(done.Status.Conditions) != 0 {
 		t.Errorf("expanded claim status = %+v", done.Status)
 	}
@@ -747,4 +783,89 @@ func TestCSIReadWriteOncePodOnTheNode(t *testing.T) {
 	if n := publishes(); n != 2 {
 		t.Errorf("NodePublishVolume called %d times, want 2", n)
 	}
+}
+
+// TestCSIExpansionFailures are the CSI mock specs' expansion recovery cases on the node: the
+// claim says NodeResizeInProgress while the node expands; a failed NodeExpandVolume leaves a
+// NodeResizeError condition and is tried again, unless its error says the size is infeasible
+// (NodeResizeInfeasible), which waits until the resizer marks another size pending; success
+// clears the status and the conditions.
+func TestCSIExpansionFailures(t *testing.T) {
+	driver := csiTestDriver()
+	csiDriver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "fake.csi.test"}, Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}
+	h, _ := csiHarness(t, driver, append(csiClaimObjects(csiTestPV("pv-1", nil)), csiDriver)...)
+	ctx := context.Background()
+	h.create(csiPod("web"))
+	h.waitPodStepping("default", "web", "running", podRunning)
+	claim := func() *corev1.PersistentVolumeClaim {
+		c, err := h.client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	expands := func() int {
+		n := 0
+		for _, m := range driver.Methods() {
+			if m == "NodeExpandVolume" {
+				n++
+			}
+		}
+		return n
+	}
+	// grow is what the resizer does: the PV's new size, the node's part pending.
+	grow := func(size string) {
+		pv, _ := h.client.CoreV1().PersistentVolumes().Get(ctx, "pv-1", metav1.GetOptions{})
+		pv.Spec.Capacity[corev1.ResourceStorage] = quantity(size)
+		if _, err := h.client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		c := claim()
+		c.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{corev1.ResourceStorage: corev1.PersistentVolumeClaimNodeResizePending}
+		if _, err := h.client.CoreV1().PersistentVolumeClaims("default").UpdateStatus(ctx, c, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hasNodeResizeError := func(c *corev1.PersistentVolumeClaim) bool {
+		return slices.ContainsFunc(c.Status.Conditions, func(c corev1.PersistentVolumeClaimCondition) bool {
+			return c.Type == corev1.PersistentVolumeClaimNodeResizeError
+		})
+	}
+
+	driver.Fail("NodeExpandVolume", status.Error(codes.Internal, "fake final error"))
+	grow("2Gi")
+	h.eventually("NodeResizeError, still in progress", func() bool {
+		h.step(h.cfg.SyncFrequency)
+		c := claim()
+		return hasNodeResizeError(c) && c.Status.AllocatedResourceStatuses[corev1.ResourceStorage] == corev1.PersistentVolumeClaimNodeResizeInProgress
+	})
+	retried := expands()
+	h.eventually("the expansion tried again", func() bool {
+		h.step(h.cfg.SyncFrequency)
+		return expands() > retried
+	})
+
+	driver.Fail("NodeExpandVolume", status.Error(codes.OutOfRange, "fake infeasible error"))
+	h.eventually("NodeResizeInfeasible", func() bool {
+		h.step(h.cfg.SyncFrequency)
+		c := claim()
+		return hasNodeResizeError(c) && c.Status.AllocatedResourceStatuses[corev1.ResourceStorage] == corev1.PersistentVolumeClaimNodeResizeInfeasible
+	})
+	tried := expands()
+	for range 3 {
+		h.step(h.cfg.SyncFrequency)
+	}
+	if n := expands(); n != tried {
+		t.Errorf("an infeasible expansion was tried again: %d calls, then %d", tried, n)
+	}
+
+	// The user asks for less; the resizer marks it pending, and the node expands to it.
+	driver.Fail("NodeExpandVolume", nil)
+	grow("1536Mi")
+	h.eventually("claim expanded to the recovered size", func() bool {
+		h.step(h.cfg.SyncFrequency)
+		c := claim()
+		size := c.Status.Capacity[corev1.ResourceStorage]
+		return size.Cmp(quantity("1536Mi")) == 0 && c.Status.AllocatedResourceStatuses == nil && len(c.Status.Conditions) == 0
+	})
 }
