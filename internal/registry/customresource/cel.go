@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -32,6 +33,9 @@ type compiledRule struct {
 	message cel.Program // the messageExpression's, nil without one
 	// fieldPath is the rule's fieldPath as steps below the rule's node (nil: the node itself).
 	fieldPath []fieldStep
+	// usesOldSelf marks a transition rule: it runs on updates only, unless optionalOldSelf (then
+	// oldSelf is an optional, none when there is no old value), and its errors are never ratcheted.
+	usesOldSelf, optionalOldSelf bool
 }
 
 // celRules holds the compiled rules of a schema by the schema node they sit on (childKey).
@@ -76,7 +80,7 @@ func compileCEL(s *crdv1.JSONSchemaProps, fld *field.Path) (*celRules, field.Err
 	}
 	c := &compiler{base: base, rules: &celRules{byNode: map[string][]compiledRule{}}}
 	one := uint64(1)
-	c.walk(s, true, "", fld, &one)
+	c.walk(s, true, "", fld, &one, nil)
 	if c.total > staticEstimatedCRDCostLimit {
 		c.errs = append(c.errs, c.totalCostErrors(fld)...)
 	}
@@ -85,12 +89,19 @@ func compileCEL(s *crdv1.JSONSchemaProps, fld *field.Path) (*celRules, field.Err
 
 // walk compiles the rules of s and below. cardinality is how many times a rule of s may run in
 // one object (the product of the maxItems and maxProperties above it), nil when unbounded.
-func (c *compiler) walk(s *crdv1.JSONSchemaProps, root bool, key string, fld *field.Path, cardinality *uint64) {
+// uncorrelatable is the first place above s whose children have no counterpart in an old object
+// (a list not of type map), where rules may not use oldSelf; nil when none is. Object fields,
+// atomic maps' too, always have one.
+func (c *compiler) walk(s *crdv1.JSONSchemaProps, root bool, key string, fld *field.Path, cardinality *uint64, uncorrelatable *field.Path) {
 	if s == nil {
 		return
 	}
 	if len(s.XValidations) > 0 {
-		c.compileNode(s, root || s.XEmbeddedResource, key, fld, cardinality)
+		c.compileNode(s, root || s.XEmbeddedResource, key, fld, cardinality, uncorrelatable)
+	}
+	itemsUncorrelatable := uncorrelatable
+	if itemsUncorrelatable == nil && !mapList(s) {
+		itemsUncorrelatable = fld
 	}
 	names := make([]string, 0, len(s.Properties))
 	for name := range s.Properties {
@@ -102,14 +113,20 @@ func (c *compiler) walk(s *crdv1.JSONSchemaProps, root bool, key string, fld *fi
 		if root && name == "metadata" {
 			continue
 		}
-		c.walk(&p, false, childKey(key, name), fld.Child("properties").Key(name), cardinality)
+		c.walk(&p, false, childKey(key, name), fld.Child("properties").Key(name), cardinality, uncorrelatable)
 	}
 	if s.Items != nil && s.Items.Schema != nil {
-		c.walk(s.Items.Schema, false, key+itemsKey, fld.Child("items"), times(cardinality, s.MaxItems))
+		c.walk(s.Items.Schema, false, key+itemsKey, fld.Child("items"), times(cardinality, s.MaxItems), itemsUncorrelatable)
 	}
 	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
-		c.walk(s.AdditionalProperties.Schema, false, key+valuesKey, fld.Child("additionalProperties"), times(cardinality, s.MaxProperties))
+		c.walk(s.AdditionalProperties.Schema, false, key+valuesKey, fld.Child("additionalProperties"), times(cardinality, s.MaxProperties), uncorrelatable)
 	}
+}
+
+// mapList reports a list of x-kubernetes-list-type map: its items are matched with the old
+// object's by their keys; the items of other lists have no counterpart.
+func mapList(s *crdv1.JSONSchemaProps) bool {
+	return s.XListType != nil && *s.XListType == "map" && len(s.XListMapKeys) > 0
 }
 
 // times multiplies a cardinality by a limit; either unbounded makes it unbounded.
@@ -133,7 +150,7 @@ func mulGuarded(a, b uint64) uint64 {
 }
 
 // compileNode compiles the rules on one node, with self typed as the node.
-func (c *compiler) compileNode(s *crdv1.JSONSchemaProps, root bool, key string, fld *field.Path, cardinality *uint64) {
+func (c *compiler) compileNode(s *crdv1.JSONSchemaProps, root bool, key string, fld *field.Path, cardinality *uint64, uncorrelatable *field.Path) {
 	objects := map[string]*declType{}
 	// Object types are named apart from the variables (selfType.spec, not self.spec): the checker
 	// would read self.spec.x as the type self.spec otherwise.
@@ -150,25 +167,39 @@ func (c *compiler) compileNode(s *crdv1.JSONSchemaProps, root bool, key string, 
 	sizes := &sizeEstimator{scope: scope}
 	costs := kcel.CallCosts{Size: sizes.EstimateSize}
 	sizes.calls = costs
-	env, err := c.base.Extend(
-		cel.CustomTypeProvider(&typeProvider{Provider: c.base.CELTypeProvider(), objects: objects}),
-		cel.Variable("self", scope.cel),
-		cel.Variable("oldSelf", scope.cel),
-	)
+	provider := &typeProvider{Provider: c.base.CELTypeProvider(), objects: objects}
+	env, err := c.base.Extend(cel.CustomTypeProvider(provider), cel.Variable("self", scope.cel), cel.Variable("oldSelf", scope.cel))
+	if err != nil {
+		c.errs = append(c.errs, field.InternalError(fld.Child("x-kubernetes-validations"), fmt.Errorf("cel environment: %w", err)))
+		return
+	}
+	optionalEnv, err := c.base.Extend(cel.CustomTypeProvider(provider), cel.Variable("self", scope.cel), cel.Variable("oldSelf", types.NewOptionalType(scope.cel)))
 	if err != nil {
 		c.errs = append(c.errs, field.InternalError(fld.Child("x-kubernetes-validations"), fmt.Errorf("cel environment: %w", err)))
 		return
 	}
 	for i, rule := range s.XValidations {
 		rf := fld.Child("x-kubernetes-validations").Index(i)
-		compiled, ok := compiledRule{rule: rule}, true
+		compiled, ok := compiledRule{rule: rule, optionalOldSelf: rule.OptionalOldSelf != nil && *rule.OptionalOldSelf}, true
 		if strings.TrimSpace(rule.Rule) == "" {
 			continue // refused as "rule is not specified" by the definition's validation
 		}
-		compiled.program, ok = c.compileExpr(env, sizes, costs, rule.Rule, cel.BoolType, rf.Child("rule"), "", cardinality)
+		ruleEnv := env
+		if compiled.optionalOldSelf {
+			ruleEnv = optionalEnv
+		}
+		compiled.program, compiled.usesOldSelf, ok = c.compileExpr(ruleEnv, sizes, costs, rule.Rule, cel.BoolType, rf.Child("rule"), "", cardinality)
+		switch {
+		case ok && compiled.usesOldSelf && uncorrelatable != nil:
+			c.errs = append(c.errs, field.Invalid(rf.Child("rule"), rule.Rule, fmt.Sprintf("oldSelf cannot be used on the uncorrelatable portion of the schema within %v", uncorrelatable)))
+			ok = false
+		case ok && !compiled.usesOldSelf && compiled.optionalOldSelf:
+			c.errs = append(c.errs, field.Invalid(rf.Child("optionalOldSelf"), true, "may not be set if oldSelf is not used in rule"))
+			ok = false
+		}
 		if rule.MessageExpression != "" {
 			var msgOK bool
-			compiled.message, msgOK = c.compileExpr(env, sizes, costs, rule.MessageExpression, cel.StringType, rf.Child("messageExpression"), "messageExpression ", cardinality)
+			compiled.message, _, msgOK = c.compileExpr(ruleEnv, sizes, costs, rule.MessageExpression, cel.StringType, rf.Child("messageExpression"), "messageExpression ", cardinality)
 			ok = ok && msgOK
 		}
 		if rule.FieldPath != "" {
@@ -186,12 +217,18 @@ func (c *compiler) compileNode(s *crdv1.JSONSchemaProps, root bool, key string, 
 }
 
 // compileExpr compiles one expression that must give want, estimates its cost and records the
-// errors kube-apiserver gives (prefix "messageExpression " for a message expression's).
-func (c *compiler) compileExpr(env *cel.Env, sizes *sizeEstimator, costs kcel.CallCosts, expr string, want *cel.Type, fld *field.Path, prefix string, cardinality *uint64) (cel.Program, bool) {
+// errors kube-apiserver gives (prefix "messageExpression " for a message expression's). usesOldSelf
+// reports whether the expression reads oldSelf.
+func (c *compiler) compileExpr(env *cel.Env, sizes *sizeEstimator, costs kcel.CallCosts, expr string, want *cel.Type, fld *field.Path, prefix string, cardinality *uint64) (prg cel.Program, usesOldSelf, ok bool) {
 	ast, iss := env.Compile(expr)
 	if iss != nil && iss.Err() != nil {
 		c.errs = append(c.errs, field.Invalid(fld, expr, prefix+"compilation failed: "+iss.String()))
-		return nil, false
+		return nil, false, false
+	}
+	for _, ref := range ast.NativeRep().ReferenceMap() {
+		if ref.Name == "oldSelf" {
+			usesOldSelf = true
+		}
 	}
 	if !ast.OutputType().IsExactType(want) {
 		what := "cel expression must evaluate to a bool"
@@ -199,18 +236,18 @@ func (c *compiler) compileExpr(env *cel.Env, sizes *sizeEstimator, costs kcel.Ca
 			what = "messageExpression must evaluate to a string"
 		}
 		c.errs = append(c.errs, field.Invalid(fld, expr, what))
-		return nil, false
+		return nil, false, false
 	}
 	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(kcel.PerCallLimit), cel.CostTracking(costs),
 		cel.CostTrackerOptions(interpreter.PresenceTestHasCost(false)), cel.InterruptCheckFrequency(100))
 	if err != nil {
 		c.errs = append(c.errs, field.Invalid(fld, expr, prefix+"program instantiation failed: "+err.Error()))
-		return nil, false
+		return nil, false, false
 	}
 	est, err := env.EstimateCost(ast, sizes)
 	if err != nil {
 		c.errs = append(c.errs, field.InternalError(fld, fmt.Errorf("%scost estimation failed: %w", prefix, err)))
-		return nil, false
+		return nil, false, false
 	}
 	cost := mulGuarded(est.Max, *cardinality)
 	if cost > staticEstimatedCostLimit {
@@ -222,7 +259,7 @@ func (c *compiler) compileExpr(env *cel.Env, sizes *sizeEstimator, costs kcel.Ca
 	}
 	c.costs = append(c.costs, ruleCost{path: fld, cost: cost})
 	c.total = addGuarded(c.total, cost)
-	return prg, cost <= staticEstimatedCostLimit
+	return prg, usesOldSelf, cost <= staticEstimatedCostLimit
 }
 
 func addGuarded(a, b uint64) uint64 {
@@ -274,8 +311,6 @@ func ValidateRuleDefinitions(s *crdv1.JSONSchemaProps, fld *field.Path) field.Er
 	return errs
 }
 
-func isTransitionRule(rule string) bool { return strings.Contains(rule, "oldSelf") }
-
 // evaluation is one object's run of the rules: what is left of its cost budget.
 type evaluation struct {
 	rules     *celRules
@@ -285,21 +320,28 @@ type evaluation struct {
 	exhausted bool
 }
 
-// validate evaluates the rules of s (at schema place key) and below against v (old is the stored
-// value at the same place, for transition rules, when there is one).
+// validate evaluates the rules of s (at schema place key) and below against v. old is the value
+// at the same place in the stored object when hasOld (an update, and the place is correlatable:
+// properties, map keys, the items of map lists by their keys); transition rules run only then,
+// and the errors of other rules are ratcheted (dropped) where v is unchanged from old.
 func (e *evaluation) validate(path *field.Path, key string, s *crdv1.JSONSchemaProps, v, old interface{}, hasOld bool) field.ErrorList {
 	if s == nil || v == nil || e.exhausted {
 		return nil
 	}
 	var errs field.ErrorList
+	unchanged := hasOld && reflect.DeepEqual(v, old)
 	for _, rule := range e.rules.byNode[key] {
 		if e.exhausted {
 			return errs
 		}
-		if isTransitionRule(rule.rule.Rule) && !hasOld {
+		if rule.usesOldSelf && !hasOld && !rule.optionalOldSelf {
 			continue
 		}
-		errs = append(errs, e.evalRule(path, s, rule, v, old, hasOld)...)
+		ruleErrs := e.evalRule(path, s, rule, v, old, hasOld)
+		if unchanged && !rule.usesOldSelf && !e.exhausted {
+			continue // ratcheted: the update did not touch what the rule refuses
+		}
+		errs = append(errs, ruleErrs...)
 	}
 	switch val := v.(type) {
 	case map[string]interface{}:
@@ -310,23 +352,18 @@ func (e *evaluation) validate(path *field.Path, key string, s *crdv1.JSONSchemaP
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			var ps *crdv1.JSONSchemaProps
-			childKeyOf := childKey(key, k)
-			if p, ok := s.Properties[k]; ok {
-				ps = &p
-			} else if s.AdditionalProperties != nil {
-				ps, childKeyOf = s.AdditionalProperties.Schema, key+valuesKey
-			}
-			if ps == nil {
-				continue
-			}
 			ov, ok := oldMap[k]
-			errs = append(errs, e.validate(path.Child(k), childKeyOf, ps, val[k], ov, ok && hasOld)...)
+			if p, declared := s.Properties[k]; declared {
+				errs = append(errs, e.validate(path.Child(k), childKey(key, k), &p, val[k], ov, ok && hasOld)...)
+			} else if s.AdditionalProperties != nil {
+				errs = append(errs, e.validate(path.Key(k), key+valuesKey, s.AdditionalProperties.Schema, val[k], ov, ok && hasOld)...)
+			}
 		}
 	case []interface{}:
 		if s.Items != nil && s.Items.Schema != nil {
 			for i, item := range val {
-				errs = append(errs, e.validate(path.Index(i), key+itemsKey, s.Items.Schema, item, nil, false)...)
+				ov, ok := correlatedItem(s, item, old)
+				errs = append(errs, e.validate(path.Index(i), key+itemsKey, s.Items.Schema, item, ov, ok && hasOld)...)
 			}
 		}
 	}
@@ -336,7 +373,12 @@ func (e *evaluation) validate(path *field.Path, key string, s *crdv1.JSONSchemaP
 // evalRule runs one rule and words its failure as kube-apiserver does.
 func (e *evaluation) evalRule(path *field.Path, s *crdv1.JSONSchemaProps, rule compiledRule, v, old interface{}, hasOld bool) field.ErrorList {
 	activation := map[string]interface{}{"self": v}
-	if hasOld {
+	switch {
+	case rule.optionalOldSelf && hasOld:
+		activation["oldSelf"] = types.OptionalOf(types.DefaultTypeAdapter.NativeToValue(old))
+	case rule.optionalOldSelf:
+		activation["oldSelf"] = types.OptionalNone
+	case hasOld:
 		activation["oldSelf"] = old
 	}
 	out, details, err := rule.program.Eval(activation)

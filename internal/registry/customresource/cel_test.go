@@ -98,6 +98,14 @@ func TestValidateRuleDefinitions(t *testing.T) {
 				"openAPIV3Schema.properties[spec].x-kubernetes-validations[0].messageExpression: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
 				"openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x" + costHint,
 			}},
+		{name: "oldSelf where values have no counterpart, optionalOldSelf without oldSelf", schema: `{"type":"object","properties":{"spec":{"type":"object","properties":{
+			"a":{"type":"array","items":{"type":"object","properties":{"f":{"type":"string","maxLength":5,"x-kubernetes-validations":[{"rule":"self == oldSelf"}]}}}},
+			"m":{"type":"object","x-kubernetes-map-type":"atomic","properties":{"g":{"type":"string","maxLength":5,"x-kubernetes-validations":[{"rule":"self == oldSelf"}]}}},
+			"o":{"type":"string","x-kubernetes-validations":[{"rule":"self == 'x'","optionalOldSelf":true}]}}}}}`,
+			want: []string{
+				"openAPIV3Schema.properties[spec].properties[a].items.properties[f].x-kubernetes-validations[0].rule: Invalid value: oldSelf cannot be used on the uncorrelatable portion of the schema within openAPIV3Schema.properties[spec].properties[a]",
+				"openAPIV3Schema.properties[spec].properties[o].x-kubernetes-validations[0].optionalOldSelf: Invalid value: may not be set if oldSelf is not used in rule",
+			}},
 		{name: "field paths", schema: `{"type":"object","properties":{"spec":{"type":"object","x-kubernetes-validations":[
 			{"rule":"has(self.a)","fieldPath":".b"},{"rule":"true","fieldPath":".m['x.y']"},{"rule":"true","fieldPath":".l"},{"rule":"true","fieldPath":".l[0]"}],
 			"properties":{"a":{"type":"string"},"m":{"type":"object","additionalProperties":{"type":"string"}},"l":{"type":"array","items":{"type":"string"}}}}}}`,

@@ -368,7 +368,12 @@ func (s *strategy) validateContent(u, old *unstructured.Unstructured) field.Erro
 	if u.GetKind() != s.gvk.Kind {
 		errs = append(errs, field.Invalid(field.NewPath("kind"), u.GetKind(), "must be "+s.gvk.Kind))
 	}
-	errs = append(errs, s.schema.Validate(u.Object)...)
+	schemaErrs := s.schema.Validate(u.Object)
+	if old != nil {
+		// Ratcheting: an update may keep what a changed schema now refuses, if it leaves it as is.
+		schemaErrs = s.schema.Ratchet(schemaErrs, u.Object, old.Object)
+	}
+	errs = append(errs, schemaErrs...)
 	if len(errs) > 0 {
 		// Rules are written for objects of the schema's shape; kube-apiserver evaluates them only
 		// on objects that passed the schema.
