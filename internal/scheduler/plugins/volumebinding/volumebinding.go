@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -464,10 +465,11 @@ func (b *VolumeBinding) PreBind(ctx context.Context, state *framework.CycleState
 			waitFor = append(waitFor, &waitingClaim{claim: pvc})
 			continue
 		}
-		if err := b.selectNode(ctx, pvc, nodeName); err != nil {
+		written, err := b.selectNode(ctx, pvc, nodeName)
+		if err != nil {
 			return framework.AsStatus(err)
 		}
-		waitFor = append(waitFor, &waitingClaim{claim: pvc, provisioned: true})
+		waitFor = append(waitFor, &waitingClaim{claim: pvc, provisioned: true, written: written})
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.bindTimeout)
 	defer cancel()
@@ -498,20 +500,21 @@ func (b *VolumeBinding) claimVolume(ctx context.Context, pv *v1.PersistentVolume
 }
 
 // selectNode sets volume.kubernetes.io/selected-node, which tells the claim's provisioner where
-// to make the volume.
-func (b *VolumeBinding) selectNode(ctx context.Context, pvc *v1.PersistentVolumeClaim, nodeName string) error {
+// to make the volume, and returns the resourceVersion of the claim that says so.
+func (b *VolumeBinding) selectNode(ctx context.Context, pvc *v1.PersistentVolumeClaim, nodeName string) (string, error) {
 	if pvc.Annotations[AnnSelectedNode] == nodeName {
-		return nil
+		return pvc.ResourceVersion, nil
 	}
 	next := pvc.DeepCopy()
 	if next.Annotations == nil {
 		next.Annotations = map[string]string{}
 	}
 	next.Annotations[AnnSelectedNode] = nodeName
-	if _, err := b.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, next, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("select node %s for claim %s/%s: %w", nodeName, pvc.Namespace, pvc.Name, err)
+	updated, err := b.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("select node %s for claim %s/%s: %w", nodeName, pvc.Namespace, pvc.Name, err)
 	}
-	return nil
+	return updated.ResourceVersion, nil
 }
 
 // waitingClaim is a claim PreBind waits for.
@@ -520,12 +523,15 @@ type waitingClaim struct {
 	// provisioned: PreBind asked for a volume on the node; seenSelected: the cache has shown the
 	// claim with that request since.
 	provisioned, seenSelected bool
+	// written is the resourceVersion of PreBind's request (empty: unknown).
+	written string
 }
 
 // allBound reports whether every claim is bound, reading the informer cache. A claim deleted and
 // made again under the same name, or one whose provisioner handed it back (it removed
-// volume.kubernetes.io/selected-node after the cache had shown it), fails the wait so that the
-// pod is scheduled again.
+// volume.kubernetes.io/selected-node after the cache had shown it, or the cache shows a version
+// no older than PreBind's request without it: a provisioner that fails at once may remove it
+// before the cache ever shows it), fails the wait so that the pod is scheduled again.
 func (b *VolumeBinding) allBound(claims []*waitingClaim) (bool, error) {
 	for _, w := range claims {
 		c := w.claim
@@ -541,7 +547,7 @@ func (b *VolumeBinding) allBound(claims []*waitingClaim) (bool, error) {
 		}
 		if w.provisioned && pvc.Spec.VolumeName == "" {
 			selected := pvc.Annotations[AnnSelectedNode] != ""
-			if w.seenSelected && !selected {
+			if !selected && (w.seenSelected || versionAtLeast(pvc.ResourceVersion, w.written)) {
 				return false, fmt.Errorf("provisioning of claim %s/%s failed: selected-node annotation reset", c.Namespace, c.Name)
 			}
 			w.seenSelected = w.seenSelected || selected
@@ -549,6 +555,15 @@ func (b *VolumeBinding) allBound(claims []*waitingClaim) (bool, error) {
 		return false, nil
 	}
 	return true, nil
+}
+
+// versionAtLeast reports whether resourceVersion a is b or later. Versions are opaque to clients
+// but are etcd revisions, which Kubernetes' scheduler compares as numbers for its assumed claims
+// too; what does not parse is never later.
+func versionAtLeast(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x >= y
 }
 
 // EventsToRegister: claims, volumes, classes, CSI drivers and storage capacities appearing or

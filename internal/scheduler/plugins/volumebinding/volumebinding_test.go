@@ -336,3 +336,32 @@ func TestAllBoundProvisioningReset(t *testing.T) {
 		}
 	}
 }
+
+// TestAllBoundResetBeforeSeen: a provisioner may hand the claim back before the cache ever shows
+// PreBind's selected-node (the CSI mock spec 'storage capacity exhausted, late binding, with
+// topology': CreateVolume fails at once with ResourceExhausted); a cached version at least as new
+// as PreBind's write without the annotation is that reset, an older one only the cache lagging.
+func TestAllBoundResetBeforeSeen(t *testing.T) {
+	pvc := claim("data", "local-path", "")
+	pvc.ResourceVersion = "9"
+	b, _, factory := newPlugin(t, pvc)
+	indexer := factory.Core().V1().PersistentVolumeClaims().Informer().GetIndexer()
+	w := []*waitingClaim{{claim: pvc, provisioned: true, written: "10"}}
+	for i, step := range []struct {
+		version string
+		wantErr bool
+	}{
+		{"9", false}, // the cache has not seen PreBind's write yet
+		{"12", true}, // written at 10, handed back at 12 (11 never reached the cache)
+	} {
+		cur := pvc.DeepCopy()
+		cur.ResourceVersion = step.version
+		if err := indexer.Update(cur); err != nil {
+			t.Fatal(err)
+		}
+		done, err := b.allBound(w)
+		if done || (err != nil) != step.wantErr {
+			t.Fatalf("step %d: done %v err %v, want error %v", i, done, err, step.wantErr)
+		}
+	}
+}
