@@ -85,20 +85,30 @@ func newAuthorization(cfg *Config, now time.Time) (*authorization, error) {
 		}
 	}
 	a := &authorization{client: client, factory: factory, rules: rbacAuthz}
-	nodeAuthz := node.New(a.podsOnNode, lazyPVCLister{a}, nodeRules)
+	nodeAuthz := node.New(a.podsOnNode, lazyPVCLister{a}, a.volumeNamed, nodeRules)
 	a.authorize = apiserver.UnionAuthorizer{
 		apiserver.PrivilegedGroups{bootstrappolicy.SystemPrivilegedGroup}, nodeAuthz, rbacAuthz,
 	}
 	return a, nil
 }
 
-// nodeCaches are the pod and PVC caches the Node authorizer reads. They are made in start, after
+// nodeCaches are the pod, PVC and PV caches the Node authorizer reads. They are made in start, after
 // the API server built its watch caches, so that in a controlplane process they are the in-process
 // informers over those caches (inProcess) rather than a second decoded copy of every pod watched
 // over the loopback client; until then the Node authorizer sees no pods, as with an unsynced cache.
 type nodeCaches struct {
 	pods cache.Indexer
 	pvcs corelisters.PersistentVolumeClaimLister
+	pvs  corelisters.PersistentVolumeLister
+}
+
+// volumeNamed reads a PersistentVolume from the Node authorizer's cache (none before start).
+func (a *authorization) volumeNamed(name string) (*corev1.PersistentVolume, error) {
+	c := a.nodeCaches.Load()
+	if c == nil {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "persistentvolumes"}, name)
+	}
+	return c.pvs.Get(name)
 }
 
 func (a *authorization) podsOnNode(name string) ([]*corev1.Pod, error) {
@@ -120,7 +130,7 @@ func (a *authorization) podsOnNode(name string) ([]*corev1.Pod, error) {
 }
 
 // makeNodeCaches registers the in-process informers (when any) and creates the Node authorizer's
-// pod informer (indexed by node) and PVC lister on the factory; called once, before it starts.
+// pod informer (indexed by node) and PVC and PV listers on the factory; called once, before it starts.
 func (a *authorization) makeNodeCaches() error {
 	if a.inProcess != nil {
 		in, err := a.inProcess()
@@ -138,7 +148,8 @@ func (a *authorization) makeNodeCaches() error {
 	}}); err != nil {
 		return fmt.Errorf("pod node index: %w", err)
 	}
-	a.nodeCaches.Store(&nodeCaches{pods: pods.GetIndexer(), pvcs: a.factory.Core().V1().PersistentVolumeClaims().Lister()})
+	core := a.factory.Core().V1()
+	a.nodeCaches.Store(&nodeCaches{pods: pods.GetIndexer(), pvcs: core.PersistentVolumeClaims().Lister(), pvs: core.PersistentVolumes().Lister()})
 	return nil
 }
 

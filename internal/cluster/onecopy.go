@@ -40,7 +40,7 @@ func proxyResources() []schema.GroupResource {
 // nodeAuthorizerResources: the Node authorizer's (its factory also holds RBAC's informers, which
 // are not served in process).
 func nodeAuthorizerResources() []schema.GroupResource {
-	return []schema.GroupResource{{Resource: "pods"}, {Resource: "persistentvolumeclaims"}}
+	return []schema.GroupResource{{Resource: "pods"}, {Resource: "persistentvolumeclaims"}, {Resource: "persistentvolumes"}}
 }
 
 // dnsResources: cluster DNS's.

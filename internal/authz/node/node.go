@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,17 +23,21 @@ const (
 // PodsOnNode lists the pods bound to a node (an informer index on spec.nodeName).
 type PodsOnNode func(nodeName string) ([]*corev1.Pod, error)
 
+// VolumeNamed reads a PersistentVolume (from an informer cache).
+type VolumeNamed func(name string) (*corev1.PersistentVolume, error)
+
 // Authorizer is the Node authorizer.
 type Authorizer struct {
 	pods      PodsOnNode
 	pvcs      corelisters.PersistentVolumeClaimLister
+	volume    VolumeNamed
 	nodeRules []rbacv1.PolicyRule
 }
 
 // New returns a Node authorizer; nodeRules are the system:node role's rules, which apply to
 // everything the authorizer does not restrict itself.
-func New(pods PodsOnNode, pvcs corelisters.PersistentVolumeClaimLister, nodeRules []rbacv1.PolicyRule) *Authorizer {
-	return &Authorizer{pods: pods, pvcs: pvcs, nodeRules: nodeRules}
+func New(pods PodsOnNode, pvcs corelisters.PersistentVolumeClaimLister, volume VolumeNamed, nodeRules []rbacv1.PolicyRule) *Authorizer {
+	return &Authorizer{pods: pods, pvcs: pvcs, volume: volume, nodeRules: nodeRules}
 }
 
 // NodeName returns the node a user is the kubelet of, if it is one.
@@ -116,13 +121,16 @@ func (a *Authorizer) related(nodeName string, info *request.RequestInfo) (bool, 
 func (a *Authorizer) podReferences(pod *corev1.Pod, info *request.RequestInfo) bool {
 	switch info.Resource {
 	case "persistentvolumes":
-		for _, claim := range PodReferences(pod).PVCs {
-			pvc, err := a.pvcs.PersistentVolumeClaims(pod.Namespace).Get(claim)
-			if err == nil && pvc.Spec.VolumeName == info.Name {
+		return slices.Contains(a.podVolumes(pod), info.Name)
+	case "secrets":
+		// A secret the pod's volumes name (CSI stage, publish and expand secrets), in the
+		// namespace their reference says, as Kubernetes' graph has PV -> secret edges.
+		for _, name := range a.podVolumes(pod) {
+			pv, err := a.volume(name)
+			if err == nil && slices.Contains(volumeSecrets(pv), info.Namespace+"/"+info.Name) {
 				return true
 			}
 		}
-		return false
 	}
 	if pod.Namespace != info.Namespace {
 		return false
@@ -145,6 +153,35 @@ func (a *Authorizer) podReferences(pod *corev1.Pod, info *request.RequestInfo) b
 		}
 	}
 	return false
+}
+
+// podVolumes are the names of the volumes bound to the pod's claims.
+func (a *Authorizer) podVolumes(pod *corev1.Pod) []string {
+	var out []string
+	for _, claim := range PodReferences(pod).PVCs {
+		pvc, err := a.pvcs.PersistentVolumeClaims(pod.Namespace).Get(claim)
+		if err == nil && pvc.Spec.VolumeName != "" {
+			out = append(out, pvc.Spec.VolumeName)
+		}
+	}
+	return out
+}
+
+// volumeSecrets are the secrets (namespace/name) a CSI volume names for its node and controller
+// calls, the ones Kubernetes' Node authorizer lets a node holding the volume read.
+func volumeSecrets(pv *corev1.PersistentVolume) []string {
+	src := pv.Spec.CSI
+	if src == nil {
+		return nil
+	}
+	var out []string
+	for _, ref := range []*corev1.SecretReference{src.NodeStageSecretRef, src.NodePublishSecretRef, src.NodeExpandSecretRef,
+		src.ControllerPublishSecretRef, src.ControllerExpandSecretRef} {
+		if ref != nil {
+			out = append(out, ref.Namespace+"/"+ref.Name)
+		}
+	}
+	return out
 }
 
 func authorizeLease(nodeName string, info *request.RequestInfo) (bool, string) {

@@ -47,7 +47,21 @@ func TestNodeAuthorizer(t *testing.T) {
 		{Verbs: []string{"update", "patch"}, APIGroups: []string{""}, Resources: []string{"nodes/status"}},
 		{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"pods/eviction"}},
 	}
-	a := New(podsOnNode, corelisters.NewPersistentVolumeClaimLister(pvcs), nodeRules)
+	pvs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, pv := range []*corev1.PersistentVolume{
+		{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}, Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+			Driver: "d", VolumeHandle: "h", NodeStageSecretRef: &corev1.SecretReference{Namespace: "storage", Name: "stage"},
+			NodeExpandSecretRef: &corev1.SecretReference{Namespace: "team", Name: "expand"},
+		}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "pv-2"}, Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+			Driver: "d", VolumeHandle: "h2", NodePublishSecretRef: &corev1.SecretReference{Namespace: "storage", Name: "publish"},
+		}}}},
+	} {
+		if err := pvs.Add(pv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := New(podsOnNode, corelisters.NewPersistentVolumeClaimLister(pvcs), corelisters.NewPersistentVolumeLister(pvs).Get, nodeRules)
 	nodeA := &request.UserInfo{Name: "system:node:a", Groups: []string{"system:nodes", "system:authenticated"}}
 	nodeB := &request.UserInfo{Name: "system:node:b", Groups: []string{"system:nodes", "system:authenticated"}}
 	tests := []struct {
@@ -73,6 +87,11 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"create a service account", nodeA, r("create", "", "serviceaccounts", "", "team", "bot"), false},
 		{"evict a pod (NodeRestriction decides which)", nodeA, r("create", "", "pods", "eviction", "team", "web"), true},
 		{"read an eviction", nodeA, r("get", "", "pods", "eviction", "team", "web"), false},
+		{"stage secret of its pod's CSI volume, in the volume's secret namespace", nodeA, r("get", "", "secrets", "", "storage", "stage"), true},
+		{"expand secret of its pod's CSI volume", nodeA, r("get", "", "secrets", "", "team", "expand"), true},
+		{"a volume's secret under another namespace", nodeA, r("get", "", "secrets", "", "team", "stage"), false},
+		{"secret of a volume no pod of the node uses", nodeA, r("get", "", "secrets", "", "storage", "publish"), false},
+		{"another node's volume secret", nodeB, r("get", "", "secrets", "", "storage", "stage"), false},
 		{"unrelated secret", nodeA, r("get", "", "secrets", "", "team", "other"), false},
 		{"same name elsewhere", nodeA, r("get", "", "secrets", "", "kube-system", "tls"), false},
 		{"list of secrets", nodeA, r("list", "", "secrets", "", "team", ""), false},
