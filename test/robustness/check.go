@@ -92,7 +92,43 @@ func Check(h *History, opt CheckOptions) Report {
 		r.Violations = append(r.Violations, checkList(i, l, h, revs, cov)...)
 	}
 	r.Violations = append(r.Violations, checkFinal(h)...)
+	r.Violations = append(r.Violations, checkWatchProgress(h)...)
 	return r
+}
+
+// checkWatchProgress: once traffic stopped, every watcher caught up with the last acknowledged
+// write (a stream that delivers nothing vouches for nothing, so without this a watcher stuck
+// after a restart would pass). Watchers are the clients that ran streams.
+func checkWatchProgress(h *History) []Violation {
+	if h.Final == nil {
+		return nil
+	}
+	var last Op
+	for _, op := range h.Ops {
+		if op.Kind.IsWrite() && op.Outcome == OutcomeOK && op.RV > last.RV {
+			last = op
+		}
+	}
+	reached := map[int]int64{}
+	for _, w := range h.Watches {
+		reached[w.Client] = max(reached[w.Client], streamEnd(w))
+	}
+	var vs []Violation
+	for _, client := range sortedClients(reached) {
+		if reached[client] < last.RV {
+			vs = append(vs, Violation{Check: CheckWatchGap, Key: last.Key, Detail: fmt.Sprintf("client %d's watch stopped at %d, before the last acknowledged write %s", client, reached[client], last)})
+		}
+	}
+	return vs
+}
+
+func sortedClients(m map[int]int64) []int {
+	out := make([]int, 0, len(m))
+	for c := range m {
+		out = append(out, c)
+	}
+	sort.Ints(out)
+	return out
 }
 
 // revision is what the store did at one resourceVersion to one of the test's objects.

@@ -118,6 +118,9 @@ func TestCheckCatchesPlantedViolations(t *testing.T) {
 		{"two values at one revision", func(h *History) {
 			h.Lists[1].Items[1].RV = 12
 		}, CheckRevision},
+		{"a watcher that stopped delivering", func(h *History) {
+			h.Watches = append(h.Watches, Watch{Client: 4, StartRV: 9, Events: []Event{{Type: EventAdded, Key: "k0", Value: "a", RV: 10}}})
+		}, CheckWatchGap},
 		{"informer not converged", func(h *History) {
 			h.Informers[0].Items[0] = Item{Key: "k1", Value: "x", RV: 11}
 		}, CheckInformer},

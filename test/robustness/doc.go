@@ -14,7 +14,10 @@
 //   - model.go and check.go: the checks, pure functions of a History: per-object linearizability
 //     (porcupine, a register with resourceVersion), watch order and completeness, LIST against the
 //     replayed history, lost and resurrected writes, informer convergence;
-//   - cluster.go and faults.go: a lean starter of `skiff server` processes and the faults.
+//   - cluster.go and faults.go: a lean starter of `skiff server` processes (one node, or three
+//     stacked control planes on 127.0.0.2-4) and the faults, planned by a pure Schedule;
+//   - run.go: a scenario's run (traffic, watchers and informers on every node's API server and
+//     balancer, the faults, recovery, the final LIST); report.go: what a failing run keeps.
 //
 // The package never touches skiff's internals: everything goes through the HTTP API, etcd's own
 // client (compaction) and signals, so what it checks is what a Kubernetes client can rely on.

@@ -34,11 +34,13 @@ type Log struct {
 	start time.Time
 	mu    sync.Mutex
 	h     History
+	// reached is each watcher's newest delivered resourceVersion, open streams included.
+	reached map[int]int64
 }
 
 // NewLog starts a history at clk's now.
 func NewLog(scenario string, clk clock.PassiveClock) *Log {
-	return &Log{clock: clk, start: clk.Now(), h: History{Scenario: scenario}}
+	return &Log{clock: clk, start: clk.Now(), h: History{Scenario: scenario}, reached: map[int]int64{}}
 }
 
 // now is nanoseconds since the log started.
@@ -60,6 +62,30 @@ func (l *Log) addWatch(w Watch) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.h.Watches = append(l.h.Watches, w)
+}
+
+func (l *Log) advance(client int, rv int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reached[client] = max(l.reached[client], rv)
+}
+
+// CaughtUp says whether every watcher in clients delivered the newest acknowledged write.
+func (l *Log) CaughtUp(clients []int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var last int64
+	for _, op := range l.h.Ops {
+		if op.Kind.IsWrite() && op.Outcome == OutcomeOK {
+			last = max(last, op.RV)
+		}
+	}
+	for _, c := range clients {
+		if l.reached[c] < last {
+			return false
+		}
+	}
+	return true
 }
 
 // AddFault records a fault that ran from start to now.
@@ -325,6 +351,7 @@ func (c *Client) watchOnce(ctx context.Context, rv, timeoutSeconds int64) (int64
 		}
 		w.Events = append(w.Events, e)
 		last = max(last, e.RV)
+		c.log.advance(c.ID, e.RV)
 	}
 	if ctx.Err() != nil {
 		w.End = "run ended"

@@ -144,7 +144,11 @@ func Run(ctx context.Context, c RunConfig) (*History, error) {
 		observers.Wait()
 		return log.History(start.RV, nil, nil), err
 	}
-	states := converge(ctx, clk, informers, final.Items)
+	var watcherIDs []int
+	for _, w := range watchers {
+		watcherIDs = append(watcherIDs, w.ID)
+	}
+	states := converge(ctx, clk, informers, final.Items, func() bool { return log.CaughtUp(watcherIDs) })
 	stopObserving()
 	observers.Wait()
 	return log.History(start.RV, &final, states), nil
@@ -184,13 +188,13 @@ func recoverCluster(ctx context.Context, c RunConfig, cl *Client) (List, error) 
 	return last, fmt.Errorf("no final LIST: %s", last.Reason)
 }
 
-// converge waits (at most a minute) for every informer to hold the final state, and returns
-// their states.
-func converge(ctx context.Context, clk clock.WithTicker, informers []*Informer, final []Item) []InformerState {
+// converge waits (at most a minute) for every informer to hold the final state and the watchers
+// to catch up, and returns the informers' states.
+func converge(ctx context.Context, clk clock.WithTicker, informers []*Informer, final []Item, watchersCaughtUp func() bool) []InformerState {
 	deadline := clk.Now().Add(time.Minute)
 	for {
 		var states []InformerState
-		all := true
+		all := watchersCaughtUp()
 		for _, inf := range informers {
 			s := inf.State()
 			states = append(states, s)
