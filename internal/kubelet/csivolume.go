@@ -530,10 +530,14 @@ func (k *Kubelet) expandCSI(ctx context.Context, pod *corev1.Pod, d *csi.Driver,
 			}
 			claim = updated
 		}
+		secrets, err := k.csiSecrets(ctx, pv.Spec.CSI.NodeExpandSecretRef)
+		if err != nil {
+			return err
+		}
 		paths := csiPathsFor(k.cfg.RootDir, string(pod.UID), v)
 		req := &csipb.NodeExpandVolumeRequest{
 			VolumeId: v.handle, VolumePath: vol.hostPath, CapacityRange: &csipb.CapacityRange{RequiredBytes: size.Value()},
-			VolumeCapability: v.capability(),
+			VolumeCapability: v.capability(), Secrets: secrets,
 		}
 		if d.Has(csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME) {
 			req.StagingTargetPath = paths.staging

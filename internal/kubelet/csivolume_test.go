@@ -548,7 +548,11 @@ func TestCSIStatsAndExpansion(t *testing.T) {
 	driver := csiTestDriver()
 	driver.Stats = []*csipb.VolumeUsage{{Unit: csipb.VolumeUsage_BYTES, Total: 1 << 30, Used: 1 << 20, Available: 1<<30 - 1<<20}, {Unit: csipb.VolumeUsage_INODES, Total: 100, Used: 1, Available: 99}}
 	csiDriver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "fake.csi.test"}, Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}
-	h, _ := csiHarness(t, driver, append(csiClaimObjects(csiTestPV("pv-1", nil)), csiDriver)...)
+	expandSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "expand", Namespace: "storage"}, Data: map[string][]byte{"password": []byte("t0p-Secret")}}
+	pv := csiTestPV("pv-1", func(pv *corev1.PersistentVolume) {
+		pv.Spec.CSI.NodeExpandSecretRef = &corev1.SecretReference{Namespace: "storage", Name: "expand"}
+	})
+	h, _ := csiHarness(t, driver, append(csiClaimObjects(pv), csiDriver, expandSecret)...)
 	ctx := context.Background()
 	created := h.create(csiPod("web"))
 	h.waitPodStepping("default", "web", "running", podRunning)
@@ -577,7 +581,7 @@ func TestCSIStatsAndExpansion(t *testing.T) {
 		`kubelet_volume_stats_inodes_free{namespace="default",persistentvolumeclaim="data"} 99`)
 
 	// The control plane grew the volume and left the node's part pending.
-	pv, _ := h.client.CoreV1().PersistentVolumes().Get(ctx, "pv-1", metav1.GetOptions{})
+	pv, _ = h.client.CoreV1().PersistentVolumes().Get(ctx, "pv-1", metav1.GetOptions{})
 	pv.Spec.Capacity[corev1.ResourceStorage] = quantity("2Gi")
 	if _, err := h.client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -599,7 +603,8 @@ func TestCSIStatsAndExpansion(t *testing.T) {
 			expand = r
 		}
 	}
-	if expand.GetCapacityRange().GetRequiredBytes() != 2<<30 || !strings.Contains(expand.GetVolumePath(), string(created.UID)) || expand.GetStagingTargetPath() == "" {
+	if expand.GetCapacityRange().GetRequiredBytes() != 2<<30 || !strings.Contains(expand.GetVolumePath(), string(created.UID)) || expand.GetStagingTargetPath() == "" ||
+		expand.GetSecrets()["password"] != "t0p-Secret" {
 		t.Errorf("expand request = %v", expand)
 	}
 }
