@@ -316,7 +316,7 @@ func EtcdLeader(r nodeadmin.Report) string {
 }
 
 // LeaseHolder is the node holding a component's Lease while it renews it ("" when none does).
-// Holders are identities such as "<node>_<uuid>", as Kubernetes' leader election writes them.
+// Holders are identities "<node>_<pid>", as skiff's control plane writes them.
 func LeaseHolder(r nodeadmin.Report, component string) string {
 	for _, l := range r.Leaders {
 		if l.Component == component && l.Fresh {

@@ -107,7 +107,7 @@ func (c *Cluster) target(ctx context.Context, f PlannedFault) (*Node, error) {
 	return nil, fmt.Errorf("no node could name the target of %s", f.Kind)
 }
 
-// holderName is the node an etcd leader or a Lease holder names ("<node>_<uuid>" for Leases).
+// holderName is the node an etcd leader or a Lease holder names ("<node>_<pid>" for Leases).
 func holderName(r nodeadmin.Report, kind FaultKind) string {
 	if kind == FaultKillEtcdLeader {
 		return EtcdLeader(r)

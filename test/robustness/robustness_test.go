@@ -9,9 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/skiff-sh/skiff/internal/etcd"
 	"k8s.io/utils/clock"
 )
 
@@ -70,6 +72,7 @@ func TestRobustness(t *testing.T) {
 	if testing.Short() && *flagScenario == "" {
 		duration = 20 * time.Second
 	}
+	checkDisk(t)
 	bin := skiffBinary(t)
 	for _, s := range run {
 		t.Run(s.Name, func(t *testing.T) { runScenario(t, bin, s, duration) })
@@ -196,4 +199,22 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// checkDisk fails early, with the cause, when the disk holding the nodes' data cannot take them:
+// skiff's etcd fence refuses writes below DiskReserve free (1 GiB on a large disk) and each node
+// keeps a reserve file and a preallocated WAL, so a run on a nearly full disk would fail with
+// NOSPACE in the middle and look like a finding.
+func checkDisk(t *testing.T) {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(os.TempDir(), &st); err != nil {
+		t.Fatalf("statfs %s: %v", os.TempDir(), err)
+	}
+	free, total := st.Bavail*uint64(st.Bsize), st.Blocks*uint64(st.Bsize)
+	need := 2*etcd.DiskReserve(total) + 3*etcd.ReserveSize(total) + 3*(64<<20)
+	if free < need {
+		t.Fatalf("%s has %d MiB free; a scenario of up to three nodes needs %d MiB (skiff's etcd refuses writes below %d MiB free)",
+			os.TempDir(), free>>20, need>>20, etcd.DiskReserve(total)>>20)
+	}
 }
