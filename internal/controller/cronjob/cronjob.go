@@ -61,31 +61,15 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 		jobLister: jobInformer.Lister(),
 		recorder:  deps.Recorder,
 		clock:     deps.Clock,
-		synced:    []cache.InformerSynced{cjInformer.Informer().HasSynced, jobInformer.Informer().HasSynced},
 	}
 	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
-	if _, err := cjInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.loop.Enqueue,
-		UpdateFunc: func(_, o any) { c.loop.Enqueue(o) },
-	}); err != nil {
-		return nil, fmt.Errorf("cronjob informer handler: %w", err)
-	}
-	jobChanged := func(o any) {
-		if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
-			o = tomb.Obj
-		}
-		job, ok := o.(*batchv1.Job)
-		if !ok {
-			return
-		}
-		if ref := metav1.GetControllerOf(job); ref != nil && ref.Kind == "CronJob" {
-			c.loop.Queue.Add(job.Namespace + "/" + ref.Name)
-		}
-	}
-	if _, err := jobInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: jobChanged, UpdateFunc: func(_, o any) { jobChanged(o) }, DeleteFunc: jobChanged,
-	}); err != nil {
-		return nil, fmt.Errorf("job informer handler: %w", err)
+	var err error
+	c.synced, err = ctrlutil.NewWiring(Name).
+		Watch(cjInformer.Informer(), ctrlutil.On(ctrlutil.OnAdd|ctrlutil.OnUpdate, c.loop.Enqueue)).
+		Watch(jobInformer.Informer(), ctrlutil.On(ctrlutil.OnAll, c.loop.EnqueueOwner("CronJob"))).
+		Done()
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }

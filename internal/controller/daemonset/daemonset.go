@@ -105,8 +105,6 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 		recorder:     deps.Recorder,
 		clock:        deps.Clock,
 		expectations: ctrlutil.NewExpectations(deps.Clock),
-		synced: []cache.InformerSynced{dsInformer.Informer().HasSynced, crInformer.Informer().HasSynced,
-			podInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced},
 	}
 	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
 	enqueueAll := func(any) {
@@ -118,49 +116,43 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 			c.loop.Enqueue(ds)
 		}
 	}
-	podEvent := func(o any, observe func(key string, pod *corev1.Pod)) {
-		if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
-			o = tomb.Obj
+	// podEvent queues a daemon pod's DaemonSet, first telling the expectations what was seen.
+	podEvent := func(observe func(key string, pod metav1.Object)) func(any) {
+		return func(o any) {
+			key, pod, ok := ctrlutil.OwnerKey(o, "DaemonSet")
+			if !ok {
+				return
+			}
+			if observe != nil {
+				observe(key, pod)
+			}
+			c.loop.Queue.Add(key)
 		}
-		pod, ok := o.(*corev1.Pod)
-		if !ok {
-			return
-		}
-		ref := metav1.GetControllerOf(pod)
-		if ref == nil || ref.Kind != "DaemonSet" {
-			return
-		}
-		key := pod.Namespace + "/" + ref.Name
-		if observe != nil {
-			observe(key, pod)
-		}
-		c.loop.Queue.Add(key)
 	}
-	for _, h := range []struct {
-		inf cache.SharedIndexInformer
-		h   cache.ResourceEventHandlerFuncs
-	}{
-		{dsInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.loop.Enqueue, UpdateFunc: func(_, o any) { c.loop.Enqueue(o) },
-			DeleteFunc: func(o any) {
-				if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(o); err == nil {
-					c.expectations.Delete(key)
-				}
-			}}},
-		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { podEvent(o, func(key string, _ *corev1.Pod) { c.expectations.CreationObserved(key) }) },
-			UpdateFunc: func(_, o any) { podEvent(o, nil) },
-			DeleteFunc: func(o any) {
-				podEvent(o, func(key string, p *corev1.Pod) { c.expectations.DeletionObserved(key, p.Namespace+"/"+p.Name) })
-			},
-		}},
+	dsHandlers := ctrlutil.On(ctrlutil.OnAdd|ctrlutil.OnUpdate, c.loop.Enqueue)
+	dsHandlers.DeleteFunc = func(o any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(o); err == nil {
+			c.expectations.Delete(key)
+		}
+	}
+	var err error
+	c.synced, err = ctrlutil.NewWiring(Name).
+		Watch(dsInformer.Informer(), dsHandlers).
+		Watch(crInformer.Informer(), nil).
+		Watch(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    podEvent(func(key string, _ metav1.Object) { c.expectations.CreationObserved(key) }),
+			UpdateFunc: func(_, o any) { podEvent(nil)(o) },
+			DeleteFunc: podEvent(func(key string, p metav1.Object) {
+				c.expectations.DeletionObserved(key, p.GetNamespace()+"/"+p.GetName())
+			}),
+		}).
 		// Node labels, taints and membership decide where daemons run.
 		// A heartbeat changes none of it: at thousands of nodes, each one synced every DaemonSet.
-		{nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: enqueueAll, UpdateFunc: ctrlutil.OnNodeUpdate(
-			func(o, n *corev1.Node) bool { return !ctrlutil.NodeHeartbeatOnly(o, n) }, enqueueAll), DeleteFunc: enqueueAll}},
-	} {
-		if _, err := h.inf.AddEventHandler(h.h); err != nil {
-			return nil, fmt.Errorf("daemonset controller handler: %w", err)
-		}
+		Watch(nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: enqueueAll, UpdateFunc: ctrlutil.OnNodeUpdate(
+			func(o, n *corev1.Node) bool { return !ctrlutil.NodeHeartbeatOnly(o, n) }, enqueueAll), DeleteFunc: enqueueAll}).
+		Done()
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }

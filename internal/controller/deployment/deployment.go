@@ -55,37 +55,23 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 		podLister: podInformer.Lister(),
 		recorder:  deps.Recorder,
 		clock:     deps.Clock,
-		synced:    []cache.InformerSynced{dInformer.Informer().HasSynced, rsInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
 	}
 	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		funcs    cache.ResourceEventHandlerFuncs
-	}{
-		{dInformer.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc: c.loop.Enqueue, UpdateFunc: func(_, o any) { c.loop.Enqueue(o) }, DeleteFunc: c.loop.Enqueue}},
-		{rsInformer.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc: c.replicaSetChanged, UpdateFunc: c.replicaSetUpdated, DeleteFunc: c.replicaSetChanged}},
-		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.podDeleted}},
-	}
-	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.funcs); err != nil {
-			return nil, fmt.Errorf("deployment controller handler: %w", err)
-		}
+	var err error
+	c.synced, err = ctrlutil.NewWiring(Name).
+		Watch(dInformer.Informer(), ctrlutil.On(ctrlutil.OnAll, c.loop.Enqueue)).
+		Watch(rsInformer.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: c.replicaSetChanged, UpdateFunc: c.replicaSetUpdated, DeleteFunc: c.replicaSetChanged}).
+		Watch(podInformer.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.podDeleted}).
+		Done()
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
 // Run runs workers until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) { c.loop.Run(ctx, workers, c.synced...) }
-
-func unwrap[T any](obj any) (T, bool) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	v, ok := obj.(T)
-	return v, ok
-}
 
 // ownerOf resolves a ReplicaSet's controllerRef to its Deployment.
 func (c *Controller) ownerOf(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
@@ -100,7 +86,7 @@ func (c *Controller) ownerOf(namespace string, ref *metav1.OwnerReference) *apps
 }
 
 func (c *Controller) replicaSetChanged(obj any) {
-	rs, ok := unwrap[*appsv1.ReplicaSet](obj)
+	rs, ok := ctrlutil.Unwrap[*appsv1.ReplicaSet](obj)
 	if !ok {
 		return
 	}
@@ -141,7 +127,7 @@ func (c *Controller) enqueueMatching(rs *appsv1.ReplicaSet) {
 
 // podDeleted matters only to Recreate, which waits for old pods to be gone.
 func (c *Controller) podDeleted(obj any) {
-	pod, ok := unwrap[*corev1.Pod](obj)
+	pod, ok := ctrlutil.Unwrap[*corev1.Pod](obj)
 	if !ok {
 		return
 	}

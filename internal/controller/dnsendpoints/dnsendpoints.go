@@ -52,28 +52,23 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 	slicesInf := deps.Informers.Discovery().V1().EndpointSlices()
 	c := &Controller{
 		client: deps.Client, nodeLister: nodes.Lister(), svcLister: svcs.Lister(), sliceLister: slicesInf.Lister(),
-		synced: []cache.InformerSynced{nodes.Informer().HasSynced, svcs.Informer().HasSynced, slicesInf.Informer().HasSynced},
 	}
 	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
 	always := func(any) { c.loop.Queue.Add(key) }
 	ours := func(o any) {
-		if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
-			o = tomb.Obj
-		}
-		if m, ok := o.(metav1.Object); ok && m.GetNamespace() == ServiceNamespace &&
+		if m, ok := ctrlutil.Unwrap[metav1.Object](o); ok && m.GetNamespace() == ServiceNamespace &&
 			(m.GetName() == ServiceName || m.GetLabels()[discoveryv1.LabelServiceName] == ServiceName) {
 			c.loop.Queue.Add(key)
 		}
 	}
-	for name, h := range map[string]cache.ResourceEventHandlerFuncs{
-		"node":          {AddFunc: always, UpdateFunc: ctrlutil.OnNodeUpdate(slicesInputsChanged, always), DeleteFunc: always},
-		"service":       {AddFunc: ours, UpdateFunc: func(_, o any) { ours(o) }, DeleteFunc: ours},
-		"endpointslice": {AddFunc: ours, UpdateFunc: func(_, o any) { ours(o) }, DeleteFunc: ours},
-	} {
-		inf := map[string]cache.SharedIndexInformer{"node": nodes.Informer(), "service": svcs.Informer(), "endpointslice": slicesInf.Informer()}[name]
-		if _, err := inf.AddEventHandler(h); err != nil {
-			return nil, fmt.Errorf("%s informer handler: %w", name, err)
-		}
+	var err error
+	c.synced, err = ctrlutil.NewWiring(Name).
+		Watch(nodes.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: always, UpdateFunc: ctrlutil.OnNodeUpdate(slicesInputsChanged, always), DeleteFunc: always}).
+		Watch(svcs.Informer(), ctrlutil.On(ctrlutil.OnAll, ours)).
+		Watch(slicesInf.Informer(), ctrlutil.On(ctrlutil.OnAll, ours)).
+		Done()
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }

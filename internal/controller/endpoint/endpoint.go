@@ -48,36 +48,19 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 		svcLister: svcInformer.Lister(),
 		podLister: podInformer.Lister(),
 		epLister:  epInformer.Lister(),
-		synced:    []cache.InformerSynced{svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced, epInformer.Informer().HasSynced},
 	}
 	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
-	podChanged := func(objs ...any) {
-		for _, o := range objs {
-			if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
-				o = tomb.Obj
-			}
-			if pod, ok := o.(*corev1.Pod); ok {
-				for _, key := range ctrlutil.ServiceKeysForPod(c.svcLister, pod) {
-					c.loop.Queue.Add(key)
-				}
-			}
-		}
-	}
-	handlers := []struct {
-		inf cache.SharedIndexInformer
-		h   cache.ResourceEventHandlerFuncs
-	}{
-		{svcInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.loop.Enqueue, UpdateFunc: func(_, o any) { c.loop.Enqueue(o) }, DeleteFunc: c.loop.Enqueue}},
-		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: func(o any) { podChanged(o) }, UpdateFunc: func(old, o any) { podChanged(old, o) }, DeleteFunc: func(o any) { podChanged(o) }}},
+	var err error
+	c.synced, err = ctrlutil.NewWiring(Name).
+		Watch(svcInformer.Informer(), ctrlutil.On(ctrlutil.OnAll, c.loop.Enqueue)).
+		Watch(podInformer.Informer(), c.loop.PodServiceHandlers(c.svcLister)).
 		// Someone else changed or deleted our Endpoints: put them back. Endpoints with no Service
 		// of their name are someone else's (written by hand, as conformance's Endpoints lifecycle
 		// spec does): a change to them is not ours to undo, and reconciling would delete them.
-		{epInformer.Informer(), cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, o any) { c.endpointsUpdated(o) }, DeleteFunc: c.loop.Enqueue}},
-	}
-	for _, h := range handlers {
-		if _, err := h.inf.AddEventHandler(h.h); err != nil {
-			return nil, fmt.Errorf("endpoint controller handler: %w", err)
-		}
+		Watch(epInformer.Informer(), cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, o any) { c.endpointsUpdated(o) }, DeleteFunc: c.loop.Enqueue}).
+		Done()
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }

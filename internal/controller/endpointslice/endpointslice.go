@@ -52,43 +52,16 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 		svcLister:   svcInformer.Lister(),
 		podLister:   podInformer.Lister(),
 		sliceLister: sliceInformer.Lister(),
-		synced:      []cache.InformerSynced{svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced},
 	}
 	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
-	podChanged := func(objs ...any) {
-		for _, o := range objs {
-			if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
-				o = tomb.Obj
-			}
-			if pod, ok := o.(*corev1.Pod); ok {
-				for _, key := range ctrlutil.ServiceKeysForPod(c.svcLister, pod) {
-					c.loop.Queue.Add(key)
-				}
-			}
-		}
-	}
-	sliceChanged := func(o any) {
-		if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
-			o = tomb.Obj
-		}
-		if s, ok := o.(*discoveryv1.EndpointSlice); ok && s.Labels[discoveryv1.LabelManagedBy] == ManagedBy {
-			if svc := s.Labels[discoveryv1.LabelServiceName]; svc != "" {
-				c.loop.Queue.Add(s.Namespace + "/" + svc)
-			}
-		}
-	}
-	handlers := []struct {
-		inf cache.SharedIndexInformer
-		h   cache.ResourceEventHandlerFuncs
-	}{
-		{svcInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.loop.Enqueue, UpdateFunc: func(_, o any) { c.loop.Enqueue(o) }, DeleteFunc: c.loop.Enqueue}},
-		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: func(o any) { podChanged(o) }, UpdateFunc: func(old, o any) { podChanged(old, o) }, DeleteFunc: func(o any) { podChanged(o) }}},
-		{sliceInformer.Informer(), cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, o any) { sliceChanged(o) }, DeleteFunc: sliceChanged}},
-	}
-	for _, h := range handlers {
-		if _, err := h.inf.AddEventHandler(h.h); err != nil {
-			return nil, fmt.Errorf("endpointslice controller handler: %w", err)
-		}
+	var err error
+	c.synced, err = ctrlutil.NewWiring(Name).
+		Watch(svcInformer.Informer(), ctrlutil.On(ctrlutil.OnAll, c.loop.Enqueue)).
+		Watch(podInformer.Informer(), c.loop.PodServiceHandlers(c.svcLister)).
+		Watch(sliceInformer.Informer(), ctrlutil.On(ctrlutil.OnUpdate|ctrlutil.OnDelete, c.loop.EnqueueSliceService(ManagedBy))).
+		Done()
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }

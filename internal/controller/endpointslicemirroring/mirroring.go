@@ -63,31 +63,17 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 		epLister:    epInformer.Lister(),
 		svcLister:   svcInformer.Lister(),
 		sliceLister: sliceInformer.Lister(),
-		synced:      []cache.InformerSynced{epInformer.Informer().HasSynced, svcInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced},
 	}
 	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
-	sliceChanged := func(o any) {
-		if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
-			o = tomb.Obj
-		}
-		if s, ok := o.(*discoveryv1.EndpointSlice); ok && s.Labels[discoveryv1.LabelManagedBy] == ManagedBy {
-			if svc := s.Labels[discoveryv1.LabelServiceName]; svc != "" {
-				c.loop.Queue.Add(s.Namespace + "/" + svc)
-			}
-		}
-	}
-	byKey := cache.ResourceEventHandlerFuncs{AddFunc: c.loop.Enqueue, UpdateFunc: func(_, o any) { c.loop.Enqueue(o) }, DeleteFunc: c.loop.Enqueue}
-	for _, h := range []struct {
-		inf cache.SharedIndexInformer
-		h   cache.ResourceEventHandlerFuncs
-	}{
-		{epInformer.Informer(), byKey},
-		{svcInformer.Informer(), byKey},
-		{sliceInformer.Informer(), cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, o any) { sliceChanged(o) }, DeleteFunc: sliceChanged}},
-	} {
-		if _, err := h.inf.AddEventHandler(h.h); err != nil {
-			return nil, fmt.Errorf("endpointslicemirroring handler: %w", err)
-		}
+	byKey := ctrlutil.On(ctrlutil.OnAll, c.loop.Enqueue)
+	var err error
+	c.synced, err = ctrlutil.NewWiring(Name).
+		Watch(epInformer.Informer(), byKey).
+		Watch(svcInformer.Informer(), byKey).
+		Watch(sliceInformer.Informer(), ctrlutil.On(ctrlutil.OnUpdate|ctrlutil.OnDelete, c.loop.EnqueueSliceService(ManagedBy))).
+		Done()
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -81,22 +81,17 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 		clock:        deps.Clock,
 		expectations: ctrlutil.NewExpectations(deps.Clock),
 		releasing:    newReleaseExpectations(),
-		synced:       []cache.InformerSynced{jobInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
 	}
 	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
-	if _, err := jobInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.loop.Enqueue,
-		UpdateFunc: func(_, o any) { c.loop.Enqueue(o) },
-		DeleteFunc: c.deleteJob,
-	}); err != nil {
-		return nil, fmt.Errorf("job informer handler: %w", err)
-	}
-	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.addPod,
-		UpdateFunc: c.updatePod,
-		DeleteFunc: c.deletePod,
-	}); err != nil {
-		return nil, fmt.Errorf("pod informer handler: %w", err)
+	jobHandlers := ctrlutil.On(ctrlutil.OnAdd|ctrlutil.OnUpdate, c.loop.Enqueue)
+	jobHandlers.DeleteFunc = c.deleteJob
+	var err error
+	c.synced, err = ctrlutil.NewWiring(Name).
+		Watch(jobInformer.Informer(), jobHandlers).
+		Watch(podInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.addPod, UpdateFunc: c.updatePod, DeleteFunc: c.deletePod}).
+		Done()
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }

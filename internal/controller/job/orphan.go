@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 )
 
 // orphanKeyPrefix marks work-queue keys naming a pod (namespace/name) whose
@@ -57,10 +59,7 @@ func (c *Controller) updatePod(old, o any) {
 }
 
 func (c *Controller) deletePod(o any) {
-	if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = tomb.Obj
-	}
-	pod, ok := o.(*corev1.Pod)
+	pod, ok := ctrlutil.Unwrap[*corev1.Pod](o)
 	if !ok {
 		return
 	}
@@ -76,10 +75,7 @@ func (c *Controller) deletePod(o any) {
 // propagationPolicy=Orphan leaves them behind, and they would block their
 // namespace's deletion forever).
 func (c *Controller) deleteJob(o any) {
-	if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = tomb.Obj
-	}
-	job, ok := o.(*batchv1.Job)
+	job, ok := ctrlutil.Unwrap[*batchv1.Job](o)
 	if !ok {
 		return
 	}

@@ -67,30 +67,17 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 		pvcLister: pvcInformer.Lister(),
 		recorder:  deps.Recorder,
 		clock:     deps.Clock,
-		synced: []cache.InformerSynced{setInformer.Informer().HasSynced, crInformer.Informer().HasSynced,
-			podInformer.Informer().HasSynced, pvcInformer.Informer().HasSynced},
 	}
 	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
-	podEvent := func(o any) {
-		if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
-			o = tomb.Obj
-		}
-		if p, ok := o.(*corev1.Pod); ok {
-			if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "StatefulSet" {
-				c.loop.Queue.Add(p.Namespace + "/" + ref.Name)
-			}
-		}
-	}
-	for _, h := range []struct {
-		inf cache.SharedIndexInformer
-		h   cache.ResourceEventHandlerFuncs
-	}{
-		{setInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.loop.Enqueue, UpdateFunc: func(_, o any) { c.loop.Enqueue(o) }}},
-		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: podEvent, UpdateFunc: func(_, o any) { podEvent(o) }, DeleteFunc: podEvent}},
-	} {
-		if _, err := h.inf.AddEventHandler(h.h); err != nil {
-			return nil, fmt.Errorf("statefulset controller handler: %w", err)
-		}
+	var err error
+	c.synced, err = ctrlutil.NewWiring(Name).
+		Watch(setInformer.Informer(), ctrlutil.On(ctrlutil.OnAdd|ctrlutil.OnUpdate, c.loop.Enqueue)).
+		Watch(crInformer.Informer(), nil).
+		Watch(podInformer.Informer(), ctrlutil.On(ctrlutil.OnAll, c.loop.EnqueueOwner("StatefulSet"))).
+		Watch(pvcInformer.Informer(), nil).
+		Done()
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }
