@@ -9,7 +9,7 @@
 #   hack/robustness.sh --list                        the scenario names
 #   --interval 100ms (default) is each client's pause between calls; --seed repeats a run's faults
 #
-# CI runs the short set instead: go test -count=1 ./test/robustness -short
+# CI runs the short set instead (four scenarios, 20 s of traffic each): go test -count=1 ./test/robustness -short
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,6 +42,8 @@ case "$duration" in
   *) echo "robustness.sh: --duration wants a whole number of h, m or s (30m)" >&2; exit 2 ;;
 esac
 timeout=$(( (secs + 600) * count ))s
+which=(-robustness.all)
+[ -n "$scenario" ] && which=(-robustness.scenario "$scenario")
 exec go test -count=1 -v -timeout "$timeout" ./test/robustness -run '^TestRobustness$' \
-  -robustness.duration "$duration" -robustness.scenario "$scenario" -robustness.report "$report" \
+  -robustness.duration "$duration" "${which[@]}" -robustness.report "$report" \
   -robustness.seed "$seed" -robustness.interval "$interval" -robustness.bin "$bin" -robustness.keep="$keep"

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,8 +19,9 @@ import (
 )
 
 var (
-	flagDuration = flag.Duration("robustness.duration", time.Minute, "traffic time per scenario (-short: 20s)")
-	flagScenario = flag.String("robustness.scenario", "", "run only this scenario (default: all; -short: the short set)")
+	flagDuration = flag.Duration("robustness.duration", 20*time.Second, "traffic time per scenario")
+	flagScenario = flag.String("robustness.scenario", "", "run only this scenario (default: the short set)")
+	flagAll      = flag.Bool("robustness.all", false, "run every scenario (default: the short set)")
 	flagReport   = flag.String("robustness.report", "", "directory for the history and report of a failing run (default: a temp dir kept on failure)")
 	flagSeed     = flag.Uint64("robustness.seed", 0, "seed of traffic and faults (0: from the time)")
 	flagBin      = flag.String("robustness.bin", "", "a built skiff binary (default: build one)")
@@ -27,8 +29,10 @@ var (
 	flagInterval = flag.Duration("robustness.interval", 20*time.Millisecond, "pause between two calls of one client (long runs: larger, to keep histories checkable)")
 )
 
-// shortSet are the scenarios of `go test -short`, a few minutes in CI.
-var shortSet = []string{"single-kill", "single-pause", "single-compact", "ha-kill-etcd-leader"}
+// shortSet are the scenarios run unless one or all are asked for: a few minutes, for CI.
+func shortSet() []string {
+	return []string{"single-kill", "single-pause", "single-compact", "ha-kill-etcd-leader"}
+}
 
 // skiffBinary builds skiff once for the test, unless -robustness.bin names one.
 func skiffBinary(t *testing.T) string {
@@ -57,11 +61,7 @@ func TestRobustness(t *testing.T) {
 			if s.Name == *flagScenario {
 				run = append(run, s)
 			}
-		case testing.Short():
-			if strings.Contains(strings.Join(shortSet, ","), s.Name) {
-				run = append(run, s)
-			}
-		default:
+		case *flagAll || slices.Contains(shortSet(), s.Name):
 			run = append(run, s)
 		}
 	}
@@ -69,9 +69,6 @@ func TestRobustness(t *testing.T) {
 		t.Fatalf("no scenario named %q", *flagScenario)
 	}
 	duration := *flagDuration
-	if testing.Short() && *flagScenario == "" {
-		duration = 20 * time.Second
-	}
 	checkDisk(t)
 	bin := skiffBinary(t)
 	for _, s := range run {
@@ -90,11 +87,9 @@ func runScenario(t *testing.T, bin string, s Scenario, duration time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), duration+10*time.Minute)
 	defer cancel()
 	cl := startCluster(t, ctx, bin, s.Nodes, seed, clk)
+	// Pauses of 5-30 s, the longest a third of the run so that a short run has some.
 	pause := ScheduleConfig{Kind: s.Fault, Nodes: s.Nodes, Duration: duration, Warmup: 3 * time.Second,
-		Cooldown: 3 * time.Second, Gap: 4 * time.Second, PauseMin: 5 * time.Second, PauseMax: 30 * time.Second, Seed: seed}
-	if testing.Short() {
-		pause.PauseMax = 8 * time.Second
-	}
+		Cooldown: 3 * time.Second, Gap: 4 * time.Second, PauseMin: 5 * time.Second, PauseMax: max(5*time.Second, min(30*time.Second, duration/3)), Seed: seed}
 	started := time.Now()
 	h, err := Run(ctx, RunConfig{
 		Scenario: s, Cluster: cl, Duration: duration, Schedule: pause, Logger: logger,
