@@ -7,11 +7,13 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/interpreter"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-openapi/pkg/validation/strfmt"
 
 	crdv1 "github.com/skiff-sh/skiff/internal/apis/apiextensionsv1"
 	kcel "github.com/skiff-sh/skiff/internal/cel"
@@ -462,11 +464,12 @@ func schemaType(s *crdv1.JSONSchemaProps) string {
 	return "object"
 }
 
-// asSchemaNumbers is v with the integers the schema declares as numbers made floats: rules see a
-// number field written as 2 as the double 2.0, as kube-apiserver gives it, so arithmetic with
-// doubles works on it. v is not changed; parts without such a field are shared, not copied.
-// changed reports whether anything was converted.
-func asSchemaNumbers(s *crdv1.JSONSchemaProps, v interface{}) (out interface{}, changed bool) {
+// celValues is v as rules see it, converted as kube-apiserver converts it: an integer in a
+// number field is a double (2 is 2.0, so arithmetic with doubles works on it), a string of format
+// date or date-time a timestamp, duration a duration, byte the bytes it encodes (a string that
+// does not parse stays a string: the rule then fails on it). v is not changed; parts without
+// such a field are shared, not copied. changed reports whether anything was converted.
+func celValues(s *crdv1.JSONSchemaProps, v interface{}) (out interface{}, changed bool) {
 	if s == nil {
 		return v, false
 	}
@@ -474,6 +477,10 @@ func asSchemaNumbers(s *crdv1.JSONSchemaProps, v interface{}) (out interface{}, 
 	case int64:
 		if s.Type == "number" {
 			return float64(val), true
+		}
+	case string:
+		if conv, ok := formatted(s.Format, val); ok {
+			return conv, true
 		}
 	case map[string]interface{}:
 		var copied map[string]interface{}
@@ -484,7 +491,7 @@ func asSchemaNumbers(s *crdv1.JSONSchemaProps, v interface{}) (out interface{}, 
 			} else if s.AdditionalProperties != nil {
 				child = s.AdditionalProperties.Schema
 			}
-			conv, ok := asSchemaNumbers(child, e)
+			conv, ok := celValues(child, e)
 			if !ok {
 				continue
 			}
@@ -505,7 +512,7 @@ func asSchemaNumbers(s *crdv1.JSONSchemaProps, v interface{}) (out interface{}, 
 		}
 		var copied []interface{}
 		for i, e := range val {
-			conv, ok := asSchemaNumbers(s.Items.Schema, e)
+			conv, ok := celValues(s.Items.Schema, e)
 			if !ok {
 				continue
 			}
@@ -519,4 +526,28 @@ func asSchemaNumbers(s *crdv1.JSONSchemaProps, v interface{}) (out interface{}, 
 		}
 	}
 	return v, false
+}
+
+// formatted parses a string of a format CEL has a type for.
+func formatted(format, str string) (interface{}, bool) {
+	switch format {
+	case "date-time":
+		if t, err := strfmt.ParseDateTime(str); err == nil {
+			return types.Timestamp{Time: time.Time(t)}, true
+		}
+	case "date":
+		if t, err := time.Parse(strfmt.RFC3339FullDate, str); err == nil {
+			return types.Timestamp{Time: t}, true
+		}
+	case "duration":
+		if d, err := strfmt.ParseDuration(str); err == nil {
+			return types.Duration{Duration: d}, true
+		}
+	case "byte":
+		var b strfmt.Base64
+		if err := b.UnmarshalText([]byte(str)); err == nil {
+			return types.Bytes(b), true
+		}
+	}
+	return nil, false
 }

@@ -64,6 +64,10 @@ func TestValidateRuleDefinitions(t *testing.T) {
 			want: []string{"openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: compilation failed: ERROR: <input>:1:6: Syntax error: token recognition error at: '= '"}},
 		{name: "not a boolean", schema: `{"type":"object","properties":{"spec":{"type":"object","x-kubernetes-validations":[{"rule":"1"}]}}}`,
 			want: []string{"openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: cel expression must evaluate to a bool"}},
+		{name: "formats are CEL types: date-time a timestamp, duration a duration, byte bytes", schema: `{"type":"object","properties":{"spec":{"type":"object","x-kubernetes-validations":[
+			{"rule":"self.t > timestamp('2020-01-01T00:00:00Z') && self.day < timestamp('2030-01-01T00:00:00Z')"},{"rule":"self.d < duration('1h')"},{"rule":"size(self.b) < 10"},{"rule":"self.t != ''"}],
+			"properties":{"t":{"type":"string","format":"date-time"},"day":{"type":"string","format":"date"},"d":{"type":"string","format":"duration"},"b":{"type":"string","format":"byte","maxLength":20}}}}}`,
+			want: []string{"openAPIV3Schema.properties[spec].x-kubernetes-validations[3].rule: Invalid value: compilation failed: ERROR: <input>:1:8: found no matching overload for '_!=_' applied to '(timestamp, string)'"}},
 		{name: "metadata name and kind at the root", schema: `{"type":"object","x-kubernetes-validations":[{"rule":"self.metadata.name.startsWith('a') && self.kind == 'W'"}]}`},
 		{name: "per-expression estimated cost (unbounded lists of lists)",
 			schema: `{"type":"object","properties":{"spec":{"type":"object","properties":{"x":{"type":"array","items":{"type":"array","items":{"type":"string"},
@@ -169,6 +173,10 @@ func TestEvaluateRules(t *testing.T) {
 		  "x-kubernetes-validations":[{"rule":"self.ratio * 2.0 < 5.0"},{"rule":"self.ratios.all(r, r + 0.5 > 1.0)"}],
 		  "properties":{"ratio":{"type":"number"},"ratios":{"type":"array","maxItems":10,"items":{"type":"number"}}}}}}`,
 			obj: map[string]interface{}{"spec": map[string]interface{}{"ratio": int64(2), "ratios": []interface{}{int64(1), 1.5}}}},
+		{name: "formatted strings reach rules as timestamps, durations and bytes", schema: `{"type":"object","properties":{"spec":{"type":"object","x-kubernetes-validations":[
+		  {"rule":"self.t > timestamp('2020-01-01T00:00:00Z') && self.day < timestamp('2030-01-01T00:00:00Z')"},{"rule":"self.d < duration('1h')"},{"rule":"self.b == b'hi'"}],
+		  "properties":{"t":{"type":"string","format":"date-time"},"day":{"type":"string","format":"date"},"d":{"type":"string","format":"duration"},"b":{"type":"string","format":"byte","maxLength":20}}}}}`,
+			obj: map[string]interface{}{"spec": map[string]interface{}{"t": "2024-05-01T10:00:00Z", "day": "2024-05-01", "d": "30m", "b": "aGk="}}},
 		{name: "fieldPath and reason", schema: pathsSchema, obj: map[string]interface{}{"spec": map[string]interface{}{
 			"m": map[string]interface{}{"x.y": "1"}, "tags": []interface{}{"a"}}},
 			want: []string{`spec.m[x.y]: Forbidden: failed rule: !has(self.m) || !('x.y' in self.m)`, `spec.name: Required value: name is required`,

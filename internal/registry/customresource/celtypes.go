@@ -20,7 +20,9 @@ const (
 	minBoolSize         = 4  // true
 	minNumberSize       = 1  // 0
 	jsonDateSize        = 12 // "2006-01-02", quoted, with a comma
+	minDatetimeSize     = 21 // the shortest RFC 3339 date-time, quoted
 	maxDatetimeSize     = 32 // the longest RFC 3339 date-time, quoted
+	minDurationSize     = 3  // "0", quoted
 	maxDurationSize     = 32 // as long as a date-time, as kube-apiserver bounds it
 )
 
@@ -140,11 +142,29 @@ func withTypeAndObjectMeta(props map[string]crdv1.JSONSchemaProps) map[string]cr
 	return out
 }
 
-// stringDeclType bounds a string by maxLength (4 bytes a character at most), its longest enum
-// value, its format's longest form, or the request size. Formatted strings stay strings: skiff
-// does not type date-time as a CEL timestamp yet.
+// stringDeclType types a string by its format as kube-apiserver does (date and date-time are
+// timestamps, duration a duration, byte bytes; rules get them converted, see celValues) and
+// bounds it by maxLength (4 bytes a character at most, byte's in bytes), its longest enum value,
+// its format's longest form, or the request size.
 func stringDeclType(s *crdv1.JSONSchemaProps) *declType {
 	t := &declType{cel: types.StringType, minSize: minStringSize, maxElements: maxRequestSizeBytes - 2}
+	switch s.Format {
+	case "byte":
+		t.cel = types.BytesType
+		if s.MaxLength != nil {
+			t.maxElements = max(*s.MaxLength, 0)
+		}
+		return t
+	case "duration":
+		t.cel, t.minSize, t.maxElements = types.DurationType, minDurationSize, maxDurationSize
+		return t
+	case "date":
+		t.cel, t.minSize, t.maxElements = types.TimestampType, jsonDateSize, jsonDateSize
+		return t
+	case "date-time":
+		t.cel, t.minSize, t.maxElements = types.TimestampType, minDatetimeSize, maxDatetimeSize
+		return t
+	}
 	switch {
 	case s.MaxLength != nil:
 		t.maxElements = max(*s.MaxLength, 0) * 4
@@ -155,12 +175,6 @@ func stringDeclType(s *crdv1.JSONSchemaProps) *declType {
 				t.maxElements = int64(len(e.Raw) - 2)
 			}
 		}
-	case s.Format == "date":
-		t.maxElements, t.minSize = jsonDateSize, jsonDateSize
-	case s.Format == "date-time":
-		t.maxElements = maxDatetimeSize
-	case s.Format == "duration":
-		t.maxElements = maxDurationSize
 	}
 	return t
 }

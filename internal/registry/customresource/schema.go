@@ -153,10 +153,10 @@ func (s *Schema) ValidateRules(obj, old map[string]interface{}) field.ErrorList 
 	if s.cel == nil {
 		return nil
 	}
-	value, _ := asSchemaNumbers(s.structural, obj)
+	value, _ := celValues(s.structural, obj)
 	var oldValue interface{}
 	if old != nil {
-		oldValue, _ = asSchemaNumbers(s.structural, old)
+		oldValue, _ = celValues(s.structural, old)
 	}
 	run := &evaluation{rules: s.cel, remaining: s.runtimeBudget}
 	return run.validate(nil, "", s.structural, value, oldValue, old != nil)
