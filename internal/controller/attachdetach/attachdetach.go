@@ -53,6 +53,10 @@ type Controller struct {
 	requested map[string]map[string]time.Time // by node: Plan.DetachRequested
 	reported  map[string]bool                 // "node/pv" Multi-Attach errors already told
 	attachErr map[string]string               // "node/attachment": the attach error last told
+	// volumeOf is the volume of each attachment seen with its PV, by attachment name, so that an
+	// attachment whose PV is deleted before its detach is still detached once unmounted (upstream's
+	// actual state of the world keeps it the same way). One whose PV was never seen is not ours.
+	volumeOf map[string]corev1.UniqueVolumeName
 }
 
 // New builds the controller on deps' shared informers.
@@ -66,6 +70,7 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 		pods: pods.Informer().GetIndexer(), nodes: nodes.Lister(), claims: claims.Lister(), volumes: volumes.Lister(),
 		drivers: drivers.Lister(), vas: vas.Informer().GetIndexer(),
 		requested: map[string]map[string]time.Time{}, reported: map[string]bool{}, attachErr: map[string]string{},
+		volumeOf: map[string]corev1.UniqueVolumeName{},
 	}
 	if err := pods.Informer().AddIndexers(cache.Indexers{podNodeIndex: func(o any) ([]string, error) {
 		if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" {
@@ -126,6 +131,11 @@ func (c *Controller) handle(pods, nodes, claims, vas, drivers cache.SharedIndexI
 		{claims, cache.ResourceEventHandlerFuncs{AddFunc: c.enqueueClaimUsers, UpdateFunc: func(_, n any) { c.enqueueClaimUsers(n) }}},
 		// An attachment gone may unblock a volume waiting on another node (Multi-Attach).
 		{vas, cache.ResourceEventHandlerFuncs{AddFunc: vaNode, UpdateFunc: func(_, n any) { vaNode(n) }, DeleteFunc: func(o any) {
+			if va, ok := tombstone(o).(*storagev1.VolumeAttachment); ok {
+				c.mu.Lock()
+				delete(c.volumeOf, va.Name)
+				c.mu.Unlock()
+			}
 			vaNode(o)
 			c.enqueueAllNodes()
 		}}},
@@ -283,23 +293,29 @@ func (c *Controller) nodeState(nodeName string) (NodeState, error) {
 	return s, nil
 }
 
-// attachments are the node's VolumeAttachments of CSI persistent volumes that exist.
+// attachments are the node's VolumeAttachments of CSI persistent volumes that exist, or existed
+// while the controller watched (volumeOf).
 func (c *Controller) attachments(nodeName string) ([]Attachment, error) {
 	objs, err := c.vas.ByIndex(vaNodeIndex, nodeName)
 	if err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var out []Attachment
 	for _, o := range objs {
 		va := o.(*storagev1.VolumeAttachment)
 		if va.Spec.Source.PersistentVolumeName == nil {
 			continue
 		}
-		pv, err := c.volumes.Get(*va.Spec.Source.PersistentVolumeName)
-		if err != nil || pv.Spec.CSI == nil {
-			continue
+		unique, known := c.volumeOf[va.Name]
+		if pv, err := c.volumes.Get(*va.Spec.Source.PersistentVolumeName); err == nil && pv.Spec.CSI != nil {
+			unique, known = volumeutil.CSIUniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle), true
+			c.volumeOf[va.Name] = unique
 		}
-		out = append(out, Attachment{VA: va, Unique: volumeutil.CSIUniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)})
+		if known {
+			out = append(out, Attachment{VA: va, Unique: unique})
+		}
 	}
 	slices.SortFunc(out, func(a, b Attachment) int { return strings.Compare(a.VA.Name, b.VA.Name) })
 	return out, nil

@@ -133,6 +133,35 @@ func TestSyncLeavesForeignAttachments(t *testing.T) {
 	}
 }
 
+// TestSyncDetachesAfterVolumeDeleted: an attachment the controller saw with its volume is still
+// detached once the kubelet unmounts it when the volume is deleted meanwhile, as upstream's actual
+// state of the world remembers it. A driver without ControllerPublishVolume (csi-hostpath as
+// deployed) gets its attachments marked attached with no finalizer on them or the volume, so
+// deleting the claim right after its last pod deletes the volume before the kubelet's
+// volumesInUse drops it (TestCSIHostpathUser found the attachment left for good).
+func TestSyncDetachesAfterVolumeDeleted(t *testing.T) {
+	pv, pvc := csiVolume("pv-data", "data", corev1.ReadWriteOnce), boundClaim("data", "pv-data")
+	attached := attachment("pv-data", "n1", true)
+	listed := node(inUse("pv-data"))
+	listed.Status.VolumesAttached = []corev1.AttachedVolume{{Name: attached.Unique}}
+	w := newWorld(t, listed, pv, pvc, attached.VA)
+	if got := ctrltest.Describe(w.sync(t, "n1")); len(got) != 0 {
+		t.Fatalf("mounted volume detached: %q", got)
+	}
+	if err := w.env.Factory.Core().V1().PersistentVolumes().Informer().GetStore().Delete(pv); err != nil {
+		t.Fatal(err)
+	}
+	unmounted := listed.DeepCopy()
+	unmounted.Status.VolumesInUse = nil
+	if err := w.env.Factory.Core().V1().Nodes().Informer().GetStore().Update(unmounted); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"patch nodes/status n1", "delete volumeattachments " + attached.VA.Name}
+	if got := ctrltest.Describe(w.sync(t, "n1")); !slices.Equal(got, want) {
+		t.Fatalf("detach after the volume went: %q, want %q", got, want)
+	}
+}
+
 // TestNodeInputsChanged: node updates that change what Decide reads wake the controller, heartbeats
 // do not.
 func TestNodeInputsChanged(t *testing.T) {
