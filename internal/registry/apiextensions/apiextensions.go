@@ -48,8 +48,8 @@ func Resources() []*registry.Resource {
 				return apiequality.Semantic.DeepEqual(c.Spec, old.Spec)
 			},
 			ValidateObject: ValidateCustomResourceDefinition,
-			ValidateChange: func(c, old *crdv1.CustomResourceDefinition) field.ErrorList {
-				var errs field.ErrorList
+			ValidateUpdateObject: func(c, old *crdv1.CustomResourceDefinition) field.ErrorList {
+				errs := ValidateCustomResourceDefinitionUpdate(c, old)
 				if c.Spec.Group != old.Spec.Group {
 					errs = append(errs, field.Invalid(field.NewPath("spec", "group"), c.Spec.Group, "field is immutable"))
 				}

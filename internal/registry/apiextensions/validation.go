@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -24,16 +25,38 @@ var (
 // ValidateCustomResourceDefinition checks a definition as kube-apiserver does, with its messages.
 // Metadata is checked by the generic strategy; the name rule (plural.group) is here.
 func ValidateCustomResourceDefinition(c *crdv1.CustomResourceDefinition) field.ErrorList {
+	return validateDefinition(c, nil)
+}
+
+// ValidateCustomResourceDefinitionUpdate checks an updated definition: as a new one, except that
+// the x-kubernetes-validations of a version whose schema did not change are not judged again
+// (compilation, cost). kube-apiserver likewise stops charging an unchanged schema's rules
+// against the per-expression limit; here it also keeps a definition stored by an older skiff,
+// which took rules it now refuses, updatable (its finalizer removed on deletion, its labels set).
+func ValidateCustomResourceDefinitionUpdate(c, old *crdv1.CustomResourceDefinition) field.ErrorList {
+	unchanged := map[string]bool{}
+	for _, ov := range old.Spec.Versions {
+		for _, v := range c.Spec.Versions {
+			if v.Name == ov.Name && apiequality.Semantic.DeepEqual(v.Schema, ov.Schema) {
+				unchanged[v.Name] = true
+			}
+		}
+	}
+	return validateDefinition(c, unchanged)
+}
+
+// validateDefinition checks c; the rules of the versions named in rulesAccepted are not.
+func validateDefinition(c *crdv1.CustomResourceDefinition, rulesAccepted map[string]bool) field.ErrorList {
 	var errs field.ErrorList
 	if c.Name != c.Spec.Names.Plural+"."+c.Spec.Group {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), c.Name, `must be spec.names.plural+"."+spec.group`))
 	}
-	errs = append(errs, validateSpec(&c.Spec, field.NewPath("spec"))...)
+	errs = append(errs, validateSpec(&c.Spec, field.NewPath("spec"), rulesAccepted)...)
 	errs = append(errs, validateStatus(c)...)
 	return errs
 }
 
-func validateSpec(spec *crdv1.CustomResourceDefinitionSpec, fld *field.Path) field.ErrorList {
+func validateSpec(spec *crdv1.CustomResourceDefinitionSpec, fld *field.Path, rulesAccepted map[string]bool) field.ErrorList {
 	var errs field.ErrorList
 	if spec.Group == "" {
 		errs = append(errs, field.Required(fld.Child("group"), ""))
@@ -53,7 +76,7 @@ func validateSpec(spec *crdv1.CustomResourceDefinitionSpec, fld *field.Path) fie
 		errs = append(errs, field.NotSupported(fld.Child("scope"), spec.Scope, []string{string(crdv1.ClusterScoped), string(crdv1.NamespaceScoped)}))
 	}
 	errs = append(errs, validateNames(&spec.Names, fld.Child("names"))...)
-	errs = append(errs, validateVersions(spec, fld.Child("versions"))...)
+	errs = append(errs, validateVersions(spec, fld.Child("versions"), rulesAccepted)...)
 	errs = append(errs, validateConversion(spec.Conversion, fld.Child("conversion"))...)
 	if spec.PreserveUnknownFields {
 		errs = append(errs, field.Invalid(fld.Child("preserveUnknownFields"), spec.PreserveUnknownFields, "must be false in order to use defaults in the schema"))
@@ -101,7 +124,7 @@ func validateNames(names *crdv1.CustomResourceDefinitionNames, fld *field.Path) 
 	return errs
 }
 
-func validateVersions(spec *crdv1.CustomResourceDefinitionSpec, fld *field.Path) field.ErrorList {
+func validateVersions(spec *crdv1.CustomResourceDefinitionSpec, fld *field.Path, rulesAccepted map[string]bool) field.ErrorList {
 	var errs field.ErrorList
 	if len(spec.Versions) == 0 {
 		return append(errs, field.Invalid(fld, spec.Versions, "must have exactly one version marked as storage version"))
@@ -124,7 +147,7 @@ func validateVersions(spec *crdv1.CustomResourceDefinitionSpec, fld *field.Path)
 		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
 			errs = append(errs, field.Required(vf.Child("schema", "openAPIV3Schema"), "schemas are required"))
 		} else {
-			errs = append(errs, ValidateStructural(v.Schema.OpenAPIV3Schema, vf.Child("schema", "openAPIV3Schema"))...)
+			errs = append(errs, validateStructural(v.Schema.OpenAPIV3Schema, vf.Child("schema", "openAPIV3Schema"), !rulesAccepted[v.Name])...)
 		}
 		errs = append(errs, validateSubresources(v.Subresources, vf.Child("subresources"))...)
 		errs = append(errs, validateColumns(v.AdditionalPrinterColumns, vf.Child("additionalPrinterColumns"))...)
@@ -279,6 +302,12 @@ func validateStatus(c *crdv1.CustomResourceDefinition) field.ErrorList {
 // every specified field has a type, arrays have items, the root is an object and metadata at the
 // root declares at most name and generateName.
 func ValidateStructural(s *crdv1.JSONSchemaProps, fld *field.Path) field.ErrorList {
+	return validateStructural(s, fld, true)
+}
+
+// validateStructural is ValidateStructural; checkRules false leaves the rules' compilation and
+// cost alone (a schema an update did not change).
+func validateStructural(s *crdv1.JSONSchemaProps, fld *field.Path, checkRules bool) field.ErrorList {
 	var errs field.ErrorList
 	switch s.Type {
 	case "object":
@@ -300,7 +329,7 @@ func ValidateStructural(s *crdv1.JSONSchemaProps, fld *field.Path) field.ErrorLi
 		}
 	}
 	errs = append(errs, validateStructuralNode(s, fld, true)...)
-	if len(errs) > 0 {
+	if len(errs) > 0 || !checkRules {
 		// As kube-apiserver: the rules are typed from the schema, and a schema with errors gives
 		// types (and so rule errors) nobody could act on.
 		return errs

@@ -1,6 +1,7 @@
 package apiextensions
 
 import (
+	"context"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -116,6 +117,44 @@ func TestValidateCustomResourceDefinition(t *testing.T) {
 			c := validCRD()
 			tc.mutate(c)
 			errtest.Check(t, ValidateCustomResourceDefinition(c), tc.want)
+		})
+	}
+}
+
+// TestValidateCustomResourceDefinitionUpdate checks that an update judges the rules of the
+// schemas it changes, not those of a schema it leaves as stored: a definition an older skiff took
+// with a rule it now refuses can still be relabelled, and have its finalizer removed.
+func TestValidateCustomResourceDefinitionUpdate(t *testing.T) {
+	stored := func() *crdv1.CustomResourceDefinition {
+		c := validCRD()
+		spec := c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+		spec.XValidations = []crdv1.ValidationRule{{Rule: "self.z == 100"}} // z is not declared
+		c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+		c.ResourceVersion = "7"
+		return c
+	}
+	ruleErr := &errtest.Want{Field: "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule", Type: field.ErrorTypeInvalid, Detail: "undefined field 'z'"}
+	for _, tc := range []struct {
+		name   string
+		mutate func(c *crdv1.CustomResourceDefinition)
+		want   *errtest.Want
+	}{
+		{name: "labels only", mutate: func(c *crdv1.CustomResourceDefinition) { c.Labels = map[string]string{"a": "b"} }},
+		{name: "schema changed", mutate: func(c *crdv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["size"] = crdv1.JSONSchemaProps{Type: "string"}
+		}, want: ruleErr},
+		{name: "group is immutable", mutate: func(c *crdv1.CustomResourceDefinition) { c.Spec.Group = "other.com"; c.Name = "widgets.other.com" },
+			want: &errtest.Want{Field: "spec.group", Type: field.ErrorTypeInvalid, Detail: "field is immutable"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if errs := ValidateCustomResourceDefinition(stored()); len(errs) == 0 {
+				t.Fatal("the stored definition's rule should be refused on create")
+			}
+			c := stored()
+			tc.mutate(c)
+			for _, r := range Resources() {
+				errtest.Check(t, r.Strategy.ValidateUpdate(context.Background(), c, stored()), tc.want)
+			}
 		})
 	}
 }
