@@ -69,6 +69,8 @@ type compiler struct {
 	errs  field.ErrorList
 	costs []ruleCost
 	total uint64
+	// perCallLimit is what one evaluation of a compiled expression may cost.
+	perCallLimit uint64
 }
 
 // compileCEL compiles every rule and message expression of s, typing self and oldSelf from the
@@ -76,11 +78,17 @@ type compiler struct {
 // errors are those kube-apiserver answers a definition with (a rule that does not compile, that is
 // not boolean, that costs too much, an invalid fieldPath). A rule with an error is not kept.
 func compileCEL(s *crdv1.JSONSchemaProps, fld *field.Path) (*celRules, field.ErrorList, error) {
+	return compileCELWithLimit(s, fld, kcel.PerCallLimit)
+}
+
+// compileCELWithLimit is compileCEL with perCallLimit for what one evaluation of a rule may cost
+// (kcel.PerCallLimit in the server; tests scale it down rather than spend a million steps).
+func compileCELWithLimit(s *crdv1.JSONSchemaProps, fld *field.Path, perCallLimit uint64) (*celRules, field.ErrorList, error) {
 	base, err := cel.NewEnv(kcel.Libraries()...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cel environment: %w", err)
 	}
-	c := &compiler{base: base, rules: &celRules{byNode: map[string][]compiledRule{}}}
+	c := &compiler{base: base, rules: &celRules{byNode: map[string][]compiledRule{}}, perCallLimit: perCallLimit}
 	one := uint64(1)
 	c.walk(s, true, "", fld, &one, nil)
 	if c.total > staticEstimatedCRDCostLimit {
@@ -240,7 +248,7 @@ func (c *compiler) compileExpr(env *cel.Env, sizes *sizeEstimator, costs kcel.Ca
 		c.errs = append(c.errs, field.Invalid(fld, expr, what))
 		return nil, false, false
 	}
-	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(kcel.PerCallLimit), cel.CostTracking(costs),
+	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(c.perCallLimit), cel.CostTracking(costs),
 		cel.CostTrackerOptions(interpreter.PresenceTestHasCost(false)), cel.InterruptCheckFrequency(100))
 	if err != nil {
 		c.errs = append(c.errs, field.Invalid(fld, expr, prefix+"program instantiation failed: "+err.Error()))

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	crdv1 "github.com/skiff-sh/skiff/internal/apis/apiextensionsv1"
+	kcel "github.com/skiff-sh/skiff/internal/cel"
 )
 
 func schemaProps(t *testing.T, doc string) *crdv1.JSONSchemaProps {
@@ -156,7 +157,8 @@ func TestEvaluateRules(t *testing.T) {
 	  "properties":{"name":{"type":"string"},"m":{"type":"object","additionalProperties":{"type":"string"}},"tags":{"type":"array","items":{"type":"string"}}}}}}`
 	for _, tc := range []struct {
 		name, schema string
-		budget       int64 // the object's budget; 0: kube-apiserver's
+		budget       int64  // the object's budget; 0: kube-apiserver's
+		perCallLimit uint64 // what one call may cost; 0: kube-apiserver's
 		obj          map[string]interface{}
 		want         []string // error strings, or the prefix before "..."
 	}{
@@ -164,9 +166,14 @@ func TestEvaluateRules(t *testing.T) {
 			"x": int64(1), "y": int64(0), "firstArray": []interface{}{int64(3), int64(4)}, "secondArray": []interface{}{int64(5), int64(10)}, "largeArray": []interface{}{int64(2), int64(2)}}}},
 		{name: "failed rule", schema: specRulesSchema, obj: map[string]interface{}{"spec": map[string]interface{}{"x": int64(0), "y": int64(0)}},
 			want: []string{`spec: Invalid value: "object": failed rule: self.x + self.y > 0`, `spec: Invalid value: "object": no such key: firstArray evaluating rule: self.firstArray.isSorted() && self.secondArray.isSorted() && ((self.firstArray.sum() + self.secondArray.sum()) % 2 == 0)`, `spec: Invalid value: "object": no such key: largeArray evaluating rule: self.largeArray.all(x, self.largeArray.all(y, y == x))`}},
-		{name: "per-call cost limit", schema: specRulesSchema, obj: map[string]interface{}{"spec": map[string]interface{}{"x": int64(1), "y": int64(0),
-			"firstArray": []interface{}{}, "secondArray": []interface{}{}, "largeArray": ints(725, 20)}},
+		// The e2e spec's object: 725 x 725 comparisons cost more than the 1,000,000 a call may.
+		// Run at a hundredth of the limit (and of the list: 73 x 73), the same rule trips it
+		// without spending a million steps (minutes under -race).
+		{name: "per-call cost limit", schema: specRulesSchema, perCallLimit: kcel.PerCallLimit / 100, obj: map[string]interface{}{"spec": map[string]interface{}{"x": int64(1), "y": int64(0),
+			"firstArray": []interface{}{}, "secondArray": []interface{}{}, "largeArray": ints(73, 20)}},
 			want: []string{`spec: Invalid value: "object": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: self.largeArray.all(x, self.largeArray.all(y, y == x))`}},
+		{name: "within the per-call cost limit", schema: specRulesSchema, perCallLimit: kcel.PerCallLimit / 100, obj: map[string]interface{}{"spec": map[string]interface{}{"x": int64(1), "y": int64(0),
+			"firstArray": []interface{}{}, "secondArray": []interface{}{}, "largeArray": ints(30, 20)}}},
 		{name: "per-object budget", schema: budgetSchema, budget: 500, obj: map[string]interface{}{"spec": map[string]interface{}{"items": budgetItems}},
 			want: []string{`spec.items[...]: Invalid value: "object": validation failed due to running out of cost budget, no further validation rules will be run`}},
 		{name: "a number written as an integer is a double", schema: `{"type":"object","properties":{"spec":{"type":"object",
@@ -186,6 +193,11 @@ func TestEvaluateRules(t *testing.T) {
 			s, err := NewSchema(schemaProps(t, tc.schema))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.perCallLimit != 0 {
+				if s.cel, _, err = compileCELWithLimit(schemaProps(t, tc.schema), field.NewPath("openAPIV3Schema"), tc.perCallLimit); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if tc.budget != 0 {
 				s.runtimeBudget = tc.budget
