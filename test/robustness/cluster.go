@@ -221,8 +221,9 @@ func (n *Node) WaitReady(ctx context.Context, clk clock.WithTicker) error {
 	}
 }
 
-// ready checks /readyz on the API server and through the balancer: the balancer listens only
-// once it has learned a server, a moment after the server is ready.
+// ready checks /readyz on the API server and through the balancer: on a fresh node, calls through
+// the balancer were refused for about half a second after the server answered ready (not yet
+// explained), and a client's first calls should not all fail for that.
 func (n *Node) ready(ctx context.Context) error {
 	for _, viaLB := range []bool{false, true} {
 		if err := n.readyz(ctx, viaLB); err != nil {
