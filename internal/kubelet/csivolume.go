@@ -545,7 +545,7 @@ func (k *Kubelet) expandCSI(ctx context.Context, pod *corev1.Pod, d *csi.Driver,
 		callCtx, cancel := context.WithTimeout(ctx, csiCallTimeout)
 		defer cancel()
 		if _, err := d.Node.NodeExpandVolume(callCtx, req); err != nil {
-			failed := failedExpansionClaim(claim, err, metav1.NewTime(k.clock.Now()))
+			failed := failedExpansionClaim(claim, size, err, metav1.NewTime(k.clock.Now()))
 			if _, uerr := k.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, failed, metav1.UpdateOptions{}); uerr != nil {
 				err = errors.Join(err, fmt.Errorf("persistentvolumeclaim %s/%s: record the failed expansion: %w", claim.Namespace, claim.Name, uerr))
 			}

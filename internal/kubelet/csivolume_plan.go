@@ -429,21 +429,34 @@ func expandingClaim(claim *corev1.PersistentVolumeClaim) *corev1.PersistentVolum
 	return out
 }
 
-// failedExpansionClaim is the claim's status after NodeExpandVolume failed, as Kubernetes' kubelet
-// records it: a NodeResizeError condition with the error, and for an error saying the size can
-// never be had (InvalidArgument, OutOfRange, NotFound) NodeResizeInfeasible, which stops the
-// retries until the user asks for another size; after any other error the expansion stays in
+// failedExpansionClaim is the claim's status after NodeExpandVolume to size failed, as Kubernetes'
+// kubelet records it: a NodeResizeError condition with the error, and NodeResizeInfeasible, which
+// stops the retries until the resizer marks another size pending, for an error saying the size
+// can never be had (InvalidArgument, OutOfRange, NotFound) or for a failure again (the claim says
+// NodeResizeError already) after the user asked for another size than size (recovery: the resizer
+// then lets the volume have the size asked for); after any other error the expansion stays in
 // progress and is tried again.
-func failedExpansionClaim(claim *corev1.PersistentVolumeClaim, err error, now metav1.Time) *corev1.PersistentVolumeClaim {
+func failedExpansionClaim(claim *corev1.PersistentVolumeClaim, size resource.Quantity, err error, now metav1.Time) *corev1.PersistentVolumeClaim {
 	out := claim.DeepCopy()
+	infeasible := false
 	if st, ok := status.FromError(err); ok {
 		switch st.Code() {
 		case codes.InvalidArgument, codes.OutOfRange, codes.NotFound:
-			if out.Status.AllocatedResourceStatuses == nil {
-				out.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{}
-			}
-			out.Status.AllocatedResourceStatuses[corev1.ResourceStorage] = corev1.PersistentVolumeClaimNodeResizeInfeasible
+			infeasible = true
 		}
+	}
+	requested, asked := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+	failedBefore := slices.ContainsFunc(claim.Status.Conditions, func(c corev1.PersistentVolumeClaimCondition) bool {
+		return c.Type == corev1.PersistentVolumeClaimNodeResizeError
+	})
+	if asked && requested.Cmp(size) != 0 && failedBefore {
+		infeasible = true
+	}
+	if infeasible {
+		if out.Status.AllocatedResourceStatuses == nil {
+			out.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{}
+		}
+		out.Status.AllocatedResourceStatuses[corev1.ResourceStorage] = corev1.PersistentVolumeClaimNodeResizeInfeasible
 	}
 	condition := corev1.PersistentVolumeClaimCondition{
 		Type: corev1.PersistentVolumeClaimNodeResizeError, Status: corev1.ConditionTrue,

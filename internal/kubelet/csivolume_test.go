@@ -289,7 +289,7 @@ func TestCSIExpansion(t *testing.T) {
 		{status.Error(codes.Internal, "fake"), corev1.PersistentVolumeClaimNodeResizeInProgress},
 		{errors.New("connection reset"), corev1.PersistentVolumeClaimNodeResizeInProgress},
 	} {
-		got := failedExpansionClaim(failedExpansionClaim(claim("1Gi", inProgress), tc.err, metav1.Time{}), tc.err, metav1.Time{})
+		got := failedExpansionClaim(failedExpansionClaim(claim("1Gi", inProgress), quantity("2Gi"), tc.err, metav1.Time{}), quantity("2Gi"), tc.err, metav1.Time{})
 		if s := got.Status.AllocatedResourceStatuses[corev1.ResourceStorage]; s != tc.wantStatus {
 			t.Errorf("after %v: status %q, want %q", tc.err, s, tc.wantStatus)
 		}
@@ -297,6 +297,18 @@ func TestCSIExpansion(t *testing.T) {
 			!strings.Contains(got.Status.Conditions[0].Message, tc.err.Error()) {
 			t.Errorf("after %v: conditions %+v, want one NodeResizeError", tc.err, got.Status.Conditions)
 		}
+	}
+	// Recovery: the user now asks for less than the size that failed; the first failure keeps the
+	// expansion in progress, a failure again makes it infeasible, which the resizer recovers from.
+	asksLess := claim("1Gi", inProgress)
+	asksLess.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: quantity("1536Mi")}
+	first := failedExpansionClaim(asksLess, quantity("2Gi"), status.Error(codes.Internal, "fake"), metav1.Time{})
+	if s := first.Status.AllocatedResourceStatuses[corev1.ResourceStorage]; s != corev1.PersistentVolumeClaimNodeResizeInProgress {
+		t.Errorf("first failure: status %q", s)
+	}
+	again := failedExpansionClaim(first, quantity("2Gi"), status.Error(codes.Internal, "fake"), metav1.Time{})
+	if s := again.Status.AllocatedResourceStatuses[corev1.ResourceStorage]; s != corev1.PersistentVolumeClaimNodeResizeInfeasible {
+		t.Errorf("failure again with another size asked for: status %q, want NodeResizeInfeasible", s)
 	}
 	done := expandedClaim(claim("1Gi", func(s *corev1.PersistentVolumeClaimStatus) {
 		pendingStatus(s)
