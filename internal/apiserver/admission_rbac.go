@@ -10,8 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/authz/rbac"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // RBACEscalation is Kubernetes' escalation and bind check on RBAC writes: a Role or ClusterRole may

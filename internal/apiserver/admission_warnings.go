@@ -1,14 +1,14 @@
 package apiserver
 
-import "context"
+import (
+	"context"
+
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
+)
 
 // CollectAdmissionWarnings returns a context that collects the admission warnings added under it
 // and a function reading them back: for plugins' tests and for callers outside an HTTP request.
 func CollectAdmissionWarnings(ctx context.Context) (context.Context, func() []string) {
-	w := &admissionWarnings{}
-	return context.WithValue(ctx, admissionWarningsKey{}, w), func() []string {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return append([]string(nil), w.msgs...)
-	}
+	ctx, w := admission.WithWarnings(ctx)
+	return ctx, w.Messages
 }

@@ -19,7 +19,7 @@ import (
 
 	apiregv1 "github.com/skiff-sh/skiff/internal/apis/apiregistrationv1"
 	"github.com/skiff-sh/skiff/internal/apiserver/discovery"
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // API aggregation (apiregistration.k8s.io/v1): an APIService with spec.service makes the server

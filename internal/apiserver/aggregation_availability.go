@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	apiregv1 "github.com/skiff-sh/skiff/internal/apis/apiregistrationv1"
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
+	"github.com/skiff-sh/skiff/internal/request"
 	"github.com/skiff-sh/skiff/internal/storage"
 )
 

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiregv1 "github.com/skiff-sh/skiff/internal/apis/apiregistrationv1"
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 func remoteAPIService() *apiregv1.APIService {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/apiserver/store"
+	"github.com/skiff-sh/skiff/internal/request"
 	"github.com/skiff-sh/skiff/internal/storage"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

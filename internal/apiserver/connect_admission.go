@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/queryparam"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // connectOptions is the object admission sees for a CONNECT, as Kubernetes builds it from the

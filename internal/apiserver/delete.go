@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/apiserver/store"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 func (h *resourceHandler) delete(w http.ResponseWriter, r *http.Request, info *RequestInfo) {

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/podstream"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // streamSubresource reports the pod subresources that run something in a pod (exec, attach) or reach

@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/queryparam"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // RequestInfo is what a request's path and method say; it lives in package request so that

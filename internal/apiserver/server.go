@@ -29,10 +29,10 @@ import (
 
 	"github.com/skiff-sh/skiff/internal/apiserver/audit"
 	"github.com/skiff-sh/skiff/internal/apiserver/flowcontrol"
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/apiserver/store/servicealloc"
 	"github.com/skiff-sh/skiff/internal/registry"
 	"github.com/skiff-sh/skiff/internal/registry/core"
+	"github.com/skiff-sh/skiff/internal/request"
 	"github.com/skiff-sh/skiff/internal/storage"
 )
 

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/apiserver/store"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, info *RequestInfo) {

@@ -50,29 +50,31 @@ var rules = []struct {
 	{name: "simulated nodes are API clients", pattern: "./internal/simnode/...", forbidden: apiClientForbidden},
 	{name: "storage never reaches up into the API server or registry", pattern: "./internal/storage/...",
 		forbidden: []string{module + "internal/apiserver", module + "internal/registry", module + "internal/cluster"}},
-	// The registry's strategies see neither the HTTP layer, the store nor storage; they may read the
-	// request's user (apiserver/request). registry/builtin composes the built-in resources with their
-	// storage codecs and discovery, so it alone is let through.
+	// The registry's strategies see neither the HTTP layer, the store nor storage; they read the
+	// request's user from internal/request, which sits beside the server, not in it.
+	// registry/builtin composes the built-in resources with their storage codecs and discovery, so
+	// it alone is let through.
 	{name: "strategies are independent of the server", pattern: "./internal/registry/...", skip: []string{module + "internal/registry/builtin"},
-		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/cluster"},
-		allowed:   []string{module + "internal/apiserver/request"}},
+		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/cluster"}},
 	{name: "the registry never imports the HTTP layer", pattern: "./internal/registry/...",
 		forbidden: []string{module + "internal/cluster"}, exact: []string{module + "internal/apiserver"}},
 	{name: "the store sits below the HTTP layer", pattern: "./internal/apiserver/store/...",
 		forbidden: []string{module + "internal/cluster"}, exact: []string{module + "internal/apiserver"}},
 	// Authorizers decide from a request's attributes and informer caches: no HTTP layer, storage or
-	// registry (apiserver/request carries the attributes).
+	// registry (internal/request carries the attributes).
 	{name: "authorizers are independent of the server", pattern: "./internal/authz/...",
-		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster", module + "internal/etcd"},
-		allowed:   []string{module + "internal/apiserver/request"}},
+		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster", module + "internal/etcd"}},
 	// API Priority and Fairness decides from a request's attributes and its own informers; the HTTP
-	// layer applies its decisions (apiserver/request carries the attributes).
+	// layer applies its decisions (internal/request carries the attributes).
 	{name: "flow control is independent of the server", pattern: "./internal/apiserver/flowcontrol/...",
 		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster", module + "internal/etcd"},
-		allowed:   []string{module + "internal/apiserver/request", module + "internal/apiserver/flowcontrol"}},
-	// Admission plugins reach objects through the API server's Lookup and ListWatch, never etcd.
+		allowed:   []string{module + "internal/apiserver/flowcontrol"}},
+	// Admission plugins reach objects through the API server's Lookup and ListWatch, never etcd; they
+	// see the server only through internal/apiserver/admission (attributes, Lookup, Source), never
+	// its HTTP layer.
 	{name: "admission plugins sit on the API server, not on etcd", pattern: "./internal/apiserver/admission/...",
-		forbidden: []string{module + "internal/cluster", module + "internal/storage/etcd3", module + "internal/etcd"}},
+		forbidden: []string{module + "internal/cluster", module + "internal/storage/etcd3", module + "internal/etcd"},
+		exact:     []string{module + "internal/apiserver"}},
 	// The in-process list-watch reads the API server's watch cache through an interface: never etcd,
 	// never the HTTP layer or the node assembly.
 	{name: "the in-process list-watch sits on the watch cache", pattern: "./internal/apiserver/local/...",
@@ -82,10 +84,13 @@ var rules = []struct {
 	{name: "the CEL environment is pure", pattern: "./internal/cel/...",
 		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster", "go.etcd.io/etcd/"}},
 	// Joining is tokens, an authenticator over a Secret lookup, and the node's client-go side: the
-	// request's user type (apiserver/request) is all it sees of the server.
+	// request's user type (internal/request) is all it sees of the server.
 	{name: "joining is independent of the server", pattern: "./internal/join/...",
-		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster", module + "internal/etcd", "go.etcd.io/etcd/"},
-		allowed:   []string{module + "internal/apiserver/request"}},
+		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster", module + "internal/etcd", "go.etcd.io/etcd/"}},
+	// What the server learned about a request (user, attributes, the Authorizer interface) is read
+	// by the server, the registry, the authorizers and joining alike: a leaf on API types.
+	{name: "the request vocabulary is a leaf", pattern: "./internal/request/...",
+		forbidden: []string{module + "internal/", "k8s.io/client-go/", "go.etcd.io/etcd/"}, allowed: []string{module + "internal/request"}},
 	// The etcd membership wire types and their client are for API clients (status, node remove, join).
 	{name: "etcd membership types are an API client's", pattern: "./internal/etcdapi/...", forbidden: apiClientForbidden},
 	{name: "the etcd membership endpoints sit on etcd, not on the server", pattern: "./internal/etcd/membershipapi/...",

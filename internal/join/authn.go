@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // SecretLookup reads a kube-system Secret by name; it returns (nil, nil) when there is none.

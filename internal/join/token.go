@@ -16,7 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // Bootstrap-token names and keys, as Kubernetes and kubeadm spell them.

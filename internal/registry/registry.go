@@ -5,7 +5,7 @@ import (
 	"time"
 
 	explainv1 "github.com/skiff-sh/skiff/internal/apis/schedulingexplainv1alpha1"
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
+	"github.com/skiff-sh/skiff/internal/request"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

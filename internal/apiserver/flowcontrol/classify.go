@@ -6,7 +6,7 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // Digest is what classification looks at: who asks and what for.

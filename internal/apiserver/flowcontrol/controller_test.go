@@ -11,7 +11,7 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 type admitResult struct {

@@ -6,9 +6,9 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/authz/rbac"
 	"github.com/skiff-sh/skiff/internal/controller/clusterroleaggregation"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // rolesByName resolves the aggregated roles (admin, edit, view) as the controller would.

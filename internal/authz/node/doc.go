@@ -5,5 +5,5 @@
 //
 // The relationships come from the pod cache, indexed by node: a read of a Secret walks the pods
 // bound to the node (a kubelet runs ~100), so no separate graph has to be kept consistent. It must
-// not import the API server's HTTP layer (only internal/apiserver/request).
+// not import the API server's HTTP layer (only internal/request).
 package node

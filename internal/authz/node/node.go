@@ -10,8 +10,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/authz/rbac"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 const (

@@ -12,7 +12,7 @@ import (
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // Listers are the informer caches the authorizer reads.

@@ -3,7 +3,7 @@ package rbac
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // Covers reports whether the owner's rules grant everything the requested rules grant, and the

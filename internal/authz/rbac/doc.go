@@ -5,5 +5,5 @@
 //
 // Rule matching is a set of pure functions over rbac/v1 types. The authorizer reads roles and
 // bindings through client-go listers (informer caches), never storage: a request costs no etcd read.
-// It must not import the API server's HTTP layer (only internal/apiserver/request).
+// It must not import the API server's HTTP layer (only internal/request).
 package rbac

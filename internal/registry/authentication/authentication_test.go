@@ -7,8 +7,8 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/registry"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 func TestTokenReview(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/registry"
 	vu "github.com/skiff-sh/skiff/internal/registry/validationutil"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // Resources returns the authorization.k8s.io/v1 review resources.

@@ -20,9 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/clock"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/registry"
 	vu "github.com/skiff-sh/skiff/internal/registry/validationutil"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // LegacyUnknownSignerName is the v1beta1-only signer; certificates.k8s.io/v1 refuses new requests

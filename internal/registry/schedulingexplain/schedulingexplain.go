@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	explainv1 "github.com/skiff-sh/skiff/internal/apis/schedulingexplainv1alpha1"
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/registry"
 	vu "github.com/skiff-sh/skiff/internal/registry/validationutil"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // AddToScheme registers the scheduling.skiff.sh/v1alpha1 types.

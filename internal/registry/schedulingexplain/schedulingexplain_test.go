@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	explainv1 "github.com/skiff-sh/skiff/internal/apis/schedulingexplainv1alpha1"
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
 	"github.com/skiff-sh/skiff/internal/registry"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 func TestValidate(t *testing.T) {

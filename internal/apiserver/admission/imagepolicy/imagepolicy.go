@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 )
 
 // Rule is a list of allowed image prefixes. A prefix matches on a path boundary: "registry.k8s.io"
@@ -188,7 +188,7 @@ type Plugin struct {
 	log    *slog.Logger
 }
 
-var _ apiserver.AdmissionPlugin = &Plugin{}
+var _ admission.Plugin = &Plugin{}
 
 // New builds the plugin over a loaded policy.
 func New(p *Policy, log *slog.Logger) *Plugin {
@@ -205,12 +205,12 @@ func New(p *Policy, log *slog.Logger) *Plugin {
 func (*Plugin) Name() string { return "ImagePolicy" }
 
 // Admit does nothing: the policy only validates.
-func (*Plugin) Admit(context.Context, *apiserver.AdmissionAttributes, apiserver.Lookup) error {
+func (*Plugin) Admit(context.Context, *admission.Attributes, admission.Lookup) error {
 	return nil
 }
 
 // Validate refuses pod creates and updates (and ephemeral containers) with a disallowed image.
-func (p *Plugin) Validate(_ context.Context, a *apiserver.AdmissionAttributes, _ apiserver.Lookup) error {
+func (p *Plugin) Validate(_ context.Context, a *admission.Attributes, _ admission.Lookup) error {
 	if (a.Verb != "create" && a.Verb != "update") || a.Resource.GroupResource() != (schema.GroupResource{Resource: "pods"}) {
 		return nil
 	}

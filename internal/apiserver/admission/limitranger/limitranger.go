@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
-	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 )
 
 // Annotation records the defaults the plugin set on a pod.
@@ -269,7 +269,7 @@ func CheckClaim(ranges []corev1.LimitRange, pvc *corev1.PersistentVolumeClaim) e
 // Plugin is the LimitRanger admission plugin.
 type Plugin struct{ log *slog.Logger }
 
-var _ apiserver.AdmissionPlugin = &Plugin{}
+var _ admission.Plugin = &Plugin{}
 
 // New builds the plugin.
 func New(log *slog.Logger) *Plugin {
@@ -290,7 +290,7 @@ var (
 // handles reports whether LimitRanger looks at the write, as upstream: pod creates and resizes
 // (pods/resize, the one subresource; other pod updates cannot change resources), claim creates
 // and updates; never a write to an object being deleted.
-func handles(a *apiserver.AdmissionAttributes) bool {
+func handles(a *admission.Attributes) bool {
 	if a.Namespace == "" {
 		return false
 	}
@@ -308,7 +308,7 @@ func handles(a *apiserver.AdmissionAttributes) bool {
 	return false
 }
 
-func (p *Plugin) ranges(ctx context.Context, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup) ([]corev1.LimitRange, error) {
+func (p *Plugin) ranges(ctx context.Context, a *admission.Attributes, lookup admission.Lookup) ([]corev1.LimitRange, error) {
 	obj, err := lookup.List(ctx, "", "limitranges", a.Namespace)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -324,7 +324,7 @@ func (p *Plugin) ranges(ctx context.Context, a *apiserver.AdmissionAttributes, l
 }
 
 // Admit applies the namespace's container defaults to a new or resized pod.
-func (p *Plugin) Admit(ctx context.Context, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup) error {
+func (p *Plugin) Admit(ctx context.Context, a *admission.Attributes, lookup admission.Lookup) error {
 	if !handles(a) || a.Resource.GroupResource() != podsGR {
 		return nil
 	}
@@ -345,7 +345,7 @@ func (p *Plugin) Admit(ctx context.Context, a *apiserver.AdmissionAttributes, lo
 }
 
 // Validate refuses pods (created or resized) and claims outside the namespace's bounds.
-func (p *Plugin) Validate(ctx context.Context, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup) error {
+func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes, lookup admission.Lookup) error {
 	if !handles(a) {
 		return nil
 	}

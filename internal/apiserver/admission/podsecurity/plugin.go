@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 )
 
 // Audit annotation keys, as upstream's.
@@ -115,7 +115,7 @@ type Plugin struct {
 	log *slog.Logger
 }
 
-var _ apiserver.AdmissionPlugin = &Plugin{}
+var _ admission.Plugin = &Plugin{}
 
 // New builds the plugin over a configuration (LoadConfig).
 func New(cfg Config, log *slog.Logger) *Plugin {
@@ -129,7 +129,7 @@ func New(cfg Config, log *slog.Logger) *Plugin {
 func (*Plugin) Name() string { return "PodSecurity" }
 
 // Admit does nothing: PodSecurity only validates.
-func (*Plugin) Admit(context.Context, *apiserver.AdmissionAttributes, apiserver.Lookup) error {
+func (*Plugin) Admit(context.Context, *admission.Attributes, admission.Lookup) error {
 	return nil
 }
 
@@ -144,7 +144,7 @@ var (
 )
 
 // Validate judges pods, workloads' pod templates and namespaces' policy labels.
-func (p *Plugin) Validate(ctx context.Context, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup) error {
+func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes, lookup admission.Lookup) error {
 	if a.Verb != "create" && a.Verb != "update" {
 		return nil
 	}
@@ -201,7 +201,7 @@ func (p *Plugin) Validate(ctx context.Context, a *apiserver.AdmissionAttributes,
 		a.AddAuditAnnotation(k, v)
 	}
 	for _, w := range d.Warnings {
-		apiserver.AddAdmissionWarning(ctx, w)
+		admission.AddWarning(ctx, w)
 	}
 	if d.Deny != "" {
 		return apierrors.NewForbidden(a.Resource.GroupResource(), a.Name, fmt.Errorf("%s", d.Deny))
@@ -210,7 +210,7 @@ func (p *Plugin) Validate(ctx context.Context, a *apiserver.AdmissionAttributes,
 }
 
 // exempt names the exemption that lets a request through ("namespace", "user", "runtimeClass"), or "".
-func (p *Plugin) exempt(a *apiserver.AdmissionAttributes, spec *corev1.PodSpec) string {
+func (p *Plugin) exempt(a *admission.Attributes, spec *corev1.PodSpec) string {
 	switch {
 	case p.cfg.exemptNamespace(a.Namespace):
 		return "namespace"
@@ -224,7 +224,7 @@ func (p *Plugin) exempt(a *apiserver.AdmissionAttributes, spec *corev1.PodSpec) 
 
 // validateNamespace refuses invalid policy labels (on create, or when an update changes them) and,
 // when an update tightens the enforce level, warns about the namespace's pods that would now fail.
-func (p *Plugin) validateNamespace(ctx context.Context, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup) error {
+func (p *Plugin) validateNamespace(ctx context.Context, a *admission.Attributes, lookup admission.Lookup) error {
 	if a.Subresource != "" {
 		return nil
 	}
@@ -259,7 +259,7 @@ func (p *Plugin) validateNamespace(ctx context.Context, a *apiserver.AdmissionAt
 		return nil
 	}
 	for _, w := range ExistingPodWarnings(a.Name, policy.Enforce, pods.Items) {
-		apiserver.AddAdmissionWarning(ctx, w)
+		admission.AddWarning(ctx, w)
 	}
 	return nil
 }

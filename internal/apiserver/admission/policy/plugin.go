@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/apiserver/admission/webhook"
 	admissioncel "github.com/skiff-sh/skiff/internal/cel"
 	"github.com/skiff-sh/skiff/internal/registry"
@@ -41,7 +41,7 @@ type Plugin struct {
 	compiled map[types.UID]*Compiled // by policy UID, replaced when the generation changes
 }
 
-var _ apiserver.AdmissionPlugin = &Plugin{}
+var _ admission.Plugin = &Plugin{}
 
 // New builds the plugin; Start connects it to the server.
 func New(log *slog.Logger) (*Plugin, error) {
@@ -56,7 +56,7 @@ func New(log *slog.Logger) (*Plugin, error) {
 }
 
 // Start runs the policy and binding informers over the server's store until ctx ends.
-func (p *Plugin) Start(ctx context.Context, srv *apiserver.Server) error {
+func (p *Plugin) Start(ctx context.Context, srv admission.Source) error {
 	lw, err := srv.ListWatch(schema.GroupResource{Group: admissionregistrationv1.GroupName, Resource: "validatingadmissionpolicies"})
 	if err != nil {
 		return err
@@ -78,13 +78,13 @@ func (p *Plugin) Start(ctx context.Context, srv *apiserver.Server) error {
 func (*Plugin) Name() string { return "ValidatingAdmissionPolicy" }
 
 // Admit does nothing: policies only validate.
-func (*Plugin) Admit(context.Context, *apiserver.AdmissionAttributes, apiserver.Lookup) error {
+func (*Plugin) Admit(context.Context, *admission.Attributes, admission.Lookup) error {
 	return nil
 }
 
 // Validate judges the request by every binding whose policy and match resources select it. The
 // first Deny failure refuses the request; Warn failures become warnings; Audit ones are logged.
-func (p *Plugin) Validate(ctx context.Context, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup) error {
+func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes, lookup admission.Lookup) error {
 	if webhook.IsExempt(a.Resource.GroupResource()) || op(a.Verb) == "" {
 		return nil
 	}
@@ -168,13 +168,13 @@ func (p *Plugin) Validate(ctx context.Context, a *apiserver.AdmissionAttributes,
 }
 
 // act carries out the binding's validation actions for one failure.
-func (p *Plugin) act(ctx context.Context, a *apiserver.AdmissionAttributes, pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, f Failure) error {
+func (p *Plugin) act(ctx context.Context, a *admission.Attributes, pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, f Failure) error {
 	for _, action := range b.Spec.ValidationActions {
 		switch action {
 		case admissionregistrationv1.Deny:
 			return p.deny(a, pol, b, f)
 		case admissionregistrationv1.Warn:
-			apiserver.AddAdmissionWarning(ctx, fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", pol.Name, b.Name, f.Message))
+			admission.AddWarning(ctx, fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", pol.Name, b.Name, f.Message))
 		case admissionregistrationv1.Audit:
 			// No audit log yet: the failure is logged where an audit annotation would go.
 			p.log.Info("ValidatingAdmissionPolicy audit failure", "policy", pol.Name, "binding", b.Name, "namespace", a.Namespace, "name", a.Name, "message", f.Message)
@@ -185,7 +185,7 @@ func (p *Plugin) act(ctx context.Context, a *apiserver.AdmissionAttributes, pol 
 
 // deny is Kubernetes' refusal: a Forbidden-shaped error whose reason and code follow the
 // validation's reason (Invalid, 422, by default).
-func (p *Plugin) deny(a *apiserver.AdmissionAttributes, pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, f Failure) error {
+func (p *Plugin) deny(a *admission.Attributes, pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, f Failure) error {
 	msg := fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", pol.Name, b.Name, f.Message)
 	gr := a.Resource.GroupResource()
 	if a.Subresource != "" {
@@ -226,7 +226,7 @@ func op(verb string) admissionregistrationv1.OperationType {
 // MatchesResources applies match constraints or a binding's match resources: resource rules
 // (with resourceNames), exclusions, and the namespace and object selectors. nsLabels are the
 // request namespace's labels (nil for cluster-scoped requests).
-func MatchesResources(m *admissionregistrationv1.MatchResources, a *apiserver.AdmissionAttributes, nsLabels map[string]string) bool {
+func MatchesResources(m *admissionregistrationv1.MatchResources, a *admission.Attributes, nsLabels map[string]string) bool {
 	req := webhook.Request{Operation: op(a.Verb), Resource: a.Resource.GroupVersionResource(), Subresource: a.Subresource, Namespaced: a.Resource.Namespaced}
 	named := func(rules []admissionregistrationv1.NamedRuleWithOperations) bool {
 		for i := range rules {
@@ -270,7 +270,7 @@ func MatchesResources(m *admissionregistrationv1.MatchResources, a *apiserver.Ad
 	return err == nil && ok
 }
 
-func (p *Plugin) namespaceLabels(ctx context.Context, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup) (map[string]string, error) {
+func (p *Plugin) namespaceLabels(ctx context.Context, a *admission.Attributes, lookup admission.Lookup) (map[string]string, error) {
 	if a.Resource.GroupResource() == (schema.GroupResource{Resource: "namespaces"}) {
 		for _, o := range []runtime.Object{a.Object, a.OldObject} {
 			if ns, ok := o.(*corev1.Namespace); ok && ns != nil {
@@ -289,7 +289,7 @@ func (p *Plugin) namespaceLabels(ctx context.Context, a *apiserver.AdmissionAttr
 	return obj.(*corev1.Namespace).Labels, nil
 }
 
-func (p *Plugin) namespaceObject(ctx context.Context, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup) (any, error) {
+func (p *Plugin) namespaceObject(ctx context.Context, a *admission.Attributes, lookup admission.Lookup) (any, error) {
 	if !a.Resource.Namespaced || a.Namespace == "" {
 		return nil, nil
 	}
@@ -304,7 +304,7 @@ func (p *Plugin) namespaceObject(ctx context.Context, a *apiserver.AdmissionAttr
 
 // params returns the CEL values of the binding's params: one nil entry for a policy without
 // paramKind; none when the binding allows missing params and there are none.
-func (p *Plugin) params(ctx context.Context, pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup) ([]any, error) {
+func (p *Plugin) params(ctx context.Context, pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, a *admission.Attributes, lookup admission.Lookup) ([]any, error) {
 	pk := pol.Spec.ParamKind
 	if pk == nil {
 		return []any{nil}, nil

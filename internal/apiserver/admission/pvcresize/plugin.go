@@ -10,7 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 )
 
 // Name is Kubernetes' name of the plugin.
@@ -53,18 +53,18 @@ func className(pvc *corev1.PersistentVolumeClaim) string {
 // Plugin is the PersistentVolumeClaimResize admission plugin.
 type Plugin struct{}
 
-var _ apiserver.AdmissionPlugin = Plugin{}
+var _ admission.Plugin = Plugin{}
 
 // Name is Kubernetes' plugin name.
 func (Plugin) Name() string { return Name }
 
 // Admit changes nothing.
-func (Plugin) Admit(context.Context, *apiserver.AdmissionAttributes, apiserver.Lookup) error {
+func (Plugin) Admit(context.Context, *admission.Attributes, admission.Lookup) error {
 	return nil
 }
 
 // Validate refuses a claim's growth that its class does not allow.
-func (Plugin) Validate(ctx context.Context, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup) error {
+func (Plugin) Validate(ctx context.Context, a *admission.Attributes, lookup admission.Lookup) error {
 	if a.Verb != "update" || a.Subresource != "" || a.Resource.GroupResource() != claimsGR {
 		return nil
 	}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/quota"
 )
 
@@ -167,7 +167,7 @@ type Plugin struct {
 	locks [lockStripes]sync.Mutex
 }
 
-var _ apiserver.AdmissionPlugin = &Plugin{}
+var _ admission.Plugin = &Plugin{}
 
 // New builds the plugin.
 func New(log *slog.Logger) *Plugin {
@@ -181,14 +181,14 @@ func New(log *slog.Logger) *Plugin {
 func (*Plugin) Name() string { return "ResourceQuota" }
 
 // Admit does nothing: quota is charged once the object is final, in Validate.
-func (*Plugin) Admit(context.Context, *apiserver.AdmissionAttributes, apiserver.Lookup) error {
+func (*Plugin) Admit(context.Context, *admission.Attributes, admission.Lookup) error {
 	return nil
 }
 
 // handles reports whether the write is charged: creates and updates of namespaced objects, and
 // of their subresources only a pod's resize (as upstream's pod evaluator; a status write changes
 // no usage the plugin charges).
-func handles(a *apiserver.AdmissionAttributes) bool {
+func handles(a *admission.Attributes) bool {
 	if (a.Verb != "create" && a.Verb != "update") || a.Namespace == "" || !a.Resource.Namespaced {
 		return false
 	}
@@ -205,7 +205,7 @@ func handles(a *apiserver.AdmissionAttributes) bool {
 // is stored: each quota's status is written with a compare-and-swap on its resourceVersion, and a
 // conflict (another write charged it first, here or on another API server) re-reads and re-checks
 // the quotas not yet charged. Dry runs are checked but charge nothing.
-func (p *Plugin) Validate(ctx context.Context, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup) error {
+func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes, lookup admission.Lookup) error {
 	if !handles(a) {
 		return nil
 	}

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/volumeutil"
 )
 
@@ -42,13 +42,13 @@ func WithFinalizer(finalizers []string, f string) ([]string, bool) {
 // Plugin is the StorageObjectInUseProtection admission plugin.
 type Plugin struct{}
 
-var _ apiserver.AdmissionPlugin = Plugin{}
+var _ admission.Plugin = Plugin{}
 
 // Name is Kubernetes' plugin name.
 func (Plugin) Name() string { return Name }
 
 // Admit adds the protection finalizer to a created claim or volume.
-func (Plugin) Admit(_ context.Context, a *apiserver.AdmissionAttributes, _ apiserver.Lookup) error {
+func (Plugin) Admit(_ context.Context, a *admission.Attributes, _ admission.Lookup) error {
 	if a.Verb != "create" || a.Subresource != "" || a.Object == nil {
 		return nil
 	}
@@ -68,6 +68,6 @@ func (Plugin) Admit(_ context.Context, a *apiserver.AdmissionAttributes, _ apise
 }
 
 // Validate refuses nothing.
-func (Plugin) Validate(context.Context, *apiserver.AdmissionAttributes, apiserver.Lookup) error {
+func (Plugin) Validate(context.Context, *admission.Attributes, admission.Lookup) error {
 	return nil
 }

@@ -21,8 +21,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/skiff-sh/skiff/internal/apiserver"
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // maxResponseBytes bounds what a webhook may answer, as Kubernetes does.
@@ -50,7 +50,7 @@ type endpoint struct {
 // resolve turns a client config into a URL. A service is resolved to a ready endpoint address
 // through its EndpointSlices rather than its cluster IP: the API server does not rely on the
 // node's service proxy, which a control-plane-only node may not run.
-func resolve(ctx context.Context, cc *admissionregistrationv1.WebhookClientConfig, lookup apiserver.Lookup) (endpoint, error) {
+func resolve(ctx context.Context, cc *admissionregistrationv1.WebhookClientConfig, lookup admission.Lookup) (endpoint, error) {
 	if cc.URL != nil {
 		u, err := url.Parse(*cc.URL)
 		if err != nil {
@@ -108,7 +108,7 @@ func resolve(ctx context.Context, cc *admissionregistrationv1.WebhookClientConfi
 }
 
 // call sends the review and returns the webhook's response, checked the way Kubernetes checks it.
-func call(ctx context.Context, h *hook, review *admissionv1.AdmissionReview, lookup apiserver.Lookup) (*admissionv1.AdmissionResponse, error) {
+func call(ctx context.Context, h *hook, review *admissionv1.AdmissionReview, lookup admission.Lookup) (*admissionv1.AdmissionResponse, error) {
 	fail := func(err error) (*admissionv1.AdmissionResponse, error) {
 		return nil, &callError{webhook: h.name, reason: err}
 	}

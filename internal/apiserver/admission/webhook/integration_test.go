@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/apiserver/admission/webhook"
 	"github.com/skiff-sh/skiff/internal/apiserver/discovery"
 	"github.com/skiff-sh/skiff/internal/etcd/etcdtest"
@@ -50,7 +51,7 @@ type env struct {
 // Plugins lets a test add admission plugins that need the server (the policy plugin).
 type extraPlugins struct {
 	plugins []apiserver.AdmissionPlugin
-	start   func(ctx context.Context, srv *apiserver.Server) error
+	start   func(ctx context.Context, srv admission.Source) error
 }
 
 func startEnv(t *testing.T, extra *extraPlugins) *env {

@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
-	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	admissioncel "github.com/skiff-sh/skiff/internal/cel"
 )
 
@@ -79,10 +79,10 @@ func (w *Webhooks) Start(ctx context.Context, src ListWatchSource) error {
 }
 
 // Mutating is the MutatingAdmissionWebhook plugin.
-func (w *Webhooks) Mutating() apiserver.AdmissionPlugin { return &mutatingPlugin{w: w} }
+func (w *Webhooks) Mutating() admission.Plugin { return &mutatingPlugin{w: w} }
 
 // Validating is the ValidatingAdmissionWebhook plugin.
-func (w *Webhooks) Validating() apiserver.AdmissionPlugin { return &validatingPlugin{w: w} }
+func (w *Webhooks) Validating() admission.Plugin { return &validatingPlugin{w: w} }
 
 func (w *Webhooks) hooks(ctx context.Context, mutating bool) ([]hook, error) {
 	select {
@@ -113,14 +113,14 @@ type mutatingPlugin struct{ w *Webhooks }
 
 func (*mutatingPlugin) Name() string { return "MutatingAdmissionWebhook" }
 
-func (p *mutatingPlugin) Validate(context.Context, *apiserver.AdmissionAttributes, apiserver.Lookup) error {
+func (p *mutatingPlugin) Validate(context.Context, *admission.Attributes, admission.Lookup) error {
 	return nil
 }
 
 // Admit calls the matching mutating webhooks in order, applying each patch before the next call;
 // webhooks with reinvocationPolicy IfNeeded are called once more when a later webhook changed the
 // object after them.
-func (p *mutatingPlugin) Admit(ctx context.Context, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup) error {
+func (p *mutatingPlugin) Admit(ctx context.Context, a *admission.Attributes, lookup admission.Lookup) error {
 	if skip(a) {
 		return nil
 	}
@@ -161,13 +161,13 @@ type validatingPlugin struct{ w *Webhooks }
 
 func (*validatingPlugin) Name() string { return "ValidatingAdmissionWebhook" }
 
-func (p *validatingPlugin) Admit(context.Context, *apiserver.AdmissionAttributes, apiserver.Lookup) error {
+func (p *validatingPlugin) Admit(context.Context, *admission.Attributes, admission.Lookup) error {
 	return nil
 }
 
 // Validate calls the matching validating webhooks in parallel, as Kubernetes does, and returns
 // the first failure in configuration order.
-func (p *validatingPlugin) Validate(ctx context.Context, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup) error {
+func (p *validatingPlugin) Validate(ctx context.Context, a *admission.Attributes, lookup admission.Lookup) error {
 	if skip(a) {
 		return nil
 	}
@@ -194,7 +194,7 @@ func (p *validatingPlugin) Validate(ctx context.Context, a *apiserver.AdmissionA
 }
 
 // skip: webhooks never see admissionregistration objects; reads are not admitted.
-func skip(a *apiserver.AdmissionAttributes) bool {
+func skip(a *admission.Attributes) bool {
 	return IsExempt(a.Resource.GroupResource()) || operation(a.Verb) == ""
 }
 
@@ -214,7 +214,7 @@ func operation(verb string) admissionregistrationv1.OperationType {
 
 // dispatch decides whether h applies to the request and calls it. changed reports a mutating
 // webhook's patch that changed the object; invoked that the webhook was called.
-func (w *Webhooks) dispatch(ctx context.Context, h *hook, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup, mutating bool) (changed, invoked bool, err error) {
+func (w *Webhooks) dispatch(ctx context.Context, h *hook, a *admission.Attributes, lookup admission.Lookup, mutating bool) (changed, invoked bool, err error) {
 	log := w.log.With("webhook", h.name, "configuration", h.configName, "resource", a.Resource.GroupResource().String(), "namespace", a.Namespace, "name", a.Name)
 	matched, err := w.matches(ctx, h, a, lookup)
 	if err != nil {
@@ -245,7 +245,7 @@ func (w *Webhooks) dispatch(ctx context.Context, h *hook, a *apiserver.Admission
 		return false, true, apierrors.NewInternalError(err)
 	}
 	for _, msg := range resp.Warnings {
-		apiserver.AddAdmissionWarning(ctx, msg)
+		admission.AddWarning(ctx, msg)
 	}
 	if !resp.Allowed {
 		return false, true, denied(h.name, resp.Result)
@@ -273,7 +273,7 @@ func (w *Webhooks) dispatch(ctx context.Context, h *hook, a *apiserver.Admission
 }
 
 // matches applies rules, selectors and match conditions.
-func (w *Webhooks) matches(ctx context.Context, h *hook, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup) (bool, error) {
+func (w *Webhooks) matches(ctx context.Context, h *hook, a *admission.Attributes, lookup admission.Lookup) (bool, error) {
 	req := Request{Operation: operation(a.Verb), Resource: a.Resource.GroupVersionResource(), Subresource: a.Subresource, Namespaced: a.Resource.Namespaced}
 	if !MatchesRules(h.rules, req) {
 		return false, nil
@@ -299,7 +299,7 @@ func (w *Webhooks) matches(ctx context.Context, h *hook, a *apiserver.AdmissionA
 
 // matchesNamespace evaluates the namespace selector against the request's namespace, or, for a
 // Namespace itself, against that namespace's labels; other cluster-scoped requests always match.
-func (w *Webhooks) matchesNamespace(ctx context.Context, sel *metav1.LabelSelector, a *apiserver.AdmissionAttributes, lookup apiserver.Lookup) (bool, error) {
+func (w *Webhooks) matchesNamespace(ctx context.Context, sel *metav1.LabelSelector, a *admission.Attributes, lookup admission.Lookup) (bool, error) {
 	if sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
 		return true, nil
 	}
@@ -325,7 +325,7 @@ func (w *Webhooks) matchesNamespace(ctx context.Context, sel *metav1.LabelSelect
 
 // matchConditions evaluates the webhook's CEL match conditions: all must be true. An error
 // counts as a failure of the webhook (failurePolicy decides), as in Kubernetes.
-func (w *Webhooks) matchConditions(h *hook, a *apiserver.AdmissionAttributes) (bool, error) {
+func (w *Webhooks) matchConditions(h *hook, a *admission.Attributes) (bool, error) {
 	if len(h.matchConditions) == 0 {
 		return true, nil
 	}
@@ -372,7 +372,7 @@ func (w *Webhooks) program(expr string) (*admissioncel.Program, error) {
 }
 
 // Activation is the CEL variables of a request: object, oldObject and request.
-func Activation(a *apiserver.AdmissionAttributes) (map[string]any, error) {
+func Activation(a *admission.Attributes) (map[string]any, error) {
 	req, err := reviewRequest(a, "")
 	if err != nil {
 		return nil, err
@@ -394,7 +394,7 @@ func Activation(a *apiserver.AdmissionAttributes) (map[string]any, error) {
 	return map[string]any{admissioncel.VarObject: obj, admissioncel.VarOldObject: old, admissioncel.VarRequest: reqVal}, nil
 }
 
-func (w *Webhooks) review(a *apiserver.AdmissionAttributes) (*admissionv1.AdmissionReview, error) {
+func (w *Webhooks) review(a *admission.Attributes) (*admissionv1.AdmissionReview, error) {
 	req, err := reviewRequest(a, types.UID(uuid.NewUUID()))
 	if err != nil {
 		return nil, err
@@ -406,7 +406,7 @@ func (w *Webhooks) review(a *apiserver.AdmissionAttributes) (*admissionv1.Admiss
 }
 
 // reviewRequest is the AdmissionRequest Kubernetes sends for the write.
-func reviewRequest(a *apiserver.AdmissionAttributes, uid types.UID) (*admissionv1.AdmissionRequest, error) {
+func reviewRequest(a *admission.Attributes, uid types.UID) (*admissionv1.AdmissionRequest, error) {
 	gvk := a.Resource.GroupVersionKind()
 	if !a.Kind.Empty() {
 		// A connect's object is its options (PodExecOptions), and Kubernetes names that kind.
@@ -456,7 +456,7 @@ func reviewRequest(a *apiserver.AdmissionAttributes, uid types.UID) (*admissionv
 
 // withKind returns a copy of obj with its apiVersion and kind set: stored objects carry none, and
 // webhooks and CEL expressions read them.
-func withKind(a *apiserver.AdmissionAttributes, obj runtime.Object) runtime.Object {
+func withKind(a *admission.Attributes, obj runtime.Object) runtime.Object {
 	if obj == nil || reflect.ValueOf(obj).IsNil() {
 		return nil
 	}
@@ -480,7 +480,7 @@ func rawObject(obj runtime.Object) (runtime.RawExtension, error) {
 
 // applyPatch applies a JSONPatch to the request's object in place (the store holds the pointer),
 // defaulting the result as decoding would. It reports whether the object changed.
-func (w *Webhooks) applyPatch(a *apiserver.AdmissionAttributes, patch []byte) (bool, error) {
+func (w *Webhooks) applyPatch(a *admission.Attributes, patch []byte) (bool, error) {
 	if a.Object == nil {
 		return false, nil
 	}

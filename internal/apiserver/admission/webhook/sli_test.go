@@ -13,7 +13,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/skiff-sh/skiff/internal/apiserver/request"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // A webhook's time is its own: the call adds it to the request's SLI exclusions, so the API call
