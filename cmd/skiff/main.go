@@ -130,7 +130,6 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.SystemReserved, "system-reserved", "", "resources kept for the system, subtracted from the node's allocatable (e.g. cpu=500m,memory=512Mi)")
 	fs.StringVar(&cfg.KubeletRootDir, "kubelet-root-dir", "/var/lib/kubelet", "the kubelet's root directory as CSI drivers see it: node plugins register in its plugins_registry/, keep sockets in plugins/ and publish volumes under pods/ (Kubernetes' --root-dir)")
 	fs.StringVar(&cfg.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests the kubelet runs and mirrors into the API")
-	fs.StringVar(&cfg.ManifestsDir, "manifests-dir", "", "control-plane nodes: every YAML or JSON file in this directory is applied (server-side apply, field manager skiff-deploy), re-applied when it changes, and what a removed file created is deleted; state in the ConfigMap kube-system/skiff-manifests (default <data-dir>/manifests)")
 	fs.IntVar(&cfg.KubeletPort, "kubelet-port", 10250, "kubelet API port (logs, exec, attach, port-forward)")
 	fs.DurationVar(&cfg.KubeletSyncFrequency, "kubelet-sync-frequency", time.Minute, "how often the kubelet syncs a running pod again, refreshing its configMap, secret, downwardAPI and projected volumes (upstream's syncFrequency)")
 	fs.StringVar(&cfg.BindAddress, "bind-address", "0.0.0.0", "address the API server listens on")
@@ -187,6 +186,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", 32*time.Second, "how long a client may take to send its request headers before the API server closes the connection")
 	fs.StringVar(&cfg.ServiceAccountJWKSURI, "service-account-jwks-uri", "", "jwks_uri the OpenID discovery document names (default <issuer>/openid/v1/jwks)")
 	fs.Int64Var(&cfg.EtcdQuotaBackendBytes, "etcd-quota-backend-bytes", 0, "size the embedded etcd database may grow to before etcd refuses writes (NOSPACE); 0: etcd's default, 2 GiB")
+	addEtcdSnapshotFlags(fs, &cfg.Snapshots)
 	// Server limits (issue 13): kube-apiserver's names where it has them.
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", time.Minute, "how long a request that is not long-running may take before it is answered 504 (a shorter ?timeout= is honoured)")
 	minRequestTimeout := fs.Int("min-request-timeout", 1800, "seconds a watch without timeoutSeconds lasts at least (randomised up to twice this)")

@@ -162,6 +162,7 @@ func (n *Node) runRoles(ctx context.Context) error {
 				return runScheduler(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess.Only(schedulerResources()...), n.api)
 			}})
 		}
+		roles = append(roles, n.etcdSnapshotRole())
 		roles = append(roles,
 			role{name: "cloud controller manager", run: func(ctx context.Context) error {
 				return runCloudControllerManager(ctx, &n.cfg, clock.RealClock{}.Now())
@@ -170,7 +171,6 @@ func (n *Node) runRoles(ctx context.Context) error {
 				labelJoinedWorkers(ctx, n.authz.client, n.cfg.Logger)
 				return nil
 			}})
-		roles = append(roles, n.manifestsRole())
 	}
 	if n.cfg.HasRole(RoleWorker) || n.cfg.ControlPlaneKubelet {
 		// A worker that also runs the API server gives the kubelet, service proxy and DNS informers

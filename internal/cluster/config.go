@@ -170,9 +170,6 @@ type Config struct {
 	KubeletRootDir string
 	// PodManifestPath holds static pod manifests the kubelet runs (and mirrors into the API).
 	PodManifestPath string
-	// ManifestsDir is the auto-deployed manifests directory of a control-plane node: its YAML and
-	// JSON files are applied and kept applied (manifests.go; empty: <data-dir>/manifests).
-	ManifestsDir string
 	// ContainerRuntimeEndpoint is an existing CRI socket for the kubelet; empty means skiff starts and
 	// supervises its own containerd under the data dir.
 	ContainerRuntimeEndpoint string
@@ -198,6 +195,8 @@ type Config struct {
 	// EtcdQuotaBackendBytes is the size an embedded member's database may grow to before etcd
 	// refuses writes with NOSPACE (0: etcd's default, 2 GiB).
 	EtcdQuotaBackendBytes int64
+	// Snapshots are the scheduled etcd snapshots and the cluster reset (etcdsnapshot.go).
+	Snapshots SnapshotConfig
 	// StorageEncoding is "protobuf" or "json" (see README: protobuf is the measured default).
 	StorageEncoding string
 	// SecretsEncryption seals Secrets in etcd with a key skiff generates into the data dir (see
@@ -251,6 +250,7 @@ func (c *Config) Default() {
 	if c.OCIRuntime == "" {
 		c.OCIRuntime = OCIRuntimeRunc
 	}
+	c.Snapshots.defaults(c.DataDir)
 	if c.LocalPathDir == "" {
 		dir, _ := filepath.Abs(c.DataDir)
 		c.LocalPathDir = filepath.Join(dir, "storage")
@@ -421,6 +421,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline %s must be shorter than --leader-elect-lease-duration %s", c.RenewDeadline, c.LeaseDuration))
 	}
 	errs = append(errs, c.validateEtcdTLS()...)
+	errs = append(errs, c.Snapshots.validate(c)...)
 	if c.HasRole(RoleEtcd) && len(c.EtcdServers) > 0 {
 		errs = append(errs, errors.New("--etcd-servers names an external etcd: drop the etcd role or the flag"))
 	}

@@ -44,6 +44,11 @@ func (n *Node) startStorage(ctx context.Context) error {
 	if n.cfg.onClusterEtcd() {
 		return n.startClusterEtcdClient(ctx) // etcdonly.go
 	}
+	if n.cfg.Snapshots.ClusterReset {
+		if err := resetEtcdCluster(n.cfg, time.Now()); err != nil {
+			return err
+		}
+	}
 	certs, err := ensureEtcdCertificates(&n.cfg, time.Now())
 	if err != nil {
 		return err
@@ -129,7 +134,7 @@ func (n *Node) joinEtcd(ctx context.Context, ecfg *etcd.Config) (*etcdJoin, erro
 	if n.cfg.EtcdJoinKubeconfig == "" && n.cfg.Server == "" {
 		return nil, nil
 	}
-	if _, err := os.Stat(filepath.Join(ecfg.DataDir, "member")); err == nil {
+	if _, err := os.Stat(filepath.Join(ecfg.DataDir, "member")); err == nil && !n.rejoinIfRemoved(ctx, ecfg, n.cfg.Logger.With("component", "etcd-join")) {
 		return nil, nil
 	}
 	restCfg, err := n.etcdJoinCredentials()
@@ -212,6 +217,11 @@ func (n *Node) etcdJoinCredentials() (*rest.Config, error) {
 		return restCfg, nil
 	}
 	if n.cfg.Token == "" {
+		// A control plane that was a member before (its data moved aside, or lost) has the
+		// cluster's CA and its admin credentials.
+		if restCfg, err := adminAt(&n.cfg); err == nil {
+			return restCfg, nil
+		}
 		return nil, fmt.Errorf("etcd join: this node's etcd member has no data in %s and was never added: --token is needed to add it", filepath.Join(n.cfg.DataDir, "etcd"))
 	}
 	token, err := join.ParseJoinToken(n.cfg.Token)
