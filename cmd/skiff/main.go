@@ -130,6 +130,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.SystemReserved, "system-reserved", "", "resources kept for the system, subtracted from the node's allocatable (e.g. cpu=500m,memory=512Mi)")
 	fs.StringVar(&cfg.KubeletRootDir, "kubelet-root-dir", "/var/lib/kubelet", "the kubelet's root directory as CSI drivers see it: node plugins register in its plugins_registry/, keep sockets in plugins/ and publish volumes under pods/ (Kubernetes' --root-dir)")
 	fs.StringVar(&cfg.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests the kubelet runs and mirrors into the API")
+	fs.StringVar(&cfg.ManifestsDir, "manifests-dir", "", "control-plane nodes: every YAML or JSON file in this directory is applied (server-side apply, field manager skiff-deploy), re-applied when it changes, and what a removed file created is deleted; state in the ConfigMap kube-system/skiff-manifests (default <data-dir>/manifests)")
 	fs.IntVar(&cfg.KubeletPort, "kubelet-port", 10250, "kubelet API port (logs, exec, attach, port-forward)")
 	fs.DurationVar(&cfg.KubeletSyncFrequency, "kubelet-sync-frequency", time.Minute, "how often the kubelet syncs a running pod again, refreshing its configMap, secret, downwardAPI and projected volumes (upstream's syncFrequency)")
 	fs.StringVar(&cfg.BindAddress, "bind-address", "0.0.0.0", "address the API server listens on")

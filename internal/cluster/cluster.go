@@ -171,6 +171,7 @@ func (n *Node) runRoles(ctx context.Context) error {
 				labelJoinedWorkers(ctx, n.authz.client, n.cfg.Logger)
 				return nil
 			}})
+		roles = append(roles, n.manifestsRole())
 	}
 	if n.cfg.HasRole(RoleWorker) || n.cfg.ControlPlaneKubelet {
 		// A worker that also runs the API server gives the kubelet, service proxy and DNS informers

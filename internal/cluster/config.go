@@ -170,6 +170,9 @@ type Config struct {
 	KubeletRootDir string
 	// PodManifestPath holds static pod manifests the kubelet runs (and mirrors into the API).
 	PodManifestPath string
+	// ManifestsDir is the auto-deployed manifests directory of a control-plane node: its YAML and
+	// JSON files are applied and kept applied (manifests.go; empty: <data-dir>/manifests).
+	ManifestsDir string
 	// ContainerRuntimeEndpoint is an existing CRI socket for the kubelet; empty means skiff starts and
 	// supervises its own containerd under the data dir.
 	ContainerRuntimeEndpoint string
