@@ -331,15 +331,25 @@ func (c *Config) Default() {
 // Validate reports configuration errors before anything starts.
 func (c *Config) Validate() error {
 	var errs []error
+	errs = append(errs, c.validateNode()...)
+	errs = append(errs, c.validateNetwork()...)
+	errs = append(errs, c.validateControlPlane()...)
+	errs = append(errs, c.validateEtcd()...)
+	errs = append(errs, c.validateJoin()...)
+	errs = append(errs, c.validateWorker()...)
+	return errors.Join(errs...)
+}
+
+// validateNode checks what every node has: its data dir, addresses and ports. A relative data
+// dir is made absolute.
+func (c *Config) validateNode() []error {
+	var errs []error
 	if !filepath.IsAbs(c.DataDir) {
 		abs, err := filepath.Abs(c.DataDir)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("data dir %q: %w", c.DataDir, err))
 		}
 		c.DataDir = abs
-	}
-	if c.CNIPlugin != CNIPluginSkiff && c.CNIPlugin != CNIPluginBridge {
-		errs = append(errs, fmt.Errorf("--cni-plugin %q: must be %s or %s", c.CNIPlugin, CNIPluginSkiff, CNIPluginBridge))
 	}
 	if !filepath.IsAbs(c.LocalPathDir) {
 		// Volume paths are read on other nodes, so a relative one means nothing there.
@@ -351,13 +361,20 @@ func (c *Config) Validate() error {
 	if net.ParseIP(c.AdvertiseAddress) == nil {
 		errs = append(errs, fmt.Errorf("advertise address %q is not an IP address", c.AdvertiseAddress))
 	}
-	if c.EtcdHTTPPort < 0 || c.EtcdHTTPPort > 65535 {
-		errs = append(errs, fmt.Errorf("--etcd-http-port %d is out of range 0-65535", c.EtcdHTTPPort))
-	}
 	for name, port := range map[string]int{"--https-port": c.HTTPSPort, "--etcd-client-port": c.EtcdClientPort, "--etcd-peer-port": c.EtcdPeerPort, "--kubelet-port": c.KubeletPort, "--lb-port": c.LBPort} {
 		if port < 1 || port > 65535 {
 			errs = append(errs, fmt.Errorf("%s %d is out of range 1-65535", name, port))
 		}
+	}
+	return errs
+}
+
+// validateNetwork checks the cluster's network: the CNI plugin, the service CIDR, cluster DNS and
+// the proxy's mode.
+func (c *Config) validateNetwork() []error {
+	var errs []error
+	if c.CNIPlugin != CNIPluginSkiff && c.CNIPlugin != CNIPluginBridge {
+		errs = append(errs, fmt.Errorf("--cni-plugin %q: must be %s or %s", c.CNIPlugin, CNIPluginSkiff, CNIPluginBridge))
 	}
 	if _, _, err := net.ParseCIDR(c.ServiceCIDR); err != nil {
 		errs = append(errs, fmt.Errorf("service CIDR %q: %w", c.ServiceCIDR, err))
@@ -372,11 +389,20 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--dns-upstream %q: want IP:port", u))
 		}
 	}
-	if err := validateCloudProvider(c.CloudProvider); err != nil {
-		errs = append(errs, err)
-	}
 	if msgs := validation.IsDNS1123Subdomain(c.ClusterDomain); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("--cluster-domain %q: %s", c.ClusterDomain, strings.Join(msgs, "; ")))
+	}
+	if !proxy.ValidMode(c.ProxyMode) {
+		errs = append(errs, fmt.Errorf("--proxy-mode %q: want %s or %s", c.ProxyMode, proxy.ModeNftables, proxy.ModeIPTables))
+	}
+	return errs
+}
+
+// validateControlPlane checks the API server's, controller manager's and scheduler's settings.
+func (c *Config) validateControlPlane() []error {
+	var errs []error
+	if err := validateCloudProvider(c.CloudProvider); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MetricsResolution < 0 {
 		errs = append(errs, fmt.Errorf("--metrics-resolution %s must not be negative", c.MetricsResolution))
@@ -398,9 +424,6 @@ func (c *Config) Validate() error {
 	if c.HPASyncPeriod < 0 || c.HPATolerance < 0 || c.HPADownscaleStabilization < 0 {
 		errs = append(errs, errors.New("--horizontal-pod-autoscaler-sync-period, -tolerance and -downscale-stabilization must not be negative"))
 	}
-	if c.EtcdQuotaBackendBytes < 0 {
-		errs = append(errs, fmt.Errorf("--etcd-quota-backend-bytes %d must not be negative", c.EtcdQuotaBackendBytes))
-	}
 	if c.RequestTimeout < 0 || c.MinRequestTimeout < 0 || c.IdleConnectionTimeout < 0 || c.MaxConnectionsPerClient < 0 {
 		errs = append(errs, errors.New("--request-timeout, --min-request-timeout, --idle-connection-timeout and --max-connections-per-client must not be negative"))
 	}
@@ -410,18 +433,23 @@ func (c *Config) Validate() error {
 	if c.StorageEncoding != "protobuf" && c.StorageEncoding != "json" {
 		errs = append(errs, fmt.Errorf("storage encoding %q: want protobuf or json", c.StorageEncoding))
 	}
-	errs = append(errs, c.validateJoin()...)
-	if err := kubelet.ValidateAllowedUnsafeSysctls(c.AllowedUnsafeSysctls); err != nil {
-		errs = append(errs, fmt.Errorf("--allowed-unsafe-sysctls: %w", err))
-	}
-	if _, err := kubelet.ParseSystemReserved(c.SystemReserved); err != nil {
-		errs = append(errs, fmt.Errorf("--system-reserved: %w", err))
-	}
 	if c.LeaseDuration < 0 || c.RenewDeadline < 0 || c.RetryPeriod < 0 {
 		errs = append(errs, errors.New("leader election durations must not be negative"))
 	}
 	if c.LeaseDuration > 0 && c.RenewDeadline > 0 && c.RenewDeadline >= c.LeaseDuration {
 		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline %s must be shorter than --leader-elect-lease-duration %s", c.RenewDeadline, c.LeaseDuration))
+	}
+	return errs
+}
+
+// validateEtcd checks the embedded or external etcd: ports, quota, TLS, snapshots and roles.
+func (c *Config) validateEtcd() []error {
+	var errs []error
+	if c.EtcdHTTPPort < 0 || c.EtcdHTTPPort > 65535 {
+		errs = append(errs, fmt.Errorf("--etcd-http-port %d is out of range 0-65535", c.EtcdHTTPPort))
+	}
+	if c.EtcdQuotaBackendBytes < 0 {
+		errs = append(errs, fmt.Errorf("--etcd-quota-backend-bytes %d must not be negative", c.EtcdQuotaBackendBytes))
 	}
 	errs = append(errs, c.validateEtcdTLS()...)
 	errs = append(errs, c.Snapshots.validate(c)...)
@@ -429,12 +457,21 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("--etcd-servers names an external etcd: drop the etcd role or the flag"))
 	}
 	errs = append(errs, c.validateEtcdOnly()...) // etcdonly.go
-	if !proxy.ValidMode(c.ProxyMode) {
-		errs = append(errs, fmt.Errorf("--proxy-mode %q: want %s or %s", c.ProxyMode, proxy.ModeNftables, proxy.ModeIPTables))
+	return errs
+}
+
+// validateWorker checks the kubelet's settings.
+func (c *Config) validateWorker() []error {
+	var errs []error
+	if err := kubelet.ValidateAllowedUnsafeSysctls(c.AllowedUnsafeSysctls); err != nil {
+		errs = append(errs, fmt.Errorf("--allowed-unsafe-sysctls: %w", err))
+	}
+	if _, err := kubelet.ParseSystemReserved(c.SystemReserved); err != nil {
+		errs = append(errs, fmt.Errorf("--system-reserved: %w", err))
 	}
 	// --oci-runtime (ociruntime.go).
 	errs = append(errs, c.validateOCIRuntimeOnPath()...)
-	return errors.Join(errs...)
+	return errs
 }
 
 // HasRole reports whether the node has role r.
