@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,10 +64,15 @@ func (l *Loop) Run(ctx context.Context, workers int, synced ...cache.InformerSyn
 	if workers < 1 {
 		workers = 1
 	}
+	// The workers are this call's: it returns only once they have, so a stopped controller
+	// leaves nothing running behind it.
+	var wg sync.WaitGroup
 	for range workers {
-		go wait.UntilWithContext(ctx, l.worker, time.Second)
+		wg.Go(func() { wait.UntilWithContext(ctx, l.worker, time.Second) })
 	}
 	<-ctx.Done()
+	l.Queue.ShutDown() // wakes the workers waiting in Get
+	wg.Wait()
 }
 
 func (l *Loop) worker(ctx context.Context) {
