@@ -382,14 +382,15 @@ func (e *evaluation) validate(path *field.Path, key string, s *crdv1.JSONSchemaP
 
 // evalRule runs one rule and words its failure as kube-apiserver does.
 func (e *evaluation) evalRule(path *field.Path, s *crdv1.JSONSchemaProps, rule compiledRule, v, old interface{}, hasOld bool) field.ErrorList {
-	activation := map[string]interface{}{"self": v}
+	// The rule reads properties by their escaped names (escapeProperty).
+	activation := map[string]interface{}{"self": escapedValue(v, s)}
 	switch {
 	case rule.optionalOldSelf && hasOld:
-		activation["oldSelf"] = types.OptionalOf(types.DefaultTypeAdapter.NativeToValue(old))
+		activation["oldSelf"] = types.OptionalOf(types.DefaultTypeAdapter.NativeToValue(escapedValue(old, s)))
 	case rule.optionalOldSelf:
 		activation["oldSelf"] = types.OptionalNone
 	case hasOld:
-		activation["oldSelf"] = old
+		activation["oldSelf"] = escapedValue(old, s)
 	}
 	out, details, err := rule.program.Eval(activation)
 	if !e.charge(details) {

@@ -132,6 +132,39 @@ func TestValidateRuleDefinitions(t *testing.T) {
 	}
 }
 
+// escapedNamesSchema has properties a rule reads by their escaped names.
+const escapedNamesSchema = `{"type":"object","properties":{"spec":{"type":"object",
+  "x-kubernetes-validations":[{"rule":"self.x__dash__prop > 0 && self.a__dot__b == 'c' && self.redact__underscores__d"}],
+  "properties":{"x-prop":{"type":"integer"},"a.b":{"type":"string"},"redact__d":{"type":"boolean"},
+   "ref":{"type":"object","x-kubernetes-validations":[{"rule":"has(self.name) && has(self.__namespace__)","message":"both name and namespace must be set"}],
+    "properties":{"name":{"type":"string"},"namespace":{"type":"string"}}}}}}}`
+
+func TestEscapeProperty(t *testing.T) {
+	for name, want := range map[string]string{
+		"namespace": "__namespace__", "x-prop": "x__dash__prop", "a.b": "a__dot__b", "redact__d": "redact__underscores__d",
+		"a/b": "a__slash__b", "plain_name": "plain_name", "_x": "_x", "1st": "", "a b": "", "": "",
+	} {
+		got, ok := escapeProperty(name)
+		if got != want || ok != (want != "") {
+			t.Errorf("escapeProperty(%q) = %q %v, want %q", name, got, ok, want)
+		}
+	}
+	// The value a rule sees is a copy where needed; the object is never changed.
+	schema := schemaProps(t, escapedNamesSchema)
+	obj := map[string]interface{}{"spec": map[string]interface{}{"ref": map[string]interface{}{"namespace": "ns"}, "extra": "e"}}
+	got := escapedValue(obj, schema).(map[string]interface{})
+	if got["spec"].(map[string]interface{})["ref"].(map[string]interface{})["__namespace__"] != "ns" {
+		t.Errorf("escaped value = %v", got)
+	}
+	if _, ok := obj["spec"].(map[string]interface{})["ref"].(map[string]interface{})["namespace"]; !ok {
+		t.Errorf("the object was changed: %v", obj)
+	}
+	plain := map[string]interface{}{"spec": map[string]interface{}{"ref": map[string]interface{}{"name": "s"}}}
+	if v := escapedValue(plain, schema); v.(map[string]interface{})["spec"].(map[string]interface{})["ref"].(map[string]interface{})["name"] != "s" {
+		t.Errorf("value without escaped names = %v", v)
+	}
+}
+
 // TestEvaluateRules checks rules at run time: the e2e specs' objects, the per-call cost limit,
 // the per-object budget, and where a failed rule's error points (fieldPath, reason).
 func TestEvaluateRules(t *testing.T) {
@@ -188,6 +221,14 @@ func TestEvaluateRules(t *testing.T) {
 			"m": map[string]interface{}{"x.y": "1"}, "tags": []interface{}{"a"}}},
 			want: []string{`spec.m[x.y]: Forbidden: failed rule: !has(self.m) || !('x.y' in self.m)`, `spec.name: Required value: name is required`,
 				`spec.tags: Duplicate value: "failed rule: !has(self.tags)"`}},
+		// The VolumeSnapshotContent CRD's rule: a property named by a CEL reserved word is read
+		// as __namespace__, one with a dash, a dot or a double underscore escaped likewise.
+		{name: "escaped property names, present", schema: escapedNamesSchema, obj: map[string]interface{}{"spec": map[string]interface{}{
+			"ref": map[string]interface{}{"name": "s", "namespace": "ns"}, "x-prop": int64(1), "a.b": "c", "redact__d": true}}},
+		{name: "escaped property names, missing", schema: escapedNamesSchema, obj: map[string]interface{}{"spec": map[string]interface{}{
+			"ref": map[string]interface{}{"name": "s"}, "x-prop": int64(0), "a.b": "c", "redact__d": true}},
+			want: []string{`spec: Invalid value: "object": failed rule: self.x__dash__prop > 0 && self.a__dot__b == 'c' && self.redact__underscores__d`,
+				`spec.ref: Invalid value: "object": both name and namespace must be set`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := NewSchema(schemaProps(t, tc.schema))

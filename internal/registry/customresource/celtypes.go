@@ -114,10 +114,10 @@ func newObjectType(s *crdv1.JSONSchemaProps, root bool, name string, objects map
 		if ft == nil {
 			continue
 		}
-		// A property whose name is no CEL identifier is left out: kube-apiserver escapes such
-		// names (__dash__, __dot__), which skiff does not yet.
-		if isIdentifier(n) {
-			t.fields[n] = ft
+		// A rule reads a property by its escaped name (namespace as __namespace__, x-y as
+		// x__dash__y), as kube-apiserver does; one that cannot be escaped is not accessible.
+		if escapedName, ok := escapeProperty(n); ok {
+			t.fields[escapedName] = ft
 		}
 		if required[n] && p.Default == nil {
 			t.minSize += int64(len(n)) + ft.minSize + 4
@@ -187,19 +187,6 @@ func celReserved(name string) bool {
 		return true
 	}
 	return false
-}
-
-func isIdentifier(name string) bool {
-	if name == "" || celReserved(name) {
-		return false
-	}
-	for i, c := range name {
-		letter := c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-		if !letter && (i == 0 || c < '0' || c > '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // typeProvider resolves the object types of one rule scope for the checker and otherwise defers
