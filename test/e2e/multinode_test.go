@@ -185,6 +185,9 @@ type joinedNode struct {
 	// roles is --roles ("" for worker); extraArgs are more `skiff server` flags.
 	roles     string
 	extraArgs []string
+	// wrap, when set, is the command skiff runs under inside the netHost (skiffBinary and its
+	// arguments follow it), e.g. one that gives the node a mount namespace of its own.
+	wrap []string
 }
 
 // newJoinedNode prepares a worker in h with a short data dir (containerd's socket path limit).
@@ -227,7 +230,11 @@ func (w *joinedNode) start(token string) {
 		w.t.Fatal(err)
 	}
 	w.logFile = f
-	w.cmd = w.host.Command(skiffBinary, w.args(token)...)
+	if len(w.wrap) > 0 {
+		w.cmd = w.host.Command(w.wrap[0], append(append(w.wrap[1:len(w.wrap):len(w.wrap)], skiffBinary), w.args(token)...)...)
+	} else {
+		w.cmd = w.host.Command(skiffBinary, w.args(token)...)
+	}
 	w.cmd.Stdout, w.cmd.Stderr = f, f
 	if err := w.cmd.Start(); err != nil {
 		w.t.Fatal(err)
