@@ -66,6 +66,32 @@ type Node struct {
 	resourceMetrics *metricsserver.Server
 	// explainer answers PodSchedulingExplanations (explain.go).
 	explainer explainerSlot
+	// background holds the node's own loops beside its roles (etcd compaction, the custom
+	// resources' and APIServices' sync, the encryption reloader, the etcd space guard): Stop
+	// cancels them and waits for them before it closes the etcd client they use.
+	background sync.WaitGroup
+}
+
+// goBackground runs f in the node's background group; f must return once the context it
+// watches (one that Stop cancels) ends.
+func (n *Node) goBackground(f func()) { n.background.Go(f) }
+
+// backgroundStopGrace bounds Stop's wait for the background loops; past it the node says so
+// and goes on stopping rather than never exiting.
+const backgroundStopGrace = 10 * time.Second
+
+// waitBackground waits for the background group, at most backgroundStopGrace.
+func (n *Node) waitBackground() {
+	done := make(chan struct{})
+	go func() {
+		n.background.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(backgroundStopGrace):
+		n.cfg.Logger.Warn("node stopping with background loops still running", "waited", backgroundStopGrace)
+	}
 }
 
 // Run starts every component of the node's roles and blocks until ctx ends or one fails. Shutdown
@@ -306,7 +332,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	admissionCtx, cancelAdmission := context.WithCancel(context.Background())
 	n.stopAdmission = cancelAdmission
 	// The encryption configuration is followed for the node's life, like the admission caches.
-	n.encryption, err = encryptionAtRest(admissionCtx, &cfg, base)
+	n.encryption, err = encryptionAtRest(admissionCtx, &cfg, base, n.goBackground)
 	if err != nil {
 		return nil, err
 	}
@@ -320,23 +346,24 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.api, n.authz = api, authz
 	compactCtx, cancelCompaction := context.WithCancel(context.Background())
 	n.stopCompaction = cancelCompaction
-	go etcd3.NewCompactor(n.etcdClient, etcd3.DefaultCompactionInterval, clock.RealClock{}, cfg.Logger).Run(compactCtx)
+	compactor := etcd3.NewCompactor(n.etcdClient, etcd3.DefaultCompactionInterval, clock.RealClock{}, cfg.Logger)
+	n.goBackground(func() { compactor.Run(compactCtx) })
 	// Custom resources are served before the first request, then kept up to date in the background
 	// like compaction, and stop with it.
 	if err := api.SyncCustomResources(ctx); err != nil {
 		return nil, err
 	}
-	go func() {
+	n.goBackground(func() {
 		if err := api.RunCustomResources(compactCtx); err != nil {
 			cfg.Logger.Error("custom resources", "err", err)
 		}
-	}()
+	})
 	// APIServices: availability and proxying to extension API servers (aggregation.go).
-	go func() {
+	n.goBackground(func() {
 		if err := api.RunAggregation(compactCtx); err != nil {
 			cfg.Logger.Error("API aggregation", "err", err)
 		}
-	}()
+	})
 	frontProxyCA, err := requestHeaderCAPEM(&cfg)
 	if err != nil {
 		return nil, err
@@ -391,6 +418,7 @@ func (n *Node) Stop() {
 	if n.stopSpaceGuard != nil {
 		n.stopSpaceGuard()
 	}
+	n.waitBackground()
 	if n.etcdClient != nil {
 		n.etcdClient.Close()
 	}

@@ -58,8 +58,9 @@ const EncryptionConfigAnnotation = "skiff.sh/encryption-config-hash"
 // encryptionAtRest loads the node's encryption configuration: --encryption-provider-config when
 // given, else with --secrets-encryption the one skiff keeps in the data dir, written with a fresh
 // key the first time (values written before stay readable: identity reads them). Nil means values
-// are stored as the codec writes them. The configuration is followed while ctx lasts.
-func encryptionAtRest(ctx context.Context, cfg *Config, reg prometheus.Registerer) (*atRest, error) {
+// are stored as the codec writes them. The configuration is followed while ctx lasts, by a
+// goroutine of the node's background group (spawn).
+func encryptionAtRest(ctx context.Context, cfg *Config, reg prometheus.Registerer, spawn func(func())) (*atRest, error) {
 	path := cfg.EncryptionProviderConfig
 	managed := false
 	if path == "" {
@@ -108,7 +109,7 @@ func encryptionAtRest(ctx context.Context, cfg *Config, reg prometheus.Registere
 		return nil, err
 	}
 	state.reloader = reloader
-	go reloader.Run(ctx, clock.RealClock{}, encryptionReloadInterval)
+	spawn(func() { reloader.Run(ctx, clock.RealClock{}, encryptionReloadInterval) })
 	return state, nil
 }
 

@@ -100,7 +100,7 @@ func (n *Node) startStorage(ctx context.Context) error {
 	}
 	guardCtx, stopGuard := context.WithCancel(context.WithoutCancel(ctx))
 	n.stopSpaceGuard, n.spaceCheck = stopGuard, guard.Check
-	go guard.Run(guardCtx, spaceGuardInterval)
+	n.goBackground(func() { guard.Run(guardCtx, spaceGuardInterval) })
 	n.etcdClient = etcd.FenceWrites(etcd.BoundKV(client, etcd.DefaultRequestTimeout), guard.FenceError)
 	if err := recordEtcdClientTLS(n.cfg.DataDir, certs.client); err != nil {
 		return err
