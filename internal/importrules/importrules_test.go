@@ -45,6 +45,11 @@ var rules = []struct {
 		forbidden: append(slices.Clone(apiClientForbidden), module+"internal/kubelet", module+"internal/controller", "github.com/coredns/")},
 	{name: "the service proxy is an API client", pattern: "./internal/proxy/...", forbidden: apiClientForbidden},
 	{name: "the network policy agent is an API client", pattern: "./internal/netpol/...", forbidden: apiClientForbidden},
+	{name: "the manifests directory is an API client", pattern: "./internal/manifests/...", forbidden: apiClientForbidden},
+	// Snapshots are etcd's business (its client and snapshot API), recorded through the API as a
+	// client: never the server, storage or the node's assembly.
+	{name: "etcd snapshots reach etcd and the API, not the server", pattern: "./internal/etcdsnapshot/...",
+		forbidden: []string{module + "internal/apiserver", module + "internal/storage", module + "internal/registry", module + "internal/cluster"}},
 	{name: "the pod network agent is an API client", pattern: "./internal/podnet/...", forbidden: apiClientForbidden},
 	{name: "cloud providers are API clients", pattern: "./internal/cloudprovider/...", forbidden: apiClientForbidden},
 	{name: "simulated nodes are API clients", pattern: "./internal/simnode/...", forbidden: apiClientForbidden},
