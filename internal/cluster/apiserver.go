@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -33,11 +34,59 @@ import (
 	skiffversion "github.com/skiff-sh/skiff/internal/version"
 )
 
+// apiServerDeps is what newAPIServer builds the API server from, by name: the node's pieces that
+// outlive it (the etcd client, the watch caches' set, the admission chain) and the optional ones
+// (space check, encryption at rest, resource metrics) that a node without them leaves nil.
+type apiServerDeps struct {
+	cfg *Config
+	// client is the etcd client every resource's storage and the readiness check use.
+	client *clientv3.Client
+	// spaceCheck, when set, fails readiness while etcd is out of space (nil: never).
+	spaceCheck func() error
+	// metrics holds the registry the API server's, the watch caches' and flow control's metrics join.
+	metrics *componentMetrics
+	// caches collects every watch cache opened, so the node stops them before it closes client.
+	caches *cacheSet
+	// admission is the chain whose caches start before the first write.
+	admission *admissionChain
+	// encryption seals resources in etcd (nil: stored as they are).
+	encryption *atRest
+	// resourceMetrics serves metrics.k8s.io (nil: not served).
+	resourceMetrics *metricsserver.Server
+	// explainer answers PodSchedulingExplanations.
+	explainer registry.SchedulingExplainer
+}
+
+// validate names the required dependencies left unset, so a caller that forgets one gets an
+// error at assembly rather than a nil dereference on the first request.
+func (d apiServerDeps) validate() error {
+	var missing []string
+	for _, f := range []struct {
+		name  string
+		unset bool
+	}{
+		{"cfg", d.cfg == nil}, {"client", d.client == nil}, {"metrics", d.metrics == nil},
+		{"caches", d.caches == nil}, {"admission", d.admission == nil}, {"explainer", d.explainer == nil},
+	} {
+		if f.unset {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("API server dependencies not set: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
 // newAPIServer assembles the API server over an etcd client and seeds the built-in objects. Every
 // watch cache it opens (now, or later for resources added at run time) joins caches, which the
 // node stops before it closes the etcd client. The admission chain's caches start before the first
 // write, so bootstrap's writes are admitted too.
-func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spaceCheck func() error, metrics *componentMetrics, caches *cacheSet, admission *admissionChain, admissionCtx context.Context, encryption *atRest, resourceMetrics *metricsserver.Server, explainer registry.SchedulingExplainer) (*apiserver.Server, *authorization, error) {
+func newAPIServer(ctx, admissionCtx context.Context, d apiServerDeps) (*apiserver.Server, *authorization, error) {
+	if err := d.validate(); err != nil {
+		return nil, nil, err
+	}
+	cfg, client, caches, admission := d.cfg, d.client, d.caches, d.admission
 	scheme, err := builtin.NewScheme()
 	if err != nil {
 		return nil, nil, err
@@ -48,7 +97,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 		return nil, nil, fmt.Errorf("build OpenAPI documents: %w", err)
 	}
 	disc := discovery.New(resources, builtin.ExtraSubresources())
-	metricsRegistry := metrics.base
+	metricsRegistry := d.metrics.base
 	cacheMetrics, err := watchcache.NewMetrics(metricsRegistry)
 	if err != nil {
 		return nil, nil, err
@@ -62,7 +111,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 		if res.GroupResource() == componentStatusesResource {
 			return newComponentStatusStore(client, scheme, resources, cfg.StorageEncoding, clock.RealClock{})
 		}
-		if st := resourceMetricsStorage(resourceMetrics, res); st != nil {
+		if st := resourceMetricsStorage(d.resourceMetrics, res); st != nil {
 			return st, nil
 		}
 		codec, err := builtin.StorageCodec(scheme, res, cfg.StorageEncoding)
@@ -70,9 +119,9 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 			return nil, err
 		}
 		store := etcd3.New(client, codec, res.New, res.NewList)
-		if encryption != nil {
+		if d.encryption != nil {
 			gr := res.GroupResource()
-			store.WithTransformer(encryption.reloader.For(gr.Group, gr.Resource))
+			store.WithTransformer(d.encryption.reloader.For(gr.Group, gr.Resource))
 		}
 		cache, err := watchcache.New(store, watchcache.Config{
 			NewFunc: res.New, NewListFunc: res.NewList, Logger: cfg.Logger, Metrics: cacheMetrics,
@@ -122,7 +171,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 		Authorizer: authz.authorize,
 		Rules:      authz.rules,
 		// PodSchedulingExplanations (explain.go).
-		SchedulingExplainer: explainer,
+		SchedulingExplainer: d.explainer,
 		ServiceAccountTokens: &apiserver.ServiceAccountTokens{
 			Issuer: saIssuer, Verifier: serviceaccount.NewVerifier(saKey.Public(), issuer, audiences), Audiences: audiences,
 		},
@@ -132,14 +181,14 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 		Resources:             resources,
 		Storage:               storageFactory,
 		Ready: func(ctx context.Context) error {
-			if spaceCheck != nil {
-				if err := spaceCheck(); err != nil {
+			if d.spaceCheck != nil {
+				if err := d.spaceCheck(); err != nil {
 					return err
 				}
 			}
 			return etcd.CheckHealth(ctx, client)
 		},
-		NonResourceHandlers: append(append(etcdMembershipHandlers(client, spaceCheck, cfg.Logger), apiserver.NonResourceHandler{Prefix: dashboard.Prefix, Handler: dashboard.Assets()}), oidcHandlers...),
+		NonResourceHandlers: append(append(etcdMembershipHandlers(client, d.spaceCheck, cfg.Logger), apiserver.NonResourceHandler{Prefix: dashboard.Prefix, Handler: dashboard.Assets()}), oidcHandlers...),
 		Authenticator: apiserver.UnionAuthenticator{aggregation.requestHeader,
 			apiserver.ClientCertAuthenticator{Roots: aggregation.clusterRoots}, bootstrapTokenAuthenticator(cfg, &built)},
 		AnonymousAuth: cfg.AnonymousAuth,
@@ -162,7 +211,7 @@ func newAPIServer(ctx context.Context, cfg *Config, client *clientv3.Client, spa
 		Aggregation:       &aggregation.server,
 		Version:           skiffversion.Info(),
 		Registry:          metricsRegistry,
-		Gatherer:          metrics,
+		Gatherer:          d.metrics,
 		Clock:             clock.RealClock{},
 		Logger:            cfg.Logger,
 	})

@@ -339,7 +339,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if n.resourceMetrics, err = newResourceMetrics(&cfg, n.metrics.fresh("resource-metrics"), clock.RealClock{}.Now()); err != nil {
 		return nil, err
 	}
-	api, authz, err := newAPIServer(ctx, &cfg, n.etcdClient, n.spaceCheck, n.metrics, &n.caches, admission, admissionCtx, n.encryption, n.resourceMetrics, &n.explainer)
+	api, authz, err := newAPIServer(ctx, admissionCtx, apiServerDeps{
+		cfg: &cfg, client: n.etcdClient, spaceCheck: n.spaceCheck, metrics: n.metrics, caches: &n.caches,
+		admission: admission, encryption: n.encryption, resourceMetrics: n.resourceMetrics, explainer: &n.explainer,
+	})
 	if err != nil {
 		return nil, err
 	}
