@@ -30,7 +30,7 @@ import (
 // has reached the log, so following the log from the request's position until the exit loses
 // nothing, whatever the runtime's lag.
 type containerAttach struct {
-	k           *Kubelet
+	s           *server
 	containerID string
 	logPath     string
 	// from is the log position the output is followed from.
@@ -83,13 +83,13 @@ func (a *containerAttach) forwardInput(ctx context.Context, so clientremotecomma
 	req := runtimeAttachRequest(a.containerID, so.Stdin != nil, so.Tty)
 	err := a.runtimeAttach(ctx, req, so)
 	if err != nil && ctx.Err() == nil {
-		a.k.log.Debug("attach input", "container", a.containerID, "err", err)
+		a.s.log.Debug("attach input", "container", a.containerID, "err", err)
 	}
 	return err == nil && ctx.Err() == nil
 }
 
 func (a *containerAttach) runtimeAttach(ctx context.Context, req *runtimeapi.AttachRequest, so clientremotecommand.StreamOptions) error {
-	target, err := a.k.runtime.Attach(ctx, req)
+	target, err := a.s.runtime.Attach(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func (a *containerAttach) followOutput(ctx context.Context, so clientremotecomma
 		_, err := w.Write(l.content)
 		return err
 	}
-	return a.k.followLog(ctx, newCRILogReader(log), a.containerID, emit, func() {})
+	return a.s.followLog(ctx, newCRILogReader(log), a.containerID, emit, func() {})
 }
 
 // logFile reads a container's log from a position; a log the runtime has not created yet reads
@@ -198,11 +198,11 @@ func logPosition(path string) int64 {
 }
 
 // serveAttachStream answers an attach (SPDY or WebSocket) with the kubelet's own session.
-func (k *Kubelet) serveAttachStream(w http.ResponseWriter, r *http.Request, opts streamOptions, a *containerAttach) {
+func (s *server) serveAttachStream(w http.ResponseWriter, r *http.Request, opts streamOptions, a *containerAttach) {
 	po := podstream.Options{Stdin: opts.stdin, Stdout: opts.stdout, Stderr: opts.stderr, TTY: opts.tty}
 	if podstream.IsWebSocket(r) {
-		podstream.ServeExecTo(w, r, po, a, k.log)
+		podstream.ServeExecTo(w, r, po, a, s.log)
 		return
 	}
-	podstream.ServeSPDY(w, r, po, a, k.log)
+	podstream.ServeSPDY(w, r, po, a, s.log)
 }

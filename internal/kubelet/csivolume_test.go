@@ -569,7 +569,7 @@ func TestCSIStatsAndExpansion(t *testing.T) {
 	created := h.create(csiPod("web"))
 	h.waitPodStepping("default", "web", "running", podRunning)
 
-	summary, err := h.kubelet.summary(ctx, false)
+	summary, err := h.kubelet.server.summary(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,7 +588,7 @@ func TestCSIStatsAndExpansion(t *testing.T) {
 		t.Fatalf("no CSI volume stats in the summary: %+v", summary.Pods)
 	}
 	rec := httptest.NewRecorder()
-	h.kubelet.serveMetrics(rec, httptest.NewRequest("GET", "/metrics", nil))
+	h.kubelet.server.serveMetrics(rec, httptest.NewRequest("GET", "/metrics", nil))
 	mustContainAll(t, rec.Body.String(), `kubelet_volume_stats_used_bytes{namespace="default",persistentvolumeclaim="data"} 1.048576e+06`,
 		`kubelet_volume_stats_inodes_free{namespace="default",persistentvolumeclaim="data"} 99`)
 

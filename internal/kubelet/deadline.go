@@ -36,7 +36,7 @@ func (k *Kubelet) failPastDeadline(ctx context.Context, pod *corev1.Pod, state *
 	if err := k.killPod(ctx, pod, state, gracePeriod(pod)); err != nil {
 		return syncResult{err: err}
 	}
-	after, err := k.runtimeState(ctx, pod.UID)
+	after, err := runtimeState(ctx, k.runtime, pod.UID)
 	if err != nil {
 		return syncResult{err: err}
 	}

@@ -59,8 +59,6 @@ type Kubelet struct {
 	log      *slog.Logger
 	recorder record.EventRecorder
 	machine  MachineInfo
-	// apiAuth guards the kubelet API (Deps.APIAuth).
-	apiAuth func(http.Handler) http.Handler
 	// broadcaster is set when the kubelet created its own recorder.
 	broadcaster record.EventBroadcaster
 
@@ -110,8 +108,8 @@ type Kubelet struct {
 	// (Config.MaxParallelSandboxes).
 	sandboxSlots chan struct{}
 
-	// nodeStats keeps the previous node sample for /stats/summary's CPU rate (resourcestats.go).
-	nodeStats nodeStatsState
+	// server answers the kubelet API (server.go).
+	server *server
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -156,7 +154,6 @@ func New(cfg Config, deps Deps) (*Kubelet, error) {
 		k.log = slog.Default()
 	}
 	k.log = k.log.With("component", "kubelet", "node", cfg.NodeName)
-	k.apiAuth = deps.APIAuth
 	if deps.Machine != nil {
 		k.machine = *deps.Machine
 	} else {
@@ -171,6 +168,10 @@ func New(cfg Config, deps Deps) (*Kubelet, error) {
 		k.recorder = k.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
 	}
 	k.prober = newProber(k)
+	k.server = &server{
+		pods: k, volumes: k, runtime: k.runtime, clock: k.clock, log: k.log, apiAuth: deps.APIAuth,
+		nodeName: cfg.NodeName, dataDir: cfg.DataDir, nodeLogDir: cfg.NodeLogDir,
+	}
 	k.backoff = newCrashLoopBackoff(k.clock, cfg.CrashLoopInitialBackoff, cfg.CrashLoopMaxBackoff)
 	return k, nil
 }
@@ -500,6 +501,31 @@ func (k *Kubelet) podGone(obj any) {
 	}
 	k.mu.Unlock()
 	k.enqueue(pod.UID)
+}
+
+// podByName finds a live pod of this node (podSource).
+func (k *Kubelet) podByName(namespace, name string) *corev1.Pod {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, e := range k.pods {
+		if !e.deleted && e.pod != nil && e.pod.Namespace == namespace && e.pod.Name == name {
+			return e.pod
+		}
+	}
+	return nil
+}
+
+// livePods lists the live pods of this node (podSource).
+func (k *Kubelet) livePods() []*corev1.Pod {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []*corev1.Pod
+	for _, e := range k.pods {
+		if !e.deleted && e.pod != nil {
+			out = append(out, e.pod)
+		}
+	}
+	return out
 }
 
 func (k *Kubelet) podByUID(uid types.UID) (*corev1.Pod, bool, bool) {

@@ -15,7 +15,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	corev1 "k8s.io/api/core/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/skiff-sh/skiff/internal/kubelet/cri"
@@ -32,10 +31,10 @@ type nodeStatsState struct {
 
 // serveStatsSummary answers GET /stats/summary (?only_cpu_and_memory=true leaves out
 // filesystems, networks and volumes), as upstream's kubelet.
-func (k *Kubelet) serveStatsSummary(w http.ResponseWriter, r *http.Request) {
-	summary, err := k.summary(r.Context(), queryparam.Bool(r.URL.Query(), "only_cpu_and_memory"))
+func (s *server) serveStatsSummary(w http.ResponseWriter, r *http.Request) {
+	summary, err := s.summary(r.Context(), queryparam.Bool(r.URL.Query(), "only_cpu_and_memory"))
 	if err != nil {
-		k.log.Warn("stats summary", "err", err)
+		s.log.Warn("stats summary", "err", err)
 		http.Error(w, fmt.Sprintf("Internal Error: failed to get node info: %v", err), http.StatusInternalServerError)
 		return
 	}
@@ -51,70 +50,64 @@ func (k *Kubelet) serveStatsSummary(w http.ResponseWriter, r *http.Request) {
 // serveResourceMetrics answers GET /metrics/resource: the node's, pods' and containers' CPU and
 // memory in the Prometheus text format. A runtime that cannot be read still gets an answer, with
 // resource_scrape_error 1 and the node's own figures.
-func (k *Kubelet) serveResourceMetrics(w http.ResponseWriter, r *http.Request) {
-	summary, err := k.summary(r.Context(), true)
+func (s *server) serveResourceMetrics(w http.ResponseWriter, r *http.Request) {
+	summary, err := s.summary(r.Context(), true)
 	scrapeErr := err != nil
 	if err != nil {
-		k.log.Warn("resource metrics", "err", err)
+		s.log.Warn("resource metrics", "err", err)
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	if err := stats.WriteResourceMetrics(w, summary, scrapeErr); err != nil {
-		k.log.Debug("write resource metrics", "err", err)
+		s.log.Debug("write resource metrics", "err", err)
 	}
 }
 
 // serveMetrics answers GET /metrics with the claims' volume usage (kubelet_volume_stats_*), the
 // part of Kubernetes' kubelet metrics that volume users and their alerts read.
-func (k *Kubelet) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	summary, err := k.summary(r.Context(), false)
+func (s *server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	summary, err := s.summary(r.Context(), false)
 	if err != nil {
-		k.log.Warn("volume metrics", "err", err)
+		s.log.Warn("volume metrics", "err", err)
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	if err := stats.WriteVolumeMetrics(w, summary); err != nil {
-		k.log.Debug("write volume metrics", "err", err)
+		s.log.Debug("write volume metrics", "err", err)
 	}
 }
 
 // summary reads the node's own view and the runtime's stats and builds the summary. On a runtime
 // error the node part is still filled in.
-func (k *Kubelet) summary(ctx context.Context, onlyCPUAndMemory bool) (statsv1alpha1.Summary, error) {
-	node, boot, err := k.nodeSample(!onlyCPUAndMemory)
+func (s *server) summary(ctx context.Context, onlyCPUAndMemory bool) (statsv1alpha1.Summary, error) {
+	node, boot, err := s.nodeSample(!onlyCPUAndMemory)
 	if err != nil {
 		return statsv1alpha1.Summary{}, err
 	}
-	k.nodeStats.mu.Lock()
-	prev := k.nodeStats.prev
-	k.nodeStats.prev = &node
-	k.nodeStats.mu.Unlock()
-	in := stats.Inputs{NodeName: k.cfg.NodeName, NodeStartTime: boot, Node: node, PrevNode: prev, OnlyCPUAndMemory: onlyCPUAndMemory}
+	s.nodeStats.mu.Lock()
+	prev := s.nodeStats.prev
+	s.nodeStats.prev = &node
+	s.nodeStats.mu.Unlock()
+	in := stats.Inputs{NodeName: s.nodeName, NodeStartTime: boot, Node: node, PrevNode: prev, OnlyCPUAndMemory: onlyCPUAndMemory}
 
-	k.mu.Lock()
-	for _, e := range k.pods {
-		if !e.deleted && e.pod != nil {
-			in.Pods = append(in.Pods, e.pod)
-		}
-	}
-	k.mu.Unlock()
+	in.Pods = s.pods.livePods()
 
-	runtimeErr := k.runtimeStats(ctx, &in)
+	runtimeErr := s.runtimeStats(ctx, &in)
 	if !onlyCPUAndMemory {
-		in.Volumes = k.volumeUsage(ctx, in.Pods)
+		in.Volumes = s.volumes.volumeUsage(ctx, in.Pods)
 	}
 	return stats.Summary(in), runtimeErr
 }
 
 // runtimeStats fills in the runtime's lists and stats.
-func (k *Kubelet) runtimeStats(ctx context.Context, in *stats.Inputs) error {
-	statsService, ok := k.runtime.(cri.StatsService)
+func (s *server) runtimeStats(ctx context.Context, in *stats.Inputs) error {
+	statsService, ok := s.runtime.(cri.StatsService)
 	if !ok {
 		return errors.New("the container runtime serves no stats")
 	}
 	var err error
-	if in.Sandboxes, err = k.runtime.ListPodSandbox(ctx, nil); err != nil {
+	if in.Sandboxes, err = s.runtime.ListPodSandbox(ctx, nil); err != nil {
 		return err
 	}
-	if in.Containers, err = k.runtime.ListContainers(ctx, nil); err != nil {
+	if in.Containers, err = s.runtime.ListContainers(ctx, nil); err != nil {
 		return err
 	}
 	if in.ContainerStats, err = statsService.ListContainerStats(ctx, nil); err != nil {
@@ -123,7 +116,7 @@ func (k *Kubelet) runtimeStats(ctx context.Context, in *stats.Inputs) error {
 	sandboxStats, err := statsService.ListPodSandboxStats(ctx, nil)
 	// containerd 1.6 does not implement it (Unimplemented): pods' usage is then their containers' sum.
 	if err != nil && status.Code(err) != codes.Unimplemented {
-		k.log.Debug("pod sandbox stats", "err", err)
+		s.log.Debug("pod sandbox stats", "err", err)
 	}
 	in.SandboxStats = sandboxStats
 	return nil
@@ -131,8 +124,8 @@ func (k *Kubelet) runtimeStats(ctx context.Context, in *stats.Inputs) error {
 
 // nodeSample reads the node's usage from the kernel. A node in a network namespace shares the
 // host's kernel: CPU and memory are the host's, the network interfaces the namespace's.
-func (k *Kubelet) nodeSample(withFsAndNetwork bool) (stats.NodeSample, time.Time, error) {
-	now := k.clock.Now()
+func (s *server) nodeSample(withFsAndNetwork bool) (stats.NodeSample, time.Time, error) {
+	now := s.clock.Now()
 	procStat, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return stats.NodeSample{}, time.Time{}, fmt.Errorf("node stats: %w", err)
@@ -152,49 +145,12 @@ func (k *Kubelet) nodeSample(withFsAndNetwork bool) (stats.NodeSample, time.Time
 	}
 	sample := stats.NodeSample{Time: now, CPUNanoSeconds: cpu, Memory: mem}
 	if withFsAndNetwork {
-		sample.Fs = statFs(k.cfg.DataDir)
+		sample.Fs = statFs(s.dataDir)
 		if netDev, err := os.ReadFile("/proc/self/net/dev"); err == nil {
 			sample.Interfaces, _ = stats.ParseNetDev(netDev)
 		}
 	}
 	return sample, boot, nil
-}
-
-// volumeUsage measures the pods' volumes the kubelet keeps under their data directories, and
-// asks the CSI drivers about theirs.
-func (k *Kubelet) volumeUsage(ctx context.Context, pods []*corev1.Pod) map[string][]stats.Volume {
-	out := map[string][]stats.Volume{}
-	for _, pod := range pods {
-		if vols := k.csiVolumeStats(ctx, pod); len(vols) > 0 {
-			out[string(pod.UID)] = append(out[string(pod.UID)], vols...)
-		}
-		root := k.volumesDir(pod)
-		kinds, err := os.ReadDir(root)
-		if err != nil {
-			continue
-		}
-		claims := map[string]string{}
-		for _, v := range pod.Spec.Volumes {
-			if v.PersistentVolumeClaim != nil {
-				claims[v.Name] = v.PersistentVolumeClaim.ClaimName
-			}
-		}
-		for _, kind := range kinds {
-			vols, err := os.ReadDir(filepath.Join(root, kind.Name()))
-			if err != nil {
-				continue
-			}
-			for _, v := range vols {
-				dir := filepath.Join(root, kind.Name(), v.Name())
-				vol := stats.Volume{Name: v.Name(), Used: diskUsage(dir), Fs: statFs(dir)}
-				if claim, ok := claims[v.Name()]; ok {
-					vol.PVC = &statsv1alpha1.PVCReference{Name: claim, Namespace: pod.Namespace}
-				}
-				out[string(pod.UID)] = append(out[string(pod.UID)], vol)
-			}
-		}
-	}
-	return out
 }
 
 // diskUsage adds up the allocated size of the files under dir, as du does.

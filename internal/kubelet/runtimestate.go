@@ -21,27 +21,27 @@ type podRuntimeState struct {
 	containers []*runtimeapi.ContainerStatus
 }
 
-func (k *Kubelet) runtimeState(ctx context.Context, uid types.UID) (*podRuntimeState, error) {
+func runtimeState(ctx context.Context, runtime cri.Runtime, uid types.UID) (*podRuntimeState, error) {
 	selector := map[string]string{labelPodUID: string(uid)}
-	sandboxes, err := k.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
+	sandboxes, err := runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
 	if err != nil {
 		return nil, err
 	}
 	slices.SortStableFunc(sandboxes, func(a, b *runtimeapi.PodSandbox) int { return compareNewest(a.CreatedAt, b.CreatedAt) })
-	return k.refreshContainers(ctx, uid, &podRuntimeState{sandboxes: sandboxes})
+	return refreshContainers(ctx, runtime, uid, &podRuntimeState{sandboxes: sandboxes})
 }
 
 // refreshContainers returns state with the pod's containers read again and
 // its sandboxes as they were.
-func (k *Kubelet) refreshContainers(ctx context.Context, uid types.UID, sandboxes *podRuntimeState) (*podRuntimeState, error) {
+func refreshContainers(ctx context.Context, runtime cri.Runtime, uid types.UID, sandboxes *podRuntimeState) (*podRuntimeState, error) {
 	selector := map[string]string{labelPodUID: string(uid)}
-	containers, err := k.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
+	containers, err := runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
 	if err != nil {
 		return nil, err
 	}
 	state := &podRuntimeState{sandboxes: sandboxes.sandboxes}
 	for _, c := range containers {
-		status, err := k.runtime.ContainerStatus(ctx, c.Id)
+		status, err := runtime.ContainerStatus(ctx, c.Id)
 		if cri.IsNotFound(err) {
 			continue
 		}

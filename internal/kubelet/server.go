@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -21,14 +22,49 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 
+	"github.com/skiff-sh/skiff/internal/kubelet/cri"
+	"github.com/skiff-sh/skiff/internal/kubelet/stats"
 	"github.com/skiff-sh/skiff/internal/queryparam"
 )
 
 // logFollowPoll is how often a followed log file is checked for new lines.
 const logFollowPoll = 100 * time.Millisecond
 
-// Handler serves the kubelet API the API server calls for logs, exec,
+// server is the kubelet's HTTP API (handler): logs, exec, attach, port-forward, the node's pods
+// and its resource usage. It holds only what those answers need: the pods through podSource, the
+// runtime the streams and stats come from, and the volumes' usage through volumeUsageSource; it
+// never changes a pod.
+type server struct {
+	pods    podSource
+	volumes volumeUsageSource
+	runtime cri.Runtime
+	clock   clock.Clock
+	log     *slog.Logger
+	// nodeName and dataDir name the node and the filesystem in /stats/summary; nodeLogDir is
+	// served at /logs/.
+	nodeName, dataDir, nodeLogDir string
+	// apiAuth guards the API (Deps.APIAuth); nil requires a verified client certificate.
+	apiAuth func(http.Handler) http.Handler
+	// nodeStats keeps the previous node sample for /stats/summary's CPU rate (resourcestats.go).
+	nodeStats nodeStatsState
+}
+
+// podSource is what the server reads of the pods the kubelet runs (the pod sync owns them).
+type podSource interface {
+	// podByName finds a live (not deleted) pod of this node.
+	podByName(namespace, name string) *corev1.Pod
+	// livePods lists the live pods of this node.
+	livePods() []*corev1.Pod
+}
+
+// volumeUsageSource measures the pods' volumes for /stats/summary and /metrics.
+type volumeUsageSource interface {
+	volumeUsage(ctx context.Context, pods []*corev1.Pod) map[string][]stats.Volume
+}
+
+// handler serves the kubelet API the API server calls for logs, exec,
 // attach and port-forward:
 //
 //	GET /healthz
@@ -47,39 +83,35 @@ const logFollowPoll = 100 * time.Millisecond
 // by Deps.APIAuth (kubeletauth: client certificates or bearer tokens, then
 // SubjectAccessReviews on nodes/proxy, nodes/log, ...); without it, a client
 // certificate verified by the TLS layer is required. Anonymous callers get 401.
-func (k *Kubelet) Handler() http.Handler {
+func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
-	mux.HandleFunc("GET /pods", k.servePods)
-	mux.HandleFunc("GET /pods/", k.servePods)
-	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.serveLogs)
-	mux.HandleFunc("/exec/{namespace}/{pod}/{container}", k.serveExec)
-	mux.HandleFunc("/attach/{namespace}/{pod}/{container}", k.serveAttach)
-	mux.HandleFunc("/portForward/{namespace}/{pod}", k.servePortForward)
+	mux.HandleFunc("GET /pods", s.servePods)
+	mux.HandleFunc("GET /pods/", s.servePods)
+	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.serveLogs)
+	mux.HandleFunc("/exec/{namespace}/{pod}/{container}", s.serveExec)
+	mux.HandleFunc("/attach/{namespace}/{pod}/{container}", s.serveAttach)
+	mux.HandleFunc("/portForward/{namespace}/{pod}", s.servePortForward)
 	// Resource usage (resourcestats.go): the Summary API and the resource metrics.
-	mux.HandleFunc("GET /stats/summary", k.serveStatsSummary)
-	mux.HandleFunc("GET /metrics/resource", k.serveResourceMetrics)
-	mux.HandleFunc("GET /metrics", k.serveMetrics)
+	mux.HandleFunc("GET /stats/summary", s.serveStatsSummary)
+	mux.HandleFunc("GET /metrics/resource", s.serveResourceMetrics)
+	mux.HandleFunc("GET /metrics", s.serveMetrics)
 	// The node's own logs (nodes/log): a listing and the files of NodeLogDir, as Kubernetes'
 	// kubelet serves /var/log at /logs/ (what `kubectl get --raw /api/v1/nodes/N/proxy/logs/`
 	// reads).
-	mux.Handle("GET /logs/", http.StripPrefix("/logs/", http.FileServer(http.Dir(k.cfg.NodeLogDir))))
-	if k.apiAuth != nil {
-		return k.apiAuth(mux)
+	mux.Handle("GET /logs/", http.StripPrefix("/logs/", http.FileServer(http.Dir(s.nodeLogDir))))
+	if s.apiAuth != nil {
+		return s.apiAuth(mux)
 	}
 	return requireClientCertificate(mux)
 }
 
 // servePods answers the pods bound to this node that the kubelet runs, as upstream's /pods.
-func (k *Kubelet) servePods(w http.ResponseWriter, _ *http.Request) {
+func (s *server) servePods(w http.ResponseWriter, _ *http.Request) {
 	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
-	k.mu.Lock()
-	for _, e := range k.pods {
-		if !e.deleted && e.pod != nil {
-			list.Items = append(list.Items, *e.pod.DeepCopy())
-		}
+	for _, pod := range s.pods.livePods() {
+		list.Items = append(list.Items, *pod.DeepCopy())
 	}
-	k.mu.Unlock()
 	sort.Slice(list.Items, func(i, j int) bool {
 		a, b := list.Items[i], list.Items[j]
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
@@ -103,14 +135,22 @@ func requireClientCertificate(next http.Handler) http.Handler {
 	})
 }
 
+// Handler serves the kubelet API (server.handler) for the node's pods.
+func (k *Kubelet) Handler() http.Handler { return k.server.handler() }
+
 // Serve serves Handler over TLS on address until ctx ends. tlsConfig must
 // carry the kubelet's serving certificate and verify client certificates
 // (ClientAuth: tls.RequireAndVerifyClientCert with the API server's CA).
 func (k *Kubelet) Serve(ctx context.Context, address string, tlsConfig *tls.Config) error {
+	return k.server.serve(ctx, address, tlsConfig)
+}
+
+// serve serves handler over TLS on address until ctx ends.
+func (s *server) serve(ctx context.Context, address string, tlsConfig *tls.Config) error {
 	if tlsConfig == nil || tlsConfig.ClientCAs == nil {
 		return errors.New("kubelet server: a TLS config with ClientCAs is required")
 	}
-	server := &http.Server{Addr: address, Handler: k.Handler(), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second}
+	server := &http.Server{Addr: address, Handler: s.handler(), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second}
 	errs := make(chan error, 1)
 	go func() { errs <- server.ListenAndServeTLS("", "") }()
 	select {
@@ -124,21 +164,9 @@ func (k *Kubelet) Serve(ctx context.Context, address string, tlsConfig *tls.Conf
 	}
 }
 
-// podByName finds a live pod of this node.
-func (k *Kubelet) podByName(namespace, name string) *corev1.Pod {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for _, e := range k.pods {
-		if !e.deleted && e.pod != nil && e.pod.Namespace == namespace && e.pod.Name == name {
-			return e.pod
-		}
-	}
-	return nil
-}
-
-func (k *Kubelet) containerFor(w http.ResponseWriter, r *http.Request) (*corev1.Pod, *podRuntimeState, string, bool) {
+func (s *server) containerFor(w http.ResponseWriter, r *http.Request) (*corev1.Pod, *podRuntimeState, string, bool) {
 	namespace, name, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
-	pod := k.podByName(namespace, name)
+	pod := s.pods.podByName(namespace, name)
 	if pod == nil {
 		http.Error(w, fmt.Sprintf("pod %q not found", namespace+"/"+name), http.StatusNotFound)
 		return nil, nil, "", false
@@ -147,7 +175,7 @@ func (k *Kubelet) containerFor(w http.ResponseWriter, r *http.Request) (*corev1.
 		http.Error(w, fmt.Sprintf("container %s is not valid for pod %s", container, name), http.StatusBadRequest)
 		return nil, nil, "", false
 	}
-	state, err := k.runtimeState(r.Context(), pod.UID)
+	state, err := runtimeState(r.Context(), s.runtime, pod.UID)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return nil, nil, "", false
@@ -253,12 +281,12 @@ func (c *criLogReader) readAvailable(emit func(criLogLine) error) error {
 	}
 }
 
-func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
-	pod, state, container, ok := k.containerFor(w, r)
+func (s *server) serveLogs(w http.ResponseWriter, r *http.Request) {
+	pod, state, container, ok := s.containerFor(w, r)
 	if !ok {
 		return
 	}
-	opts, err := parseLogOptions(r.URL.Query(), k.clock.Now())
+	opts, err := parseLogOptions(r.URL.Query(), s.clock.Now())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -276,14 +304,14 @@ func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
-	if err := k.writeLogs(r.Context(), w, cur.Id, cur.LogPath, opts); err != nil {
-		k.log.Warn("serve logs", "pod", pod.Namespace+"/"+pod.Name, "container", container, "err", err)
+	if err := s.writeLogs(r.Context(), w, cur.Id, cur.LogPath, opts); err != nil {
+		s.log.Warn("serve logs", "pod", pod.Namespace+"/"+pod.Name, "container", container, "err", err)
 	}
 }
 
 // writeLogs copies a container's log to w as the options say, following
 // the file while the container runs when asked to.
-func (k *Kubelet) writeLogs(ctx context.Context, w io.Writer, containerID, path string, opts logOptions) error {
+func (s *server) writeLogs(ctx context.Context, w io.Writer, containerID, path string, opts logOptions) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -336,16 +364,16 @@ func (k *Kubelet) writeLogs(ctx context.Context, w io.Writer, containerID, path 
 			flusher.Flush()
 		}
 	}
-	return ignoreLimit(k.followLog(ctx, reader, containerID, emit, flush))
+	return ignoreLimit(s.followLog(ctx, reader, containerID, emit, flush))
 }
 
 // followLog hands emit the lines of a container's log as they are written, then flush, until the
 // runtime no longer reports the container running (the lines read after that are its last: the
 // runtime records the exit only once the output has reached the log) or ctx ends. It returns the
 // first error emit returns, nil otherwise.
-func (k *Kubelet) followLog(ctx context.Context, reader *criLogReader, containerID string, emit func(criLogLine) error, flush func()) error {
+func (s *server) followLog(ctx context.Context, reader *criLogReader, containerID string, emit func(criLogLine) error, flush func()) error {
 	for {
-		status, err := k.runtime.ContainerStatus(ctx, containerID)
+		status, err := s.runtime.ContainerStatus(ctx, containerID)
 		finished := err != nil || status.State != runtimeapi.ContainerState_CONTAINER_RUNNING
 		if err := reader.readAvailable(emit); err != nil {
 			return err
@@ -357,7 +385,7 @@ func (k *Kubelet) followLog(ctx context.Context, reader *criLogReader, container
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-k.clock.After(logFollowPoll):
+		case <-s.clock.After(logFollowPoll):
 		}
 	}
 }
@@ -394,8 +422,8 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-func (k *Kubelet) serveExec(w http.ResponseWriter, r *http.Request) {
-	_, state, container, ok := k.containerFor(w, r)
+func (s *server) serveExec(w http.ResponseWriter, r *http.Request) {
+	_, state, container, ok := s.containerFor(w, r)
 	if !ok {
 		return
 	}
@@ -404,16 +432,16 @@ func (k *Kubelet) serveExec(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "you must specify at least 1 command", http.StatusBadRequest)
 		return
 	}
-	opts, id, ok := k.streamSession(w, r, state, container)
+	opts, id, ok := s.streamSession(w, r, state, container)
 	if !ok {
 		return
 	}
-	target, err := k.runtime.Exec(r.Context(), opts.execRequest(id, q["command"]))
-	k.proxyStream(w, r, target, err)
+	target, err := s.runtime.Exec(r.Context(), opts.execRequest(id, q["command"]))
+	s.proxyStream(w, r, target, err)
 }
 
-func (k *Kubelet) serveAttach(w http.ResponseWriter, r *http.Request) {
-	pod, state, container, ok := k.containerFor(w, r)
+func (s *server) serveAttach(w http.ResponseWriter, r *http.Request) {
+	pod, state, container, ok := s.containerFor(w, r)
 	if !ok {
 		return
 	}
@@ -428,9 +456,9 @@ func (k *Kubelet) serveAttach(w http.ResponseWriter, r *http.Request) {
 		if cur.StartedAt > 0 {
 			started = time.Unix(0, cur.StartedAt)
 		}
-		from = attachFollowFrom(started, k.clock.Now(), logPosition(logPath))
+		from = attachFollowFrom(started, s.clock.Now(), logPosition(logPath))
 	}
-	opts, id, ok := k.streamSession(w, r, state, container)
+	opts, id, ok := s.streamSession(w, r, state, container)
 	if !ok {
 		return
 	}
@@ -438,12 +466,12 @@ func (k *Kubelet) serveAttach(w http.ResponseWriter, r *http.Request) {
 	if c := findAnyContainer(pod, container); c != nil {
 		stdinOnce = c.StdinOnce
 	}
-	a := &containerAttach{k: k, containerID: id, logPath: logPath, from: from, endsWithInput: attachEndsWithInput(opts.stdin, stdinOnce, opts.tty)}
-	k.serveAttachStream(w, r, opts, a)
+	a := &containerAttach{s: s, containerID: id, logPath: logPath, from: from, endsWithInput: attachEndsWithInput(opts.stdin, stdinOnce, opts.tty)}
+	s.serveAttachStream(w, r, opts, a)
 }
 
-func (k *Kubelet) servePortForward(w http.ResponseWriter, r *http.Request) {
-	_, state, _, ok := k.containerFor(w, r)
+func (s *server) servePortForward(w http.ResponseWriter, r *http.Request) {
+	_, state, _, ok := s.containerFor(w, r)
 	if !ok {
 		return
 	}
@@ -461,13 +489,13 @@ func (k *Kubelet) servePortForward(w http.ResponseWriter, r *http.Request) {
 		}
 		ports = append(ports, int32(n))
 	}
-	target, err := k.runtime.PortForward(r.Context(), &runtimeapi.PortForwardRequest{PodSandboxId: sandbox.Id, Port: ports})
-	k.proxyStream(w, r, target, err)
+	target, err := s.runtime.PortForward(r.Context(), &runtimeapi.PortForwardRequest{PodSandboxId: sandbox.Id, Port: ports})
+	s.proxyStream(w, r, target, err)
 }
 
 // proxyStream forwards a (to be upgraded) streaming request to the
 // runtime's streaming server URL.
-func (k *Kubelet) proxyStream(w http.ResponseWriter, r *http.Request, target string, err error) {
+func (s *server) proxyStream(w http.ResponseWriter, r *http.Request, target string, err error) {
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -477,7 +505,7 @@ func (k *Kubelet) proxyStream(w http.ResponseWriter, r *http.Request, target str
 		http.Error(w, fmt.Sprintf("runtime streaming URL %q: %v", target, err), http.StatusInternalServerError)
 		return
 	}
-	if k.serveWebSocketStream(w, r, u) {
+	if s.serveWebSocketStream(w, r, u) {
 		return
 	}
 	proxy := &httputil.ReverseProxy{

@@ -15,7 +15,7 @@ import (
 // channel protocol, are translated here to SPDY toward the runtime's URL, and a port-forward
 // tunnel is unwrapped into the runtime's SPDY upgrade; port-forward's own WebSocket channel
 // protocol, which the runtime serves, and every SPDY request are proxied as they are.
-func (k *Kubelet) serveWebSocketStream(w http.ResponseWriter, r *http.Request, runtimeURL *url.URL) bool {
+func (s *server) serveWebSocketStream(w http.ResponseWriter, r *http.Request, runtimeURL *url.URL) bool {
 	if !podstream.IsWebSocket(r) {
 		return false
 	}
@@ -25,9 +25,9 @@ func (k *Kubelet) serveWebSocketStream(w http.ResponseWriter, r *http.Request, r
 		if !podstream.IsTunnel(r) {
 			return false
 		}
-		podstream.ServeTunnel(w, r, up, k.log)
+		podstream.ServeTunnel(w, r, up, s.log)
 	default: // exec
-		podstream.ServeExec(w, r, podstream.OptionsFromQuery(r.URL.Query()), up, k.log)
+		podstream.ServeExec(w, r, podstream.OptionsFromQuery(r.URL.Query()), up, s.log)
 	}
 	return true
 }

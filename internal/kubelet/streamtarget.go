@@ -45,13 +45,13 @@ func (o streamOptions) execRequest(containerID string, cmd []string) *runtimeapi
 // streamSession is the one place an exec or attach request is read before the runtime is asked:
 // the streams, normalized as Kubernetes' kubelet normalizes them, and the container, which must be
 // running. It answers a request it refuses (400, with the reason) and reports whether to go on.
-func (k *Kubelet) streamSession(w http.ResponseWriter, r *http.Request, state *podRuntimeState, container string) (streamOptions, string, bool) {
+func (s *server) streamSession(w http.ResponseWriter, r *http.Request, state *podRuntimeState, container string) (streamOptions, string, bool) {
 	opts, err := parseStreamOptions(r.URL.Query())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return opts, "", false
 	}
-	id, err := k.streamContainerID(r.Context(), state, container)
+	id, err := s.streamContainerID(r.Context(), state, container)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return opts, "", false
@@ -124,8 +124,8 @@ type containerProcesses interface {
 
 // containerProcessState asks the runtime for the container's process and the host for its state.
 // Anything it cannot learn is processUnknown, which leaves the runtime's view to decide.
-func (k *Kubelet) containerProcessState(ctx context.Context, containerID string) processState {
-	runtime, ok := k.runtime.(containerProcesses)
+func (s *server) containerProcessState(ctx context.Context, containerID string) processState {
+	runtime, ok := s.runtime.(containerProcesses)
 	if !ok {
 		return processUnknown
 	}
@@ -153,12 +153,12 @@ const exitSettlePoll = 10 * time.Millisecond
 // error that says the container is not running. An exited container is refused as Kubernetes'
 // kubelet refuses it (kubectl run -i then prints the container's logs instead): its output is
 // complete in the log, where an attach would see none of it.
-func (k *Kubelet) streamContainerID(ctx context.Context, state *podRuntimeState, container string) (string, error) {
+func (s *server) streamContainerID(ctx context.Context, state *podRuntimeState, container string) (string, error) {
 	notRunning := fmt.Errorf("container %s is not running", container)
 	cur := state.latest(container, "")
 	var process processState
 	if running(cur) {
-		process = k.containerProcessState(ctx, cur.Id)
+		process = s.containerProcessState(ctx, cur.Id)
 	}
 	switch decideStreamTarget(cur, process) {
 	case targetRunning:
@@ -166,7 +166,7 @@ func (k *Kubelet) streamContainerID(ctx context.Context, state *podRuntimeState,
 	case targetExiting:
 		// Wait until the runtime has recorded the exit, so the logs the client turns to hold
 		// all the output (containerd records it after the output is copied to the log).
-		if err := k.waitForRecordedExit(ctx, cur.Id); err != nil {
+		if err := s.waitForRecordedExit(ctx, cur.Id); err != nil {
 			return "", fmt.Errorf("%w: %w", notRunning, err)
 		}
 	}
@@ -174,20 +174,20 @@ func (k *Kubelet) streamContainerID(ctx context.Context, state *podRuntimeState,
 }
 
 // waitForRecordedExit polls the runtime until it no longer reports the container running.
-func (k *Kubelet) waitForRecordedExit(ctx context.Context, containerID string) error {
-	deadline := k.clock.Now().Add(exitSettleTimeout)
+func (s *server) waitForRecordedExit(ctx context.Context, containerID string) error {
+	deadline := s.clock.Now().Add(exitSettleTimeout)
 	for {
-		status, err := k.runtime.ContainerStatus(ctx, containerID)
+		status, err := s.runtime.ContainerStatus(ctx, containerID)
 		if err != nil || !running(status) {
 			return nil //nolint:nilerr // a container the runtime no longer has has exited too.
 		}
-		if !k.clock.Now().Before(deadline) {
+		if !s.clock.Now().Before(deadline) {
 			return fmt.Errorf("runtime still reports it running %s after its process exited", exitSettleTimeout)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-k.clock.After(exitSettlePoll):
+		case <-s.clock.After(exitSettlePoll):
 		}
 	}
 }

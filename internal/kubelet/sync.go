@@ -53,7 +53,7 @@ var errBackingOff = errors.New("backing off") //nolint:gochecknoglobals // senti
 // syncPod brings the runtime in line with the pod and writes its status.
 func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) syncResult {
 	pod, deleted, known := k.podByUID(uid)
-	state, err := k.runtimeState(ctx, uid)
+	state, err := runtimeState(ctx, k.runtime, uid)
 	if err != nil {
 		return syncResult{err: err}
 	}
@@ -249,7 +249,7 @@ func (k *Kubelet) runContainers(ctx context.Context, pod *corev1.Pod, state *pod
 	if changed || plan.changesContainers() {
 		// This sync created no sandbox after the one above: only the containers need a fresh
 		// look.
-		fresh, err := k.refreshContainers(ctx, pod.UID, state)
+		fresh, err := refreshContainers(ctx, k.runtime, pod.UID, state)
 		if err != nil {
 			return syncResult{err: err}
 		}
@@ -412,7 +412,7 @@ func (k *Kubelet) createSandbox(ctx context.Context, pod *corev1.Pod, state *pod
 		// need to list.
 		return sandbox, status, &podRuntimeState{sandboxes: []*runtimeapi.PodSandbox{sandbox}}, nil
 	}
-	fresh, err := k.runtimeState(ctx, pod.UID)
+	fresh, err := runtimeState(ctx, k.runtime, pod.UID)
 	if err != nil {
 		return nil, nil, state, err
 	}
@@ -763,7 +763,7 @@ func (k *Kubelet) terminatePod(ctx context.Context, pod *corev1.Pod, state *podR
 	if err := k.killPod(ctx, pod, state, gracePeriod(pod)); err != nil {
 		return syncResult{err: err}
 	}
-	fresh, err := k.runtimeState(ctx, pod.UID)
+	fresh, err := runtimeState(ctx, k.runtime, pod.UID)
 	if err != nil {
 		return syncResult{err: err}
 	}

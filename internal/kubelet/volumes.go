@@ -20,7 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
+
+	"github.com/skiff-sh/skiff/internal/kubelet/stats"
 )
 
 const (
@@ -654,4 +657,41 @@ func containerMounts(c *corev1.Container, volumes map[string]volume, lookup func
 		out = append(out, mount)
 	}
 	return out, nil
+}
+
+// volumeUsage measures the pods' volumes the kubelet keeps under their data directories, and
+// asks the CSI drivers about theirs.
+func (k *Kubelet) volumeUsage(ctx context.Context, pods []*corev1.Pod) map[string][]stats.Volume {
+	out := map[string][]stats.Volume{}
+	for _, pod := range pods {
+		if vols := k.csiVolumeStats(ctx, pod); len(vols) > 0 {
+			out[string(pod.UID)] = append(out[string(pod.UID)], vols...)
+		}
+		root := k.volumesDir(pod)
+		kinds, err := os.ReadDir(root)
+		if err != nil {
+			continue
+		}
+		claims := map[string]string{}
+		for _, v := range pod.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				claims[v.Name] = v.PersistentVolumeClaim.ClaimName
+			}
+		}
+		for _, kind := range kinds {
+			vols, err := os.ReadDir(filepath.Join(root, kind.Name()))
+			if err != nil {
+				continue
+			}
+			for _, v := range vols {
+				dir := filepath.Join(root, kind.Name(), v.Name())
+				vol := stats.Volume{Name: v.Name(), Used: diskUsage(dir), Fs: statFs(dir)}
+				if claim, ok := claims[v.Name()]; ok {
+					vol.PVC = &statsv1alpha1.PVCReference{Name: claim, Namespace: pod.Namespace}
+				}
+				out[string(pod.UID)] = append(out[string(pod.UID)], vol)
+			}
+		}
+	}
+	return out
 }
