@@ -54,7 +54,7 @@ func (k *Kubelet) currentPodIPs(ctx context.Context, pod *corev1.Pod, state *pod
 	if err != nil {
 		return nil
 	}
-	return sandboxIPs(pod, status, k.currentHostIPs())
+	return sandboxIPs(pod, status, k.nodes.currentHostIPs())
 }
 
 // stopContainer runs the container's preStop hook (within the grace

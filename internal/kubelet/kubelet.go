@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +25,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
-	"github.com/skiff-sh/skiff/internal/kubelet/containerd"
 	"github.com/skiff-sh/skiff/internal/kubelet/cri"
 	"github.com/skiff-sh/skiff/internal/kubelet/csi"
 )
@@ -97,11 +95,10 @@ type Kubelet struct {
 	csiStaged    map[string]bool
 	// csiStageMu keeps stages and unstages apart (one volume is never staged and unstaged at once).
 	csiStageMu sync.Mutex
-	// node is the last Node object written or read.
-	node      *corev1.Node
-	cniCIDRs  []string
-	hostIPs   []corev1.HostIP
+	// runtimeID prefixes the containers' IDs in the pods' status ("containerd://...").
 	runtimeID string
+	// nodes owns the Node object and the Lease (nodestatus.go).
+	nodes *nodeStatus
 
 	workerWG sync.WaitGroup
 	// sandboxSlots bounds the sandboxes being created at once
@@ -168,6 +165,7 @@ func New(cfg Config, deps Deps) (*Kubelet, error) {
 		k.recorder = k.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
 	}
 	k.prober = newProber(k)
+	k.nodes = &nodeStatus{cfg: cfg, client: k.client, runtime: k.runtime, clock: k.clock, log: k.log, machine: k.machine, volumes: k}
 	k.server = &server{
 		pods: k, volumes: k, runtime: k.runtime, clock: k.clock, log: k.log, apiAuth: deps.APIAuth,
 		nodeName: cfg.NodeName, dataDir: cfg.DataDir, nodeLogDir: cfg.NodeLogDir,
@@ -201,11 +199,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	if v, err := k.runtime.Version(ctx); err == nil && v.RuntimeName != "" {
 		k.runtimeID = v.RuntimeName
 	}
-	node, err := k.registerWithRetry(ctx)
-	if err != nil {
+	if err := k.nodes.register(ctx); err != nil {
 		return err
 	}
-	k.setNode(node)
 
 	onThisNode := func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.cfg.NodeName).String()
@@ -244,7 +240,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.log.Info("kubelet running")
 
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context){k.leaseLoop, k.nodeStatusLoop, k.relistLoop, k.housekeepingLoop, k.staticPodLoop, k.pluginLoop} {
+	for _, loop := range []func(context.Context){k.nodes.leaseLoop, k.nodes.nodeStatusLoop, k.relistLoop, k.housekeepingLoop, k.staticPodLoop, k.pluginLoop} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -256,146 +252,6 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.waitWorkers()
 	k.prober.stopAll()
 	return nil
-}
-
-func (k *Kubelet) registerWithRetry(ctx context.Context) (*corev1.Node, error) {
-	delay := 200 * time.Millisecond
-	for {
-		node, err := k.registerNode(ctx)
-		if err == nil {
-			return node, nil
-		}
-		k.log.Error("node registration failed; retrying", "err", err, "after", delay)
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("kubelet: %w (last error: %v)", ctx.Err(), err)
-		case <-k.clock.After(delay):
-		}
-		delay = min(delay*2, 7*time.Second)
-	}
-}
-
-// setNode records the latest Node and reacts to a newly assigned pod CIDR
-// by writing the CNI network list.
-func (k *Kubelet) setNode(node *corev1.Node) {
-	k.mu.Lock()
-	k.node = node
-	var hostIPs []corev1.HostIP
-	for _, a := range node.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			hostIPs = append(hostIPs, corev1.HostIP{IP: a.Address})
-		}
-	}
-	if len(hostIPs) == 0 {
-		for _, a := range k.nodeAddresses() {
-			if a.Type == corev1.NodeInternalIP {
-				hostIPs = append(hostIPs, corev1.HostIP{IP: a.Address})
-			}
-		}
-	}
-	k.hostIPs = hostIPs
-	cidrs := node.Spec.PodCIDRs
-	if len(cidrs) == 0 && node.Spec.PodCIDR != "" {
-		cidrs = []string{node.Spec.PodCIDR}
-	}
-	changed := k.cfg.CNIConfDir != "" && len(cidrs) > 0 && !equalStrings(cidrs, k.cniCIDRs)
-	k.mu.Unlock()
-	if !changed {
-		return
-	}
-	network := containerd.CNINetwork{Name: k.cfg.CNINetworkName, Bridge: k.cfg.CNIBridge, PodCIDRs: cidrs}
-	if k.cfg.SkiffCNI {
-		// Leases live with the bridge, which is the host's (as host-local's
-		// /var/lib/cni/networks), not with this node's data dir: a node started
-		// afresh on a host whose bridge still carries pods of an earlier node (one
-		// killed with -9 leaves its shims and veths) must not hand out their
-		// addresses again, or two pods answer ARP for one address.
-		network.Skiff = &containerd.SkiffCNI{StateDir: cniLeaseDir, PortmapPath: k.cfg.CNIPortmapPath}
-	}
-	if err := containerd.WriteCNIConfig(k.cfg.CNIConfDir, network); err != nil {
-		k.log.Error("write CNI config", "err", err)
-		return
-	}
-	k.mu.Lock()
-	k.cniCIDRs = append([]string(nil), cidrs...)
-	k.mu.Unlock()
-	k.log.Info("pod network configured", "podCIDRs", cidrs)
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func (k *Kubelet) currentHostIPs() []corev1.HostIP {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return append([]corev1.HostIP(nil), k.hostIPs...)
-}
-
-func (k *Kubelet) currentAllocatable() corev1.ResourceList {
-	_, allocatable := k.capacity()
-	return allocatable
-}
-
-func (k *Kubelet) leaseLoop(ctx context.Context) {
-	ticker := k.clock.NewTicker(k.cfg.LeaseRenewInterval)
-	defer ticker.Stop()
-	for {
-		k.mu.Lock()
-		node := k.node
-		k.mu.Unlock()
-		if err := k.renewLease(ctx, node); err != nil && ctx.Err() == nil {
-			k.log.Error("lease renewal failed", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C():
-		}
-	}
-}
-
-func (k *Kubelet) nodeStatusLoop(ctx context.Context) {
-	ticker := k.clock.NewTicker(k.cfg.NodeStatusUpdateFrequency)
-	defer ticker.Stop()
-	var lastReport time.Time
-	for {
-		k.mu.Lock()
-		node := k.node
-		k.mu.Unlock()
-		status := k.desiredNodeStatus(ctx, &node.Status)
-		if !sameNodeStatus(status, node.Status) || k.clock.Since(lastReport) >= k.cfg.NodeStatusReportFrequency {
-			updated, err := k.postNodeStatus(ctx, node, status)
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				k.log.Error("node status update failed", "err", err)
-				if fresh, getErr := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{}); getErr == nil {
-					k.setNode(fresh)
-				} else if reg, regErr := k.registerNode(ctx); regErr == nil {
-					// The Node was deleted: register it again.
-					k.setNode(reg)
-				}
-			} else {
-				lastReport = k.clock.Now()
-				k.setNode(updated)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C():
-		}
-	}
 }
 
 func (k *Kubelet) housekeepingLoop(ctx context.Context) {
@@ -571,7 +427,3 @@ func (k *Kubelet) knownPodUIDs() map[types.UID]bool {
 	}
 	return out
 }
-
-// cniLeaseDir is where skiff's CNI plugin keeps the address leases of every bridge on the host, one
-// directory per network name.
-const cniLeaseDir = "/var/lib/cni/skiff"

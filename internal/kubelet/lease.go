@@ -16,35 +16,35 @@ const NodeLeaseNamespace = corev1.NamespaceNodeLease
 
 // renewLease creates or renews the node's Lease. node, when known, becomes
 // the Lease's owner so the Lease goes away with the Node.
-func (k *Kubelet) renewLease(ctx context.Context, node *corev1.Node) error {
-	leases := k.client.CoordinationV1().Leases(NodeLeaseNamespace)
-	now := metav1.NewMicroTime(k.clock.Now())
-	lease, err := leases.Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+func (n *nodeStatus) renewLease(ctx context.Context, node *corev1.Node) error {
+	leases := n.client.CoordinationV1().Leases(NodeLeaseNamespace)
+	now := metav1.NewMicroTime(n.clock.Now())
+	lease, err := leases.Get(ctx, n.cfg.NodeName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		lease = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Namespace: NodeLeaseNamespace},
+			ObjectMeta: metav1.ObjectMeta{Name: n.cfg.NodeName, Namespace: NodeLeaseNamespace},
 			Spec: coordinationv1.LeaseSpec{
-				HolderIdentity:       ptr.To(k.cfg.NodeName),
-				LeaseDurationSeconds: ptr.To(int32(k.cfg.LeaseDuration.Seconds())),
+				HolderIdentity:       ptr.To(n.cfg.NodeName),
+				LeaseDurationSeconds: ptr.To(int32(n.cfg.LeaseDuration.Seconds())),
 				RenewTime:            &now,
 			},
 		}
 		setLeaseOwner(lease, node)
 		if _, err := leases.Create(ctx, lease, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("create node lease %s: %w", k.cfg.NodeName, err)
+			return fmt.Errorf("create node lease %s: %w", n.cfg.NodeName, err)
 		}
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("get node lease %s: %w", k.cfg.NodeName, err)
+		return fmt.Errorf("get node lease %s: %w", n.cfg.NodeName, err)
 	}
 	lease = lease.DeepCopy()
-	lease.Spec.HolderIdentity = ptr.To(k.cfg.NodeName)
-	lease.Spec.LeaseDurationSeconds = ptr.To(int32(k.cfg.LeaseDuration.Seconds()))
+	lease.Spec.HolderIdentity = ptr.To(n.cfg.NodeName)
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32(n.cfg.LeaseDuration.Seconds()))
 	lease.Spec.RenewTime = &now
 	setLeaseOwner(lease, node)
 	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("renew node lease %s: %w", k.cfg.NodeName, err)
+		return fmt.Errorf("renew node lease %s: %w", n.cfg.NodeName, err)
 	}
 	return nil
 }

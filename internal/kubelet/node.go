@@ -37,47 +37,47 @@ const (
 )
 
 // nodeLabels returns the labels the kubelet owns on its Node.
-func (k *Kubelet) nodeLabels() map[string]string {
+func (n *nodeStatus) nodeLabels() map[string]string {
 	labels := map[string]string{
-		corev1.LabelHostname:   k.cfg.NodeName,
-		corev1.LabelOSStable:   k.machine.OperatingSystem,
-		corev1.LabelArchStable: k.machine.Architecture,
+		corev1.LabelHostname:   n.cfg.NodeName,
+		corev1.LabelOSStable:   n.machine.OperatingSystem,
+		corev1.LabelArchStable: n.machine.Architecture,
 	}
-	for _, role := range k.cfg.Roles {
+	for _, role := range n.cfg.Roles {
 		labels[roleLabelPrefix+role] = ""
 	}
-	for key, v := range k.cfg.Labels {
+	for key, v := range n.cfg.Labels {
 		labels[key] = v
 	}
 	return labels
 }
 
-func (k *Kubelet) nodeAddresses() []corev1.NodeAddress {
-	if len(k.cfg.Addresses) > 0 {
-		return slices.Clone(k.cfg.Addresses)
+func (n *nodeStatus) nodeAddresses() []corev1.NodeAddress {
+	if len(n.cfg.Addresses) > 0 {
+		return slices.Clone(n.cfg.Addresses)
 	}
 	var out []corev1.NodeAddress
-	if k.machine.PrimaryIP != "" {
-		out = append(out, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: k.machine.PrimaryIP})
+	if n.machine.PrimaryIP != "" {
+		out = append(out, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: n.machine.PrimaryIP})
 	}
-	return append(out, corev1.NodeAddress{Type: corev1.NodeHostName, Address: k.cfg.NodeName})
+	return append(out, corev1.NodeAddress{Type: corev1.NodeHostName, Address: n.cfg.NodeName})
 }
 
 // capacity returns the node's capacity and allocatable (capacity minus
 // system-reserved, never below zero).
-func (k *Kubelet) capacity() (corev1.ResourceList, corev1.ResourceList) {
+func (n *nodeStatus) capacity() (corev1.ResourceList, corev1.ResourceList) {
 	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:              *resource.NewQuantity(int64(k.machine.CPUs), resource.DecimalSI),
-		corev1.ResourceMemory:           *resource.NewQuantity(k.machine.MemoryBytes, resource.BinarySI),
-		corev1.ResourceEphemeralStorage: *resource.NewQuantity(k.machine.EphemeralBytes, resource.BinarySI),
-		corev1.ResourcePods:             *resource.NewQuantity(int64(k.cfg.MaxPods), resource.DecimalSI),
+		corev1.ResourceCPU:              *resource.NewQuantity(int64(n.machine.CPUs), resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity(n.machine.MemoryBytes, resource.BinarySI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(n.machine.EphemeralBytes, resource.BinarySI),
+		corev1.ResourcePods:             *resource.NewQuantity(int64(n.cfg.MaxPods), resource.DecimalSI),
 		"hugepages-1Gi":                 *resource.NewQuantity(0, resource.DecimalSI),
 		"hugepages-2Mi":                 *resource.NewQuantity(0, resource.DecimalSI),
 	}
 	allocatable := corev1.ResourceList{}
 	for name, q := range capacity {
 		a := q.DeepCopy()
-		if reserved, ok := k.cfg.SystemReserved[name]; ok {
+		if reserved, ok := n.cfg.SystemReserved[name]; ok {
 			a.Sub(reserved)
 			if a.Sign() < 0 {
 				a = *resource.NewQuantity(0, q.Format)
@@ -122,14 +122,14 @@ func runtimeReadiness(status *runtimeapi.RuntimeStatus, err error) (bool, string
 
 // desiredNodeStatus computes the node's status; conditions keep their
 // transition time from previous when their status did not change.
-func (k *Kubelet) desiredNodeStatus(ctx context.Context, previous *corev1.NodeStatus) corev1.NodeStatus {
-	now := metav1.NewTime(k.clock.Now())
-	capacity, allocatable := k.capacity()
+func (n *nodeStatus) desiredNodeStatus(ctx context.Context, previous *corev1.NodeStatus) corev1.NodeStatus {
+	now := metav1.NewTime(n.clock.Now())
+	capacity, allocatable := n.capacity()
 	runtimeVersion := "unknown"
-	if v, err := k.runtime.Version(ctx); err == nil {
+	if v, err := n.runtime.Version(ctx); err == nil {
 		runtimeVersion = v.RuntimeName + "://" + v.RuntimeVersion
 	}
-	ready, notReadyMessage := runtimeReadiness(k.runtime.Status(ctx))
+	ready, notReadyMessage := runtimeReadiness(n.runtime.Status(ctx))
 	readyCondition := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: reasonReady, Message: messageReady}
 	if !ready {
 		readyCondition = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: reasonNotReady, Message: notReadyMessage}
@@ -157,32 +157,32 @@ func (k *Kubelet) desiredNodeStatus(ctx context.Context, previous *corev1.NodeSt
 		Capacity:        capacity,
 		Allocatable:     allocatable,
 		Conditions:      conditions,
-		Addresses:       k.nodeAddresses(),
-		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: k.cfg.Port}},
+		Addresses:       n.nodeAddresses(),
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: n.cfg.Port}},
 		NodeInfo: corev1.NodeSystemInfo{
-			MachineID:               k.machine.MachineID,
-			SystemUUID:              k.machine.SystemUUID,
-			BootID:                  k.machine.BootID,
-			KernelVersion:           k.machine.KernelVersion,
-			OSImage:                 k.machine.OSImage,
+			MachineID:               n.machine.MachineID,
+			SystemUUID:              n.machine.SystemUUID,
+			BootID:                  n.machine.BootID,
+			KernelVersion:           n.machine.KernelVersion,
+			OSImage:                 n.machine.OSImage,
 			ContainerRuntimeVersion: runtimeVersion,
-			KubeletVersion:          k.cfg.KubeletVersion,
-			OperatingSystem:         k.machine.OperatingSystem,
-			Architecture:            k.machine.Architecture,
+			KubeletVersion:          n.cfg.KubeletVersion,
+			OperatingSystem:         n.machine.OperatingSystem,
+			Architecture:            n.machine.Architecture,
 		},
-		Images: k.nodeImages(ctx),
+		Images: n.nodeImages(ctx),
 	}
 	if previous != nil {
 		status.Phase = previous.Phase
 		// volumesAttached is the attach/detach controller's to write.
 		status.VolumesAttached = previous.VolumesAttached
 	}
-	status.VolumesInUse = k.csiVolumesInUse()
+	status.VolumesInUse = n.volumes.csiVolumesInUse()
 	return status
 }
 
-func (k *Kubelet) nodeImages(ctx context.Context) []corev1.ContainerImage {
-	imgs, err := k.runtime.ListImages(ctx, nil)
+func (n *nodeStatus) nodeImages(ctx context.Context) []corev1.ContainerImage {
+	imgs, err := n.runtime.ListImages(ctx, nil)
 	if err != nil {
 		return nil
 	}
@@ -216,29 +216,29 @@ func sameNodeStatus(a, b corev1.NodeStatus) bool {
 
 // registerNode creates the Node, or adopts an existing one (a restart, or a
 // node re-joining) by merging the kubelet-owned labels into it.
-func (k *Kubelet) registerNode(ctx context.Context) (*corev1.Node, error) {
+func (n *nodeStatus) registerNode(ctx context.Context) (*corev1.Node, error) {
 	// The attach/detach controller attaches volumes only to nodes whose kubelet says it leaves
 	// that to the controller, as Kubernetes' kubelet does by default.
 	annotations := map[string]string{volumeutil.AnnControllerManagedAttachDetach: "true"}
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Labels: k.nodeLabels(), Annotations: annotations},
-		Spec:       corev1.NodeSpec{Taints: slices.Clone(k.cfg.Taints)},
+		ObjectMeta: metav1.ObjectMeta{Name: n.cfg.NodeName, Labels: n.nodeLabels(), Annotations: annotations},
+		Spec:       corev1.NodeSpec{Taints: slices.Clone(n.cfg.Taints)},
 	}
-	if len(k.cfg.PodCIDRs) > 0 {
-		node.Spec.PodCIDR = k.cfg.PodCIDRs[0]
-		node.Spec.PodCIDRs = slices.Clone(k.cfg.PodCIDRs)
+	if len(n.cfg.PodCIDRs) > 0 {
+		node.Spec.PodCIDR = n.cfg.PodCIDRs[0]
+		node.Spec.PodCIDRs = slices.Clone(n.cfg.PodCIDRs)
 	}
-	created, err := k.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	created, err := n.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err == nil {
-		k.log.Info("node registered", "node", k.cfg.NodeName)
+		n.log.Info("node registered", "node", n.cfg.NodeName)
 		return created, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("register node %s: %w", k.cfg.NodeName, err)
+		return nil, fmt.Errorf("register node %s: %w", n.cfg.NodeName, err)
 	}
-	existing, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+	existing, err := n.client.CoreV1().Nodes().Get(ctx, n.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("register node %s: get existing: %w", k.cfg.NodeName, err)
+		return nil, fmt.Errorf("register node %s: get existing: %w", n.cfg.NodeName, err)
 	}
 	missing, missingAnn := missingEntries(existing.Labels, node.Labels), missingEntries(existing.Annotations, annotations)
 	if len(missing) == 0 && len(missingAnn) == 0 {
@@ -255,9 +255,9 @@ func (k *Kubelet) registerNode(ctx context.Context) (*corev1.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	updated, err := k.client.CoreV1().Nodes().Patch(ctx, k.cfg.NodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	updated, err := n.client.CoreV1().Nodes().Patch(ctx, n.cfg.NodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("register node %s: update labels: %w", k.cfg.NodeName, err)
+		return nil, fmt.Errorf("register node %s: update labels: %w", n.cfg.NodeName, err)
 	}
 	return updated, nil
 }
@@ -275,7 +275,7 @@ func missingEntries(have, want map[string]string) map[string]string {
 
 // postNodeStatus writes status to the node's status subresource as a
 // strategic merge patch, the way the Kubernetes kubelet does.
-func (k *Kubelet) postNodeStatus(ctx context.Context, node *corev1.Node, status corev1.NodeStatus) (*corev1.Node, error) {
+func (n *nodeStatus) postNodeStatus(ctx context.Context, node *corev1.Node, status corev1.NodeStatus) (*corev1.Node, error) {
 	oldData, err := json.Marshal(corev1.Node{Status: node.Status})
 	if err != nil {
 		return nil, err
@@ -288,7 +288,7 @@ func (k *Kubelet) postNodeStatus(ctx context.Context, node *corev1.Node, status 
 	if err != nil {
 		return nil, fmt.Errorf("node status patch: %w", err)
 	}
-	updated, err := k.client.CoreV1().Nodes().Patch(ctx, node.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	updated, err := n.client.CoreV1().Nodes().Patch(ctx, node.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
 		return nil, fmt.Errorf("post node status of %s: %w", node.Name, err)
 	}

@@ -87,12 +87,9 @@ func (k *Kubelet) saveResources(uid types.UID, r podResources) error {
 // to decide again (a Deferred resize).
 func (k *Kubelet) allocate(pod *corev1.Pod) (*corev1.Pod, time.Duration, error) {
 	s := k.resizeState(pod.UID)
-	allocatable := k.currentAllocatable()
+	// The Node object also carries extended resources others advertise for the node.
+	allocatable := k.nodes.nodeAllocatable()
 	k.mu.Lock()
-	if k.node != nil && len(k.node.Status.Allocatable) > 0 {
-		// The Node object also carries extended resources others advertise for the node.
-		allocatable = k.node.Status.Allocatable
-	}
 	_, static := pod.Annotations[annotationConfigMirror]
 	in := resizeInput{desired: pod, static: static, allocatable: allocatable}
 	if s.resources.Allocated != nil {

@@ -100,9 +100,7 @@ func (k *Kubelet) syncStaticPods(ctx context.Context) error {
 		return nil
 	}
 	desired, readErr := readStaticPods(k.cfg.PodManifestPath, k.cfg.NodeName)
-	k.mu.Lock()
-	node := k.node
-	k.mu.Unlock()
+	node := k.nodes.current()
 	wanted := map[string]bool{}
 	var errs []error
 	if readErr != nil {

@@ -88,7 +88,7 @@ func (k *Kubelet) podStatus(pod *corev1.Pod, state *podRuntimeState, sandbox *ru
 	old := pod.Status
 	status := *old.DeepCopy()
 	now := metav1.NewTime(k.clock.Now())
-	hostIPs := k.currentHostIPs()
+	hostIPs := k.nodes.currentHostIPs()
 	if len(hostIPs) > 0 {
 		status.HostIP, status.HostIPs = hostIPs[0].IP, hostIPs
 	}

@@ -197,7 +197,7 @@ func (k *Kubelet) runContainers(ctx context.Context, pod *corev1.Pod, state *pod
 			return syncResult{err: err}
 		}
 	}
-	podIPs := sandboxIPs(pod, sandboxStatus, k.currentHostIPs())
+	podIPs := sandboxIPs(pod, sandboxStatus, k.nodes.currentHostIPs())
 	src := newObjectSource(ctx, k.client)
 	volumes, err := k.setupVolumes(ctx, pod, src, k.envInputs(pod, podIPs))
 	if err != nil {
@@ -527,10 +527,10 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1
 // containerConfig builds the CRI config of one container run.
 func (k *Kubelet) envInputs(pod *corev1.Pod, podIPs []string) envInputs {
 	var hostIPs []string
-	for _, ip := range k.currentHostIPs() {
+	for _, ip := range k.nodes.currentHostIPs() {
 		hostIPs = append(hostIPs, ip.IP)
 	}
-	return envInputs{pod: pod, podIPs: podIPs, hostIPs: hostIPs, allocatable: k.currentAllocatable(), services: servicesFor(k.services, pod.Namespace)}
+	return envInputs{pod: pod, podIPs: podIPs, hostIPs: hostIPs, allocatable: k.nodes.currentAllocatable(), services: servicesFor(k.services, pod.Namespace)}
 }
 
 func (k *Kubelet) containerConfig(pod *corev1.Pod, c *corev1.Container, kind string, restarts int32, imageRef string, podIPs []string, src *objectSource, volumes map[string]volume) (*runtimeapi.ContainerConfig, error) {
