@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/skiff-sh/skiff/internal/cluster"
+	"github.com/skiff-sh/skiff/internal/install"
 )
 
 // runInstall: skiff install [--bin-dir D] [--unit-dir D] [--no-start] [-- SERVER ARGS...].
 func runInstall(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("skiff install", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o cluster.InstallOptions
+	var o install.Options
 	fs.StringVar(&o.BinDir, "bin-dir", "/usr/local/bin", "where the skiff binary goes")
 	fs.StringVar(&o.UnitDir, "unit-dir", "/etc/systemd/system", "where the systemd unit goes")
 	noStart := fs.Bool("no-start", false, "write the unit without enabling and starting it")
@@ -23,14 +23,14 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	o.ServerArgs, o.Start = fs.Args(), !*noStart
 	ctx, stop := commandContext()
 	defer stop()
-	return cluster.Install(ctx, o, printer(stdout))
+	return install.Install(ctx, o, printer(stdout))
 }
 
 // runUninstall: skiff uninstall [--data-dir D] [--bin-dir D] [--unit-dir D] --yes.
 func runUninstall(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("skiff uninstall", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o cluster.UninstallOptions
+	var o install.UninstallOptions
 	fs.StringVar(&o.DataDir, "data-dir", defaultDataDir(), "the node's data dir, removed with everything the node left on the host")
 	fs.StringVar(&o.BinDir, "bin-dir", "/usr/local/bin", "where skiff install put the binary")
 	fs.StringVar(&o.UnitDir, "unit-dir", "/etc/systemd/system", "where skiff install put the unit")
@@ -43,7 +43,7 @@ func runUninstall(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := commandContext()
 	defer stop()
-	return cluster.Uninstall(ctx, o, printer(stdout))
+	return install.Uninstall(ctx, o, printer(stdout))
 }
 
 func printer(w io.Writer) func(string, ...any) {

@@ -29,6 +29,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/apiserver/local"
 	"github.com/skiff-sh/skiff/internal/etcd"
 	"github.com/skiff-sh/skiff/internal/metricsserver"
+	"github.com/skiff-sh/skiff/internal/nodelock"
 	"github.com/skiff-sh/skiff/internal/pki"
 	"github.com/skiff-sh/skiff/internal/storage/etcd3"
 )
@@ -55,7 +56,7 @@ type Node struct {
 	// caches are the API server's watch caches, stopped before the etcd client closes.
 	caches cacheSet
 	// lock keeps a second skiff off this node's data dir until Stop.
-	lock *dataDirLock
+	lock *nodelock.Lock
 	// stopAdmission ends the admission plugins' informers (webhook configurations, policies).
 	stopAdmission context.CancelFunc
 	// lb is the node-local API load balancer (lb.go).
@@ -300,7 +301,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	lock, err := lockDataDir(cfg.DataDir)
+	lock, err := nodelock.Acquire(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -428,7 +429,7 @@ func (n *Node) Stop() {
 	if n.etcdMember != nil {
 		n.etcdMember.Stop()
 	}
-	n.lock.release()
+	n.lock.Release()
 }
 
 type nodeCerts struct {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/skiff-sh/skiff/internal/etcd"
 	"github.com/skiff-sh/skiff/internal/etcdapi"
+	"github.com/skiff-sh/skiff/internal/nodelock"
 	"github.com/skiff-sh/skiff/internal/pki"
 )
 
@@ -190,7 +191,7 @@ func runEtcdNode(ctx context.Context, cfg Config) error {
 		}
 		return errors.New("the cluster has no etcd CA (its etcd is external): an etcd-only node cannot join it")
 	}
-	lock, err := lockDataDir(cfg.DataDir)
+	lock, err := nodelock.Acquire(cfg.DataDir)
 	if err != nil {
 		return err
 	}

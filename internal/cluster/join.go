@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/skiff-sh/skiff/internal/join"
+	"github.com/skiff-sh/skiff/internal/nodelock"
 	"github.com/skiff-sh/skiff/internal/pki"
 )
 
@@ -105,16 +106,16 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
-	lock, err := lockDataDir(cfg.DataDir)
+	lock, err := nodelock.Acquire(cfg.DataDir)
 	if err != nil {
 		return err
 	}
-	defer lock.release()
+	defer lock.Release()
 	id := join.Identity{Dir: filepath.Join(cfg.DataDir, "pki")}
 	if !id.Joined() {
 		if err := joinCluster(ctx, &cfg, id); err != nil {
 			// Nothing half-joined: a data dir this attempt created goes again.
-			lock.release()
+			lock.Release()
 			if freshDir {
 				os.RemoveAll(cfg.DataDir)
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -14,11 +13,10 @@ import (
 	"github.com/skiff-sh/skiff/internal/proxy"
 )
 
-// podNetworkHost is the node's share of the host's routing and nat tables: a metric and a chain
-// named from the data dir (stable across restarts, distinct between nodes sharing a host).
+// podNetworkHost is the node's share of the host's routing and nat tables, named from the data dir
+// as skiff uninstall names them (podnet.NodeHost).
 func podNetworkHost(cfg *Config) podnet.Host {
-	id := strings.TrimPrefix(proxy.NodePrefix(cfg.DataDir), "SK")
-	return podnet.Host{Metric: 100 + int(fnvHash(cfg.DataDir+"/podnet")%9000), Chain: "SKN" + id + "-MASQ"}
+	return podnet.NodeHost(proxy.NodePrefix(cfg.DataDir), cfg.DataDir)
 }
 
 // runPodNetwork keeps this worker's routes to the other nodes' pods and its masquerade chain

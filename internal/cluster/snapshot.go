@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/skiff-sh/skiff/internal/etcd"
+	"github.com/skiff-sh/skiff/internal/nodelock"
 )
 
 // etcdEndpointsFile records, in a node's data dir, the etcd client URLs its API server uses, so
@@ -58,11 +59,11 @@ func RestoreEtcdSnapshot(cfg Config, file string) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
-	lock, err := lockDataDir(cfg.DataDir)
+	lock, err := nodelock.Acquire(cfg.DataDir)
 	if err != nil {
 		return err
 	}
-	defer lock.release()
+	defer lock.Release()
 	return etcd.RestoreSnapshot(file, filepath.Join(cfg.DataDir, "etcd"), etcdMemberName(cfg), etcdPeerURL(cfg), cfg.Logger)
 }
 

@@ -138,6 +138,13 @@ var rules = []struct {
 	// Network-namespace test plumbing shared by the proxy's and the pod network's tests.
 	{name: "the netns test helpers are a leaf", pattern: "./internal/netnstest/...",
 		forbidden: []string{module + "internal/", "k8s.io/", "go.etcd.io/etcd/"}, allowed: []string{module + "internal/netnstest"}},
+	// Install and uninstall work on the host, not on a running node: they link the host-side
+	// pieces (the node's containerd layout, the proxy's, policy agent's and pod network's cleanup,
+	// the data dir lock), never the node's assembly, the API server, storage or etcd.
+	{name: "host install and uninstall do not assemble nodes", pattern: "./internal/install/...", forbidden: apiClientForbidden},
+	// The data dir lock is taken by the node's assembly and checked by uninstall: a leaf.
+	{name: "the data dir lock is a leaf", pattern: "./internal/nodelock/...",
+		forbidden: []string{module + "internal/", "k8s.io/", "go.etcd.io/etcd/"}, allowed: []string{module + "internal/nodelock"}},
 	// hack/ holds developer tools (the conformance harness's junit summary): the standard library only.
 	{name: "hack tools link nothing of skiff or Kubernetes", pattern: "./hack/...", forbidden: []string{module + "internal/", "k8s.io/"}},
 }

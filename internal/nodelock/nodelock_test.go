@@ -1,4 +1,4 @@
-package cluster
+package nodelock
 
 import (
 	"fmt"
@@ -8,25 +8,25 @@ import (
 	"testing"
 )
 
-func TestDataDirLock(t *testing.T) {
+func TestAcquire(t *testing.T) {
 	dir := t.TempDir()
-	first, err := lockDataDir(dir)
+	first, err := Acquire(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// flock locks belong to an open file, so a second open in this process is refused as another
 	// process would be.
-	if _, err := lockDataDir(dir); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("in use by skiff (pid %d)", os.Getpid())) {
+	if _, err := Acquire(dir); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("in use by skiff (pid %d)", os.Getpid())) {
 		t.Fatalf("second lock: %v, want it refused naming this process", err)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, dataDirLockFile))
+	data, err := os.ReadFile(filepath.Join(dir, FileName))
 	if err != nil || strings.TrimSpace(string(data)) != fmt.Sprint(os.Getpid()) {
 		t.Fatalf("lock file = %q, %v; the refused attempt must not change it", data, err)
 	}
-	first.release()
-	again, err := lockDataDir(dir)
+	first.Release()
+	again, err := Acquire(dir)
 	if err != nil {
 		t.Fatalf("lock after release: %v", err)
 	}
-	again.release()
+	again.Release()
 }

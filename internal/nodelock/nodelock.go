@@ -1,4 +1,4 @@
-package cluster
+package nodelock
 
 import (
 	"errors"
@@ -10,21 +10,21 @@ import (
 	"syscall"
 )
 
-// dataDirLockFile is the lock a running node holds in its data dir.
-const dataDirLockFile = "skiff.lock"
+// FileName is the lock a running node holds in its data dir.
+const FileName = "skiff.lock"
 
-// dataDirLock is an exclusive flock on <data-dir>/skiff.lock, held for the node's lifetime, so a
+// Lock is an exclusive flock on <data-dir>/skiff.lock, held for the node's lifetime, so a
 // second skiff on the same data dir exits at once instead of waiting on etcd's own lock forever and
 // rewriting the first node's files meanwhile. The kernel drops the lock when the process dies, so a
 // kill -9 leaves nothing to clean up.
-type dataDirLock struct {
+type Lock struct {
 	f *os.File
 }
 
-// lockDataDir takes the lock or says which process holds it. It writes nothing else: a refused
+// Acquire takes the lock on dir or says which process holds it. It writes nothing else: a refused
 // node changes nothing in the data dir.
-func lockDataDir(dir string) (*dataDirLock, error) {
-	path := filepath.Join(dir, dataDirLockFile)
+func Acquire(dir string) (*Lock, error) {
+	path := filepath.Join(dir, FileName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open data dir lock: %w", err)
@@ -50,11 +50,11 @@ func lockDataDir(dir string) (*dataDirLock, error) {
 		f.Close()
 		return nil, fmt.Errorf("write data dir lock: %w", err)
 	}
-	return &dataDirLock{f: f}, nil
+	return &Lock{f: f}, nil
 }
 
-// release drops the lock; the file stays (removing it would race with a node taking it).
-func (l *dataDirLock) release() {
+// Release drops the lock; the file stays (removing it would race with a node taking it).
+func (l *Lock) Release() {
 	if l != nil && l.f != nil {
 		l.f.Close()
 		l.f = nil

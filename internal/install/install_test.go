@@ -1,4 +1,4 @@
-package cluster
+package install
 
 import (
 	"path/filepath"

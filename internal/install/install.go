@@ -1,4 +1,4 @@
-package cluster
+package install
 
 import (
 	"bufio"
@@ -18,13 +18,14 @@ import (
 
 	"github.com/skiff-sh/skiff/internal/kubelet/containerd"
 	"github.com/skiff-sh/skiff/internal/netpol"
+	"github.com/skiff-sh/skiff/internal/nodelock"
 	"github.com/skiff-sh/skiff/internal/pki"
 	"github.com/skiff-sh/skiff/internal/podnet"
 	"github.com/skiff-sh/skiff/internal/proxy"
 )
 
-// InstallOptions place skiff on a host as a systemd service, as k3s's installer does.
-type InstallOptions struct {
+// Options place skiff on a host as a systemd service, as k3s's installer does.
+type Options struct {
 	// BinDir receives the skiff binary (default /usr/local/bin); UnitDir the unit (default
 	// /etc/systemd/system).
 	BinDir, UnitDir string
@@ -34,7 +35,7 @@ type InstallOptions struct {
 	Start bool
 }
 
-func (o *InstallOptions) defaults() {
+func (o *Options) defaults() {
 	if o.BinDir == "" {
 		o.BinDir = "/usr/local/bin"
 	}
@@ -92,7 +93,7 @@ func systemdQuote(s string) string {
 
 // Install copies the running binary into BinDir and writes the unit; with Start and systemctl
 // present it enables and starts the service. It reports what it did through progress.
-func Install(ctx context.Context, o InstallOptions, progress func(format string, args ...any)) error {
+func Install(ctx context.Context, o Options, progress func(format string, args ...any)) error {
 	o.defaults()
 	self, err := os.Executable()
 	if err != nil {
@@ -197,7 +198,7 @@ func PlanUninstall(o UninstallOptions, mountinfo string, procs map[int]string) U
 	ccfg := containerd.Config{DataDir: filepath.Join(dataDir, "kubelet")}.WithDefaults()
 	plan := UninstallPlan{ProxyPrefix: proxy.NodePrefix(dataDir)}
 	plan.ProxyDevice = proxy.DeviceName(plan.ProxyPrefix)
-	plan.PodNetwork = podNetworkHost(&Config{DataDir: dataDir})
+	plan.PodNetwork = podnet.NodeHost(plan.ProxyPrefix, dataDir)
 	for pid, cmdline := range procs {
 		if strings.Contains(cmdline, ccfg.ConfigPath()) || strings.Contains(cmdline, ccfg.Address) {
 			plan.Processes = append(plan.Processes, pid)
@@ -255,11 +256,11 @@ func unescapeMount(s string) string {
 // tried; the errors are returned together.
 func Uninstall(ctx context.Context, o UninstallOptions, progress func(format string, args ...any)) error {
 	if _, err := os.Stat(o.DataDir); err == nil {
-		lock, err := lockDataDir(o.DataDir)
+		lock, err := nodelock.Acquire(o.DataDir)
 		if err != nil {
 			return err
 		}
-		lock.release()
+		lock.Release()
 	}
 	if o.UnitDir != "" {
 		stopService(ctx, o.UnitDir, progress)
