@@ -28,12 +28,12 @@ const csiCallTimeout = 2 * time.Minute
 
 // csiDriverFor returns the registered driver and its CSIDriver object (nil when there is none:
 // Kubernetes' defaults apply).
-func (k *Kubelet) csiDriverFor(ctx context.Context, name string) (*csi.Driver, *storagev1.CSIDriver, csiCaps, error) {
-	d, ok := k.csiDrivers.Get(name)
+func (vm *volumeManager) csiDriverFor(ctx context.Context, name string) (*csi.Driver, *storagev1.CSIDriver, csiCaps, error) {
+	d, ok := vm.drivers.Get(name)
 	if !ok {
 		return nil, nil, csiCaps{}, fmt.Errorf("kubernetes.io/csi: driver name %s not found in the list of registered CSI drivers", name)
 	}
-	obj, err := k.client.StorageV1().CSIDrivers().Get(ctx, name, metav1.GetOptions{})
+	obj, err := vm.client.StorageV1().CSIDrivers().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		obj, err = nil, nil
 	}
@@ -49,29 +49,29 @@ func (k *Kubelet) csiDriverFor(ctx context.Context, name string) (*csi.Driver, *
 }
 
 // setupCSIClaim mounts a claim bound to a CSI persistent volume.
-func (k *Kubelet) setupCSIClaim(ctx context.Context, pod *corev1.Pod, podVolume string, ref *corev1.PersistentVolumeClaimVolumeSource, claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) (volume, error) {
-	d, obj, caps, err := k.csiDriverFor(ctx, pv.Spec.CSI.Driver)
+func (vm *volumeManager) setupCSIClaim(ctx context.Context, pod *corev1.Pod, podVolume string, ref *corev1.PersistentVolumeClaimVolumeSource, claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) (volume, error) {
+	d, obj, caps, err := vm.csiDriverFor(ctx, pv.Spec.CSI.Driver)
 	if err != nil {
 		return volume{}, err
 	}
-	v := csiVolumeFromPV(pod, podVolume, ref, pv, obj, caps, k.cfg.NodeName)
-	if readWriteOncePodOnly(pv) && csiHeldByOtherPod(pv, string(pod.UID), k.csiRecordsByPod()) {
+	v := csiVolumeFromPV(pod, podVolume, ref, pv, obj, caps, vm.nodeName)
+	if readWriteOncePodOnly(pv) && csiHeldByOtherPod(pv, string(pod.UID), vm.csiRecordsByPod()) {
 		return volume{}, errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod")
 	}
-	vol, err := k.setupCSI(ctx, pod, d, v)
+	vol, err := vm.setupCSI(ctx, pod, d, v)
 	if err != nil {
 		return volume{}, err
 	}
-	if err := k.expandCSI(ctx, pod, d, v, vol, claim, pv); err != nil {
+	if err := vm.expandCSI(ctx, pod, d, v, vol, claim, pv); err != nil {
 		// The volume is usable at its old size; the expansion is tried again on the next sync.
-		k.recorder.Event(pod, corev1.EventTypeWarning, "FileSystemResizeFailed", err.Error())
+		vm.recorder.Event(pod, corev1.EventTypeWarning, "FileSystemResizeFailed", err.Error())
 	}
 	return vol, nil
 }
 
 // setupCSIInline mounts an inline (ephemeral) CSI volume.
-func (k *Kubelet) setupCSIInline(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume) (volume, error) {
-	d, obj, caps, err := k.csiDriverFor(ctx, vol.CSI.Driver)
+func (vm *volumeManager) setupCSIInline(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume) (volume, error) {
+	d, obj, caps, err := vm.csiDriverFor(ctx, vol.CSI.Driver)
 	if err != nil {
 		return volume{}, err
 	}
@@ -79,40 +79,40 @@ func (k *Kubelet) setupCSIInline(ctx context.Context, pod *corev1.Pod, vol *core
 	if err != nil {
 		return volume{}, err
 	}
-	return k.setupCSI(ctx, pod, d, v)
+	return vm.setupCSI(ctx, pod, d, v)
 }
 
 // setupCSI waits for the attach, stages and publishes one volume; a volume published already
 // (this kubelet's memory) is only looked at, unless its driver wants to be called again on every
 // sync (requiresRepublish). Each step is recorded on disk before it is taken, and its outcome
 // after: a call that failed for good owes no reverse call, one whose outcome is uncertain does.
-func (k *Kubelet) setupCSI(ctx context.Context, pod *corev1.Pod, d *csi.Driver, v csiVolume) (volume, error) {
-	paths := csiPathsFor(k.cfg.RootDir, string(pod.UID), v)
+func (vm *volumeManager) setupCSI(ctx context.Context, pod *corev1.Pod, d *csi.Driver, v csiVolume) (volume, error) {
+	paths := csiPathsFor(vm.rootDir, string(pod.UID), v)
 	out := volume{hostPath: paths.target, readOnly: v.readOnly, block: v.block}
-	k.mu.Lock()
-	published := k.csiPublished[paths.target]
-	k.mu.Unlock()
+	vm.mu.Lock()
+	published := vm.csiPublished[paths.target]
+	vm.mu.Unlock()
 	if published && !v.republish {
 		return out, nil
 	}
-	publishContext, err := k.csiAttached(ctx, v)
+	publishContext, err := vm.csiAttached(ctx, v)
 	if err != nil {
 		return volume{}, err
 	}
-	stageSecrets, err := k.csiSecrets(ctx, v.stageSecret)
+	stageSecrets, err := vm.csiSecrets(ctx, v.stageSecret)
 	if err != nil {
 		return volume{}, err
 	}
-	publishSecrets, err := k.csiSecrets(ctx, v.publishSecret)
+	publishSecrets, err := vm.csiSecrets(ctx, v.publishSecret)
 	if err != nil {
 		return volume{}, err
 	}
-	volumeContext, err := k.csiTokens(ctx, pod, v)
+	volumeContext, err := vm.csiTokens(ctx, pod, v)
 	if err != nil {
 		return volume{}, err
 	}
 	staged := !v.ephemeral && d.Has(csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
-	record := v.record(k.cfg.NodeName, paths, staged)
+	record := v.record(vm.nodeName, paths, staged)
 	if previous, err := readVolData(filepath.Join(paths.dir, csiVolDataFile)); err == nil {
 		record.Done = previous.Done
 	}
@@ -123,7 +123,7 @@ func (k *Kubelet) setupCSI(ctx context.Context, pod *corev1.Pod, d *csi.Driver, 
 	callCtx, cancel := context.WithTimeout(ctx, csiCallTimeout)
 	defer cancel()
 	if staged {
-		if err := k.csiStage(callCtx, d, v, paths, publishContext, stageSecrets); err != nil {
+		if err := vm.csiStage(callCtx, d, v, paths, publishContext, stageSecrets); err != nil {
 			return volume{}, err
 		}
 	}
@@ -153,25 +153,25 @@ func (k *Kubelet) setupCSI(ctx context.Context, pod *corev1.Pod, d *csi.Driver, 
 			return volume{}, fmt.Errorf("kubernetes.io/csi: fsGroup of %s: %w", v.specName, err)
 		}
 	}
-	k.mu.Lock()
-	k.csiPublished[paths.target] = true
-	k.mu.Unlock()
+	vm.mu.Lock()
+	vm.csiPublished[paths.target] = true
+	vm.mu.Unlock()
 	return out, nil
 }
 
 // csiStage stages a volume once per node (the drivers' NodeStageVolume is idempotent, so a
 // restarted kubelet that stages again does no harm), under csiStageMu so that no unstage of the
 // same volume runs meanwhile.
-func (k *Kubelet) csiStage(ctx context.Context, d *csi.Driver, v csiVolume, paths csiPaths, publishContext, secrets map[string]string) error {
-	k.csiStageMu.Lock()
-	defer k.csiStageMu.Unlock()
-	k.mu.Lock()
-	done := k.csiStaged[paths.staging]
-	k.mu.Unlock()
+func (vm *volumeManager) csiStage(ctx context.Context, d *csi.Driver, v csiVolume, paths csiPaths, publishContext, secrets map[string]string) error {
+	vm.stageMu.Lock()
+	defer vm.stageMu.Unlock()
+	vm.mu.Lock()
+	done := vm.csiStaged[paths.staging]
+	vm.mu.Unlock()
 	if done {
 		return nil
 	}
-	record := v.record(k.cfg.NodeName, paths, true)
+	record := v.record(vm.nodeName, paths, true)
 	record.TargetPath = paths.staging
 	if previous, err := readVolData(paths.stagingRecord); err == nil {
 		record.Done = previous.Done
@@ -199,21 +199,21 @@ func (k *Kubelet) csiStage(ctx context.Context, d *csi.Driver, v csiVolume, path
 	if err != nil {
 		return fmt.Errorf("kubernetes.io/csi: attacher.MountDevice failed to stage volume %s: %w", v.specName, err)
 	}
-	k.mu.Lock()
-	k.csiStaged[paths.staging] = true
-	k.mu.Unlock()
+	vm.mu.Lock()
+	vm.csiStaged[paths.staging] = true
+	vm.mu.Unlock()
 	return nil
 }
 
 // csiAttached returns the attachment's publish context once the VolumeAttachment says the volume
 // is attached to this node.
-func (k *Kubelet) csiAttached(ctx context.Context, v csiVolume) (map[string]string, error) {
+func (vm *volumeManager) csiAttached(ctx context.Context, v csiVolume) (map[string]string, error) {
 	if v.attachment == "" {
 		return nil, nil
 	}
-	va, err := k.client.StorageV1().VolumeAttachments().Get(ctx, v.attachment, metav1.GetOptions{})
+	va, err := vm.client.StorageV1().VolumeAttachments().Get(ctx, v.attachment, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("kubernetes.io/csi: waiting for VolumeAttachment %s of volume %s to be attached to node %s", v.attachment, v.specName, k.cfg.NodeName)
+		return nil, fmt.Errorf("kubernetes.io/csi: waiting for VolumeAttachment %s of volume %s to be attached to node %s", v.attachment, v.specName, vm.nodeName)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get volumeattachment %s: %w", v.attachment, err)
@@ -222,16 +222,16 @@ func (k *Kubelet) csiAttached(ctx context.Context, v csiVolume) (map[string]stri
 		if e := va.Status.AttachError; e != nil {
 			return nil, fmt.Errorf("kubernetes.io/csi: attachment for %s failed: %s", v.handle, e.Message)
 		}
-		return nil, fmt.Errorf("kubernetes.io/csi: waiting for VolumeAttachment %s of volume %s to be attached to node %s", v.attachment, v.specName, k.cfg.NodeName)
+		return nil, fmt.Errorf("kubernetes.io/csi: waiting for VolumeAttachment %s of volume %s to be attached to node %s", v.attachment, v.specName, vm.nodeName)
 	}
 	return va.Status.AttachmentMetadata, nil
 }
 
-func (k *Kubelet) csiSecrets(ctx context.Context, ref *corev1.SecretReference) (map[string]string, error) {
+func (vm *volumeManager) csiSecrets(ctx context.Context, ref *corev1.SecretReference) (map[string]string, error) {
 	if ref == nil {
 		return nil, nil
 	}
-	s, err := k.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	s, err := vm.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes.io/csi: failed to find the secret %s in the namespace %s: %w", ref.Name, ref.Namespace, err)
 	}
@@ -244,7 +244,7 @@ func (k *Kubelet) csiSecrets(ctx context.Context, ref *corev1.SecretReference) (
 
 // csiTokens returns the volume context with the pod's service account tokens for the audiences
 // the driver asked for (CSIDriver tokenRequests), as a JSON object keyed by audience.
-func (k *Kubelet) csiTokens(ctx context.Context, pod *corev1.Pod, v csiVolume) (map[string]string, error) {
+func (vm *volumeManager) csiTokens(ctx context.Context, pod *corev1.Pod, v csiVolume) (map[string]string, error) {
 	if len(v.tokenRequests) == 0 {
 		return v.volumeContext, nil
 	}
@@ -265,7 +265,7 @@ func (k *Kubelet) csiTokens(ctx context.Context, pod *corev1.Pod, v csiVolume) (
 		if tr.Audience != "" {
 			req.Spec.Audiences = []string{tr.Audience}
 		}
-		resp, err := k.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+		resp, err := vm.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes.io/csi: token for audience %q: %w", tr.Audience, err)
 		}
@@ -306,10 +306,10 @@ func writeVolData(dir string, r csiVolData) error {
 }
 
 // csiRecords reads the records of a pod's CSI volumes on this node.
-func (k *Kubelet) csiRecords(uid string) []csiVolData {
+func (vm *volumeManager) csiRecords(uid string) []csiVolData {
 	var out []csiVolData
 	for _, kind := range []string{"volumes", "volumeDevices"} {
-		base := filepath.Join(k.cfg.RootDir, "pods", uid, kind, csiPodDir)
+		base := filepath.Join(vm.rootDir, "pods", uid, kind, csiPodDir)
 		entries, err := os.ReadDir(base)
 		if err != nil {
 			continue
@@ -321,10 +321,10 @@ func (k *Kubelet) csiRecords(uid string) []csiVolData {
 			}
 			r, err := parseVolData(raw)
 			if err != nil {
-				k.log.Warn("unreadable CSI volume record", "pod", uid, "volume", e.Name(), "err", err)
+				vm.log.Warn("unreadable CSI volume record", "pod", uid, "volume", e.Name(), "err", err)
 				continue
 			}
-			if r.NodeName == k.cfg.NodeName {
+			if r.NodeName == vm.nodeName {
 				out = append(out, r)
 			}
 		}
@@ -333,23 +333,23 @@ func (k *Kubelet) csiRecords(uid string) []csiVolData {
 }
 
 // csiRecordsByPod reads the records of the CSI volumes of every pod on this node, by pod UID.
-func (k *Kubelet) csiRecordsByPod() map[string][]csiVolData {
+func (vm *volumeManager) csiRecordsByPod() map[string][]csiVolData {
 	out := map[string][]csiVolData{}
-	for _, uid := range k.csiPodUIDs() {
-		out[uid] = k.csiRecords(uid)
+	for _, uid := range vm.csiPodUIDs() {
+		out[uid] = vm.csiRecords(uid)
 	}
 	return out
 }
 
 // csiPodUIDs lists the pods with CSI volume records on this node.
-func (k *Kubelet) csiPodUIDs() []string {
-	entries, err := os.ReadDir(filepath.Join(k.cfg.RootDir, "pods"))
+func (vm *volumeManager) csiPodUIDs() []string {
+	entries, err := os.ReadDir(filepath.Join(vm.rootDir, "pods"))
 	if err != nil {
 		return nil
 	}
 	var out []string
 	for _, e := range entries {
-		if e.IsDir() && len(k.csiRecords(e.Name())) > 0 {
+		if e.IsDir() && len(vm.csiRecords(e.Name())) > 0 {
 			out = append(out, e.Name())
 		}
 	}
@@ -361,8 +361,8 @@ func (k *Kubelet) csiPodUIDs() []string {
 // whose failure does not hold the pod, as in Kubernetes: it is retried by housekeeping.
 // Directories are removed one by one, never recursively: a target the driver failed to unmount
 // must not have its data deleted.
-func (k *Kubelet) teardownCSI(ctx context.Context, uid string) error {
-	records := k.csiRecords(uid)
+func (vm *volumeManager) teardownCSI(ctx context.Context, uid string) error {
+	records := vm.csiRecords(uid)
 	if len(records) == 0 {
 		return nil
 	}
@@ -371,29 +371,29 @@ func (k *Kubelet) teardownCSI(ctx context.Context, uid string) error {
 	var errs []error
 	for _, r := range records {
 		if r.Done {
-			if err := k.csiUnpublish(ctx, r); err != nil {
+			if err := vm.csiUnpublish(ctx, r); err != nil {
 				errs = append(errs, err)
 				continue
 			}
 		}
 		dir := filepath.Dir(r.TargetPath)
 		if r.Block {
-			dir = filepath.Join(k.cfg.RootDir, "pods", uid, "volumeDevices", csiPodDir, r.SpecVolID)
-			removeEmptyUpTo(filepath.Dir(r.TargetPath), filepath.Join(k.cfg.RootDir, "plugins"))
+			dir = filepath.Join(vm.rootDir, "pods", uid, "volumeDevices", csiPodDir, r.SpecVolID)
+			removeEmptyUpTo(filepath.Dir(r.TargetPath), filepath.Join(vm.rootDir, "plugins"))
 		}
 		_ = os.Remove(r.TargetPath)
 		_ = os.Remove(filepath.Join(dir, csiVolDataFile))
-		removeEmptyUpTo(dir, filepath.Join(k.cfg.RootDir, "pods"))
-		k.mu.Lock()
-		delete(k.csiPublished, r.TargetPath)
-		k.mu.Unlock()
+		removeEmptyUpTo(dir, filepath.Join(vm.rootDir, "pods"))
+		vm.mu.Lock()
+		delete(vm.csiPublished, r.TargetPath)
+		vm.mu.Unlock()
 	}
-	k.unstageUnused(ctx)
+	vm.unstageUnused(ctx)
 	return errors.Join(errs...)
 }
 
-func (k *Kubelet) csiUnpublish(ctx context.Context, r csiVolData) error {
-	d, ok := k.csiDrivers.Get(r.DriverName)
+func (vm *volumeManager) csiUnpublish(ctx context.Context, r csiVolData) error {
+	d, ok := vm.drivers.Get(r.DriverName)
 	if !ok {
 		return fmt.Errorf("kubernetes.io/csi: unpublish %s: driver name %s not found in the list of registered CSI drivers", r.SpecVolID, r.DriverName)
 	}
@@ -411,23 +411,23 @@ func (k *Kubelet) csiUnpublish(ctx context.Context, r csiVolData) error {
 // staged) or a staging record (removed only after it is unstaged), so the attach/detach
 // controller never detaches a volume the node may still have mounted. Inline volumes are never
 // attached and are left out.
-func (k *Kubelet) csiVolumesInUse() []corev1.UniqueVolumeName {
-	records := k.stagingRecords()
-	for _, uid := range k.csiPodUIDs() {
-		records = append(records, k.csiRecords(uid)...)
+func (vm *volumeManager) csiVolumesInUse() []corev1.UniqueVolumeName {
+	records := vm.stagingRecords()
+	for _, uid := range vm.csiPodUIDs() {
+		records = append(records, vm.csiRecords(uid)...)
 	}
 	return volumesInUse(records)
 }
 
 // stagingRecords reads the node's records of staged volumes.
-func (k *Kubelet) stagingRecords() []csiVolData {
+func (vm *volumeManager) stagingRecords() []csiVolData {
 	// Globs, not a walk: a staging path is a mount of the volume, whose files are not the kubelet's.
-	base := filepath.Join(k.cfg.RootDir, "plugins", csiPluginDir)
+	base := filepath.Join(vm.rootDir, "plugins", csiPluginDir)
 	fsRecords, _ := filepath.Glob(filepath.Join(base, "*", "*", csiVolDataFile))
 	blockRecords, _ := filepath.Glob(filepath.Join(base, "volumeDevices", "*", "data", csiVolDataFile))
 	var out []csiVolData
 	for _, path := range append(fsRecords, blockRecords...) {
-		if r, err := readVolData(path); err == nil && r.NodeName == k.cfg.NodeName {
+		if r, err := readVolData(path); err == nil && r.NodeName == vm.nodeName {
 			out = append(out, r)
 		}
 	}
@@ -437,31 +437,31 @@ func (k *Kubelet) stagingRecords() []csiVolData {
 // unstageUnused unstages the staged volumes no pod on the node uses any more. A failed unstage
 // is tried again later; the kubelet forgets the volume was staged either way, so a pod that comes
 // for it meanwhile stages it again.
-func (k *Kubelet) unstageUnused(ctx context.Context) {
-	k.csiStageMu.Lock()
-	defer k.csiStageMu.Unlock()
+func (vm *volumeManager) unstageUnused(ctx context.Context) {
+	vm.stageMu.Lock()
+	defer vm.stageMu.Unlock()
 	var pods []csiVolData
-	for _, uid := range k.csiPodUIDs() {
-		pods = append(pods, k.csiRecords(uid)...)
+	for _, uid := range vm.csiPodUIDs() {
+		pods = append(pods, vm.csiRecords(uid)...)
 	}
-	unstage, forget := planUnstage(k.stagingRecords(), pods)
+	unstage, forget := planUnstage(vm.stagingRecords(), pods)
 	for _, r := range forget {
-		k.forgetStaged(r)
+		vm.forgetStaged(r)
 	}
 	for _, r := range unstage {
-		k.mu.Lock()
-		delete(k.csiStaged, r.StagingTargetPath)
-		k.mu.Unlock()
-		if err := k.csiUnstage(ctx, r); err != nil {
-			k.log.Warn("unstage CSI volume", "volume", r.SpecVolID, "err", err)
+		vm.mu.Lock()
+		delete(vm.csiStaged, r.StagingTargetPath)
+		vm.mu.Unlock()
+		if err := vm.csiUnstage(ctx, r); err != nil {
+			vm.log.Warn("unstage CSI volume", "volume", r.SpecVolID, "err", err)
 			continue
 		}
-		k.forgetStaged(r)
+		vm.forgetStaged(r)
 	}
 }
 
-func (k *Kubelet) csiUnstage(ctx context.Context, r csiVolData) error {
-	d, ok := k.csiDrivers.Get(r.DriverName)
+func (vm *volumeManager) csiUnstage(ctx context.Context, r csiVolData) error {
+	d, ok := vm.drivers.Get(r.DriverName)
 	if !ok {
 		return fmt.Errorf("kubernetes.io/csi: unstage %s: driver name %s not found in the list of registered CSI drivers", r.SpecVolID, r.DriverName)
 	}
@@ -475,13 +475,13 @@ func (k *Kubelet) csiUnstage(ctx context.Context, r csiVolData) error {
 }
 
 // forgetStaged removes a staged volume's record and directories.
-func (k *Kubelet) forgetStaged(r csiVolData) {
-	k.mu.Lock()
-	delete(k.csiStaged, r.StagingTargetPath)
-	k.mu.Unlock()
-	paths := csiPathsFor(k.cfg.RootDir, "", csiVolume{specName: r.SpecVolID, driver: r.DriverName, handle: r.VolumeHandle, block: r.Block})
+func (vm *volumeManager) forgetStaged(r csiVolData) {
+	vm.mu.Lock()
+	delete(vm.csiStaged, r.StagingTargetPath)
+	vm.mu.Unlock()
+	paths := csiPathsFor(vm.rootDir, "", csiVolume{specName: r.SpecVolID, driver: r.DriverName, handle: r.VolumeHandle, block: r.Block})
 	_ = os.Remove(paths.stagingRecord)
-	stop := filepath.Join(k.cfg.RootDir, "plugins", csiPluginDir)
+	stop := filepath.Join(vm.rootDir, "plugins", csiPluginDir)
 	removeEmptyUpTo(r.StagingTargetPath, stop)
 	removeEmptyUpTo(filepath.Dir(paths.stagingRecord), stop)
 }
@@ -500,41 +500,41 @@ func removeEmptyUpTo(dir, stop string) {
 // while it was down, whose records it finds on disk.
 // inUse says which pods are not its to clean: pods the API knows, pods with a worker, and pods
 // with sandboxes, which their workers take down (containers first).
-func (k *Kubelet) cleanupCSIOrphans(ctx context.Context, inUse func(types.UID) bool) {
-	for _, uid := range k.csiPodUIDs() {
+func (vm *volumeManager) cleanupCSIOrphans(ctx context.Context, inUse func(types.UID) bool) {
+	for _, uid := range vm.csiPodUIDs() {
 		if inUse(types.UID(uid)) {
 			continue
 		}
-		if err := k.teardownCSI(ctx, uid); err != nil {
-			k.log.Warn("CSI volumes of a pod that is gone", "uid", uid, "err", err)
+		if err := vm.teardownCSI(ctx, uid); err != nil {
+			vm.log.Warn("CSI volumes of a pod that is gone", "uid", uid, "err", err)
 		} else {
-			k.log.Info("CSI volumes of a pod that is gone torn down", "uid", uid)
+			vm.log.Info("CSI volumes of a pod that is gone torn down", "uid", uid)
 		}
 	}
 	// Unstages that failed before are tried again.
-	k.unstageUnused(ctx)
+	vm.unstageUnused(ctx)
 }
 
 // expandCSI carries out the node's part of an expansion of a published volume (NodeExpandVolume,
 // where the driver has it) and records the new size in the claim's status.
-func (k *Kubelet) expandCSI(ctx context.Context, pod *corev1.Pod, d *csi.Driver, v csiVolume, vol volume, claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) error {
+func (vm *volumeManager) expandCSI(ctx context.Context, pod *corev1.Pod, d *csi.Driver, v csiVolume, vol volume, claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) error {
 	size, due := csiExpansion(claim, pv)
 	if !due {
 		return nil
 	}
 	if d.Has(csipb.NodeServiceCapability_RPC_EXPAND_VOLUME) {
 		if next := expandingClaim(claim); next != nil {
-			updated, err := k.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+			updated, err := vm.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
 			if err != nil {
 				return fmt.Errorf("persistentvolumeclaim %s/%s: mark node expansion in progress: %w", claim.Namespace, claim.Name, err)
 			}
 			claim = updated
 		}
-		secrets, err := k.csiSecrets(ctx, pv.Spec.CSI.NodeExpandSecretRef)
+		secrets, err := vm.csiSecrets(ctx, pv.Spec.CSI.NodeExpandSecretRef)
 		if err != nil {
 			return err
 		}
-		paths := csiPathsFor(k.cfg.RootDir, string(pod.UID), v)
+		paths := csiPathsFor(vm.rootDir, string(pod.UID), v)
 		req := &csipb.NodeExpandVolumeRequest{
 			VolumeId: v.handle, VolumePath: vol.hostPath, CapacityRange: &csipb.CapacityRange{RequiredBytes: size.Value()},
 			VolumeCapability: v.capability(), Secrets: secrets,
@@ -545,26 +545,26 @@ func (k *Kubelet) expandCSI(ctx context.Context, pod *corev1.Pod, d *csi.Driver,
 		callCtx, cancel := context.WithTimeout(ctx, csiCallTimeout)
 		defer cancel()
 		if _, err := d.Node.NodeExpandVolume(callCtx, req); err != nil {
-			failed := failedExpansionClaim(claim, size, err, metav1.NewTime(k.clock.Now()))
-			if _, uerr := k.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, failed, metav1.UpdateOptions{}); uerr != nil {
+			failed := failedExpansionClaim(claim, size, err, metav1.NewTime(vm.clock.Now()))
+			if _, uerr := vm.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, failed, metav1.UpdateOptions{}); uerr != nil {
 				err = errors.Join(err, fmt.Errorf("persistentvolumeclaim %s/%s: record the failed expansion: %w", claim.Namespace, claim.Name, uerr))
 			}
 			return fmt.Errorf("kubernetes.io/csi: NodeExpandVolume of %s: %w", v.specName, err)
 		}
 	}
-	if _, err := k.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, expandedClaim(claim, size), metav1.UpdateOptions{}); err != nil {
+	if _, err := vm.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, expandedClaim(claim, size), metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("persistentvolumeclaim %s/%s status after expansion: %w", claim.Namespace, claim.Name, err)
 	}
-	k.log.Info("volume expanded on the node", "pv", pv.Name, "claim", claim.Namespace+"/"+claim.Name, "size", size.String())
+	vm.log.Info("volume expanded on the node", "pv", pv.Name, "claim", claim.Namespace+"/"+claim.Name, "size", size.String())
 	return nil
 }
 
 // csiVolumeStats asks the drivers of a pod's CSI volumes that report usage
 // (GET_VOLUME_STATS) for it, as Kubernetes' kubelet does for /stats/summary.
-func (k *Kubelet) csiVolumeStats(ctx context.Context, pod *corev1.Pod) []stats.Volume {
+func (vm *volumeManager) csiVolumeStats(ctx context.Context, pod *corev1.Pod) []stats.Volume {
 	var out []stats.Volume
-	for _, r := range k.csiRecords(string(pod.UID)) {
-		d, ok := k.csiDrivers.Get(r.DriverName)
+	for _, r := range vm.csiRecords(string(pod.UID)) {
+		d, ok := vm.drivers.Get(r.DriverName)
 		if !ok || !d.Has(csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS) {
 			continue
 		}
@@ -572,7 +572,7 @@ func (k *Kubelet) csiVolumeStats(ctx context.Context, pod *corev1.Pod) []stats.V
 		resp, err := d.Node.NodeGetVolumeStats(callCtx, &csipb.NodeGetVolumeStatsRequest{VolumeId: r.VolumeHandle, VolumePath: r.TargetPath, StagingTargetPath: r.StagingTargetPath})
 		cancel()
 		if err != nil {
-			k.log.Debug("csi volume stats", "pod", pod.Namespace+"/"+pod.Name, "volume", r.PodVolume, "err", err)
+			vm.log.Debug("csi volume stats", "pod", pod.Namespace+"/"+pod.Name, "volume", r.PodVolume, "err", err)
 			continue
 		}
 		vol := csiUsage(r.PodVolume, resp.GetUsage())

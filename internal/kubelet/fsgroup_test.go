@@ -124,7 +124,7 @@ func TestFSGroupVolumes(t *testing.T) {
 	}
 	h.create(pod)
 	h.waitPod("default", "grouped", "running", podRunning)
-	vols := h.kubelet.volumesDir(pod)
+	vols := h.kubelet.volumeManager.volumesDir(pod)
 	for _, tc := range []struct {
 		path string
 		mode os.FileMode

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +25,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/skiff-sh/skiff/internal/kubelet/cri"
-	"github.com/skiff-sh/skiff/internal/kubelet/csi"
 )
 
 // Deps are the kubelet's collaborators.
@@ -81,20 +79,10 @@ type Kubelet struct {
 	resize map[types.UID]*podResizeState
 	// sysctls are the sysctls pods may set.
 	sysctls sysctlAllowlist
-	// owned lists the "<pod uid>/<volume>" local volumes given the pod's
-	// fsGroup.
-	owned map[string]bool
-	// tokens caches service account tokens of projected volumes.
-	tokens map[string]cachedToken
-	// csiDrivers are the CSI node plugins registered through RootDir/plugins_registry;
-	// csiPublished and csiStaged the targets and staging paths this kubelet published and
-	// staged since it started (csivolume.go).
-	csiDrivers   *csi.Registry
-	plugins      *csi.Watcher
-	csiPublished map[string]bool
-	csiStaged    map[string]bool
-	// csiStageMu keeps stages and unstages apart (one volume is never staged and unstaged at once).
-	csiStageMu sync.Mutex
+	// volumes owns the pods' volumes (volumemanager.go); the pod sync reaches it through podVolumes,
+	// volumeManager the same manager for the wiring (its plugin registration loop).
+	volumes       podVolumes
+	volumeManager *volumeManager
 	// runtimeID prefixes the containers' IDs in the pods' status ("containerd://...").
 	runtimeID string
 	// nodes owns the Node object and the Lease (nodestatus.go).
@@ -136,8 +124,8 @@ func New(cfg Config, deps Deps) (*Kubelet, error) {
 		cfg: cfg, client: deps.Client, runtime: deps.Runtime, clock: deps.Clock, log: deps.Log, recorder: deps.Recorder,
 		sandboxSlots: make(chan struct{}, cfg.MaxParallelSandboxes),
 		pods:         map[types.UID]*podEntry{}, workers: map[types.UID]*podWorker{}, waiting: map[types.UID]map[string]corev1.ContainerStateWaiting{},
-		ready: make(chan struct{}), runtimeID: "containerd", tokens: map[string]cachedToken{}, admitted: map[types.UID]bool{}, owned: map[string]bool{},
-		resize: map[types.UID]*podResizeState{}, csiDrivers: csi.NewRegistry(), csiPublished: map[string]bool{}, csiStaged: map[string]bool{},
+		ready: make(chan struct{}), runtimeID: "containerd", admitted: map[types.UID]bool{},
+		resize: map[types.UID]*podResizeState{},
 	}
 	sysctls, err := newSysctlAllowlist(cfg.AllowedUnsafeSysctls)
 	if err != nil {
@@ -165,9 +153,12 @@ func New(cfg Config, deps Deps) (*Kubelet, error) {
 		k.recorder = k.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
 	}
 	k.prober = newProber(k)
-	k.nodes = &nodeStatus{cfg: cfg, client: k.client, runtime: k.runtime, clock: k.clock, log: k.log, machine: k.machine, volumes: k}
+	// The parts: the volumes, the node's object, the HTTP API, each given only what it needs.
+	volumes := newVolumeManager(cfg, k.client, k.clock, k.log, k.recorder)
+	k.volumes, k.volumeManager = volumes, volumes
+	k.nodes = &nodeStatus{cfg: cfg, client: k.client, runtime: k.runtime, clock: k.clock, log: k.log, machine: k.machine, volumes: volumes}
 	k.server = &server{
-		pods: k, volumes: k, runtime: k.runtime, clock: k.clock, log: k.log, apiAuth: deps.APIAuth,
+		pods: k, volumes: volumes, runtime: k.runtime, clock: k.clock, log: k.log, apiAuth: deps.APIAuth,
 		nodeName: cfg.NodeName, dataDir: cfg.DataDir, nodeLogDir: cfg.NodeLogDir,
 	}
 	k.backoff = newCrashLoopBackoff(k.clock, cfg.CrashLoopInitialBackoff, cfg.CrashLoopMaxBackoff)
@@ -230,17 +221,13 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		return ctx.Err()
 	}
 	// The drivers of the CSI volumes on disk register before the kubelet looks at them.
-	k.plugins = &csi.Watcher{
-		Dir: filepath.Join(k.cfg.RootDir, "plugins_registry"), Registry: k.csiDrivers,
-		NodeInfo: &csi.NodeInfo{Client: k.client, NodeName: k.cfg.NodeName}, Clock: k.clock, Log: k.log,
-	}
-	k.plugins.Prime(ctx)
+	k.volumeManager.primePlugins(ctx)
 	k.cleanupOrphans(ctx)
 	k.readyOnce.Do(func() { close(k.ready) })
 	k.log.Info("kubelet running")
 
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context){k.nodes.leaseLoop, k.nodes.nodeStatusLoop, k.relistLoop, k.housekeepingLoop, k.staticPodLoop, k.pluginLoop} {
+	for _, loop := range []func(context.Context){k.nodes.leaseLoop, k.nodes.nodeStatusLoop, k.relistLoop, k.housekeepingLoop, k.staticPodLoop, k.volumeManager.pluginLoop} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -266,10 +253,6 @@ func (k *Kubelet) housekeepingLoop(ctx context.Context) {
 		}
 	}
 }
-
-// pluginLoop registers the CSI node plugins whose sockets appear in RootDir/plugins_registry
-// (after Run primed the watcher).
-func (k *Kubelet) pluginLoop(ctx context.Context) { k.plugins.Run(ctx) }
 
 func (k *Kubelet) podSeen(obj any) {
 	pod, ok := obj.(*corev1.Pod)
@@ -396,23 +379,14 @@ func (k *Kubelet) podByUID(uid types.UID) (*corev1.Pod, bool, bool) {
 
 func (k *Kubelet) forgetPod(uid types.UID) {
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	if entry, ok := k.pods[uid]; ok && entry.deleted {
 		delete(k.pods, uid)
 	}
 	delete(k.waiting, uid)
 	delete(k.admitted, uid)
 	delete(k.resize, uid)
-	for key := range k.tokens {
-		if strings.HasPrefix(key, string(uid)+"/") {
-			delete(k.tokens, key)
-		}
-	}
-	for key := range k.owned {
-		if strings.HasPrefix(key, string(uid)+"/") {
-			delete(k.owned, key)
-		}
-	}
+	k.mu.Unlock()
+	k.volumes.forgetPod(uid)
 	k.backoff.forgetPod(uid)
 }
 

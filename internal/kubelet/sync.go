@@ -199,7 +199,7 @@ func (k *Kubelet) runContainers(ctx context.Context, pod *corev1.Pod, state *pod
 	}
 	podIPs := sandboxIPs(pod, sandboxStatus, k.nodes.currentHostIPs())
 	src := newObjectSource(ctx, k.client)
-	volumes, err := k.setupVolumes(ctx, pod, src, k.envInputs(pod, podIPs))
+	volumes, err := k.volumes.setupVolumes(ctx, pod, src, k.envInputs(pod, podIPs))
 	if err != nil {
 		k.recorder.Event(pod, corev1.EventTypeWarning, "FailedMount", err.Error())
 		if werr := k.writeStatus(ctx, pod, state, sandboxStatus, false); werr != nil {
@@ -616,8 +616,11 @@ func (k *Kubelet) containerConfig(pod *corev1.Pod, c *corev1.Container, kind str
 }
 
 // podDataDir holds a pod's kubelet-side files other than logs.
-func (k *Kubelet) podDataDir(uid types.UID) string {
-	return filepath.Join(k.cfg.DataDir, "pod-data", string(uid))
+func (k *Kubelet) podDataDir(uid types.UID) string { return podDataDirIn(k.cfg.DataDir, uid) }
+
+// podDataDirIn is podDataDir under the kubelet's data directory dataDir.
+func podDataDirIn(dataDir string, uid types.UID) string {
+	return filepath.Join(dataDir, "pod-data", string(uid))
 }
 
 func (k *Kubelet) terminationLogFile(pod *corev1.Pod, container string, restarts int32) (string, error) {
@@ -736,10 +739,9 @@ func (k *Kubelet) stopInParallel(ctx context.Context, pod *corev1.Pod, container
 func (k *Kubelet) removePod(ctx context.Context, pod *corev1.Pod, uid types.UID, state *podRuntimeState) error {
 	// CSI volumes go through their drivers; until each is unpublished the pod stays (its
 	// removal is retried), as Kubernetes keeps a pod whose volumes are still mounted.
-	if err := k.teardownCSI(ctx, string(uid)); err != nil {
+	if err := k.volumes.teardownPod(ctx, string(uid)); err != nil {
 		return err
 	}
-	k.teardownVolumes(string(uid))
 	_ = os.RemoveAll(k.podDataDir(uid))
 	if pod != nil {
 		_ = os.RemoveAll(k.podLogDir(pod))
@@ -820,7 +822,7 @@ func (k *Kubelet) cleanupOrphans(ctx context.Context) {
 	for _, s := range sandboxes {
 		sandboxed[types.UID(s.Labels[labelPodUID])] = true
 	}
-	k.cleanupCSIOrphans(ctx, func(uid types.UID) bool { return known[uid] || workers[uid] || sandboxed[uid] })
+	k.volumes.cleanupOrphans(ctx, func(uid types.UID) bool { return known[uid] || workers[uid] || sandboxed[uid] })
 	for uid := range orphans {
 		k.log.Info("cleaning up pod unknown to the API", "uid", uid)
 		k.mu.Lock()

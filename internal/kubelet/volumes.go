@@ -62,8 +62,8 @@ func (e *volumeSetupError) Error() string {
 
 func (e *volumeSetupError) Unwrap() error { return e.err }
 
-func (k *Kubelet) volumesDir(pod *corev1.Pod) string {
-	return filepath.Join(k.podDataDir(pod.UID), "volumes")
+func (vm *volumeManager) volumesDir(pod *corev1.Pod) string {
+	return filepath.Join(podDataDirIn(vm.dataDir, pod.UID), "volumes")
 }
 
 // hasRefreshedVolumes reports whether the pod has volumes whose contents
@@ -81,11 +81,11 @@ func hasRefreshedVolumes(pod *corev1.Pod) bool {
 
 // setupVolumes prepares every volume of the pod on the host and returns
 // them by name; it is idempotent and refreshes API-backed contents.
-func (k *Kubelet) setupVolumes(ctx context.Context, pod *corev1.Pod, src *objectSource, in envInputs) (map[string]volume, error) {
+func (vm *volumeManager) setupVolumes(ctx context.Context, pod *corev1.Pod, src *objectSource, in envInputs) (map[string]volume, error) {
 	out := map[string]volume{}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		vol, err := k.setupVolume(ctx, pod, v, src, in)
+		vol, err := vm.setupVolume(ctx, pod, v, src, in)
 		if err != nil {
 			return nil, &volumeSetupError{volume: v.Name, err: err}
 		}
@@ -94,8 +94,8 @@ func (k *Kubelet) setupVolumes(ctx context.Context, pod *corev1.Pod, src *object
 	return out, nil
 }
 
-func (k *Kubelet) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, src *objectSource, in envInputs) (volume, error) {
-	dir := func(kind string) string { return filepath.Join(k.volumesDir(pod), kind, v.Name) }
+func (vm *volumeManager) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, src *objectSource, in envInputs) (volume, error) {
+	dir := func(kind string) string { return filepath.Join(vm.volumesDir(pod), kind, v.Name) }
 	fsGroup, _ := fsGroupOf(pod)
 	// API-backed volumes are written by the kubelet and read-only to the
 	// pod: their files get the fsGroup's read bits when written and the
@@ -160,20 +160,20 @@ func (k *Kubelet) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Vo
 		}
 		return atomic("downward-api", files)
 	case v.Projected != nil:
-		files, err := k.projectedFiles(ctx, pod, v.Projected, src, in)
+		files, err := vm.projectedFiles(ctx, pod, v.Projected, src, in)
 		if err != nil {
 			return volume{}, err
 		}
 		return atomic("projected", files)
 	case v.CSI != nil:
-		return k.setupCSIInline(ctx, pod, v)
+		return vm.setupCSIInline(ctx, pod, v)
 	case v.PersistentVolumeClaim != nil || v.Ephemeral != nil:
 		ref := v.PersistentVolumeClaim
 		if v.Ephemeral != nil {
 			// A generic ephemeral volume is the claim <pod>-<volume> its controller made for the pod.
 			ref = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pod.Name + "-" + v.Name}
 		}
-		vol, local, err := k.setupClaim(ctx, pod, v.Name, ref, v.Ephemeral != nil)
+		vol, local, err := vm.setupClaim(ctx, pod, v.Name, ref, v.Ephemeral != nil)
 		if err != nil || !local || fsGroup == nil {
 			return vol, err
 		}
@@ -181,17 +181,17 @@ func (k *Kubelet) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Vo
 		// as upstream): once per pod, since walking a volume of user data on
 		// every sync would be costly, with the pod's fsGroupChangePolicy.
 		key := string(pod.UID) + "/" + v.Name
-		k.mu.Lock()
-		done := k.owned[key]
-		k.mu.Unlock()
+		vm.mu.Lock()
+		done := vm.owned[key]
+		vm.mu.Unlock()
 		if !done {
 			_, always := fsGroupOf(pod)
 			if err := setVolumeOwnership(vol.hostPath, *fsGroup, always, vol.readOnly); err != nil {
 				return volume{}, err
 			}
-			k.mu.Lock()
-			k.owned[key] = true
-			k.mu.Unlock()
+			vm.mu.Lock()
+			vm.owned[key] = true
+			vm.mu.Unlock()
 		}
 		return vol, nil
 	}
@@ -241,10 +241,10 @@ func mountsUnder(dir string) []string {
 }
 
 // teardownVolumes unmounts what the kubelet mounted for a pod.
-func (k *Kubelet) teardownVolumes(uid string) {
-	for _, m := range mountsUnder(filepath.Join(k.cfg.DataDir, "pod-data", uid)) {
+func (vm *volumeManager) teardownVolumes(uid string) {
+	for _, m := range mountsUnder(filepath.Join(vm.dataDir, "pod-data", uid)) {
 		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
-			k.log.Warn("unmount pod volume", "path", m, "err", err)
+			vm.log.Warn("unmount pod volume", "path", m, "err", err)
 		}
 	}
 }
@@ -307,8 +307,8 @@ func setupHostPath(hp *corev1.HostPathVolumeSource) (volume, error) {
 
 // setupClaim resolves a claim to the volume bound to it (hostPath, local or CSI);
 // local tells a local one. An ephemeral claim must be the pod's own.
-func (k *Kubelet) setupClaim(ctx context.Context, pod *corev1.Pod, podVolume string, ref *corev1.PersistentVolumeClaimVolumeSource, ephemeral bool) (volume, bool, error) {
-	claim, err := k.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, ref.ClaimName, metav1.GetOptions{})
+func (vm *volumeManager) setupClaim(ctx context.Context, pod *corev1.Pod, podVolume string, ref *corev1.PersistentVolumeClaimVolumeSource, ephemeral bool) (volume, bool, error) {
+	claim, err := vm.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, ref.ClaimName, metav1.GetOptions{})
 	if err != nil {
 		return volume{}, false, fmt.Errorf("get persistentvolumeclaim %q: %w", ref.ClaimName, err)
 	}
@@ -318,7 +318,7 @@ func (k *Kubelet) setupClaim(ctx context.Context, pod *corev1.Pod, podVolume str
 	if claim.Spec.VolumeName == "" || claim.Status.Phase != corev1.ClaimBound {
 		return volume{}, false, fmt.Errorf("persistentvolumeclaim %q is not bound", ref.ClaimName)
 	}
-	pv, err := k.client.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
+	pv, err := vm.client.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {
 		return volume{}, false, fmt.Errorf("get persistentvolume %q: %w", claim.Spec.VolumeName, err)
 	}
@@ -333,7 +333,7 @@ func (k *Kubelet) setupClaim(ctx context.Context, pod *corev1.Pod, podVolume str
 		}
 		return volume{hostPath: pv.Spec.Local.Path, readOnly: ref.ReadOnly}, true, nil
 	case pv.Spec.CSI != nil:
-		vol, err := k.setupCSIClaim(ctx, pod, podVolume, ref, claim, pv)
+		vol, err := vm.setupCSIClaim(ctx, pod, podVolume, ref, claim, pv)
 		return vol, false, err
 	}
 	return volume{}, false, fmt.Errorf("persistentvolume %q: only hostPath, local and CSI volumes are supported", pv.Name)
@@ -442,7 +442,7 @@ func findContainer(pod *corev1.Pod, name string) *corev1.Container {
 	return nil
 }
 
-func (k *Kubelet) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1.ProjectedVolumeSource, src *objectSource, in envInputs) (map[string]fileContent, error) {
+func (vm *volumeManager) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1.ProjectedVolumeSource, src *objectSource, in envInputs) (map[string]fileContent, error) {
 	files := map[string]fileContent{}
 	for _, s := range p.Sources {
 		var part map[string]fileContent
@@ -456,7 +456,7 @@ func (k *Kubelet) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1
 			part, err = downwardAPIFiles(in, s.DownwardAPI.Items, p.DefaultMode)
 		case s.ServiceAccountToken != nil:
 			var token string
-			token, err = k.serviceAccountToken(ctx, pod, s.ServiceAccountToken)
+			token, err = vm.serviceAccountToken(ctx, pod, s.ServiceAccountToken)
 			part = map[string]fileContent{s.ServiceAccountToken.Path: tokenFile(pod, []byte(token), p.DefaultMode)}
 		}
 		if err != nil {
@@ -469,7 +469,7 @@ func (k *Kubelet) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1
 
 // serviceAccountToken requests a token bound to the pod, reusing a cached
 // one until 80% of its lifetime has passed.
-func (k *Kubelet) serviceAccountToken(ctx context.Context, pod *corev1.Pod, p *corev1.ServiceAccountTokenProjection) (string, error) {
+func (vm *volumeManager) serviceAccountToken(ctx context.Context, pod *corev1.Pod, p *corev1.ServiceAccountTokenProjection) (string, error) {
 	expiration := int64(3600)
 	if p.ExpirationSeconds != nil {
 		expiration = *p.ExpirationSeconds
@@ -479,10 +479,10 @@ func (k *Kubelet) serviceAccountToken(ctx context.Context, pod *corev1.Pod, p *c
 		sa = "default"
 	}
 	key := fmt.Sprintf("%s/%s/%s/%d", pod.UID, sa, p.Audience, expiration)
-	now := k.clock.Now()
-	k.mu.Lock()
-	cached, ok := k.tokens[key]
-	k.mu.Unlock()
+	now := vm.clock.Now()
+	vm.mu.Lock()
+	cached, ok := vm.tokens[key]
+	vm.mu.Unlock()
 	if ok && now.Before(cached.refreshAt) {
 		return cached.token, nil
 	}
@@ -493,7 +493,7 @@ func (k *Kubelet) serviceAccountToken(ctx context.Context, pod *corev1.Pod, p *c
 	if p.Audience != "" {
 		req.Spec.Audiences = []string{p.Audience}
 	}
-	resp, err := k.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+	resp, err := vm.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("failed to fetch token: %w", err)
 	}
@@ -501,9 +501,9 @@ func (k *Kubelet) serviceAccountToken(ctx context.Context, pod *corev1.Pod, p *c
 	if !resp.Status.ExpirationTimestamp.IsZero() {
 		lifetime = resp.Status.ExpirationTimestamp.Sub(now)
 	}
-	k.mu.Lock()
-	k.tokens[key] = cachedToken{token: resp.Status.Token, refreshAt: now.Add(lifetime * 8 / 10)}
-	k.mu.Unlock()
+	vm.mu.Lock()
+	vm.tokens[key] = cachedToken{token: resp.Status.Token, refreshAt: now.Add(lifetime * 8 / 10)}
+	vm.mu.Unlock()
 	return resp.Status.Token, nil
 }
 
@@ -661,13 +661,13 @@ func containerMounts(c *corev1.Container, volumes map[string]volume, lookup func
 
 // volumeUsage measures the pods' volumes the kubelet keeps under their data directories, and
 // asks the CSI drivers about theirs.
-func (k *Kubelet) volumeUsage(ctx context.Context, pods []*corev1.Pod) map[string][]stats.Volume {
+func (vm *volumeManager) volumeUsage(ctx context.Context, pods []*corev1.Pod) map[string][]stats.Volume {
 	out := map[string][]stats.Volume{}
 	for _, pod := range pods {
-		if vols := k.csiVolumeStats(ctx, pod); len(vols) > 0 {
+		if vols := vm.csiVolumeStats(ctx, pod); len(vols) > 0 {
 			out[string(pod.UID)] = append(out[string(pod.UID)], vols...)
 		}
-		root := k.volumesDir(pod)
+		root := vm.volumesDir(pod)
 		kinds, err := os.ReadDir(root)
 		if err != nil {
 			continue
