@@ -2,20 +2,17 @@ package etcdsnapshot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
+
+	"github.com/skiff-sh/skiff/internal/leader"
 )
 
 // Scheduler takes snapshots on a schedule while its node holds the Lease.
@@ -32,7 +29,7 @@ type Scheduler struct {
 	Client kubernetes.Interface
 	// Identity is the Lease holder's identity (node and process).
 	Identity string
-	// LeaseDuration, RenewDeadline, RetryPeriod: the Lease's timing.
+	// LeaseDuration, RenewDeadline, RetryPeriod: the Lease's timing (leader's defaults when zero).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// SaveTimeout bounds one save (default 5 minutes): an etcd that does not answer fails the
 	// run, which is recorded, rather than hanging the schedule.
@@ -45,39 +42,20 @@ type Scheduler struct {
 const DefaultSaveTimeout = 5 * time.Minute
 
 // ErrLeaderElectionLost is returned by Run when the Lease was lost while leading.
-var ErrLeaderElectionLost = errors.New("etcd snapshot scheduler: leader election lost")
+var ErrLeaderElectionLost = leader.ErrLost
 
 // Run campaigns for the Lease kube-system/skiff-etcd-snapshot and takes the scheduled snapshots
 // while leading. It returns nil when ctx ends and ErrLeaderElectionLost when the Lease is lost.
 func (s *Scheduler) Run(ctx context.Context) error {
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: IndexNamespace, Name: LeaseName},
-		Client:     s.Client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: s.Identity},
-	}
-	var wg sync.WaitGroup
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: lock, Name: LeaseName, LeaseDuration: s.LeaseDuration, RenewDeadline: s.RenewDeadline, RetryPeriod: s.RetryPeriod,
-		ReleaseOnCancel: true,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leaderCtx context.Context) {
-				wg.Add(1)
-				defer wg.Done()
-				s.Log.Info("took the etcd snapshot Lease; snapshots are taken here", "identity", s.Identity, "dir", s.Dir.Path)
-				s.Lead(leaderCtx)
-			},
-			OnStoppedLeading: func() { s.Log.Info("released the etcd snapshot Lease", "identity", s.Identity) },
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("etcd snapshot leader election: %w", err)
-	}
-	elector.Run(ctx)
-	wg.Wait()
-	if ctx.Err() != nil {
+	return leader.Campaign(ctx, leader.Config{
+		Client: s.Client, Namespace: IndexNamespace, Name: LeaseName, Identity: s.Identity,
+		LeaseDuration: s.LeaseDuration, RenewDeadline: s.RenewDeadline, RetryPeriod: s.RetryPeriod,
+		Policy: leader.ReturnOnLoss, Logger: s.Log,
+	}, func(ctx context.Context) error {
+		s.Log.Info("snapshots are taken here", "identity", s.Identity, "dir", s.Dir.Path)
+		s.Lead(ctx)
 		return nil
-	}
-	return ErrLeaderElectionLost
+	})
 }
 
 // Lead takes the snapshots the schedule asks for until ctx ends: it looks at the directory, asks

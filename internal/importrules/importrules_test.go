@@ -46,6 +46,10 @@ var rules = []struct {
 	{name: "the service proxy is an API client", pattern: "./internal/proxy/...", forbidden: apiClientForbidden},
 	{name: "the network policy agent is an API client", pattern: "./internal/netpol/...", forbidden: apiClientForbidden},
 	{name: "the manifests directory is an API client", pattern: "./internal/manifests/...", forbidden: apiClientForbidden},
+	// The Lease campaign is client-go's leader election and nothing of skiff's: the components that
+	// campaign import it, never the other way round.
+	{name: "leader election is a client library", pattern: "./internal/leader/...",
+		forbidden: append(slices.Clone(apiClientForbidden), module+"internal/"), allowed: []string{module + "internal/leader"}},
 	// Snapshots are etcd's business (its client and snapshot API), recorded through the API as a
 	// client: never the server, storage or the node's assembly.
 	{name: "etcd snapshots reach etcd and the API, not the server", pattern: "./internal/etcdsnapshot/...",

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,11 +22,11 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/skiff-sh/skiff/internal/leader"
 )
 
 const (
@@ -47,7 +46,7 @@ type Config struct {
 	Discovery discovery.DiscoveryInterface
 	// Identity is the Lease holder's identity (node name and pid).
 	Identity string
-	// LeaseDuration, RenewDeadline, RetryPeriod: the Lease's timing.
+	// LeaseDuration, RenewDeadline, RetryPeriod: the Lease's timing (leader's defaults when zero).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Interval is how often the directory is read and the cluster compared with it (default 2 s).
 	Interval time.Duration
@@ -56,9 +55,6 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.LeaseDuration == 0 {
-		c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
-	}
 	if c.Interval == 0 {
 		c.Interval = 2 * time.Second
 	}
@@ -74,33 +70,15 @@ func (c *Config) defaults() {
 // the directory. Losing the Lease ends the term; Run campaigns again.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: LeaseName},
-		Client:     cfg.Client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
-	}
-	for ctx.Err() == nil {
-		var wg sync.WaitGroup
-		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: lock, Name: LeaseName, LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
-			ReleaseOnCancel: true,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(termCtx context.Context) {
-					wg.Add(1)
-					defer wg.Done()
-					cfg.Logger.Info("holding the manifests lease; applying the directory", "dir", cfg.Dir, "identity", cfg.Identity)
-					newTerm(&cfg).run(termCtx)
-				},
-				OnStoppedLeading: func() { cfg.Logger.Info("stopped applying the manifests directory", "identity", cfg.Identity) },
-			},
-		})
-		if err != nil {
-			return fmt.Errorf("manifests leader election: %w", err)
-		}
-		elector.Run(ctx)
-		wg.Wait()
-	}
-	return nil
+	return leader.Campaign(ctx, leader.Config{
+		Client: cfg.Client, Namespace: metav1.NamespaceSystem, Name: LeaseName, Identity: cfg.Identity,
+		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
+		Policy: leader.CampaignAgain, Logger: cfg.Logger,
+	}, func(ctx context.Context) error {
+		cfg.Logger.Info("applying the manifests directory", "dir", cfg.Dir, "identity", cfg.Identity)
+		newTerm(&cfg).run(ctx)
+		return nil
+	})
 }
 
 // term is one leadership term's state.

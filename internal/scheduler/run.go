@@ -2,20 +2,18 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/skiff-sh/skiff/internal/leader"
 )
 
 // ErrLeadershipLost is returned by Run when this instance stops being the
 // leader while its context is still live; the caller should exit or restart
 // it, as kube-scheduler does.
-var ErrLeadershipLost = errors.New("scheduler: leader election lost")
+var ErrLeadershipLost = leader.ErrLost
 
 // Run starts informers, waits for their caches, and schedules until ctx ends.
 // With LeaderElect, caches stay warm on every instance but only the holder of
@@ -69,34 +67,12 @@ func RunWithHook(ctx context.Context, cfg Config, started func(*Scheduler)) erro
 		s.Run(ctx)
 		return nil
 	}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.LeaseNamespace, Name: cfg.LeaseName},
-		Client:     cfg.Client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
-	}
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   cfg.LeaseDuration,
-		RenewDeadline:   cfg.RenewDeadline,
-		RetryPeriod:     cfg.RetryPeriod,
-		ReleaseOnCancel: true,
-		Name:            "skiff-scheduler",
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				s.logger.Info("became leader, scheduling", "identity", cfg.Identity)
-				s.Run(ctx)
-			},
-			OnStoppedLeading: func() {
-				s.logger.Info("stopped leading", "identity", cfg.Identity)
-			},
-		},
+	return leader.Campaign(ctx, leader.Config{
+		Client: cfg.Client, Namespace: cfg.LeaseNamespace, Name: cfg.LeaseName, Identity: cfg.Identity,
+		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
+		Policy: leader.ReturnOnLoss, Logger: s.logger,
+	}, func(ctx context.Context) error {
+		s.Run(ctx)
+		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("scheduler leader election: %w", err)
-	}
-	elector.Run(ctx)
-	if ctx.Err() == nil {
-		return ErrLeadershipLost
-	}
-	return nil
 }

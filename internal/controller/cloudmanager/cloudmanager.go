@@ -2,7 +2,6 @@ package cloudmanager
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -14,8 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -23,13 +20,14 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/cloudroutes"
 	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 	"github.com/skiff-sh/skiff/internal/controller/servicelb"
+	"github.com/skiff-sh/skiff/internal/leader"
 )
 
 // LeaseName is the cloud controller manager's Lease in kube-system (upstream's name).
 const LeaseName = "cloud-controller-manager"
 
 // ErrLeaderElectionLost is returned when the Lease was lost while running.
-var ErrLeaderElectionLost = errors.New("cloud controller manager: leader election lost")
+var ErrLeaderElectionLost = leader.ErrLost
 
 // Config configures Run.
 type Config struct {
@@ -39,7 +37,7 @@ type Config struct {
 	Provider    string
 	ClusterName string
 	Identity    string
-	// LeaseDuration, RenewDeadline, RetryPeriod: the Lease's timing.
+	// LeaseDuration, RenewDeadline, RetryPeriod: the Lease's timing (leader's defaults when zero).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	Workers                                   int
 	Clock                                     clock.WithTicker
@@ -49,9 +47,6 @@ type Config struct {
 func (c *Config) defaults() {
 	if c.ClusterName == "" {
 		c.ClusterName = "skiff"
-	}
-	if c.LeaseDuration == 0 {
-		c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
 	}
 	if c.Workers == 0 {
 		c.Workers = 2
@@ -75,45 +70,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if !cfg.Registry.Has(cfg.Provider) {
 		return fmt.Errorf("cloud controller manager: %w %q (known: %v)", cloudprovider.ErrUnknown, cfg.Provider, cfg.Registry.Names())
 	}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: LeaseName},
-		Client:     cfg.Client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
-	}
-	var wg sync.WaitGroup
-	var termErr error
-	var mu sync.Mutex
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: lock, Name: LeaseName, LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
-		ReleaseOnCancel: true,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leaderCtx context.Context) {
-				wg.Add(1)
-				defer wg.Done()
-				cfg.Logger.Info("became leader; starting cloud controllers", "identity", cfg.Identity, "provider", cfg.Provider)
-				if err := runTerm(leaderCtx, &cfg); err != nil {
-					mu.Lock()
-					termErr = err
-					mu.Unlock()
-				}
-			},
-			OnStoppedLeading: func() { cfg.Logger.Info("stopped leading", "identity", cfg.Identity) },
-		},
+	return leader.Campaign(ctx, leader.Config{
+		Client: cfg.Client, Namespace: metav1.NamespaceSystem, Name: LeaseName, Identity: cfg.Identity,
+		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
+		Policy: leader.ReturnOnLoss, Logger: cfg.Logger,
+	}, func(ctx context.Context) error {
+		cfg.Logger.Info("starting cloud controllers", "identity", cfg.Identity, "provider", cfg.Provider)
+		return runTerm(ctx, &cfg)
 	})
-	if err != nil {
-		return fmt.Errorf("cloud controller manager leader election: %w", err)
-	}
-	elector.Run(ctx)
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	if termErr != nil {
-		return termErr
-	}
-	if ctx.Err() != nil {
-		return nil
-	}
-	return ErrLeaderElectionLost
 }
 
 // runner is one controller.

@@ -2,7 +2,6 @@ package manager
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -11,16 +10,15 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
+	"github.com/skiff-sh/skiff/internal/leader"
 )
 
 // ErrLeaderElectionLost is returned by Run when this instance lost the Lease
 // while running; the caller should exit (or Run again) as kube-controller-manager does.
-var ErrLeaderElectionLost = errors.New("controller manager: leader election lost")
+var ErrLeaderElectionLost = leader.ErrLost
 
 // constructor builds one controller from the shared dependencies. It returns
 // (nil, nil) when the controller cannot run with this config (and says why in
@@ -68,68 +66,11 @@ func run(ctx context.Context, cfg Config, registry map[string]constructor) error
 
 func runElected(ctx context.Context, cfg *Config, runControllers func(context.Context) error) error {
 	le := cfg.LeaderElection
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1ObjectMeta(le.Namespace, le.Name),
-		Client:     cfg.Client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
-	}
-	// term tracks the controllers goroutine client-go starts on winning, so Run
-	// does not return while it still runs; closed stops a late start after Run.
-	var term struct {
-		sync.Mutex
-		wg     sync.WaitGroup
-		closed bool
-		err    error
-	}
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		Name:            le.Name,
-		LeaseDuration:   le.LeaseDuration,
-		RenewDeadline:   le.RenewDeadline,
-		RetryPeriod:     le.RetryPeriod,
-		ReleaseOnCancel: true,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leaderCtx context.Context) {
-				term.Lock()
-				if term.closed {
-					term.Unlock()
-					return
-				}
-				term.wg.Add(1)
-				term.Unlock()
-				defer term.wg.Done()
-				cfg.Logger.Info("became leader; starting controllers", "identity", cfg.Identity, "lease", le.Namespace+"/"+le.Name)
-				if err := runControllers(leaderCtx); err != nil {
-					term.Lock()
-					term.err = err
-					term.Unlock()
-				}
-			},
-			OnStoppedLeading: func() {
-				cfg.Logger.Info("stopped leading", "identity", cfg.Identity)
-			},
-			OnNewLeader: func(identity string) {
-				if identity != cfg.Identity {
-					cfg.Logger.Info("another instance leads", "leader", identity)
-				}
-			},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("controller manager leader election: %w", err)
-	}
-	elector.Run(ctx)
-	term.Lock()
-	term.closed = true
-	term.Unlock()
-	term.wg.Wait()
-	if term.err != nil {
-		return term.err
-	}
-	if ctx.Err() != nil {
-		return nil
-	}
-	return ErrLeaderElectionLost
+	return leader.Campaign(ctx, leader.Config{
+		Client: cfg.Client, Namespace: le.Namespace, Name: le.Name, Identity: cfg.Identity,
+		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
+		Policy: leader.ReturnOnLoss, Logger: cfg.Logger,
+	}, runControllers)
 }
 
 // runTerm is one leadership term: fresh informers, recorder and controllers,

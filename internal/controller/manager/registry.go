@@ -1,8 +1,6 @@
 package manager
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/skiff-sh/skiff/internal/controller/attachdetach"
 	"github.com/skiff-sh/skiff/internal/controller/clusterroleaggregation"
 	"github.com/skiff-sh/skiff/internal/controller/cronjob"
@@ -119,8 +117,4 @@ func constructors() map[string]constructor {
 			return namespace.New(deps, cfg.Dynamic, ctrlutil.Discovery(cfg.Client.Discovery()))
 		},
 	}
-}
-
-func metav1ObjectMeta(namespace, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Namespace: namespace, Name: name}
 }
