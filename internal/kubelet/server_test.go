@@ -3,16 +3,23 @@ package kubelet
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/skiff-sh/skiff/internal/kubelet/fakecri"
 )
 
 func authenticated(r *http.Request) *http.Request {
@@ -128,5 +135,69 @@ func TestStreamingEndpointsRequireRunningContainer(t *testing.T) {
 	}
 	if code, _ := h.get("/portForward/default/box?port=99999", true); code != http.StatusBadRequest {
 		t.Errorf("port-forward to a bad port = %d", code)
+	}
+}
+
+// fakePodSource is a podSource of fixed pods, for the server alone.
+type fakePodSource []*corev1.Pod
+
+func (f fakePodSource) podByName(namespace, name string) *corev1.Pod {
+	for _, p := range f {
+		if p.Namespace == namespace && p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+func (f fakePodSource) livePods() []*corev1.Pod { return f }
+
+// TestServerAnswersFromItsPodSource runs the kubelet API on a server given only a podSource and a
+// runtime, no kubelet: the pods it lists and the requests it refuses come from that source.
+func TestServerAnswersFromItsPodSource(t *testing.T) {
+	pod := func(namespace, name string) *corev1.Pod {
+		p := &corev1.Pod{}
+		p.Namespace, p.Name, p.UID = namespace, name, types.UID(namespace+"-"+name)
+		p.Spec.Containers = []corev1.Container{{Name: "app"}}
+		return p
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	s := &server{
+		pods: fakePodSource{pod("ns-b", "one"), pod("ns-a", "two"), pod("ns-a", "one")}, runtime: fakecri.New(clk), clock: clk,
+		log: slog.New(slog.DiscardHandler), nodeLogDir: t.TempDir(),
+	}
+	handler := s.handler()
+	get := func(path string) (int, string) {
+		w := httptest.NewRecorder()
+		handler.ServeHTTP(w, authenticated(httptest.NewRequest(http.MethodGet, path, nil)))
+		body, _ := io.ReadAll(w.Result().Body)
+		return w.Code, string(body)
+	}
+
+	code, body := get("/pods")
+	var list corev1.PodList
+	if err := json.Unmarshal([]byte(body), &list); code != http.StatusOK || err != nil {
+		t.Fatalf("GET /pods = %d %q (%v)", code, body, err)
+	}
+	var names []string
+	for _, p := range list.Items {
+		names = append(names, p.Namespace+"/"+p.Name)
+	}
+	if want := []string{"ns-a/one", "ns-a/two", "ns-b/one"}; !slices.Equal(names, want) {
+		t.Errorf("GET /pods lists %v, want %v (the source's pods, by namespace and name)", names, want)
+	}
+
+	for _, tc := range []struct {
+		path string
+		code int
+		body string
+	}{
+		{"/containerLogs/ns-a/gone/app", http.StatusNotFound, `pod "ns-a/gone" not found`},
+		{"/containerLogs/ns-a/one/other", http.StatusBadRequest, "container other is not valid for pod one"},
+		{"/containerLogs/ns-a/one/app", http.StatusBadRequest, `container "app" in pod "one" is waiting to start`},
+	} {
+		if code, body := get(tc.path); code != tc.code || !strings.Contains(body, tc.body) {
+			t.Errorf("GET %s = %d %q, want %d with %q", tc.path, code, body, tc.code, tc.body)
+		}
 	}
 }
