@@ -12,6 +12,17 @@
 // sync: the runtime's labels and annotations are the source of truth, so a
 // restarted kubelet adopts running pods instead of restarting them.
 //
+// Parts: *Kubelet is the pod sync (informer, pod workers, runPod, status,
+// probes, resize) and the wiring that builds the other parts in New, each
+// holding its own fields and seeing the rest through a small interface:
+// nodeStatus (nodestatus.go, node.go, lease.go) owns the Node object, its
+// status and Lease and the CNI network list; volumeManager (volumemanager.go,
+// volumes.go, csivolume.go) owns the pods' volumes, the CSI drivers'
+// registration and the volumes' reconstruction from disk, asked by the pod
+// sync through podVolumes; server (server.go, streamtarget.go, attach.go,
+// resourcestats.go) answers the HTTPS API from a podSource, the runtime and
+// a volumeUsageSource.
+//
 // In-place pod resize (pods/resize): the resources each container was
 // allocated and those applied to it are kept per pod and checkpointed in the
 // pod's data dir (resize.go decides, resize_sync.go carries it out); a
