@@ -6,6 +6,12 @@ import (
 	"strconv"
 
 	"github.com/skiff-sh/skiff/internal/apiserver/admission"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission/defaultstorageclass"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission/defaulttolerationseconds"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission/namespacelifecycle"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission/priority"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission/runtimeclass"
+	saadmission "github.com/skiff-sh/skiff/internal/apiserver/admission/serviceaccount"
 )
 
 // The admission vocabulary lives in internal/apiserver/admission so that the plugins, one package
@@ -19,6 +25,25 @@ type (
 	// Lookup reads other objects for admission plugins, straight from storage.
 	Lookup = admission.Lookup
 )
+
+// DefaultAdmission is the built-in admission chain, in Kubernetes' order.
+func DefaultAdmission() []AdmissionPlugin {
+	return DefaultAdmissionTolerating(DefaultTolerationSecondsValue, DefaultTolerationSecondsValue)
+}
+
+// DefaultTolerationSecondsValue is kube-apiserver's default of --default-not-ready-toleration-seconds
+// and --default-unreachable-toleration-seconds.
+const DefaultTolerationSecondsValue = defaulttolerationseconds.DefaultSeconds
+
+// DefaultAdmissionTolerating is the built-in chain with DefaultTolerationSeconds adding the given
+// tolerations (kube-apiserver's --default-not-ready-toleration-seconds and
+// --default-unreachable-toleration-seconds). The plugins live one per package under
+// internal/apiserver/admission; this is only their order.
+func DefaultAdmissionTolerating(notReadySeconds, unreachableSeconds int64) []AdmissionPlugin {
+	return []AdmissionPlugin{namespacelifecycle.Plugin{}, saadmission.Plugin{},
+		defaulttolerationseconds.Plugin{NotReady: notReadySeconds, Unreachable: unreachableSeconds},
+		priority.Plugin{}, runtimeclass.Plugin{}, defaultstorageclass.Plugin{}}
+}
 
 func (s *Server) admit(ctx context.Context, a *AdmissionAttributes) error {
 	for _, p := range s.cfg.Admission {

@@ -17,6 +17,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission/noderestriction"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission/rbacescalation"
 	"github.com/skiff-sh/skiff/internal/apiserver/discovery"
 	"github.com/skiff-sh/skiff/internal/apiserver/local"
 	"github.com/skiff-sh/skiff/internal/controller/localpath"
@@ -192,7 +194,7 @@ func newAPIServer(ctx, admissionCtx context.Context, d apiServerDeps) (*apiserve
 		Authenticator: apiserver.UnionAuthenticator{aggregation.requestHeader,
 			apiserver.ClientCertAuthenticator{Roots: aggregation.clusterRoots}, bootstrapTokenAuthenticator(cfg, &built)},
 		AnonymousAuth: cfg.AnonymousAuth,
-		Admission:     admission.plugins(apiserver.RBACEscalation{Authorizer: authz.authorize, Rules: authz.rules}, apiserver.NodeRestriction{}),
+		Admission:     admission.plugins(rbacescalation.Plugin{Authorizer: authz.authorize, Rules: authz.rules}, noderestriction.Plugin{}),
 		OpenAPI:       oapi,
 		Discovery:     disc,
 		// CustomResourceDefinitions change the served set at run time.

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
@@ -41,6 +42,17 @@ func (a *Attributes) AddAuditAnnotation(key, value string) {
 	if _, ok := a.AuditAnnotations[key]; !ok {
 		a.AuditAnnotations[key] = value
 	}
+}
+
+// PodCreate returns the pod of a create of pods itself (not of a subresource such as eviction or
+// binding), the one write the pod-defaulting plugins (ServiceAccount, DefaultTolerationSeconds,
+// Priority, RuntimeClass) change.
+func (a *Attributes) PodCreate() (*corev1.Pod, bool) {
+	if a.Verb != "create" || a.Subresource != "" || a.Resource.GroupResource() != (schema.GroupResource{Resource: "pods"}) {
+		return nil, false
+	}
+	pod, ok := a.Object.(*corev1.Pod)
+	return pod, ok
 }
 
 // Plugin may change (Admit) and then veto (Validate) a write. Either may be a no-op. Errors are

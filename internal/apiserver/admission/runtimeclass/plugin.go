@@ -1,4 +1,4 @@
-package apiserver
+package runtimeclass
 
 import (
 	"context"
@@ -8,18 +8,23 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 )
 
-// RuntimeClass resolves a new pod's runtimeClassName, as Kubernetes' admission plugin of that
-// name: a missing RuntimeClass refuses the pod; the class's overhead becomes spec.overhead (a
+// Name is Kubernetes' name of the plugin.
+const Name = "RuntimeClass"
+
+// Plugin resolves a new pod's runtimeClassName, as Kubernetes' admission plugin of that name: a
+// missing RuntimeClass refuses the pod; the class's overhead becomes spec.overhead (a
 // different one given in the pod is refused) and its scheduling node selector and tolerations
 // are merged into the pod's.
-type RuntimeClass struct{}
+type Plugin struct{}
 
-func (RuntimeClass) Name() string { return "RuntimeClass" }
+func (Plugin) Name() string { return Name }
 
-func (RuntimeClass) Admit(ctx context.Context, a *AdmissionAttributes, lookup Lookup) error {
-	pod, ok := isPodCreate(a)
+func (Plugin) Admit(ctx context.Context, a *admission.Attributes, lookup admission.Lookup) error {
+	pod, ok := a.PodCreate()
 	if !ok || pod.Spec.RuntimeClassName == nil || *pod.Spec.RuntimeClassName == "" {
 		return nil
 	}
@@ -41,7 +46,7 @@ func (RuntimeClass) Admit(ctx context.Context, a *AdmissionAttributes, lookup Lo
 	return nil
 }
 
-func (RuntimeClass) Validate(context.Context, *AdmissionAttributes, Lookup) error { return nil }
+func (Plugin) Validate(context.Context, *admission.Attributes, admission.Lookup) error { return nil }
 
 // applyRuntimeClass merges rc's overhead and scheduling into spec, or says why it cannot.
 func applyRuntimeClass(spec *corev1.PodSpec, rc *nodev1.RuntimeClass) string {

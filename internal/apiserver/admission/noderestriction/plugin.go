@@ -1,4 +1,4 @@
-package apiserver
+package noderestriction
 
 import (
 	"context"
@@ -13,21 +13,25 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/authz/node"
 )
 
-// NodeRestriction is Kubernetes' admission plugin of that name: a kubelet may write only its own
+// Name is Kubernetes' name of the plugin.
+const Name = "NodeRestriction"
+
+// Plugin is Kubernetes' NodeRestriction admission plugin: a kubelet may write only its own
 // Node (and may not set labels outside the prefixes kubelets are trusted with, nor change taints),
 // only pods bound to it (status, deletion, eviction, mirror pods), only its own node Lease, and
 // may request service account tokens only bound to a pod on it. The Node
 // authorizer decided the request is of a kind a node may make; this decides about the object.
-type NodeRestriction struct{}
+type Plugin struct{}
 
-func (NodeRestriction) Name() string { return "NodeRestriction" }
+func (Plugin) Name() string { return Name }
 
-func (NodeRestriction) Admit(context.Context, *AdmissionAttributes, Lookup) error { return nil }
+func (Plugin) Admit(context.Context, *admission.Attributes, admission.Lookup) error { return nil }
 
-func (NodeRestriction) Validate(ctx context.Context, a *AdmissionAttributes, lookup Lookup) error {
+func (Plugin) Validate(ctx context.Context, a *admission.Attributes, lookup admission.Lookup) error {
 	// Writes only, as upstream's: a CONNECT (exec, proxy) is the authorizer's business.
 	if a.User == nil || a.Verb == "connect" {
 		return nil
@@ -82,7 +86,7 @@ func objectName(obj any) string {
 	return ""
 }
 
-func admitPod(a *AdmissionAttributes, nodeName string, forbid func(string, ...any) error) error {
+func admitPod(a *admission.Attributes, nodeName string, forbid func(string, ...any) error) error {
 	pod, _ := a.Object.(*corev1.Pod)
 	old, _ := a.OldObject.(*corev1.Pod)
 	switch a.Verb {
@@ -180,7 +184,7 @@ func kubeletMaySet(key string) bool {
 
 // admitPodEviction lets a node evict only pods bound to it. The pod is the one the URL names, or
 // the Eviction's when the URL names none.
-func admitPodEviction(ctx context.Context, a *AdmissionAttributes, lookup Lookup, nodeName string, forbid func(string, ...any) error) error {
+func admitPodEviction(ctx context.Context, a *admission.Attributes, lookup admission.Lookup, nodeName string, forbid func(string, ...any) error) error {
 	if a.Verb != "create" {
 		return forbid("unexpected operation %s", a.Verb)
 	}
@@ -211,7 +215,7 @@ func admitPodEviction(ctx context.Context, a *AdmissionAttributes, lookup Lookup
 // admitTokenRequest lets a node request a service account token only when the token is bound to
 // a pod (by name and uid) that is bound to the node. The Node authorizer already checked that a
 // pod on the node uses the service account.
-func admitTokenRequest(ctx context.Context, a *AdmissionAttributes, lookup Lookup, nodeName string, forbid func(string, ...any) error) error {
+func admitTokenRequest(ctx context.Context, a *admission.Attributes, lookup admission.Lookup, nodeName string, forbid func(string, ...any) error) error {
 	if a.Verb != "create" || a.Subresource != "token" {
 		return nil
 	}
@@ -242,7 +246,7 @@ func admitTokenRequest(ctx context.Context, a *AdmissionAttributes, lookup Looku
 	return nil
 }
 
-func lookupPod(ctx context.Context, lookup Lookup, namespace, name string) (*corev1.Pod, error) {
+func lookupPod(ctx context.Context, lookup admission.Lookup, namespace, name string) (*corev1.Pod, error) {
 	if lookup == nil {
 		return nil, fmt.Errorf("no lookup to read pod %s/%s", namespace, name)
 	}

@@ -1,4 +1,4 @@
-package apiserver
+package runtimeclass
 
 import (
 	"context"
@@ -13,24 +13,22 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/registry"
 )
 
-// podLimitsLookup serves LimitRanges and RuntimeClasses.
-type podLimitsLookup struct {
-	ranges  []corev1.LimitRange
-	classes map[string]*nodev1.RuntimeClass
-}
+// classLookup serves RuntimeClasses by name.
+type classLookup map[string]*nodev1.RuntimeClass
 
-func (l podLimitsLookup) Get(_ context.Context, group, res, _, name string) (runtime.Object, error) {
-	if rc, ok := l.classes[name]; ok && res == "runtimeclasses" {
+func (l classLookup) Get(_ context.Context, group, res, _, name string) (runtime.Object, error) {
+	if rc, ok := l[name]; ok && res == "runtimeclasses" {
 		return rc, nil
 	}
 	return nil, apierrors.NewNotFound(schema.GroupResource{Group: group, Resource: res}, name)
 }
 
-func (l podLimitsLookup) List(context.Context, string, string, string) (runtime.Object, error) {
-	return &corev1.LimitRangeList{Items: l.ranges}, nil
+func (classLookup) List(context.Context, string, string, string) (runtime.Object, error) {
+	return &nodev1.RuntimeClassList{}, nil
 }
 
 func rl(kv ...string) corev1.ResourceList {
@@ -41,18 +39,18 @@ func rl(kv ...string) corev1.ResourceList {
 	return out
 }
 
-func podCreate(pod *corev1.Pod) *AdmissionAttributes {
-	return &AdmissionAttributes{Verb: "create", Resource: &registry.Resource{Plural: "pods", Namespaced: true}, Namespace: "ns", Name: pod.Name, Object: pod}
+func podCreate(pod *corev1.Pod) *admission.Attributes {
+	return &admission.Attributes{Verb: "create", Resource: &registry.Resource{Plural: "pods", Namespaced: true}, Namespace: "ns", Name: pod.Name, Object: pod}
 }
 
-// The conformance spec "LimitRange should create a LimitRange with defaults and ensure pod has
-// those defaults applied": defaults fill what a container lacks; min and max refuse the rest.
+// TestRuntimeClassAdmission: a missing class refuses the pod, a class's overhead and scheduling are
+// merged into the pod's, and a pod that contradicts them is refused.
 func TestRuntimeClassAdmission(t *testing.T) {
-	lookup := podLimitsLookup{classes: map[string]*nodev1.RuntimeClass{
+	lookup := classLookup{
 		"kata": {ObjectMeta: metav1.ObjectMeta{Name: "kata"}, Handler: "kata",
 			Overhead:   &nodev1.Overhead{PodFixed: rl("cpu", "250m")},
 			Scheduling: &nodev1.Scheduling{NodeSelector: map[string]string{"sandbox": "yes"}, Tolerations: []corev1.Toleration{{Key: "sandbox", Operator: corev1.TolerationOpExists}}}},
-	}}
+	}
 	name := func(s string) *string { return &s }
 	tests := []struct {
 		name    string
@@ -68,7 +66,7 @@ func TestRuntimeClassAdmission(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: tt.spec}
-			err := (RuntimeClass{}).Admit(context.Background(), podCreate(pod), lookup)
+			err := (Plugin{}).Admit(context.Background(), podCreate(pod), lookup)
 			if tt.wantErr != "" {
 				if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want Forbidden with %q", err, tt.wantErr)

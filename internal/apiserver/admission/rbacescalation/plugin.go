@@ -1,4 +1,4 @@
-package apiserver
+package rbacescalation
 
 import (
 	"context"
@@ -10,24 +10,29 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/authz/rbac"
 	"github.com/skiff-sh/skiff/internal/request"
 )
 
-// RBACEscalation is Kubernetes' escalation and bind check on RBAC writes: a Role or ClusterRole may
+// Name is the plugin's name in skiff's chain; Kubernetes has no admission plugin for this check (it
+// is in its RBAC storage), so the name is skiff's.
+const Name = "RBACEscalation"
+
+// Plugin is Kubernetes' escalation and bind check on RBAC writes: a Role or ClusterRole may
 // only hold rules its writer holds (unless the writer may `escalate` it), and a binding may only
 // refer to a role whose rules its writer holds (unless the writer may `bind` it). Kubernetes does
 // this in the RBAC storage; here it is a validating step with the same decisions and wording.
-type RBACEscalation struct {
+type Plugin struct {
 	Authorizer request.Authorizer
 	Rules      request.RuleLister
 }
 
-func (RBACEscalation) Name() string { return "RBACEscalation" }
+func (Plugin) Name() string { return Name }
 
-func (RBACEscalation) Admit(context.Context, *AdmissionAttributes, Lookup) error { return nil }
+func (Plugin) Admit(context.Context, *admission.Attributes, admission.Lookup) error { return nil }
 
-func (e RBACEscalation) Validate(ctx context.Context, a *AdmissionAttributes, lookup Lookup) error {
+func (e Plugin) Validate(ctx context.Context, a *admission.Attributes, lookup admission.Lookup) error {
 	if a.Resource.GroupVersion.Group != rbacv1.GroupName || a.Subresource != "" || (a.Verb != "create" && a.Verb != "update") || a.User == nil {
 		return nil
 	}
@@ -66,14 +71,14 @@ func (e RBACEscalation) Validate(ctx context.Context, a *AdmissionAttributes, lo
 	return nil
 }
 
-func (e RBACEscalation) may(ctx context.Context, user *UserInfo, verb, resource, namespace, name string) bool {
-	ok, _ := e.Authorizer.Authorize(ctx, user, &RequestInfo{
+func (e Plugin) may(ctx context.Context, user *request.UserInfo, verb, resource, namespace, name string) bool {
+	ok, _ := e.Authorizer.Authorize(ctx, user, &request.RequestInfo{
 		IsResourceRequest: true, Verb: verb, APIGroup: rbacv1.GroupName, Resource: resource, Namespace: namespace, Name: name,
 	})
 	return ok
 }
 
-func (e RBACEscalation) checkBind(ctx context.Context, user *UserInfo, lookup Lookup, gr schema.GroupResource, namespace, name string, ref rbacv1.RoleRef) error {
+func (e Plugin) checkBind(ctx context.Context, user *request.UserInfo, lookup admission.Lookup, gr schema.GroupResource, namespace, name string, ref rbacv1.RoleRef) error {
 	resource := "clusterroles"
 	if ref.Kind == "Role" {
 		resource = "roles"
@@ -99,7 +104,7 @@ func (e RBACEscalation) checkBind(ctx context.Context, user *UserInfo, lookup Lo
 	return e.confirmNoEscalation(user, namespace, gr, name, rules)
 }
 
-func (e RBACEscalation) confirmNoEscalation(user *UserInfo, namespace string, gr schema.GroupResource, name string, rules []rbacv1.PolicyRule) error {
+func (e Plugin) confirmNoEscalation(user *request.UserInfo, namespace string, gr schema.GroupResource, name string, rules []rbacv1.PolicyRule) error {
 	var owner []rbacv1.PolicyRule
 	var errs []error
 	if e.Rules != nil {

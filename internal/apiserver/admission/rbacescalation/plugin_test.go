@@ -1,4 +1,4 @@
-package apiserver
+package rbacescalation
 
 import (
 	"context"
@@ -11,17 +11,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/registry"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // podReader holds get on pods in every namespace and may `bind` only the role "bindable".
 type podReader struct{}
 
-func (podReader) Authorize(_ context.Context, _ *UserInfo, info *RequestInfo) (bool, string) {
+func (podReader) Authorize(_ context.Context, _ *request.UserInfo, info *request.RequestInfo) (bool, string) {
 	return info.Verb == "bind" && info.Name == "bindable", ""
 }
 
-func (podReader) RulesFor(*UserInfo, string) ([]rbacv1.PolicyRule, []error) {
+func (podReader) RulesFor(*request.UserInfo, string) ([]rbacv1.PolicyRule, []error) {
 	return []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}, nil
 }
 
@@ -55,27 +57,27 @@ func TestRBACEscalation(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		a       AdmissionAttributes
+		a       admission.Attributes
 		wantErr string
 	}{
-		{"role within held rules", AdmissionAttributes{Verb: "create", Resource: res("roles"),
+		{"role within held rules", admission.Attributes{Verb: "create", Resource: res("roles"),
 			Object: &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns"}, Rules: readPods}}, ""},
-		{"role beyond held rules", AdmissionAttributes{Verb: "create", Resource: res("roles"),
+		{"role beyond held rules", admission.Attributes{Verb: "create", Resource: res("roles"),
 			Object: &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns"}, Rules: all}},
 			`is attempting to grant RBAC permissions not currently held:` + "\n" + `{APIGroups:["*"], Resources:["*"], Verbs:["*"]}`},
-		{"aggregation needs escalate", AdmissionAttributes{Verb: "create", Resource: res("clusterroles"),
+		{"aggregation needs escalate", admission.Attributes{Verb: "create", Resource: res("clusterroles"),
 			Object: &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "agg"}, AggregationRule: &rbacv1.AggregationRule{}}},
 			"must have cluster-admin privileges to use the aggregationRule"},
-		{"bind a held role", AdmissionAttributes{Verb: "create", Resource: res("rolebindings"), Object: binding("pod-reader")}, ""},
-		{"bind cluster-admin", AdmissionAttributes{Verb: "create", Resource: res("rolebindings"), Object: binding("cluster-admin")},
+		{"bind a held role", admission.Attributes{Verb: "create", Resource: res("rolebindings"), Object: binding("pod-reader")}, ""},
+		{"bind cluster-admin", admission.Attributes{Verb: "create", Resource: res("rolebindings"), Object: binding("cluster-admin")},
 			"is attempting to grant RBAC permissions not currently held"},
-		{"bind with the bind verb", AdmissionAttributes{Verb: "create", Resource: res("rolebindings"), Object: binding("bindable")}, ""},
-		{"bind a missing role", AdmissionAttributes{Verb: "create", Resource: res("rolebindings"), Object: binding("gone")}, `"gone" not found`},
+		{"bind with the bind verb", admission.Attributes{Verb: "create", Resource: res("rolebindings"), Object: binding("bindable")}, ""},
+		{"bind a missing role", admission.Attributes{Verb: "create", Resource: res("rolebindings"), Object: binding("gone")}, `"gone" not found`},
 	}
-	e := RBACEscalation{Authorizer: podReader{}, Rules: podReader{}}
+	e := Plugin{Authorizer: podReader{}, Rules: podReader{}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.a.User = &UserInfo{Name: "bob", Groups: []string{"system:authenticated"}}
+			tt.a.User = &request.UserInfo{Name: "bob", Groups: []string{"system:authenticated"}}
 			err := e.Validate(context.Background(), &tt.a, lookup)
 			switch {
 			case tt.wantErr == "" && err != nil:

@@ -1,4 +1,4 @@
-package apiserver
+package noderestriction
 
 import (
 	"context"
@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/registry"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 func TestNodeRestriction(t *testing.T) {
@@ -23,7 +25,7 @@ func TestNodeRestriction(t *testing.T) {
 		return &registry.Resource{GroupVersion: schema.GroupVersion{Group: group, Version: "v1"}, Plural: plural}
 	}
 	pods, nodes, leases := res("", "pods"), res("", "nodes"), res(coordinationv1.GroupName, "leases")
-	nodeA := &UserInfo{Name: "system:node:a", Groups: []string{"system:nodes"}}
+	nodeA := &request.UserInfo{Name: "system:node:a", Groups: []string{"system:nodes"}}
 	pod := func(node string, mirror bool) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: corev1.PodSpec{NodeName: node}}
 		if mirror {
@@ -36,44 +38,44 @@ func TestNodeRestriction(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		a     AdmissionAttributes
+		a     admission.Attributes
 		allow bool
 	}{
-		{"mirror pod on itself", AdmissionAttributes{Verb: "create", Resource: pods, Object: pod("a", true)}, true},
-		{"plain pod", AdmissionAttributes{Verb: "create", Resource: pods, Object: pod("a", false)}, false},
-		{"mirror pod elsewhere", AdmissionAttributes{Verb: "create", Resource: pods, Object: pod("b", true)}, false},
-		{"status of its pod", AdmissionAttributes{Verb: "update", Subresource: "status", Resource: pods, Object: pod("a", false), OldObject: pod("a", false)}, true},
-		{"labels through its pod's status", AdmissionAttributes{Verb: "update", Subresource: "status", Resource: pods, Object: func() *corev1.Pod {
+		{"mirror pod on itself", admission.Attributes{Verb: "create", Resource: pods, Object: pod("a", true)}, true},
+		{"plain pod", admission.Attributes{Verb: "create", Resource: pods, Object: pod("a", false)}, false},
+		{"mirror pod elsewhere", admission.Attributes{Verb: "create", Resource: pods, Object: pod("b", true)}, false},
+		{"status of its pod", admission.Attributes{Verb: "update", Subresource: "status", Resource: pods, Object: pod("a", false), OldObject: pod("a", false)}, true},
+		{"labels through its pod's status", admission.Attributes{Verb: "update", Subresource: "status", Resource: pods, Object: func() *corev1.Pod {
 			p := pod("a", false)
 			p.Labels = map[string]string{"app": "other"}
 			return p
 		}(), OldObject: pod("a", false)}, false},
-		{"status of another node's pod", AdmissionAttributes{Verb: "update", Subresource: "status", Resource: pods, Object: pod("b", false), OldObject: pod("b", false)}, false},
-		{"pod spec", AdmissionAttributes{Verb: "update", Resource: pods, Object: pod("a", false), OldObject: pod("a", false)}, false},
-		{"delete its pod", AdmissionAttributes{Verb: "delete", Resource: pods, OldObject: pod("a", false)}, true},
-		{"delete another node's pod", AdmissionAttributes{Verb: "delete", Resource: pods, OldObject: pod("b", false)}, false},
-		{"register itself", AdmissionAttributes{Verb: "create", Resource: nodes, Name: "a", Object: node("a", map[string]string{"kubernetes.io/hostname": "a", "example.com/x": "y", "node.kubernetes.io/instance-type": "t"})}, true},
-		{"register as control plane", AdmissionAttributes{Verb: "create", Resource: nodes, Name: "a", Object: node("a", map[string]string{"node-role.kubernetes.io/control-plane": ""})}, false},
-		{"restricted label", AdmissionAttributes{Verb: "update", Resource: nodes, Name: "a", Object: node("a", map[string]string{"node-restriction.kubernetes.io/pool": "x"}), OldObject: node("a", nil)}, false},
-		{"keeps an admin's label", AdmissionAttributes{Verb: "update", Resource: nodes, Name: "a", Object: node("a", map[string]string{"node-role.kubernetes.io/control-plane": "", "kubernetes.io/os": "linux"}), OldObject: node("a", map[string]string{"node-role.kubernetes.io/control-plane": ""})}, true},
-		{"removes an admin's label", AdmissionAttributes{Verb: "update", Resource: nodes, Name: "a", Object: node("a", nil), OldObject: node("a", map[string]string{"node-role.kubernetes.io/control-plane": ""})}, false},
-		{"another node", AdmissionAttributes{Verb: "update", Subresource: "status", Resource: nodes, Name: "b", Object: node("b", nil), OldObject: node("b", nil)}, false},
-		{"its lease", AdmissionAttributes{Verb: "create", Resource: leases, Namespace: "kube-node-lease", Name: "a", Object: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}, true},
-		{"proxy to another node (a CONNECT, not a write)", AdmissionAttributes{Verb: "connect", Subresource: "proxy", Resource: nodes, Name: "b", Object: &corev1.NodeProxyOptions{Path: "stats"}}, true},
-		{"another lease", AdmissionAttributes{Verb: "update", Resource: leases, Namespace: "kube-node-lease", Name: "b", Object: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "b"}}}, false},
+		{"status of another node's pod", admission.Attributes{Verb: "update", Subresource: "status", Resource: pods, Object: pod("b", false), OldObject: pod("b", false)}, false},
+		{"pod spec", admission.Attributes{Verb: "update", Resource: pods, Object: pod("a", false), OldObject: pod("a", false)}, false},
+		{"delete its pod", admission.Attributes{Verb: "delete", Resource: pods, OldObject: pod("a", false)}, true},
+		{"delete another node's pod", admission.Attributes{Verb: "delete", Resource: pods, OldObject: pod("b", false)}, false},
+		{"register itself", admission.Attributes{Verb: "create", Resource: nodes, Name: "a", Object: node("a", map[string]string{"kubernetes.io/hostname": "a", "example.com/x": "y", "node.kubernetes.io/instance-type": "t"})}, true},
+		{"register as control plane", admission.Attributes{Verb: "create", Resource: nodes, Name: "a", Object: node("a", map[string]string{"node-role.kubernetes.io/control-plane": ""})}, false},
+		{"restricted label", admission.Attributes{Verb: "update", Resource: nodes, Name: "a", Object: node("a", map[string]string{"node-restriction.kubernetes.io/pool": "x"}), OldObject: node("a", nil)}, false},
+		{"keeps an admin's label", admission.Attributes{Verb: "update", Resource: nodes, Name: "a", Object: node("a", map[string]string{"node-role.kubernetes.io/control-plane": "", "kubernetes.io/os": "linux"}), OldObject: node("a", map[string]string{"node-role.kubernetes.io/control-plane": ""})}, true},
+		{"removes an admin's label", admission.Attributes{Verb: "update", Resource: nodes, Name: "a", Object: node("a", nil), OldObject: node("a", map[string]string{"node-role.kubernetes.io/control-plane": ""})}, false},
+		{"another node", admission.Attributes{Verb: "update", Subresource: "status", Resource: nodes, Name: "b", Object: node("b", nil), OldObject: node("b", nil)}, false},
+		{"its lease", admission.Attributes{Verb: "create", Resource: leases, Namespace: "kube-node-lease", Name: "a", Object: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}, true},
+		{"proxy to another node (a CONNECT, not a write)", admission.Attributes{Verb: "connect", Subresource: "proxy", Resource: nodes, Name: "b", Object: &corev1.NodeProxyOptions{Path: "stats"}}, true},
+		{"another lease", admission.Attributes{Verb: "update", Resource: leases, Namespace: "kube-node-lease", Name: "b", Object: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "b"}}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.a.User = nodeA
-			err := NodeRestriction{}.Validate(context.Background(), &tt.a, nil)
+			err := Plugin{}.Validate(context.Background(), &tt.a, nil)
 			if (err == nil) != tt.allow {
 				t.Errorf("Validate = %v, allow %v", err, tt.allow)
 			}
 		})
 	}
 	var _ runtime.Object = pod("a", false)
-	other := AdmissionAttributes{Verb: "create", Resource: pods, Object: pod("b", false), User: &UserInfo{Name: "jane"}}
-	if err := (NodeRestriction{}).Validate(context.Background(), &other, nil); err != nil {
+	other := admission.Attributes{Verb: "create", Resource: pods, Object: pod("b", false), User: &request.UserInfo{Name: "jane"}}
+	if err := (Plugin{}).Validate(context.Background(), &other, nil); err != nil {
 		t.Errorf("a non-node was restricted: %v", err)
 	}
 }
@@ -98,12 +100,12 @@ func TestNodeRestrictionTokensAndEvictions(t *testing.T) {
 	onA := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-a", Namespace: "ns", UID: "uid-a"}, Spec: corev1.PodSpec{NodeName: "a", ServiceAccountName: "bot"}}
 	onB := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-b", Namespace: "ns", UID: "uid-b"}, Spec: corev1.PodSpec{NodeName: "b", ServiceAccountName: "bot"}}
 	lookup := podLookup{"ns/on-a": onA, "ns/on-b": onB}
-	evict := func(urlName, bodyName string) AdmissionAttributes {
-		return AdmissionAttributes{Verb: "create", Resource: pods, Subresource: "eviction", Namespace: "ns", Name: urlName,
+	evict := func(urlName, bodyName string) admission.Attributes {
+		return admission.Attributes{Verb: "create", Resource: pods, Subresource: "eviction", Namespace: "ns", Name: urlName,
 			Object: &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: bodyName, Namespace: "ns"}}}
 	}
-	token := func(ref *authenticationv1.BoundObjectReference) AdmissionAttributes {
-		return AdmissionAttributes{Verb: "create", Resource: serviceAccounts, Subresource: "token", Namespace: "ns", Name: "bot",
+	token := func(ref *authenticationv1.BoundObjectReference) admission.Attributes {
+		return admission.Attributes{Verb: "create", Resource: serviceAccounts, Subresource: "token", Namespace: "ns", Name: "bot",
 			Object: &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: ref}}}
 	}
 	podRef := func(name, uid string) *authenticationv1.BoundObjectReference {
@@ -111,7 +113,7 @@ func TestNodeRestrictionTokensAndEvictions(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		a    AdmissionAttributes
+		a    admission.Attributes
 		// want is "" when allowed, else a part of the Forbidden message; notFound wants a 404.
 		want     string
 		notFound bool
@@ -122,7 +124,7 @@ func TestNodeRestrictionTokensAndEvictions(t *testing.T) {
 		{name: "the URL's pod counts, not the body's", a: evict("on-b", "on-a"), want: "node a can only evict pods with spec.nodeName set to itself"},
 		{name: "evict no pod", a: evict("", ""), want: "could not determine pod from request data"},
 		{name: "evict a missing pod", a: evict("gone", "gone"), notFound: true},
-		{name: "another pod subresource", a: AdmissionAttributes{Verb: "create", Resource: pods, Subresource: "binding", Namespace: "ns", Name: "on-a"},
+		{name: "another pod subresource", a: admission.Attributes{Verb: "create", Resource: pods, Subresource: "binding", Namespace: "ns", Name: "on-a"},
 			want: `unexpected pod subresource "binding", only 'status' and 'eviction' are allowed`},
 		{name: "token bound to its pod", a: token(podRef("on-a", "uid-a"))},
 		{name: "token bound to nothing", a: token(nil), want: `serviceaccounts "bot" is forbidden: node requested token not bound to a pod`},
@@ -135,8 +137,8 @@ func TestNodeRestrictionTokensAndEvictions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.a.User = &UserInfo{Name: "system:node:a", Groups: []string{"system:nodes"}}
-			err := NodeRestriction{}.Validate(context.Background(), &tt.a, lookup)
+			tt.a.User = &request.UserInfo{Name: "system:node:a", Groups: []string{"system:nodes"}}
+			err := Plugin{}.Validate(context.Background(), &tt.a, lookup)
 			switch {
 			case tt.notFound:
 				if !apierrors.IsNotFound(err) {
@@ -155,8 +157,8 @@ func TestNodeRestrictionTokensAndEvictions(t *testing.T) {
 	}
 	// Other users are not restricted.
 	other := evict("on-b", "on-b")
-	other.User = &UserInfo{Name: "jane"}
-	if err := (NodeRestriction{}).Validate(context.Background(), &other, lookup); err != nil {
+	other.User = &request.UserInfo{Name: "jane"}
+	if err := (Plugin{}).Validate(context.Background(), &other, lookup); err != nil {
 		t.Errorf("a non-node was restricted: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package apiserver
+package defaulttolerationseconds
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/registry"
 )
 
@@ -20,27 +21,27 @@ func TestDefaultTolerationSeconds(t *testing.T) {
 	}
 	tests := []struct {
 		name        string
-		plugin      DefaultTolerationSeconds
+		plugin      Plugin
 		subresource string
 		have        []corev1.Toleration
 		want        []corev1.Toleration
 	}{
-		{name: "both added, each with its own seconds", plugin: DefaultTolerationSeconds{NotReady: 5, Unreachable: 7},
+		{name: "both added, each with its own seconds", plugin: Plugin{NotReady: 5, Unreachable: 7},
 			want: []corev1.Toleration{tol(corev1.TaintNodeNotReady, 5), tol(corev1.TaintNodeUnreachable, 7)}},
-		{name: "zero seconds is immediate eviction, not the default", plugin: DefaultTolerationSeconds{NotReady: 0, Unreachable: 0},
+		{name: "zero seconds is immediate eviction, not the default", plugin: Plugin{NotReady: 0, Unreachable: 0},
 			want: []corev1.Toleration{tol(corev1.TaintNodeNotReady, 0), tol(corev1.TaintNodeUnreachable, 0)}},
-		{name: "the pod's own toleration stays", plugin: DefaultTolerationSeconds{NotReady: 300, Unreachable: 300},
+		{name: "the pod's own toleration stays", plugin: Plugin{NotReady: 300, Unreachable: 300},
 			have: []corev1.Toleration{tol(corev1.TaintNodeUnreachable, 5)},
 			want: []corev1.Toleration{tol(corev1.TaintNodeUnreachable, 5), tol(corev1.TaintNodeNotReady, 300)}},
-		{name: "a toleration of every NoExecute taint covers both", plugin: DefaultTolerationSeconds{NotReady: 300, Unreachable: 300},
+		{name: "a toleration of every NoExecute taint covers both", plugin: Plugin{NotReady: 300, Unreachable: 300},
 			have: []corev1.Toleration{{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}},
 			want: []corev1.Toleration{{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}},
-		{name: "not on a subresource", plugin: DefaultTolerationSeconds{NotReady: 300, Unreachable: 300}, subresource: "status"},
+		{name: "not on a subresource", plugin: Plugin{NotReady: 300, Unreachable: 300}, subresource: "status"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: corev1.PodSpec{Tolerations: tt.have}}
-			a := &AdmissionAttributes{Verb: "create", Resource: pods, Subresource: tt.subresource, Namespace: "ns", Name: "p", Object: pod}
+			a := &admission.Attributes{Verb: "create", Resource: pods, Subresource: tt.subresource, Namespace: "ns", Name: "p", Object: pod}
 			if err := tt.plugin.Admit(context.Background(), a, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -48,9 +49,6 @@ func TestDefaultTolerationSeconds(t *testing.T) {
 				t.Errorf("tolerations = %s, want %s", got, want)
 			}
 		})
-	}
-	if d := DefaultAdmission()[2].(DefaultTolerationSeconds); d.NotReady != 300 || d.Unreachable != 300 {
-		t.Errorf("DefaultAdmission's DefaultTolerationSeconds = %+v, want 300 s each", d)
 	}
 }
 

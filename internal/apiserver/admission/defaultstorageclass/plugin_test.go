@@ -1,4 +1,4 @@
-package apiserver
+package defaultstorageclass
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/registry"
 )
 
@@ -58,8 +59,8 @@ func TestDefaultStorageClassAdmission(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}
 			pvc.Spec.StorageClassName = tt.class
-			a := &AdmissionAttributes{Verb: tt.verb, Resource: &registry.Resource{Plural: "persistentvolumeclaims", Namespaced: true}, Namespace: "ns", Name: "c", Object: pvc}
-			if err := (DefaultStorageClass{}).Admit(context.Background(), a, tt.classes); err != nil {
+			a := &admission.Attributes{Verb: tt.verb, Resource: &registry.Resource{Plural: "persistentvolumeclaims", Namespaced: true}, Namespace: "ns", Name: "c", Object: pvc}
+			if err := (Plugin{}).Admit(context.Background(), a, tt.classes); err != nil {
 				t.Fatal(err)
 			}
 			got := pvc.Spec.StorageClassName
