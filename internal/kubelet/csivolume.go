@@ -160,7 +160,7 @@ func (vm *volumeManager) setupCSI(ctx context.Context, pod *corev1.Pod, d *csi.D
 }
 
 // csiStage stages a volume once per node (the drivers' NodeStageVolume is idempotent, so a
-// restarted kubelet that stages again does no harm), under csiStageMu so that no unstage of the
+// restarted kubelet that stages again does no harm), under stageMu so that no unstage of the
 // same volume runs meanwhile.
 func (vm *volumeManager) csiStage(ctx context.Context, d *csi.Driver, v csiVolume, paths csiPaths, publishContext, secrets map[string]string) error {
 	vm.stageMu.Lock()

@@ -54,7 +54,9 @@ type Kubelet struct {
 	clock    clock.WithTickerAndDelayedExecution
 	log      *slog.Logger
 	recorder record.EventRecorder
-	machine  MachineInfo
+	// memoryCapacity is the machine's memory, against which a Burstable container's OOM score is
+	// set (oomScoreAdj); the rest of the machine is the node status's.
+	memoryCapacity int64
 	// broadcaster is set when the kubelet created its own recorder.
 	broadcaster record.EventBroadcaster
 
@@ -139,15 +141,17 @@ func New(cfg Config, deps Deps) (*Kubelet, error) {
 		k.log = slog.Default()
 	}
 	k.log = k.log.With("component", "kubelet", "node", cfg.NodeName)
+	var machine MachineInfo
 	if deps.Machine != nil {
-		k.machine = *deps.Machine
+		machine = *deps.Machine
 	} else {
 		m, err := DetectMachineInfo(cfg.DataDir)
 		if err != nil {
 			return nil, err
 		}
-		k.machine = m
+		machine = m
 	}
+	k.memoryCapacity = machine.MemoryBytes
 	if k.recorder == nil {
 		k.broadcaster = record.NewBroadcaster()
 		k.recorder = k.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
@@ -156,7 +160,7 @@ func New(cfg Config, deps Deps) (*Kubelet, error) {
 	// The parts: the volumes, the node's object, the HTTP API, each given only what it needs.
 	volumes := newVolumeManager(cfg, k.client, k.clock, k.log, k.recorder)
 	k.volumes, k.volumeManager = volumes, volumes
-	k.nodes = &nodeStatus{cfg: cfg, client: k.client, runtime: k.runtime, clock: k.clock, log: k.log, machine: k.machine, volumes: volumes}
+	k.nodes = &nodeStatus{cfg: cfg, client: k.client, runtime: k.runtime, clock: k.clock, log: k.log, machine: machine, volumes: volumes}
 	k.server = &server{
 		pods: k, volumes: volumes, runtime: k.runtime, clock: k.clock, log: k.log, apiAuth: deps.APIAuth,
 		nodeName: cfg.NodeName, dataDir: cfg.DataDir, nodeLogDir: cfg.NodeLogDir,

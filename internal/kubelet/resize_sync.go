@@ -203,7 +203,7 @@ func (k *Kubelet) actuateResize(ctx context.Context, pod *corev1.Pod, state *pod
 			restarted = true
 			continue
 		}
-		if err := k.runtime.UpdateContainerResources(ctx, cur.Id, linuxResources(pod, c, k.machine.MemoryBytes)); err != nil {
+		if err := k.runtime.UpdateContainerResources(ctx, cur.Id, linuxResources(pod, c, k.memoryCapacity)); err != nil {
 			errs = append(errs, fmt.Errorf("resize container %s: %w", c.Name, err))
 			continue
 		}

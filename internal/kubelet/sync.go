@@ -608,7 +608,7 @@ func (k *Kubelet) containerConfig(pod *corev1.Pod, c *corev1.Container, kind str
 		StdinOnce: c.StdinOnce,
 		Tty:       c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources:       linuxResources(pod, c, k.machine.MemoryBytes),
+			Resources:       linuxResources(pod, c, k.memoryCapacity),
 			SecurityContext: security,
 		},
 	}
