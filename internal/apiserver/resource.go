@@ -244,6 +244,10 @@ func (h *resourceHandler) serveSubresource(w http.ResponseWriter, r *http.Reques
 		}
 		return
 	}
+	if action := h.res.Actions[info.Subresource]; action != nil {
+		h.serveAction(w, r, info, action)
+		return
+	}
 	if info.Subresource == "scale" && h.res.Scale != nil {
 		h.serveScale(w, r, info)
 		return

@@ -57,6 +57,10 @@ type Resource struct {
 	// no handler code of their own. "status" may be given here instead of in Status.
 	Subresources map[string]*Subresource
 
+	// Actions serves subresources that are requests acting on the object (pods/binding,
+	// pods/eviction, serviceaccounts/token): create only, with a body of their own kind.
+	Actions map[string]*Action
+
 	// Scale, when set, serves the /scale subresource (autoscaling/v1 Scale).
 	Scale *ScaleAccessor
 

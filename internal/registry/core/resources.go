@@ -55,6 +55,10 @@ func Resources() []*registry.Resource {
 				"ephemeralcontainers": {Strategy: podEphemeralContainersStrategy()},
 				"resize":              {Strategy: podResizeStrategy()},
 			},
+			Actions: map[string]*registry.Action{
+				"binding":  podBindingAction(),
+				"eviction": podEvictionAction(),
+			},
 			SelectableFields: podSelectableFields,
 		},
 		{
@@ -157,6 +161,7 @@ func Resources() []*registry.Resource {
 			New:      func() runtime.Object { return &corev1.ServiceAccount{} },
 			NewList:  func() runtime.Object { return &corev1.ServiceAccountList{} },
 			Strategy: newServiceAccountStrategy(),
+			Actions:  map[string]*registry.Action{"token": serviceAccountTokenAction()},
 		},
 		{
 			GroupVersion: gv, Kind: "Event", ListKind: "EventList", Plural: "events", Singular: "event",
