@@ -30,8 +30,9 @@ type CA struct {
 
 // Validity periods: the CA outlives every leaf it signs.
 const (
-	caValidity   = 10 * 365 * 24 * time.Hour
-	leafValidity = 365 * 24 * time.Hour
+	caValidity = 10 * 365 * 24 * time.Hour
+	// DefaultLeafLifetime is how long a leaf certificate skiff issues itself is valid.
+	DefaultLeafLifetime = 365 * 24 * time.Hour
 )
 
 // LoadOrCreateCA reads dir/<name>.crt and dir/<name>.key, creating a new self-signed CA there when
@@ -144,6 +145,15 @@ func (a KeyAlgorithm) keeps(pub crypto.PublicKey) bool {
 
 // Issue signs a new key pair for leaf and returns PEM certificate and key.
 func (ca *CA) Issue(leaf Leaf, now time.Time) (certPEM, keyPEM []byte, err error) {
+	return ca.IssueFor(leaf, now, 0)
+}
+
+// IssueFor is Issue with a lifetime (DefaultLeafLifetime when 0). The certificate is valid from
+// Backdate(lifetime) before now, so a peer whose clock is a little behind accepts it at once.
+func (ca *CA) IssueFor(leaf Leaf, now time.Time, lifetime time.Duration) (certPEM, keyPEM []byte, err error) {
+	if lifetime <= 0 {
+		lifetime = DefaultLeafLifetime
+	}
 	key, err := leaf.Key.GenerateKey()
 	if err != nil {
 		return nil, nil, fmt.Errorf("generate %s key for %s: %w", leaf.Key, leaf.CommonName, err)
@@ -158,8 +168,8 @@ func (ca *CA) Issue(leaf Leaf, now time.Time) (certPEM, keyPEM []byte, err error
 	tmpl := &x509.Certificate{
 		SerialNumber: newSerial(),
 		Subject:      pkix.Name{CommonName: leaf.CommonName, Organization: leaf.Organization},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(leafValidity),
+		NotBefore:    now.Add(-Backdate(lifetime)),
+		NotAfter:     now.Add(lifetime),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  usages,
 		DNSNames:     leaf.DNSNames,

@@ -87,7 +87,7 @@ func TestEnsureLeafReusesAndReissues(t *testing.T) {
 		t.Fatalf("serving certificate does not verify against the CA: %v", err)
 	}
 
-	expiring := now.Add(leafValidity - 10*24*time.Hour)
+	expiring := now.Add(DefaultLeafLifetime - 10*24*time.Hour)
 	if _, _, err := ca.EnsureLeaf(dir, "serving", leaf, expiring); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,141 @@
+package pki
+
+import (
+	"crypto/tls"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// KeyPairHolder holds the key pairs of a TLS endpoint or client as they are on disk, so a
+// certificate renewed while the process runs (by the node's renewal loop or by `skiff
+// certificate rotate` in another process) is used from the next handshake on, without a restart.
+// Each use looks at the files' identity (a stat per file, microseconds beside a handshake) and
+// reloads them only when one changed; the pairs are swapped atomically, so a handshake sees either
+// the old pairs or the new ones, never a mix. A reload that fails (a pair caught half-written: the
+// certificate renewed but not yet its key) keeps the pairs it had, which are still valid (renewal
+// happens at two thirds of a lifetime), and is tried again at the next use.
+//
+// Connections already open keep the certificate of their handshake: TLS checks it once.
+type KeyPairHolder struct {
+	pairs []KeyPairFiles
+	chain [][]byte
+	// mu serialises reloads; readers never take it.
+	mu  sync.Mutex
+	cur atomic.Pointer[heldPairs]
+}
+
+type heldPairs struct {
+	certs  []tls.Certificate
+	stamps []fileStamp
+}
+
+// fileStamp is what tells one version of a file from the next: files are replaced by rename
+// (WriteFileAtomic), which gives a new inode, and an editor's in-place write changes the size or
+// the modification time.
+type fileStamp struct {
+	ino     uint64
+	size    int64
+	modTime time.Time
+}
+
+// NewKeyPairHolder loads pairs (in the order given; a server prefers the first a client supports)
+// and appends the DER certificates of chain to each, as LoadServing does. The files must load now.
+func NewKeyPairHolder(pairs []KeyPairFiles, chain ...[]byte) (*KeyPairHolder, error) {
+	h := &KeyPairHolder{pairs: pairs, chain: chain}
+	stamps := h.stamps()
+	certs, err := LoadServing(pairs, chain...)
+	if err != nil {
+		return nil, err
+	}
+	h.cur.Store(&heldPairs{certs: certs, stamps: stamps})
+	return h, nil
+}
+
+// Certificates are the pairs as they are now on disk (or the last ones that loaded).
+func (h *KeyPairHolder) Certificates() []tls.Certificate {
+	held := h.cur.Load()
+	if stampsEqual(held.stamps, h.stamps()) {
+		return held.certs
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	held = h.cur.Load()
+	stamps := h.stamps()
+	if stampsEqual(held.stamps, stamps) {
+		return held.certs
+	}
+	certs, err := LoadServing(h.pairs, h.chain...)
+	if err != nil {
+		return held.certs
+	}
+	h.cur.Store(&heldPairs{certs: certs, stamps: stamps})
+	return certs
+}
+
+// GetCertificate is tls.Config.GetCertificate: the first current pair the client supports.
+func (h *KeyPairHolder) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return PickServing(hello, h.Certificates())
+}
+
+// GetClientCertificate is tls.Config.GetClientCertificate: the first current pair.
+func (h *KeyPairHolder) GetClientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	certs := h.Certificates()
+	return &certs[0], nil
+}
+
+// RSA is the current RSA pair, for pki.ServeStaticRSA; nil when the holder has none.
+func (h *KeyPairHolder) RSA() *tls.Certificate { return RSACertificate(h.Certificates()) }
+
+// ServerTLS makes cfg serve the holder's pairs: GetCertificate instead of fixed Certificates, and
+// the RSA pair for the clients that need the static RSA key exchange (ServeStaticRSA). It returns
+// cfg.
+func (h *KeyPairHolder) ServerTLS(cfg *tls.Config) *tls.Config {
+	cfg.Certificates, cfg.GetCertificate = nil, h.GetCertificate
+	return ServeStaticRSA(cfg, h.RSA)
+}
+
+// stamps reads the identity of every file of the holder; a file that cannot be read has the zero
+// stamp, so its return is a change too.
+func (h *KeyPairHolder) stamps() []fileStamp {
+	out := make([]fileStamp, 0, 2*len(h.pairs))
+	for _, p := range h.pairs {
+		out = append(out, stampOf(p.CertFile), stampOf(p.KeyFile))
+	}
+	return out
+}
+
+func stampOf(path string) fileStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	s := fileStamp{size: fi.Size(), modTime: fi.ModTime()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		s.ino = st.Ino
+	}
+	return s
+}
+
+func stampsEqual(a, b []fileStamp) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ino != b[i].ino || a[i].size != b[i].size || !a[i].modTime.Equal(b[i].modTime) {
+			return false
+		}
+	}
+	return true
+}
+
+// String names the holder's first certificate file, for logs and errors.
+func (h *KeyPairHolder) String() string {
+	if len(h.pairs) == 0 {
+		return "no key pair"
+	}
+	return fmt.Sprintf("key pair %s", h.pairs[0].CertFile)
+}
