@@ -63,10 +63,6 @@ func (s *Server) validateAdmission(ctx context.Context, a *AdmissionAttributes) 
 	return nil
 }
 
-// AddAdmissionWarning records a warning for the client of the request in ctx; outside a request
-// it is dropped.
-func AddAdmissionWarning(ctx context.Context, msg string) { admission.AddWarning(ctx, msg) }
-
 // warningWriter adds the collected admission warnings as headers just before the status line goes
 // out, whichever handler writes the response (success or error).
 type warningWriter struct {

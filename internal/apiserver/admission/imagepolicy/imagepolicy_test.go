@@ -8,7 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/registry"
 )
 
@@ -96,13 +96,13 @@ func TestPlugin(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default"}, Spec: *spec(img)}
 	}
 	plugin := New(p, nil)
-	err = plugin.Validate(context.Background(), &apiserver.AdmissionAttributes{Verb: "create", Resource: pods, Namespace: "default", Name: "x", Object: pod("quay.io/evil/miner:1")}, nil)
+	err = plugin.Validate(context.Background(), &admission.Attributes{Verb: "create", Resource: pods, Namespace: "default", Name: "x", Object: pod("quay.io/evil/miner:1")}, nil)
 	want := `pods "x" is forbidden: image policy: image "quay.io/evil/miner:1" (container "a") not allowed in namespace "default" by the default rule (allowed prefixes: docker.io/library/, registry.k8s.io)`
 	if !apierrors.IsForbidden(err) || err.Error() != want {
 		t.Fatalf("got  %v\nwant %s", err, want)
 	}
 	// An update that keeps a container's image is not judged again.
-	err = plugin.Validate(context.Background(), &apiserver.AdmissionAttributes{Verb: "update", Resource: pods, Namespace: "default", Name: "x",
+	err = plugin.Validate(context.Background(), &admission.Attributes{Verb: "update", Resource: pods, Namespace: "default", Name: "x",
 		Object: pod("quay.io/evil/miner:1"), OldObject: pod("quay.io/evil/miner:1")}, nil)
 	if err != nil {
 		t.Fatalf("unchanged image: %v", err)

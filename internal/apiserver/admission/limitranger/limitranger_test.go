@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/registry"
 )
 
@@ -121,7 +121,7 @@ func TestPlugin(t *testing.T) {
 	pods := &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Plural: "pods", Namespaced: true}
 	lookup := rangeLookup(lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Default: rl("cpu", "2"), DefaultRequest: rl("cpu", "1"), Max: rl("cpu", "1")}))
 	p := New(nil)
-	a := &apiserver.AdmissionAttributes{Verb: "create", Resource: pods, Namespace: "ns", Name: "p", Object: pod(ctr("a", nil, nil))}
+	a := &admission.Attributes{Verb: "create", Resource: pods, Namespace: "ns", Name: "p", Object: pod(ctr("a", nil, nil))}
 	if err := p.Admit(context.Background(), a, lookup); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestPlugin(t *testing.T) {
 	if !apierrors.IsForbidden(err) || err.Error() != `pods "p" is forbidden: maximum cpu usage per Container is 1, but limit is 2` {
 		t.Fatalf("defaults beyond the max: %v", err)
 	}
-	upd := &apiserver.AdmissionAttributes{Verb: "update", Resource: pods, Namespace: "ns", Name: "p", Object: pod(ctr("a", nil, rl("cpu", "5")))}
+	upd := &admission.Attributes{Verb: "update", Resource: pods, Namespace: "ns", Name: "p", Object: pod(ctr("a", nil, rl("cpu", "5")))}
 	if err := p.Validate(context.Background(), upd, lookup); err != nil {
 		t.Fatalf("pod updates are not judged: %v", err)
 	}
@@ -144,15 +144,15 @@ func TestPluginResize(t *testing.T) {
 		Default: rl("cpu", "100m", "memory", "100Mi"), DefaultRequest: rl("cpu", "50m", "memory", "50Mi")}))
 	both := func(cpu, mem string) corev1.ResourceList { return rl("cpu", cpu, "memory", mem) }
 	old := pod(ctr("c1", both("300m", "300Mi"), both("300m", "300Mi")))
-	attrs := func(sub string, c corev1.Container) *apiserver.AdmissionAttributes {
-		return &apiserver.AdmissionAttributes{Verb: "update", Resource: pods, Subresource: sub, Namespace: "ns", Name: "p",
+	attrs := func(sub string, c corev1.Container) *admission.Attributes {
+		return &admission.Attributes{Verb: "update", Resource: pods, Subresource: sub, Namespace: "ns", Name: "p",
 			Object: pod(c), OldObject: old}
 	}
 	deleting := attrs("resize", ctr("c1", both("300m", "750Mi"), both("300m", "750Mi")))
 	deleting.OldObject = func() *corev1.Pod { p := old.DeepCopy(); p.DeletionTimestamp = &metav1.Time{}; return p }()
 	tests := []struct {
 		name    string
-		a       *apiserver.AdmissionAttributes
+		a       *admission.Attributes
 		wantErr string
 	}{
 		{"within the range", attrs("resize", ctr("c1", both("400m", "400Mi"), both("400m", "400Mi"))), ""},
@@ -190,7 +190,7 @@ func TestDefaultResize(t *testing.T) {
 	pods := &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Plural: "pods", Namespaced: true}
 	lookup := rangeLookup(lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Default: rl("cpu", "1"), DefaultRequest: rl("cpu", "100m", "memory", "64Mi")}))
 	old := pod(ctr("c", rl("cpu", "200m"), rl("cpu", "1")))
-	a := &apiserver.AdmissionAttributes{Verb: "update", Resource: pods, Subresource: "resize", Namespace: "ns", Name: "p",
+	a := &admission.Attributes{Verb: "update", Resource: pods, Subresource: "resize", Namespace: "ns", Name: "p",
 		Object: pod(ctr("c", rl("cpu", "300m"), rl("cpu", "1"))), OldObject: old}
 	if err := (New(nil)).Admit(context.Background(), a, lookup); err != nil {
 		t.Fatal(err)

@@ -13,8 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
-	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/registry"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // restrictedPod passes the restricted level; mods break it.
@@ -262,30 +263,30 @@ func TestPluginValidate(t *testing.T) {
 	}
 	tests := []struct {
 		name        string
-		attrs       apiserver.AdmissionAttributes
+		attrs       admission.Attributes
 		wantErr     string
 		wantWarning string
 		wantAudit   string
 	}{
-		{"restricted namespace refuses a privileged pod", apiserver.AdmissionAttributes{Verb: "create", Resource: pods, Namespace: "strict", Name: "x", Object: privileged("strict")},
+		{"restricted namespace refuses a privileged pod", admission.Attributes{Verb: "create", Resource: pods, Namespace: "strict", Name: "x", Object: privileged("strict")},
 			`pods "x" is forbidden: violates PodSecurity "restricted:latest": privileged (container "c" must not set securityContext.privileged=true)`, "", ""},
-		{"warn namespace warns", apiserver.AdmissionAttributes{Verb: "create", Resource: pods, Namespace: "loose", Name: "x", Object: privileged("loose")},
+		{"warn namespace warns", admission.Attributes{Verb: "create", Resource: pods, Namespace: "loose", Name: "x", Object: privileged("loose")},
 			"", `would violate PodSecurity "baseline:latest": privileged`, `would violate PodSecurity "baseline:latest": privileged`},
-		{"unlabelled namespace is privileged", apiserver.AdmissionAttributes{Verb: "create", Resource: pods, Namespace: "free", Name: "x", Object: privileged("free")}, "", "", ""},
-		{"exempt namespace", apiserver.AdmissionAttributes{Verb: "create", Resource: pods, Namespace: "exempt", Name: "x", Object: privileged("exempt")}, "", "", ""},
-		{"exempt user", apiserver.AdmissionAttributes{Verb: "create", Resource: pods, Namespace: "strict", Name: "x", Object: privileged("strict"), User: &apiserver.UserInfo{Name: "system:admin-bot"}}, "", "", ""},
-		{"status updates are not judged", apiserver.AdmissionAttributes{Verb: "update", Resource: pods, Subresource: "status", Namespace: "strict", Name: "x", Object: privileged("strict"), OldObject: privileged("strict")}, "", "", ""},
-		{"an image-only update is not judged", apiserver.AdmissionAttributes{Verb: "update", Resource: pods, Namespace: "strict", Name: "x",
+		{"unlabelled namespace is privileged", admission.Attributes{Verb: "create", Resource: pods, Namespace: "free", Name: "x", Object: privileged("free")}, "", "", ""},
+		{"exempt namespace", admission.Attributes{Verb: "create", Resource: pods, Namespace: "exempt", Name: "x", Object: privileged("exempt")}, "", "", ""},
+		{"exempt user", admission.Attributes{Verb: "create", Resource: pods, Namespace: "strict", Name: "x", Object: privileged("strict"), User: &request.UserInfo{Name: "system:admin-bot"}}, "", "", ""},
+		{"status updates are not judged", admission.Attributes{Verb: "update", Resource: pods, Subresource: "status", Namespace: "strict", Name: "x", Object: privileged("strict"), OldObject: privileged("strict")}, "", "", ""},
+		{"an image-only update is not judged", admission.Attributes{Verb: "update", Resource: pods, Namespace: "strict", Name: "x",
 			Object: restrictedPod(func(p *corev1.Pod) { sc(p).Privileged = ptr.To(true); p.Spec.Containers[0].Image = "nginx" }), OldObject: privileged("strict")}, "", "", ""},
-		{"a bad label on a new namespace is invalid", apiserver.AdmissionAttributes{Verb: "create", Resource: namespaces, Name: "n", Object: ns("n", map[string]string{EnforceLabel: "strict"})},
+		{"a bad label on a new namespace is invalid", admission.Attributes{Verb: "create", Resource: namespaces, Name: "n", Object: ns("n", map[string]string{EnforceLabel: "strict"})},
 			`Namespace "n" is invalid: metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "strict": must be one of privileged, baseline, restricted`, "", ""},
-		{"a Deployment is warned, never refused", apiserver.AdmissionAttributes{Verb: "create", Resource: deployments, Namespace: "loose", Name: "d", Object: &appsv1.Deployment{
+		{"a Deployment is warned, never refused", admission.Attributes{Verb: "create", Resource: deployments, Namespace: "loose", Name: "d", Object: &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "loose"}, Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: privileged("loose").Spec}}}},
 			"", `would violate PodSecurity "baseline:latest": privileged`, `would violate PodSecurity "baseline:latest": privileged`},
-		{"a Deployment in an enforce-only namespace is admitted silently", apiserver.AdmissionAttributes{Verb: "create", Resource: deployments, Namespace: "strict", Name: "d", Object: &appsv1.Deployment{
+		{"a Deployment in an enforce-only namespace is admitted silently", admission.Attributes{Verb: "create", Resource: deployments, Namespace: "strict", Name: "d", Object: &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "strict"}, Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: privileged("strict").Spec}}}},
 			"", "", ""},
-		{"tightening a namespace warns about its pods", apiserver.AdmissionAttributes{Verb: "update", Resource: namespaces, Name: "free",
+		{"tightening a namespace warns about its pods", admission.Attributes{Verb: "update", Resource: namespaces, Name: "free",
 			Object: ns("free", map[string]string{EnforceLabel: "baseline"}), OldObject: ns("free", nil)},
 			"", `existing pods in namespace "free" violate the new PodSecurity enforce level "baseline:latest"`, ""},
 	}
@@ -316,8 +317,8 @@ func TestPluginValidate(t *testing.T) {
 
 // warningContext is a context that collects admission warnings, and their reader.
 func warningContext() (context.Context, func() string) {
-	ctx, read := apiserver.CollectAdmissionWarnings(context.Background())
-	return ctx, func() string { return strings.Join(read(), "\n") }
+	ctx, warnings := admission.WithWarnings(context.Background())
+	return ctx, func() string { return strings.Join(warnings.Messages(), "\n") }
 }
 
 // TestEvaluateAtVersion: the enforce-version label picks that version's checks: restricted

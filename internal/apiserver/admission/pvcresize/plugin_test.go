@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
-	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/registry"
 )
 
@@ -75,7 +75,7 @@ func (lookup) List(context.Context, string, string, string) (runtime.Object, err
 func TestValidate(t *testing.T) {
 	claims := &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Plural: "persistentvolumeclaims", Namespaced: true}
 	old, grown := claim("sc", "1Gi", corev1.ClaimBound), claim("sc", "2Gi", corev1.ClaimBound)
-	a := &apiserver.AdmissionAttributes{Verb: "update", Resource: claims, Name: "data", Namespace: "ns", Object: grown, OldObject: old}
+	a := &admission.Attributes{Verb: "update", Resource: claims, Name: "data", Namespace: "ns", Object: grown, OldObject: old}
 	err := Plugin{}.Validate(context.Background(), a, lookup{class("sc", ptr.To(false))})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "must support resize") {
 		t.Fatalf("growth without allowVolumeExpansion: %v", err)

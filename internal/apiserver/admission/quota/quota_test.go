@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
-	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/quota"
 	"github.com/skiff-sh/skiff/internal/registry"
 )
@@ -178,8 +178,8 @@ func TestPluginChargesWithCompareAndSwap(t *testing.T) {
 		q := rq("q", list("pods", hard), list("pods", "0"))
 		return &fakeStore{quotas: map[string]*corev1.ResourceQuota{"q": &q}, steal: steal}
 	}
-	attrs := func(name string) *apiserver.AdmissionAttributes {
-		return &apiserver.AdmissionAttributes{Verb: "create", Resource: pods, Namespace: "ns", Name: name, Object: pod(name, nil, nil)}
+	attrs := func(name string) *admission.Attributes {
+		return &admission.Attributes{Verb: "create", Resource: pods, Namespace: "ns", Name: name, Object: pod(name, nil, nil)}
 	}
 	p := New(nil)
 
@@ -333,8 +333,8 @@ func TestCheckScopeChange(t *testing.T) {
 func TestPluginResize(t *testing.T) {
 	pods := &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Plural: "pods", Namespaced: true}
 	old := applied(pod("p", list("cpu", "300m"), nil), list("cpu", "300m"), nil)
-	attrs := func(sub, cpu string) *apiserver.AdmissionAttributes {
-		return &apiserver.AdmissionAttributes{Verb: "update", Resource: pods, Subresource: sub, Namespace: "ns", Name: "p",
+	attrs := func(sub, cpu string) *admission.Attributes {
+		return &admission.Attributes{Verb: "update", Resource: pods, Subresource: sub, Namespace: "ns", Name: "p",
 			Object: resized(old, list("cpu", cpu), nil), OldObject: old}
 	}
 	newStore := func() *fakeStore {

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/registry"
 )
 
@@ -47,7 +47,7 @@ func TestAdmit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := &apiserver.AdmissionAttributes{Verb: tt.verb, Resource: tt.resource, Subresource: tt.subresource, Object: tt.obj}
+			a := &admission.Attributes{Verb: tt.verb, Resource: tt.resource, Subresource: tt.subresource, Object: tt.obj}
 			if err := (Plugin{}).Admit(context.Background(), a, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +70,7 @@ func TestAdmit(t *testing.T) {
 
 func TestAdmitLeavesOtherResources(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
-	a := &apiserver.AdmissionAttributes{Verb: "create", Resource: pods, Object: pod}
+	a := &admission.Attributes{Verb: "create", Resource: pods, Object: pod}
 	if err := (Plugin{}).Admit(context.Background(), a, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestAdmitLeavesOtherResources(t *testing.T) {
 		t.Errorf("pod got finalizers %q", pod.Finalizers)
 	}
 	// A delete carries no object.
-	del := &apiserver.AdmissionAttributes{Verb: "delete", Resource: claims, Name: "data", Namespace: "ns"}
+	del := &admission.Attributes{Verb: "delete", Resource: claims, Name: "data", Namespace: "ns"}
 	if err := (Plugin{}).Admit(context.Background(), del, nil); err != nil {
 		t.Fatal(err)
 	}
