@@ -39,7 +39,7 @@ func (h *resourceHandler) runAction(w http.ResponseWriter, r *http.Request, info
 			return h.admitSubresourceCreate(ctx, info, obj, action.Kind, dryRun)
 		},
 	}
-	out, err := action.Create(r.Context(), h.s.actionEnv(), req)
+	out, err := action.Create(r.Context(), h.actionEnv(), req)
 	if err != nil {
 		if _, isStatus := err.(apierrors.APIStatus); !isStatus {
 			err = apierrors.NewInternalError(err)
@@ -115,20 +115,25 @@ func serveBindings(h *resourceHandler, w http.ResponseWriter, r *http.Request, i
 	pods.runAction(w, r, podInfo, action, binding, opts.dryRun)
 }
 
-// actionEnv is what the server lends action subresources.
-func (s *Server) actionEnv() registry.ActionEnv {
-	env := registry.ActionEnv{Stores: actionStores{s}, Clock: s.clock}
-	if t := s.cfg.ServiceAccountTokens; t != nil && t.Issuer != nil {
+// actionEnv is what the server lends the action subresources of h's resource.
+func (h *resourceHandler) actionEnv() registry.ActionEnv {
+	env := registry.ActionEnv{Stores: actionStores{h}, Clock: h.s.clock}
+	if t := h.s.cfg.ServiceAccountTokens; t != nil && t.Issuer != nil {
 		env.Tokens = &registry.TokenIssuing{Issuer: t.Issuer, Audiences: t.Audiences}
 	}
 	return env
 }
 
-// actionStores finds the generic stores of the served resources for actions.
-type actionStores struct{ s *Server }
+// actionStores finds the generic stores of the served resources for the actions of own's resource.
+type actionStores struct{ own *resourceHandler }
 
 func (a actionStores) Store(gr schema.GroupResource) (registry.ObjectStore, bool) {
-	h := a.s.handlerForGroupResource(gr)
+	if gr == a.own.res.GroupResource() {
+		// The resource's own store, without a search of the served ones: a binding, the
+		// scheduler's every write, needs no other.
+		return actionStore{a.own}, true
+	}
+	h := a.own.s.handlerForGroupResource(gr)
 	if h == nil {
 		return nil, false
 	}
