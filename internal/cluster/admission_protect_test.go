@@ -22,14 +22,14 @@ func TestProtectPluginsConfig(t *testing.T) {
 		wantErr string
 	}{
 		{"no files", Config{}, ""},
-		{"good files", Config{
+		{"good files", Config{SecurityConfig: SecurityConfig{
 			ImagePolicyFile: write("images.yaml", "kind: ImagePolicy\ndefault:\n  allow: [registry.k8s.io]\n"),
 			PodSecurityConfigFile: write("psa.yaml", "apiVersion: pod-security.admission.config.k8s.io/v1\nkind: PodSecurityConfiguration\n"+
 				"defaults:\n  enforce: baseline\n  warn: restricted\nexemptions:\n  namespaces: [kube-system]\n"),
-		}, ""},
-		{"missing image policy", Config{ImagePolicyFile: filepath.Join(dir, "nope.yaml")}, "image policy admission"},
-		{"bad image policy", Config{ImagePolicyFile: write("bad-images.yaml", "default: {allowed: [x]}\n")}, "image policy admission"},
-		{"bad pod security level", Config{PodSecurityConfigFile: write("bad-psa.yaml", "defaults:\n  enforce: strict\n")}, "must be one of privileged, baseline, restricted"},
+		}}, ""},
+		{"missing image policy", Config{SecurityConfig: SecurityConfig{ImagePolicyFile: filepath.Join(dir, "nope.yaml")}}, "image policy admission"},
+		{"bad image policy", Config{SecurityConfig: SecurityConfig{ImagePolicyFile: write("bad-images.yaml", "default: {allowed: [x]}\n")}}, "image policy admission"},
+		{"bad pod security level", Config{SecurityConfig: SecurityConfig{PodSecurityConfigFile: write("bad-psa.yaml", "defaults:\n  enforce: strict\n")}}, "must be one of privileged, baseline, restricted"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

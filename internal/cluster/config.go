@@ -53,16 +53,44 @@ func ParseRoles(s string) ([]Role, error) {
 	return roles, nil
 }
 
-// Config is one skiff node's configuration.
+// Config is one skiff node's configuration: what every node has (its data dir, roles, addresses,
+// name and the cluster it joins) and one part per concern. The parts are embedded so that cfg.Field
+// reads a field wherever it lives; Validate checks each part on its own, then what spans parts
+// (roles against etcd, join and runtime settings).
 type Config struct {
-	DataDir     string
-	Roles       []Role
+	// DataDir holds everything the node keeps: certificates, etcd's data, the kubelet's state.
+	DataDir string
+	// Roles are what this node runs (default: all of them).
+	Roles []Role
+	// BindAddress is the address the node's servers listen on (default 0.0.0.0).
 	BindAddress string
 	// AdvertiseAddress is the address other nodes and clients use; empty picks the bind address, or
 	// 127.0.0.1 when binding to all addresses.
 	AdvertiseAddress string
-	HTTPSPort        int
-	EtcdClientPort   int
+	// NodeName names this node (default: the host name).
+	NodeName string
+	// MemoryLimit is the Go runtime's soft memory limit for the process in bytes (memlimit.go;
+	// --memory-limit): 0 or MemoryLimitOff leaves it to GOMEMLIMIT, when set, or none.
+	MemoryLimit int64
+	// Server is the API server (https://HOST:PORT) of the cluster this node joins; empty starts or
+	// restarts a cluster of its own. Token is the join token (`skiff token create`), needed only
+	// until the node has its certificates (a restart needs none).
+	Server string
+	Token  string
+	// Logger is every component's logger (default: slog's).
+	Logger *slog.Logger
+	EtcdConfig
+	ControlPlaneConfig
+	WorkerConfig
+	NetworkConfig
+	SecurityConfig
+}
+
+// EtcdConfig is the node's etcd: the embedded member's ports, quota and join, or the external
+// etcd and its client TLS, and the scheduled snapshots.
+type EtcdConfig struct {
+	// EtcdClientPort and EtcdPeerPort are the embedded member's client (gRPC) and peer ports.
+	EtcdClientPort int
 	// EtcdHTTPPort serves the embedded member's HTTP endpoints (/health, /metrics, /version, with the
 	// same mutual TLS) on the etcd listen address; 0 puts them on a loopback port the system picks.
 	// The client port serves gRPC alone.
@@ -77,8 +105,123 @@ type Config struct {
 	// kubeconfig of the running cluster: the node's member joins that cluster as a learner through
 	// the API server's membership endpoints and is promoted once caught up (--etcd-join-kubeconfig).
 	EtcdJoinKubeconfig string
-	// NodeName names this node (default: the host name).
-	NodeName string
+	// EtcdQuotaBackendBytes is the size an embedded member's database may grow to before etcd
+	// refuses writes with NOSPACE (0: etcd's default, 2 GiB).
+	EtcdQuotaBackendBytes int64
+	// Snapshots are the scheduled etcd snapshots and the cluster reset (etcdsnapshot.go).
+	Snapshots SnapshotConfig
+}
+
+// ControlPlaneConfig is what a control-plane node runs: the API server's port, limits and
+// aggregation, the controller manager's and the scheduler's settings, storage and metrics.
+type ControlPlaneConfig struct {
+	// HTTPSPort is the API server's port (default 6443).
+	HTTPSPort int
+	// DisableLocalInformers makes the controller manager and scheduler of a control-plane node read
+	// through client-go like remote components, instead of from the API server's watch cache in
+	// process (onecopy.go); for comparisons and as an escape hatch.
+	DisableLocalInformers bool
+	// DisableScheduler and DisableControllerManager keep a control-plane node from running skiff's
+	// own scheduler or controller manager, so others (upstream kube-scheduler and
+	// kube-controller-manager, see upstream.go) can take their place.
+	DisableScheduler         bool
+	DisableControllerManager bool
+	// CloudProvider is the cloud controller manager's provider: "local" (default) or "none".
+	CloudProvider string
+	// Controllers selects controllers as kube-controller-manager's --controllers does.
+	Controllers []string
+	// NodeMonitorGracePeriod is how long a node may go unheard before the node lifecycle
+	// controller marks it Ready=Unknown (0: the controller manager's default, 40s).
+	NodeMonitorGracePeriod time.Duration
+	// DefaultNotReadyTolerationSeconds and DefaultUnreachableTolerationSeconds are the seconds of
+	// the NoExecute tolerations admission adds to pods that have none for the not-ready and
+	// unreachable taints (kube-apiserver's flags of those names; nil: 300).
+	DefaultNotReadyTolerationSeconds    *int64
+	DefaultUnreachableTolerationSeconds *int64
+	// ClusterSigningDuration is the longest certificate the csrsigning controller issues from the
+	// cluster CA (0: the controller manager's default, one year).
+	ClusterSigningDuration time.Duration
+	// HPASyncPeriod is how often the horizontal pod autoscaler syncs every HPA
+	// (--horizontal-pod-autoscaler-sync-period; 0: 15s); HPATolerance is the usage ratio's
+	// distance from 1 within which it does not scale (--horizontal-pod-autoscaler-tolerance; 0: 0.1).
+	HPASyncPeriod time.Duration
+	HPATolerance  float64
+	// HPADownscaleStabilization is how long the horizontal pod autoscaler looks back for a
+	// higher recommendation before scaling down (--horizontal-pod-autoscaler-downscale-stabilization; 0: 5m).
+	HPADownscaleStabilization time.Duration
+	// ManifestsDir is the auto-deployed manifests directory of a control-plane node: its YAML and
+	// JSON files are applied and kept applied (manifests.go; empty: <data-dir>/manifests).
+	ManifestsDir string
+	// LeaderElection tunes the Leases the scheduler and controller manager elect their leader with;
+	// zero values take Kubernetes' defaults (15 s, 10 s, 2 s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// SchedulerConfig is the scheduler's configuration file (profiles and plugins); empty uses defaults.
+	SchedulerConfig string
+	// LocalPathDir is where the built-in local-path provisioner puts volumes on worker nodes, one
+	// directory per volume (default <data-dir>/storage, read from the controller manager's data dir:
+	// nodes are expected to share the layout). LocalPathHelperImage runs the pod that removes a
+	// deleted volume's directory.
+	LocalPathDir         string
+	LocalPathHelperImage string
+	// StorageEncoding is "protobuf" or "json" (see README: protobuf is the measured default).
+	StorageEncoding string
+	// Server limits of the API server: RequestTimeout bounds a request that is not long-running,
+	// MinRequestTimeout a watch without timeoutSeconds, IdleConnectionTimeout an idle keep-alive
+	// connection; MaxConnectionsPerClient the connections one client address holds (0: unbounded).
+	RequestTimeout, MinRequestTimeout, IdleConnectionTimeout time.Duration
+	MaxConnectionsPerClient                                  int
+	// MaxRequestsInflight is API Priority and Fairness' total seats, shared by the limited
+	// priority levels (kube-apiserver's --max-requests-inflight plus --max-mutating-requests-inflight).
+	MaxRequestsInflight int
+	// API aggregation: the front-proxy certificates and --requestheader-* settings (aggregation.go).
+	Aggregation AggregationOptions
+	// ReadHeaderTimeout bounds how long a client may take to send its request headers to the API
+	// server (0: DefaultReadHeaderTimeout, 32 s as kube-apiserver).
+	ReadHeaderTimeout time.Duration
+	// MetricsResolution is how often the API server scrapes every Ready kubelet's resource metrics
+	// for metrics.k8s.io (0: 15 s, metrics-server's --metric-resolution default).
+	MetricsResolution time.Duration
+}
+
+// WorkerConfig is what a node with a kubelet runs: the kubelet, its container runtime and the
+// node-local API load balancer.
+type WorkerConfig struct {
+	// OCIRuntime is the OCI runtime of the node's own containerd: "runc" (default) or "crun"
+	// (--oci-runtime; ociruntime.go).
+	OCIRuntime string
+	// ResolvConf is the node resolv.conf the kubelet gives pods with dnsPolicy Default (empty:
+	// /etc/resolv.conf); the conformance harness points it at a test address so no pod asks the
+	// host's real resolver.
+	ResolvConf string
+	// KubeletPort is where the kubelet serves its API (logs, exec, attach, port-forward).
+	KubeletPort int
+	// KubeletSyncFrequency is how often the kubelet refreshes a running pod's API-backed volumes
+	// (0: its default, 1 minute).
+	KubeletSyncFrequency time.Duration
+	// LBPort is the node-local API load balancer's port (default 6444), on LBAddress.
+	LBPort int
+	// SystemReserved is subtracted from the node's capacity to give its allocatable ("cpu=500m,memory=512Mi").
+	SystemReserved string
+	// AllowedUnsafeSysctls are the sysctls (names, or prefixes ending in "*") pods may set besides the
+	// safe ones; others are rejected by the kubelet (SysctlForbidden).
+	AllowedUnsafeSysctls []string
+	// KubeletRootDir is the kubelet's root directory as CSI drivers see it (plugins_registry/,
+	// plugins/, pods/); /var/lib/kubelet, where drivers' manifests mount it from. Empty keeps
+	// everything in the kubelet's data dir.
+	KubeletRootDir string
+	// PodManifestPath holds static pod manifests the kubelet runs (and mirrors into the API).
+	PodManifestPath string
+	// ContainerRuntimeEndpoint is an existing CRI socket for the kubelet; empty means skiff starts and
+	// supervises its own containerd under the data dir.
+	ContainerRuntimeEndpoint string
+	// ControlPlaneKubelet runs the kubelet on a node without the worker role too, so it registers a
+	// Node (with its roles' labels and the control-plane or etcd taint, see nodeTaints).
+	ControlPlaneKubelet bool
+}
+
+// NetworkConfig is the cluster's network as a node sees it: service and pod ranges, cluster DNS,
+// the CNI plugin, the service proxy and network policy.
+type NetworkConfig struct {
 	// ServiceCIDR is the range services' cluster IPs come from.
 	ServiceCIDR string
 	// ClusterDNS are the cluster DNS server addresses ClusterFirst pods use (default: the 10th address
@@ -102,106 +245,19 @@ type Config struct {
 	ProxyHealthzPort int
 	// ProxyMode is the service proxy's backend: nftables (the default) or iptables.
 	ProxyMode string
-	// DisableLocalInformers makes the controller manager and scheduler of a control-plane node read
-	// through client-go like remote components, instead of from the API server's watch cache in
-	// process (onecopy.go); for comparisons and as an escape hatch.
-	DisableLocalInformers bool
-	// MemoryLimit is the Go runtime's soft memory limit for the process in bytes (memlimit.go;
-	// --memory-limit): 0 or MemoryLimitOff leaves it to GOMEMLIMIT, when set, or none.
-	MemoryLimit int64
-	// DisableScheduler and DisableControllerManager keep a control-plane node from running skiff's
-	// own scheduler or controller manager, so others (upstream kube-scheduler and
-	// kube-controller-manager, see upstream.go) can take their place.
-	DisableScheduler         bool
-	DisableControllerManager bool
-	// CloudProvider is the cloud controller manager's provider: "local" (default) or "none".
-	CloudProvider string
 	// CNIBridge is the bridge the kubelet's pods attach to, also used as the CNI network name (so
 	// host-local IPAM keeps its own state); empty: the kubelet's defaults (cni0, "skiff").
 	CNIBridge string
 	// CNIPlugin is the pod network's CNI plugin: "skiff" (default; skiff's own, see internal/cni)
 	// or "bridge" (the distribution's bridge, host-local and portmap plugins).
 	CNIPlugin string
-	// OCIRuntime is the OCI runtime of the node's own containerd: "runc" (default) or "crun"
-	// (--oci-runtime; ociruntime.go).
-	OCIRuntime string
-	// ResolvConf is the node resolv.conf the kubelet gives pods with dnsPolicy Default (empty:
-	// /etc/resolv.conf); the conformance harness points it at a test address so no pod asks the
-	// host's real resolver.
-	ResolvConf string
 	// ClusterCIDR is the pod network; each node gets a podCIDR from it.
 	ClusterCIDR string
-	// Controllers selects controllers as kube-controller-manager's --controllers does.
-	Controllers []string
-	// NodeMonitorGracePeriod is how long a node may go unheard before the node lifecycle
-	// controller marks it Ready=Unknown (0: the controller manager's default, 40s).
-	NodeMonitorGracePeriod time.Duration
-	// DefaultNotReadyTolerationSeconds and DefaultUnreachableTolerationSeconds are the seconds of
-	// the NoExecute tolerations admission adds to pods that have none for the not-ready and
-	// unreachable taints (kube-apiserver's flags of those names; nil: 300).
-	DefaultNotReadyTolerationSeconds    *int64
-	DefaultUnreachableTolerationSeconds *int64
-	// ClusterSigningDuration is the longest certificate the csrsigning controller issues from the
-	// cluster CA (0: the controller manager's default, one year).
-	ClusterSigningDuration time.Duration
-	// HPASyncPeriod is how often the horizontal pod autoscaler syncs every HPA
-	// (--horizontal-pod-autoscaler-sync-period; 0: 15s); HPATolerance is the usage ratio's
-	// distance from 1 within which it does not scale (--horizontal-pod-autoscaler-tolerance; 0: 0.1).
-	HPASyncPeriod time.Duration
-	HPATolerance  float64
-	// HPADownscaleStabilization is how long the horizontal pod autoscaler looks back for a
-	// higher recommendation before scaling down (--horizontal-pod-autoscaler-downscale-stabilization; 0: 5m).
-	HPADownscaleStabilization time.Duration
-	// KubeletPort is where the kubelet serves its API (logs, exec, attach, port-forward).
-	KubeletPort int
-	// KubeletSyncFrequency is how often the kubelet refreshes a running pod's API-backed volumes
-	// (0: its default, 1 minute).
-	KubeletSyncFrequency time.Duration
-	// LBPort is the node-local API load balancer's port (default 6444), on LBAddress.
-	LBPort int
-	// SystemReserved is subtracted from the node's capacity to give its allocatable ("cpu=500m,memory=512Mi").
-	SystemReserved string
-	// AllowedUnsafeSysctls are the sysctls (names, or prefixes ending in "*") pods may set besides the
-	// safe ones; others are rejected by the kubelet (SysctlForbidden).
-	AllowedUnsafeSysctls []string
-	// KubeletRootDir is the kubelet's root directory as CSI drivers see it (plugins_registry/,
-	// plugins/, pods/); /var/lib/kubelet, where drivers' manifests mount it from. Empty keeps
-	// everything in the kubelet's data dir.
-	KubeletRootDir string
-	// PodManifestPath holds static pod manifests the kubelet runs (and mirrors into the API).
-	PodManifestPath string
-	// ManifestsDir is the auto-deployed manifests directory of a control-plane node: its YAML and
-	// JSON files are applied and kept applied (manifests.go; empty: <data-dir>/manifests).
-	ManifestsDir string
-	// ContainerRuntimeEndpoint is an existing CRI socket for the kubelet; empty means skiff starts and
-	// supervises its own containerd under the data dir.
-	ContainerRuntimeEndpoint string
-	// LeaderElection tunes the Leases the scheduler and controller manager elect their leader with;
-	// zero values take Kubernetes' defaults (15 s, 10 s, 2 s).
-	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	// SchedulerConfig is the scheduler's configuration file (profiles and plugins); empty uses defaults.
-	SchedulerConfig string
-	// LocalPathDir is where the built-in local-path provisioner puts volumes on worker nodes, one
-	// directory per volume (default <data-dir>/storage, read from the controller manager's data dir:
-	// nodes are expected to share the layout). LocalPathHelperImage runs the pod that removes a
-	// deleted volume's directory.
-	LocalPathDir         string
-	LocalPathHelperImage string
-	// Server is the API server (https://HOST:PORT) of the cluster this node joins; empty starts or
-	// restarts a cluster of its own. Token is the join token (`skiff token create`), needed only
-	// until the node has its certificates (a restart needs none).
-	Server string
-	Token  string
-	// ControlPlaneKubelet runs the kubelet on a node without the worker role too, so it registers a
-	// Node (with its roles' labels and the control-plane or etcd taint, see nodeTaints).
-	ControlPlaneKubelet bool
-	// EtcdQuotaBackendBytes is the size an embedded member's database may grow to before etcd
-	// refuses writes with NOSPACE (0: etcd's default, 2 GiB).
-	EtcdQuotaBackendBytes int64
-	// Snapshots are the scheduled etcd snapshots and the cluster reset (etcdsnapshot.go).
-	Snapshots SnapshotConfig
-	// StorageEncoding is "protobuf" or "json" (see README: protobuf is the measured default).
-	StorageEncoding string
+}
+
+// SecurityConfig is how the API server protects: encryption at rest, the audit log, the admission
+// that protects (image policy, pod security), anonymous access and service-account tokens.
+type SecurityConfig struct {
 	// SecretsEncryption seals Secrets in etcd with a key skiff generates into the data dir (see
 	// EncryptionConfigPath); EncryptionProviderConfig names an EncryptionConfiguration file
 	// instead, as kube-apiserver's --encryption-provider-config.
@@ -211,21 +267,11 @@ type Config struct {
 	// ("-" for stdout); the file rotates past AuditLogMaxSizeMB, keeping AuditLogMaxBackups.
 	AuditPolicyFile, AuditLogPath         string
 	AuditLogMaxSizeMB, AuditLogMaxBackups int
-	// Server limits of the API server: RequestTimeout bounds a request that is not long-running,
-	// MinRequestTimeout a watch without timeoutSeconds, IdleConnectionTimeout an idle keep-alive
-	// connection; MaxConnectionsPerClient the connections one client address holds (0: unbounded).
-	RequestTimeout, MinRequestTimeout, IdleConnectionTimeout time.Duration
-	MaxConnectionsPerClient                                  int
-	// MaxRequestsInflight is API Priority and Fairness' total seats, shared by the limited
-	// priority levels (kube-apiserver's --max-requests-inflight plus --max-mutating-requests-inflight).
-	MaxRequestsInflight int
 	// Admission that protects (issue 10): ImagePolicyFile is the --image-policy file of allowed
 	// image prefixes (empty: every image allowed); PodSecurityConfigFile is an upstream
 	// PodSecurityConfiguration (default levels and exemptions; empty: privileged, nothing exempt).
 	ImagePolicyFile       string
 	PodSecurityConfigFile string
-	// API aggregation: the front-proxy certificates and --requestheader-* settings (aggregation.go).
-	Aggregation AggregationOptions
 	// Authentication (issue 10): AnonymousAuth lets requests without credentials in as
 	// system:anonymous (kube-apiserver's --anonymous-auth); ServiceAccountIssuer is the "iss" of
 	// service-account tokens and of the OIDC discovery document (empty: DefaultServiceAccountIssuer),
@@ -233,13 +279,6 @@ type Config struct {
 	AnonymousAuth         bool
 	ServiceAccountIssuer  string
 	ServiceAccountJWKSURI string
-	// ReadHeaderTimeout bounds how long a client may take to send its request headers to the API
-	// server (0: DefaultReadHeaderTimeout, 32 s as kube-apiserver).
-	ReadHeaderTimeout time.Duration
-	// MetricsResolution is how often the API server scrapes every Ready kubelet's resource metrics
-	// for metrics.k8s.io (0: 15 s, metrics-server's --metric-resolution default).
-	MetricsResolution time.Duration
-	Logger            *slog.Logger
 }
 
 // Default fills unset fields.
@@ -328,20 +367,22 @@ func (c *Config) Default() {
 	}
 }
 
-// Validate reports configuration errors before anything starts.
+// Validate reports configuration errors before anything starts: the node's own fields, each part's,
+// then what spans parts.
 func (c *Config) Validate() error {
 	var errs []error
 	errs = append(errs, c.validateNode()...)
-	errs = append(errs, c.validateNetwork()...)
-	errs = append(errs, c.validateControlPlane()...)
-	errs = append(errs, c.validateEtcd()...)
-	errs = append(errs, c.validateJoin()...)
-	errs = append(errs, c.validateWorker()...)
+	errs = append(errs, c.NetworkConfig.Validate()...)
+	errs = append(errs, c.ControlPlaneConfig.Validate()...)
+	errs = append(errs, c.EtcdConfig.Validate()...)
+	errs = append(errs, c.WorkerConfig.Validate()...)
+	errs = append(errs, c.SecurityConfig.Validate()...)
+	errs = append(errs, c.validateAcrossParts()...)
 	return errors.Join(errs...)
 }
 
-// validateNode checks what every node has: its data dir, addresses and ports. A relative data
-// dir is made absolute.
+// validateNode checks what every node has: its data dir and addresses. A relative data dir is made
+// absolute.
 func (c *Config) validateNode() []error {
 	var errs []error
 	if !filepath.IsAbs(c.DataDir) {
@@ -351,27 +392,42 @@ func (c *Config) validateNode() []error {
 		}
 		c.DataDir = abs
 	}
-	if !filepath.IsAbs(c.LocalPathDir) {
-		// Volume paths are read on other nodes, so a relative one means nothing there.
-		errs = append(errs, fmt.Errorf("--local-path-dir %q must be absolute", c.LocalPathDir))
-	}
 	if net.ParseIP(c.BindAddress) == nil {
 		errs = append(errs, fmt.Errorf("--bind-address %q is not an IP address", c.BindAddress))
 	}
 	if net.ParseIP(c.AdvertiseAddress) == nil {
 		errs = append(errs, fmt.Errorf("advertise address %q is not an IP address", c.AdvertiseAddress))
 	}
-	for name, port := range map[string]int{"--https-port": c.HTTPSPort, "--etcd-client-port": c.EtcdClientPort, "--etcd-peer-port": c.EtcdPeerPort, "--kubelet-port": c.KubeletPort, "--lb-port": c.LBPort} {
-		if port < 1 || port > 65535 {
-			errs = append(errs, fmt.Errorf("%s %d is out of range 1-65535", name, port))
-		}
-	}
 	return errs
 }
 
-// validateNetwork checks the cluster's network: the CNI plugin, the service CIDR, cluster DNS and
-// the proxy's mode.
-func (c *Config) validateNetwork() []error {
+// validateAcrossParts checks what no part can judge alone: the roles against the etcd, join and
+// runtime settings, and what needs the host (files named by flags, binaries on PATH).
+func (c *Config) validateAcrossParts() []error {
+	var errs []error
+	errs = append(errs, c.validateEtcdTLS()...) // etcdnode.go
+	errs = append(errs, c.Snapshots.validate(c)...)
+	if c.HasRole(RoleEtcd) && len(c.EtcdServers) > 0 {
+		errs = append(errs, errors.New("--etcd-servers names an external etcd: drop the etcd role or the flag"))
+	}
+	errs = append(errs, c.validateEtcdOnly()...) // etcdonly.go
+	errs = append(errs, c.validateJoin()...)     // join.go
+	// --oci-runtime (ociruntime.go).
+	errs = append(errs, c.validateOCIRuntimeOnPath()...)
+	return errs
+}
+
+// validatePort reports a port outside min-65535 under its flag's name.
+func validatePort(flag string, port, min int) error {
+	if port < min || port > 65535 {
+		return fmt.Errorf("%s %d is out of range %d-65535", flag, port, min)
+	}
+	return nil
+}
+
+// Validate checks the network part: the CNI plugin, the service CIDR, cluster DNS and the proxy's
+// mode.
+func (c NetworkConfig) Validate() []error {
 	var errs []error
 	if c.CNIPlugin != CNIPluginSkiff && c.CNIPlugin != CNIPluginBridge {
 		errs = append(errs, fmt.Errorf("--cni-plugin %q: must be %s or %s", c.CNIPlugin, CNIPluginSkiff, CNIPluginBridge))
@@ -398,9 +454,17 @@ func (c *Config) validateNetwork() []error {
 	return errs
 }
 
-// validateControlPlane checks the API server's, controller manager's and scheduler's settings.
-func (c *Config) validateControlPlane() []error {
+// Validate checks the control-plane part: the API server's port and limits, the controller
+// manager's and the scheduler's settings, storage and metrics.
+func (c ControlPlaneConfig) Validate() []error {
 	var errs []error
+	if err := validatePort("--https-port", c.HTTPSPort, 1); err != nil {
+		errs = append(errs, err)
+	}
+	if !filepath.IsAbs(c.LocalPathDir) {
+		// Volume paths are read on other nodes, so a relative one means nothing there.
+		errs = append(errs, fmt.Errorf("--local-path-dir %q must be absolute", c.LocalPathDir))
+	}
 	if err := validateCloudProvider(c.CloudProvider); err != nil {
 		errs = append(errs, err)
 	}
@@ -442,35 +506,56 @@ func (c *Config) validateControlPlane() []error {
 	return errs
 }
 
-// validateEtcd checks the embedded or external etcd: ports, quota, TLS, snapshots and roles.
-func (c *Config) validateEtcd() []error {
+// Validate checks the etcd part's own fields: ports and quota. Its TLS files, snapshots and the
+// etcd role against --etcd-servers are checked across parts (validateAcrossParts).
+func (c EtcdConfig) Validate() []error {
 	var errs []error
-	if c.EtcdHTTPPort < 0 || c.EtcdHTTPPort > 65535 {
-		errs = append(errs, fmt.Errorf("--etcd-http-port %d is out of range 0-65535", c.EtcdHTTPPort))
+	for _, p := range []struct {
+		flag      string
+		port, min int
+	}{{"--etcd-client-port", c.EtcdClientPort, 1}, {"--etcd-peer-port", c.EtcdPeerPort, 1}, {"--etcd-http-port", c.EtcdHTTPPort, 0}} {
+		if err := validatePort(p.flag, p.port, p.min); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.EtcdQuotaBackendBytes < 0 {
 		errs = append(errs, fmt.Errorf("--etcd-quota-backend-bytes %d must not be negative", c.EtcdQuotaBackendBytes))
 	}
-	errs = append(errs, c.validateEtcdTLS()...)
-	errs = append(errs, c.Snapshots.validate(c)...)
-	if c.HasRole(RoleEtcd) && len(c.EtcdServers) > 0 {
-		errs = append(errs, errors.New("--etcd-servers names an external etcd: drop the etcd role or the flag"))
-	}
-	errs = append(errs, c.validateEtcdOnly()...) // etcdonly.go
 	return errs
 }
 
-// validateWorker checks the kubelet's settings.
-func (c *Config) validateWorker() []error {
+// Validate checks the worker part: the kubelet's and the node-local load balancer's ports, and
+// the kubelet's sysctls and reservation. The OCI runtime, which needs the host, is checked across
+// parts.
+func (c WorkerConfig) Validate() []error {
 	var errs []error
+	for _, p := range []struct {
+		flag string
+		port int
+	}{{"--kubelet-port", c.KubeletPort}, {"--lb-port", c.LBPort}} {
+		if err := validatePort(p.flag, p.port, 1); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := kubelet.ValidateAllowedUnsafeSysctls(c.AllowedUnsafeSysctls); err != nil {
 		errs = append(errs, fmt.Errorf("--allowed-unsafe-sysctls: %w", err))
 	}
 	if _, err := kubelet.ParseSystemReserved(c.SystemReserved); err != nil {
 		errs = append(errs, fmt.Errorf("--system-reserved: %w", err))
 	}
-	// --oci-runtime (ociruntime.go).
-	errs = append(errs, c.validateOCIRuntimeOnPath()...)
+	return errs
+}
+
+// Validate checks the security part: the audit log's rotation (kube-apiserver refuses negative
+// --audit-log-maxsize and --audit-log-maxbackup alike).
+func (c SecurityConfig) Validate() []error {
+	var errs []error
+	if c.AuditLogMaxSizeMB < 0 {
+		errs = append(errs, fmt.Errorf("--audit-log-maxsize %d must not be negative", c.AuditLogMaxSizeMB))
+	}
+	if c.AuditLogMaxBackups < 0 {
+		errs = append(errs, fmt.Errorf("--audit-log-maxbackup %d must not be negative", c.AuditLogMaxBackups))
+	}
 	return errs
 }
 

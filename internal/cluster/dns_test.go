@@ -20,7 +20,7 @@ func TestKubeDNSService(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := Config{DataDir: "/tmp/x", ServiceCIDR: tt.cidr, ClusterDNS: tt.clusterDNS}
+			cfg := Config{DataDir: "/tmp/x", NetworkConfig: NetworkConfig{ServiceCIDR: tt.cidr, ClusterDNS: tt.clusterDNS}}
 			cfg.Default()
 			svc, ok := kubeDNSService(&cfg)
 			if tt.wantIP == "" {
@@ -59,7 +59,7 @@ func TestDNSAddress(t *testing.T) {
 
 func TestDNSUpstreamValidation(t *testing.T) {
 	for upstream, valid := range map[string]bool{"127.0.0.1:5353": true, "[::1]:53": true, "127.0.0.1": false, "dns.example:53": false} {
-		cfg := Config{DataDir: "/tmp/x", DNSUpstreams: []string{upstream}}
+		cfg := Config{DataDir: "/tmp/x", NetworkConfig: NetworkConfig{DNSUpstreams: []string{upstream}}}
 		cfg.Default()
 		if err := cfg.Validate(); (err == nil) != valid {
 			t.Errorf("%s: %v", upstream, err)

@@ -41,9 +41,9 @@ func TestOnClusterEtcd(t *testing.T) {
 		want bool
 	}{
 		{Config{Roles: []Role{RoleControlPlane}, Server: "https://a:6443"}, true},
-		{Config{Roles: []Role{RoleControlPlane}, Server: "https://a:6443", EtcdServers: []string{"https://e:2379"}}, false},
+		{Config{Roles: []Role{RoleControlPlane}, Server: "https://a:6443", EtcdConfig: EtcdConfig{EtcdServers: []string{"https://e:2379"}}}, false},
 		{Config{Roles: []Role{RoleEtcd, RoleControlPlane}, Server: "https://a:6443"}, false},
-		{Config{Roles: []Role{RoleControlPlane}, EtcdServers: []string{"https://e:2379"}}, false},
+		{Config{Roles: []Role{RoleControlPlane}, EtcdConfig: EtcdConfig{EtcdServers: []string{"https://e:2379"}}}, false},
 	}
 	for _, c := range cases {
 		if got := c.cfg.onClusterEtcd(); got != c.want {

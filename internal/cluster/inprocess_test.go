@@ -33,8 +33,15 @@ func TestInProcessClientsKeepIdentityAndAuthorization(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := Config{DataDir: t.TempDir(), Roles: []Role{RoleEtcd, RoleControlPlane}, BindAddress: "127.0.0.1", NodeName: "inproc",
-		HTTPSPort: freePort(t), EtcdClientPort: freePort(t), EtcdPeerPort: freePort(t), Logger: quiet}
+	cfg := Config{
+		DataDir:            t.TempDir(),
+		Roles:              []Role{RoleEtcd, RoleControlPlane},
+		BindAddress:        "127.0.0.1",
+		NodeName:           "inproc",
+		Logger:             quiet,
+		EtcdConfig:         EtcdConfig{EtcdClientPort: freePort(t), EtcdPeerPort: freePort(t)},
+		ControlPlaneConfig: ControlPlaneConfig{HTTPSPort: freePort(t)},
+	}
 	n, err := Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -42,7 +42,7 @@ func TestJoinedLBSeeds(t *testing.T) {
 }
 
 func TestJoinedRESTConfigGoesThroughTheBalancer(t *testing.T) {
-	cfg := &Config{BindAddress: "172.31.5.2", LBPort: 6444, Server: "https://172.31.5.1:6443"}
+	cfg := &Config{BindAddress: "172.31.5.2", Server: "https://172.31.5.1:6443", WorkerConfig: WorkerConfig{LBPort: 6444}}
 	id := join.Identity{Dir: "/d/pki"}
 	rc := joinedRESTConfig(cfg, id, "kubelet")
 	if rc.Host != "https://127.0.0.1:6444" || rc.TLSClientConfig.ServerName != lbServerName {

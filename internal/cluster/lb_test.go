@@ -21,7 +21,7 @@ func TestLBAddress(t *testing.T) {
 		{"::1", "[::1]:6444"},
 	}
 	for _, tt := range tests {
-		cfg := Config{BindAddress: tt.bind, LBPort: 6444}
+		cfg := Config{BindAddress: tt.bind, WorkerConfig: WorkerConfig{LBPort: 6444}}
 		if got := cfg.LBAddress(); got != tt.want {
 			t.Errorf("bind %s: LB address %s, want %s", tt.bind, got, tt.want)
 		}
@@ -40,7 +40,7 @@ func TestLocalKubeconfigGoesThroughTheLB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{BindAddress: "127.0.0.3", LBPort: 7000, HTTPSPort: 6443}
+	cfg := Config{BindAddress: "127.0.0.3", ControlPlaneConfig: ControlPlaneConfig{HTTPSPort: 6443}, WorkerConfig: WorkerConfig{LBPort: 7000}}
 	data, err := localKubeconfig(&cfg, ca.CertPEM, cert, key)
 	if err != nil {
 		t.Fatal(err)

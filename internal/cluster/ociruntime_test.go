@@ -34,16 +34,16 @@ func TestValidateOCIRuntime(t *testing.T) {
 		cgroup2 string
 		wantErr string
 	}{
-		{name: "runc is not looked up here (the kubelet's start does)", cfg: Config{OCIRuntime: "runc", Roles: AllRoles}},
-		{name: "crun present", cfg: Config{OCIRuntime: "crun", Roles: AllRoles}, path: []string{"crun"}},
-		{name: "crun missing names the flag", cfg: Config{OCIRuntime: "crun", Roles: AllRoles}, path: []string{"runc"}, wantErr: "--oci-runtime crun: the crun binary is not installed"},
-		{name: "crun missing on a worker-only node", cfg: Config{OCIRuntime: "crun", Roles: join}, wantErr: "--oci-runtime crun"},
-		{name: "crun is not needed without a kubelet", cfg: Config{OCIRuntime: "crun", Roles: []Role{RoleEtcd, RoleControlPlane}}},
-		{name: "crun with the control plane's kubelet", cfg: Config{OCIRuntime: "crun", Roles: []Role{RoleEtcd, RoleControlPlane}, ControlPlaneKubelet: true}, wantErr: "not installed"},
-		{name: "unknown runtime", cfg: Config{OCIRuntime: "youki", Roles: AllRoles}, path: []string{"youki"}, wantErr: `--oci-runtime "youki": want runc or crun`},
-		{name: "crun on hybrid cgroups with a cgroup2 controller", cfg: Config{OCIRuntime: "crun", Roles: AllRoles}, path: []string{"crun"}, cgroup2: "hugetlb\n", wantErr: `crun refuses hybrid cgroups while the cgroup2 hierarchy has controllers (/sys/fs/cgroup/unified/cgroup.controllers: "hugetlb")`},
-		{name: "runc on hybrid cgroups", cfg: Config{OCIRuntime: "runc", Roles: AllRoles}, path: []string{"runc"}, cgroup2: "hugetlb\n"},
-		{name: "crun with an external runtime", cfg: Config{OCIRuntime: "crun", Roles: AllRoles, ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock"}, path: []string{"crun"}, wantErr: "--container-runtime-endpoint"},
+		{name: "runc is not looked up here (the kubelet's start does)", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "runc"}}},
+		{name: "crun present", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "crun"}}, path: []string{"crun"}},
+		{name: "crun missing names the flag", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "crun"}}, path: []string{"runc"}, wantErr: "--oci-runtime crun: the crun binary is not installed"},
+		{name: "crun missing on a worker-only node", cfg: Config{Roles: join, WorkerConfig: WorkerConfig{OCIRuntime: "crun"}}, wantErr: "--oci-runtime crun"},
+		{name: "crun is not needed without a kubelet", cfg: Config{Roles: []Role{RoleEtcd, RoleControlPlane}, WorkerConfig: WorkerConfig{OCIRuntime: "crun"}}},
+		{name: "crun with the control plane's kubelet", cfg: Config{Roles: []Role{RoleEtcd, RoleControlPlane}, WorkerConfig: WorkerConfig{OCIRuntime: "crun", ControlPlaneKubelet: true}}, wantErr: "not installed"},
+		{name: "unknown runtime", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "youki"}}, path: []string{"youki"}, wantErr: `--oci-runtime "youki": want runc or crun`},
+		{name: "crun on hybrid cgroups with a cgroup2 controller", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "crun"}}, path: []string{"crun"}, cgroup2: "hugetlb\n", wantErr: `crun refuses hybrid cgroups while the cgroup2 hierarchy has controllers (/sys/fs/cgroup/unified/cgroup.controllers: "hugetlb")`},
+		{name: "runc on hybrid cgroups", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "runc"}}, path: []string{"runc"}, cgroup2: "hugetlb\n"},
+		{name: "crun with an external runtime", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "crun", ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock"}}, path: []string{"crun"}, wantErr: "--container-runtime-endpoint"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,7 +87,7 @@ func TestWithOCIRuntime(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := withOCIRuntime(&Config{OCIRuntime: tc.runtime}, base, fakePath(tc.path...))
+			got, err := withOCIRuntime(&Config{WorkerConfig: WorkerConfig{OCIRuntime: tc.runtime}}, base, fakePath(tc.path...))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)

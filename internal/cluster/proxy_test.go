@@ -19,8 +19,14 @@ func TestProxyOptions(t *testing.T) {
 		{"127.0.0.1", "127.0.0.1", "fd00::/108", "[127.0.0.1]", "invalid Prefix"},
 	}
 	for _, tt := range tests {
-		cfg := &Config{DataDir: "/var/lib/skiff-a", NodeName: "a", BindAddress: tt.bind, AdvertiseAddress: tt.advertise,
-			ServiceCIDR: tt.serviceCIDR, ClusterCIDR: "10.42.0.0/16", Logger: slog.New(slog.DiscardHandler)}
+		cfg := &Config{
+			DataDir:          "/var/lib/skiff-a",
+			NodeName:         "a",
+			BindAddress:      tt.bind,
+			AdvertiseAddress: tt.advertise,
+			Logger:           slog.New(slog.DiscardHandler),
+			NetworkConfig:    NetworkConfig{ServiceCIDR: tt.serviceCIDR, ClusterCIDR: "10.42.0.0/16"},
+		}
 		opts, err := proxyOptions(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -35,12 +41,12 @@ func TestProxyOptions(t *testing.T) {
 			t.Errorf("device %q, cluster CIDR %s", opts.Device, opts.ClusterCIDR)
 		}
 	}
-	if opts, _ := proxyOptions(&Config{DataDir: "/var/lib/skiff-a", ServiceCIDR: "10.43.0.0/16", ProxyMode: "iptables", Logger: slog.New(slog.DiscardHandler)}); opts.Mode != "iptables" {
+	if opts, _ := proxyOptions(&Config{DataDir: "/var/lib/skiff-a", Logger: slog.New(slog.DiscardHandler), NetworkConfig: NetworkConfig{ServiceCIDR: "10.43.0.0/16", ProxyMode: "iptables"}}); opts.Mode != "iptables" {
 		t.Errorf("--proxy-mode iptables gave mode %q", opts.Mode)
 	}
-	a, _ := proxyOptions(&Config{DataDir: "/var/lib/skiff-a", ServiceCIDR: "10.43.0.0/16", Logger: slog.New(slog.DiscardHandler)})
-	b, _ := proxyOptions(&Config{DataDir: "/var/lib/skiff-b", ServiceCIDR: "10.43.0.0/16", Logger: slog.New(slog.DiscardHandler)})
-	a2, _ := proxyOptions(&Config{DataDir: "/var/lib/skiff-a", ServiceCIDR: "10.43.0.0/16", Logger: slog.New(slog.DiscardHandler)})
+	a, _ := proxyOptions(&Config{DataDir: "/var/lib/skiff-a", Logger: slog.New(slog.DiscardHandler), NetworkConfig: NetworkConfig{ServiceCIDR: "10.43.0.0/16"}})
+	b, _ := proxyOptions(&Config{DataDir: "/var/lib/skiff-b", Logger: slog.New(slog.DiscardHandler), NetworkConfig: NetworkConfig{ServiceCIDR: "10.43.0.0/16"}})
+	a2, _ := proxyOptions(&Config{DataDir: "/var/lib/skiff-a", Logger: slog.New(slog.DiscardHandler), NetworkConfig: NetworkConfig{ServiceCIDR: "10.43.0.0/16"}})
 	if a.Prefix == b.Prefix || a.Device == b.Device || a.Prefix != a2.Prefix || a.Device != a2.Device || a.DeviceMetric != a2.DeviceMetric {
 		t.Errorf("per-node names must be stable per data dir and distinct between them: %+v %+v", a, b)
 	}

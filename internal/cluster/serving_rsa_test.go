@@ -32,7 +32,7 @@ import (
 // cluster CA for the names it is reached by; a client that offers ECDSA still gets ECDSA.
 func TestServingTLSTakesRSAOnlyClients(t *testing.T) {
 	now := time.Now()
-	cfg := &Config{DataDir: t.TempDir(), NodeName: "n1", AdvertiseAddress: "127.0.0.1", BindAddress: "127.0.0.1", ServiceCIDR: "10.43.0.0/16", HTTPSPort: 6443, LBPort: 6444}
+	cfg := &Config{DataDir: t.TempDir(), NodeName: "n1", AdvertiseAddress: "127.0.0.1", BindAddress: "127.0.0.1", ControlPlaneConfig: ControlPlaneConfig{HTTPSPort: 6443}, WorkerConfig: WorkerConfig{LBPort: 6444}, NetworkConfig: NetworkConfig{ServiceCIDR: "10.43.0.0/16"}}
 	certs, err := ensureCertificates(cfg, now)
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func TestUserKubeconfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &Config{DataDir: dir, LBPort: 16444, BindAddress: "127.0.0.1"}
+	cfg := &Config{DataDir: dir, BindAddress: "127.0.0.1", WorkerConfig: WorkerConfig{LBPort: 16444}}
 	admin, err := localKubeconfig(cfg, ca.CertPEM, []byte("admin-cert"), []byte("admin-key"))
 	if err != nil {
 		t.Fatal(err)
