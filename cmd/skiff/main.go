@@ -33,6 +33,7 @@ Usage:
   skiff etcd snapshot ...   save a running node's etcd to a file; restore one into a new data dir
   skiff secrets-encrypt rotate  seal Secrets with a new key (old keys read until every Secret is rewritten)
   skiff token ...           create, list and delete join tokens (skiff token -h)
+  skiff certificate rotate|check  re-issue the node's leaf certificates now; list their expiry
   skiff status [-o json]    nodes and roles, etcd members, API servers, leaders, versions
   skiff node remove NAME    cordon a node, remove its etcd member, delete its Node object
   skiff install [-- ARGS]   install the binary and a systemd unit running skiff server ARGS
@@ -76,6 +77,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runEtcd(args[1:], stdout, stderr)
 	case "token":
 		return runToken(args[1:], stdout, stderr)
+	case "certificate":
+		return runCertificate(args[1:], stdout, stderr)
 	case "status":
 		return runStatus(args[1:], stdout, stderr)
 	case "node":

@@ -35,6 +35,10 @@ type AggregationConfig struct {
 	// ProxyClientCert is the front-proxy client certificate (--proxy-client-cert-file) presented
 	// to extension API servers; they check it against the requestheader CA. nil sends none.
 	ProxyClientCert *tls.Certificate
+	// GetProxyClientCert, when set, is asked for the front-proxy client certificate at each
+	// handshake instead of ProxyClientCert, so a renewed certificate is presented without a
+	// restart (pki.KeyPairHolder).
+	GetProxyClientCert func(*tls.CertificateRequestInfo) (*tls.Certificate, error)
 	// UsernameHeaders, GroupHeaders and ExtraHeaderPrefixes are the --requestheader-* header names
 	// the caller is named in (the first of each is written). Empty means Kubernetes' defaults.
 	UsernameHeaders     []string
@@ -200,7 +204,10 @@ func (a *aggregator) newAggTransport(spec apiregv1.APIServiceSpec) (*http.Transp
 		}
 		tlsCfg.RootCAs = pool
 	}
-	if a.cfg.ProxyClientCert != nil {
+	switch {
+	case a.cfg.GetProxyClientCert != nil:
+		tlsCfg.GetClientCertificate = a.cfg.GetProxyClientCert
+	case a.cfg.ProxyClientCert != nil:
 		cert := *a.cfg.ProxyClientCert
 		tlsCfg.Certificates = []tls.Certificate{cert}
 	}

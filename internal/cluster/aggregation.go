@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -70,7 +69,8 @@ func newAggregationSetup(cfg *Config, now time.Time) (*aggregationSetup, error) 
 	if err != nil {
 		return nil, fmt.Errorf("--requestheader-client-ca-file: %w", err)
 	}
-	cert, err := tls.LoadX509KeyPair(opts.ProxyClientCertFile, opts.ProxyClientKeyFile)
+	// Read at each handshake, so a renewed pair is presented without a restart.
+	proxyClient, err := pki.NewKeyPairHolder([]pki.KeyPairFiles{{CertFile: opts.ProxyClientCertFile, KeyFile: opts.ProxyClientKeyFile}})
 	if err != nil {
 		return nil, fmt.Errorf("--proxy-client-cert-file: %w", err)
 	}
@@ -95,7 +95,7 @@ func newAggregationSetup(cfg *Config, now time.Time) (*aggregationSetup, error) 
 	}
 	setup := &aggregationSetup{
 		server: apiserver.AggregationConfig{
-			ProxyClientCert:     &cert,
+			GetProxyClientCert:  proxyClient.GetClientCertificate,
 			UsernameHeaders:     orDefault(opts.UsernameHeaders, "X-Remote-User"),
 			GroupHeaders:        orDefault(opts.GroupHeaders, "X-Remote-Group"),
 			ExtraHeaderPrefixes: orDefault(opts.ExtraHeadersPrefix, "X-Remote-Extra-"),

@@ -504,7 +504,9 @@ func servingTLS(c *nodeCerts, frontProxyCA []byte) (*tls.Config, error) {
 	if block == nil {
 		return nil, errors.New("cluster CA certificate does not parse")
 	}
-	certs, err := pki.LoadServing(c.serving, block.Bytes)
+	// Served from a holder: the renewal loop's (or `skiff certificate rotate`'s) new pairs serve
+	// from the next handshake.
+	holder, err := pki.NewKeyPairHolder(c.serving, block.Bytes)
 	if err != nil {
 		return nil, err
 	}
@@ -515,7 +517,7 @@ func servingTLS(c *nodeCerts, frontProxyCA []byte) (*tls.Config, error) {
 	if len(frontProxyCA) > 0 && !pool.AppendCertsFromPEM(frontProxyCA) {
 		return nil, errors.New("front-proxy CA certificate does not parse")
 	}
-	return pki.ServeStaticRSA(apiserver.TLSConfig(certs, &tls.Config{ClientCAs: pool}), func() *tls.Certificate { return pki.RSACertificate(certs) }), nil
+	return holder.ServerTLS(apiserver.TLSConfig(nil, &tls.Config{ClientCAs: pool})), nil
 }
 
 // firstServiceIP is the service range's first address: the "kubernetes" service's cluster IP.

@@ -44,7 +44,11 @@ func componentRESTConfig(cfg *Config, user string, groups []string, now time.Tim
 	if err != nil {
 		return nil, err
 	}
-	return preferProtobuf(&rest.Config{
+	holder, err := pki.NewKeyPairHolder([]pki.KeyPairFiles{{CertFile: certPath, KeyFile: keyPath}})
+	if err != nil {
+		return nil, fmt.Errorf("certificate for %s: %w", user, err)
+	}
+	return withRenewedClientCert(preferProtobuf(&rest.Config{
 		Host:            cfg.LocalURL(),
 		TLSClientConfig: rest.TLSClientConfig{CAData: ca.CertPEM, CertData: certPEM, KeyData: keyPEM},
 		// Components share the process with (or sit next to) their API server; a low client-side
@@ -53,7 +57,7 @@ func componentRESTConfig(cfg *Config, user string, groups []string, now time.Tim
 		QPS:       5000,
 		Burst:     5000,
 		UserAgent: name,
-	}), nil
+	}), holder), nil
 }
 
 // inProcessRESTConfig is restCfg (from componentRESTConfig) carried to api, the API server of this
@@ -80,7 +84,7 @@ func inProcessRESTConfig(restCfg *rest.Config, api http.Handler) (*rest.Config, 
 	out := rest.CopyConfig(restCfg)
 	// client-go refuses a custom transport beside TLS options; the transport is the identity now.
 	out.TLSClientConfig = rest.TLSClientConfig{}
-	out.Transport = tr
+	out.Transport, out.WrapTransport = tr, nil
 	return out, nil
 }
 

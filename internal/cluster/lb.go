@@ -156,6 +156,11 @@ func (l *nodeLB) close() {
 // probeTLSConfig is the TLS the balancer's /readyz probes use: the cluster CA, the balancer's
 // client certificate, and the name every API server's certificate carries.
 func probeTLSConfig(rc *rest.Config) (*tls.Config, error) {
+	// The component's own TLS (componentRESTConfig), whose client certificate is renewed in place.
+	if renewed := componentClientTLS(rc); renewed != nil {
+		renewed.ServerName = lbServerName
+		return renewed, nil
+	}
 	cert, err := tls.X509KeyPair(rc.TLSClientConfig.CertData, rc.TLSClientConfig.KeyData)
 	if err != nil {
 		return nil, fmt.Errorf("load balancer client certificate: %w", err)

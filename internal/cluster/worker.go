@@ -160,14 +160,14 @@ func kubeletServingTLS(cfg *Config, now time.Time) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubelet serving certificate: %w", err)
 	}
-	certs, err := pki.LoadServing(pairs)
+	// Served from a holder, so the renewal loop's new pairs serve from the next handshake.
+	holder, err := pki.NewKeyPairHolder(pairs)
 	if err != nil {
 		return nil, err
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
-	serverTLS := &tls.Config{Certificates: certs, ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12}
-	return pki.ServeStaticRSA(serverTLS, func() *tls.Certificate { return pki.RSACertificate(certs) }), nil
+	return holder.ServerTLS(&tls.Config{ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12}), nil
 }
 
 // kubeletClientTLS is the API server's side of that connection: its own client certificate and
@@ -182,11 +182,11 @@ func kubeletClientTLS(cfg *Config, now time.Time) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("API server kubelet-client certificate: %w", err)
 	}
-	cert, err := tls.LoadX509KeyPair(certPath, keyPath)
+	holder, err := pki.NewKeyPairHolder([]pki.KeyPairFiles{{CertFile: certPath, KeyFile: keyPath}})
 	if err != nil {
 		return nil, err
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
-	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+	return &tls.Config{GetClientCertificate: holder.GetClientCertificate, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/skiff-sh/skiff/internal/cluster"
+	"github.com/skiff-sh/skiff/internal/pki"
+)
+
+const certificateUsage = `Usage:
+  skiff certificate rotate [--data-dir DIR] [--service NAME ...]
+        re-issue the node's leaf certificates now (all, or the ones named: apiserver, admin,
+        kubelet, front-proxy-client, etcd/peer, ...), signed by the node's CAs; a running node
+        serves and presents the new ones from its next handshake, without a restart
+  skiff certificate check [--data-dir DIR]
+        list the node's certificates with their expiry
+`
+
+func runCertificate(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "rotate" && args[0] != "check") {
+		fmt.Fprint(stderr, certificateUsage)
+		return errors.New("skiff certificate: rotate or check")
+	}
+	fs := flag.NewFlagSet("skiff certificate "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data-dir", defaultDataDir(), "data dir of the node")
+	var services []string
+	if args[0] == "rotate" {
+		fs.Var(commaList{&services}, "service", "a certificate to re-issue (a file under <data-dir>/pki without .crt); repeat or comma-separate; default: every leaf")
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if args[0] == "check" {
+		return printExpiries(stdout, filepath.Join(*dataDir, "pki"), time.Now())
+	}
+	// The lifetime a renewed leaf keeps is the one it had (a node run with a shortened lifetime
+	// keeps its short leaves short).
+	renewed, err := cluster.RotateCertificates(*dataDir, services, 0, time.Now())
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tOLD SERIAL\tNEW SERIAL\tEXPIRES")
+	for _, c := range renewed {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, c.OldSerial, c.NewSerial, c.NewNotAfter.UTC().Format(time.RFC3339))
+	}
+	if ferr := tw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// printExpiries is the expiry table of the certificates in dir and dir/etcd.
+func printExpiries(w io.Writer, dir string, now time.Time) error {
+	var all []pki.CertExpiry
+	for _, d := range []string{dir, filepath.Join(dir, "etcd")} {
+		found, err := pki.ReadExpiries(d)
+		if err != nil {
+			return err
+		}
+		for i := range found {
+			rel, _ := filepath.Rel(dir, found[i].Path)
+			found[i].Name = rel[:len(rel)-len(".crt")]
+		}
+		all = append(all, found...)
+	}
+	if len(all) == 0 {
+		return fmt.Errorf("no certificates in %s (pass the node's --data-dir)", dir)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tEXPIRES\tRESIDUAL TIME")
+	for _, e := range all {
+		if e.Error != "" {
+			fmt.Fprintf(tw, "%s\t-\t%s\n", e.Name, e.Error)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Name, e.NotAfter.UTC().Format(time.RFC3339), residual(e.NotAfter.Sub(now)))
+	}
+	return tw.Flush()
+}
+
+// residual is kubeadm's "residual time" column: days when there are some, else the duration.
+func residual(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "expired"
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	default:
+		return d.Round(time.Second).String()
+	}
+}
