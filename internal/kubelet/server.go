@@ -158,6 +158,9 @@ func (s *server) serve(ctx context.Context, address string, tlsConfig *tls.Confi
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = server.Shutdown(shutdown)
+		// ListenAndServeTLS returns as soon as Shutdown begins; waiting for it
+		// keeps the serving goroutine owned by this call.
+		<-errs
 		return nil
 	case err := <-errs:
 		return fmt.Errorf("kubelet server: %w", err)
