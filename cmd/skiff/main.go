@@ -209,6 +209,9 @@ func runServer(args []string, stderr io.Writer) error {
 	// Admission that protects (issue 10).
 	fs.StringVar(&cfg.ImagePolicyFile, "image-policy", "", "image policy file (kind ImagePolicy: allowed image prefixes by default and per namespace); pods with other images are refused. Empty: all images allowed")
 	fs.StringVar(&cfg.PodSecurityConfigFile, "pod-security-config", "", "PodSecurityConfiguration file (pod-security.admission.config.k8s.io/v1): default enforce/audit/warn levels and exempt usernames, runtimeClasses, namespaces. Empty: privileged, nothing exempt")
+	// A test setting: every leaf the node issues lives this long and is renewed at two thirds.
+	fs.DurationVar(&cfg.LeafCertificateLifetime, "leaf-certificate-lifetime", 0, "lifetime of the leaf certificates the node issues (0: a year)")
+	hideFlags(fs, "leaf-certificate-lifetime")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

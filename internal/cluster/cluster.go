@@ -174,6 +174,7 @@ func (n *Node) runRoles(ctx context.Context) error {
 	roles = append(roles, n.resourceMetricsRole())
 	roles = append(roles, n.schedulingExplainerRole())
 	roles = append(roles, role{name: "certificate check", run: n.certs.run})
+	roles = append(roles, role{name: "certificate renewal", run: n.certRenewer().run})
 	if n.cfg.HasRole(RoleControlPlane) {
 		inProcess, err := n.caches.localInformers(&n.cfg)
 		if err != nil {

@@ -258,6 +258,10 @@ type NetworkConfig struct {
 // SecurityConfig is how the API server protects: encryption at rest, the audit log, the admission
 // that protects (image policy, pod security), anonymous access and service-account tokens.
 type SecurityConfig struct {
+	// LeafCertificateLifetime is how long the leaf certificates the node issues itself are valid
+	// (0: pki.DefaultLeafLifetime, a year); the renewal loop re-issues each at two thirds of it,
+	// and shortens a longer one it finds. A test setting (--leaf-certificate-lifetime, hidden).
+	LeafCertificateLifetime time.Duration
 	// SecretsEncryption seals Secrets in etcd with a key skiff generates into the data dir (see
 	// EncryptionConfigPath); EncryptionProviderConfig names an EncryptionConfiguration file
 	// instead, as kube-apiserver's --encryption-provider-config.
@@ -555,6 +559,9 @@ func (c SecurityConfig) Validate() []error {
 	}
 	if c.AuditLogMaxBackups < 0 {
 		errs = append(errs, fmt.Errorf("--audit-log-maxbackup %d must not be negative", c.AuditLogMaxBackups))
+	}
+	if c.LeafCertificateLifetime < 0 {
+		errs = append(errs, fmt.Errorf("--leaf-certificate-lifetime %s must not be negative", c.LeafCertificateLifetime))
 	}
 	return errs
 }
