@@ -313,6 +313,15 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			n.Stop()
 		}
 	}()
+	// The skew policy (skew.go): a data dir last written by a newer binary is refused before
+	// anything in it is touched; a joining node checked the cluster's versions in joinControlPlane.
+	rec, err := checkDataDir(cfg.DataDir, cfg.HasRole(RoleControlPlane) || cfg.HasRole(RoleEtcd))
+	if err == nil {
+		err = writeDataDirRecord(cfg.DataDir, rec)
+	}
+	if err != nil {
+		return nil, err
+	}
 	n.certs = newCertChecker(&cfg, clock.RealClock{})
 	certs, err := ensureCertificates(&cfg, clock.RealClock{}.Now())
 	if err != nil {

@@ -224,15 +224,21 @@ func (n *Node) etcdJoinCredentials() (*rest.Config, error) {
 		}
 		return nil, fmt.Errorf("etcd join: this node's etcd member has no data in %s and was never added: --token is needed to add it", filepath.Join(n.cfg.DataDir, "etcd"))
 	}
-	token, err := join.ParseJoinToken(n.cfg.Token)
+	return tokenRESTConfig(&n.cfg, "skiff-etcd-join")
+}
+
+// tokenRESTConfig is a client of --server as the control-plane join token, trusting the cluster
+// CA the join stored after checking the token's pin.
+func tokenRESTConfig(cfg *Config, userAgent string) (*rest.Config, error) {
+	token, err := join.ParseJoinToken(cfg.Token)
 	if err != nil {
 		return nil, fmt.Errorf("--token: %w", err)
 	}
 	return &rest.Config{
-		Host:            n.cfg.Server,
-		TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(n.cfg.DataDir, "pki", "ca.crt")},
+		Host:            cfg.Server,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(cfg.DataDir, "pki", "ca.crt")},
 		BearerToken:     token.Token.String(),
-		UserAgent:       "skiff-etcd-join",
+		UserAgent:       userAgent,
 	}, nil
 }
 

@@ -66,7 +66,7 @@ func joinControlPlane(ctx context.Context, cfg *Config) error {
 	dir := filepath.Join(cfg.DataDir, "pki")
 	if _, err := os.Stat(filepath.Join(dir, "ca.crt")); err == nil {
 		cfg.Logger.Info("control-plane node has the cluster's keys; rejoining without a token", "node", cfg.NodeName)
-		return nil
+		return checkControlPlaneJoinSkew(ctx, cfg) // skew.go
 	}
 	if cfg.Token == "" {
 		return fmt.Errorf("control-plane node %s has not joined yet (no %s): --token is required the first time", cfg.NodeName, filepath.Join(dir, "ca.crt"))
@@ -82,6 +82,9 @@ func joinControlPlane(ctx context.Context, cfg *Config) error {
 	keys, err := join.FetchKeys(ctx, cfg.Server, token)
 	if err == nil {
 		err = keys.Write(dir)
+	}
+	if err == nil {
+		err = checkControlPlaneJoinSkew(ctx, cfg)
 	}
 	if err != nil {
 		if freshDir {
@@ -123,6 +126,18 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 		}
 	} else {
 		cfg.Logger.Info("node has its certificates; rejoining without a token", "node", cfg.NodeName, "server", cfg.Server)
+	}
+	// The skew policy (skew.go), once the node can ask the cluster and before it runs anything.
+	rec, err := checkClusterSkew(ctx, cfg.DataDir, id.RESTConfig(cfg.Server, "skiff-version-skew"), cfg.NodeName, false, cfg.Logger)
+	if err == nil {
+		err = writeDataDirRecord(cfg.DataDir, rec)
+	}
+	if err != nil {
+		lock.Release()
+		if freshDir {
+			os.RemoveAll(cfg.DataDir)
+		}
+		return err
 	}
 	serving := &servingCert{}
 	if err := serving.load(id.Dir, clock.RealClock{}.Now()); err != nil {

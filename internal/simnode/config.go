@@ -24,8 +24,11 @@ const (
 	defaultHeartbeatInterval = 10 * time.Second
 	defaultLeaseDuration     = 40 * time.Second
 	defaultWorkers           = 16
-	defaultKubeletVersion    = version.GitVersion + "-sim"
 )
+
+// defaultKubeletVersion is what simulated kubelets report: the binary's own version (which a build
+// may set at link time, internal/version), marked as simulated.
+func defaultKubeletVersion() string { return version.GitVersion + "-sim" }
 
 // CompletePodsFunc decides whether and when a running simulated pod finishes: ok reports that it
 // does, after is how long after it started, exitCode 0 makes it Succeeded and anything else Failed.
@@ -98,7 +101,7 @@ func (c *Config) Default() {
 		c.Workers = defaultWorkers
 	}
 	if c.KubeletVersion == "" {
-		c.KubeletVersion = defaultKubeletVersion
+		c.KubeletVersion = defaultKubeletVersion()
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}

@@ -125,7 +125,7 @@ func TestRegistersNodesAndLeases(t *testing.T) {
 		}
 		seenIPs[internalIP] = true
 		info := node.Status.NodeInfo
-		if info.KubeletVersion != defaultKubeletVersion || info.OperatingSystem != "linux" || info.MachineID == "" ||
+		if info.KubeletVersion != defaultKubeletVersion() || info.OperatingSystem != "linux" || info.MachineID == "" ||
 			info.ContainerRuntimeVersion == "" || node.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
 			t.Errorf("%s: nodeInfo %+v", node.Name, info)
 		}
