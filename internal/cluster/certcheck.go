@@ -52,7 +52,7 @@ func (c *certChecker) check() {
 	for _, e := range found.Expiring {
 		c.log.Warn("certificate expires within 30 days", "name", e.Name, "path", e.Path, "notAfter", e.NotAfter.UTC().Format(time.RFC3339),
 			"in", e.NotAfter.Sub(now).Round(time.Hour).String(),
-			"fix", "skiff renews the certificates it issues at its next start; a CA must be replaced by hand")
+			"fix", "a leaf a node issues itself is renewed while it runs (at two thirds of its lifetime; skiff certificate rotate renews now); one issued through the API (a joined node's) by its CSR; a CA must be replaced by hand")
 	}
 	for _, d := range found.Damaged {
 		c.log.Error("certificate unreadable", "name", d.Name, "path", d.Path, "err", d.Error)
