@@ -365,7 +365,11 @@ func (s *Scheduler) Run(ctx context.Context) {
 	}
 	stopEvents := s.startEvents()
 	defer stopEvents()
-	go s.queue.Run(ctx)
+	// The queue's flush loop ends with ctx; Run waits for it so that nothing of
+	// the scheduler outlives the call.
+	var queueLoop sync.WaitGroup
+	queueLoop.Go(func() { s.queue.Run(ctx) })
+	defer queueLoop.Wait()
 	for ctx.Err() == nil {
 		s.ScheduleOne(ctx)
 	}
