@@ -27,6 +27,12 @@ import (
 // loopback).
 func haControlPlane(t *testing.T, n *testNet, h *netHost, name string, ports [3]int, server, token string, extra ...string) *cluster {
 	t.Helper()
+	return haControlPlaneOn(t, skiffBinary, n, h, name, ports, server, token, extra...)
+}
+
+// haControlPlaneOn is haControlPlane running the skiff binary bin.
+func haControlPlaneOn(t *testing.T, bin string, n *testNet, h *netHost, name string, ports [3]int, server, token string, extra ...string) *cluster {
+	t.Helper()
 	dir := filepath.Join(os.TempDir(), "skha"+randomID(t))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -40,7 +46,7 @@ func haControlPlane(t *testing.T, n *testNet, h *netHost, name string, ports [3]
 	if server != "" {
 		args = append(args, "--server", server, "--token", token)
 	}
-	c := &cluster{t: t, bin: skiffBinary, dataDir: dir, ports: ports, extraArgs: args}
+	c := &cluster{t: t, bin: bin, dataDir: dir, ports: ports, extraArgs: args}
 	c.kubeconfig = filepath.Join(dir, "admin.kubeconfig")
 	if h == nil {
 		c.start()
@@ -60,7 +66,7 @@ func startInNamespace(c *cluster, h *netHost, addr string) {
 		c.t.Fatal(err)
 	}
 	c.logFile = logFile
-	c.cmd = h.Command(skiffBinary, c.serverArgs()...)
+	c.cmd = h.Command(c.bin, c.serverArgs()...)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
 	if err := c.cmd.Start(); err != nil {
 		c.t.Fatal(err)

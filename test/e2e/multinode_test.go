@@ -188,6 +188,16 @@ type joinedNode struct {
 	// wrap, when set, is the command skiff runs under inside the netHost (skiffBinary and its
 	// arguments follow it), e.g. one that gives the node a mount namespace of its own.
 	wrap []string
+	// bin is the skiff binary the node runs ("": skiffBinary, the one built from this tree).
+	bin string
+}
+
+// binary is the skiff binary the node runs.
+func (w *joinedNode) binary() string {
+	if w.bin != "" {
+		return w.bin
+	}
+	return skiffBinary
 }
 
 // newJoinedNode prepares a worker in h with a short data dir (containerd's socket path limit).
@@ -231,9 +241,9 @@ func (w *joinedNode) start(token string) {
 	}
 	w.logFile = f
 	if len(w.wrap) > 0 {
-		w.cmd = w.host.Command(w.wrap[0], append(append(w.wrap[1:len(w.wrap):len(w.wrap)], skiffBinary), w.args(token)...)...)
+		w.cmd = w.host.Command(w.wrap[0], append(append(w.wrap[1:len(w.wrap):len(w.wrap)], w.binary()), w.args(token)...)...)
 	} else {
-		w.cmd = w.host.Command(skiffBinary, w.args(token)...)
+		w.cmd = w.host.Command(w.binary(), w.args(token)...)
 	}
 	w.cmd.Stdout, w.cmd.Stderr = f, f
 	if err := w.cmd.Start(); err != nil {
@@ -273,7 +283,7 @@ func (w *joinedNode) stop() {
 // joinRefused runs a join in the foreground that must fail, returning its output.
 func (w *joinedNode) joinRefused(token string) string {
 	w.t.Helper()
-	cmd := w.host.Command(skiffBinary, w.args(token)...)
+	cmd := w.host.Command(w.binary(), w.args(token)...)
 	timer := time.AfterFunc(90*time.Second, func() {
 		if cmd.Process != nil {
 			_ = cmd.Process.Kill()
