@@ -40,20 +40,33 @@ func (f AuthenticatorFunc) AuthenticateRequest(r *http.Request) (*UserInfo, bool
 type ClientCertAuthenticator struct {
 	// Roots, when set, are the cluster CA certificates a verified chain must end in. They are
 	// needed when the TLS layer also accepts certificates of another CA (the front proxy's, for
-	// RequestHeaderAuthenticator), which must not authenticate as their common name. Nil trusts
-	// whatever the TLS layer verified.
-	Roots []*x509.Certificate
+	// RequestHeaderAuthenticator), which must not authenticate as their common name. They are
+	// read at each request, so a CA added to or retired from the cluster's bundle (a CA
+	// rotation) is followed without a restart. Nil trusts whatever the TLS layer verified.
+	Roots CertificateSource
 	// Now is the clock the chain's validity is checked against (time.Now when nil): a connection
 	// outlives the handshake that verified its certificates.
 	Now func() time.Time
 }
+
+// CertificateSource gives CA certificates as they are now: pki.PoolHolder follows its bundle
+// files on disk.
+type CertificateSource interface {
+	Certificates() []*x509.Certificate
+}
+
+// StaticCertificates is a CertificateSource that never changes.
+type StaticCertificates []*x509.Certificate
+
+// Certificates are s.
+func (s StaticCertificates) Certificates() []*x509.Certificate { return s }
 
 func (a ClientCertAuthenticator) AuthenticateRequest(r *http.Request) (*UserInfo, bool, error) {
 	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.PeerCertificates) == 0 {
 		return nil, false, nil
 	}
 	cert := r.TLS.PeerCertificates[0]
-	if a.Roots != nil && !chainsEndIn(r.TLS.VerifiedChains, a.Roots) {
+	if a.Roots != nil && !chainsEndIn(r.TLS.VerifiedChains, a.Roots.Certificates()) {
 		return nil, false, nil
 	}
 	now := time.Now

@@ -61,7 +61,7 @@ func TestRequestHeaderAuthenticator(t *testing.T) {
 	_, clusterCA, adminCert := testClientCert(t, dir, "ca", "admin")
 	rh := RequestHeaderAuthenticator{CA: frontProxy, AllowedNames: []string{"front-proxy-client"},
 		UsernameHeaders: []string{"X-Remote-User"}, GroupHeaders: []string{"X-Remote-Group"}, ExtraHeaderPrefixes: []string{"X-Remote-Extra-"}}
-	certs := ClientCertAuthenticator{Roots: []*x509.Certificate{clusterCA}}
+	certs := ClientCertAuthenticator{Roots: StaticCertificates{clusterCA}}
 	for _, tc := range []struct {
 		name       string
 		cert       *x509.Certificate
@@ -144,10 +144,10 @@ func TestClientCertAuthenticatorRootsAndValidity(t *testing.T) {
 		cert     *x509.Certificate
 		wantUser string
 	}{
-		{name: "cluster CA", auth: ClientCertAuthenticator{Roots: []*x509.Certificate{clusterCA}}, cert: adminCert, wantUser: "admin"},
-		{name: "front-proxy CA is not a cluster root", auth: ClientCertAuthenticator{Roots: []*x509.Certificate{clusterCA}}, cert: proxyCert},
+		{name: "cluster CA", auth: ClientCertAuthenticator{Roots: StaticCertificates{clusterCA}}, cert: adminCert, wantUser: "admin"},
+		{name: "front-proxy CA is not a cluster root", auth: ClientCertAuthenticator{Roots: StaticCertificates{clusterCA}}, cert: proxyCert},
 		{name: "no roots trusts the handshake", auth: ClientCertAuthenticator{}, cert: proxyCert, wantUser: "front-proxy-client"},
-		{name: "expired since the handshake", auth: ClientCertAuthenticator{Roots: []*x509.Certificate{clusterCA}, Now: at(adminCert.NotAfter.Add(time.Second))}, cert: adminCert},
+		{name: "expired since the handshake", auth: ClientCertAuthenticator{Roots: StaticCertificates{clusterCA}, Now: at(adminCert.NotAfter.Add(time.Second))}, cert: adminCert},
 		{name: "not yet valid", auth: ClientCertAuthenticator{Now: at(adminCert.NotBefore.Add(-time.Hour))}, cert: adminCert},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -43,9 +43,10 @@ type aggregationSetup struct {
 	// requestHeader authenticates requests a front proxy (this or another API server, with a
 	// certificate of the requestheader CA) makes on behalf of the user its headers name.
 	requestHeader apiserver.RequestHeaderAuthenticator
-	// clusterRoots is the cluster CA: client certificates of the front-proxy CA must not
+	// clusterRoots is the cluster CA bundle as it is on disk (a CA rotation adds and retires CAs
+	// in it while the server runs): client certificates of the front-proxy CA must not
 	// authenticate as their common name.
-	clusterRoots []*x509.Certificate
+	clusterRoots *pki.PoolHolder
 }
 
 // newAggregationSetup creates the front-proxy certificates when no files are configured and loads
@@ -85,13 +86,9 @@ func newAggregationSetup(cfg *Config, now time.Time) (*aggregationSetup, error) 
 		return nil, errors.New("--requestheader-client-ca-file: no certificate in it")
 	}
 	clusterCAPath := filepath.Join(dir, "ca.crt")
-	clusterCA, err := os.ReadFile(clusterCAPath)
+	clusterRoots, err := pki.NewPoolHolder(clusterCAPath)
 	if err != nil {
 		return nil, fmt.Errorf("cluster CA: %w", err)
-	}
-	clusterRoots, err := pki.ParseCertificates(clusterCA)
-	if err != nil {
-		return nil, fmt.Errorf("cluster CA %s: %w", clusterCAPath, err)
 	}
 	setup := &aggregationSetup{
 		server: apiserver.AggregationConfig{
@@ -113,18 +110,13 @@ func newAggregationSetup(cfg *Config, now time.Time) (*aggregationSetup, error) 
 	return setup, nil
 }
 
-// requestHeaderCAPEM is the front-proxy CA the API server's TLS layer accepts client
+// requestHeaderCAFile is the front-proxy CA bundle the API server's TLS layer accepts client
 // certificates of, beside the cluster CA (newAggregationSetup has created it by then).
-func requestHeaderCAPEM(cfg *Config) ([]byte, error) {
-	path := cfg.Aggregation.RequestHeaderClientCAFile
-	if path == "" {
-		path = filepath.Join(cfg.DataDir, "pki", "front-proxy-ca.crt")
+func requestHeaderCAFile(cfg *Config) string {
+	if path := cfg.Aggregation.RequestHeaderClientCAFile; path != "" {
+		return path
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("--requestheader-client-ca-file: %w", err)
-	}
-	return data, nil
+	return filepath.Join(cfg.DataDir, "pki", "front-proxy-ca.crt")
 }
 
 // ensureAggregationObjects creates the local APIServices of the served built-in group versions

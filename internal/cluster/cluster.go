@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -378,11 +377,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			cfg.Logger.Error("API aggregation", "err", err)
 		}
 	})
-	frontProxyCA, err := requestHeaderCAPEM(&cfg)
-	if err != nil {
-		return nil, err
-	}
-	tlsCfg, err := servingTLS(certs, frontProxyCA)
+	tlsCfg, err := servingTLS(certs, requestHeaderCAFile(&cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -443,6 +438,8 @@ func (n *Node) Stop() {
 }
 
 type nodeCerts struct {
+	// caFile is the cluster CA bundle, caPEM the CA that signs this node's certificates.
+	caFile             string
 	caPEM              []byte
 	adminKubeconfigPEM []byte
 	// serving are the API server's serving pairs, ECDSA first and RSA beside it.
@@ -500,14 +497,15 @@ func ensureCertificates(cfg *Config, now time.Time) (*nodeCerts, error) {
 	if err := pki.WriteFileAtomic(cfg.AdminKubeconfigPath(), kubeconfig, 0o600); err != nil {
 		return nil, fmt.Errorf("write admin kubeconfig: %w", err)
 	}
-	return &nodeCerts{caPEM: ca.CertPEM, serving: serving, adminKubeconfigPEM: kubeconfig}, nil
+	return &nodeCerts{caFile: filepath.Join(dir, "ca.crt"), caPEM: ca.CertPEM, serving: serving, adminKubeconfigPEM: kubeconfig}, nil
 }
 
 // servingTLS is the API server's TLS: its serving certificates (ECDSA, and RSA for clients that
 // offer only RSA suites or need the static RSA key exchange, pki.ServeStaticRSA), and client
-// certificates of the cluster CA or of the front proxy's (frontProxyCA; the authenticators tell
-// the two apart).
-func servingTLS(c *nodeCerts, frontProxyCA []byte) (*tls.Config, error) {
+// certificates of the cluster CA or of the front proxy's (clientCAFiles; the authenticators tell
+// the two apart), read from their bundle files at each handshake so that a CA rotation's new CA is
+// trusted, and its old one refused, without a restart.
+func servingTLS(c *nodeCerts, clientCAFiles ...string) (*tls.Config, error) {
 	// The chain ends with the CA, so a joining node can check it against the pin in its join token
 	// before it trusts the server or sends its token (internal/join).
 	block, _ := pem.Decode(c.caPEM)
@@ -520,14 +518,11 @@ func servingTLS(c *nodeCerts, frontProxyCA []byte) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(c.caPEM) {
-		return nil, errors.New("cluster CA certificate does not parse")
+	clientCAs, err := pki.NewPoolHolder(append([]string{c.caFile}, clientCAFiles...)...)
+	if err != nil {
+		return nil, fmt.Errorf("API server client CAs: %w", err)
 	}
-	if len(frontProxyCA) > 0 && !pool.AppendCertsFromPEM(frontProxyCA) {
-		return nil, errors.New("front-proxy CA certificate does not parse")
-	}
-	return holder.ServerTLS(apiserver.TLSConfig(nil, &tls.Config{ClientCAs: pool})), nil
+	return clientCAs.ServerTLS(holder.ServerTLS(apiserver.TLSConfig(nil, &tls.Config{ClientCAs: clientCAs.Pool()}))), nil
 }
 
 // firstServiceIP is the service range's first address: the "kubernetes" service's cluster IP.

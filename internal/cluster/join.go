@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
@@ -143,15 +142,13 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 	if err := serving.load(id.Dir, clock.RealClock{}.Now()); err != nil {
 		cfg.Logger.Info("kubelet serving certificate will be requested", "reason", err.Error())
 	}
-	ca, err := os.ReadFile(id.CAPath())
+	// The cluster CA bundle as it is on disk, so a CA rotation's bundle is trusted without a
+	// restart.
+	clientCAs, err := pki.NewPoolHolder(id.CAPath())
 	if err != nil {
-		return err
+		return fmt.Errorf("kubelet client CAs: %w", err)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ca) {
-		return fmt.Errorf("cluster CA %s does not parse", id.CAPath())
-	}
-	serverTLS := joinedKubeletTLS(serving, pool)
+	serverTLS := joinedKubeletTLS(serving, clientCAs)
 	// Every component reaches the API servers through the node-local balancer (joinlb.go); it
 	// outlives the roles, so the kubelet's last status writes still go through.
 	nodeLB, err := startJoinedLB(ctx, &cfg, id)
@@ -233,13 +230,13 @@ func (s *servingCert) get(hello *tls.ClientHelloInfo) (*tls.Certificate, error) 
 // joinedKubeletTLS is a joined node's kubelet TLS: the serving certificates of the moment
 // (renewed while the node runs), and client certificates of the cluster CA verified when given;
 // callers without one bring a bearer token, which the kubelet reviews (kubeletauth), as on every
-// other node.
-func joinedKubeletTLS(serving *servingCert, clientCAs *x509.CertPool) *tls.Config {
+// other node. The client CAs are read from their bundle at each handshake.
+func joinedKubeletTLS(serving *servingCert, clientCAs *pki.PoolHolder) *tls.Config {
 	cfg := &tls.Config{
 		GetCertificate: serving.get,
-		ClientCAs:      clientCAs, ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12,
+		ClientCAs:      clientCAs.Pool(), ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12,
 	}
-	return pki.ServeStaticRSA(cfg, serving.rsa)
+	return clientCAs.ServerTLS(pki.ServeStaticRSA(cfg, serving.rsa))
 }
 
 // rsa is the current RSA certificate, for the clients that need the static RSA key exchange

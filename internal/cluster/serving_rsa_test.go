@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -32,12 +33,8 @@ import (
 // cluster CA for the names it is reached by; a client that offers ECDSA still gets ECDSA.
 func TestServingTLSTakesRSAOnlyClients(t *testing.T) {
 	now := time.Now()
-	cfg := &Config{DataDir: t.TempDir(), NodeName: "n1", AdvertiseAddress: "127.0.0.1", BindAddress: "127.0.0.1", ControlPlaneConfig: ControlPlaneConfig{HTTPSPort: 6443}, WorkerConfig: WorkerConfig{LBPort: 6444}, NetworkConfig: NetworkConfig{ServiceCIDR: "10.43.0.0/16"}}
-	certs, err := ensureCertificates(cfg, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiTLS, err := servingTLS(certs, nil)
+	cfg, certs := testServerNode(t, now)
+	apiTLS, err := servingTLS(certs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +94,8 @@ type joinedServer struct {
 // through CSRs, which a fake API server signs at creation.
 func issuedJoinedKubelet(t *testing.T, now time.Time) joinedServer {
 	t.Helper()
-	ca, err := pki.LoadOrCreateCA(t.TempDir(), "ca", "test-ca", now)
+	caDir := t.TempDir()
+	ca, err := pki.LoadOrCreateCA(caDir, "ca", "test-ca", now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +108,7 @@ func issuedJoinedKubelet(t *testing.T, now time.Time) joinedServer {
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Cert)
-	return joinedServer{server: joinedKubeletTLS(serving, roots), roots: roots}
+	return joinedServer{server: joinedKubeletTLS(serving, caBundle(t, caDir)), roots: roots}
 }
 
 // signingClient is a fake API server with node w1 registered at 127.0.0.1 that issues every
@@ -149,7 +147,8 @@ func signingClient(t *testing.T, ca *pki.CA, now time.Time) *fake.Clientset {
 // (an RSA-only client is turned away until then, and served after); at renewal both are due.
 func TestJoinedServingCertUpgrade(t *testing.T) {
 	now := time.Now()
-	ca, err := pki.LoadOrCreateCA(t.TempDir(), "ca", "test-ca", now)
+	caDir := t.TempDir()
+	ca, err := pki.LoadOrCreateCA(caDir, "ca", "test-ca", now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +170,7 @@ func TestJoinedServingCertUpgrade(t *testing.T) {
 	if !serving.due(now) {
 		t.Fatal("a node with the ECDSA pair alone is not due for its serving certificates")
 	}
-	server := joinedKubeletTLS(serving, nil)
+	server := joinedKubeletTLS(serving, caBundle(t, caDir))
 	if state, err := pkitest.Handshake(server, &tls.Config{InsecureSkipVerify: true}); err != nil || pkitest.PublicKeyAlgorithm(state) != "ECDSA" { //nolint:gosec // only the key type is checked
 		t.Fatalf("before the request: %s, %v; want the ECDSA pair served", pkitest.PublicKeyAlgorithm(state), err)
 	}
@@ -196,4 +195,14 @@ func TestJoinedServingCertUpgrade(t *testing.T) {
 	if !restarted.due(now.Add(20 * time.Hour)) {
 		t.Fatal("not due at 80 % of the certificates' life")
 	}
+}
+
+// caBundle is a trust pool on dir's ca.crt.
+func caBundle(t *testing.T, dir string) *pki.PoolHolder {
+	t.Helper()
+	h, err := pki.NewPoolHolder(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

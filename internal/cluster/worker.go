@@ -165,9 +165,13 @@ func kubeletServingTLS(cfg *Config, now time.Time) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.Cert)
-	return holder.ServerTLS(&tls.Config{ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12}), nil
+	// Client CAs from the bundle as it is on disk: a CA rotation's new CA is trusted, its old one
+	// refused, without a restart.
+	clientCAs, err := pki.NewPoolHolder(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		return nil, fmt.Errorf("kubelet client CAs: %w", err)
+	}
+	return clientCAs.ServerTLS(holder.ServerTLS(&tls.Config{ClientCAs: clientCAs.Pool(), ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12})), nil
 }
 
 // kubeletClientTLS is the API server's side of that connection: its own client certificate and

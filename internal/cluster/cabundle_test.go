@@ -1,0 +1,131 @@
+package cluster
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/pki"
+	"github.com/skiff-sh/skiff/internal/pki/pkitest"
+)
+
+// TestClientCAsFollowTheBundle is the ground of a CA rotation (issue 30): the API server's and
+// the kubelet's TLS, and the client-certificate authenticator, read the cluster CA bundle
+// (pki/ca.crt) as it is on disk. A client certificate of a CA added to the bundle is accepted and
+// authenticates, without a restart; once the old CA is retired from the bundle its certificates
+// are refused.
+func TestClientCAsFollowTheBundle(t *testing.T) {
+	now := time.Now()
+	cfg, certs := testServerNode(t, now)
+	setup, err := newAggregationSetup(cfg, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiTLS, err := servingTLS(certs, requestHeaderCAFile(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeletTLS, err := kubeletServingTLS(cfg, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authn := apiserver.ClientCertAuthenticator{Roots: setup.clusterRoots}
+	oldCA, err := pki.LoadOrCreateCA(filepath.Join(cfg.DataDir, "pki"), "ca", "skiff-ca", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCA, err := pki.LoadOrCreateCA(t.TempDir(), "ca", "skiff-ca-next", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type client struct {
+		ca   *pki.CA
+		pair tls.Certificate
+	}
+	clientOf := func(ca *pki.CA) client {
+		certPEM, keyPEM, err := ca.Issue(pki.Leaf{CommonName: "admin", Organization: []string{"system:masters"}, Client: true}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return client{ca: ca, pair: pair}
+	}
+	oldClient, newClient := clientOf(oldCA), clientOf(newCA)
+	// Servers are verified against both CAs throughout: only the client side is under test.
+	roots := x509.NewCertPool()
+	roots.AddCert(oldCA.Cert)
+	roots.AddCert(newCA.Cert)
+	accepted := func(server *tls.Config, serverName string, c client) error {
+		// GetClientCertificate sends the pair even when the server's request names other CAs, as
+		// a client holding a certificate of the retired CA would.
+		_, err := pkitest.Handshake(server, &tls.Config{
+			RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12,
+			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &c.pair, nil },
+		})
+		return err
+	}
+	authenticates := func(c client) bool {
+		r := httptest.NewRequest(http.MethodGet, "/api", nil)
+		leaf := c.pair.Leaf
+		r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{leaf}, VerifiedChains: [][]*x509.Certificate{{leaf, c.ca.Cert}}}
+		user, ok, err := authn.AuthenticateRequest(r)
+		return err == nil && ok && user.Name == "admin"
+	}
+	caFile := filepath.Join(cfg.DataDir, "pki", "ca.crt")
+	writeBundle := func(cas ...*pki.CA) {
+		var data []byte
+		for _, ca := range cas {
+			data = append(data, ca.CertPEM...)
+		}
+		if err := pki.WriteFileAtomic(caFile, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, phase := range []struct {
+		name       string
+		bundle     []*pki.CA
+		oldTrusted bool
+		newTrusted bool
+	}{
+		{"before the rotation", []*pki.CA{oldCA}, true, false},
+		{"new CA added", []*pki.CA{oldCA, newCA}, true, true},
+		{"old CA retired", []*pki.CA{newCA}, false, true},
+	} {
+		writeBundle(phase.bundle...)
+		for _, c := range []struct {
+			name    string
+			client  client
+			trusted bool
+		}{{"old CA's client", oldClient, phase.oldTrusted}, {"new CA's client", newClient, phase.newTrusted}} {
+			if err := accepted(apiTLS, "kubernetes.default.svc", c.client); (err == nil) != c.trusted {
+				t.Errorf("%s: API server, %s: accepted=%v, want %v (%v)", phase.name, c.name, err == nil, c.trusted, err)
+			}
+			if err := accepted(kubeletTLS, "n1", c.client); (err == nil) != c.trusted {
+				t.Errorf("%s: kubelet, %s: accepted=%v, want %v (%v)", phase.name, c.name, err == nil, c.trusted, err)
+			}
+			if got := authenticates(c.client); got != c.trusted {
+				t.Errorf("%s: authenticator, %s: authenticated=%v, want %v", phase.name, c.name, got, c.trusted)
+			}
+		}
+	}
+}
+
+// testServerNode is the configuration and the certificates of a server node n1 in a fresh data
+// dir.
+func testServerNode(t *testing.T, now time.Time) (*Config, *nodeCerts) {
+	t.Helper()
+	cfg := &Config{DataDir: t.TempDir(), NodeName: "n1", AdvertiseAddress: "127.0.0.1", BindAddress: "127.0.0.1", ControlPlaneConfig: ControlPlaneConfig{HTTPSPort: 6443}, WorkerConfig: WorkerConfig{LBPort: 6444}, NetworkConfig: NetworkConfig{ServiceCIDR: "10.43.0.0/16"}}
+	certs, err := ensureCertificates(cfg, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, certs
+}
