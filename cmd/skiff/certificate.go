@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -20,12 +21,17 @@ const certificateUsage = `Usage:
         serves and presents the new ones from its next handshake, without a restart
   skiff certificate check [--data-dir DIR]
         list the node's certificates with their expiry
+  skiff certificate rotate-sa-key [--data-dir DIR] [--prune-retired-sa-keys]
+        on a control plane: sign service-account tokens with a new key from now on, keeping the
+        old public key (<data-dir>/pki/sa-retired-<kid>.pub) verifying, so issued tokens stay
+        valid; the running API server takes both at once. --prune-retired-sa-keys instead
+        removes the retired keys (once the tokens they signed have expired)
 `
 
 func runCertificate(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "rotate" && args[0] != "check") {
+	if len(args) == 0 || (args[0] != "rotate" && args[0] != "check" && args[0] != "rotate-sa-key") {
 		fmt.Fprint(stderr, certificateUsage)
-		return errors.New("skiff certificate: rotate or check")
+		return errors.New("skiff certificate: rotate, check or rotate-sa-key")
 	}
 	fs := flag.NewFlagSet("skiff certificate "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -34,11 +40,18 @@ func runCertificate(args []string, stdout, stderr io.Writer) error {
 	if args[0] == "rotate" {
 		fs.Var(commaList{&services}, "service", "a certificate to re-issue (a file under <data-dir>/pki without .crt); repeat or comma-separate; default: every leaf")
 	}
+	prune := false
+	if args[0] == "rotate-sa-key" {
+		fs.BoolVar(&prune, "prune-retired-sa-keys", false, "remove the retired service-account keys instead of rotating: the tokens they signed stop verifying")
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if args[0] == "rotate-sa-key" {
+		return rotateSAKey(stdout, *dataDir, prune)
 	}
 	if args[0] == "check" {
 		return printExpiries(stdout, filepath.Join(*dataDir, "pki"), time.Now())
@@ -96,4 +109,24 @@ func residual(d time.Duration) string {
 	default:
 		return d.Round(time.Second).String()
 	}
+}
+
+// rotateSAKey runs skiff certificate rotate-sa-key and prints the kids.
+func rotateSAKey(w io.Writer, dataDir string, prune bool) error {
+	if prune {
+		r, err := cluster.PruneRetiredSAKeys(dataDir)
+		for _, kid := range r.Pruned {
+			fmt.Fprintf(w, "pruned retired service account key %s\n", kid)
+		}
+		if err == nil && len(r.Pruned) == 0 {
+			fmt.Fprintln(w, "no retired service account keys")
+		}
+		return err
+	}
+	r, err := cluster.RotateSAKey(dataDir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "service account tokens are signed with key %s (was %s)\nverifying keys: %s\n", r.NewKeyID, r.OldKeyID, strings.Join(r.Verifying, ", "))
+	return nil
 }

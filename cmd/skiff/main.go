@@ -33,7 +33,7 @@ Usage:
   skiff etcd snapshot ...   save a running node's etcd to a file; restore one into a new data dir
   skiff secrets-encrypt rotate  seal Secrets with a new key (old keys read until every Secret is rewritten)
   skiff token ...           create, list and delete join tokens (skiff token -h)
-  skiff certificate rotate|check  re-issue the node's leaf certificates now; list their expiry
+  skiff certificate rotate|check|rotate-sa-key  re-issue the node's leaf certificates now; list their expiry; new service-account signing key
   skiff status [-o json]    nodes and roles, etcd members, API servers, leaders, versions
   skiff node remove NAME    cordon a node, remove its etcd member, delete its Node object
   skiff install [-- ARGS]   install the binary and a systemd unit running skiff server ARGS

@@ -26,7 +26,6 @@ import (
 	"github.com/skiff-sh/skiff/internal/etcd"
 	"github.com/skiff-sh/skiff/internal/metricsserver"
 	"github.com/skiff-sh/skiff/internal/openapi"
-	"github.com/skiff-sh/skiff/internal/pki"
 	"github.com/skiff-sh/skiff/internal/registry"
 	"github.com/skiff-sh/skiff/internal/registry/builtin"
 	"github.com/skiff-sh/skiff/internal/serviceaccount"
@@ -142,18 +141,16 @@ func newAPIServer(ctx, admissionCtx context.Context, d apiServerDeps) (*apiserve
 	if err != nil {
 		return nil, nil, err
 	}
-	saKey, err := pki.LoadKey(filepath.Join(cfg.DataDir, "pki", "sa.key"))
-	if err != nil {
-		return nil, nil, fmt.Errorf("service account key: %w", err)
-	}
-	issuer, oidcHandlers, err := serviceAccountIssuer(cfg, saKey.Public())
+	// The service-account keys are reloaded when `skiff certificate rotate-sa-key` changes them (sakeys.go).
+	saKeys, err := newSAKeyHolder(filepath.Join(cfg.DataDir, "pki"), cfg.Logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	saIssuer, err := serviceaccount.NewIssuer(saKey, issuer)
+	issuer, oidcHandlers, err := serviceAccountIssuer(cfg, saKeys)
 	if err != nil {
 		return nil, nil, err
 	}
+	saIssuer := serviceaccount.NewIssuerFrom(saKeys, issuer)
 	audiences := []string{issuer}
 	authz, err := newAuthorization(cfg, clock.RealClock{}.Now())
 	if err != nil {
@@ -175,7 +172,7 @@ func newAPIServer(ctx, admissionCtx context.Context, d apiServerDeps) (*apiserve
 		// PodSchedulingExplanations (explain.go).
 		SchedulingExplainer: d.explainer,
 		ServiceAccountTokens: &apiserver.ServiceAccountTokens{
-			Issuer: saIssuer, Verifier: serviceaccount.NewVerifier(saKey.Public(), issuer, audiences), Audiences: audiences,
+			Issuer: saIssuer, Verifier: serviceaccount.NewVerifierFrom(saKeys, issuer, audiences), Audiences: audiences,
 		},
 		Kubelet:               &apiserver.KubeletClientConfig{TLS: kubeletTLS, DefaultPort: 10250},
 		ServiceClusterIPRange: serviceRange,

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"crypto"
 	"fmt"
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
@@ -11,7 +10,7 @@ import (
 // serviceAccountIssuer is the issuer of service-account tokens (--service-account-issuer, by
 // default Kubernetes' usual one) and the OIDC discovery handlers that publish it with the key
 // that verifies its tokens (--service-account-jwks-uri, by default the issuer's /openid/v1/jwks).
-func serviceAccountIssuer(cfg *Config, pub crypto.PublicKey) (string, []apiserver.NonResourceHandler, error) {
+func serviceAccountIssuer(cfg *Config, keys serviceaccount.KeySource) (string, []apiserver.NonResourceHandler, error) {
 	issuer := cfg.ServiceAccountIssuer
 	if issuer == "" {
 		issuer = serviceaccount.DefaultIssuer
@@ -20,7 +19,7 @@ func serviceAccountIssuer(cfg *Config, pub crypto.PublicKey) (string, []apiserve
 	if jwksURI == "" {
 		jwksURI = serviceaccount.DefaultJWKSURI(issuer)
 	}
-	handlers, err := apiserver.OIDCDiscoveryHandlers(issuer, jwksURI, pub)
+	handlers, err := apiserver.OIDCDiscoveryHandlers(issuer, jwksURI, keys)
 	if err != nil && cfg.ServiceAccountJWKSURI == "" {
 		// An issuer that is not an https URL is valid for tokens; kube-apiserver then serves no
 		// discovery either.

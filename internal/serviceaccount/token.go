@@ -6,7 +6,6 @@ package serviceaccount
 
 import (
 	"crypto"
-	"crypto/ecdsa"
 	"errors"
 	"fmt"
 	"slices"
@@ -52,24 +51,25 @@ type Request struct {
 	BoundNode      *Ref
 }
 
-// Issuer signs tokens.
+// Issuer signs tokens with the signing key of its source's current key set.
 type Issuer struct {
-	key    crypto.Signer
+	keys   KeySource
 	issuer string
-	// kid names the key in the token header, matching its entry in the JWKS (OIDC discovery).
-	kid string
 }
 
 // NewIssuer signs with key (ECDSA P-256: ES256) as issuer.
 func NewIssuer(key crypto.Signer, issuer string) (*Issuer, error) {
-	if _, ok := key.(*ecdsa.PrivateKey); !ok {
-		return nil, fmt.Errorf("service account signing key must be ECDSA, got %T", key)
-	}
-	kid, err := KeyID(key.Public())
+	set, err := NewKeySet(key)
 	if err != nil {
 		return nil, err
 	}
-	return &Issuer{key: key, issuer: issuer, kid: kid}, nil
+	return NewIssuerFrom(StaticKeys{set}, issuer), nil
+}
+
+// NewIssuerFrom signs with the signing key keys has at each Issue, so a rotated key signs from
+// the next token on.
+func NewIssuerFrom(keys KeySource, issuer string) *Issuer {
+	return &Issuer{keys: keys, issuer: issuer}
 }
 
 // Name is the issuer ("iss") of the tokens it signs.
@@ -91,9 +91,12 @@ func (i *Issuer) Issue(req Request, now time.Time) (string, time.Time, error) {
 		},
 		Kubernetes: KubernetesClaim{Namespace: req.Namespace, ServiceAccount: req.ServiceAccount, Pod: req.BoundPod, Secret: req.BoundSecret, Node: req.BoundNode},
 	}
+	set := i.keys.KeySet()
 	t := jwt.NewWithClaims(jwt.SigningMethodES256, c)
-	t.Header["kid"] = i.kid
-	token, err := t.SignedString(i.key)
+	// kid names the key, matching its entry in the JWKS (OIDC discovery), so a verifier holding
+	// several keys knows which one to use.
+	t.Header["kid"] = set.signKID
+	token, err := t.SignedString(set.signer)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("sign service account token: %w", err)
 	}
@@ -110,16 +113,30 @@ type Verified struct {
 	ID string
 }
 
-// Verifier checks tokens against the public key.
+// Verifier checks tokens against the verifying keys of its source's current key set.
 type Verifier struct {
-	key       crypto.PublicKey
+	keys      KeySource
 	issuer    string
 	audiences []string
 }
 
 // NewVerifier accepts tokens from issuer signed by key, for one of audiences (none: any).
 func NewVerifier(key crypto.PublicKey, issuer string, audiences []string) *Verifier {
-	return &Verifier{key: key, issuer: issuer, audiences: audiences}
+	return &Verifier{keys: staticPublicKey{key}, issuer: issuer, audiences: audiences}
+}
+
+// NewVerifierFrom accepts tokens from issuer signed by any verifying key keys has at each Verify
+// (the current signing key and the retired ones), for one of audiences (none: any).
+func NewVerifierFrom(keys KeySource, issuer string, audiences []string) *Verifier {
+	return &Verifier{keys: keys, issuer: issuer, audiences: audiences}
+}
+
+// staticPublicKey is the source of a verifier that has one public key and no signing key.
+type staticPublicKey struct{ key crypto.PublicKey }
+
+func (s staticPublicKey) KeySet() *KeySet {
+	kid, _ := KeyID(s.key)
+	return &KeySet{verify: []namedKey{{kid: kid, key: s.key}}}
 }
 
 // ErrNotServiceAccountToken means the token is not ours (another authenticator may know it).
@@ -131,8 +148,11 @@ func (v *Verifier) Verify(token string, now time.Time) (*Verified, error) {
 		return nil, ErrNotServiceAccountToken
 	}
 	var c claims
-	parsed, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) { return v.key, nil },
-		jwt.WithValidMethods([]string{"ES256"}), jwt.WithIssuer(v.issuer), jwt.WithTimeFunc(func() time.Time { return now }),
+	set := v.keys.KeySet()
+	parsed, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
+		kid, _ := t.Header["kid"].(string)
+		return jwt.VerificationKeySet{Keys: toVerificationKeys(set.candidates(kid))}, nil
+	}, jwt.WithValidMethods([]string{"ES256"}), jwt.WithIssuer(v.issuer), jwt.WithTimeFunc(func() time.Time { return now }),
 		jwt.WithExpirationRequired())
 	if err != nil {
 		if errors.Is(err, jwt.ErrTokenInvalidIssuer) || errors.Is(err, jwt.ErrTokenMalformed) {
@@ -174,4 +194,12 @@ func (v *Verified) Extra() map[string][]string {
 		return nil
 	}
 	return extra
+}
+
+func toVerificationKeys(keys []crypto.PublicKey) []jwt.VerificationKey {
+	out := make([]jwt.VerificationKey, len(keys))
+	for i, k := range keys {
+		out[i] = k
+	}
+	return out
 }
