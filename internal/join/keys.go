@@ -7,6 +7,8 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +35,21 @@ type Keys struct {
 	// The front-proxy CA, so that every API server's proxy client certificate is trusted by the
 	// extension API servers (which read one requestheader CA).
 	FrontProxyCACert, FrontProxyCAKey []byte
+	// RetiredSAKeys are the service-account public keys retired by `skiff certificate
+	// rotate-sa-key` and not yet pruned, by file name (sa-retired-<kid>.pub): a control plane
+	// that joins after a rotation verifies the tokens they signed too.
+	RetiredSAKeys map[string][]byte
+}
+
+// The retired service-account keys' file names, as internal/cluster's sakeys.go writes them.
+const (
+	retiredSAKeyPrefix = "sa-retired-"
+	retiredSAKeySuffix = ".pub"
+)
+
+func isRetiredSAKey(name string) bool {
+	return strings.HasPrefix(name, retiredSAKeyPrefix) && strings.HasSuffix(name, retiredSAKeySuffix) &&
+		!strings.ContainsAny(name, `/\`)
 }
 
 // Key names in the keys Secret and file names in a node's pki directory.
@@ -80,6 +97,23 @@ func ReadKeys(dir string) (Keys, error) {
 			*o.data = data
 		}
 	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return Keys{}, fmt.Errorf("list retired service account keys: %w", err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || !isRetiredSAKey(e.Name()) {
+			continue
+		}
+		data, err := readFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return Keys{}, fmt.Errorf("read %s: %w", e.Name(), err)
+		}
+		if k.RetiredSAKeys == nil {
+			k.RetiredSAKeys = map[string][]byte{}
+		}
+		k.RetiredSAKeys[e.Name()] = data
+	}
 	return k, nil
 }
 
@@ -90,7 +124,15 @@ func (k Keys) Write(dir string) error {
 		name string
 		data []byte
 	}
-	files := []keyFile{{keysCAKey, k.CAKey}, {keysSAKey, k.SAKey}}
+	// The retired keys before sa.key: the node verifies what it will not sign.
+	var files []keyFile
+	for _, name := range slices.Sorted(maps.Keys(k.RetiredSAKeys)) {
+		if !isRetiredSAKey(name) {
+			return fmt.Errorf("retired service account key %q: not a key file name", name)
+		}
+		files = append(files, keyFile{name, k.RetiredSAKeys[name]})
+	}
+	files = append(files, keyFile{keysCAKey, k.CAKey}, keyFile{keysSAKey, k.SAKey})
 	for _, o := range k.optional() {
 		if len(*o.data) > 0 {
 			files = append(files, keyFile{o.file, *o.data})
@@ -122,6 +164,8 @@ func UploadKeys(ctx context.Context, client kubernetes.Interface, k Keys) error 
 			s.Data[o.secretKey] = *o.data
 		}
 	}
+	// A pruned key leaves the Secret too: the update below replaces the data.
+	maps.Copy(s.Data, k.RetiredSAKeys)
 	secrets := client.CoreV1().Secrets(SecretNamespace)
 	_, err := secrets.Create(ctx, s, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
@@ -212,10 +256,7 @@ func FetchKeys(ctx context.Context, server string, token JoinToken) (Keys, error
 	case err != nil:
 		return Keys{}, fmt.Errorf("get the cluster's keys: %w", err)
 	}
-	k := Keys{CACert: s.Data[keysCACert], CAKey: s.Data[keysCAKey], SAKey: s.Data[keysSAKey]}
-	for _, o := range k.optional() {
-		*o.data = s.Data[o.secretKey]
-	}
+	k := keysFromSecret(s.Data)
 	got, err := pki.ParseCertificate(k.CACert)
 	if err != nil {
 		return Keys{}, fmt.Errorf("cluster keys: CA certificate: %w", err)
@@ -230,6 +271,23 @@ func FetchKeys(ctx context.Context, server string, token JoinToken) (Keys, error
 		return Keys{}, fmt.Errorf("cluster keys: service-account key: %w", err)
 	}
 	return k, nil
+}
+
+// keysFromSecret reads the keys Secret's data.
+func keysFromSecret(data map[string][]byte) Keys {
+	k := Keys{CACert: data[keysCACert], CAKey: data[keysCAKey], SAKey: data[keysSAKey]}
+	for _, o := range k.optional() {
+		*o.data = data[o.secretKey]
+	}
+	for name, v := range data {
+		if isRetiredSAKey(name) {
+			if k.RetiredSAKeys == nil {
+				k.RetiredSAKeys = map[string][]byte{}
+			}
+			k.RetiredSAKeys[name] = v
+		}
+	}
+	return k
 }
 
 func pemCert(c *x509.Certificate) []byte {
