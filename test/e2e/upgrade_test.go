@@ -22,6 +22,10 @@ import (
 // upgradeFromCommit is the skiff the rolling-upgrade test starts on: main when issue 30 was filed.
 const upgradeFromCommit = "a9e4bae"
 
+// upgradeControlPlanes is how many stacked control planes the rolling-upgrade test runs: three,
+// so that one restarting leaves etcd its quorum and the API two servers.
+const upgradeControlPlanes = 3
+
 // skiffAtCommit builds the skiff of commit from this checkout's git repository (a worktree in a
 // temporary dir) and caches it under ~/.cache/skiff-e2e/<commit>/skiff, so later runs reuse it. It
 // skips the test when git or the commit is missing.
@@ -77,9 +81,10 @@ func skiffWithMinor(t *testing.T, minor int) string {
 	return bin
 }
 
-// upgradeWeb is the served application: busybox httpd pods behind a Service. upgradeClient
-// requests it every 50 ms through the Service's cluster IP and prints ok or fail per request
-// (under timeout: busybox 1.35's wget crashes with -T).
+// upgradeWeb is the served application: busybox httpd pods behind a Service, each answering with
+// its pod's name and node (the downward API). upgradeClient requests it every 50 ms through the
+// Service's cluster IP and prints a line per request: "ok <unix seconds> <pod> <node>" or
+// "fail <unix seconds>" (under timeout: busybox 1.35's wget crashes with -T).
 const upgradeWeb = `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
@@ -93,7 +98,10 @@ spec:
       containers:
       - name: httpd
         image: localhost/busybox:local
-        command: [sh, -c, "mkdir -p /www && echo hello > /www/index.html && exec httpd -f -p 8080 -h /www"]
+        command: [sh, -c, 'mkdir -p /www && echo "$POD_NAME $NODE_NAME" > /www/index.html && exec httpd -f -p 8080 -h /www']
+        env:
+        - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+        - {name: NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
         readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
 ---
 apiVersion: v1
@@ -117,7 +125,7 @@ spec:
       containers:
       - name: c
         image: localhost/busybox:local
-        command: [sh, -c, 'while :; do if timeout 2 wget -q -O /dev/null http://$WEB_SERVICE_HOST:$WEB_SERVICE_PORT/; then echo ok; else echo fail $(date +%s); fi; sleep 0.05; done']
+        command: [sh, -c, 'while :; do if a=$(timeout 2 wget -q -O - http://$WEB_SERVICE_HOST:$WEB_SERVICE_PORT/); then echo ok $(date +%s) $a; else echo fail $(date +%s); fi; sleep 0.05; done']
 `
 
 // httpTally keeps the longest log seen of each client pod: a pod's log goes with the pod, so it is
@@ -151,14 +159,83 @@ func (h *httpTally) collect(c *cluster) error {
 	return nil
 }
 
-func (h *httpTally) counts() (ok, failed int) {
+// httpRequest is one line of a client pod's log: when, and which pod on which node answered
+// (none for a failed request).
+type httpRequest struct {
+	client    string
+	at        time.Time
+	ok        bool
+	pod, node string
+}
+
+// requests parses every client pod's log.
+func (h *httpTally) requests() []httpRequest {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, l := range h.logs {
-		ok += strings.Count(l, "ok\n")
-		failed += strings.Count(l, "fail")
+	var reqs []httpRequest
+	for client, l := range h.logs {
+		for _, line := range strings.Split(l, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 || (f[0] != "ok" && f[0] != "fail") {
+				continue
+			}
+			sec, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				continue
+			}
+			r := httpRequest{client: client, at: time.Unix(sec, 0), ok: f[0] == "ok"}
+			if r.ok && len(f) >= 4 {
+				r.pod, r.node = f[2], f[3]
+			}
+			reqs = append(reqs, r)
+		}
+	}
+	return reqs
+}
+
+func (h *httpTally) counts() (ok, failed int) {
+	for _, r := range h.requests() {
+		if r.ok {
+			ok++
+		} else {
+			failed++
+		}
 	}
 	return ok, failed
+}
+
+// upgradeStep is one node's upgrade as the test saw it: for a worker, began is when kubectl drain
+// started and drained when it returned (its pods evicted and deleted); pods are the web and client
+// pods the node ran when its drain began.
+type upgradeStep struct {
+	node                 string
+	worker               bool
+	began, drained, done time.Time
+	pods                 []string
+}
+
+// failureCause attributes a failed request at at (whole seconds, as the client's date prints
+// them) to the upgrade steps: it is expected when it falls while a drained worker's own pods (the
+// web pods behind the Service, or the client itself) were being evicted, from the drain's start
+// to the second after it returned; any other failure is named by what was happening instead.
+func failureCause(at time.Time, steps []upgradeStep) (expected bool, cause string) {
+	for _, s := range steps {
+		from, to := s.began.Truncate(time.Second), s.done.Add(time.Second)
+		if at.Before(from) || at.After(to) {
+			continue
+		}
+		if !s.worker {
+			return false, "while control plane " + s.node + " restarted"
+		}
+		if len(s.pods) > 0 && !at.After(s.drained.Add(time.Second)) {
+			return true, "while " + s.node + "'s own pods were evicted (" + strings.Join(s.pods, ", ") + ")"
+		}
+		if len(s.pods) == 0 && !at.After(s.drained.Add(time.Second)) {
+			return false, "while " + s.node + ", which ran none of the web or client pods, was drained"
+		}
+		return false, "after " + s.node + " was drained, while it restarted on the new binary"
+	}
+	return false, "outside any node's upgrade"
 }
 
 // podRecord is a pod's identity and restarts, to see that an upgrade left it alone.
@@ -230,14 +307,69 @@ func configMapWatch(t *testing.T, c *cluster) (seen func(string) bool, stop func
 	return func(n string) bool { mu.Lock(); defer mu.Unlock(); return names[n] }, func() { cancel(); factory.Shutdown() }
 }
 
+// frontDoor is a kubeconfig the test points at one serving control plane at a time, as a load
+// balancer in front of the API servers would be: the writer and the test's own kubectl go through
+// it, so that with three control planes a restarting one takes no request of theirs.
+type frontDoor struct {
+	api *cluster
+}
+
+func newFrontDoor(t *testing.T) *frontDoor {
+	dir := t.TempDir()
+	return &frontDoor{api: &cluster{t: t, dataDir: dir, kubeconfig: filepath.Join(dir, "front.kubeconfig")}}
+}
+
+// pointAt makes the next kubectl through the front door reach c (a rename: a kubectl reading the
+// file sees the old one or the new one whole).
+func (f *frontDoor) pointAt(c *cluster) {
+	f.api.t.Helper()
+	data, err := os.ReadFile(c.kubeconfig)
+	if err != nil {
+		f.api.t.Fatal(err)
+	}
+	tmp := f.api.kubeconfig + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		f.api.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, f.api.kubeconfig); err != nil {
+		f.api.t.Fatal(err)
+	}
+}
+
+// waitEtcdMembers waits until c reports members healthy voting etcd members with quorum.
+func waitEtcdMembers(t *testing.T, c *cluster, members int) {
+	t.Helper()
+	eventually(t, 2*time.Minute, func() error {
+		r, err := haStatus(t, c)
+		if err != nil {
+			return err
+		}
+		if r.Etcd == nil || len(r.Etcd.Members) != members || !r.Etcd.Quorum {
+			return fmt.Errorf("want %d members with quorum: %+v %s", members, r.Etcd, r.EtcdError)
+		}
+		for _, m := range r.Etcd.Members {
+			if m.IsLearner || !m.Healthy {
+				return fmt.Errorf("member %s is not a healthy voter", m.Name)
+			}
+		}
+		return nil
+	})
+}
+
 // TestRollingUpgrade is issue 30's upgrade: a cluster started on the skiff of upgradeFromCommit,
-// upgraded one node at a time to this tree's (control planes first; each worker drained with
-// kubectl drain, stopped, started on the new binary over the same data dir, Ready, uncordoned),
-// while a writer records every acknowledged write, an informer watches, and a client pod requests
-// a Service every 50 ms. At the end every acknowledged write reads back and was seen by the
-// informer, the failed requests are counted, and no pod restarted that was not on the drained
-// node. Then a binary claiming an older minor is refused on an upgraded data dir, naming both
-// versions and the rule, and leaves the data dir as it was.
+// upgraded one node at a time to this tree's, while a writer records every acknowledged write, an
+// informer watches, and a client pod requests a Service every 50 ms. Control planes go first, one
+// at a time (stopped, started on the new binary over the same data dir, serving and their etcd
+// member a healthy voter again), then each worker (drained with kubectl drain, stopped, started,
+// Ready, uncordoned). At the end every acknowledged write reads back and was seen by the
+// informer; every failed request is attributed, and one that was not during the eviction of the
+// drained node's own pods fails the test; no pod restarted that was not on the drained node. Then
+// a binary claiming an older minor is refused on an upgraded data dir, naming both versions and
+// the rule, and leaves the data dir as it was.
+//
+// The cluster is the issue's: upgradeControlPlanes stacked control planes and two workers. The
+// writer goes through a front door pointed away from the restarting control plane, so no write
+// may fail.
 func TestRollingUpgrade(t *testing.T) {
 	testBegan := time.Now()
 	defer func() { t.Logf("figure: TestRollingUpgrade took %s", time.Since(testBegan).Round(time.Second)) }()
@@ -252,7 +384,21 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatalf("old cluster's version: %s", v)
 	}
 	workerToken := cp1.createToken()
-	cps := []*cluster{cp1}
+	cps, cpNames := []*cluster{cp1}, []string{"cp-1"}
+	cpHosts, cpAddrs := []*netHost{nil}, []string{n.HostIP()}
+	token := cp1.createToken("--control-plane", "--ttl", "1h")
+	for i := 2; i <= upgradeControlPlanes; i++ {
+		h := n.addHost()
+		name := fmt.Sprintf("cp-%d", i)
+		began := time.Now()
+		cps = append(cps, haControlPlaneOn(t, oldBin, n, h, name, ports, cp1.ServerURL(n), token, grace...))
+		cpNames, cpHosts, cpAddrs = append(cpNames, name), append(cpHosts, h), append(cpAddrs, h.IP)
+		t.Logf("figure: stacked control plane %s (old binary) join to serving: %s", name, time.Since(began).Round(100*time.Millisecond))
+	}
+	waitEtcdMembers(t, cp1, upgradeControlPlanes)
+	front := newFrontDoor(t)
+	front.pointAt(cps[len(cps)-1])
+	api := front.api
 
 	var workers []*joinedNode
 	for i := range 2 {
@@ -264,28 +410,23 @@ func TestRollingUpgrade(t *testing.T) {
 		workers = append(workers, w)
 	}
 	t.Cleanup(func() {
-		_, _ = cp1.kubectlErr("delete", "deployment", "--all", "--timeout=30s")
-		_, _ = cp1.kubectlErr("delete", "pods", "--all", "--grace-period=1", "--timeout=60s")
+		_, _ = api.kubectlErr("delete", "deployment", "--all", "--timeout=30s")
+		_, _ = api.kubectlErr("delete", "pods", "--all", "--grace-period=1", "--timeout=60s")
 	})
-	waitNodesReady(t, cp1, 3*time.Minute, "worker-1", "worker-2")
-	importBusybox(t, cp1, workers...)
-	cp1.stdin(upgradeWeb, "apply", "-f", "-")
-	eventually(t, 3*time.Minute, func() error {
-		if out, err := cp1.kubectlErr("rollout", "status", "deployment/web", "--timeout=2s"); err != nil {
-			return errString(out)
-		}
-		return nil
-	})
-	cp1.stdin(upgradeClient, "apply", "-f", "-")
-	eventually(t, 3*time.Minute, func() error {
-		if out, err := cp1.kubectlErr("rollout", "status", "deployment/client", "--timeout=2s"); err != nil {
-			return errString(out)
-		}
-		return nil
-	})
+	waitNodesReady(t, api, 3*time.Minute, "worker-1", "worker-2")
+	importBusybox(t, api, workers...)
+	for _, d := range []struct{ name, manifest string }{{"web", upgradeWeb}, {"client", upgradeClient}} {
+		api.stdin(d.manifest, "apply", "-f", "-")
+		eventually(t, 3*time.Minute, func() error {
+			if out, err := api.kubectlErr("rollout", "status", "deployment/"+d.name, "--timeout=2s"); err != nil {
+				return errString(out)
+			}
+			return nil
+		})
+	}
 	tally := &httpTally{logs: map[string]string{}}
 	eventually(t, time.Minute, func() error {
-		err := tally.collect(cp1)
+		err := tally.collect(api)
 		if ok, failed := tally.counts(); ok < 10 {
 			return fmt.Errorf("client: %d requests answered, %d failed (%v)", ok, failed, err)
 		}
@@ -293,52 +434,77 @@ func TestRollingUpgrade(t *testing.T) {
 	})
 	seen, stopWatch := configMapWatch(t, cp1)
 	defer stopWatch()
-	writes := startWriteRecorder(t, "upg", cps...)
+	writes := startWriteRecorder(t, "upg", api)
 	writes.waitForMore(t, 3, time.Minute)
 	upgradeBegan := time.Now()
+	var steps []upgradeStep
 
 	// Control planes first, one at a time.
-	for _, c := range cps {
-		before := podRecords(t, cp1)
+	for i, c := range cps {
+		// Away from the control plane about to stop; two writes acknowledged after the switch mean
+		// the writer's next kubectl reads the new file.
+		front.pointAt(cps[(i+1)%len(cps)])
+		writes.waitForMore(t, 2, time.Minute)
+		before := podRecords(t, api)
 		began := time.Now()
 		c.stop()
 		c.bin = skiffBinary
-		c.start()
-		t.Logf("figure: control plane restarted on the new binary and ready in %s", time.Since(began).Round(100*time.Millisecond))
+		c.extraArgs = withoutToken(c.extraArgs)
+		if cpHosts[i] == nil {
+			c.start()
+		} else {
+			startInNamespace(c, cpHosts[i], cpAddrs[i])
+		}
+		serving := time.Since(began)
+		waitEtcdMembers(t, c, len(cps))
+		steps = append(steps, upgradeStep{node: cpNames[i], began: began, done: time.Now()})
+		t.Logf("figure: control plane %s restarted on the new binary: serving in %s, its etcd member a healthy voter in %s",
+			cpNames[i], serving.Round(100*time.Millisecond), time.Since(began).Round(100*time.Millisecond))
 		writes.waitForMore(t, 3, time.Minute)
-		checkUntouched(t, cp1, before, "")
+		checkUntouched(t, api, before, "")
 	}
 	// Then the workers: drain, stop, start on the new binary, Ready, uncordon.
 	for _, w := range workers {
-		if err := tally.collect(cp1); err != nil {
+		if err := tally.collect(api); err != nil {
 			t.Logf("client logs before draining %s: %v", w.name, err)
 		}
-		before := podRecords(t, cp1)
-		began := time.Now()
-		if out, err := cp1.kubectlErr("drain", w.name, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=2m"); err != nil {
+		before := podRecords(t, api)
+		step := upgradeStep{node: w.name, worker: true, began: time.Now()}
+		for name, p := range before {
+			if p.node == w.name && (strings.HasPrefix(name, "web-") || strings.HasPrefix(name, "client-")) {
+				step.pods = append(step.pods, name)
+			}
+		}
+		if out, err := api.kubectlErr("drain", w.name, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=2m"); err != nil {
 			t.Fatalf("kubectl drain %s: %v\n%s", w.name, err, out)
 		}
-		t.Logf("figure: kubectl drain %s took %s", w.name, time.Since(began).Round(100*time.Millisecond))
+		step.drained = time.Now()
+		t.Logf("figure: kubectl drain %s took %s", w.name, step.drained.Sub(step.began).Round(100*time.Millisecond))
 		w.stop()
 		w.bin = skiffBinary
 		w.start("")
-		waitNodesReady(t, cp1, 2*time.Minute, w.name)
-		cp1.kubectl("uncordon", w.name)
-		t.Logf("figure: worker %s drained, upgraded, Ready and uncordoned in %s", w.name, time.Since(began).Round(100*time.Millisecond))
+		waitNodesReady(t, api, 2*time.Minute, w.name)
+		api.kubectl("uncordon", w.name)
+		t.Logf("figure: worker %s drained, upgraded, Ready and uncordoned in %s", w.name, time.Since(step.began).Round(100*time.Millisecond))
 		for _, d := range []string{"web", "client"} {
 			eventually(t, 2*time.Minute, func() error {
-				if out, err := cp1.kubectlErr("rollout", "status", "deployment/"+d, "--timeout=2s"); err != nil {
+				if out, err := api.kubectlErr("rollout", "status", "deployment/"+d, "--timeout=2s"); err != nil {
 					return errString(out)
 				}
 				return nil
 			})
 		}
-		checkUntouched(t, cp1, before, w.name)
+		step.done = time.Now()
+		steps = append(steps, step)
+		checkUntouched(t, api, before, w.name)
 	}
-	t.Logf("figure: whole upgrade (1 control plane, 2 workers) took %s", time.Since(upgradeBegan).Round(time.Second))
+	t.Logf("figure: whole upgrade (%d control planes, 2 workers) took %s", len(cps), time.Since(upgradeBegan).Round(time.Second))
 	writes.waitForMore(t, 3, time.Minute)
-	eventually(t, time.Minute, func() error { return tally.collect(cp1) })
-	acked, window := writes.stopAndCheck(t, cp1, "the rolling upgrade", upgradeBegan)
+	eventually(t, time.Minute, func() error { return tally.collect(api) })
+	acked, window := writes.stopAndCheck(t, api, "the rolling upgrade", upgradeBegan)
+	if window > 0 {
+		t.Errorf("writes through a serving control plane failed for %s during the upgrade", window.Round(100*time.Millisecond))
+	}
 	eventually(t, time.Minute, func() error {
 		writes.mu.Lock()
 		defer writes.mu.Unlock()
@@ -349,11 +515,11 @@ func TestRollingUpgrade(t *testing.T) {
 		}
 		return nil
 	})
-	ok, failed := tally.counts()
-	t.Logf("figure: across the upgrade, %d acknowledged writes all read back and seen by the informer (failed-write window %s); client HTTP requests: %d answered, %d failed",
-		acked, window.Round(100*time.Millisecond), ok, failed)
+	reportRequests(t, tally.requests(), steps)
+	t.Logf("figure: across the upgrade, %d acknowledged writes all read back and seen by the informer (failed-write window %s)",
+		acked, window.Round(100*time.Millisecond))
 	for _, w := range workers {
-		if v := cp1.kubectl("get", "node", w.name, "-o", "jsonpath={.status.nodeInfo.kubeletVersion}"); v != "v1.33.0+skiff" {
+		if v := api.kubectl("get", "node", w.name, "-o", "jsonpath={.status.nodeInfo.kubeletVersion}"); v != "v1.33.0+skiff" {
 			t.Errorf("%s's kubelet version %q after the upgrade", w.name, v)
 		}
 	}
@@ -380,7 +546,36 @@ func TestRollingUpgrade(t *testing.T) {
 	}
 	w.bin = skiffBinary
 	w.start("")
-	waitNodesReady(t, cp1, 2*time.Minute, w.name)
+	waitNodesReady(t, api, 2*time.Minute, w.name)
+}
+
+// reportRequests logs the client's requests (answered, by the node of the pod that answered, and
+// failed, by cause) and fails the test for a failure that was not during the eviction of the
+// drained node's own pods.
+func reportRequests(t *testing.T, reqs []httpRequest, steps []upgradeStep) {
+	t.Helper()
+	answeredBy := map[string]int{}
+	causes := map[string]int{}
+	var ok, failed, unexpected int
+	for _, r := range reqs {
+		if r.ok {
+			ok++
+			answeredBy[r.node]++
+			continue
+		}
+		failed++
+		expected, cause := failureCause(r.at, steps)
+		if !expected {
+			unexpected++
+			cause = "UNEXPECTED " + cause
+			t.Logf("failed request of %s at %s: %s", r.client, r.at.Format(time.TimeOnly), cause)
+		}
+		causes[cause]++
+	}
+	t.Logf("figure: client HTTP requests: %d answered (by node: %v), %d failed (by cause: %v)", ok, answeredBy, failed, causes)
+	if unexpected > 0 {
+		t.Errorf("%d failed requests were not during the eviction of the drained node's own pods", unexpected)
+	}
 }
 
 func lastLine(s string) string {
