@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
+	"github.com/skiff-sh/skiff/internal/join"
 	"github.com/skiff-sh/skiff/internal/pki"
 	"github.com/skiff-sh/skiff/internal/pki/pkitest"
 )
@@ -79,27 +80,8 @@ func TestClientCAsFollowTheBundle(t *testing.T) {
 		user, ok, err := authn.AuthenticateRequest(r)
 		return err == nil && ok && user.Name == "admin"
 	}
-	caFile := filepath.Join(cfg.DataDir, "pki", "ca.crt")
-	writeBundle := func(cas ...*pki.CA) {
-		var data []byte
-		for _, ca := range cas {
-			data = append(data, ca.CertPEM...)
-		}
-		if err := pki.WriteFileAtomic(caFile, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, phase := range []struct {
-		name       string
-		bundle     []*pki.CA
-		oldTrusted bool
-		newTrusted bool
-	}{
-		{"before the rotation", []*pki.CA{oldCA}, true, false},
-		{"new CA added", []*pki.CA{oldCA, newCA}, true, true},
-		{"old CA retired", []*pki.CA{newCA}, false, true},
-	} {
-		writeBundle(phase.bundle...)
+	for _, phase := range rotationPhases(oldCA, newCA) {
+		writeBundle(t, phase.bundle, filepath.Join(cfg.DataDir, "pki", "ca.crt"))
 		for _, c := range []struct {
 			name    string
 			client  client
@@ -118,6 +100,77 @@ func TestClientCAsFollowTheBundle(t *testing.T) {
 	}
 }
 
+// TestServerTrustFollowsTheBundle: the components' transport to the API servers (and the
+// balancer's probes, which copy its TLS) and a joined node's balancer probes verify the API
+// servers against the cluster CA bundle as it is on disk: a server certificate of a CA added to
+// the bundle is trusted without a restart, one of a retired CA refused.
+func TestServerTrustFollowsTheBundle(t *testing.T) {
+	now := time.Now()
+	cfg, _ := testServerNode(t, now)
+	rc, err := componentRESTConfig(cfg, "system:kube-scheduler", nil, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	componentTLS := componentClientTLS(rc)
+	if componentTLS == nil {
+		t.Fatal("the component's transport is not skiff's")
+	}
+	pkiDir := filepath.Join(cfg.DataDir, "pki")
+	oldCA, err := pki.LoadOrCreateCA(pkiDir, "ca", "skiff-ca", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCA, err := pki.LoadOrCreateCA(t.TempDir(), "ca", "skiff-ca-next", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A joined node's identity: its own copy of the CA bundle and a client pair.
+	id := join.Identity{Dir: t.TempDir()}
+	certPEM, keyPEM, err := oldCA.Issue(pki.Leaf{CommonName: "system:node:w1", Organization: []string{"system:nodes"}, Client: true}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, data := range map[string][]byte{id.CertPath(): certPEM, id.KeyPath(): keyPEM, id.CAPath(): oldCA.CertPEM} {
+		if err := pki.WriteFileAtomic(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	probeTLS, err := joinedProbeTLS(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverOf := func(ca *pki.CA) *tls.Config {
+		certPEM, keyPEM, err := ca.Issue(pki.Leaf{CommonName: "kube-apiserver", DNSNames: []string{lbServerName}, Server: true}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	}
+	oldServer, newServer := serverOf(oldCA), serverOf(newCA)
+	for _, phase := range rotationPhases(oldCA, newCA) {
+		writeBundle(t, phase.bundle, filepath.Join(pkiDir, "ca.crt"), id.CAPath())
+		for _, client := range []struct {
+			name string
+			tls  *tls.Config
+		}{{"component", componentTLS}, {"joined node's probe", probeTLS}} {
+			for _, server := range []struct {
+				name    string
+				tls     *tls.Config
+				trusted bool
+			}{{"old CA's server", oldServer, phase.oldTrusted}, {"new CA's server", newServer, phase.newTrusted}} {
+				_, err := pkitest.Handshake(server.tls, client.tls)
+				if (err == nil) != server.trusted {
+					t.Errorf("%s: %s to the %s: trusted=%v, want %v (%v)", phase.name, client.name, server.name, err == nil, server.trusted, err)
+				}
+			}
+		}
+	}
+}
+
 // testServerNode is the configuration and the certificates of a server node n1 in a fresh data
 // dir.
 func testServerNode(t *testing.T, now time.Time) (*Config, *nodeCerts) {
@@ -128,4 +181,34 @@ func testServerNode(t *testing.T, now time.Time) (*Config, *nodeCerts) {
 		t.Fatal(err)
 	}
 	return cfg, certs
+}
+
+// rotationPhase is a step of a CA rotation: the bundle trusted, and which CA's certificates must
+// be accepted.
+type rotationPhase struct {
+	name                   string
+	bundle                 []*pki.CA
+	oldTrusted, newTrusted bool
+}
+
+func rotationPhases(oldCA, newCA *pki.CA) []rotationPhase {
+	return []rotationPhase{
+		{"before the rotation", []*pki.CA{oldCA}, true, false},
+		{"new CA added", []*pki.CA{oldCA, newCA}, true, true},
+		{"old CA retired", []*pki.CA{newCA}, false, true},
+	}
+}
+
+// writeBundle replaces each of paths with the certificates of cas, as a rotation's steps do.
+func writeBundle(t *testing.T, cas []*pki.CA, paths ...string) {
+	t.Helper()
+	var data []byte
+	for _, ca := range cas {
+		data = append(data, ca.CertPEM...)
+	}
+	for _, path := range paths {
+		if err := pki.WriteFileAtomic(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

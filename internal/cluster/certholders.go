@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"net"
 	"net/http"
 	"time"
@@ -21,21 +20,25 @@ import (
 // transport it built from the TLS fields, which stay in rc for the readers of CertData and
 // CAData: the in-process transport, the controller manager's root CA). The server name is the
 // one every API server's certificate carries, so the same transport reaches the local server and
-// the node-local balancer alike. Connections already open stay open across a renewal.
-func withRenewedClientCert(rc *rest.Config, holder *pki.KeyPairHolder) *rest.Config {
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(rc.TLSClientConfig.CAData)
+// the node-local balancer alike. Connections already open stay open across a renewal. The API
+// servers are verified against roots as they are on disk at each handshake, so a CA rotation's
+// new CA is trusted, and its retired one refused, without a restart.
+func withRenewedClientCert(rc *rest.Config, holder *pki.KeyPairHolder, roots *pki.PoolHolder) (*rest.Config, error) {
+	tlsCfg, err := roots.ClientTLS(&tls.Config{
+		ServerName: lbServerName, MinVersion: tls.VersionTLS12,
+		GetClientCertificate: holder.GetClientCertificate,
+	})
+	if err != nil {
+		return nil, err
+	}
 	tr := utilnet.SetTransportDefaults(&http.Transport{
 		TLSHandshakeTimeout: 10 * time.Second,
-		TLSClientConfig: &tls.Config{
-			RootCAs: pool, ServerName: lbServerName, MinVersion: tls.VersionTLS12,
-			GetClientCertificate: holder.GetClientCertificate,
-		},
+		TLSClientConfig:     tlsCfg,
 		MaxIdleConnsPerHost: 25,
 		DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 	})
 	rc.WrapTransport = func(http.RoundTripper) http.RoundTripper { return tr }
-	return rc
+	return rc, nil
 }
 
 // componentClientTLS is a copy of the TLS of rc's transport when withRenewedClientCert made it

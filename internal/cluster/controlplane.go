@@ -48,6 +48,10 @@ func componentRESTConfig(cfg *Config, user string, groups []string, now time.Tim
 	if err != nil {
 		return nil, fmt.Errorf("certificate for %s: %w", user, err)
 	}
+	roots, err := pki.NewPoolHolder(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		return nil, fmt.Errorf("cluster CA for %s: %w", user, err)
+	}
 	return withRenewedClientCert(preferProtobuf(&rest.Config{
 		Host:            cfg.LocalURL(),
 		TLSClientConfig: rest.TLSClientConfig{CAData: ca.CertPEM, CertData: certPEM, KeyData: keyPEM},
@@ -57,7 +61,7 @@ func componentRESTConfig(cfg *Config, user string, groups []string, now time.Tim
 		QPS:       5000,
 		Burst:     5000,
 		UserAgent: name,
-	}), holder), nil
+	}), holder, roots)
 }
 
 // inProcessRESTConfig is restCfg (from componentRESTConfig) carried to api, the API server of this

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net/url"
 	"os"
@@ -56,22 +55,19 @@ func joinedRESTConfig(cfg *Config, id join.Identity, userAgent string) *rest.Con
 	return rc
 }
 
-// joinedProbeTLS is the balancer's probe TLS for a joined node: the cluster CA, and the node's
-// client certificate read from disk at each handshake (so a renewed one is used at once).
+// joinedProbeTLS is the balancer's probe TLS for a joined node: the cluster CA bundle and the
+// node's client certificate, both read from disk at each handshake (so a renewed certificate is
+// used, and a CA rotation's bundle trusted, at once).
 func joinedProbeTLS(id join.Identity) (*tls.Config, error) {
-	ca, err := os.ReadFile(id.CAPath())
+	roots, err := pki.NewPoolHolder(id.CAPath())
 	if err != nil {
 		return nil, fmt.Errorf("load balancer: cluster CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("load balancer: cluster CA %s does not parse", id.CAPath())
 	}
 	if _, err := tls.LoadX509KeyPair(id.CertPath(), id.KeyPath()); err != nil {
 		return nil, fmt.Errorf("load balancer: node client certificate: %w", err)
 	}
-	return &tls.Config{
-		RootCAs: pool, ServerName: lbServerName, MinVersion: tls.VersionTLS12,
+	return roots.ClientTLS(&tls.Config{
+		ServerName: lbServerName, MinVersion: tls.VersionTLS12,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			pair, err := tls.LoadX509KeyPair(id.CertPath(), id.KeyPath())
 			if err != nil {
@@ -79,7 +75,7 @@ func joinedProbeTLS(id join.Identity) (*tls.Config, error) {
 			}
 			return &pair, nil
 		},
-	}, nil
+	})
 }
 
 // startJoinedLB starts a joined node's balancer, seeded with --server and the API servers it
