@@ -15,7 +15,9 @@ import (
 // and the identity headers are removed from the request once read, so nothing behind the
 // authenticator can mistake them for the caller's own.
 type RequestHeaderAuthenticator struct {
-	CA                  *x509.CertPool
+	// CA is read at each request, so a front-proxy CA rotated in its bundle is followed without a
+	// restart.
+	CA                  PoolSource
 	AllowedNames        []string
 	UsernameHeaders     []string
 	GroupHeaders        []string
@@ -26,7 +28,7 @@ func (a RequestHeaderAuthenticator) AuthenticateRequest(r *http.Request) (*UserI
 	if a.CA == nil || r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
 		return nil, false, nil
 	}
-	if !verifiesClient(r.TLS.PeerCertificates, a.CA) {
+	if !verifiesClient(r.TLS.PeerCertificates, a.CA.Pool()) {
 		return nil, false, nil
 	}
 	cn := r.TLS.PeerCertificates[0].Subject.CommonName
@@ -94,6 +96,17 @@ func (a RequestHeaderAuthenticator) clear(h http.Header) {
 		}
 	}
 }
+
+// PoolSource gives a trust pool as it is now: pki.PoolHolder follows its bundle files on disk.
+type PoolSource interface {
+	Pool() *x509.CertPool
+}
+
+// StaticPool is a PoolSource that never changes.
+type StaticPool struct{ CertPool *x509.CertPool }
+
+// Pool is the pool.
+func (s StaticPool) Pool() *x509.CertPool { return s.CertPool }
 
 // verifiesClient reports whether the peer's certificate chain (leaf first) leads to roots for
 // client authentication.

@@ -59,7 +59,7 @@ func TestRequestHeaderAuthenticator(t *testing.T) {
 	frontProxy, frontProxyCA, proxyCert := testClientCert(t, dir, "front-proxy-ca", "front-proxy-client")
 	_, _, otherProxyCert := testClientCert(t, dir, "front-proxy-ca", "someone-else")
 	_, clusterCA, adminCert := testClientCert(t, dir, "ca", "admin")
-	rh := RequestHeaderAuthenticator{CA: frontProxy, AllowedNames: []string{"front-proxy-client"},
+	rh := RequestHeaderAuthenticator{CA: StaticPool{frontProxy}, AllowedNames: []string{"front-proxy-client"},
 		UsernameHeaders: []string{"X-Remote-User"}, GroupHeaders: []string{"X-Remote-Group"}, ExtraHeaderPrefixes: []string{"X-Remote-Extra-"}}
 	certs := ClientCertAuthenticator{Roots: StaticCertificates{clusterCA}}
 	for _, tc := range []struct {

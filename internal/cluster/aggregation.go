@@ -2,9 +2,7 @@ package cluster
 
 import (
 	"context"
-	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -81,9 +79,10 @@ func newAggregationSetup(cfg *Config, now time.Time) (*aggregationSetup, error) 
 		}
 		return v
 	}
-	frontProxyPool := x509.NewCertPool()
-	if !frontProxyPool.AppendCertsFromPEM(caPEM) {
-		return nil, errors.New("--requestheader-client-ca-file: no certificate in it")
+	// Read at each request, so a front-proxy CA rotated in its bundle is followed without a restart.
+	frontProxyPool, err := pki.NewPoolHolder(opts.RequestHeaderClientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("--requestheader-client-ca-file: %w", err)
 	}
 	clusterCAPath := filepath.Join(dir, "ca.crt")
 	clusterRoots, err := pki.NewPoolHolder(clusterCAPath)

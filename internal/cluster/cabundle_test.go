@@ -212,3 +212,52 @@ func writeBundle(t *testing.T, cas []*pki.CA, paths ...string) {
 		}
 	}
 }
+
+// TestFrontProxyCAFollowsTheBundle: the request-header authenticator trusts the front-proxy CA
+// bundle as it is on disk: a proxy certificate of a CA added to it names its caller without a
+// restart, and one of a retired CA names no one.
+func TestFrontProxyCAFollowsTheBundle(t *testing.T) {
+	now := time.Now()
+	cfg, _ := testServerNode(t, now)
+	setup, err := newAggregationSetup(cfg, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := requestHeaderCAFile(cfg)
+	oldCA, err := pki.LoadOrCreateCA(filepath.Join(cfg.DataDir, "pki"), "front-proxy-ca", "front-proxy-ca", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCA, err := pki.LoadOrCreateCA(t.TempDir(), "front-proxy-ca", "front-proxy-ca-next", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxyOf := func(ca *pki.CA) *x509.Certificate {
+		certPEM, _, err := ca.Issue(pki.Leaf{CommonName: pki.FrontProxyClientName, Client: true}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := pki.ParseCertificate(certPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cert
+	}
+	oldProxy, newProxy := proxyOf(oldCA), proxyOf(newCA)
+	names := func(proxy *x509.Certificate) bool {
+		r := httptest.NewRequest(http.MethodGet, "/api", nil)
+		r.Header.Set("X-Remote-User", "alice")
+		r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{proxy}}
+		user, ok, err := setup.requestHeader.AuthenticateRequest(r)
+		return err == nil && ok && user.Name == "alice"
+	}
+	for _, phase := range rotationPhases(oldCA, newCA) {
+		writeBundle(t, phase.bundle, bundle)
+		if got := names(oldProxy); got != phase.oldTrusted {
+			t.Errorf("%s: proxy of the old CA names its caller: %v, want %v", phase.name, got, phase.oldTrusted)
+		}
+		if got := names(newProxy); got != phase.newTrusted {
+			t.Errorf("%s: proxy of the new CA names its caller: %v, want %v", phase.name, got, phase.newTrusted)
+		}
+	}
+}
