@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,6 +38,13 @@ func TestJoinControlPlane(t *testing.T) {
 		t.Fatalf("a refused join left %s behind (%v)", dir, err)
 	}
 
+	// A service-account key rotated before the join: the token uploads the retired key with the
+	// new one, so the joined API server verifies tokens of both (issue 30).
+	oldToken := strings.TrimSpace(c1.kubectl("create", "token", "default", "--duration=1h"))
+	if out, err := execOutput(skiffBinary, "certificate", "rotate-sa-key", "--data-dir", c1.dataDir); err != nil {
+		t.Fatalf("skiff certificate rotate-sa-key: %v\n%s", err, out)
+	}
+	newToken := strings.TrimSpace(c1.kubectl("create", "token", "default", "--duration=1h"))
 	cpToken := c1.createToken("--control-plane", "--ttl", "1h")
 	c2 := &cluster{t: t, bin: skiffBinary, dataDir: dir, ports: [3]int{freePort(t), freePort(t), freePort(t)}, extraArgs: joinArgs(cpToken)}
 	c2.kubeconfig = filepath.Join(dir, "admin.kubeconfig")
@@ -52,6 +60,17 @@ func TestJoinControlPlane(t *testing.T) {
 	ca2, _ := os.ReadFile(filepath.Join(dir, "pki", "ca.crt"))
 	if len(ca1) == 0 || !bytes.Equal(ca1, ca2) {
 		t.Fatal("the joined control plane does not share the cluster CA")
+	}
+	wantKIDs := []string{tokenHeaderKID(t, oldToken), tokenHeaderKID(t, newToken)}
+	slices.Sort(wantKIDs)
+	if got := jwksKeyIDs(t, c2); !slices.Equal(got, wantKIDs) {
+		t.Errorf("the joined control plane's JWKS lists %v, want the retired and the new key %v", got, wantKIDs)
+	}
+	url2 := "https://127.0.0.1:" + strconv.Itoa(c2.ports[0])
+	for name, tok := range map[string]string{"retired": oldToken, "new": newToken} {
+		if got, err := tokenWhoami(t, url2, filepath.Join(dir, "pki", "ca.crt"), tok); err != nil || got != "system:serviceaccount:default:default" {
+			t.Errorf("a token of the %s service-account key at the joined control plane: %q, %v", name, got, err)
+		}
 	}
 	// One cluster: written through one API server, read through the other.
 	c2.kubectl("create", "configmap", "via-cp2", "--from-literal=k=v")

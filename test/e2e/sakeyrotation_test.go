@@ -21,34 +21,8 @@ func TestServiceAccountKeyRotation(t *testing.T) {
 	c := newWorkerCluster(t)
 	url := "https://127.0.0.1:" + itoa(c.ports[0])
 	ca := filepath.Join(c.dataDir, "pki", "ca.crt")
-	// kubectl with nothing but the token: the admin kubeconfig's client certificate would
-	// authenticate first.
-	empty := filepath.Join(t.TempDir(), "empty.kubeconfig")
-	if err := os.WriteFile(empty, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	whoami := func(token string) (string, error) {
-		out, err := execOutput("kubectl", "--kubeconfig", empty, "--server", url, "--certificate-authority", ca,
-			"--token", token, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
-		return strings.TrimSpace(out), err
-	}
-	jwksKIDs := func() []string {
-		var set struct {
-			Keys []struct {
-				Kid string `json:"kid"`
-			} `json:"keys"`
-		}
-		raw := c.kubectl("get", "--raw", "/openid/v1/jwks")
-		if err := json.Unmarshal([]byte(raw), &set); err != nil {
-			t.Fatalf("JWKS %s: %v", raw, err)
-		}
-		var kids []string
-		for _, k := range set.Keys {
-			kids = append(kids, k.Kid)
-		}
-		slices.Sort(kids)
-		return kids
-	}
+	whoami := func(token string) (string, error) { return tokenWhoami(t, url, ca, token) }
+	jwksKIDs := func() []string { return jwksKeyIDs(t, c) }
 
 	c.stdin(`apiVersion: v1
 kind: Pod
@@ -131,4 +105,37 @@ func tokenHeaderKID(t *testing.T, token string) string {
 		t.Fatalf("token without a kid: %v", parsed.Header)
 	}
 	return kid
+}
+
+// tokenWhoami is `kubectl auth whoami` at url with nothing but token: the admin kubeconfig's
+// client certificate would authenticate first.
+func tokenWhoami(t *testing.T, url, ca, token string) (string, error) {
+	t.Helper()
+	empty := filepath.Join(t.TempDir(), "empty.kubeconfig")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := execOutput("kubectl", "--kubeconfig", empty, "--server", url, "--certificate-authority", ca,
+		"--token", token, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+	return strings.TrimSpace(out), err
+}
+
+// jwksKeyIDs are the sorted kids of c's /openid/v1/jwks.
+func jwksKeyIDs(t *testing.T, c *cluster) []string {
+	t.Helper()
+	var set struct {
+		Keys []struct {
+			Kid string `json:"kid"`
+		} `json:"keys"`
+	}
+	raw := c.kubectl("get", "--raw", "/openid/v1/jwks")
+	if err := json.Unmarshal([]byte(raw), &set); err != nil {
+		t.Fatalf("JWKS %s: %v", raw, err)
+	}
+	var kids []string
+	for _, k := range set.Keys {
+		kids = append(kids, k.Kid)
+	}
+	slices.Sort(kids)
+	return kids
 }
