@@ -16,8 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
-	"time"
 
 	"github.com/skiff-sh/skiff/internal/pki"
 	"github.com/skiff-sh/skiff/internal/serviceaccount"
@@ -109,13 +107,7 @@ type saKeyHolder struct {
 
 type heldSAKeys struct {
 	set    *serviceaccount.KeySet
-	stamps [2]saStamp
-}
-
-type saStamp struct {
-	ino     uint64
-	size    int64
-	modTime time.Time
+	stamps []pki.FileStamp
 }
 
 var _ serviceaccount.KeySource = (*saKeyHolder)(nil)
@@ -135,14 +127,14 @@ func newSAKeyHolder(dir string, logger *slog.Logger) (*saKeyHolder, error) {
 // KeySet is the set as it is now on disk (or the last one that loaded).
 func (h *saKeyHolder) KeySet() *serviceaccount.KeySet {
 	held := h.cur.Load()
-	if held.stamps == h.stamps() {
+	if pki.StampsEqual(held.stamps, h.stamps()) {
 		return held.set
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	held = h.cur.Load()
 	stamps := h.stamps()
-	if held.stamps == stamps {
+	if pki.StampsEqual(held.stamps, stamps) {
 		return held.set
 	}
 	set, err := loadSAKeys(h.dir)
@@ -157,20 +149,9 @@ func (h *saKeyHolder) KeySet() *serviceaccount.KeySet {
 	return set
 }
 
-func (h *saKeyHolder) stamps() [2]saStamp {
-	return [2]saStamp{statStamp(h.dir), statStamp(filepath.Join(h.dir, saKeyFile))}
-}
-
-func statStamp(path string) saStamp {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return saStamp{}
-	}
-	s := saStamp{size: fi.Size(), modTime: fi.ModTime()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		s.ino = st.Ino
-	}
-	return s
+// stamps names the versions of the pki directory (a key added or removed) and of sa.key.
+func (h *saKeyHolder) stamps() []pki.FileStamp {
+	return []pki.FileStamp{pki.StampOf(h.dir), pki.StampOf(filepath.Join(h.dir, saKeyFile))}
 }
 
 // SAKeyRotation is what RotateSAKey did.

@@ -30,13 +30,13 @@ type KeyPairHolder struct {
 
 type heldPairs struct {
 	certs  []tls.Certificate
-	stamps []fileStamp
+	stamps []FileStamp
 }
 
-// fileStamp is what tells one version of a file from the next: files are replaced by rename
+// FileStamp is what tells one version of a file from the next: files are replaced by rename
 // (WriteFileAtomic), which gives a new inode, and an editor's in-place write changes the size or
 // the modification time.
-type fileStamp struct {
+type FileStamp struct {
 	ino     uint64
 	size    int64
 	modTime time.Time
@@ -58,14 +58,14 @@ func NewKeyPairHolder(pairs []KeyPairFiles, chain ...[]byte) (*KeyPairHolder, er
 // Certificates are the pairs as they are now on disk (or the last ones that loaded).
 func (h *KeyPairHolder) Certificates() []tls.Certificate {
 	held := h.cur.Load()
-	if stampsEqual(held.stamps, h.stamps()) {
+	if StampsEqual(held.stamps, h.stamps()) {
 		return held.certs
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	held = h.cur.Load()
 	stamps := h.stamps()
-	if stampsEqual(held.stamps, stamps) {
+	if StampsEqual(held.stamps, stamps) {
 		return held.certs
 	}
 	certs, err := LoadServing(h.pairs, h.chain...)
@@ -100,27 +100,29 @@ func (h *KeyPairHolder) ServerTLS(cfg *tls.Config) *tls.Config {
 
 // stamps reads the identity of every file of the holder; a file that cannot be read has the zero
 // stamp, so its return is a change too.
-func (h *KeyPairHolder) stamps() []fileStamp {
-	out := make([]fileStamp, 0, 2*len(h.pairs))
+func (h *KeyPairHolder) stamps() []FileStamp {
+	out := make([]FileStamp, 0, 2*len(h.pairs))
 	for _, p := range h.pairs {
-		out = append(out, stampOf(p.CertFile), stampOf(p.KeyFile))
+		out = append(out, StampOf(p.CertFile), StampOf(p.KeyFile))
 	}
 	return out
 }
 
-func stampOf(path string) fileStamp {
+// StampOf stats path; a file that cannot be read has the zero stamp.
+func StampOf(path string) FileStamp {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return fileStamp{}
+		return FileStamp{}
 	}
-	s := fileStamp{size: fi.Size(), modTime: fi.ModTime()}
+	s := FileStamp{size: fi.Size(), modTime: fi.ModTime()}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		s.ino = st.Ino
 	}
 	return s
 }
 
-func stampsEqual(a, b []fileStamp) bool {
+// StampsEqual reports whether two lists of stamps name the same versions of the same files.
+func StampsEqual(a, b []FileStamp) bool {
 	if len(a) != len(b) {
 		return false
 	}

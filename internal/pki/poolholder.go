@@ -32,7 +32,7 @@ type PoolHolder struct {
 type heldPool struct {
 	pool   *x509.CertPool
 	certs  []*x509.Certificate
-	stamps []fileStamp
+	stamps []FileStamp
 }
 
 // NewPoolHolder loads the bundles of files, which must load now.
@@ -50,7 +50,7 @@ func NewPoolHolder(files ...string) (*PoolHolder, error) {
 	return h, nil
 }
 
-func (h *PoolHolder) load(stamps []fileStamp) (*heldPool, error) {
+func (h *PoolHolder) load(stamps []FileStamp) (*heldPool, error) {
 	held := &heldPool{pool: x509.NewCertPool(), stamps: stamps}
 	for _, f := range h.files {
 		data, err := os.ReadFile(f)
@@ -71,14 +71,14 @@ func (h *PoolHolder) load(stamps []fileStamp) (*heldPool, error) {
 
 func (h *PoolHolder) current() *heldPool {
 	held := h.cur.Load()
-	if stampsEqual(held.stamps, h.stamps()) {
+	if StampsEqual(held.stamps, h.stamps()) {
 		return held
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	held = h.cur.Load()
 	stamps := h.stamps()
-	if stampsEqual(held.stamps, stamps) {
+	if StampsEqual(held.stamps, stamps) {
 		return held
 	}
 	next, err := h.load(stamps)
@@ -160,10 +160,10 @@ func (h *PoolHolder) verifyServer(cs tls.ConnectionState, name string) error {
 	return nil
 }
 
-func (h *PoolHolder) stamps() []fileStamp {
-	out := make([]fileStamp, 0, len(h.files))
+func (h *PoolHolder) stamps() []FileStamp {
+	out := make([]FileStamp, 0, len(h.files))
 	for _, f := range h.files {
-		out = append(out, stampOf(f))
+		out = append(out, StampOf(f))
 	}
 	return out
 }
