@@ -33,7 +33,10 @@ type bitmapRange struct {
 	store storage.Interface
 	key   string
 	size  int
-	desc  string // "10.43.0.0/16" or "30000-32767", for messages and the object's Range
+	// first and last bound the offsets handed out to a request for any free one (inclusive): an
+	// IP range leaves out its network and broadcast addresses, a port range nothing.
+	first, last int
+	desc        string // "10.43.0.0/16" or "30000-32767", for messages and the object's Range
 }
 
 var errRangeFull = errors.New("range is full")
@@ -52,10 +55,11 @@ func (b *bitmapRange) allocate(ctx context.Context, want int, dryRun bool) (int,
 			}
 			got = want
 		default:
-			start := rand.IntN(b.size)
+			n := b.last - b.first + 1
+			start := rand.IntN(n)
 			got = -1
-			for i := 0; i < b.size; i++ {
-				o := (start + i) % b.size
+			for i := 0; i < n; i++ {
+				o := b.first + (start+i)%n
 				if bits.Bit(o) == 0 {
 					got = o
 					break
@@ -121,8 +125,8 @@ func New(cidr *net.IPNet, store storage.Interface) *Allocator {
 	}
 	return &Allocator{
 		cidr:      cidr,
-		ips:       &bitmapRange{store: store, key: "/registry/ranges/serviceips", size: size, desc: cidr.String()},
-		nodePorts: &bitmapRange{store: store, key: "/registry/ranges/servicenodeports", size: nodePortSize, desc: fmt.Sprintf("%d-%d", nodePortBase, nodePortBase+nodePortSize-1)},
+		ips:       &bitmapRange{store: store, key: "/registry/ranges/serviceips", size: size, first: 1, last: size - 2, desc: cidr.String()},
+		nodePorts: &bitmapRange{store: store, key: "/registry/ranges/servicenodeports", size: nodePortSize, first: 0, last: nodePortSize - 1, desc: fmt.Sprintf("%d-%d", nodePortBase, nodePortBase+nodePortSize-1)},
 	}
 }
 
@@ -133,7 +137,7 @@ func (a *Allocator) ipOffset(ip net.IP) (int, bool) {
 	base := new(big.Int).SetBytes(a.cidr.IP.To16())
 	off := new(big.Int).Sub(new(big.Int).SetBytes(ip.To16()), base)
 	o := int(off.Int64())
-	return o, o > 0 && o < a.ips.size-1 // network and broadcast addresses are never handed out
+	return o, o >= a.ips.first && o <= a.ips.last // network and broadcast addresses are never handed out
 }
 
 func (a *Allocator) ipAt(offset int) net.IP {

@@ -2,6 +2,7 @@ package servicealloc_test
 
 import (
 	"context"
+	"fmt"
 	"math/big"
 	"net"
 	"strings"
@@ -58,6 +59,12 @@ func service(name string, typ corev1.ServiceType) *corev1.Service {
 // holding the bitmaps, and the scheme (for defaulting).
 func servicesStore(t *testing.T) (*store.Store, storage.Interface, *runtime.Scheme) {
 	t.Helper()
+	return servicesStoreFor(t, "10.43.0.0/24")
+}
+
+// servicesStoreFor is servicesStore allocating cluster IPs from serviceCIDR.
+func servicesStoreFor(t *testing.T, serviceCIDR string) (*store.Store, storage.Interface, *runtime.Scheme) {
+	t.Helper()
 	member := etcdtest.StartEmbedded(t, etcdtest.Options{})
 	client, err := member.Client()
 	if err != nil {
@@ -75,7 +82,10 @@ func servicesStore(t *testing.T) (*store.Store, storage.Interface, *runtime.Sche
 		}
 		return etcd3.New(client, codec, res.New, res.NewList)
 	}
-	_, cidr, _ := net.ParseCIDR("10.43.0.0/24")
+	_, cidr, err := net.ParseCIDR(serviceCIDR)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ranges := open(servicealloc.StorageResource())
 	alloc := servicealloc.New(cidr, ranges)
 	var services *registry.Resource
@@ -159,6 +169,42 @@ func TestAllocationThroughTheStore(t *testing.T) {
 		}
 	}
 	want("delete", 0, 0)
+}
+
+// TestClusterIPsLeaveOutNetworkAndBroadcast fills a /29 (eight addresses): the six between the
+// network and broadcast addresses are handed out, each once, and the seventh service is refused
+// with the range full; neither end can be asked for by name either. (A service given the network
+// address took the whole range's reject rule on the node as its own.)
+func TestClusterIPsLeaveOutNetworkAndBroadcast(t *testing.T) {
+	st, _, scheme := servicesStoreFor(t, "10.43.0.8/29")
+	ctx := context.Background()
+	got := map[string]bool{}
+	for i := range 6 {
+		svc := service(fmt.Sprintf("s%d", i), corev1.ServiceTypeClusterIP)
+		scheme.Default(svc)
+		out, err := st.Create(ctx, svc, store.CreateOptions{})
+		if err != nil {
+			t.Fatalf("service %d of 6: %v", i, err)
+		}
+		ip := out.(*corev1.Service).Spec.ClusterIP
+		if ip == "10.43.0.8" || ip == "10.43.0.15" || got[ip] {
+			t.Fatalf("service %d got %s (handed out so far: %v)", i, ip, got)
+		}
+		got[ip] = true
+	}
+	full := service("seventh", corev1.ServiceTypeClusterIP)
+	scheme.Default(full)
+	if _, err := st.Create(ctx, full, store.CreateOptions{}); err == nil || !strings.Contains(err.Error(), "range is full") {
+		t.Fatalf("seventh service in a /29 = %v, want the range full", err)
+	}
+	for _, end := range []string{"10.43.0.8", "10.43.0.15"} {
+		svc := service("end", corev1.ServiceTypeClusterIP)
+		svc.Spec.ClusterIP = end
+		scheme.Default(svc)
+		if _, err := st.Create(ctx, svc, store.CreateOptions{}); !apierrors.IsInvalid(err) {
+			t.Errorf("service asking for %s = %v, want Invalid", end, err)
+		}
+	}
 }
 
 // TestHealthCheckNodePort follows one Service through the store: a LoadBalancer with
