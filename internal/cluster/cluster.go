@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -506,15 +505,12 @@ func ensureCertificates(cfg *Config, now time.Time) (*nodeCerts, error) {
 // the two apart), read from their bundle files at each handshake so that a CA rotation's new CA is
 // trusted, and its old one refused, without a restart.
 func servingTLS(c *nodeCerts, clientCAFiles ...string) (*tls.Config, error) {
-	// The chain ends with the CA, so a joining node can check it against the pin in its join token
-	// before it trusts the server or sends its token (internal/join).
-	block, _ := pem.Decode(c.caPEM)
-	if block == nil {
-		return nil, errors.New("cluster CA certificate does not parse")
-	}
-	// Served from a holder: the renewal loop's (or `skiff certificate rotate`'s) new pairs serve
-	// from the next handshake.
-	holder, err := pki.NewKeyPairHolder(c.serving, block.Bytes)
+	// The chain ends with the CA bundle, so a joining node can check it against the pin in its
+	// join token before it trusts the server or sends its token (internal/join). Served from a
+	// holder: the renewal loop's (or `skiff certificate rotate`'s) new pairs serve from the next
+	// handshake, and a CA rotation's bundle (the new CA beside the old) from the one after it is
+	// written.
+	holder, err := pki.NewKeyPairHolderWithBundle(c.serving, c.caFile)
 	if err != nil {
 		return nil, err
 	}

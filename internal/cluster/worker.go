@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/skiff-sh/skiff/internal/pki"
@@ -190,7 +192,22 @@ func kubeletClientTLS(cfg *Config, now time.Time) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.Cert)
-	return &tls.Config{GetClientCertificate: holder.GetClientCertificate, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+	// Kubelets are verified against the bundle as it is on disk at each handshake, so a CA
+	// rotation's new CA is trusted, and its retired one refused, without a restart.
+	roots, err := pki.NewPoolHolder(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		return nil, fmt.Errorf("kubelet CAs: %w", err)
+	}
+	return roots.ClientTLSForHosts(&tls.Config{GetClientCertificate: holder.GetClientCertificate, MinVersion: tls.VersionTLS12}, isNodeServingCert), nil
+}
+
+// isNodeServingCert accepts a kubelet's serving certificate (a node's identity, system:node:<name>
+// in system:nodes) for a kubelet dialed by IP address, whose name the TLS client cannot check
+// (pki.PoolHolder.ClientTLSForHosts); kube-apiserver without --kubelet-certificate-authority
+// checks nothing at all.
+func isNodeServingCert(cert *x509.Certificate) error {
+	if !strings.HasPrefix(cert.Subject.CommonName, "system:node:") || !slices.Contains(cert.Subject.Organization, "system:nodes") {
+		return fmt.Errorf("kubelet certificate %q (%v) is not a node's", cert.Subject.CommonName, cert.Subject.Organization)
+	}
+	return nil
 }

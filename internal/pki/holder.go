@@ -23,6 +23,9 @@ import (
 type KeyPairHolder struct {
 	pairs []KeyPairFiles
 	chain [][]byte
+	// chainFile, when set, is a CA bundle whose certificates follow each pair instead of chain,
+	// read again whenever it changes (a CA rotation's bundle).
+	chainFile string
 	// mu serialises reloads; readers never take it.
 	mu  sync.Mutex
 	cur atomic.Pointer[heldPairs]
@@ -45,14 +48,45 @@ type FileStamp struct {
 // NewKeyPairHolder loads pairs (in the order given; a server prefers the first a client supports)
 // and appends the DER certificates of chain to each, as LoadServing does. The files must load now.
 func NewKeyPairHolder(pairs []KeyPairFiles, chain ...[]byte) (*KeyPairHolder, error) {
-	h := &KeyPairHolder{pairs: pairs, chain: chain}
+	return (&KeyPairHolder{pairs: pairs, chain: chain}).start()
+}
+
+// NewKeyPairHolderWithBundle is NewKeyPairHolder whose chain is every certificate of the CA bundle
+// file, as it is on disk at each use: a server that sends its CAs (the API server, so that a
+// joining node finds the CA its token pins) sends the new one from the handshake after a CA
+// rotation adds it.
+func NewKeyPairHolderWithBundle(pairs []KeyPairFiles, bundleFile string) (*KeyPairHolder, error) {
+	return (&KeyPairHolder{pairs: pairs, chainFile: bundleFile}).start()
+}
+
+// start loads the holder's files, which must load now.
+func (h *KeyPairHolder) start() (*KeyPairHolder, error) {
 	stamps := h.stamps()
-	certs, err := LoadServing(pairs, chain...)
+	certs, err := h.load()
 	if err != nil {
 		return nil, err
 	}
 	h.cur.Store(&heldPairs{certs: certs, stamps: stamps})
 	return h, nil
+}
+
+func (h *KeyPairHolder) load() ([]tls.Certificate, error) {
+	chain := h.chain
+	if h.chainFile != "" {
+		data, err := os.ReadFile(h.chainFile)
+		if err != nil {
+			return nil, fmt.Errorf("read CA bundle: %w", err)
+		}
+		certs, err := ParseCertificates(data)
+		if err != nil {
+			return nil, fmt.Errorf("CA bundle %s: %w", h.chainFile, err)
+		}
+		chain = nil
+		for _, c := range certs {
+			chain = append(chain, c.Raw)
+		}
+	}
+	return LoadServing(h.pairs, chain...)
 }
 
 // Certificates are the pairs as they are now on disk (or the last ones that loaded).
@@ -68,7 +102,7 @@ func (h *KeyPairHolder) Certificates() []tls.Certificate {
 	if StampsEqual(held.stamps, stamps) {
 		return held.certs
 	}
-	certs, err := LoadServing(h.pairs, h.chain...)
+	certs, err := h.load()
 	if err != nil {
 		return held.certs
 	}
@@ -104,6 +138,9 @@ func (h *KeyPairHolder) stamps() []FileStamp {
 	out := make([]FileStamp, 0, 2*len(h.pairs))
 	for _, p := range h.pairs {
 		out = append(out, StampOf(p.CertFile), StampOf(p.KeyFile))
+	}
+	if h.chainFile != "" {
+		out = append(out, StampOf(h.chainFile))
 	}
 	return out
 }

@@ -23,9 +23,14 @@ import (
 
 // CA is a certificate authority whose key lives on disk beside its certificate.
 type CA struct {
-	Cert    *x509.Certificate
+	// Cert is the signer: the certificate of the key.
+	Cert *x509.Certificate
+	// CertPEM is the CA file as it is, the whole bundle during a rotation: what the CA's clients
+	// must trust.
 	CertPEM []byte
-	key     crypto.Signer
+	// Bundle is every certificate of CertPEM, Cert among them.
+	Bundle []*x509.Certificate
+	key    crypto.Signer
 }
 
 // Validity periods: the CA outlives every leaf it signs.
@@ -53,9 +58,22 @@ func LoadOrCreateCA(dir, name, commonName string, now time.Time) (*CA, error) {
 	default:
 		return nil, fmt.Errorf("CA %s: certificate and key must both exist or both be absent (cert: %v, key: %v)", name, certErr, keyErr)
 	}
+	certPEM, keyPEM, err := GenerateCA(commonName, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFiles(map[string][]byte{certPath: certPEM, keyPath: keyPEM}); err != nil {
+		return nil, err
+	}
+	return parseCA(certPEM, keyPEM)
+}
+
+// GenerateCA makes a new self-signed CA valid for ten years from now and returns its PEM
+// certificate and key, written nowhere: a new cluster's CA, or the next one of a CA rotation.
+func GenerateCA(commonName string, now time.Time) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("generate CA key: %w", err)
+		return nil, nil, fmt.Errorf("generate CA key: %w", err)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          newSerial(),
@@ -68,21 +86,21 @@ func LoadOrCreateCA(dir, name, commonName string, now time.Time) (*CA, error) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
-		return nil, fmt.Errorf("self-sign CA: %w", err)
+		return nil, nil, fmt.Errorf("self-sign CA: %w", err)
 	}
-	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyPEM, err = EncodeKey(key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := writeFiles(map[string][]byte{certPath: certPEM, keyPath: keyPEM}); err != nil {
-		return nil, err
-	}
-	return parseCA(certPEM, keyPEM)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
 }
 
+// parseCA pairs keyPEM with its certificate in certPEM, which may be a bundle of several CAs (a
+// CA rotation trusts the old CA and the new one): the signer is the certificate whose public key
+// is the key's, wherever it stands in the bundle, so which CA signs is decided by the key file
+// alone. The other certificates stay trusted (Bundle) without signing.
 func parseCA(certPEM, keyPEM []byte) (*CA, error) {
-	cert, err := ParseCertificate(certPEM)
+	certs, err := ParseCertificates(certPEM)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +108,15 @@ func parseCA(certPEM, keyPEM []byte) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &CA{Cert: cert, CertPEM: certPEM, key: key}, nil
+	pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool })
+	if !ok {
+		return nil, errors.New("the CA key's public half cannot be compared")
+	}
+	i := slices.IndexFunc(certs, func(c *x509.Certificate) bool { return pub.Equal(c.PublicKey) })
+	if i < 0 {
+		return nil, fmt.Errorf("none of the %d certificates in the CA bundle belongs to the CA key", len(certs))
+	}
+	return &CA{Cert: certs[i], CertPEM: certPEM, Bundle: certs, key: key}, nil
 }
 
 // Leaf describes a certificate to issue.

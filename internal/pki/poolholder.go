@@ -142,6 +142,26 @@ func (h *PoolHolder) ClientTLS(cfg *tls.Config) (*tls.Config, error) {
 	return cfg, nil
 }
 
+// ClientTLSForHosts is ClientTLS for a client of many servers, each dialed by its own name (the
+// API server's client of the kubelets): the name checked is the one the connection sent (SNI).
+// A server dialed by IP address sends none, and Go hands VerifyConnection no other, so then the
+// chain to the pool is checked and unnamed decides whether the certificate is one such a server
+// may hold (a kubelet's: a node's identity). It returns cfg.
+func (h *PoolHolder) ClientTLSForHosts(cfg *tls.Config, unnamed func(*x509.Certificate) error) *tls.Config {
+	cfg.RootCAs = nil
+	cfg.InsecureSkipVerify = true //nolint:gosec // VerifyConnection verifies against the current pool.
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		if err := h.verifyServer(cs, cs.ServerName); err != nil {
+			return err
+		}
+		if cs.ServerName == "" {
+			return unnamed(cs.PeerCertificates[0])
+		}
+		return nil
+	}
+	return cfg
+}
+
 func (h *PoolHolder) verifyServer(cs tls.ConnectionState, name string) error {
 	if len(cs.PeerCertificates) == 0 {
 		return errors.New("tls: server presented no certificate")

@@ -3,9 +3,11 @@ package pki
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -139,14 +141,7 @@ func TestPoolHolderClientTrustsBundleAsOnDisk(t *testing.T) {
 	if _, err := pool.ClientTLS(&tls.Config{}); err == nil {
 		t.Error("a client without a fixed server name should be refused")
 	}
-	serverOf := func(pairs []KeyPairFiles) *tls.Config {
-		h, err := NewKeyPairHolder(pairs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h.ServerTLS(&tls.Config{MinVersion: tls.VersionTLS12})
-	}
-	server1, server2 := serverOf(f.serving1), serverOf(f.serving2)
+	server1, server2 := servingConfig(t, f.serving1), servingConfig(t, f.serving2)
 	client := func(name string) *tls.Config {
 		cfg, err := pool.ClientTLS(&tls.Config{ServerName: name, MinVersion: tls.VersionTLS12})
 		if err != nil {
@@ -188,4 +183,96 @@ func TestNewPoolHolderNeedsABundle(t *testing.T) {
 			t.Errorf("NewPoolHolder(%v) should fail", files)
 		}
 	}
+}
+
+// TestPoolHolderClientOfManyHostsFollowsTheBundle: the API server's client of the kubelets trusts
+// the bundle as it is on disk; a server dialed by name is checked by that name, one dialed by IP
+// address (no SNI) by the unnamed check.
+func TestPoolHolderClientOfManyHostsFollowsTheBundle(t *testing.T) {
+	f := newPoolFixture(t)
+	f.writeBundles(f.ca1)
+	pool, err := NewPoolHolder(f.bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server1, server2 := servingConfig(t, f.serving1), servingConfig(t, f.serving2)
+	var unnamedSeen []string
+	cfg := pool.ClientTLSForHosts(&tls.Config{MinVersion: tls.VersionTLS12}, func(c *x509.Certificate) error {
+		unnamedSeen = append(unnamedSeen, c.Subject.CommonName)
+		if c.Subject.CommonName != "server" {
+			return errors.New("not a server")
+		}
+		return nil
+	})
+	// http.Transport fills in the name of each dial in a clone of the config.
+	dial := func(server *tls.Config, name string) error {
+		c := cfg.Clone()
+		c.ServerName = name
+		_, err := pkitest.Handshake(server, c)
+		return err
+	}
+	steps := []struct {
+		name      string
+		bundle    func()
+		host      string
+		ok1, ok2  bool
+		unnamedBy bool
+	}{
+		{"old CA by name", func() {}, "skiff-test", true, false, false},
+		{"old CA, wrong name", func() {}, "elsewhere", false, false, false},
+		{"both trusted, by IP", func() { f.writeBundles(f.ca1, f.ca2) }, "127.0.0.1", true, true, true},
+		{"old CA retired, by name", func() { f.writeBundles(f.ca2) }, "skiff-test", false, true, false},
+	}
+	for _, step := range steps {
+		step.bundle()
+		unnamedSeen = nil
+		if err := dial(server1, step.host); (err == nil) != step.ok1 {
+			t.Errorf("%s: server of the old CA: accepted=%v, want %v (err %v)", step.name, err == nil, step.ok1, err)
+		}
+		if err := dial(server2, step.host); (err == nil) != step.ok2 {
+			t.Errorf("%s: server of the new CA: accepted=%v, want %v (err %v)", step.name, err == nil, step.ok2, err)
+		}
+		if (len(unnamedSeen) > 0) != step.unnamedBy {
+			t.Errorf("%s: unnamed check ran for %v, want it to run: %v", step.name, unnamedSeen, step.unnamedBy)
+		}
+	}
+}
+
+// TestKeyPairHolderSendsTheBundleAsOnDisk: the API server's chain is its CA bundle as it is now,
+// so a joining node finds the CA its token pins after a rotation adds one.
+func TestKeyPairHolderSendsTheBundleAsOnDisk(t *testing.T) {
+	f := newPoolFixture(t)
+	f.writeBundles(f.ca1)
+	h, err := NewKeyPairHolderWithBundle(f.serving1, f.bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chainCNs := func() []string {
+		var out []string
+		for _, der := range h.Certificates()[0].Certificate[1:] {
+			c, err := x509.ParseCertificate(der)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, c.Subject.CommonName)
+		}
+		return out
+	}
+	if got := chainCNs(); !slices.Equal(got, []string{"test-ca-1"}) {
+		t.Fatalf("chain %v, want the one CA", got)
+	}
+	f.writeBundles(f.ca1, f.ca2)
+	if got := chainCNs(); !slices.Equal(got, []string{"test-ca-1", "test-ca-2"}) {
+		t.Fatalf("chain %v after the bundle grew, want both CAs", got)
+	}
+}
+
+// servingConfig is a server's TLS serving pairs from a holder.
+func servingConfig(t *testing.T, pairs []KeyPairFiles) *tls.Config {
+	t.Helper()
+	h, err := NewKeyPairHolder(pairs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.ServerTLS(&tls.Config{MinVersion: tls.VersionTLS12})
 }

@@ -60,6 +60,12 @@ func (ca *CA) Signs(cert *x509.Certificate) bool {
 	return !cert.IsCA && cert.CheckSignatureFrom(ca.Cert) == nil
 }
 
+// Trusts reports whether a certificate of ca's bundle signed cert (and cert is no CA): the leaves
+// of a node that its CA bundle still accepts, Signs' leaves and those of a CA being retired.
+func (ca *CA) Trusts(cert *x509.Certificate) bool {
+	return !cert.IsCA && slices.ContainsFunc(ca.Bundle, func(c *x509.Certificate) bool { return cert.CheckSignatureFrom(c) == nil })
+}
+
 // Renew issues cert again with a new key, for lifetime (DefaultLeafLifetime when 0), and
 // replaces dir/<name>.{crt,key} under the pair's lock (the one EnsureLeaf takes), key first: a
 // reader that loads the pair between the two renames finds a key that does not match the old
