@@ -50,7 +50,9 @@ type Problem struct {
 	Message         string
 }
 
-func (p Problem) String() string { return fmt.Sprintf("Ingress %s/%s: %s", p.Namespace, p.Name, p.Message) }
+func (p Problem) String() string {
+	return fmt.Sprintf("Ingress %s/%s: %s", p.Namespace, p.Name, p.Message)
+}
 
 // Served reports whether ing is skiff's to serve: its spec.ingressClassName (or the legacy
 // kubernetes.io/ingress.class annotation) names a class whose controller is skiff.sh/ingress;
