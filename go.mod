@@ -18,6 +18,12 @@ require (
 
 require github.com/vishvananda/netns v0.0.5
 
+// Gateway API (issue 29): its standard-channel CRDs (embedded by internal/gatewayapi/crds), its Go
+// types and typed clientset (internal/controller/gateway). Pinned exactly at v1.6.3, the release
+// whose conformance suite (sigs.k8s.io/gateway-api/conformance v1.6.3) skiff is checked with: the
+// CRDs, the types and the suite must be one release, or the suite tests fields the CRDs lack.
+require sigs.k8s.io/gateway-api v1.6.3
+
 // The robustness suite's linearizability checker (test/robustness): porcupine is the checker
 // etcd's robustness tests use; v1.3.1 for NondeterministicModel (calls of unknown outcome) and the
 // HTML visualization a failing run keeps.
