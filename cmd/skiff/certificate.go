@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,6 +22,12 @@ const certificateUsage = `Usage:
         serves and presents the new ones from its next handshake, without a restart
   skiff certificate check [--data-dir DIR]
         list the node's certificates with their expiry
+  skiff certificate rotate-ca [--data-dir DIR] --phase trust|sign|retire
+        on a control plane: rotate the cluster CA in three runs, letting every node take each
+        phase before the next. trust: a new CA (pki/ca-next.crt) is trusted beside the old one,
+        which still signs; sign: the new CA signs, and every leaf of the node is re-issued by it;
+        retire: the old CA is no longer trusted. The running node follows each phase from its
+        next handshake, without a restart
   skiff certificate rotate-sa-key [--data-dir DIR] [--prune-retired-sa-keys]
         on a control plane: sign service-account tokens with a new key from now on, keeping the
         old public key (<data-dir>/pki/sa-retired-<kid>.pub) verifying, so issued tokens stay
@@ -29,9 +36,9 @@ const certificateUsage = `Usage:
 `
 
 func runCertificate(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "rotate" && args[0] != "check" && args[0] != "rotate-sa-key") {
+	if len(args) == 0 || !slices.Contains([]string{"rotate", "check", "rotate-sa-key", "rotate-ca"}, args[0]) {
 		fmt.Fprint(stderr, certificateUsage)
-		return errors.New("skiff certificate: rotate, check or rotate-sa-key")
+		return errors.New("skiff certificate: rotate, check, rotate-ca or rotate-sa-key")
 	}
 	fs := flag.NewFlagSet("skiff certificate "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -44,11 +51,18 @@ func runCertificate(args []string, stdout, stderr io.Writer) error {
 	if args[0] == "rotate-sa-key" {
 		fs.BoolVar(&prune, "prune-retired-sa-keys", false, "remove the retired service-account keys instead of rotating: the tokens they signed stop verifying")
 	}
+	phase := ""
+	if args[0] == "rotate-ca" {
+		fs.StringVar(&phase, "phase", "", "the phase to run: trust, sign, then retire")
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if args[0] == "rotate-ca" {
+		return rotateCA(stdout, *dataDir, phase)
 	}
 	if args[0] == "rotate-sa-key" {
 		return rotateSAKey(stdout, *dataDir, prune)
@@ -129,4 +143,24 @@ func rotateSAKey(w io.Writer, dataDir string, prune bool) error {
 	}
 	fmt.Fprintf(w, "service account tokens are signed with key %s (was %s)\nverifying keys: %s\n", r.NewKeyID, r.OldKeyID, strings.Join(r.Verifying, ", "))
 	return nil
+}
+
+// rotateCA runs skiff certificate rotate-ca and prints what the phase did.
+func rotateCA(w io.Writer, dataDir, phase string) error {
+	if !slices.Contains(cluster.CARotationPhases, cluster.CARotationPhase(phase)) {
+		return fmt.Errorf("--phase is required: one of trust, sign, retire (in that order)")
+	}
+	r, err := cluster.RotateCA(dataDir, cluster.CARotationPhase(phase), time.Now())
+	if r != nil {
+		for _, s := range r.Steps {
+			fmt.Fprintf(w, "%s\n", s)
+		}
+		for _, c := range r.Renewed {
+			fmt.Fprintf(w, "renewed %s (serial %s, was %s)\n", c.Name, c.NewSerial, c.OldSerial)
+		}
+		if err == nil {
+			fmt.Fprintf(w, "phase %s done; ca.crt trusts: %s\n", phase, strings.Join(r.Trusted, ", "))
+		}
+	}
+	return err
 }

@@ -40,6 +40,8 @@ type managedCert struct {
 	// name is its file under <data-dir>/pki without .crt: apiserver, apiserver-rsa, etcd/peer.
 	name                string
 	notBefore, notAfter time.Time
+	// staleIssuer: a CA of the bundle signed it that no longer signs (a CA rotation's old one).
+	staleIssuer bool
 }
 
 // renewal is one leaf to re-issue and why.
@@ -47,14 +49,17 @@ type renewal struct {
 	name, reason string
 }
 
-// renewalPlan decides which leaves to re-issue at now: those past two thirds of their validity
-// (pki.RenewAt), and, when lifetime is set, those issued for longer than it (the lifetime was
+// renewalPlan decides which leaves to re-issue at now: those a CA signed that no longer signs (a
+// CA rotation's old CA: the node's own leaves converge on the new one at its next pass), those
+// past two thirds of their validity (pki.RenewAt), and, when lifetime is set, those issued for longer than it (the lifetime was
 // shortened since: they converge at once instead of in months).
 func renewalPlan(now time.Time, certs []managedCert, lifetime time.Duration) []renewal {
 	var out []renewal
 	for _, c := range certs {
 		cert := &x509.Certificate{NotBefore: c.notBefore, NotAfter: c.notAfter}
 		switch at := pki.RenewAt(cert); {
+		case c.staleIssuer:
+			out = append(out, renewal{name: c.name, reason: "signed by a CA that no longer signs (CA rotation)"})
 		case !now.Before(c.notAfter):
 			out = append(out, renewal{name: c.name, reason: "expired " + c.notAfter.UTC().Format(time.RFC3339)})
 		case !now.Before(at):
@@ -118,13 +123,19 @@ func scanLeaves(pkiDir string, cas []*pki.CA) (leaves []leafFile, skipped []stri
 			if err != nil || cert.IsCA {
 				continue
 			}
+			// A leaf of a CA the bundle still trusts but that no longer signs (a CA rotation's old
+			// one) is the signer's to re-issue.
 			i := slices.IndexFunc(cas, func(ca *pki.CA) bool { return ca.Signs(cert) })
+			stale := i < 0
+			if stale {
+				i = slices.IndexFunc(cas, func(ca *pki.CA) bool { return ca.Trusts(cert) })
+			}
 			if i < 0 {
 				skipped = append(skipped, name)
 				continue
 			}
 			leaves = append(leaves, leafFile{
-				managedCert: managedCert{name: name, notBefore: cert.NotBefore, notAfter: cert.NotAfter},
+				managedCert: managedCert{name: name, notBefore: cert.NotBefore, notAfter: cert.NotAfter, staleIssuer: stale},
 				dir:         dir, file: strings.TrimSuffix(filepath.Base(p), ".crt"), cert: cert, ca: cas[i],
 			})
 		}

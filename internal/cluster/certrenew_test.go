@@ -27,6 +27,7 @@ func TestRenewalPlan(t *testing.T) {
 		return managedCert{name: name, notBefore: at.Add(-pki.Backdate(lifetime)), notAfter: at.Add(lifetime)}
 	}
 	year := pki.DefaultLeafLifetime
+	stale := func(c managedCert) managedCert { c.staleIssuer = true; return c }
 	tests := []struct {
 		name     string
 		certs    []managedCert
@@ -41,6 +42,8 @@ func TestRenewalPlan(t *testing.T) {
 		{name: "longer than the lifetime asked", certs: []managedCert{issued("front-proxy-client", time.Hour, year), issued("kubelet", time.Second, time.Minute)},
 			lifetime: time.Minute, want: []string{"front-proxy-client"}},
 		{name: "default lifetime keeps a year-long leaf", certs: []managedCert{issued("admin", time.Hour, year)}, lifetime: 0},
+		{name: "signed by a CA that no longer signs", certs: []managedCert{issued("admin", time.Hour, year), stale(issued("apiserver", time.Hour, year))},
+			want: []string{"apiserver"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -92,4 +93,56 @@ func cat(parts ...[]byte) []byte {
 		out = append(out, p...)
 	}
 	return out
+}
+
+// TestLoadedCASignsWithTheFilesAsTheyAre: a CA loaded from disk and held (the controller
+// manager's CSR signer) signs with the new CA once a rotation writes the new key, without being
+// loaded again.
+func TestLoadedCASignsWithTheFilesAsTheyAre(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	held, err := LoadOrCreateCA(dir, "ca", "old", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCert, newKey, err := GenerateCA("new", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuer := func() string {
+		t.Helper()
+		certPEM, _, err := held.Issue(Leaf{CommonName: "leaf", Client: true}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := ParseCertificate(certPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return leaf.Issuer.CommonName
+	}
+	write := func(name string, data []byte) {
+		t.Helper()
+		if err := WriteFileAtomic(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := issuer(); got != "old" {
+		t.Fatalf("issuer %q, want old", got)
+	}
+	// Phase trust: both in the bundle, the old key still signs.
+	write("ca.crt", cat(held.CertPEM, newCert))
+	if got := issuer(); got != "old" {
+		t.Fatalf("after the bundle grew: issuer %q, want old", got)
+	}
+	// Phase sign: the new key.
+	write("ca.key", newKey)
+	if got := issuer(); got != "new" {
+		t.Fatalf("after the key changed: issuer %q, want new", got)
+	}
+	// A key caught without its certificate keeps the last signer.
+	write("ca.crt", held.CertPEM)
+	if got := issuer(); got != "new" {
+		t.Fatalf("with a key of no certificate: issuer %q, want the last good signer new", got)
+	}
 }

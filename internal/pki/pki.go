@@ -17,6 +17,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -31,6 +33,63 @@ type CA struct {
 	// Bundle is every certificate of CertPEM, Cert among them.
 	Bundle []*x509.Certificate
 	key    crypto.Signer
+	// files, for a CA loaded from disk, are its certificate and key files: what it signs with
+	// follows them (signing), so a long-lived signer (the controller manager's) signs with the new
+	// CA once a rotation makes it the signer, without a restart. Cert, CertPEM and Bundle stay as
+	// loaded.
+	files *caFiles
+}
+
+// caFiles is a CA's files and the signer last loaded from them.
+type caFiles struct {
+	cert, key string
+	// mu serialises reloads; readers never take it.
+	mu  sync.Mutex
+	cur atomic.Pointer[heldSigner]
+}
+
+type heldSigner struct {
+	cert   *x509.Certificate
+	key    crypto.Signer
+	stamps []FileStamp
+}
+
+// signing is the certificate and key ca signs with: the files' current pair for a CA loaded from
+// disk (the last pair that loaded when the files are caught mid-change), else the pair it holds.
+func (ca *CA) signing() (*x509.Certificate, crypto.Signer) {
+	f := ca.files
+	if f == nil {
+		return ca.Cert, ca.key
+	}
+	stamps := []FileStamp{StampOf(f.cert), StampOf(f.key)}
+	held := f.cur.Load()
+	if StampsEqual(held.stamps, stamps) {
+		return held.cert, held.key
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if held = f.cur.Load(); StampsEqual(held.stamps, stamps) {
+		return held.cert, held.key
+	}
+	certPEM, certErr := os.ReadFile(f.cert)
+	keyPEM, keyErr := os.ReadFile(f.key)
+	if certErr != nil || keyErr != nil {
+		return held.cert, held.key
+	}
+	next, err := parseCA(certPEM, keyPEM)
+	if err != nil {
+		return held.cert, held.key
+	}
+	f.cur.Store(&heldSigner{cert: next.Cert, key: next.key, stamps: stamps})
+	return next.Cert, next.key
+}
+
+// following makes ca sign with what certPath and keyPath hold from now on (signing); ca was
+// loaded from them, with stamps taken before reading.
+func (ca *CA) following(certPath, keyPath string, stamps []FileStamp) *CA {
+	ca.files = &caFiles{cert: certPath, key: keyPath}
+	ca.files.cur.Store(&heldSigner{cert: ca.Cert, key: ca.key, stamps: stamps})
+	return ca
 }
 
 // Validity periods: the CA outlives every leaf it signs.
@@ -45,6 +104,7 @@ const (
 // invalidate every certificate and kubeconfig already handed out.
 func LoadOrCreateCA(dir, name, commonName string, now time.Time) (*CA, error) {
 	certPath, keyPath := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	stamps := []FileStamp{StampOf(certPath), StampOf(keyPath)}
 	certPEM, certErr := os.ReadFile(certPath)
 	keyPEM, keyErr := os.ReadFile(keyPath)
 	switch {
@@ -53,7 +113,7 @@ func LoadOrCreateCA(dir, name, commonName string, now time.Time) (*CA, error) {
 		if err != nil {
 			return nil, fmt.Errorf("CA %s or %s is damaged: %w; restore both from a backup (a new CA would invalidate every certificate and kubeconfig of the cluster)", certPath, keyPath, err)
 		}
-		return ca, nil
+		return ca.following(certPath, keyPath, stamps), nil
 	case errors.Is(certErr, os.ErrNotExist) && errors.Is(keyErr, os.ErrNotExist):
 	default:
 		return nil, fmt.Errorf("CA %s: certificate and key must both exist or both be absent (cert: %v, key: %v)", name, certErr, keyErr)
@@ -65,7 +125,12 @@ func LoadOrCreateCA(dir, name, commonName string, now time.Time) (*CA, error) {
 	if err := writeFiles(map[string][]byte{certPath: certPEM, keyPath: keyPEM}); err != nil {
 		return nil, err
 	}
-	return parseCA(certPEM, keyPEM)
+	stamps = []FileStamp{StampOf(certPath), StampOf(keyPath)}
+	ca, err := parseCA(certPEM, keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	return ca.following(certPath, keyPath, stamps), nil
 }
 
 // GenerateCA makes a new self-signed CA valid for ten years from now and returns its PEM
@@ -201,7 +266,8 @@ func (ca *CA) IssueFor(leaf Leaf, now time.Time, lifetime time.Duration) (certPE
 		DNSNames:     leaf.DNSNames,
 		IPAddresses:  leaf.IPs,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.key)
+	signerCert, signerKey := ca.signing()
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signerCert, key.Public(), signerKey)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sign certificate for %s: %w", leaf.CommonName, err)
 	}
@@ -460,10 +526,11 @@ func (ca *CA) SignPublicKey(tmpl *x509.Certificate, pub crypto.PublicKey) ([]byt
 	leaf := *tmpl
 	leaf.SerialNumber = newSerial()
 	leaf.BasicConstraintsValid, leaf.IsCA = true, false
-	if leaf.NotAfter.After(ca.Cert.NotAfter) {
-		leaf.NotAfter = ca.Cert.NotAfter
+	signerCert, signerKey := ca.signing()
+	if leaf.NotAfter.After(signerCert.NotAfter) {
+		leaf.NotAfter = signerCert.NotAfter
 	}
-	der, err := x509.CreateCertificate(rand.Reader, &leaf, ca.Cert, pub, ca.key)
+	der, err := x509.CreateCertificate(rand.Reader, &leaf, signerCert, pub, signerKey)
 	if err != nil {
 		return nil, fmt.Errorf("sign certificate for %q: %w", leaf.Subject.CommonName, err)
 	}

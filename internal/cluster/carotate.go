@@ -1,0 +1,366 @@
+package cluster
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/skiff-sh/skiff/internal/join"
+	"github.com/skiff-sh/skiff/internal/pki"
+)
+
+// CA rotation replaces the cluster CA (<data-dir>/pki/ca.crt and ca.key) of a running cluster in
+// the three phases of Kubernetes' manual procedure, each a separate run of `skiff certificate
+// rotate-ca` so the operator can let every node and client take one phase before the next:
+//
+//   - trust: a new CA is made (pki/ca-next.crt and ca-next.key) and added to ca.crt after the old
+//     one, which still signs. Everything that verifies with the cluster CA reads ca.crt through a
+//     trust pool that reloads it (pki.PoolHolder), so from the next handshake both CAs are trusted;
+//     the kubeconfigs in the data dir carry the bundle.
+//   - sign: the new CA goes first in ca.crt and its key becomes ca.key, so the node (and every
+//     holder of the CA, such as the controller manager's CSR signer) signs with it; every leaf the
+//     old CA signed is re-issued by the new one at once (the node's renewal loop does the same
+//     for leaves it finds still signed by a CA of the bundle that no longer signs).
+//   - retire: the old CA leaves ca.crt, refused from the next handshake. It is refused while a
+//     leaf of the node is still signed by it.
+//
+// caRotationPlan decides (pure, from what is on disk); rotateCA carries the steps out. Each phase
+// can be run again: a phase already done plans nothing but the kubeconfigs, and a phase
+// interrupted between two steps is finished.
+
+// CARotationPhase is one phase of a CA rotation.
+type CARotationPhase string
+
+// The phases, in order.
+const (
+	CAPhaseTrust  CARotationPhase = "trust"
+	CAPhaseSign   CARotationPhase = "sign"
+	CAPhaseRetire CARotationPhase = "retire"
+)
+
+// CARotationPhases are the phases in the order they are run.
+var CARotationPhases = []CARotationPhase{CAPhaseTrust, CAPhaseSign, CAPhaseRetire}
+
+// Files of the cluster CA and of the next one during a rotation, in <data-dir>/pki.
+const (
+	clusterCAName = "ca"
+	nextCAName    = "ca-next"
+)
+
+// caState is what a rotation decides on: the cluster CA files as they are.
+type caState struct {
+	// bundle is ca.crt; signer its certificate of ca.key.
+	bundle []*x509.Certificate
+	signer *x509.Certificate
+	// next is ca-next.crt (with its key), nil when absent.
+	next *x509.Certificate
+	// stale are the node's leaves signed by a CA of the bundle other than the signer.
+	stale []string
+}
+
+// caStepKind is one thing a rotation does.
+type caStepKind int
+
+const (
+	// stepMakeNext writes a new CA pair as ca-next.{crt,key}.
+	stepMakeNext caStepKind = iota
+	// stepBundleTrustBoth writes ca.crt as the signer, then the next CA.
+	stepBundleTrustBoth
+	// stepBundleNextFirst writes ca.crt as the next CA, then the rest of the bundle.
+	stepBundleNextFirst
+	// stepSwapKey writes ca-next.key as ca.key.
+	stepSwapKey
+	// stepRemoveNext removes ca-next.{crt,key}.
+	stepRemoveNext
+	// stepRenewStale re-issues, with the signer, every leaf a CA other than it signed.
+	stepRenewStale
+	// stepBundleSignerOnly writes ca.crt as the signer alone.
+	stepBundleSignerOnly
+	// stepKubeconfigs puts ca.crt into the kubeconfigs of the data dir.
+	stepKubeconfigs
+)
+
+// caStep is a step and what it is for, for the command's output.
+type caStep struct {
+	kind caStepKind
+	why  string
+}
+
+// caRotationPlan is the steps of phase at state, or why the phase cannot run now.
+func caRotationPlan(phase CARotationPhase, st caState) ([]caStep, error) {
+	nextTrusted := st.next != nil && slices.ContainsFunc(st.bundle, st.next.Equal)
+	nextSigns := st.next != nil && st.next.Equal(st.signer)
+	kubeconfigs := caStep{stepKubeconfigs, "the kubeconfigs carry ca.crt"}
+	switch phase {
+	case CAPhaseTrust:
+		switch {
+		case nextSigns:
+			return nil, errors.New("phase sign was interrupted (ca.key is already ca-next.key): run --phase sign again")
+		case st.next == nil && len(st.bundle) > 1:
+			return nil, fmt.Errorf("ca.crt already holds %d CAs and there is no ca-next.crt: phase sign is done, run --phase retire", len(st.bundle))
+		case st.next == nil:
+			return []caStep{
+				{stepMakeNext, "a new CA, ca-next.crt"},
+				{stepBundleTrustBoth, "ca.crt trusts the old CA and the new one; the old one signs"},
+				kubeconfigs,
+			}, nil
+		case !nextTrusted:
+			return []caStep{{stepBundleTrustBoth, "ca.crt trusts the old CA and ca-next.crt; the old one signs"}, kubeconfigs}, nil
+		default:
+			return []caStep{kubeconfigs}, nil
+		}
+	case CAPhaseSign:
+		switch {
+		case st.next != nil && !nextTrusted:
+			return nil, errors.New("ca-next.crt is not in ca.crt yet: run --phase trust first")
+		case st.next == nil && len(st.bundle) < 2:
+			return nil, errors.New("no rotation under way (ca.crt holds one CA and there is no ca-next.crt): run --phase trust first")
+		case st.next == nil:
+			// Done before; leaves still signed by the old CA are re-issued.
+			return []caStep{{stepRenewStale, "leaves signed by the old CA are re-issued by the new one"}, kubeconfigs}, nil
+		}
+		out := []caStep{{stepBundleNextFirst, "the new CA first in ca.crt"}}
+		if !nextSigns {
+			out = append(out, caStep{stepSwapKey, "ca.key is the new CA's key: the new CA signs"})
+		}
+		return append(out,
+			caStep{stepRemoveNext, "ca-next.{crt,key} are ca.crt's first certificate and ca.key now"},
+			caStep{stepRenewStale, "leaves signed by the old CA are re-issued by the new one"},
+			kubeconfigs), nil
+	case CAPhaseRetire:
+		switch {
+		case st.next != nil:
+			return nil, errors.New("the new CA does not sign yet (ca-next.crt is there): run --phase sign first")
+		case len(st.stale) > 0:
+			return nil, fmt.Errorf("certificates still signed by the old CA: %s; run --phase sign again", strings.Join(st.stale, ", "))
+		case len(st.bundle) < 2:
+			return []caStep{kubeconfigs}, nil
+		}
+		return []caStep{{stepBundleSignerOnly, "ca.crt trusts only the new CA: the old one is refused"}, kubeconfigs}, nil
+	}
+	return nil, fmt.Errorf("unknown phase %q: one of %v", phase, CARotationPhases)
+}
+
+// CARotation is what a run of RotateCA did.
+type CARotation struct {
+	Phase CARotationPhase
+	// Steps say what was done, in order.
+	Steps []string
+	// Trusted are the CAs in ca.crt afterwards (subject and SHA-256 pin), the signer first.
+	Trusted []string
+	Renewed []RenewedCertificate
+}
+
+// RotateCA runs phase of a cluster CA rotation on the node whose data dir is dataDir, on its files
+// (beside the running node, whose holders take the new files from their next handshake).
+func RotateCA(dataDir string, phase CARotationPhase, now time.Time) (*CARotation, error) {
+	pkiDir := filepath.Join(dataDir, "pki")
+	st, leaves, err := readCAState(pkiDir)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := caRotationPlan(phase, st)
+	if err != nil {
+		return nil, err
+	}
+	out := &CARotation{Phase: phase}
+	for _, step := range plan {
+		renewed, err := runCAStep(dataDir, step, leaves, now)
+		out.Renewed = append(out.Renewed, renewed...)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", step.why, err)
+		}
+		out.Steps = append(out.Steps, step.why)
+	}
+	if st, _, err = readCAState(pkiDir); err == nil {
+		for _, c := range st.bundle {
+			out.Trusted = append(out.Trusted, fmt.Sprintf("%s sha256:%s", c.Subject.CommonName, join.CAHash(c)))
+		}
+	}
+	return out, nil
+}
+
+// readCAState reads the cluster CA files of pkiDir and the node's leaves.
+func readCAState(pkiDir string) (caState, []leafFile, error) {
+	ca, err := pki.LoadCA(pkiDir, clusterCAName)
+	if err != nil {
+		return caState{}, nil, fmt.Errorf("cluster CA in %s (CA rotation runs on a control-plane node, which holds ca.key): %w", pkiDir, err)
+	}
+	st := caState{bundle: ca.Bundle, signer: ca.Cert}
+	if next, err := pki.LoadCA(pkiDir, nextCAName); err == nil {
+		st.next = next.Cert
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return caState{}, nil, fmt.Errorf("next CA %s: %w; delete ca-next.crt and ca-next.key and run --phase trust again", filepath.Join(pkiDir, nextCAName+".crt"), err)
+	}
+	leaves, _, err := scanLeaves(pkiDir, nodeCAs(pkiDir))
+	if err != nil {
+		return caState{}, nil, err
+	}
+	for _, l := range leaves {
+		if l.staleIssuer {
+			st.stale = append(st.stale, l.name)
+		}
+	}
+	return st, leaves, nil
+}
+
+// runCAStep carries out one step.
+func runCAStep(dataDir string, step caStep, leaves []leafFile, now time.Time) ([]RenewedCertificate, error) {
+	pkiDir := filepath.Join(dataDir, "pki")
+	caCrt := filepath.Join(pkiDir, clusterCAName+".crt")
+	nextCrt, nextKey := filepath.Join(pkiDir, nextCAName+".crt"), filepath.Join(pkiDir, nextCAName+".key")
+	switch step.kind {
+	case stepMakeNext:
+		certPEM, keyPEM, err := pki.GenerateCA("skiff-ca-"+now.UTC().Format("20060102-150405"), now)
+		if err != nil {
+			return nil, err
+		}
+		// The key first: a ca-next.crt without its key would stop the next run.
+		if err := pki.WriteFileAtomic(nextKey, keyPEM, 0o600); err != nil {
+			return nil, err
+		}
+		return nil, pki.WriteFileAtomic(nextCrt, certPEM, 0o600)
+	case stepBundleTrustBoth, stepBundleNextFirst, stepBundleSignerOnly:
+		ca, err := pki.LoadCA(pkiDir, clusterCAName)
+		if err != nil {
+			return nil, err
+		}
+		var next *x509.Certificate
+		if step.kind != stepBundleSignerOnly {
+			n, err := pki.LoadCA(pkiDir, nextCAName)
+			if err != nil {
+				return nil, err
+			}
+			next = n.Cert
+		}
+		return nil, pki.WriteFileAtomic(caCrt, encodeCerts(bundleFor(step.kind, ca.Cert, next, ca.Bundle)), 0o644)
+	case stepSwapKey:
+		keyPEM, err := os.ReadFile(nextKey)
+		if err != nil {
+			return nil, err
+		}
+		return nil, pki.WriteFileAtomic(filepath.Join(pkiDir, clusterCAName+".key"), keyPEM, 0o600)
+	case stepRemoveNext:
+		for _, p := range []string{nextCrt, nextKey} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, err
+			}
+		}
+		return nil, nil
+	case stepRenewStale:
+		return renewStaleLeaves(dataDir, now)
+	case stepKubeconfigs:
+		bundle, err := os.ReadFile(caCrt)
+		if err != nil {
+			return nil, err
+		}
+		return nil, refreshKubeconfigCAs(dataDir, bundle)
+	}
+	return nil, fmt.Errorf("unknown step %d", step.kind)
+}
+
+// bundleFor is ca.crt's certificates for a bundle step (pure): the signer then the next CA, the
+// next CA then the others, or the signer alone.
+func bundleFor(kind caStepKind, signer, next *x509.Certificate, bundle []*x509.Certificate) []*x509.Certificate {
+	switch kind {
+	case stepBundleTrustBoth:
+		return []*x509.Certificate{signer, next}
+	case stepBundleNextFirst:
+		out := []*x509.Certificate{next}
+		for _, c := range bundle {
+			if !c.Equal(next) {
+				out = append(out, c)
+			}
+		}
+		return out
+	default:
+		return []*x509.Certificate{signer}
+	}
+}
+
+// renewStaleLeaves re-issues the node's leaves that a CA of the cluster bundle signed other than
+// its signer, with the signer, each for the lifetime it had.
+func renewStaleLeaves(dataDir string, now time.Time) ([]RenewedCertificate, error) {
+	pkiDir := filepath.Join(dataDir, "pki")
+	leaves, _, err := scanLeaves(pkiDir, nodeCAs(pkiDir))
+	if err != nil {
+		return nil, err
+	}
+	var out []RenewedCertificate
+	var errs []error
+	for _, l := range leaves {
+		if !l.staleIssuer {
+			continue
+		}
+		renewed, err := renewLeaves(dataDir, []leafFile{l}, []renewal{{name: l.name, reason: "signed by the CA being retired"}}, pki.Lifetime(l.cert), now)
+		out = append(out, renewed...)
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
+}
+
+// refreshKubeconfigCAs puts bundle in place of the CA data of every cluster entry of the
+// kubeconfigs in dataDir (*.kubeconfig) that trusts a CA of bundle, so their clients trust the
+// CAs of a rotation as the node's own components do.
+func refreshKubeconfigCAs(dataDir string, bundle []byte) error {
+	trusted, err := pki.ParseCertificates(bundle)
+	if err != nil {
+		return err
+	}
+	paths, err := filepath.Glob(filepath.Join(dataDir, "*.kubeconfig"))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, path := range paths {
+		kc, err := clientcmd.LoadFromFile(path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("kubeconfig %s: %w", path, err))
+			continue
+		}
+		changed := false
+		for _, cluster := range kc.Clusters {
+			if string(cluster.CertificateAuthorityData) == string(bundle) || !sharesACert(cluster.CertificateAuthorityData, trusted) {
+				continue
+			}
+			cluster.CertificateAuthorityData = bundle
+			changed = true
+		}
+		if !changed {
+			continue
+		}
+		data, err := clientcmd.Write(*kc)
+		if err == nil {
+			err = pki.WriteFileAtomic(path, data, 0o600)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("kubeconfig %s: %w", path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sharesACert reports whether the PEM certificates of data include one of certs.
+func sharesACert(data []byte, certs []*x509.Certificate) bool {
+	have, err := pki.ParseCertificates(data)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(have, func(c *x509.Certificate) bool { return slices.ContainsFunc(certs, c.Equal) })
+}
+
+func encodeCerts(certs []*x509.Certificate) []byte {
+	var out []byte
+	for _, c := range certs {
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
+	}
+	return out
+}
