@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/skiff-sh/skiff/internal/apiserver/inprocess"
 	"github.com/skiff-sh/skiff/internal/apiserver/local"
@@ -130,9 +131,16 @@ func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMe
 	if err != nil {
 		return err
 	}
+	// Custom resources have no protobuf form: the components' configuration asks for protobuf.
+	gatewayCfg := rest.CopyConfig(restCfg)
+	gatewayCfg.ContentType, gatewayCfg.AcceptContentTypes = "application/json", "application/json"
+	gatewayAPI, err := gatewayclient.NewForConfig(gatewayCfg)
+	if err != nil {
+		return fmt.Errorf("gateway api client: %w", err)
+	}
 	for {
 		err := manager.Run(ctx, manager.Config{
-			Client: client, Dynamic: dyn, RootCA: networkCfg.TLSClientConfig.CAData, Registerer: metrics.fresh("controller-manager"),
+			Client: client, Dynamic: dyn, GatewayAPI: gatewayAPI, RootCA: networkCfg.TLSClientConfig.CAData, Registerer: metrics.fresh("controller-manager"),
 			ClusterSigningCA: signingCA, ClusterSigningDuration: cfg.ClusterSigningDuration,
 			LeaderElection:         manager.LeaderElection{LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod},
 			Identity:               cfg.NodeName + "_" + fmt.Sprint(os.Getpid()),

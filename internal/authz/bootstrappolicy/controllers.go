@@ -94,6 +94,13 @@ func ControllerRoles() []rbacv1.ClusterRole {
 			rule("update").groups(legacyGroup).resources("pods/finalizers"),
 			rule("get", "list", "watch", "create").groups(legacyGroup).resources("persistentvolumeclaims"),
 		),
+		// skiff's own: the Gateway API controller (internal/controller/gateway) reads the Gateway
+		// API objects, the Services, Secrets, Namespaces and Nodes they refer to, and writes status.
+		controllerRole("gateway-controller",
+			rule("get", "list", "watch").groups("gateway.networking.k8s.io").resources("gatewayclasses", "gateways", "httproutes", "referencegrants"),
+			rule("update", "patch").groups("gateway.networking.k8s.io").resources("gatewayclasses/status", "gateways/status", "httproutes/status"),
+			rule("get", "list", "watch").groups(legacyGroup).resources("services", "secrets", "namespaces", "nodes"),
+		),
 		controllerRole("expand-controller",
 			rule("get", "list", "watch", "update", "patch").groups(legacyGroup).resources("persistentvolumes"),
 			rule("update", "patch").groups(legacyGroup).resources("persistentvolumeclaims/status"),

@@ -118,6 +118,8 @@ var skiffOnly = map[string]string{
 	"ClusterRoleBinding/system:skiff:dns":                           "binds system:skiff:dns to its role",
 	"ClusterRole/system:skiff:network-policy":                       "the identity of skiff's network policy agent (upstream leaves NetworkPolicy to a network plugin with its own manifest's role)",
 	"ClusterRoleBinding/system:skiff:network-policy":                "binds system:skiff:network-policy to its role",
+	"ClusterRole/system:controller:gateway-controller":              "skiff's Gateway API controller: status of the GatewayClasses, Gateways and HTTPRoutes of skiff's classes (upstream has no Gateway API controller)",
+	"ClusterRoleBinding/system:controller:gateway-controller":       "binds it to its kube-system service account, as every controller role",
 	"ClusterRole/system:controller:dns-endpoints-controller":        "skiff's controller that publishes the node-local DNS servers as the kube-dns Service's endpoints",
 	"ClusterRoleBinding/system:controller:dns-endpoints-controller": "binds it to its kube-system service account, as every controller role",
 }

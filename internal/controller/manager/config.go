@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/skiff-sh/skiff/internal/pki"
 )
@@ -75,6 +76,10 @@ type Config struct {
 
 	// HPA configures the horizontal pod autoscaler (hpa.go).
 	HPA HPAConfig
+
+	// GatewayAPI reaches the Gateway API resources; the gateway controller is skipped (with a
+	// warning) without it.
+	GatewayAPI gatewayclient.Interface
 
 	// PrepareInformers, when set, is called with each leadership term's informer factory before
 	// any controller asks it for an informer: the node assembly registers informers that read the

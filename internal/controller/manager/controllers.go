@@ -62,6 +62,8 @@ const (
 	AttachDetach = "attachdetach"
 	// EphemeralVolume makes the claims of pods' generic ephemeral volumes.
 	EphemeralVolume = "ephemeral-volume"
+	// Gateway writes the status of the Gateway API objects of skiff's GatewayClasses (issue 29).
+	Gateway = "gateway"
 )
 
 // KnownControllers lists every controller name --controllers accepts.
@@ -70,7 +72,7 @@ func KnownControllers() []string {
 		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption,
 		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring, CSRSigning, CSRApproving, CSRCleaner,
 		ReplicationController, ClusterRoleAggregation, LocalPathProvisioner, DNSEndpoints, TokenCleaner,
-		HorizontalPodAutoscaling, PVCProtection, PVProtection, AttachDetach, EphemeralVolume}
+		HorizontalPodAutoscaling, PVCProtection, PVProtection, AttachDetach, EphemeralVolume, Gateway}
 }
 
 // ParseControllers turns --controllers values into the set of enabled

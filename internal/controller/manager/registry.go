@@ -17,6 +17,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/endpointslicemirroring"
 	"github.com/skiff-sh/skiff/internal/controller/ephemeral"
 	"github.com/skiff-sh/skiff/internal/controller/garbagecollector"
+	"github.com/skiff-sh/skiff/internal/controller/gateway"
 	"github.com/skiff-sh/skiff/internal/controller/job"
 	"github.com/skiff-sh/skiff/internal/controller/localpath"
 	"github.com/skiff-sh/skiff/internal/controller/namespace"
@@ -109,6 +110,13 @@ func constructors() map[string]constructor {
 			return garbagecollector.New(deps, cfg.Dynamic, ctrlutil.Discovery(cfg.Client.Discovery())), nil
 		},
 		HorizontalPodAutoscaling: newHorizontalPodAutoscaler,
+		Gateway: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
+			if cfg.GatewayAPI == nil {
+				deps.Log().Warn("gateway controller needs a Gateway API client; not started")
+				return nil, nil
+			}
+			return gateway.New(deps, gateway.Options{Client: cfg.GatewayAPI, ResyncPeriod: cfg.ResyncPeriod})
+		},
 		Namespace: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
 			if cfg.Dynamic == nil {
 				deps.Log().Warn("namespace controller needs a dynamic client; not started")

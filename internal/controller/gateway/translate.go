@@ -1,0 +1,298 @@
+package gateway
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/skiff-sh/skiff/internal/ingress/routes"
+)
+
+// TranslateInput is what the data plane's Gateway table is built from: a Plan (which listeners
+// are programmed and which routes they accept, Decide's) and the objects the routes name.
+type TranslateInput struct {
+	Plan     Plan
+	Routes   []*gatewayv1.HTTPRoute
+	Grants   []*gatewayv1.ReferenceGrant
+	Services []*corev1.Service
+	Slices   []*discoveryv1.EndpointSlice
+	Secrets  []*corev1.Secret
+}
+
+// Translate builds the data plane's table for the Gateways of skiff's classes: one Listener per
+// port (Gateway listeners sharing a port are merged: certificates by SNI, routes by virtual
+// host), the certificates of each HTTPS listener for its hostname, and for every accepted route
+// one virtual host per hostname it serves on the listener, with one Route per match of each
+// rule. A backendRef that is not a permitted Service stays as an invalid backend (answered 500,
+// as the specification asks); filters skiff does not implement (CORS, external auth,
+// extension refs) make the rule answer 500 rather than serve without them.
+func Translate(in TranslateInput) routes.Table {
+	ix := newIndex(&Snapshot{Grants: in.Grants, Services: in.Services, Secrets: in.Secrets})
+	slicesOf := map[types.NamespacedName][]*discoveryv1.EndpointSlice{}
+	for _, s := range in.Slices {
+		k := nn(s.Namespace, s.Labels[discoveryv1.LabelServiceName])
+		slicesOf[k] = append(slicesOf[k], s)
+	}
+	routesByKey := map[types.NamespacedName]*gatewayv1.HTTPRoute{}
+	for _, r := range in.Routes {
+		routesByKey[nn(r.Namespace, r.Name)] = r
+	}
+	var tables []routes.Table
+	type listenerKey struct {
+		gateway  types.NamespacedName
+		listener gatewayv1.SectionName
+	}
+	programmed := map[listenerKey]bool{}
+	for _, l := range in.Plan.Listeners {
+		programmed[listenerKey{l.Gateway, l.Name}] = true
+		tl := routes.Listener{Name: fmt.Sprintf("%s/%s", l.Gateway, l.Name), Port: int32(l.Port), Protocol: routes.ProtocolHTTP}
+		if l.Protocol == gatewayv1.HTTPSProtocolType {
+			tl.Protocol = routes.ProtocolHTTPS
+			tl.Certificates = certificatesOf(ix, l)
+		}
+		tables = append(tables, routes.Table{Listeners: []routes.Listener{tl}})
+	}
+	for _, a := range in.Plan.Attachments {
+		// A route attached to a listener that is not programmed (a certificate missing) waits
+		// with it: the port is not opened for it.
+		r := routesByKey[a.Route]
+		if r == nil || !programmed[listenerKey{a.Gateway, a.Listener}] {
+			continue
+		}
+		rs := translateRoute(ix, slicesOf, r)
+		hostnames := a.Hostnames
+		if len(hostnames) == 0 {
+			hostnames = []string{""}
+		}
+		var hosts []routes.VirtualHost
+		for _, h := range hostnames {
+			hosts = append(hosts, routes.VirtualHost{Hostname: strings.ToLower(h), Routes: rs})
+		}
+		tables = append(tables, routes.Table{Listeners: []routes.Listener{{Name: fmt.Sprintf("%s/%s", a.Gateway, a.Listener), Port: int32(a.Port), Hosts: hosts}}})
+	}
+	return routes.Merge(tables...)
+}
+
+// certificatesOf parses a programmed HTTPS listener's Secrets; Decide has checked them, so one
+// that fails now (changed since) is left out.
+func certificatesOf(ix *index, l ProgrammedListener) []routes.Certificate {
+	var out []routes.Certificate
+	for _, ref := range l.CertificateRefs {
+		sec := ix.secrets[ref]
+		if sec == nil {
+			continue
+		}
+		c, err := routes.ParseCertificate(sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey])
+		if err != nil {
+			continue
+		}
+		cert := routes.Certificate{Source: "Secret " + ref.String(), Cert: c}
+		if l.Hostname != "" {
+			cert.Hostnames = []string{l.Hostname}
+		}
+		out = append(out, cert)
+	}
+	return out
+}
+
+// translateRoute is a route's rules as table routes: one per match (a rule without matches
+// matches every request, as a PathPrefix "/").
+func translateRoute(ix *index, slicesOf map[types.NamespacedName][]*discoveryv1.EndpointSlice, r *gatewayv1.HTTPRoute) []routes.Route {
+	var out []routes.Route
+	for ri, rule := range r.Spec.Rules {
+		filters, unsupported := translateFilters(ix, slicesOf, r, rule.Filters)
+		var backends []routes.Backend
+		for _, b := range rule.BackendRefs {
+			be := backendOf(ix, slicesOf, r, b.BackendObjectReference)
+			be.Weight = 1
+			if b.Weight != nil {
+				be.Weight = *b.Weight
+			}
+			var bu string
+			be.Filters, bu = translateFilters(ix, slicesOf, r, b.Filters)
+			if bu != "" && be.Invalid == "" {
+				be.Invalid = bu
+			}
+			backends = append(backends, be)
+		}
+		if unsupported != "" {
+			backends = []routes.Backend{{Name: "unsupported", Weight: 1, Invalid: unsupported}}
+		}
+		timeouts := timeoutsOf(rule.Timeouts)
+		matches := rule.Matches
+		if len(matches) == 0 {
+			matches = []gatewayv1.HTTPRouteMatch{{}}
+		}
+		for mi, m := range matches {
+			out = append(out, routes.Route{
+				Source:   routes.Source{Kind: routes.SourceHTTPRoute, Namespace: r.Namespace, Name: r.Name, Created: r.CreationTimestamp.Time, Rule: ri, Match: mi},
+				Match:    matchOf(m),
+				Filters:  filters,
+				Backends: backends,
+				Timeouts: timeouts,
+			})
+		}
+	}
+	return out
+}
+
+func matchOf(m gatewayv1.HTTPRouteMatch) routes.Match {
+	out := routes.Match{Path: routes.PathMatch{Type: routes.PathPrefix, Value: "/"}}
+	if m.Path != nil {
+		if m.Path.Type != nil {
+			out.Path.Type = routes.PathMatchType(*m.Path.Type)
+		}
+		if m.Path.Value != nil {
+			out.Path.Value = *m.Path.Value
+		}
+	}
+	for _, h := range m.Headers {
+		t := routes.ValueExact
+		if h.Type != nil {
+			t = routes.ValueMatchType(*h.Type)
+		}
+		out.Headers = append(out.Headers, routes.HeaderMatch{Type: t, Name: string(h.Name), Value: h.Value})
+	}
+	for _, q := range m.QueryParams {
+		t := routes.ValueExact
+		if q.Type != nil {
+			t = routes.ValueMatchType(*q.Type)
+		}
+		out.QueryParams = append(out.QueryParams, routes.QueryParamMatch{Type: t, Name: string(q.Name), Value: q.Value})
+	}
+	if m.Method != nil {
+		out.Method = string(*m.Method)
+	}
+	return out
+}
+
+// backendOf is a backendRef's backend: a core Service the route may use (its namespace, or one
+// whose ReferenceGrant permits it), with its endpoints; anything else is invalid.
+func backendOf(ix *index, slicesOf map[types.NamespacedName][]*discoveryv1.EndpointSlice, r *gatewayv1.HTTPRoute, ref gatewayv1.BackendObjectReference) routes.Backend {
+	g, kind, ns := target(ref.Group, ref.Kind, ref.Namespace, "Service", r.Namespace)
+	port := routes.ServicePort{}
+	if ref.Port != nil {
+		port.Number = int32(*ref.Port)
+	}
+	name := string(ref.Name)
+	switch {
+	case g != "" || kind != "Service":
+		return routes.Backend{Name: fmt.Sprintf("%s/%s %s/%s", g, kind, ns, name), Weight: 1, Invalid: fmt.Sprintf("backendRef of kind %s/%s is not supported", g, kind)}
+	case ns != r.Namespace && !ix.granted("HTTPRoute", r.Namespace, "", "Service", ns, name):
+		return routes.Backend{Name: ns + "/" + name, Weight: 1, Invalid: fmt.Sprintf("no ReferenceGrant in %s permits Service %s", ns, name)}
+	}
+	return routes.ServiceBackend(ns, name, port, ix.services[nn(ns, name)], slicesOf[nn(ns, name)])
+}
+
+// translateFilters maps the filters the data plane implements; the second result names the
+// first it does not (the rule, or the backend, then answers 500).
+func translateFilters(ix *index, slicesOf map[types.NamespacedName][]*discoveryv1.EndpointSlice, r *gatewayv1.HTTPRoute, fs []gatewayv1.HTTPRouteFilter) ([]routes.Filter, string) {
+	var out []routes.Filter
+	for _, f := range fs {
+		switch {
+		case f.Type == gatewayv1.HTTPRouteFilterRequestHeaderModifier && f.RequestHeaderModifier != nil:
+			out = append(out, routes.Filter{Type: routes.FilterRequestHeaderModifier, RequestHeaderModifier: headerModifier(f.RequestHeaderModifier)})
+		case f.Type == gatewayv1.HTTPRouteFilterResponseHeaderModifier && f.ResponseHeaderModifier != nil:
+			out = append(out, routes.Filter{Type: routes.FilterResponseHeaderModifier, ResponseHeaderModifier: headerModifier(f.ResponseHeaderModifier)})
+		case f.Type == gatewayv1.HTTPRouteFilterRequestRedirect && f.RequestRedirect != nil:
+			rr := f.RequestRedirect
+			red := &routes.Redirect{Scheme: rr.Scheme, Path: pathModifier(rr.Path)}
+			if rr.Hostname != nil {
+				red.Hostname = ptrTo(string(*rr.Hostname))
+			}
+			if rr.Port != nil {
+				red.Port = ptrTo(int32(*rr.Port))
+			}
+			if rr.StatusCode != nil {
+				red.StatusCode = *rr.StatusCode
+			}
+			out = append(out, routes.Filter{Type: routes.FilterRequestRedirect, RequestRedirect: red})
+		case f.Type == gatewayv1.HTTPRouteFilterURLRewrite && f.URLRewrite != nil:
+			rw := &routes.URLRewrite{Path: pathModifier(f.URLRewrite.Path)}
+			if f.URLRewrite.Hostname != nil {
+				rw.Hostname = ptrTo(string(*f.URLRewrite.Hostname))
+			}
+			out = append(out, routes.Filter{Type: routes.FilterURLRewrite, URLRewrite: rw})
+		case f.Type == gatewayv1.HTTPRouteFilterRequestMirror && f.RequestMirror != nil:
+			m := &routes.Mirror{Backend: backendOf(ix, slicesOf, r, f.RequestMirror.BackendRef), Percent: mirrorPercent(f.RequestMirror)}
+			out = append(out, routes.Filter{Type: routes.FilterRequestMirror, RequestMirror: m})
+		default:
+			return out, fmt.Sprintf("filter %s is not supported", f.Type)
+		}
+	}
+	return out, ""
+}
+
+func headerModifier(h *gatewayv1.HTTPHeaderFilter) *routes.HeaderModifier {
+	out := &routes.HeaderModifier{Remove: slices.Clone(h.Remove)}
+	for _, s := range h.Set {
+		out.Set = append(out.Set, routes.Header{Name: string(s.Name), Value: s.Value})
+	}
+	for _, a := range h.Add {
+		out.Add = append(out.Add, routes.Header{Name: string(a.Name), Value: a.Value})
+	}
+	return out
+}
+
+func pathModifier(p *gatewayv1.HTTPPathModifier) *routes.PathModifier {
+	if p == nil {
+		return nil
+	}
+	out := &routes.PathModifier{Type: routes.PathModifierType(p.Type)}
+	if p.ReplaceFullPath != nil {
+		out.ReplaceFullPath = *p.ReplaceFullPath
+	}
+	if p.ReplacePrefixMatch != nil {
+		out.ReplacePrefixMatch = *p.ReplacePrefixMatch
+	}
+	return out
+}
+
+// mirrorPercent is a mirror's share of requests in percent: percent, or the fraction rounded
+// down (denominator 100 by default); nil (all) when neither is set.
+func mirrorPercent(m *gatewayv1.HTTPRequestMirrorFilter) *int32 {
+	switch {
+	case m.Percent != nil:
+		return ptrTo(*m.Percent)
+	case m.Fraction != nil:
+		den := cmp.Or(ptrValue(m.Fraction.Denominator), 100)
+		return ptrTo(m.Fraction.Numerator * 100 / den)
+	}
+	return nil
+}
+
+func ptrValue[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// timeoutsOf parses a rule's timeouts (Gateway API durations are Go durations' subset); one
+// that does not parse, or "0s" (no timeout), leaves that bound out.
+func timeoutsOf(t *gatewayv1.HTTPRouteTimeouts) routes.Timeouts {
+	var out routes.Timeouts
+	if t == nil {
+		return out
+	}
+	parse := func(d *gatewayv1.Duration) time.Duration {
+		if d == nil {
+			return 0
+		}
+		v, err := time.ParseDuration(string(*d))
+		if err != nil || v < 0 {
+			return 0
+		}
+		return v
+	}
+	out.Request, out.BackendRequest = parse(t.Request), parse(t.BackendRequest)
+	return out
+}
