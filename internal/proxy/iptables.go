@@ -118,6 +118,21 @@ func (h Host) EnableRouteLocalnet(ctx context.Context) error {
 	return err
 }
 
+// ConntrackTCPLiberal reads net.netfilter.nf_conntrack_tcp_be_liberal in the node's network
+// namespace (inside Wrap). A node without it (nf_conntrack not loaded) tracks strictly once the
+// module loads, so that reads as false.
+func (h Host) ConntrackTCPLiberal(ctx context.Context) (bool, error) {
+	out, err := h.run(ctx, "", "cat", "/proc/sys/net/netfilter/nf_conntrack_tcp_be_liberal")
+	if err != nil {
+		return false, fmt.Errorf("read nf_conntrack_tcp_be_liberal: %w", err)
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		return false, fmt.Errorf("read nf_conntrack_tcp_be_liberal: %w", err)
+	}
+	return v != 0, nil
+}
+
 // Cleanup removes every chain and hook of prefix, whatever run installed them; without
 // iptables-save on the host (an nftables-only node) there is nothing to remove.
 func (h Host) Cleanup(ctx context.Context, prefix string) error {

@@ -153,12 +153,17 @@ func BuildNft(cfg Config, services []*corev1.Service, endpointSlices []*discover
 		filter = append(filter, fmt.Sprintf(`ip daddr %s reject with icmp type port-unreachable comment "service range without rules"`, cfg.ServiceCIDR))
 	}
 	newConn := "ct state new jump "
+	forward := []string{newConn + nftSvcFilter, newConn + nftExtFilter, newConn + nftLBFirewall}
+	if !cfg.ConntrackTCPLiberal {
+		// See Config.ConntrackTCPLiberal.
+		forward = append([]string{`ct state invalid drop comment "conntrack INVALID, kubernetes#74839"`}, forward...)
+	}
 	for name, rules := range map[string][]string{
 		"nat-prerouting":  {"jump " + nftServices},
 		"nat-output":      {"jump " + nftServices},
 		"nat-postrouting": {"jump " + nftMasquerading},
 		"filter-input":    {newConn + nftExtFilter, "jump " + nftLocalnet, newConn + nftLBFirewall},
-		"filter-forward":  {newConn + nftSvcFilter, newConn + nftExtFilter, newConn + nftLBFirewall},
+		"filter-forward":  forward,
 		"filter-output":   {newConn + nftSvcFilter, newConn + nftLBFirewall},
 		nftServices:       svcRules,
 		nftNodePorts:      {"meta l4proto . th dport vmap @" + nftServiceNodePort},

@@ -17,7 +17,8 @@ type Hook struct {
 // itself); marked connections are masqueraded in POSTROUTING; new connections to a service
 // without endpoints, and to the service range with no rule, are rejected in filter FORWARD and
 // OUTPUT (cluster IPs) and INPUT (NodePorts); new connections to a load-balancer IP from outside
-// its loadBalancerSourceRanges are dropped in INPUT, OUTPUT and FORWARD.
+// its loadBalancerSourceRanges are dropped in INPUT, OUTPUT and FORWARD; forwarded packets
+// conntrack calls INVALID are dropped in FORWARD (unless Config.ConntrackTCPLiberal).
 func (c Config) Hooks() []Hook {
 	newConn := "-m conntrack --ctstate NEW "
 	return []Hook{
@@ -32,6 +33,7 @@ func (c Config) Hooks() []Hook {
 		{"filter", "INPUT", newConn + "-j " + c.lbFirewallChain()},
 		{"filter", "OUTPUT", newConn + "-j " + c.lbFirewallChain()},
 		{"filter", "FORWARD", newConn + "-j " + c.lbFirewallChain()},
+		{"filter", "FORWARD", "-j " + c.forwardChain()},
 	}
 }
 

@@ -104,3 +104,52 @@ COMMIT
 		t.Error("an absent prefix is not empty")
 	}
 }
+
+// TestPlanDropsInvalidConntrack: forwarded packets conntrack calls INVALID are dropped, in both
+// modes, unless the node's nf_conntrack_tcp_be_liberal is set (kube-proxy's rule for
+// kubernetes#74839); the iptables chain is hooked from FORWARD either way.
+func TestPlanDropsInvalidConntrack(t *testing.T) {
+	const (
+		iptRule = "-A SKTEST01-FORWARD -m conntrack --ctstate INVALID -m comment --comment \"conntrack INVALID, kubernetes#74839\" -j DROP\n"
+		nftRule = "add rule ip skiff-test filter-forward ct state invalid drop comment \"conntrack INVALID, kubernetes#74839\"\n"
+	)
+	for _, tt := range []struct {
+		name     string
+		liberal  bool
+		wantDrop bool
+	}{
+		{"strict tracking drops", false, true},
+		{"liberal tracking does not", true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.ConntrackTCPLiberal = tt.liberal
+			svcs := []*corev1.Service{makeSvc("a", "10.96.0.10").port("http", 80, tcp).obj()}
+			slices := []*discoveryv1.EndpointSlice{makeSlice("a", "http", 8080, tcp, readyEp("10.244.1.1", "node-b"))}
+
+			ipt, _ := Plan(nil, Build(cfg, svcs, slices))
+			if got := strings.Contains(ipt, iptRule); got != tt.wantDrop {
+				t.Errorf("iptables: INVALID drop %v, want %v:\n%s", got, tt.wantDrop, ipt)
+			}
+			if !strings.Contains(ipt, ":SKTEST01-FORWARD - [0:0]\n") {
+				t.Errorf("iptables: no FORWARD chain:\n%s", ipt)
+			}
+			hooked := false
+			for _, h := range cfg.Hooks() {
+				hooked = hooked || (h == Hook{"filter", "FORWARD", "-j SKTEST01-FORWARD"})
+			}
+			if !hooked {
+				t.Errorf("iptables: FORWARD chain not hooked: %v", cfg.Hooks())
+			}
+
+			nft, _ := PlanNft("skiff-test", nil, BuildNft(cfg, svcs, slices))
+			if got := strings.Contains(nft, nftRule); got != tt.wantDrop {
+				t.Errorf("nftables: INVALID drop %v, want %v:\n%s", got, tt.wantDrop, nft)
+			}
+			// First in the forward hook: a packet the drop is for must not be accepted earlier.
+			if first := lineIndex(nft, "add rule ip skiff-test filter-forward "); tt.wantDrop && first != lineIndex(nft, strings.TrimSuffix(nftRule, "\n")) {
+				t.Errorf("nftables: INVALID drop is not the forward hook's first rule:\n%s", nft)
+			}
+		})
+	}
+}

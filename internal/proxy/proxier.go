@@ -81,6 +81,13 @@ func (o *Options) defaults() {
 func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 	opts.defaults()
 	log := opts.Logger
+	// Read once, as kube-proxy: the sysctl is the node's, set before the node starts.
+	if liberal, err := opts.Host.ConntrackTCPLiberal(ctx); err != nil {
+		log.Info("conntrack's TCP tracking taken as strict; INVALID packets are dropped", "err", err)
+	} else if liberal {
+		opts.ConntrackTCPLiberal = true
+		log.Info("nf_conntrack_tcp_be_liberal is set; INVALID packets are not dropped")
+	}
 	be, err := newBackend(opts)
 	if err != nil {
 		return err

@@ -31,6 +31,13 @@ type Config struct {
 	// node's own connections to the load-balancer IPs (whose source is then the IP itself) are let
 	// through, as kube-proxy.
 	NodeIP netip.Addr
+	// ConntrackTCPLiberal is the node's net.netfilter.nf_conntrack_tcp_be_liberal (Run reads it at
+	// start, as kube-proxy). Unset, forwarded packets conntrack calls INVALID are dropped: an
+	// out-of-window segment of a service connection would otherwise leave un-NATed, and the
+	// client, which does not know the endpoint's address, answers it with a RST that kills the
+	// connection (kubernetes/kubernetes#74839). Liberal tracking marks only out-of-window RSTs
+	// INVALID, so nothing needs dropping.
+	ConntrackTCPLiberal bool
 }
 
 // NodePrefix is a node's chain prefix: "SK" and six characters of a hash of key (the node's data
@@ -62,6 +69,7 @@ func (c Config) filterChain() string      { return c.chain("FILTER") }
 func (c Config) extFilterChain() string   { return c.chain("EXTFILTER") }
 func (c Config) firewallChain() string    { return c.chain("FIREWALL") }
 func (c Config) lbFirewallChain() string  { return c.chain("LBFW") }
+func (c Config) forwardChain() string     { return c.chain("FORWARD") }
 
 func (c Config) mark() string {
 	m := c.MasqueradeMark
@@ -297,6 +305,12 @@ func Build(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1
 	rs.Filter[cfg.filterChain()] = filter
 	rs.Filter[cfg.extFilterChain()] = extFilter
 	rs.Filter[cfg.lbFirewallChain()] = lbFirewall
+	// The chain is there (and hooked) either way, so a node whose sysctl changed across a restart
+	// only rewrites its content.
+	rs.Filter[cfg.forwardChain()] = []string{}
+	if !cfg.ConntrackTCPLiberal {
+		rs.Filter[cfg.forwardChain()] = []string{invalidDropRule}
+	}
 	// route_localnet lets 127.0.0.1 NodePorts be DNATed; like kube-proxy, refuse other hosts'
 	// packets to 127/8 that this opens.
 	rs.Filter[cfg.firewallChain()] = []string{
@@ -304,6 +318,9 @@ func Build(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1
 	}
 	return rs
 }
+
+// invalidDropRule drops forwarded packets conntrack calls INVALID (see Config.ConntrackTCPLiberal).
+const invalidDropRule = `-m conntrack --ctstate INVALID -m comment --comment "conntrack INVALID, kubernetes#74839" -j DROP`
 
 // svcPortBuilder writes one service port's own chains.
 type svcPortBuilder struct {

@@ -430,14 +430,14 @@ func TestBuildGoldenLocalWithSourceRanges(t *testing.T) {
 	}
 	id := hash("ns/web:http/TCP")[:12]
 	sep := func(e string) string { return "SKTEST01-SEP-" + hash(id + "/" + e)[:12] }
-	want := strings.NewReplacer("ID", id, "SEPL", sep("10.244.1.5:8080"), "SEPR", sep("10.244.2.5:8080")).Replace(`nat -A SKTEST01-EXT-ID -s 10.244.0.0/16 -j SKTEST01-SVC-ID
-nat -A SKTEST01-EXT-ID -m addrtype --src-type LOCAL -j SKTEST01-MARK-MASQ
-nat -A SKTEST01-EXT-ID -m addrtype --src-type LOCAL -j SKTEST01-SVC-ID
-nat -A SKTEST01-EXT-ID -j SKTEST01-SVL-ID
-nat -A SKTEST01-FW-ID -s 192.168.0.0/16 -j SKTEST01-EXT-ID
-nat -A SKTEST01-FW-ID -s 192.168.5.1/32 -j SKTEST01-EXT-ID
+	want := strings.NewReplacer("{ID}", id, "SEPL", sep("10.244.1.5:8080"), "SEPR", sep("10.244.2.5:8080")).Replace(`nat -A SKTEST01-EXT-{ID} -s 10.244.0.0/16 -j SKTEST01-SVC-{ID}
+nat -A SKTEST01-EXT-{ID} -m addrtype --src-type LOCAL -j SKTEST01-MARK-MASQ
+nat -A SKTEST01-EXT-{ID} -m addrtype --src-type LOCAL -j SKTEST01-SVC-{ID}
+nat -A SKTEST01-EXT-{ID} -j SKTEST01-SVL-{ID}
+nat -A SKTEST01-FW-{ID} -s 192.168.0.0/16 -j SKTEST01-EXT-{ID}
+nat -A SKTEST01-FW-{ID} -s 192.168.5.1/32 -j SKTEST01-EXT-{ID}
 nat -A SKTEST01-MARK-MASQ -j MARK --or-mark 0x4000
-nat -A SKTEST01-NODEPORTS -m comment --comment "ns/web:http" -p tcp -m tcp --dport 30080 -j SKTEST01-EXT-ID
+nat -A SKTEST01-NODEPORTS -m comment --comment "ns/web:http" -p tcp -m tcp --dport 30080 -j SKTEST01-EXT-{ID}
 nat -A SKTEST01-POSTRTG -m mark ! --mark 0x4000/0x4000 -j RETURN
 nat -A SKTEST01-POSTRTG -j MARK --xor-mark 0x4000
 nat -A SKTEST01-POSTRTG -j MASQUERADE --random-fully
@@ -445,15 +445,16 @@ nat -A SEPL -s 10.244.1.5/32 -j SKTEST01-MARK-MASQ
 nat -A SEPL -p tcp -m tcp -j DNAT --to-destination 10.244.1.5:8080
 nat -A SEPR -s 10.244.2.5/32 -j SKTEST01-MARK-MASQ
 nat -A SEPR -p tcp -m tcp -j DNAT --to-destination 10.244.2.5:8080
-nat -A SKTEST01-SERVICES -m comment --comment "ns/web:http" -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j SKTEST01-SVC-ID
-nat -A SKTEST01-SERVICES -m comment --comment "ns/web:http" -d 192.168.5.1/32 -p tcp -m tcp --dport 80 -j SKTEST01-FW-ID
+nat -A SKTEST01-SERVICES -m comment --comment "ns/web:http" -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j SKTEST01-SVC-{ID}
+nat -A SKTEST01-SERVICES -m comment --comment "ns/web:http" -d 192.168.5.1/32 -p tcp -m tcp --dport 80 -j SKTEST01-FW-{ID}
 nat -A SKTEST01-SERVICES -m addrtype --dst-type LOCAL -j SKTEST01-NODEPORTS
-nat -A SKTEST01-SVC-ID ! -s 10.244.0.0/16 -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j SKTEST01-MARK-MASQ
-nat -A SKTEST01-SVC-ID -m statistic --mode random --probability 0.5000000000 -j SEPL
-nat -A SKTEST01-SVC-ID -j SEPR
-nat -A SKTEST01-SVL-ID ! -s 10.244.0.0/16 -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j SKTEST01-MARK-MASQ
-nat -A SKTEST01-SVL-ID -j SEPL
+nat -A SKTEST01-SVC-{ID} ! -s 10.244.0.0/16 -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j SKTEST01-MARK-MASQ
+nat -A SKTEST01-SVC-{ID} -m statistic --mode random --probability 0.5000000000 -j SEPL
+nat -A SKTEST01-SVC-{ID} -j SEPR
+nat -A SKTEST01-SVL-{ID} ! -s 10.244.0.0/16 -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j SKTEST01-MARK-MASQ
+nat -A SKTEST01-SVL-{ID} -j SEPL
 filter -A SKTEST01-FILTER -d 10.96.0.0/24 -m comment --comment "service range without rules" -j REJECT --reject-with icmp-port-unreachable
+filter -A SKTEST01-FORWARD -m conntrack --ctstate INVALID -m comment --comment "conntrack INVALID, kubernetes#74839" -j DROP
 filter -A SKTEST01-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment "block incoming localnet connections" -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP
 filter -A SKTEST01-LBFW -m comment --comment "ns/web:http" -d 192.168.5.1/32 -p tcp -m tcp --dport 80 -m comment --comment "not in loadBalancerSourceRanges" -j DROP
 `)
