@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,7 +28,9 @@ const certificateUsage = `Usage:
         phase before the next. trust: a new CA (pki/ca-next.crt) is trusted beside the old one,
         which still signs; sign: the new CA signs, and every leaf of the node is re-issued by it;
         retire: the old CA is no longer trusted. The running node follows each phase from its
-        next handshake, without a restart
+        next handshake, without a restart; joined nodes take the bundle from kube-public/
+        cluster-info within a minute and, after sign, re-issue their certificates. Join tokens
+        pin the CA that signs: create new ones (skiff token create) after sign
   skiff certificate rotate-sa-key [--data-dir DIR] [--prune-retired-sa-keys]
         on a control plane: sign service-account tokens with a new key from now on, keeping the
         old public key (<data-dir>/pki/sa-retired-<kid>.pub) verifying, so issued tokens stay
@@ -162,5 +165,18 @@ func rotateCA(w io.Writer, dataDir, phase string) error {
 			fmt.Fprintf(w, "phase %s done; ca.crt trusts: %s\n", phase, strings.Join(r.Trusted, ", "))
 		}
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// Joined nodes take the bundle from the cluster at their next certificate tick (a minute).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	changed, err := cluster.PublishClusterCA(ctx, dataDir)
+	if err != nil {
+		return fmt.Errorf("%w; the node's files are done: run the same phase again to publish the bundle to joined nodes", err)
+	}
+	if changed {
+		fmt.Fprintln(w, "published ca.crt in kube-public/cluster-info; joined nodes take it within a minute")
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,6 +12,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -149,17 +153,32 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("kubelet client CAs: %w", err)
 	}
 	serverTLS := joinedKubeletTLS(serving, clientCAs)
+	tlsFiles, err := newNodeClientTLS(id)
+	if err != nil {
+		return err
+	}
 	// Every component reaches the API servers through the node-local balancer (joinlb.go); it
 	// outlives the roles, so the kubelet's last status writes still go through.
-	nodeLB, err := startJoinedLB(ctx, &cfg, id)
+	nodeLB, err := startJoinedLB(ctx, &cfg, id, tlsFiles)
 	if err != nil {
 		return fmt.Errorf("start load balancer: %w", err)
 	}
 	defer nodeLB.close()
-	restCfg := joinedRESTConfig(&cfg, id, "kubelet")
+	restCfg, err := joinedRESTConfig(&cfg, id, tlsFiles, "kubelet")
+	if err != nil {
+		return err
+	}
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return err
+	}
+	// asNode is a client config of the node for a component (its user agent).
+	asNode := func(userAgent string, run func(*rest.Config) error) error {
+		rc, err := joinedRESTConfig(&cfg, id, tlsFiles, userAgent)
+		if err != nil {
+			return err
+		}
+		return run(rc)
 	}
 	cfg.Logger.Info("skiff node joined", "node", cfg.NodeName, "roles", cfg.Roles, "server", cfg.Server, "api", cfg.LBURL())
 	roles := []role{
@@ -170,20 +189,20 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 			return runCertificates(ctx, &cfg, id, client, serving, clock.RealClock{})
 		}},
 		{name: "dns", run: func(ctx context.Context) error {
-			return runDNSAs(ctx, &cfg, prometheus.NewRegistry(), joinedRESTConfig(&cfg, id, "dns"), nil)
+			return asNode("dns", func(rc *rest.Config) error { return runDNSAs(ctx, &cfg, prometheus.NewRegistry(), rc, nil) })
 		}},
 		{name: "pod network", run: func(ctx context.Context) error {
-			return runPodNetworkAs(ctx, &cfg, joinedRESTConfig(&cfg, id, "podnet"))
+			return asNode("podnet", func(rc *rest.Config) error { return runPodNetworkAs(ctx, &cfg, rc) })
 		}},
 	}
 	if !cfg.DisableProxy {
 		roles = append(roles, role{name: "service proxy", run: func(ctx context.Context) error {
-			return runProxyAs(ctx, &cfg, prometheus.NewRegistry(), joinedRESTConfig(&cfg, id, "proxy"), nil)
+			return asNode("proxy", func(rc *rest.Config) error { return runProxyAs(ctx, &cfg, prometheus.NewRegistry(), rc, nil) })
 		}})
 	}
 	if !cfg.DisableNetworkPolicy {
 		roles = append(roles, role{name: "network policy", run: func(ctx context.Context) error {
-			return runNetworkPolicyAs(ctx, &cfg, prometheus.NewRegistry(), joinedRESTConfig(&cfg, id, "netpol"), nil)
+			return asNode("netpol", func(rc *rest.Config) error { return runNetworkPolicyAs(ctx, &cfg, prometheus.NewRegistry(), rc, nil) })
 		}})
 	}
 	return runRoles(ctx, roles, roleStopGrace, cfg.Logger)
@@ -291,12 +310,21 @@ func (s *servingCert) load(dir string, now time.Time) error {
 func runCertificates(ctx context.Context, cfg *Config, id join.Identity, client kubernetes.Interface, serving *servingCert, clk clock.WithTicker) error {
 	check := func() {
 		now := clk.Now()
-		if serving.due(now) {
+		// The cluster's CA bundle first (clusterinfo.go): after a CA rotation's sign phase the
+		// certificates the old CA signed are re-issued now, not at their renewal time.
+		renew, err := syncClusterCA(ctx, client, id, nodeLeaves(id, serving))
+		if err != nil && ctx.Err() == nil {
+			cfg.Logger.Warn("cluster CA bundle", "err", err)
+		}
+		if len(renew) > 0 {
+			cfg.Logger.Info("certificates signed by a CA that no longer signs; requesting new ones", "node", cfg.NodeName, "certificates", renew)
+		}
+		if serving.due(now) || renewsServing(renew) {
 			if err := requestServingCert(ctx, cfg, id, client, serving); err != nil && ctx.Err() == nil {
 				cfg.Logger.Warn("kubelet serving certificate", "err", err)
 			}
 		}
-		if err := renewClientCert(ctx, cfg, id, client, now); err != nil && ctx.Err() == nil {
+		if err := renewClientCert(ctx, cfg, id, client, now, slices.Contains(renew, "client")); err != nil && ctx.Err() == nil {
 			cfg.Logger.Warn("renew node client certificate", "err", err)
 		}
 	}
@@ -374,9 +402,35 @@ func servingRequest(cfg *Config, alg pki.KeyAlgorithm) join.CertificateRequest {
 	return req
 }
 
+// nodeLeaves are the joined node's certificates a CA rotation re-issues: its client certificate
+// and its serving ones (those that load).
+func nodeLeaves(id join.Identity, serving *servingCert) map[string]*x509.Certificate {
+	out := map[string]*x509.Certificate{}
+	if data, err := os.ReadFile(id.CertPath()); err == nil {
+		if c, err := pki.ParseCertificate(data); err == nil {
+			out["client"] = c
+		}
+	}
+	if certs := serving.certs.Load(); certs != nil {
+		for i, c := range *certs {
+			if c.Leaf != nil {
+				out[fmt.Sprintf("%s%d", servingLeafPrefix, i)] = c.Leaf
+			}
+		}
+	}
+	return out
+}
+
+// servingLeafPrefix names the serving pairs among nodeLeaves: they are requested together.
+const servingLeafPrefix = "serving-"
+
+func renewsServing(names []string) bool {
+	return slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, servingLeafPrefix) })
+}
+
 // renewClientCert asks for a new client certificate with the node's current one (selfnodeclient,
-// approved automatically) once the current one is due.
-func renewClientCert(ctx context.Context, cfg *Config, id join.Identity, client kubernetes.Interface, now time.Time) error {
+// approved automatically) once the current one is due, or at once when force (a CA rotation).
+func renewClientCert(ctx context.Context, cfg *Config, id join.Identity, client kubernetes.Interface, now time.Time, force bool) error {
 	data, err := os.ReadFile(id.CertPath())
 	if err != nil {
 		return err
@@ -385,7 +439,7 @@ func renewClientCert(ctx context.Context, cfg *Config, id join.Identity, client 
 	if err != nil {
 		return err
 	}
-	if !join.NeedsRenewal(cert, now) {
+	if !force && !join.NeedsRenewal(cert, now) {
 		return nil
 	}
 	certPEM, keyPEM, err := join.RequestCertificate(ctx, client, join.CertificateRequest{

@@ -57,14 +57,14 @@ func TestClientCertRenewal(t *testing.T) {
 	})
 	cfg := &Config{NodeName: "w1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	clk := clocktesting.NewFakeClock(t0.Add(79 * time.Hour))
-	if err := renewClientCert(context.Background(), cfg, id, client, clk.Now()); err != nil {
+	if err := renewClientCert(context.Background(), cfg, id, client, clk.Now(), false); err != nil {
 		t.Fatal(err)
 	}
 	if len(requests) != 0 {
 		t.Fatalf("renewed at 79%% of the certificate's life")
 	}
 	clk.Step(2 * time.Hour)
-	if err := renewClientCert(context.Background(), cfg, id, client, clk.Now()); err != nil {
+	if err := renewClientCert(context.Background(), cfg, id, client, clk.Now(), false); err != nil {
 		t.Fatal(err)
 	}
 	if len(requests) != 1 {

@@ -47,12 +47,34 @@ func joinedLBSeeds(cfg *Config) ([]string, error) {
 	return seeds, nil
 }
 
+// nodeClientTLS is what a joined node's clients present and trust, read from disk at each
+// handshake: its client certificate (renewed through CSRs) and the cluster CA bundle (which a CA
+// rotation changes; syncClusterCA writes it).
+type nodeClientTLS struct {
+	cert  *pki.KeyPairHolder
+	roots *pki.PoolHolder
+}
+
+// newNodeClientTLS loads the joined node's identity, which must be there.
+func newNodeClientTLS(id join.Identity) (*nodeClientTLS, error) {
+	cert, err := pki.NewKeyPairHolder([]pki.KeyPairFiles{{CertFile: id.CertPath(), KeyFile: id.KeyPath()}})
+	if err != nil {
+		return nil, fmt.Errorf("node client certificate: %w", err)
+	}
+	roots, err := pki.NewPoolHolder(id.CAPath())
+	if err != nil {
+		return nil, fmt.Errorf("cluster CA: %w", err)
+	}
+	return &nodeClientTLS{cert: cert, roots: roots}, nil
+}
+
 // joinedRESTConfig is a client as the node (its renewable client certificate), through its
-// balancer.
-func joinedRESTConfig(cfg *Config, id join.Identity, userAgent string) *rest.Config {
+// balancer. client-go would read the CA file once (and close every connection when the
+// certificate files change), so the transport is withRenewedClientCert's, over tlsFiles.
+func joinedRESTConfig(cfg *Config, id join.Identity, tlsFiles *nodeClientTLS, userAgent string) (*rest.Config, error) {
 	rc := id.RESTConfig(cfg.LBURL(), userAgent)
 	rc.TLSClientConfig.ServerName = lbServerName
-	return rc
+	return withRenewedClientCert(rc, tlsFiles.cert, tlsFiles.roots)
 }
 
 // joinedProbeTLS is the balancer's probe TLS for a joined node: the cluster CA bundle and the
@@ -80,7 +102,7 @@ func joinedProbeTLS(id join.Identity) (*tls.Config, error) {
 
 // startJoinedLB starts a joined node's balancer, seeded with --server and the API servers it
 // learned before, and records what it learns.
-func startJoinedLB(ctx context.Context, cfg *Config, id join.Identity) (*nodeLB, error) {
+func startJoinedLB(ctx context.Context, cfg *Config, id join.Identity, tlsFiles *nodeClientTLS) (*nodeLB, error) {
 	seeds, err := joinedLBSeeds(cfg)
 	if err != nil {
 		return nil, err
@@ -95,5 +117,9 @@ func startJoinedLB(ctx context.Context, cfg *Config, id join.Identity) (*nodeLB,
 			cfg.Logger.Warn("load balancer: record learned API servers", "path", path, "err", err)
 		}
 	}
-	return launchLB(ctx, cfg, seeds, probeTLS, joinedRESTConfig(cfg, id, "skiff-lb"), prometheus.NewRegistry(), learned)
+	rc, err := joinedRESTConfig(cfg, id, tlsFiles, "skiff-lb")
+	if err != nil {
+		return nil, err
+	}
+	return launchLB(ctx, cfg, seeds, probeTLS, rc, prometheus.NewRegistry(), learned)
 }

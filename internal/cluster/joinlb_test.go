@@ -1,12 +1,15 @@
 package cluster
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/skiff-sh/skiff/internal/join"
+	"github.com/skiff-sh/skiff/internal/pki"
 )
 
 func TestJoinedLBSeeds(t *testing.T) {
@@ -43,12 +46,31 @@ func TestJoinedLBSeeds(t *testing.T) {
 
 func TestJoinedRESTConfigGoesThroughTheBalancer(t *testing.T) {
 	cfg := &Config{BindAddress: "172.31.5.2", Server: "https://172.31.5.1:6443", WorkerConfig: WorkerConfig{LBPort: 6444}}
-	id := join.Identity{Dir: "/d/pki"}
-	rc := joinedRESTConfig(cfg, id, "kubelet")
+	id := join.Identity{Dir: t.TempDir()}
+	ca, err := pki.LoadOrCreateCA(id.Dir, "ca", "skiff-ca", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ca.EnsureLeaf(id.Dir, "kubelet-client", pki.Leaf{CommonName: "system:node:w", Client: true}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	tlsFiles, err := newNodeClientTLS(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := joinedRESTConfig(cfg, id, tlsFiles, "kubelet")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if rc.Host != "https://127.0.0.1:6444" || rc.TLSClientConfig.ServerName != lbServerName {
 		t.Errorf("host %s, server name %q: want the balancer on loopback, verified as %q", rc.Host, rc.TLSClientConfig.ServerName, lbServerName)
 	}
 	if rc.TLSClientConfig.CertFile != id.CertPath() || rc.TLSClientConfig.CAFile != id.CAPath() {
 		t.Errorf("not the node's own certificate files: %+v", rc.TLSClientConfig)
+	}
+	// The transport is skiff's: it reads the CA bundle and the certificate at each handshake.
+	tr, ok := rc.WrapTransport(nil).(*http.Transport)
+	if !ok || tr.TLSClientConfig.VerifyConnection == nil || tr.TLSClientConfig.GetClientCertificate == nil {
+		t.Errorf("the node's client does not verify against the bundle as on disk: %#v", rc.WrapTransport(nil))
 	}
 }

@@ -54,14 +54,28 @@ const ControlPlaneJoinGroup = "system:bootstrappers:skiff:control-plane"
 // --control-plane` (kubeadm's kubeadm-certs Secret plays this part).
 const ClusterKeysSecret = "skiff-cluster-keys"
 
-// JoinRoles lets control-plane join tokens read the shared keys and nothing else of kube-system.
+// ClusterInfoConfigMap is the kube-public ConfigMap with the cluster's CA bundle in a kubeconfig
+// (kubeadm's cluster-info): joined nodes read it at their certificate tick to learn a CA
+// rotation's bundle from the cluster.
+const ClusterInfoConfigMap = "cluster-info"
+
+// clusterInfoReader is kubeadm's Role for reading cluster-info.
+const clusterInfoReader = "kubeadm:bootstrap-signer-clusterinfo"
+
+// JoinRoles lets control-plane join tokens read the shared keys and nothing else of kube-system,
+// and nodes and bootstrap tokens read cluster-info.
 func JoinRoles() []rbacv1.Role {
 	r := rbacv1.Role{
 		ObjectMeta: nsMeta("kube-system", "skiff:control-plane-join"),
 		Rules:      rules(rule("get").groups(legacyGroup).resources("secrets").names(ClusterKeysSecret)),
 	}
 	r.Annotations = nil
-	return []rbacv1.Role{r}
+	info := rbacv1.Role{
+		ObjectMeta: nsMeta("kube-public", clusterInfoReader),
+		Rules:      rules(rule("get").groups(legacyGroup).resources("configmaps").names(ClusterInfoConfigMap)),
+	}
+	info.Annotations = nil
+	return []rbacv1.Role{r, info}
 }
 
 // JoinRoleBindings gives skiff's controller manager (one identity for every controller) the
@@ -72,5 +86,8 @@ func JoinRoleBindings() []rbacv1.RoleBinding {
 	b.Annotations = nil
 	cp := roleBinding("kube-system", "skiff:control-plane-join", subjects(rbacv1.GroupKind, ControlPlaneJoinGroup)...)
 	cp.Annotations = nil
-	return []rbacv1.RoleBinding{b, cp}
+	// kubeadm binds it to system:anonymous; skiff's readers are nodes and joining nodes only.
+	info := roleBinding("kube-public", clusterInfoReader, subjects(rbacv1.GroupKind, NodesGroup, BootstrappersGroup)...)
+	info.Annotations = nil
+	return []rbacv1.RoleBinding{b, cp, info}
 }
