@@ -42,6 +42,8 @@ type Report struct {
 	// Linearizability holds porcupine's result per object, for the visualization of a failure.
 	Linearizability                     []LinearizabilityResult
 	Ops, Writes, Events, Lists, Watches int
+	// Objects counts the recorded versions of control-plane objects.
+	Objects int
 }
 
 // CheckOptions bound the checks.
@@ -52,7 +54,7 @@ type CheckOptions struct {
 
 // Check runs every check on h.
 func Check(h *History, opt CheckOptions) Report {
-	r := Report{Ops: len(h.Ops), Lists: len(h.Lists), Watches: len(h.Watches)}
+	r := Report{Ops: len(h.Ops), Lists: len(h.Lists), Watches: len(h.Watches), Objects: len(h.Objects)}
 	for _, op := range h.Ops {
 		if op.Kind.IsWrite() {
 			r.Writes++
@@ -93,6 +95,7 @@ func Check(h *History, opt CheckOptions) Report {
 	}
 	r.Violations = append(r.Violations, checkFinal(h)...)
 	r.Violations = append(r.Violations, checkWatchProgress(h)...)
+	r.Violations = append(r.Violations, CheckControlPlane(h)...)
 	return r
 }
 

@@ -70,8 +70,11 @@ type Node struct {
 	// Join are the flags of a joining member (--server, --token); dropped after the first start,
 	// as a restarted member has its keys and its etcd data.
 	Join []string
-	cmd  *exec.Cmd
-	done chan struct{}
+	// Cgroup is the cgroup (v2) directory the process starts in ("": the test's own), which
+	// partitions tell the nodes apart by.
+	Cgroup string
+	cmd    *exec.Cmd
+	done   chan struct{}
 }
 
 // NewNode prepares a node in dataDir on addr, with ports from p (a joining node shares the
@@ -110,6 +113,17 @@ func (n *Node) Start() error {
 	}
 	n.cmd = exec.Command(n.Bin, n.args()...)
 	n.cmd.Stdout, n.cmd.Stderr = logFile, logFile
+	if n.Cgroup != "" {
+		// Started inside its cgroup (clone3 CLONE_INTO_CGROUP), so every socket it ever opens
+		// belongs to it.
+		dir, err := os.Open(n.Cgroup)
+		if err != nil {
+			logFile.Close()
+			return fmt.Errorf("node %s cgroup: %w", n.Name, err)
+		}
+		defer dir.Close()
+		n.cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
+	}
 	if err := n.cmd.Start(); err != nil {
 		logFile.Close()
 		return fmt.Errorf("start node %s: %w", n.Name, err)

@@ -2,6 +2,7 @@ package robustness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -27,6 +28,12 @@ const (
 	// FaultCompact: etcd compaction to the current revision and a defragmentation, while the
 	// watches run (a watch resumed from before it gets 410 and relists).
 	FaultCompact FaultKind = "compact"
+	// FaultPartition: one node cut off from the others both ways for PauseMin-PauseMax
+	// (partition.go), then healed.
+	FaultPartition FaultKind = "partition"
+	// FaultPartitionOneWay: everything one node sends to the others lost, what they send still
+	// arriving, for PauseMin-PauseMax.
+	FaultPartitionOneWay FaultKind = "partition-oneway"
 )
 
 // PlannedFault is one fault of a schedule.
@@ -62,7 +69,7 @@ func Schedule(c ScheduleConfig) []PlannedFault {
 	for {
 		f := PlannedFault{At: at, Kind: c.Kind, Node: rng.IntN(max(c.Nodes, 1))}
 		switch c.Kind {
-		case FaultPause:
+		case FaultPause, FaultPartition, FaultPartitionOneWay:
 			f.Length = c.PauseMin + time.Duration(rng.Int64N(int64(c.PauseMax-c.PauseMin)+1))
 		case FaultCompact:
 		default:
@@ -80,6 +87,9 @@ func Schedule(c ScheduleConfig) []PlannedFault {
 type Cluster struct {
 	Nodes []*Node
 	Clock clock.WithTicker
+	// Cgroups and Partitions are set for partition scenarios: every node runs in its own cgroup.
+	Cgroups    *Cgroups
+	Partitions *Partitions
 }
 
 // target resolves a fault's node: the etcd leader's or the Lease holder's at the time.
@@ -127,6 +137,9 @@ func (c *Cluster) Inject(ctx context.Context, f PlannedFault) (string, error) {
 		return string(f.Kind), err
 	}
 	name := fmt.Sprintf("%s %s", f.Kind, n.Name)
+	if f.Kind == FaultPartition || f.Kind == FaultPartitionOneWay {
+		return name, c.partition(ctx, n, f)
+	}
 	if f.Kind == FaultPause {
 		if err := n.Pause(); err != nil {
 			return name, err
@@ -178,4 +191,29 @@ func (c *Cluster) compact(ctx context.Context) error {
 		return nil
 	}
 	return fmt.Errorf("no running node to compact through")
+}
+
+// partition cuts n off for the fault's length, heals the cut and waits for n to serve again.
+func (c *Cluster) partition(ctx context.Context, n *Node, f PlannedFault) error {
+	if c.Cgroups == nil || c.Partitions == nil {
+		return fmt.Errorf("%s: the cluster's nodes run in no cgroups of their own", f.Kind)
+	}
+	p := PartitionPlan{OneWay: f.Kind == FaultPartitionOneWay}
+	for i, m := range c.Nodes {
+		if m == n {
+			p.Target = i
+		}
+		p.Nodes = append(p.Nodes, c.Cgroups.Ref(m.Cgroup))
+	}
+	table, err := c.Partitions.Cut(ctx, p)
+	if err != nil {
+		return errors.Join(err, c.Partitions.Heal(table))
+	}
+	c.sleep(ctx, f.Length)
+	if err := c.Partitions.Heal(table); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	return n.WaitReady(wctx, c.Clock)
 }

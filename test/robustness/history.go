@@ -167,6 +167,11 @@ type History struct {
 	Informers []InformerState `json:"informers,omitempty"`
 	// Final is a consistent LIST made after traffic stopped and the cluster recovered.
 	Final *List `json:"final,omitempty"`
+	// Objects are the versions of control-plane objects (the run's pods and ReplicaSets,
+	// kube-system's Leases) that watches and LISTs delivered, for the control-plane invariants;
+	// ObjectGaps the revisions their record may lack.
+	Objects    []ObjectVersion `json:"objects,omitempty"`
+	ObjectGaps []RecordGap     `json:"objectGaps,omitempty"`
 }
 
 // FaultRecord is one injected fault.

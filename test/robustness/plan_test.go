@@ -12,11 +12,17 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 )
 
 func TestSchedule(t *testing.T) {
@@ -163,5 +169,153 @@ func TestClientRecordsOutcomes(t *testing.T) {
 	}
 	if h := log.History(0, nil, nil); len(h.Ops) != len(want) {
 		t.Errorf("history holds %d calls, want %d", len(h.Ops), len(want))
+	}
+}
+
+func TestPartitionScript(t *testing.T) {
+	nodes := []CgroupRef{{Path: "unified/rb/rb-1", Level: 2}, {Path: "unified/rb/rb-2", Level: 2}, {Path: "unified/rb/rb-3", Level: 2}}
+	marks := []string{
+		`socket cgroupv2 level 2 "unified/rb/rb-1" meta mark set 0x52420001`,
+		`socket cgroupv2 level 2 "unified/rb/rb-2" meta mark set 0x52420002`,
+		`socket cgroupv2 level 2 "unified/rb/rb-3" meta mark set 0x52420003`,
+	}
+	for _, tc := range []struct {
+		name   string
+		plan   PartitionPlan
+		drops  []string
+		absent []string
+	}{
+		{"both ways", PartitionPlan{Table: "t-1", Nodes: nodes, Target: 1}, []string{
+			`meta mark 0x52420002 socket cgroupv2 level 2 "unified/rb/rb-1" drop`,
+			`meta mark 0x52420001 socket cgroupv2 level 2 "unified/rb/rb-2" drop`,
+			`meta mark 0x52420002 socket cgroupv2 level 2 "unified/rb/rb-3" drop`,
+			`meta mark 0x52420003 socket cgroupv2 level 2 "unified/rb/rb-2" drop`,
+		}, []string{`meta mark 0x52420001 socket cgroupv2 level 2 "unified/rb/rb-3" drop`}},
+		{"one way: only what the target sends", PartitionPlan{Table: "t-2", Nodes: nodes, Target: 0, OneWay: true}, []string{
+			`meta mark 0x52420001 socket cgroupv2 level 2 "unified/rb/rb-2" drop`,
+			`meta mark 0x52420001 socket cgroupv2 level 2 "unified/rb/rb-3" drop`,
+		}, []string{`meta mark 0x52420002 socket cgroupv2 level 2 "unified/rb/rb-1" drop`, `meta mark 0x52420003 socket cgroupv2 level 2 "unified/rb/rb-1" drop`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := partitionScript(tc.plan)
+			if !strings.HasPrefix(s, "table inet "+tc.plan.Table+" {") {
+				t.Errorf("script does not create its own table %s:\n%s", tc.plan.Table, s)
+			}
+			for _, want := range append(append([]string(nil), marks...), tc.drops...) {
+				if !strings.Contains(s, want+"\n") {
+					t.Errorf("script lacks %q:\n%s", want, s)
+				}
+			}
+			for _, no := range tc.absent {
+				if strings.Contains(s, no) {
+					t.Errorf("script has %q:\n%s", no, s)
+				}
+			}
+			if got := strings.Count(s, " drop\n"); got != len(tc.drops) {
+				t.Errorf("%d drop rules, want %d:\n%s", got, len(tc.drops), s)
+			}
+		})
+	}
+}
+
+func TestCgroup2MountOf(t *testing.T) {
+	for _, tc := range []struct {
+		line, want string
+		ok         bool
+	}{
+		{"35 25 0:30 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 cgroup2 rw,nsdelegate", "/sys/fs/cgroup/unified", true},
+		{"31 24 0:27 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw", "/sys/fs/cgroup", true},
+		{"36 25 0:31 / /sys/fs/cgroup/memory rw,relatime shared:11 - cgroup cgroup rw,memory", "/sys/fs/cgroup/memory", false},
+		{"garbage", "", false},
+	} {
+		got, ok := cgroup2MountOf(tc.line)
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("cgroup2MountOf(%q) = %q, %v; want %q, %v", tc.line, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestCgroupRef(t *testing.T) {
+	for _, tc := range []struct {
+		mount, dir string
+		want       CgroupRef
+	}{
+		{"/sys/fs/cgroup/unified", "/sys/fs/cgroup/unified/rb/rb-2", CgroupRef{Path: "unified/rb/rb-2", Level: 2}},
+		{"/sys/fs/cgroup", "/sys/fs/cgroup/rb/rb-2", CgroupRef{Path: "rb/rb-2", Level: 2}},
+	} {
+		c := &Cgroups{mount: tc.mount}
+		if got := c.Ref(tc.dir); got != tc.want {
+			t.Errorf("Ref(%s) under %s = %+v, want %+v", tc.dir, tc.mount, got, tc.want)
+		}
+	}
+}
+
+func TestPlanWorkload(t *testing.T) {
+	for _, tc := range []struct {
+		draw float64
+		size int
+		want workloadStep
+	}{
+		{0.1, 3, workloadStep{Target: workloadDeployment, Replicas: 3}},
+		{0.5, 3, workloadStep{Target: workloadDeployment, Rollout: true}},
+		{0.9, 0, workloadStep{Target: workloadReplicaSet, Replicas: 0}},
+	} {
+		if got := planWorkload(tc.draw, tc.size); got != tc.want {
+			t.Errorf("planWorkload(%v, %d) = %+v, want %+v", tc.draw, tc.size, got, tc.want)
+		}
+	}
+}
+
+// TestRelistedDeletesWhatALISTLacks: after a watch could not resume, an object the new LIST lacks
+// was deleted while nobody watched; its deletion is placed at the LIST's resourceVersion.
+func TestRelistedDeletesWhatALISTLacks(t *testing.T) {
+	known := map[string]ObjectVersion{
+		"a": {Kind: KindPod, Namespace: "ns", Name: "pa", UID: "a", RV: 5, Active: true, Owner: "rs"},
+		"b": {Kind: KindPod, Namespace: "ns", Name: "pb", UID: "b", RV: 6, Active: true, Owner: "rs"},
+	}
+	items := []ObjectVersion{{Kind: KindPod, Namespace: "ns", Name: "pa", UID: "a", RV: 9, Active: true, Owner: "rs"}}
+	got := relisted(known, items, KindPod, 12)
+	want := []ObjectVersion{items[0], {Kind: KindPod, Namespace: "ns", Name: "pb", UID: "b", RV: 12, Deleted: true, Owner: "rs"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) || got[1] != want[1] {
+		t.Fatalf("relisted = %+v, want %+v", got, want)
+	}
+}
+
+func TestVersionOf(t *testing.T) {
+	now := metav1.NewTime(time.Unix(100, 0))
+	micro := metav1.NewMicroTime(time.Unix(200, 5))
+	owner := []metav1.OwnerReference{{UID: "rs-uid", Controller: ptr.To(true)}, {UID: "other"}}
+	for _, tc := range []struct {
+		name string
+		obj  runtime.Object
+		want ObjectVersion
+	}{
+		{"running pod", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u", ResourceVersion: "7", OwnerReferences: owner},
+			Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}},
+			ObjectVersion{Kind: KindPod, Namespace: "ns", Name: "p", UID: "u", RV: 7, NodeName: "n1", Active: true, Owner: "rs-uid"}},
+		{"terminating pod", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u", ResourceVersion: "8", DeletionTimestamp: &now}},
+			ObjectVersion{Kind: KindPod, Name: "p", UID: "u", RV: 8}},
+		{"finished pod", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u", ResourceVersion: "9"}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded}},
+			ObjectVersion{Kind: KindPod, Name: "p", UID: "u", RV: 9}},
+		{"replicaset", &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "r", ResourceVersion: "10", Generation: 3},
+			Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](4)}, Status: appsv1.ReplicaSetStatus{ObservedGeneration: 2}},
+			ObjectVersion{Kind: KindReplicaSet, Name: "r", UID: "r", RV: 10, Replicas: 4, Generation: 3, ObservedGeneration: 2}},
+		{"lease", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l", UID: "l", ResourceVersion: "11"},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("rb-1_42"), AcquireTime: &micro, RenewTime: &micro, LeaseDurationSeconds: ptr.To[int32](15)}},
+			ObjectVersion{Kind: KindLease, Name: "l", UID: "l", RV: 11, Holder: "rb-1_42", AcquireTime: micro.UnixNano(), RenewTime: micro.UnixNano(), LeaseSeconds: 15}},
+		{"API server identity lease", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "apiserver-x", UID: "i", ResourceVersion: "12",
+			Labels: map[string]string{identityLeaseLabel: "kube-apiserver"}}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("apiserver-x_1")}},
+			ObjectVersion{}},
+	} {
+		got, ok := versionOf(tc.obj)
+		if tc.want == (ObjectVersion{}) {
+			if ok {
+				t.Errorf("%s: versionOf kept %+v", tc.name, got)
+			}
+			continue
+		}
+		if !ok || got != tc.want {
+			t.Errorf("%s: versionOf = %+v, %v; want %+v", tc.name, got, ok, tc.want)
+		}
 	}
 }

@@ -11,8 +11,8 @@ import (
 
 // Summary is one line for the log and the README table.
 func (r Report) Summary() string {
-	return fmt.Sprintf("%d calls (%d writes), %d watch streams with %d events, %d LISTs: %d violations",
-		r.Ops, r.Writes, r.Watches, r.Events, r.Lists, len(r.Violations))
+	return fmt.Sprintf("%d calls (%d writes), %d watch streams with %d events, %d LISTs, %d control-plane object versions: %d violations",
+		r.Ops, r.Writes, r.Watches, r.Events, r.Lists, r.Objects, len(r.Violations))
 }
 
 // WriteReport keeps what a failing run needs to be understood: the history (JSON), the

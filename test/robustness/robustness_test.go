@@ -86,7 +86,7 @@ func runScenario(t *testing.T, bin string, s Scenario, duration time.Duration) {
 	clk := clock.RealClock{}
 	ctx, cancel := context.WithTimeout(context.Background(), duration+10*time.Minute)
 	defer cancel()
-	cl := startCluster(t, ctx, bin, s.Nodes, seed, clk)
+	cl := startCluster(t, ctx, bin, s, seed, clk)
 	// Pauses of 5-30 s, the longest a third of the run so that a short run has some.
 	pause := ScheduleConfig{Kind: s.Fault, Nodes: s.Nodes, Duration: duration, Warmup: 3 * time.Second,
 		Cooldown: 3 * time.Second, Gap: 4 * time.Second, PauseMin: 5 * time.Second, PauseMax: max(5*time.Second, min(30*time.Second, duration/3)), Seed: seed}
@@ -113,6 +113,11 @@ func runScenario(t *testing.T, bin string, s Scenario, duration time.Duration) {
 	if r.Writes == 0 || r.Events == 0 {
 		t.Errorf("the run recorded %d writes and %d watch events: no traffic to check", r.Writes, r.Events)
 	}
+	oc := CountObjects(h.Objects)
+	t.Logf("control plane: %d pods (%d bound), %d ReplicaSet versions, %d Lease versions, %d gaps", oc.Pods, oc.Bound, oc.ReplicaSetVersions, oc.LeaseVersions, len(h.ObjectGaps))
+	if oc.Bound == 0 || oc.LeaseVersions == 0 {
+		t.Errorf("the control-plane record has %d bound pods and %d Lease versions: nothing to judge", oc.Bound, oc.LeaseVersions)
+	}
 	if len(r.Violations) == 0 && !*flagKeep {
 		return
 	}
@@ -137,20 +142,49 @@ func runScenario(t *testing.T, bin string, s Scenario, duration time.Duration) {
 
 // startCluster starts one node, or three stacked control planes on 127.0.0.2-4 sharing port
 // numbers (the second and third join with a control-plane token, as in the e2e HA tests).
-func startCluster(t *testing.T, ctx context.Context, bin string, nodes int, seed uint64, clk clock.WithTicker) *Cluster {
+func startCluster(t *testing.T, ctx context.Context, bin string, s Scenario, seed uint64, clk clock.WithTicker) *Cluster {
 	t.Helper()
+	nodes := s.Nodes
 	ports := NewPorts(seed)
 	cl := &Cluster{Clock: clk}
+	if s.Fault == FaultPartition || s.Fault == FaultPartitionOneWay {
+		// Removed last: after the nodes have stopped (cleanups run in reverse).
+		name := fmt.Sprintf("skiff-robustness-%d-%d", os.Getpid(), seed%1e6)
+		cg, err := NewCgroups(name)
+		if err != nil {
+			t.Fatalf("partitions need a cgroup per node: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := cg.Remove(); err != nil {
+				t.Errorf("remove cgroups: %v", err)
+			}
+		})
+		cl.Cgroups, cl.Partitions = cg, NewPartitions(name)
+	}
+	newNode := func(name, addr string, like *Node) *Node {
+		n, err := NewNode(bin, filepath.Join(t.TempDir(), name), name, addr, ports, like)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cl.Cgroups != nil {
+			if n.Cgroup, err = cl.Cgroups.Node(name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return n
+	}
 	addr := "127.0.0.1"
 	if nodes > 1 {
 		addr = "127.0.0.2"
 	}
-	first, err := NewNode(bin, filepath.Join(t.TempDir(), "n1"), "rb-1", addr, ports, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := newNode("rb-1", addr, nil)
 	cl.Nodes = append(cl.Nodes, first)
 	t.Cleanup(func() {
+		if cl.Partitions != nil {
+			if err := cl.Partitions.HealAll(); err != nil {
+				t.Errorf("heal partitions: %v", err)
+			}
+		}
 		for _, n := range cl.Nodes {
 			n.Stop()
 		}
@@ -165,10 +199,7 @@ func startCluster(t *testing.T, ctx context.Context, bin string, nodes int, seed
 	}
 	token := strings.TrimSpace(string(out))
 	for i := 2; i <= nodes; i++ {
-		n, err := NewNode(bin, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), fmt.Sprintf("rb-%d", i), fmt.Sprintf("127.0.0.%d", i+1), ports, first)
-		if err != nil {
-			t.Fatal(err)
-		}
+		n := newNode(fmt.Sprintf("rb-%d", i), fmt.Sprintf("127.0.0.%d", i+1), first)
 		n.Join = []string{"--server", fmt.Sprintf("https://%s:%d", first.Addr, first.HTTPSPort), "--token", token}
 		cl.Nodes = append(cl.Nodes, n)
 		startNode(t, ctx, n, clk)

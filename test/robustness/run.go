@@ -33,6 +33,8 @@ func Scenarios() []Scenario {
 		{Name: "ha-kill-lease-holder", Nodes: 3, Fault: FaultKillLeaseHolder},
 		{Name: "ha-pause", Nodes: 3, Fault: FaultPause},
 		{Name: "ha-compact", Nodes: 3, Fault: FaultCompact},
+		{Name: "ha-partition", Nodes: 3, Fault: FaultPartition},
+		{Name: "ha-partition-oneway", Nodes: 3, Fault: FaultPartitionOneWay},
 	}
 }
 
@@ -87,6 +89,18 @@ func Run(ctx context.Context, c RunConfig) (*History, error) {
 	if _, err := eps[0].cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create namespace %s: %w", ns, err)
 	}
+	wcfg, err := failoverConfig(c.Cluster.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	wcs, err := kubernetes.NewForConfig(wcfg)
+	if err != nil {
+		return nil, fmt.Errorf("workload client: %w", err)
+	}
+	wl, err := StartWorkload(ctx, wcs, ns, clk, c.Logger)
+	if err != nil {
+		return nil, err
+	}
 	log := NewLog(c.Scenario.Name, clk)
 	var clients, watchers []*Client
 	var informers []*Informer
@@ -98,6 +112,7 @@ func Run(ctx context.Context, c RunConfig) (*History, error) {
 	}
 	start := clients[0].List(ctx, "", "", 0)
 	if start.Outcome != OutcomeOK {
+		wl.Stop()
 		return nil, fmt.Errorf("initial LIST: %s", start.Reason)
 	}
 	observe, stopObserving := context.WithCancel(ctx)
@@ -112,6 +127,7 @@ func Run(ctx context.Context, c RunConfig) (*History, error) {
 	for _, cl := range clients {
 		load.Go(func() { cl.Run(traffic, c.Traffic, clk) })
 	}
+	load.Go(func() { wl.Drive(traffic, c.Traffic.Seed) })
 	c.Logger.Info("traffic started", "scenario", c.Scenario.Name, "namespace", ns, "clients", len(clients), "startRV", start.RV)
 	// A fault starts at its planned time, or a gap after the previous one recovered if that took
 	// longer; none starts in the cooldown. It runs on ctx, not traffic: a node being restarted
@@ -142,7 +158,9 @@ func Run(ctx context.Context, c RunConfig) (*History, error) {
 	if err != nil {
 		stopObserving()
 		observers.Wait()
-		return log.History(start.RV, nil, nil), err
+		h := log.History(start.RV, nil, nil)
+		h.Objects, h.ObjectGaps = wl.Stop()
+		return h, err
 	}
 	var watcherIDs []int
 	for _, w := range watchers {
@@ -151,7 +169,9 @@ func Run(ctx context.Context, c RunConfig) (*History, error) {
 	states := converge(ctx, clk, informers, final.Items, func() bool { return log.CaughtUp(watcherIDs) })
 	stopObserving()
 	observers.Wait()
-	return log.History(start.RV, &final, states), nil
+	h := log.History(start.RV, &final, states)
+	h.Objects, h.ObjectGaps = wl.Stop()
+	return h, nil
 }
 
 // recoverCluster restarts what a fault left down, waits for every node, and takes the final
