@@ -70,41 +70,14 @@ func RunNode(ctx context.Context, o NodeOptions) error {
 	svcs := f.Core().V1().Services()
 	slices := f.Discovery().V1().EndpointSlices()
 	secrets := tlsOnly.Core().V1().Secrets()
-	dirty := make(chan struct{}, 1)
-	nudge := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { poke(dirty) },
-		UpdateFunc: func(any, any) { poke(dirty) },
-		DeleteFunc: func(any) { poke(dirty) },
-	}
-	for _, inf := range []cache.SharedIndexInformer{classes.Informer(), ings.Informer(), svcs.Informer(), slices.Informer(), secrets.Informer()} {
-		if _, err := inf.AddEventHandler(nudge); err != nil {
-			return fmt.Errorf("ingress informers: %w", err)
-		}
-	}
-	f.Start(ctx.Done())
-	tlsOnly.Start(ctx.Done())
 	defer f.Shutdown()
 	defer tlsOnly.Shutdown()
-	for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("ingress informers: %v did not sync", typ)
-		}
+	dirty, err := watch(ctx, []informers.SharedInformerFactory{f, tlsOnly},
+		classes.Informer(), ings.Informer(), svcs.Informer(), slices.Informer(), secrets.Informer())
+	if err != nil {
+		return fmt.Errorf("ingress informers: %w", err)
 	}
-	for typ, ok := range tlsOnly.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("ingress informers: %v did not sync", typ)
-		}
-	}
-	poke(dirty)
-	var retry <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-dirty:
-		case <-retry:
-		}
-		retry = nil
+	return syncLoop(ctx, dirty, o.Clock, o.RetryPeriod, func() error {
 		in := Input{HTTPPort: o.HTTPPort, HTTPSPort: o.HTTPSPort, DefaultCertificate: dflt}
 		in.Classes, _ = classes.Lister().List(labels.Everything())
 		in.Ingresses, _ = ings.Lister().List(labels.Everything())
@@ -116,8 +89,55 @@ func RunNode(ctx context.Context, o NodeOptions) error {
 			o.Logger.Debug("ingress not fully served", "ingress", p.Namespace+"/"+p.Name, "problem", p.Message)
 		}
 		if err := o.Set(t); err != nil {
-			o.Logger.Warn("data plane refused part of the ingress table; retrying", "err", err, "retry", o.RetryPeriod)
-			retry = o.Clock.After(o.RetryPeriod)
+			return fmt.Errorf("data plane refused part of the ingress table: %w", err)
+		}
+		return nil
+	}, o.Logger)
+}
+
+// watch starts the factories with every informer's events poking the returned channel (one
+// poke already in it) and waits for their caches; the caller shuts the factories down.
+func watch(ctx context.Context, factories []informers.SharedInformerFactory, infs ...cache.SharedIndexInformer) (chan struct{}, error) {
+	dirty := make(chan struct{}, 1)
+	nudge := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { poke(dirty) },
+		UpdateFunc: func(any, any) { poke(dirty) },
+		DeleteFunc: func(any) { poke(dirty) },
+	}
+	for _, inf := range infs {
+		if _, err := inf.AddEventHandler(nudge); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range factories {
+		f.Start(ctx.Done())
+	}
+	for _, f := range factories {
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return nil, fmt.Errorf("%v did not sync", typ)
+			}
+		}
+	}
+	poke(dirty)
+	return dirty, nil
+}
+
+// syncLoop runs sync at every poke of dirty until ctx ends; a failed sync runs again after
+// retry (changes in between fold into that run).
+func syncLoop(ctx context.Context, dirty chan struct{}, clk clock.Clock, retry time.Duration, sync func() error, log *slog.Logger) error {
+	var again <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-dirty:
+		case <-again:
+		}
+		again = nil
+		if err := sync(); err != nil {
+			log.Warn("sync failed; retrying", "err", err, "retry", retry)
+			again = clk.After(retry)
 		}
 	}
 }
@@ -187,42 +207,17 @@ func statusTerm(ctx context.Context, o *StatusOptions) error {
 	classes := f.Networking().V1().IngressClasses()
 	ings := f.Networking().V1().Ingresses()
 	nodes := f.Core().V1().Nodes()
-	dirty := make(chan struct{}, 1)
-	nudge := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { poke(dirty) },
-		UpdateFunc: func(any, any) { poke(dirty) },
-		DeleteFunc: func(any) { poke(dirty) },
-	}
-	for _, inf := range []cache.SharedIndexInformer{classes.Informer(), ings.Informer(), nodes.Informer()} {
-		if _, err := inf.AddEventHandler(nudge); err != nil {
-			return fmt.Errorf("ingress status informers: %w", err)
-		}
-	}
-	f.Start(ctx.Done())
 	defer f.Shutdown()
-	for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("ingress status informers: %v did not sync", typ)
-		}
+	dirty, err := watch(ctx, []informers.SharedInformerFactory{f}, classes.Informer(), ings.Informer(), nodes.Informer())
+	if err != nil {
+		return fmt.Errorf("ingress status informers: %w", err)
 	}
-	poke(dirty)
-	var retry <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-dirty:
-		case <-retry:
-		}
-		retry = nil
+	return syncLoop(ctx, dirty, o.Clock, 2*time.Second, func() error {
 		cl, _ := classes.Lister().List(labels.Everything())
 		il, _ := ings.Lister().List(labels.Everything())
 		nl, _ := nodes.Lister().List(labels.Everything())
-		if err := syncStatus(ctx, o, cl, il, nl); err != nil {
-			o.Logger.Warn("ingress status sync failed; retrying", "err", err)
-			retry = o.Clock.After(2 * time.Second)
-		}
-	}
+		return syncStatus(ctx, o, cl, il, nl)
+	}, o.Logger)
 }
 
 func syncStatus(ctx context.Context, o *StatusOptions, cl []*networkingv1.IngressClass, il []*networkingv1.Ingress, nl []*corev1.Node) error {

@@ -6,8 +6,8 @@
 // saying which Ingresses are skiff's (ingressClassName naming a class of controller
 // skiff.sh/ingress, or unset while that class is the default, or no class is default at all);
 // PlanClass decides whether the `skiff` IngressClass must be created; LoadBalancerStatus is the
-// status.loadBalancer every served Ingress gets (the addresses of the nodes running the data
-// plane). NodeController runs on every worker: it watches those objects and hands each new table
+// status.loadBalancer every served Ingress gets (the addresses of the nodes labelled as running
+// the data plane). NodeController runs on every worker: it watches those objects and hands each new table
 // to the data plane. StatusController runs in the control plane, leader-elected: it creates the
 // class and writes the status.
 //

@@ -9,18 +9,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// WorkerRoleLabel marks the nodes that run the data plane (every worker runs it).
-const WorkerRoleLabel = "node-role.kubernetes.io/worker"
+// NodeLabel, "true", marks the nodes that run the data plane; the node that runs it sets it
+// (and removes it when its ports are turned off).
+const NodeLabel = "node.skiff.sh/ingress"
 
 // LoadBalancerStatus is the status.loadBalancer of every Ingress skiff serves: the addresses of
-// the nodes that run the data plane (the workers), as the local cloud provider gives
+// the nodes that run the data plane (NodeLabel), as the local cloud provider gives
 // LoadBalancer Services the nodes' addresses. A node's ExternalIPs are preferred to its
 // InternalIPs; a node being deleted is left out.
 func LoadBalancerStatus(nodes []*corev1.Node) networkingv1.IngressLoadBalancerStatus {
 	seen := map[netip.Addr]bool{}
 	var addrs []netip.Addr
 	for _, n := range nodes {
-		if _, ok := n.Labels[WorkerRoleLabel]; !ok || n.DeletionTimestamp != nil {
+		if n.Labels[NodeLabel] != "true" || n.DeletionTimestamp != nil {
 			continue
 		}
 		for _, a := range nodeAddresses(n) {

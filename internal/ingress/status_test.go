@@ -14,7 +14,7 @@ import (
 func node(name string, worker bool, addrs ...corev1.NodeAddress) *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}, Status: corev1.NodeStatus{Addresses: addrs}}
 	if worker {
-		n.Labels[WorkerRoleLabel] = ""
+		n.Labels[NodeLabel] = "true"
 	}
 	return n
 }
