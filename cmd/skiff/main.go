@@ -151,6 +151,8 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.BoolVar(&cfg.DisableNetworkPolicy, "disable-network-policy", false, "do not enforce NetworkPolicy on this worker (for a cluster that runs another policy agent)")
 	fs.BoolVar(&cfg.NetworkPolicyLog, "network-policy-log", false, "log every packet a NetworkPolicy drops (at most 10 a second, kernel log, prefix \"skiff-netpol\")")
 	fs.StringVar(&cfg.ProxyMode, "proxy-mode", "nftables", "the service proxy's backend: nftables (one table of the node's own, ip skiff-<prefix>) or iptables (chains <prefix>-* hooked into the built-in chains)")
+	fs.IntVar(&cfg.IngressHTTPPort, "ingress-http-port", 80, "port of the bind address a worker's built-in HTTP data plane serves Ingresses on, in cleartext; 0: off")
+	fs.IntVar(&cfg.IngressHTTPSPort, "ingress-https-port", 443, "port of the bind address a worker's built-in HTTP data plane serves Ingresses on over TLS (certificates from the Ingresses' Secrets, by SNI); 0: off")
 	fs.IntVar(&cfg.ProxyHealthzPort, "proxy-healthz-port", 0, "serve the service proxy's /healthz and /livez on this port of the bind address (kube-proxy uses 10256); 0: off")
 	fs.BoolVar(&cfg.DisableScheduler, "disable-scheduler", false, "do not run skiff's scheduler on this control-plane node (e.g. to run upstream kube-scheduler instead)")
 	fs.BoolVar(&cfg.DisableControllerManager, "disable-controller-manager", false, "do not run skiff's controller manager on this control-plane node (e.g. to run upstream kube-controller-manager instead)")

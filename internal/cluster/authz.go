@@ -336,6 +336,12 @@ func labelNodeRoles(ctx context.Context, client kubernetes.Interface, nodeName s
 	for _, r := range roles {
 		labels["node-role.kubernetes.io/"+r] = ""
 	}
+	patchNodeLabels(ctx, client, nodeName, labels, log)
+}
+
+// patchNodeLabels sets labels on nodeName's Node (a nil value removes the label) with client,
+// retrying until the kubelet has registered the Node or ctx ends.
+func patchNodeLabels(ctx context.Context, client kubernetes.Interface, nodeName string, labels map[string]any, log *slog.Logger) {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
 	if err != nil {
 		log.Error("node role labels", "node", nodeName, "err", err)

@@ -198,6 +198,7 @@ func (n *Node) runRoles(ctx context.Context) error {
 				return nil
 			}})
 		roles = append(roles, n.manifestsRole())
+		roles = append(roles, n.ingressStatusRole())
 	}
 	if n.cfg.HasRole(RoleWorker) || n.cfg.ControlPlaneKubelet {
 		// A worker that also runs the API server gives the kubelet, service proxy and DNS informers
@@ -227,6 +228,7 @@ func (n *Node) runRoles(ctx context.Context) error {
 				return runProxy(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess.Only(proxyResources()...))
 			}})
 		}
+		roles = append(roles, n.ingressRoles()...)
 		if !n.cfg.DisableNetworkPolicy {
 			roles = append(roles, role{name: "network policy", run: func(ctx context.Context) error {
 				return runNetworkPolicy(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess.Only(netpolResources()...))

@@ -243,6 +243,11 @@ type NetworkConfig struct {
 	// ProxyHealthzPort, when not 0, serves the service proxy's /healthz and /livez on the bind
 	// address (kube-proxy's port is 10256).
 	ProxyHealthzPort int
+	// IngressHTTPPort and IngressHTTPSPort are the ports of a worker's built-in HTTP data plane
+	// (Ingress) on the bind address; 0 leaves that port off, both 0 the data plane. Zero in a
+	// Config built in code: the command's flags default them to 80 and 443.
+	IngressHTTPPort  int
+	IngressHTTPSPort int
 	// ProxyMode is the service proxy's backend: nftables (the default) or iptables.
 	ProxyMode string
 	// CNIBridge is the bridge the kubelet's pods attach to, also used as the CNI network name (so
@@ -429,10 +434,28 @@ func validatePort(flag string, port, min int) error {
 	return nil
 }
 
+// validateIngressPorts checks the data plane's ports: in range, 0 for off, not one port for both.
+func (c NetworkConfig) validateIngressPorts() []error {
+	var errs []error
+	for _, p := range []struct {
+		flag string
+		port int
+	}{{"--ingress-http-port", c.IngressHTTPPort}, {"--ingress-https-port", c.IngressHTTPSPort}} {
+		if err := validatePort(p.flag, p.port, 0); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.IngressHTTPPort != 0 && c.IngressHTTPPort == c.IngressHTTPSPort {
+		errs = append(errs, fmt.Errorf("--ingress-http-port and --ingress-https-port are both %d: HTTP and HTTPS need a port each", c.IngressHTTPPort))
+	}
+	return errs
+}
+
 // Validate checks the network part: the CNI plugin, the service CIDR, cluster DNS and the proxy's
 // mode.
 func (c NetworkConfig) Validate() []error {
 	var errs []error
+	errs = append(errs, c.validateIngressPorts()...)
 	if c.CNIPlugin != CNIPluginSkiff && c.CNIPlugin != CNIPluginBridge {
 		errs = append(errs, fmt.Errorf("--cni-plugin %q: must be %s or %s", c.CNIPlugin, CNIPluginSkiff, CNIPluginBridge))
 	}

@@ -20,6 +20,10 @@ const (
 	SkiffDNS = "system:skiff:dns"
 	// SkiffNetworkPolicy is the client identity of a worker's network policy agent.
 	SkiffNetworkPolicy = "system:skiff:network-policy"
+	// SkiffIngress is the client identity of a worker's HTTP data plane (internal/ingress).
+	SkiffIngress = "system:skiff:ingress"
+	// SkiffIngressStatus is the client identity of the control plane's Ingress status controller.
+	SkiffIngressStatus = "system:skiff:ingress-status"
 
 	// AutoUpdateAnnotation set to "false" stops the reconciler from adding rules and subjects.
 	AutoUpdateAnnotation = "rbac.authorization.kubernetes.io/autoupdate"
@@ -251,6 +255,31 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			),
 		},
 		{
+			// The HTTP data plane reads what it routes: the Ingresses of its classes, their
+			// Services and endpoints, and the TLS Secrets they name (it lists only those of type
+			// kubernetes.io/tls, but RBAC cannot say so).
+			ObjectMeta: meta(SkiffIngress, nil),
+			Rules: rules(
+				rule("list", "watch").groups(networkingGroup).resources("ingresses", "ingressclasses"),
+				rule("list", "watch").groups(legacyGroup).resources("services", "secrets"),
+				rule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
+			),
+		},
+		{
+			// The Ingress status controller creates the class skiff and writes the Ingresses'
+			// status.loadBalancer from the workers' addresses, under its Lease.
+			ObjectMeta: meta(SkiffIngressStatus, nil),
+			Rules: rules(
+				rule("list", "watch", "create").groups(networkingGroup).resources("ingressclasses"),
+				rule("list", "watch").groups(networkingGroup).resources("ingresses"),
+				rule("update", "patch").groups(networkingGroup).resources("ingresses/status"),
+				rule("list", "watch").groups(legacyGroup).resources("nodes"),
+				rule("create").groups(coordinationGroup).resources("leases"),
+				rule("get", "update").groups(coordinationGroup).resources("leases").names("skiff-ingress-status"),
+				eventsRuleBuilder(),
+			),
+		},
+		{
 			ObjectMeta: meta("system:persistent-volume-provisioner", nil),
 			Rules: rules(
 				rule("get", "list", "watch", "create", "delete").groups(legacyGroup).resources("persistentvolumes"),
@@ -368,6 +397,8 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterBinding("system:kube-dns", serviceAccount("kube-system", "kube-dns")),
 		clusterBinding(SkiffDNS, subjects(rbacv1.UserKind, SkiffDNS)...),
 		clusterBinding(SkiffNetworkPolicy, subjects(rbacv1.UserKind, SkiffNetworkPolicy)...),
+		clusterBinding(SkiffIngress, subjects(rbacv1.UserKind, SkiffIngress)...),
+		clusterBinding(SkiffIngressStatus, subjects(rbacv1.UserKind, SkiffIngressStatus)...),
 		clusterBinding("system:kube-scheduler", subjects(rbacv1.UserKind, KubeScheduler)...),
 		clusterBinding("system:volume-scheduler", subjects(rbacv1.UserKind, KubeScheduler)...),
 		// No subjects: nodes are authorized by the Node authorizer, as upstream since v1.8.

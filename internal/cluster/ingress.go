@@ -1,0 +1,81 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/skiff-sh/skiff/internal/authz/bootstrappolicy"
+	"github.com/skiff-sh/skiff/internal/ingress"
+	"github.com/skiff-sh/skiff/internal/ingress/dataplane"
+)
+
+// ingressRoles are a worker's Ingress roles: the node label that tells the status controller
+// this node serves Ingresses (removed when both ports are off), and, unless they are, the
+// built-in HTTP data plane with the controller that feeds it the Ingresses' routes, as
+// system:skiff:ingress, on the node's bind address. The data plane reaches pods by their IPs,
+// which a worker routes (internal/podnet).
+func (n *Node) ingressRoles() []role {
+	cfg := &n.cfg
+	on := cfg.IngressHTTPPort != 0 || cfg.IngressHTTPSPort != 0
+	label := role{name: "ingress node label", run: func(ctx context.Context) error {
+		var v any // nil removes it
+		if on {
+			v = "true"
+		}
+		patchNodeLabels(ctx, n.authz.client, cfg.NodeName, map[string]any{ingress.NodeLabel: v}, cfg.Logger)
+		return nil
+	}}
+	if !on {
+		return []role{label}
+	}
+	return []role{label, {name: "ingress", run: func(ctx context.Context) error {
+		restCfg, err := componentRESTConfig(cfg, bootstrappolicy.SkiffIngress, nil, clock.RealClock{}.Now())
+		if err != nil {
+			return err
+		}
+		client, err := kubernetes.NewForConfig(restCfg)
+		if err != nil {
+			return fmt.Errorf("ingress client: %w", err)
+		}
+		log := cfg.Logger.With("component", "ingress")
+		srv := dataplane.New(dataplane.Options{
+			Address: cfg.BindAddress,
+			Logger:  log,
+			Metrics: dataplane.NewMetrics(n.metrics.fresh("ingress")),
+		})
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return srv.Run(gctx) })
+		g.Go(func() error {
+			return ingress.RunNode(gctx, ingress.NodeOptions{
+				Client: client, HTTPPort: int32(cfg.IngressHTTPPort), HTTPSPort: int32(cfg.IngressHTTPSPort),
+				Set: srv.Set, Logger: log,
+			})
+		})
+		return g.Wait()
+	}}}
+}
+
+// ingressStatusRole runs the Ingress status controller on a control-plane node, leader-elected
+// among them: it creates the IngressClass skiff and writes the served Ingresses' status.
+func (n *Node) ingressStatusRole() role {
+	return role{name: "ingress status", run: func(ctx context.Context) error {
+		restCfg, err := n.inProcessConfig(bootstrappolicy.SkiffIngressStatus, nil)
+		if err != nil {
+			return err
+		}
+		client, err := kubernetes.NewForConfig(restCfg)
+		if err != nil {
+			return fmt.Errorf("ingress status client: %w", err)
+		}
+		return ingress.RunStatus(ctx, ingress.StatusOptions{
+			Client: client, Identity: n.cfg.NodeName + "_" + fmt.Sprint(os.Getpid()),
+			LeaseDuration: n.cfg.LeaseDuration, RenewDeadline: n.cfg.RenewDeadline, RetryPeriod: n.cfg.RetryPeriod,
+			Logger: n.cfg.Logger.With("component", "ingress-status"),
+		})
+	}}
+}
