@@ -88,6 +88,18 @@ func DecideReserve(free, total uint64, have bool) ReserveAction {
 	}
 }
 
+// FenceFree is the free space the fence decides on: what the file system reports (free), less
+// the reserve while it is released. The reserve's space is etcd's whether the file holds it or
+// etcd already writes into it, so releasing the reserve must not lower the fence (a release at 49
+// MiB free on a 400 MiB disk once read as 65 MiB, above the 64 MiB threshold, and let API
+// writes run into the last blocks) and making it again must not raise it.
+func FenceFree(free, total uint64, haveReserve bool) uint64 {
+	if haveReserve {
+		return free
+	}
+	return free - min(free, ReserveSize(total))
+}
+
 // SpaceGuard watches the disk under an embedded member's data dir, refuses writes (FenceError)
 // before it is full, keeps a reserve for etcd's own commits there (ReserveFile), and clears a
 // NOSPACE alarm of etcd's own once the database fits its quota again, defragmenting the member
@@ -102,6 +114,8 @@ type SpaceGuard struct {
 	Log      *slog.Logger
 
 	fence atomic.Pointer[string]
+	// preallocated is the database file as the guard last preallocated room past its end.
+	preallocated dbFile
 	// lastDefrag is when the member was last defragmented, lastEtcdCheck when the member's
 	// alarms and status were last asked for (step runs on one goroutine).
 	lastDefrag, lastEtcdCheck time.Time
@@ -176,6 +190,9 @@ func (g *SpaceGuard) step(ctx context.Context) {
 			g.fence.Store(nil)
 			g.Log.Info("etcd's disk has room again: writes accepted", "dir", g.Dir, "freeMiB", free>>20)
 		}
+		if !d.Fence {
+			g.preallocateDB(int64(ReserveSize(total)))
+		}
 	}
 	if !EtcdCheckDue(g.Clock.Since(g.lastEtcdCheck)) {
 		return
@@ -185,7 +202,8 @@ func (g *SpaceGuard) step(ctx context.Context) {
 	g.defragment(ctx)
 }
 
-// keepReserve carries out DecideReserve and answers the free space after it.
+// keepReserve carries out DecideReserve and answers the free space the fence counts after it
+// (FenceFree).
 func (g *SpaceGuard) keepReserve(free, total uint64) uint64 {
 	path := filepath.Join(g.Dir, ReserveFile)
 	_, err := os.Stat(path)
@@ -195,19 +213,61 @@ func (g *SpaceGuard) keepReserve(free, total uint64) uint64 {
 		// A half-made reserve (a crash while making it) goes too.
 		if err := errors.Join(os.Remove(path), ignoreNotExist(os.Remove(path+".tmp"))); err != nil {
 			g.Log.Error("release etcd's disk reserve", "path", path, "err", err)
-			return free
+			return FenceFree(free, total, true)
 		}
 		g.Log.Error("etcd's disk is full: released its reserve for etcd's own commits", "path", path, "freeMiB", free>>20, "reserveMiB", ReserveSize(total)>>20)
-		return free + ReserveSize(total)
+		return FenceFree(free+ReserveSize(total), total, false)
 	case CreateReserve:
 		if err := makeReserve(path, int64(ReserveSize(total))); err != nil {
 			g.Log.Warn("make etcd's disk reserve", "path", path, "err", err)
-			return free
+			return FenceFree(free, total, false)
 		}
 		g.Log.Info("etcd's disk reserve in place", "path", path, "reserveMiB", ReserveSize(total)>>20)
-		return free - ReserveSize(total)
+		return FenceFree(free-ReserveSize(total), total, true)
 	}
-	return free
+	return FenceFree(free, total, have)
+}
+
+// dbFile tells versions of etcd's database file apart: bbolt grows it in place, a
+// defragmentation replaces it.
+type dbFile struct {
+	ino  uint64
+	size int64
+}
+
+// DBPreallocDue reports whether the database file's room must be preallocated again: it grew
+// (into the room) or was replaced (a defragmentation writes a new file) since last.
+func DBPreallocDue(last, now dbFile) bool { return now != last }
+
+// preallocateDB keeps room bytes allocated to etcd's database file past its end, and fills the
+// holes bbolt leaves when it grows the file by truncation. bbolt writes its pages with pwrite and
+// etcd exits when a commit meets a full disk; the reserve file is given back to the file
+// system when the disk fills, where any other writer (dd, a log) can take it before etcd does,
+// while blocks the database file owns are etcd's alone. FALLOC_FL_KEEP_SIZE leaves the file's
+// size as bbolt set it.
+func (g *SpaceGuard) preallocateDB(room int64) {
+	path := filepath.Join(g.Dir, "member", "snap", "db")
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return // no database yet (a member still joining), or one etcd is replacing
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return
+	}
+	now := dbFile{ino: fi.Sys().(*syscall.Stat_t).Ino, size: fi.Size()}
+	if !DBPreallocDue(g.preallocated, now) {
+		return
+	}
+	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, now.size+room); err != nil {
+		// Not retried for this version of the file: on a file system without fallocate it
+		// never works, and on a full one the fence is about to rise anyway.
+		g.preallocated = now
+		g.Log.Warn("preallocate room for etcd's database", "path", path, "roomMiB", room>>20, "err", err)
+		return
+	}
+	g.preallocated = now
 }
 
 func ignoreNotExist(err error) error {

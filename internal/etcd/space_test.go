@@ -143,7 +143,7 @@ func TestDecideReserve(t *testing.T) {
 		case etcd.CreateReserve:
 			have, free = true, free-size
 		}
-		fenced = etcd.DecideSpace(free, total, fenced).Fence
+		fenced = etcd.DecideSpace(etcd.FenceFree(free, total, have), total, fenced).Fence
 		if action != wantAction || fenced != wantFence {
 			t.Errorf("%s: action %d fence %v, want %d %v (free %d MiB)", name, action, fenced, wantAction, wantFence, free>>20)
 		}
@@ -152,10 +152,12 @@ func TestDecideReserve(t *testing.T) {
 	step("made once", etcd.KeepReserve, false)
 	free -= 50 << 20
 	step("ordinary use", etcd.KeepReserve, false)
-	free = 0 // dd took every free byte
-	step("disk full: released, writes fenced", etcd.ReleaseReserve, true)
+	free = threshold - 15<<20 // another process took the disk down to just under the threshold
+	step("under the threshold: released, writes fenced though the release lifts free above it", etcd.ReleaseReserve, true)
 	free -= 4 << 20 // etcd's own commits used some of it
 	step("etcd commits into the released space", etcd.KeepReserve, true)
+	free = 0 // dd took every free byte, the released reserve too
+	step("disk full", etcd.KeepReserve, true)
 	free += 100 << 20
 	step("some space back: still fenced, not made again", etcd.KeepReserve, true)
 	free = 230 << 20 // the fill was removed

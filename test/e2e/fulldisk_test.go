@@ -224,7 +224,7 @@ func (c *cluster) createConfigMap(t *testing.T, name string) (int, metav1.Status
 	body := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q},"data":{"k":"v"}}`, name)
 	resp, err := hc.Post("https://127.0.0.1:"+strconv.Itoa(c.ports[0])+"/api/v1/namespaces/default/configmaps", "application/json", strings.NewReader(body))
 	if err != nil {
-		t.Fatalf("create configmap %s: %v", name, err)
+		t.Fatalf("create configmap %s: %v\nthe node's log:\n%s", name, err, c.log())
 	}
 	defer resp.Body.Close()
 	var st metav1.Status
