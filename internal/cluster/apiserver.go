@@ -288,7 +288,7 @@ func bootstrap(ctx context.Context, srv *apiserver.Server, cfg *Config) error {
 	if err := ensureDefaultServiceCIDR(ctx, srv, cfg.ServiceCIDR); err != nil {
 		return err
 	}
-	if err := ensureGatewayAPIDefinitions(ctx, srv); err != nil {
+	if err := ensureGatewayAPIDefinitions(ctx, srv, cfg.Logger); err != nil {
 		return err
 	}
 	// Its Endpoints and EndpointSlice are the endpoint reconciler's (lb.go, leasereconciler): they
