@@ -73,7 +73,7 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 	c.synced, err = ctrlutil.NewWiring(Name).
 		Watch(setInformer.Informer(), ctrlutil.On(ctrlutil.OnAdd|ctrlutil.OnUpdate, c.loop.Enqueue)).
 		Watch(crInformer.Informer(), nil).
-		Watch(podInformer.Informer(), ctrlutil.On(ctrlutil.OnAll, c.loop.EnqueueOwner("StatefulSet"))).
+		Watch(podInformer.Informer(), c.podHandlers()).
 		Watch(pvcInformer.Informer(), nil).
 		Done()
 	if err != nil {
