@@ -140,7 +140,8 @@ func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMe
 	}
 	for {
 		err := manager.Run(ctx, manager.Config{
-			Client: client, Dynamic: dyn, GatewayAPI: gatewayAPI, RootCA: networkCfg.TLSClientConfig.CAData, Registerer: metrics.fresh("controller-manager"),
+			Client: client, Dynamic: dyn, GatewayAPI: gatewayAPI, RootCA: networkCfg.TLSClientConfig.CAData,
+			RootCAFile: filepath.Join(cfg.DataDir, "pki", "ca.crt"), Registerer: metrics.fresh("controller-manager"),
 			ClusterSigningCA: signingCA, ClusterSigningDuration: cfg.ClusterSigningDuration,
 			LeaderElection:         manager.LeaderElection{LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod},
 			Identity:               cfg.NodeName + "_" + fmt.Sprint(os.Getpid()),

@@ -51,6 +51,9 @@ type Config struct {
 
 	// RootCA is the cluster CA bundle (PEM) root-ca-cert-publisher puts in every namespace.
 	RootCA []byte
+	// RootCAFile, when set, is the bundle's file, which the publisher reads instead of RootCA
+	// and follows (a CA rotation changes it) every few seconds.
+	RootCAFile string
 	// ClusterSigningCA issues the certificates of approved CertificateSigningRequests (what
 	// kube-controller-manager reads from --cluster-signing-cert-file and --cluster-signing-key-file);
 	// without it csrsigning is not started.

@@ -1,6 +1,8 @@
 package manager
 
 import (
+	"time"
+
 	"github.com/skiff-sh/skiff/internal/controller/attachdetach"
 	"github.com/skiff-sh/skiff/internal/controller/clusterroleaggregation"
 	"github.com/skiff-sh/skiff/internal/controller/cronjob"
@@ -37,6 +39,10 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/ttlafterfinished"
 )
 
+// rootCAFollowEvery is how often root-ca-cert-publisher reads the CA bundle's file: a CA
+// rotation's phases are minutes apart, so pods see a new bundle long before the next phase.
+const rootCAFollowEvery = 10 * time.Second
+
 // constructors maps each implemented controller to its constructor.
 func constructors() map[string]constructor {
 	return map[string]constructor{
@@ -63,6 +69,9 @@ func constructors() map[string]constructor {
 			return localpath.New(deps, localpath.Config{Dir: cfg.LocalPathDir, HelperImage: cfg.LocalPathHelperImage, Logger: deps.Log()})
 		},
 		RootCACertPublisher: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
+			if cfg.RootCAFile != "" {
+				return rootcacertpublisher.NewFollowing(deps, cfg.RootCAFile, rootCAFollowEvery)
+			}
 			if len(cfg.RootCA) == 0 {
 				deps.Log().Warn("root-ca-cert-publisher needs the cluster CA bundle; not started")
 				return nil, nil

@@ -2,8 +2,11 @@ package rootcacertpublisher
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,5 +77,50 @@ func TestPublish(t *testing.T) {
 func TestRequiresBundle(t *testing.T) {
 	if _, err := New(ctrltest.NewEnv().Deps, nil); err == nil {
 		t.Fatal("built without a CA bundle")
+	}
+}
+
+// TestPublishFollowsTheFile: a publisher built on the bundle's file takes a new bundle (a CA
+// rotation's) when the file changes, and the next sync writes it; a file caught without a
+// certificate keeps the bundle published.
+func TestPublishFollowsTheFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(file, []byte(bundle), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	active := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+	current := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName, Namespace: "team"}, Data: map[string]string{DataKey: bundle}}
+	env := ctrltest.NewEnv(active, current)
+	c, err := NewFollowing(env.Deps, file, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Seed(t, env.Factory.Core().V1().Namespaces().Informer(), active)
+	ctrltest.Seed(t, env.Factory.Core().V1().ConfigMaps().Informer(), current)
+	if c.refresh() {
+		t.Fatal("an unchanged file changed the bundle")
+	}
+	rotated := bundle + "-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n"
+	if err := os.WriteFile(file, []byte(rotated), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !c.refresh() {
+		t.Fatal("the rotated bundle was not taken")
+	}
+	if err := c.Sync(context.Background(), "team"); err != nil {
+		t.Fatal(err)
+	}
+	writes := env.Writes()
+	if got := ctrltest.Describe(writes); !slices.Equal(got, []string{"update configmaps " + ConfigMapName}) {
+		t.Fatalf("actions %q, want the update", got)
+	}
+	if obj := writes[0].(interface{ GetObject() runtime.Object }).GetObject().(*corev1.ConfigMap); obj.Data[DataKey] != rotated {
+		t.Fatalf("published %q, want the rotated bundle", obj.Data[DataKey])
+	}
+	if err := os.WriteFile(file, []byte("half"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c.refresh() || *c.rootCA.Load() != rotated {
+		t.Fatal("a file without a certificate replaced the bundle")
 	}
 }
