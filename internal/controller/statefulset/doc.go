@@ -6,6 +6,13 @@
 // ordinal) and Parallel pod management, and RollingUpdate with partition
 // (highest ordinal first, one pod at a time) or OnDelete, with templates
 // versioned in ControllerRevisions (currentRevision/updateRevision).
+// It adopts orphan pods that match its selector and are named like its
+// ordinals, and releases its pods whose labels stop matching: a pod event
+// queues every set that could adopt the pod (SetsForPodEvent). Its claims'
+// ownerReferences follow persistentVolumeClaimRetentionPolicy
+// (ClaimOwnerRefs): the set owns them under whenDeleted Delete, a
+// scaled-away pod under whenScaled Delete, and a claim another controller
+// owns gets no controller of the set's.
 //
 // It reaches the cluster only through client-go.
 package statefulset

@@ -157,7 +157,11 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	}
 	var manageErr error
 	if set.DeletionTimestamp == nil {
-		manageErr = c.manage(ctx, set, pods, revs, currentRevision, updateRevision)
+		// Claims' owners first: a pod manage deletes leaves its claims to the retention policy.
+		manageErr = c.syncClaimOwners(ctx, set, pods)
+		if manageErr == nil {
+			manageErr = c.manage(ctx, set, pods, revs, currentRevision, updateRevision)
+		}
 	}
 	return errors.Join(manageErr, c.updateStatus(ctx, set, pods, currentRevision, updateRevision))
 }
@@ -328,7 +332,7 @@ func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, ord
 
 	for _, tmpl := range set.Spec.VolumeClaimTemplates {
 		claim := ClaimName(set, tmpl.Name, ord)
-		if err := c.ensureClaim(ctx, set, &tmpl, claim); err != nil {
+		if err := c.ensureClaim(ctx, set, &tmpl, claim, ord); err != nil {
 			return err
 		}
 		volume := corev1.Volume{Name: tmpl.Name, VolumeSource: corev1.VolumeSource{
@@ -353,7 +357,7 @@ func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, ord
 	return nil
 }
 
-func (c *Controller) ensureClaim(ctx context.Context, set *appsv1.StatefulSet, tmpl *corev1.PersistentVolumeClaim, name string) error {
+func (c *Controller) ensureClaim(ctx context.Context, set *appsv1.StatefulSet, tmpl *corev1.PersistentVolumeClaim, name string, ord int) error {
 	if _, err := c.pvcLister.PersistentVolumeClaims(set.Namespace).Get(name); err == nil {
 		return nil
 	}
@@ -369,11 +373,7 @@ func (c *Controller) ensureClaim(ctx context.Context, set *appsv1.StatefulSet, t
 			claim.Labels[k] = v
 		}
 	}
-	if p := set.Spec.PersistentVolumeClaimRetentionPolicy; p != nil && p.WhenDeleted == appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
-		ref := ctrlutil.NewControllerRef(set, controllerKind())
-		ref.Controller = ptr.To(false) // owned for garbage collection, not controlled
-		claim.OwnerReferences = []metav1.OwnerReference{*ref}
-	}
+	claim.OwnerReferences, _ = ClaimOwnerRefs(claim, set, newPodStub(set, ord))
 	_, err := c.client.CoreV1().PersistentVolumeClaims(set.Namespace).Create(ctx, claim, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedCreate", "create Claim %s for Pod %s in StatefulSet %s failed error: %v", name, name, set.Name, err)
