@@ -107,6 +107,12 @@ type Config struct {
 	NodeStatusUpdateFrequency time.Duration
 	// NodeStatusReportFrequency is how often status is posted even unchanged.
 	NodeStatusReportFrequency time.Duration
+	// NodeStatusNotReadyInterval is how often node status is computed while the posted status is
+	// not Ready (a new node whose pod network is configured after it registers, a runtime that
+	// comes back), so Ready is posted within this of the runtime's readiness rather than up to
+	// NodeStatusUpdateFrequency later: upstream's fast status update at start-up. It only reads
+	// the runtime; the status is posted when it changed. Default 100ms.
+	NodeStatusNotReadyInterval time.Duration
 	// MaxParallelSandboxes bounds how many pod sandboxes are being created at
 	// once (the runtime's heaviest call: a shim, runc and the CNI plugin per
 	// sandbox); more pods wait their turn with their first status written.
@@ -176,6 +182,7 @@ func (c Config) WithDefaults() Config {
 		{&c.LeaseRenewInterval, 10 * time.Second},
 		{&c.NodeStatusUpdateFrequency, 10 * time.Second},
 		{&c.NodeStatusReportFrequency, 5 * time.Minute},
+		{&c.NodeStatusNotReadyInterval, 100 * time.Millisecond},
 		{&c.RelistPeriod, time.Second},
 		{&c.HousekeepingPeriod, 30 * time.Second},
 		{&c.StaticPodResyncPeriod, 20 * time.Second},

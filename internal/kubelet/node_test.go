@@ -172,6 +172,65 @@ func TestNodeNotReadyWhenNetworkIsNot(t *testing.T) {
 	}
 }
 
+// A node whose posted status is not Ready computes it again at the not-ready interval, so Ready is
+// posted as soon as the runtime's network is (a new node's pod network comes after it
+// registers), not a status update period later.
+func TestNodeReadySoonAfterNetwork(t *testing.T) {
+	h := newHarness(t, nil)
+	h.eventually("ready", func() bool {
+		c := nodeCondition(h.node(), corev1.NodeReady)
+		return c != nil && c.Status == corev1.ConditionTrue
+	})
+	h.runtime.SetNetworkReady(false)
+	h.step(h.cfg.NodeStatusUpdateFrequency)
+	h.eventually("not ready", func() bool { return nodeCondition(h.node(), corev1.NodeReady).Status == corev1.ConditionFalse })
+	h.runtime.SetNetworkReady(true)
+	// The loop arms its not-ready timer after each pass, so a step may come before it: the clock
+	// moves a not-ready interval at a time, short of a whole update period.
+	ready := func() bool { return nodeCondition(h.node(), corev1.NodeReady).Status == corev1.ConditionTrue }
+	var moved time.Duration
+	for !ready() && moved+h.cfg.NodeStatusNotReadyInterval < h.cfg.NodeStatusUpdateFrequency {
+		h.step(h.cfg.NodeStatusNotReadyInterval)
+		moved += h.cfg.NodeStatusNotReadyInterval
+		deadline := time.Now().Add(200 * time.Millisecond)
+		for !ready() && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if !ready() {
+		t.Fatalf("node not Ready %s after its network was (update frequency %s)", moved, h.cfg.NodeStatusUpdateFrequency)
+	}
+}
+
+func TestNodeStatusWait(t *testing.T) {
+	cfg := Default(testNode, t.TempDir())
+	withReady := func(s corev1.ConditionStatus) corev1.NodeStatus {
+		return corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse}, {Type: corev1.NodeReady, Status: s}}}
+	}
+	slowNotReady := cfg
+	slowNotReady.NodeStatusNotReadyInterval = time.Minute
+	for _, tc := range []struct {
+		name   string
+		posted corev1.NodeStatus
+		cfg    Config
+		want   time.Duration
+		sooner bool
+	}{
+		{"ready: the update frequency alone", withReady(corev1.ConditionTrue), cfg, 0, false},
+		{"not ready: the not-ready interval", withReady(corev1.ConditionFalse), cfg, 100 * time.Millisecond, true},
+		{"unknown: the not-ready interval", withReady(corev1.ConditionUnknown), cfg, 100 * time.Millisecond, true},
+		{"no status posted yet: the not-ready interval", corev1.NodeStatus{}, cfg, 100 * time.Millisecond, true},
+		{"an interval past the update frequency: the frequency alone", withReady(corev1.ConditionFalse), slowNotReady, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, sooner := nodeStatusWait(tc.posted, tc.cfg); got != tc.want || sooner != tc.sooner {
+				t.Errorf("nodeStatusWait = %s, %v, want %s, %v", got, sooner, tc.want, tc.sooner)
+			}
+		})
+	}
+}
+
 func TestNodeReRegistersLabelsOnExistingNode(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Roles = nil })
 	h.eventually("registered", func() bool { return h.node() != nil })

@@ -193,14 +193,38 @@ func (n *nodeStatus) nodeStatusLoop(ctx context.Context) {
 			} else {
 				lastReport = n.clock.Now()
 				n.setNode(updated)
+				node = updated
 			}
+		}
+		// The ticker keeps the update frequency's cadence; a node not yet Ready looks sooner.
+		var sooner <-chan time.Time
+		if wait, ok := nodeStatusWait(node.Status, n.cfg); ok {
+			sooner = n.clock.After(wait)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C():
+		case <-sooner:
 		}
 	}
+}
+
+// nodeStatusWait says whether the status loop computes the status again sooner than its update
+// frequency, and when: the not-ready interval while the posted status is not Ready. A new node
+// registers before its pod network is configured (its podCIDR comes from the control plane),
+// so its first status is NotReady; at the update frequency alone, Ready followed up to 10s
+// after the network was.
+func nodeStatusWait(posted corev1.NodeStatus, cfg Config) (time.Duration, bool) {
+	for _, c := range posted.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			return 0, false
+		}
+	}
+	if cfg.NodeStatusNotReadyInterval >= cfg.NodeStatusUpdateFrequency {
+		return 0, false
+	}
+	return cfg.NodeStatusNotReadyInterval, true
 }
 
 // cniLeaseDir is where skiff's CNI plugin keeps the address leases of every bridge on the host, one
