@@ -48,6 +48,15 @@ type AfterDeleter interface {
 	AfterDelete(ctx context.Context, obj runtime.Object, options *metav1.DeleteOptions)
 }
 
+// DependentsOrphaner is implemented by strategies whose objects orphan their dependents when a
+// delete names no propagation (neither propagationPolicy nor orphanDependents, and no GC finalizer
+// on the object): Kubernetes' DefaultGarbageCollectionPolicy OrphanDependents, which core/v1
+// ReplicationControllers keep for backwards compatibility. The others delete dependents in the
+// background.
+type DependentsOrphaner interface {
+	OrphanDependentsByDefault() bool
+}
+
 // DeleteValidator refuses some deletes outright, before the object is read (Kubernetes' immortal
 // namespaces default, kube-system and kube-public). The error goes to the client as it is.
 type DeleteValidator interface {

@@ -99,6 +99,11 @@ func (s *Store) Delete(ctx context.Context, namespace, name string, options *met
 	return nil, false, apierrors.NewConflict(gr, name, fmt.Errorf("too many concurrent changes; try again"))
 }
 
+func (s *Store) orphansByDefault() bool {
+	o, ok := s.res.Strategy.(registry.DependentsOrphaner)
+	return ok && o.OrphanDependentsByDefault()
+}
+
 func (s *Store) afterDelete(ctx context.Context, obj runtime.Object, opts *metav1.DeleteOptions) {
 	if ad, ok := s.res.Strategy.(registry.AfterDeleter); ok {
 		ad.AfterDelete(ctx, obj, opts)
@@ -123,6 +128,10 @@ func (s *Store) markForDeletion(ctx context.Context, obj runtime.Object, opts *m
 		opts.OrphanDependents != nil && !*opts.OrphanDependents:
 		finalizers = removeFinalizer(finalizers, metav1.FinalizerOrphanDependents)
 		finalizers = removeFinalizer(finalizers, metav1.FinalizerDeleteDependents)
+	case s.orphansByDefault() && !slices.Contains(finalizers, metav1.FinalizerDeleteDependents):
+		// No propagation asked for and none chosen before (a GC finalizer on the object wins):
+		// the type's default.
+		finalizers = addFinalizer(finalizers, metav1.FinalizerOrphanDependents)
 	}
 	// The GC finalizers only matter for objects that are not yet going away; an object already being
 	// deleted keeps what it has.

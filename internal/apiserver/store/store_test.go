@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,8 @@ type testStrategy struct {
 	rec            *recorder
 	unconditional  bool
 	createOnUpdate bool
+	// orphanByDefault: a delete without propagation orphans (registry.DependentsOrphaner).
+	orphanByDefault bool
 }
 
 var (
@@ -65,8 +68,9 @@ func (testStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorL
 func (s testStrategy) ValidateUpdate(ctx context.Context, obj, _ runtime.Object) field.ErrorList {
 	return s.Validate(ctx, obj)
 }
-func (s testStrategy) AllowCreateOnUpdate() bool      { return s.createOnUpdate }
-func (s testStrategy) AllowUnconditionalUpdate() bool { return s.unconditional }
+func (s testStrategy) OrphanDependentsByDefault() bool { return s.orphanByDefault }
+func (s testStrategy) AllowCreateOnUpdate() bool       { return s.createOnUpdate }
+func (s testStrategy) AllowUnconditionalUpdate() bool  { return s.unconditional }
 
 func (s testStrategy) BeginCreate(_ context.Context, obj runtime.Object, opts *metav1.CreateOptions) (registry.FinishFunc, error) {
 	s.rec.add("begin create dryRun=%v", len(opts.DryRun) > 0)
@@ -186,6 +190,43 @@ func TestDeletePreconditions(t *testing.T) {
 	wantStatus(t, err, 409, fmt.Sprintf("Precondition failed: ResourceVersion in precondition: 999, ResourceVersion in object meta: %s", stored.ResourceVersion))
 	if _, deleted, err := st.Delete(context.Background(), "default", "cm", &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &stored.UID}}, nil); err != nil || !deleted {
 		t.Fatalf("delete with matching uid = %v, deleted %v", err, deleted)
+	}
+}
+
+// TestDeleteDefaultPropagation: a delete that names no propagation orphans the dependents of a type
+// whose default is to orphan (the orphan finalizer keeps the object for the garbage collector)
+// unless the object already asks for foreground deletion, and deletes at once otherwise or when
+// the request says background.
+func TestDeleteDefaultPropagation(t *testing.T) {
+	background := metav1.DeletePropagationBackground
+	for _, tt := range []struct {
+		name            string
+		orphanByDefault bool
+		finalizers      []string
+		opts            metav1.DeleteOptions
+		wantFinalizers  []string // nil: deleted at once
+	}{
+		{"orphaning type, no propagation", true, nil, metav1.DeleteOptions{}, []string{metav1.FinalizerOrphanDependents}},
+		{"orphaning type, background asked", true, nil, metav1.DeleteOptions{PropagationPolicy: &background}, nil},
+		{"orphaning type, object chose foreground", true, []string{metav1.FinalizerDeleteDependents}, metav1.DeleteOptions{}, []string{metav1.FinalizerDeleteDependents}},
+		{"other types, no propagation", false, nil, metav1.DeleteOptions{}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st, _ := newTestStore(t, testStrategy{rec: &recorder{}, orphanByDefault: tt.orphanByDefault})
+			cm := configMap("cm")
+			cm.Finalizers = tt.finalizers
+			mustCreate(t, st, cm)
+			out, deleted, err := st.Delete(context.Background(), "default", "cm", &tt.opts, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if deleted != (tt.wantFinalizers == nil) {
+				t.Fatalf("deleted %v, want %v", deleted, tt.wantFinalizers == nil)
+			}
+			if got := out.(*corev1.ConfigMap); !deleted && (!slices.Equal(got.Finalizers, tt.wantFinalizers) || got.DeletionTimestamp == nil) {
+				t.Errorf("kept with finalizers %v, deletionTimestamp %v; want %v", got.Finalizers, got.DeletionTimestamp, tt.wantFinalizers)
+			}
+		})
 	}
 }
 

@@ -135,8 +135,13 @@ func hasKubernetesFinalizer(ns *corev1.Namespace) bool {
 // many are still there, counting their finalizers.
 func (c *Controller) deleteAll(ctx context.Context, namespace string, r ctrlutil.APIResource, finalizers map[string]int) (int, error) {
 	client := c.dynamic.Resource(r.GVR).Namespace(namespace)
+	// Background, as upstream's namespace deleter: a type whose default is to orphan (core/v1
+	// ReplicationControllers) would otherwise wait for the garbage collector to orphan its pods,
+	// which are going anyway.
+	background := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{PropagationPolicy: &background}
 	if r.Verbs.Has("deletecollection") {
-		err := client.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		err := client.DeleteCollection(ctx, opts, metav1.ListOptions{})
 		if err == nil {
 			return c.countRemaining(ctx, namespace, r, finalizers)
 		}
@@ -156,7 +161,7 @@ func (c *Controller) deleteAll(ctx context.Context, namespace string, r ctrlutil
 		if item.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if err := client.Delete(ctx, item.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := client.Delete(ctx, item.GetName(), opts); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("delete %s %s/%s: %w", r.GVR.Resource, namespace, item.GetName(), err))
 		}
 	}

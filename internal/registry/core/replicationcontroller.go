@@ -130,7 +130,11 @@ func newReplicationControllerStrategy() *typedStrategy[*corev1.ReplicationContro
 		validate:       ValidateReplicationController,
 		validateUpdate: ValidateReplicationControllerUpdate,
 		unconditional:  true,
-		resetFields:    []string{"status"},
+		// v1's default garbage collection policy, kept upstream for backwards compatibility: a
+		// delete without propagation leaves the pods (upstream's "Garbage collector should orphan
+		// pods created by rc if deleteOptions.OrphanDependents is nil").
+		orphanByDefault: true,
+		resetFields:     []string{"status"},
 	}
 }
 

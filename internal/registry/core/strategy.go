@@ -33,9 +33,18 @@ type typedStrategy[T object] struct {
 	unconditional  bool
 	// resetFields are the top-level fields a main-resource write cannot change (status).
 	resetFields []string
+	// orphanByDefault: a delete that names no propagation orphans the dependents
+	// (registry.DependentsOrphaner).
+	orphanByDefault bool
 }
 
-var _ registry.Strategy = &typedStrategy[*corev1.Pod]{}
+var (
+	_ registry.Strategy           = &typedStrategy[*corev1.Pod]{}
+	_ registry.DependentsOrphaner = &typedStrategy[*corev1.Pod]{}
+)
+
+// OrphanDependentsByDefault implements registry.DependentsOrphaner.
+func (s *typedStrategy[T]) OrphanDependentsByDefault() bool { return s.orphanByDefault }
 
 func wrongType(obj runtime.Object) field.ErrorList {
 	return field.ErrorList{field.InternalError(nil, fmt.Errorf("unexpected object type %T", obj))}
