@@ -9,7 +9,7 @@
 #   hack/robustness.sh --list                        the scenario names
 #   --interval 100ms (default) is each client's pause between calls; --seed repeats a run's faults
 #
-# CI runs the short set instead (four scenarios, 20 s of traffic each): go test -count=1 ./test/robustness -short
+# CI runs the short set instead (five scenarios, 20 s of traffic each): go test -count=1 ./test/robustness -short
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
