@@ -48,12 +48,15 @@ func (n *Node) ingressRoles() []role {
 			Logger:  log,
 			Metrics: dataplane.NewMetrics(n.metrics.fresh("ingress")),
 		})
+		// The Ingress controller's table is one source; a Gateway controller on the node adds its
+		// own with sources.Setter("gateway").
+		sources := dataplane.NewSources(srv)
 		g, gctx := errgroup.WithContext(ctx)
 		g.Go(func() error { return srv.Run(gctx) })
 		g.Go(func() error {
 			return ingress.RunNode(gctx, ingress.NodeOptions{
 				Client: client, HTTPPort: int32(cfg.IngressHTTPPort), HTTPSPort: int32(cfg.IngressHTTPSPort),
-				Set: srv.Set, Logger: log,
+				Set: sources.Setter("ingress"), Logger: log,
 			})
 		})
 		return g.Wait()
