@@ -245,7 +245,11 @@ func queryDeleteOptions(q url.Values, opts *metav1.DeleteOptions) error {
 		pp := metav1.DeletionPropagation(p)
 		opts.PropagationPolicy = &pp
 	}
-	opts.OrphanDependents = queryparam.OptionalBool(q, "orphanDependents")
+	// Only when given: client-go sends orphanDependents in the body (upstream's "Deployment
+	// ReplicaSet orphaning and adoption" deletes so), which an absent parameter must not erase.
+	if o := queryparam.OptionalBool(q, "orphanDependents"); o != nil {
+		opts.OrphanDependents = o
+	}
 	if d := q["dryRun"]; len(d) > 0 {
 		opts.DryRun = d
 	}

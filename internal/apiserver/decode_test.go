@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestParseWriteOptions(t *testing.T) {
@@ -83,6 +84,7 @@ func TestParseDeleteOptions(t *testing.T) {
 	int64p := func(n int64) *int64 { return &n }
 	policyp := func(p metav1.DeletionPropagation) *metav1.DeletionPropagation { return &p }
 	boolp := func(b bool) *bool { return &b }
+	uidp := func(u types.UID) *types.UID { return &u }
 	tests := []struct {
 		name    string
 		query   string
@@ -96,6 +98,8 @@ func TestParseDeleteOptions(t *testing.T) {
 		{name: "negative grace is immediate", query: "gracePeriodSeconds=-5", want: &metav1.DeleteOptions{GracePeriodSeconds: int64p(0)}},
 		{name: "propagation from query", query: "propagationPolicy=Foreground", want: &metav1.DeleteOptions{PropagationPolicy: policyp(metav1.DeletePropagationForeground)}},
 		{name: "orphan from query", query: "orphanDependents=true", want: &metav1.DeleteOptions{OrphanDependents: boolp(true)}},
+		{name: "orphan from body (client-go)", body: `{"orphanDependents":true,"preconditions":{"uid":"u1"}}`,
+			want: &metav1.DeleteOptions{OrphanDependents: boolp(true), Preconditions: &metav1.Preconditions{UID: uidp("u1")}}},
 		{name: "dry run from query", query: "dryRun=All", want: &metav1.DeleteOptions{DryRun: []string{"All"}}},
 		{
 			name: "typed body (kubectl)", body: `{"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0,"propagationPolicy":"Background"}`,
