@@ -288,9 +288,6 @@ func bootstrap(ctx context.Context, srv *apiserver.Server, cfg *Config) error {
 	if err := ensureDefaultServiceCIDR(ctx, srv, cfg.ServiceCIDR); err != nil {
 		return err
 	}
-	if err := ensureGatewayAPIDefinitions(ctx, srv, cfg.Logger); err != nil {
-		return err
-	}
 	// Its Endpoints and EndpointSlice are the endpoint reconciler's (lb.go, leasereconciler): they
 	// list exactly the live API servers.
 	return ensureKubeDNSService(ctx, srv, cfg)

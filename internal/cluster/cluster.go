@@ -372,6 +372,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			cfg.Logger.Error("custom resources", "err", err)
 		}
 	})
+	// The Gateway API's definitions (gatewayapi.go) are created after the start, not in bootstrap:
+	// validating ten large schemas took 10 to 20 s before the API server listened; the
+	// custom-resource loop serves each once it is established.
+	n.goBackground(func() { ensureGatewayAPIDefinitions(compactCtx, api, cfg.Logger) })
 	// APIServices: availability and proxying to extension API servers (aggregation.go).
 	n.goBackground(func() {
 		if err := api.RunAggregation(compactCtx); err != nil {

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -14,22 +13,22 @@ import (
 
 // ensureGatewayAPIDefinitions creates the Gateway API's standard-channel definitions that are
 // absent (issue 29): Gateways and HTTPRoutes work with nothing installed. One that exists, of this
-// release or another an operator installed, is left as it is. A definition the API server refuses
-// is logged and left out rather than failing the start: the cluster runs without that resource
-// (the embedded YAML is not the operator's to fix; e2e TestGatewayAPIControlSide guards it).
-func ensureGatewayAPIDefinitions(ctx context.Context, srv *apiserver.Server, log *slog.Logger) error {
+// release or another an operator installed, is left as it is. It runs in the background once the
+// API server is up; a definition the API server refuses is logged and left out (the embedded YAML
+// is not the operator's to fix; e2e TestGatewayAPIControlSide guards it), the rest still created.
+func ensureGatewayAPIDefinitions(ctx context.Context, srv *apiserver.Server, log *slog.Logger) {
 	defs, err := crds.Definitions()
 	if err != nil {
-		return err
+		log.Error("gateway api definitions not installed", "release", crds.BundleVersion, "err", err)
+		return
 	}
 	gr := schema.GroupResource{Group: crdv1.GroupName, Resource: "customresourcedefinitions"}
 	for _, d := range defs {
 		if err := srv.EnsureObject(ctx, gr, d); err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("gateway api %s: %w", crds.BundleVersion, err)
+				return // the node is stopping
 			}
 			log.Error("gateway api definition not installed", "name", d.Name, "release", crds.BundleVersion, "err", err)
 		}
 	}
-	return nil
 }

@@ -74,7 +74,8 @@ spec:
 func TestGatewayAPIControlSide(t *testing.T) {
 	c := newCluster(t, "--controllers=gateway")
 
-	eventually(t, 60*time.Second, func() error {
+	// Created in the background after the start: ten large schemas take a while on a loaded host.
+	eventually(t, 3*time.Minute, func() error {
 		out, err := c.kubectlErr("wait", "--for=condition=Established", "--timeout=2s",
 			"crd/gatewayclasses.gateway.networking.k8s.io", "crd/gateways.gateway.networking.k8s.io",
 			"crd/httproutes.gateway.networking.k8s.io", "crd/referencegrants.gateway.networking.k8s.io")
