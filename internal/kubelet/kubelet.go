@@ -91,6 +91,9 @@ type Kubelet struct {
 	nodes *nodeStatus
 
 	workerWG sync.WaitGroup
+	// kills are the background kills of deleted pods (terminatePod), guarded by mu; their
+	// goroutines are counted in workerWG.
+	kills map[types.UID]*podKill
 	// sandboxSlots bounds the sandboxes being created at once
 	// (Config.MaxParallelSandboxes).
 	sandboxSlots chan struct{}
@@ -127,7 +130,7 @@ func New(cfg Config, deps Deps) (*Kubelet, error) {
 		sandboxSlots: make(chan struct{}, cfg.MaxParallelSandboxes),
 		pods:         map[types.UID]*podEntry{}, workers: map[types.UID]*podWorker{}, waiting: map[types.UID]map[string]corev1.ContainerStateWaiting{},
 		ready: make(chan struct{}), runtimeID: "containerd", admitted: map[types.UID]bool{},
-		resize: map[types.UID]*podResizeState{},
+		resize: map[types.UID]*podResizeState{}, kills: map[types.UID]*podKill{},
 	}
 	sysctls, err := newSysctlAllowlist(cfg.AllowedUnsafeSysctls)
 	if err != nil {

@@ -297,3 +297,69 @@ func (p *podPlanner) planEphemeralContainers() {
 func created(c *runtimeapi.ContainerStatus) bool {
 	return c != nil && c.State == runtimeapi.ContainerState_CONTAINER_CREATED
 }
+
+// terminationAction is what one sync of a deleted pod (deletionTimestamp set, the object still
+// there) does.
+type terminationAction int
+
+const (
+	// terminationStartKill: no kill of the pod runs: start one in the background (preStop hooks,
+	// then the containers stop within the grace period) and report the pod's status meanwhile.
+	terminationStartKill terminationAction = iota
+	// terminationReport: the kill is under way: keep the readiness probes running and report the
+	// containers as they are, so a pod whose readiness probe fails, or whose containers stopped,
+	// reads not ready while it terminates (its endpoints then turn serving: false).
+	terminationReport
+	// terminationRetry: the kill failed: forget it, so the next sync (after the error back-off)
+	// starts another.
+	terminationRetry
+	// terminationFinish: every container stopped: write the final status, reclaim the sandbox and
+	// the volumes, delete the object.
+	terminationFinish
+)
+
+func (a terminationAction) String() string {
+	switch a {
+	case terminationStartKill:
+		return "start-kill"
+	case terminationReport:
+		return "report"
+	case terminationRetry:
+		return "retry"
+	case terminationFinish:
+		return "finish"
+	}
+	return fmt.Sprintf("terminationAction(%d)", int(a))
+}
+
+// killProgress is what a sync knows of a pod's background kill.
+type killProgress struct {
+	started, done bool
+	err           error
+}
+
+// computeTermination decides what one sync of a deleted pod does from the progress of its kill.
+// As Kubernetes' kubelet does, the pod's status keeps being written while its containers
+// terminate (the kill only blocks its own goroutine, never the pod's worker).
+func computeTermination(kill killProgress) terminationAction {
+	switch {
+	case !kill.started:
+		return terminationStartKill
+	case !kill.done:
+		return terminationReport
+	case kill.err != nil:
+		return terminationRetry
+	}
+	return terminationFinish
+}
+
+// probedKinds are the probes that run for a container of a pod; while the pod terminates only
+// readiness does: upstream's prober stops liveness and startup probes at deletion (a container
+// must not be restarted while it shuts down) and keeps probing readiness, so a terminating pod
+// reports when it stops serving.
+func probedKinds(terminating bool) []probeKind {
+	if terminating {
+		return []probeKind{readinessProbe}
+	}
+	return []probeKind{startupProbe, livenessProbe, readinessProbe}
+}

@@ -1,12 +1,14 @@
 package kubelet
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 )
@@ -273,6 +275,78 @@ func TestComputePodActions(t *testing.T) {
 			}
 			if got.requeueAfter != tt.wantRequeue {
 				t.Errorf("requeueAfter = %v, want %v", got.requeueAfter, tt.wantRequeue)
+			}
+		})
+	}
+}
+
+func TestComputeTermination(t *testing.T) {
+	failed := errors.New("stop container: deadline exceeded")
+	for _, tt := range []struct {
+		name string
+		kill killProgress
+		want terminationAction
+	}{
+		{"a pod just deleted starts its kill in the background", killProgress{}, terminationStartKill},
+		{"while the kill runs the status is reported", killProgress{started: true}, terminationReport},
+		{"a kill that failed is forgotten and tried again", killProgress{started: true, done: true, err: failed}, terminationRetry},
+		{"a kill that ended finishes the pod", killProgress{started: true, done: true}, terminationFinish},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := computeTermination(tt.kill); got != tt.want {
+				t.Errorf("computeTermination(%+v) = %s, want %s", tt.kill, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWantedProbes(t *testing.T) {
+	exec := func(cmd string) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{cmd}}}}
+	}
+	probed := corev1.Container{Name: "app", Image: testImage, ReadinessProbe: exec("ready"), LivenessProbe: exec("live"), StartupProbe: exec("started")}
+	sidecar := corev1.Container{Name: "proxy", Image: testImage, RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), ReadinessProbe: exec("ready"), LivenessProbe: exec("live")}
+	const (
+		run  = runtimeapi.ContainerState_CONTAINER_RUNNING
+		exit = runtimeapi.ContainerState_CONTAINER_EXITED
+	)
+	for _, tt := range []struct {
+		name     string
+		deleted  bool
+		appState runtimeapi.ContainerState
+		want     []string
+	}{
+		{name: "a live pod's running containers get every probe they declare", appState: run,
+			want: []string{"app/Liveness", "app/Readiness", "app/Startup", "proxy/Liveness", "proxy/Readiness"}},
+		{name: "an exited container is not probed", appState: exit,
+			want: []string{"proxy/Liveness", "proxy/Readiness"}},
+		{name: "a terminating pod keeps its readiness probes only", deleted: true, appState: run,
+			want: []string{"app/Readiness", "proxy/Readiness"}},
+		{name: "a terminating pod's stopped container is not probed", deleted: true, appState: exit,
+			want: []string{"proxy/Readiness"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := makePod("p").obj()
+			pod.Spec.Containers = []corev1.Container{probed}
+			pod.Spec.InitContainers = []corev1.Container{sidecar}
+			if tt.deleted {
+				now := metav1.Now()
+				pod.DeletionTimestamp = &now
+			}
+			state := &podRuntimeState{containers: []*runtimeapi.ContainerStatus{
+				runtimeContainer("id-app", "app", "sb", tt.appState),
+				runtimeContainer("id-proxy", "proxy", "sb", run),
+			}}
+			var got []string
+			for key, id := range wantedProbes(pod, state) {
+				if id != "id-"+key.container {
+					t.Errorf("probe %s/%s of instance %s, want id-%s", key.container, key.kind, id, key.container)
+				}
+				got = append(got, key.container+"/"+string(key.kind))
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("probes = %v, want %v", got, tt.want)
 			}
 		})
 	}

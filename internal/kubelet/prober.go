@@ -112,31 +112,12 @@ func (p *prober) ready(uid types.UID, c *corev1.Container, containerID string) b
 }
 
 // syncPod starts probe workers for the pod's running containers and stops
-// the workers of containers that are gone or replaced.
+// the workers of containers that are gone or replaced, and, once the pod is
+// deleted, every worker but readiness.
 func (p *prober) syncPod(pod *corev1.Pod, state *podRuntimeState, podIPs []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	wanted := map[probeKey]string{}
-	// Sidecar init containers are probed like regular containers: they run
-	// next to them, and their readiness is reported.
-	probed := slices.Clone(pod.Spec.Containers)
-	for i := range pod.Spec.InitContainers {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
-			probed = append(probed, pod.Spec.InitContainers[i])
-		}
-	}
-	for i := range probed {
-		c := &probed[i]
-		cur := state.latest(c.Name, "")
-		if !running(cur) {
-			continue
-		}
-		for _, kind := range []probeKind{startupProbe, livenessProbe, readinessProbe} {
-			if containerProbe(c, kind) != nil {
-				wanted[probeKey{pod.UID, c.Name, kind}] = cur.Id
-			}
-		}
-	}
+	wanted := wantedProbes(pod, state)
 	for key, w := range p.workers {
 		if key.uid == pod.UID && wanted[key] != w.containerID {
 			close(w.stop)
@@ -155,6 +136,33 @@ func (p *prober) syncPod(pod *corev1.Pod, state *podRuntimeState, podIPs []strin
 		c := findContainer(pod, key.container)
 		go p.run(pod, c, key, w, podIPs)
 	}
+}
+
+// wantedProbes are the probe workers a pod needs: each probe of each running container (sidecars
+// included: they run next to the containers and their readiness is reported), keyed to the
+// container instance probed; a deleted pod's readiness probes only (probedKinds).
+func wantedProbes(pod *corev1.Pod, state *podRuntimeState) map[probeKey]string {
+	wanted := map[probeKey]string{}
+	probed := slices.Clone(pod.Spec.Containers)
+	for i := range pod.Spec.InitContainers {
+		if isSidecar(&pod.Spec.InitContainers[i]) {
+			probed = append(probed, pod.Spec.InitContainers[i])
+		}
+	}
+	kinds := probedKinds(pod.DeletionTimestamp != nil)
+	for i := range probed {
+		c := &probed[i]
+		cur := state.latest(c.Name, "")
+		if !running(cur) {
+			continue
+		}
+		for _, kind := range kinds {
+			if containerProbe(c, kind) != nil {
+				wanted[probeKey{pod.UID, c.Name, kind}] = cur.Id
+			}
+		}
+	}
+	return wanted
 }
 
 // removePod stops a pod's probes and forgets their results.

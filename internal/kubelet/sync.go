@@ -58,6 +58,12 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) syncResult {
 		return syncResult{err: err}
 	}
 	if !known || deleted {
+		if p := k.killProgress(uid); p.started && !p.done {
+			// The object went (force-deleted) while its graceful kill runs: that kill's end
+			// wakes the worker, which reclaims the pod then.
+			return syncResult{}
+		}
+		k.forgetKill(uid)
 		k.prober.removePod(uid)
 		grace := minimumGracePeriod
 		if pod != nil {
@@ -754,17 +760,71 @@ func (k *Kubelet) removePod(ctx context.Context, pod *corev1.Pod, uid types.UID,
 	return nil
 }
 
-// terminatePod runs a deleted pod's graceful termination: stop its
-// containers within the grace period, write the final status, reclaim its
-// sandbox and volumes, then delete the pod object for good (grace period 0,
-// guarded by its UID). As in Kubernetes, the object goes only once nothing
-// of the pod is left on the node, so a client that saw it go may stop the
-// node at once.
+// podKill is a deleted pod's kill running in the background: its containers stopping within
+// the grace period, preStop hooks first. done is closed once it returned; err is then set.
+type podKill struct {
+	done chan struct{}
+	err  error
+}
+
+// killProgress reads the progress of the pod's background kill.
+func (k *Kubelet) killProgress(uid types.UID) killProgress {
+	k.mu.Lock()
+	kill := k.kills[uid]
+	k.mu.Unlock()
+	if kill == nil {
+		return killProgress{}
+	}
+	select {
+	case <-kill.done:
+		return killProgress{started: true, done: true, err: kill.err}
+	default:
+		return killProgress{started: true}
+	}
+}
+
+// startKill stops the pod's containers in a goroutine owned by the workers' group, which wakes
+// the pod's worker once it returns.
+func (k *Kubelet) startKill(ctx context.Context, pod *corev1.Pod, state *podRuntimeState) {
+	kill := &podKill{done: make(chan struct{})}
+	k.mu.Lock()
+	k.kills[pod.UID] = kill
+	k.workerWG.Add(1)
+	k.mu.Unlock()
+	go func() {
+		defer k.workerWG.Done()
+		kill.err = k.killPod(ctx, pod, state, gracePeriod(pod))
+		close(kill.done)
+		k.enqueue(pod.UID)
+	}()
+}
+
+func (k *Kubelet) forgetKill(uid types.UID) {
+	k.mu.Lock()
+	delete(k.kills, uid)
+	k.mu.Unlock()
+}
+
+// terminatePod runs a deleted pod's graceful termination as computeTermination decides: stop
+// its containers within the grace period in the background while its status keeps being
+// written (readiness probes go on: a container that stops serving, or stopped, is not ready),
+// then write the final status, reclaim its sandbox and volumes, and delete the pod object for
+// good (grace period 0, guarded by its UID). As in Kubernetes, the object goes only once
+// nothing of the pod is left on the node, so a client that saw it go may stop the node at once.
 func (k *Kubelet) terminatePod(ctx context.Context, pod *corev1.Pod, state *podRuntimeState) syncResult {
-	k.prober.removePod(pod.UID)
-	if err := k.killPod(ctx, pod, state, gracePeriod(pod)); err != nil {
+	switch computeTermination(k.killProgress(pod.UID)) {
+	case terminationStartKill:
+		k.startKill(ctx, pod, state)
+		return k.reportTerminating(ctx, pod, state)
+	case terminationReport:
+		return k.reportTerminating(ctx, pod, state)
+	case terminationRetry:
+		err := k.killProgress(pod.UID).err
+		k.forgetKill(pod.UID)
 		return syncResult{err: err}
 	}
+	k.forgetKill(pod.UID)
+	k.prober.removePod(pod.UID)
 	fresh, err := runtimeState(ctx, k.runtime, pod.UID)
 	if err != nil {
 		return syncResult{err: err}
@@ -793,6 +853,16 @@ func (k *Kubelet) terminatePod(ctx context.Context, pod *corev1.Pod, state *podR
 		entry.deleted = true
 	}
 	k.mu.Unlock()
+	return syncResult{}
+}
+
+// reportTerminating writes a terminating pod's status as its containers are now: its probes
+// are narrowed to readiness (probedKinds), a container that stopped is not ready.
+func (k *Kubelet) reportTerminating(ctx context.Context, pod *corev1.Pod, state *podRuntimeState) syncResult {
+	k.prober.syncPod(pod, state, k.currentPodIPs(ctx, pod, state))
+	if err := k.writeStatus(ctx, pod, state, nil, false); err != nil && !apierrors.IsNotFound(err) {
+		return syncResult{err: err}
+	}
 	return syncResult{}
 }
 

@@ -59,6 +59,8 @@ type Runtime struct {
 	stopTimeouts map[string]time.Duration
 	// execCodes maps a command line to the exit code ExecSync reports.
 	execCodes map[string]int32
+	// execHolds maps a command line to a channel its ExecSync waits on (HoldExec).
+	execHolds map[string]chan struct{}
 	// pids maps a container to the host process ContainerPID names for it.
 	pids map[string]int
 	// execs and attaches are the streaming requests asked for, oldest first.
@@ -77,7 +79,7 @@ func New(clk clock.Clock, imageRefs ...string) *Runtime {
 	r := &Runtime{
 		clock: clk, sandboxes: map[string]*sandbox{}, containers: map[string]*container{},
 		images: map[string]*runtimeapi.Image{}, failures: map[string]error{}, networkReady: true,
-		pullCount: map[string]int{}, stopTimeouts: map[string]time.Duration{}, execCodes: map[string]int32{},
+		pullCount: map[string]int{}, stopTimeouts: map[string]time.Duration{}, execCodes: map[string]int32{}, execHolds: map[string]chan struct{}{},
 	}
 	for _, ref := range imageRefs {
 		r.AddImage(ref)
@@ -524,17 +526,48 @@ func (r *Runtime) ContainerStatus(_ context.Context, id string) (*runtimeapi.Con
 	return proto.Clone(c.status).(*runtimeapi.ContainerStatus), nil
 }
 
-func (r *Runtime) ExecSync(_ context.Context, id string, cmd []string, _ time.Duration) ([]byte, []byte, int32, error) {
+func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string, _ time.Duration) ([]byte, []byte, int32, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	c, ok := r.containers[id]
 	if !ok {
+		r.mu.Unlock()
 		return nil, nil, 0, notFound("container", id)
 	}
-	if err := r.record("ExecSync", c.config.Metadata.Name+":"+strings.Join(cmd, " ")); err != nil {
+	line := strings.Join(cmd, " ")
+	if err := r.record("ExecSync", c.config.Metadata.Name+":"+line); err != nil {
+		r.mu.Unlock()
 		return nil, nil, 0, err
 	}
-	return []byte(strings.Join(cmd, " ")), nil, r.execCodes[strings.Join(cmd, " ")], nil
+	hold := r.execHolds[line]
+	r.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return nil, nil, 0, ctx.Err()
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return []byte(line), nil, r.execCodes[line], nil
+}
+
+// HoldExec makes ExecSync of this command line wait until release is called (or its context
+// ends): a preStop hook that takes its time.
+func (r *Runtime) HoldExec(command string) (release func()) {
+	ch := make(chan struct{})
+	r.mu.Lock()
+	r.execHolds[command] = ch
+	r.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			delete(r.execHolds, command)
+			r.mu.Unlock()
+			close(ch)
+		})
+	}
 }
 
 // SetExecExitCode makes ExecSync of this command line exit with code.
