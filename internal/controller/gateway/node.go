@@ -1,0 +1,115 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
+
+	"github.com/skiff-sh/skiff/internal/ingress/routes"
+)
+
+// TableOptions configure RunTable.
+type TableOptions struct {
+	Client  kubernetes.Interface
+	Gateway gatewayclient.Interface
+	// Set hands the Gateway table to the node's composition, which merges it with the Ingress
+	// table (routes.Merge) before the data plane serves it.
+	Set    func(routes.Table) error
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// RetryPeriod is the wait before a table Set refused is handed over again; 5 s when zero.
+	RetryPeriod time.Duration
+}
+
+// RunTable is the node's side of the Gateway API: it watches the Gateway API objects, Services,
+// EndpointSlices and TLS Secrets, and after every change decides (Decide, as the controller does:
+// both read the same objects) and hands Set the table (Translate), until ctx ends. Changes that
+// arrive while a table is built fold into the next one. It writes nothing to the cluster.
+func RunTable(ctx context.Context, o TableOptions) error {
+	if o.Client == nil || o.Gateway == nil || o.Set == nil {
+		return errors.New("gateway table: Client, Gateway and Set are required")
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.RetryPeriod == 0 {
+		o.RetryPeriod = 5 * time.Second
+	}
+	core := informers.NewSharedInformerFactory(o.Client, 0)
+	// Only TLS Secrets: the data plane never holds the cluster's other Secrets.
+	tlsOnly := informers.NewSharedInformerFactoryWithOptions(o.Client, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.OneTermEqualSelector("type", string(corev1.SecretTypeTLS)).String()
+	}))
+	gw := gatewayinformers.NewSharedInformerFactory(o.Gateway, 0)
+	v1 := gw.Gateway().V1()
+	classes, gateways, httpRoutes, grants := v1.GatewayClasses(), v1.Gateways(), v1.HTTPRoutes(), v1.ReferenceGrants()
+	namespaces, services, slices := core.Core().V1().Namespaces(), core.Core().V1().Services(), core.Discovery().V1().EndpointSlices()
+	secrets := tlsOnly.Core().V1().Secrets()
+	dirty := make(chan struct{}, 1)
+	poke := func(any) {
+		select {
+		case dirty <- struct{}{}:
+		default:
+		}
+	}
+	for _, inf := range []cache.SharedIndexInformer{classes.Informer(), gateways.Informer(), httpRoutes.Informer(), grants.Informer(),
+		namespaces.Informer(), services.Informer(), slices.Informer(), secrets.Informer()} {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, o any) { poke(o) }, DeleteFunc: poke}); err != nil {
+			return fmt.Errorf("gateway table handler: %w", err)
+		}
+	}
+	core.Start(ctx.Done())
+	tlsOnly.Start(ctx.Done())
+	gw.Start(ctx.Done())
+	// Shutdown waits for the informers' goroutines.
+	defer gw.Shutdown()
+	defer tlsOnly.Shutdown()
+	defer core.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), classes.Informer().HasSynced, gateways.Informer().HasSynced, httpRoutes.Informer().HasSynced,
+		grants.Informer().HasSynced, namespaces.Informer().HasSynced, services.Informer().HasSynced, slices.Informer().HasSynced,
+		secrets.Informer().HasSynced) {
+		return nil // stopped before the caches synced
+	}
+	poke(nil)
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-dirty:
+		case <-retry:
+		}
+		retry = nil
+		all := labels.Everything()
+		s := Snapshot{}
+		s.Classes, _ = classes.Lister().List(all)
+		s.Gateways, _ = gateways.Lister().List(all)
+		s.Routes, _ = httpRoutes.Lister().List(all)
+		s.Grants, _ = grants.Lister().List(all)
+		s.Namespaces, _ = namespaces.Lister().List(all)
+		s.Services, _ = services.Lister().List(all)
+		s.Secrets, _ = secrets.Lister().List(all)
+		eps, _ := slices.Lister().List(all)
+		t := Translate(TranslateInput{Plan: Decide(s), Routes: s.Routes, Grants: s.Grants, Services: s.Services, Slices: eps, Secrets: s.Secrets})
+		if err := o.Set(t); err != nil {
+			o.Logger.Warn("the data plane refused part of the gateway table; retrying", "err", err, "retry", o.RetryPeriod)
+			retry = o.Clock.After(o.RetryPeriod)
+		}
+	}
+}
