@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"bytes"
 	"crypto/tls"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -31,14 +33,55 @@ func withRenewedClientCert(rc *rest.Config, holder *pki.KeyPairHolder, roots *pk
 	if err != nil {
 		return nil, err
 	}
-	tr := utilnet.SetTransportDefaults(&http.Transport{
-		TLSHandshakeTimeout: 10 * time.Second,
-		TLSClientConfig:     tlsCfg,
-		MaxIdleConnsPerHost: 25,
-		DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-	})
+	tr := &renewingTransport{holder: holder, newTransport: func() *http.Transport {
+		return utilnet.SetTransportDefaults(&http.Transport{
+			TLSHandshakeTimeout: 10 * time.Second,
+			TLSClientConfig:     tlsCfg.Clone(),
+			MaxIdleConnsPerHost: 25,
+			DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		})
+	}}
 	rc.WrapTransport = func(http.RoundTripper) http.RoundTripper { return tr }
 	return rc, nil
+}
+
+// renewingTransport sends each new request on connections made with the client certificate as it
+// is now. A connection presents the certificate of its handshake for its whole life, and the API
+// server authenticates every request by it: after a CA rotation retires the old CA, a request
+// on a kept-alive connection of a certificate the old CA signed is Unauthorized although the
+// renewed certificate is on disk. So when the certificate changes, new requests go to a new
+// http.Transport and the old one's idle connections are closed; requests in flight on it (a
+// watch) finish there undisturbed, and its connections close once idle (IdleConnTimeout).
+type renewingTransport struct {
+	holder       *pki.KeyPairHolder
+	newTransport func() *http.Transport
+	mu           sync.Mutex
+	cur          *http.Transport
+	// leaf is the DER certificate cur's connections present.
+	leaf []byte
+}
+
+// RoundTrip is http.RoundTripper.
+func (t *renewingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.current().RoundTrip(req)
+}
+
+// CloseIdleConnections closes the current transport's idle connections (client-go's
+// utilnet.CloseIdleConnectionsFor reaches it).
+func (t *renewingTransport) CloseIdleConnections() { t.current().CloseIdleConnections() }
+
+// current is the transport of the certificate on disk now.
+func (t *renewingTransport) current() *http.Transport {
+	leaf := t.holder.Certificates()[0].Certificate[0]
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cur == nil || !bytes.Equal(leaf, t.leaf) {
+		if t.cur != nil {
+			t.cur.CloseIdleConnections()
+		}
+		t.cur, t.leaf = t.newTransport(), leaf
+	}
+	return t.cur
 }
 
 // componentClientTLS is a copy of the TLS of rc's transport when withRenewedClientCert made it
@@ -48,8 +91,8 @@ func componentClientTLS(rc *rest.Config) *tls.Config {
 	if rc.WrapTransport == nil {
 		return nil
 	}
-	if tr, ok := rc.WrapTransport(nil).(*http.Transport); ok && tr.TLSClientConfig != nil {
-		out := tr.TLSClientConfig.Clone()
+	if rt, ok := rc.WrapTransport(nil).(*renewingTransport); ok && rt.current().TLSClientConfig != nil {
+		out := rt.current().TLSClientConfig.Clone()
 		// The transport's protocols (h2 first) are its own; a caller's transport negotiates its own.
 		out.NextProtos = nil
 		return out

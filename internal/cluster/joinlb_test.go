@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -69,8 +68,8 @@ func TestJoinedRESTConfigGoesThroughTheBalancer(t *testing.T) {
 		t.Errorf("not the node's own certificate files: %+v", rc.TLSClientConfig)
 	}
 	// The transport is skiff's: it reads the CA bundle and the certificate at each handshake.
-	tr, ok := rc.WrapTransport(nil).(*http.Transport)
-	if !ok || tr.TLSClientConfig.VerifyConnection == nil || tr.TLSClientConfig.GetClientCertificate == nil {
+	tr, ok := rc.WrapTransport(nil).(*renewingTransport)
+	if !ok || tr.current().TLSClientConfig.VerifyConnection == nil || tr.current().TLSClientConfig.GetClientCertificate == nil {
 		t.Errorf("the node's client does not verify against the bundle as on disk: %#v", rc.WrapTransport(nil))
 	}
 }
