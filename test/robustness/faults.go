@@ -92,11 +92,28 @@ type Cluster struct {
 	Partitions *Partitions
 }
 
-// target resolves a fault's node: the etcd leader's or the Lease holder's at the time.
+// targetWait bounds the wait for a leader to name: after a Lease holder is killed, the Lease is
+// taken over only when its 15 s have run out, which can be after the gap to the next fault.
+const targetWait = 45 * time.Second
+
+// target resolves a fault's node: the etcd leader's or the Lease holder's at the time, waiting
+// (up to targetWait) while there is none.
 func (c *Cluster) target(ctx context.Context, f PlannedFault) (*Node, error) {
 	if f.Kind != FaultKillEtcdLeader && f.Kind != FaultKillLeaseHolder {
 		return c.Nodes[f.Node%len(c.Nodes)], nil
 	}
+	deadline := c.Clock.Now().Add(targetWait)
+	for {
+		n, err := c.leader(ctx, f)
+		if err == nil || c.Clock.Now().After(deadline) || ctx.Err() != nil {
+			return n, err
+		}
+		c.sleep(ctx, 500*time.Millisecond)
+	}
+}
+
+// leader is the node holding the etcd leadership or the Lease now.
+func (c *Cluster) leader(ctx context.Context, f PlannedFault) (*Node, error) {
 	for _, n := range c.Nodes {
 		if !n.Running() {
 			continue
