@@ -32,8 +32,15 @@ func activeDeadline(pod *corev1.Pod, now time.Time) (exceeded bool, left time.Du
 func (k *Kubelet) failPastDeadline(ctx context.Context, pod *corev1.Pod, state *podRuntimeState) syncResult {
 	k.log.Info("pod past its active deadline", "pod", pod.Namespace+"/"+pod.Name, "activeDeadlineSeconds", *pod.Spec.ActiveDeadlineSeconds)
 	k.recorder.Event(pod, corev1.EventTypeNormal, deadlineExceededReason, deadlineExceededMessage)
+	return k.failPod(ctx, pod, state, deadlineExceededReason, deadlineExceededMessage, gracePeriod(pod))
+}
+
+// failPod stops a pod's containers within grace and writes its final status: Failed, with
+// reason and message, the containers' last states kept (a pod past its deadline, an evicted
+// one).
+func (k *Kubelet) failPod(ctx context.Context, pod *corev1.Pod, state *podRuntimeState, reason, message string, grace time.Duration) syncResult {
 	k.prober.removePod(pod.UID)
-	if err := k.killPod(ctx, pod, state, gracePeriod(pod)); err != nil {
+	if err := k.killPod(ctx, pod, state, grace); err != nil {
 		return syncResult{err: err}
 	}
 	after, err := runtimeState(ctx, k.runtime, pod.UID)
@@ -41,7 +48,7 @@ func (k *Kubelet) failPastDeadline(ctx context.Context, pod *corev1.Pod, state *
 		return syncResult{err: err}
 	}
 	status := k.podStatus(pod, after, nil, true)
-	status.Phase, status.Reason, status.Message = corev1.PodFailed, deadlineExceededReason, deadlineExceededMessage
+	status.Phase, status.Reason, status.Message = corev1.PodFailed, reason, message
 	updated, err := k.patchPodStatus(ctx, pod, status)
 	if err != nil {
 		return syncResult{err: err}

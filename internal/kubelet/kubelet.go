@@ -94,6 +94,9 @@ type Kubelet struct {
 	// kills are the background kills of deleted pods (terminatePod), guarded by mu; their
 	// goroutines are counted in workerWG.
 	kills map[types.UID]*podKill
+	// evicted holds the message of each pod chosen for eviction (eviction.go), guarded by mu; the
+	// pod's worker carries the eviction out.
+	evicted map[types.UID]string
 	// sandboxSlots bounds the sandboxes being created at once
 	// (Config.MaxParallelSandboxes).
 	sandboxSlots chan struct{}
@@ -130,7 +133,7 @@ func New(cfg Config, deps Deps) (*Kubelet, error) {
 		sandboxSlots: make(chan struct{}, cfg.MaxParallelSandboxes),
 		pods:         map[types.UID]*podEntry{}, workers: map[types.UID]*podWorker{}, waiting: map[types.UID]map[string]corev1.ContainerStateWaiting{},
 		ready: make(chan struct{}), runtimeID: "containerd", admitted: map[types.UID]bool{},
-		resize: map[types.UID]*podResizeState{}, kills: map[types.UID]*podKill{},
+		resize: map[types.UID]*podResizeState{}, kills: map[types.UID]*podKill{}, evicted: map[types.UID]string{},
 	}
 	sysctls, err := newSysctlAllowlist(cfg.AllowedUnsafeSysctls)
 	if err != nil {
@@ -257,6 +260,7 @@ func (k *Kubelet) housekeepingLoop(ctx context.Context) {
 			return
 		case <-ticker.C():
 			k.cleanupOrphans(ctx)
+			k.evictForLocalStorage(ctx)
 		}
 	}
 }
@@ -392,6 +396,7 @@ func (k *Kubelet) forgetPod(uid types.UID) {
 	delete(k.waiting, uid)
 	delete(k.admitted, uid)
 	delete(k.resize, uid)
+	delete(k.evicted, uid)
 	k.mu.Unlock()
 	k.volumes.forgetPod(uid)
 	k.backoff.forgetPod(uid)

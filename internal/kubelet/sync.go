@@ -84,6 +84,10 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) syncResult {
 		// A finished pod keeps its containers for logs but not its sandbox.
 		return syncResult{err: k.killPod(ctx, pod, state, gracePeriod(pod))}
 	}
+	if message, evicted := k.evictionOf(uid); evicted {
+		// As upstream's eviction manager: no grace period beyond the minimum.
+		return k.failPod(ctx, pod, state, reasonEvicted, message, minimumGracePeriod)
+	}
 	exceeded, left := activeDeadline(pod, k.clock.Now())
 	if exceeded {
 		return k.failPastDeadline(ctx, pod, state)

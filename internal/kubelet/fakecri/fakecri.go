@@ -61,6 +61,9 @@ type Runtime struct {
 	execCodes map[string]int32
 	// execHolds maps a command line to a channel its ExecSync waits on (HoldExec).
 	execHolds map[string]chan struct{}
+	// writable maps a container to the bytes of its writable layer ListContainerStats reports
+	// (SetWritableLayer); unset, none is reported.
+	writable map[string]uint64
 	// pids maps a container to the host process ContainerPID names for it.
 	pids map[string]int
 	// execs and attaches are the streaming requests asked for, oldest first.
@@ -79,7 +82,7 @@ func New(clk clock.Clock, imageRefs ...string) *Runtime {
 	r := &Runtime{
 		clock: clk, sandboxes: map[string]*sandbox{}, containers: map[string]*container{},
 		images: map[string]*runtimeapi.Image{}, failures: map[string]error{}, networkReady: true,
-		pullCount: map[string]int{}, stopTimeouts: map[string]time.Duration{}, execCodes: map[string]int32{}, execHolds: map[string]chan struct{}{},
+		pullCount: map[string]int{}, stopTimeouts: map[string]time.Duration{}, execCodes: map[string]int32{}, execHolds: map[string]chan struct{}{}, writable: map[string]uint64{},
 	}
 	for _, ref := range imageRefs {
 		r.AddImage(ref)

@@ -32,12 +32,16 @@ func (r *Runtime) ListContainerStats(_ context.Context, filter *runtimeapi.Conta
 			continue
 		}
 		elapsed := now.Sub(time.Unix(0, c.status.StartedAt))
-		out = append(out, &runtimeapi.ContainerStats{
+		stats := &runtimeapi.ContainerStats{
 			Attributes: &runtimeapi.ContainerAttributes{Id: id, Metadata: c.status.Metadata, Labels: c.status.Labels, Annotations: c.status.Annotations},
 			Cpu: &runtimeapi.CpuUsage{Timestamp: now.UnixNano(), UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: uint64(elapsed.Seconds() * FakeNanoCores)},
 				UsageNanoCores: &runtimeapi.UInt64Value{Value: FakeNanoCores}},
 			Memory: &runtimeapi.MemoryUsage{Timestamp: now.UnixNano(), WorkingSetBytes: &runtimeapi.UInt64Value{Value: FakeWorkingSetBytes}},
-		})
+		}
+		if used, ok := r.writable[id]; ok {
+			stats.WritableLayer = &runtimeapi.FilesystemUsage{Timestamp: now.UnixNano(), UsedBytes: &runtimeapi.UInt64Value{Value: used}}
+		}
+		out = append(out, stats)
 	}
 	return out, nil
 }
@@ -45,4 +49,11 @@ func (r *Runtime) ListContainerStats(_ context.Context, filter *runtimeapi.Conta
 // ListPodSandboxStats is unimplemented, as in containerd 1.6.
 func (r *Runtime) ListPodSandboxStats(context.Context, *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
 	return nil, status.Error(codes.Unimplemented, "ListPodSandboxStats is not implemented")
+}
+
+// SetWritableLayer makes ListContainerStats report the container's writable layer at used bytes.
+func (r *Runtime) SetWritableLayer(containerID string, used uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writable[containerID] = used
 }
