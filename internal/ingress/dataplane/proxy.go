@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/skiff-sh/skiff/internal/ingress/routes"
@@ -124,6 +125,8 @@ func (s *Server) newReverseProxy() *httputil.ReverseProxy {
 		// unknown length (streams), and buffers the rest.
 		FlushInterval: 0,
 		Transport:     &retryTransport{s: s},
+		// Copy buffers are reused: without a pool each request allocates 32 KiB.
+		BufferPool: &bufferPool{},
 		ModifyResponse: func(res *http.Response) error {
 			t := res.Request.Context().Value(targetKey{}).(*target)
 			for _, fs := range [][]routes.Filter{t.d.route.spec.Filters, t.d.backend.spec.Filters} {
@@ -250,6 +253,18 @@ func (s *Server) mirror(r *http.Request, d decision) {
 		}
 	}
 }
+
+// bufferPool lends the reverse proxy its 32 KiB copy buffers.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
 // recorder remembers the status written; Unwrap lets http.ResponseController (the reverse
 // proxy's flushes and upgrades) reach the connection's own writer.

@@ -58,7 +58,7 @@ func addr(t *testing.T, s *Server, port int32) string {
 }
 
 // upstream is an httptest server answering its name and the path it saw.
-func upstream(t *testing.T, name string) (*httptest.Server, string) {
+func upstream(t testing.TB, name string) (*httptest.Server, string) {
 	t.Helper()
 	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Backend", name)
