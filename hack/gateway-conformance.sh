@@ -153,6 +153,12 @@ cleanup() {
 		kill -KILL "$skiff_pid" 2>/dev/null
 		wait "$skiff_pid" 2>/dev/null
 	fi
+	# Containers whose pods were not deleted in time outlive the node: their shims (and what they
+	# run) are this run's, found by the containerd address under its data dir.
+	local shim
+	for shim in $(ps -eo pid=,args= | awk -v a="-address $data/" 'index($0, a) && /containerd-shim/ {print $1}'); do
+		kill -KILL $(pgrep -P "$shim") "$shim" 2>/dev/null
+	done
 	iptables -D FORWARD -j "$chain" 2>/dev/null
 	iptables -D OUTPUT -d "$svc_cidr" -j "$chain" 2>/dev/null
 	iptables -F "$chain" 2>/dev/null
