@@ -7,9 +7,12 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/skiff-sh/skiff/internal/authz/bootstrappolicy"
+	"github.com/skiff-sh/skiff/internal/controller/gateway"
 	"github.com/skiff-sh/skiff/internal/ingress"
 	"github.com/skiff-sh/skiff/internal/ingress/dataplane"
 )
@@ -42,14 +45,21 @@ func (n *Node) ingressRoles() []role {
 		if err != nil {
 			return fmt.Errorf("ingress client: %w", err)
 		}
+		// Custom resources have no protobuf form: the Gateway API client speaks JSON.
+		gatewayCfg := rest.CopyConfig(restCfg)
+		gatewayCfg.ContentType, gatewayCfg.AcceptContentTypes = "application/json", "application/json"
+		gatewayAPI, err := gatewayclient.NewForConfig(gatewayCfg)
+		if err != nil {
+			return fmt.Errorf("gateway api client: %w", err)
+		}
 		log := cfg.Logger.With("component", "ingress")
 		srv := dataplane.New(dataplane.Options{
 			Address: cfg.BindAddress,
 			Logger:  log,
 			Metrics: dataplane.NewMetrics(n.metrics.fresh("ingress")),
 		})
-		// The Ingress controller's table is one source; a Gateway controller on the node adds its
-		// own with sources.Setter("gateway").
+		// The Ingress controller's table is one source, the Gateway API's (the same Decide as the
+		// control plane's gateway controller, then Translate) the other; Sources merges them.
 		sources := dataplane.NewSources(srv)
 		g, gctx := errgroup.WithContext(ctx)
 		g.Go(func() error { return srv.Run(gctx) })
@@ -57,6 +67,12 @@ func (n *Node) ingressRoles() []role {
 			return ingress.RunNode(gctx, ingress.NodeOptions{
 				Client: client, HTTPPort: int32(cfg.IngressHTTPPort), HTTPSPort: int32(cfg.IngressHTTPSPort),
 				Set: sources.Setter("ingress"), Logger: log,
+			})
+		})
+		g.Go(func() error {
+			return gateway.RunTable(gctx, gateway.TableOptions{
+				Client: client, Gateway: gatewayAPI, Set: sources.Setter("gateway"),
+				Logger: cfg.Logger.With("component", "gateway-table"),
 			})
 		})
 		return g.Wait()

@@ -261,8 +261,10 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			ObjectMeta: meta(SkiffIngress, nil),
 			Rules: rules(
 				rule("list", "watch").groups(networkingGroup).resources("ingresses", "ingressclasses"),
-				rule("list", "watch").groups(legacyGroup).resources("services", "secrets"),
+				rule("list", "watch").groups(legacyGroup).resources("services", "secrets", "namespaces"),
 				rule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
+				// The Gateway API's table, decided on the node as the gateway controller decides.
+				rule("list", "watch").groups("gateway.networking.k8s.io").resources("gatewayclasses", "gateways", "httproutes", "referencegrants"),
 			),
 		},
 		{
