@@ -22,9 +22,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 	"github.com/skiff-sh/skiff/internal/ingress/routes"
 	"github.com/skiff-sh/skiff/internal/leader"
 )
@@ -72,12 +72,12 @@ func RunNode(ctx context.Context, o NodeOptions) error {
 	secrets := tlsOnly.Core().V1().Secrets()
 	defer f.Shutdown()
 	defer tlsOnly.Shutdown()
-	dirty, err := watch(ctx, []informers.SharedInformerFactory{f, tlsOnly},
+	dirty, err := ctrlutil.WatchLevel(ctx, []ctrlutil.InformerFactory{f, tlsOnly},
 		classes.Informer(), ings.Informer(), svcs.Informer(), slices.Informer(), secrets.Informer())
 	if err != nil {
 		return fmt.Errorf("ingress informers: %w", err)
 	}
-	return syncLoop(ctx, dirty, o.Clock, o.RetryPeriod, func() error {
+	return ctrlutil.RunLevel(ctx, dirty, o.Clock, o.RetryPeriod, func() error {
 		in := Input{HTTPPort: o.HTTPPort, HTTPSPort: o.HTTPSPort, DefaultCertificate: dflt}
 		in.Classes, _ = classes.Lister().List(labels.Everything())
 		in.Ingresses, _ = ings.Lister().List(labels.Everything())
@@ -93,60 +93,6 @@ func RunNode(ctx context.Context, o NodeOptions) error {
 		}
 		return nil
 	}, o.Logger)
-}
-
-// watch starts the factories with every informer's events poking the returned channel (one
-// poke already in it) and waits for their caches; the caller shuts the factories down.
-func watch(ctx context.Context, factories []informers.SharedInformerFactory, infs ...cache.SharedIndexInformer) (chan struct{}, error) {
-	dirty := make(chan struct{}, 1)
-	nudge := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { poke(dirty) },
-		UpdateFunc: func(any, any) { poke(dirty) },
-		DeleteFunc: func(any) { poke(dirty) },
-	}
-	for _, inf := range infs {
-		if _, err := inf.AddEventHandler(nudge); err != nil {
-			return nil, err
-		}
-	}
-	for _, f := range factories {
-		f.Start(ctx.Done())
-	}
-	for _, f := range factories {
-		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
-			if !ok {
-				return nil, fmt.Errorf("%v did not sync", typ)
-			}
-		}
-	}
-	poke(dirty)
-	return dirty, nil
-}
-
-// syncLoop runs sync at every poke of dirty until ctx ends; a failed sync runs again after
-// retry (changes in between fold into that run).
-func syncLoop(ctx context.Context, dirty chan struct{}, clk clock.Clock, retry time.Duration, sync func() error, log *slog.Logger) error {
-	var again <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-dirty:
-		case <-again:
-		}
-		again = nil
-		if err := sync(); err != nil {
-			log.Warn("sync failed; retrying", "err", err, "retry", retry)
-			again = clk.After(retry)
-		}
-	}
-}
-
-func poke(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
 }
 
 // defaultCertificate is the self-signed certificate served to clients whose SNI no Ingress's
@@ -208,11 +154,11 @@ func statusTerm(ctx context.Context, o *StatusOptions) error {
 	ings := f.Networking().V1().Ingresses()
 	nodes := f.Core().V1().Nodes()
 	defer f.Shutdown()
-	dirty, err := watch(ctx, []informers.SharedInformerFactory{f}, classes.Informer(), ings.Informer(), nodes.Informer())
+	dirty, err := ctrlutil.WatchLevel(ctx, []ctrlutil.InformerFactory{f}, classes.Informer(), ings.Informer(), nodes.Informer())
 	if err != nil {
 		return fmt.Errorf("ingress status informers: %w", err)
 	}
-	return syncLoop(ctx, dirty, o.Clock, 2*time.Second, func() error {
+	return ctrlutil.RunLevel(ctx, dirty, o.Clock, 2*time.Second, func() error {
 		cl, _ := classes.Lister().List(labels.Everything())
 		il, _ := ings.Lister().List(labels.Everything())
 		nl, _ := nodes.Lister().List(labels.Everything())

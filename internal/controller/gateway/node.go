@@ -13,11 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 
+	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 	"github.com/skiff-sh/skiff/internal/ingress/routes"
 )
 
@@ -61,41 +61,20 @@ func RunTable(ctx context.Context, o TableOptions) error {
 	classes, gateways, httpRoutes, grants := v1.GatewayClasses(), v1.Gateways(), v1.HTTPRoutes(), v1.ReferenceGrants()
 	namespaces, services, slices := core.Core().V1().Namespaces(), core.Core().V1().Services(), core.Discovery().V1().EndpointSlices()
 	secrets := tlsOnly.Core().V1().Secrets()
-	dirty := make(chan struct{}, 1)
-	poke := func(any) {
-		select {
-		case dirty <- struct{}{}:
-		default:
-		}
-	}
-	for _, inf := range []cache.SharedIndexInformer{classes.Informer(), gateways.Informer(), httpRoutes.Informer(), grants.Informer(),
-		namespaces.Informer(), services.Informer(), slices.Informer(), secrets.Informer()} {
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, o any) { poke(o) }, DeleteFunc: poke}); err != nil {
-			return fmt.Errorf("gateway table handler: %w", err)
-		}
-	}
-	core.Start(ctx.Done())
-	tlsOnly.Start(ctx.Done())
-	gw.Start(ctx.Done())
 	// Shutdown waits for the informers' goroutines.
 	defer gw.Shutdown()
 	defer tlsOnly.Shutdown()
 	defer core.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), classes.Informer().HasSynced, gateways.Informer().HasSynced, httpRoutes.Informer().HasSynced,
-		grants.Informer().HasSynced, namespaces.Informer().HasSynced, services.Informer().HasSynced, slices.Informer().HasSynced,
-		secrets.Informer().HasSynced) {
-		return nil // stopped before the caches synced
-	}
-	poke(nil)
-	var retry <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-dirty:
-		case <-retry:
+	dirty, err := ctrlutil.WatchLevel(ctx, []ctrlutil.InformerFactory{core, tlsOnly, gw},
+		classes.Informer(), gateways.Informer(), httpRoutes.Informer(), grants.Informer(),
+		namespaces.Informer(), services.Informer(), slices.Informer(), secrets.Informer())
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before the caches synced
 		}
-		retry = nil
+		return fmt.Errorf("gateway table: %w", err)
+	}
+	return ctrlutil.RunLevel(ctx, dirty, o.Clock, o.RetryPeriod, func() error {
 		all := labels.Everything()
 		s := Snapshot{}
 		s.Classes, _ = classes.Lister().List(all)
@@ -108,8 +87,8 @@ func RunTable(ctx context.Context, o TableOptions) error {
 		eps, _ := slices.Lister().List(all)
 		t := Translate(TranslateInput{Plan: Decide(s), Routes: s.Routes, Grants: s.Grants, Services: s.Services, Slices: eps, Secrets: s.Secrets})
 		if err := o.Set(t); err != nil {
-			o.Logger.Warn("the data plane refused part of the gateway table; retrying", "err", err, "retry", o.RetryPeriod)
-			retry = o.Clock.After(o.RetryPeriod)
+			return fmt.Errorf("the data plane refused part of the gateway table: %w", err)
 		}
-	}
+		return nil
+	}, o.Logger)
 }
