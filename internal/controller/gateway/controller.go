@@ -42,7 +42,7 @@ type Controller struct {
 	services  corelisters.ServiceLister
 	secrets   corelisters.SecretLister
 	nodes     corelisters.NodeLister
-	clock     clock.PassiveClock
+	clock     clock.WithTicker
 	loop      *ctrlutil.Loop
 	synced    []cache.InformerSynced
 	log       *slog.Logger
@@ -91,6 +91,9 @@ func New(deps ctrlutil.Deps, opts Options) (*Controller, error) {
 // Run starts the Gateway API informers (the manager's shared factory starts the core ones) and
 // reconciles until ctx is done; it returns once the informers' goroutines have ended.
 func (c *Controller) Run(ctx context.Context, _ int) {
+	if err := waitForDefinitions(ctx, c.gw.Discovery(), c.clock, time.Second); err != nil {
+		return // stopped before the definitions were served
+	}
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown() // waits for the informers' goroutines
 	// One worker whatever the manager asks: there is one key, and each reconcile writes the

@@ -51,6 +51,9 @@ func RunTable(ctx context.Context, o TableOptions) error {
 	if o.RetryPeriod == 0 {
 		o.RetryPeriod = 5 * time.Second
 	}
+	if err := waitForDefinitions(ctx, o.Gateway.Discovery(), o.Clock, time.Second); err != nil {
+		return nil // stopped before the definitions were served
+	}
 	core := informers.NewSharedInformerFactory(o.Client, 0)
 	// Only TLS Secrets: the data plane never holds the cluster's other Secrets.
 	tlsOnly := informers.NewSharedInformerFactoryWithOptions(o.Client, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {

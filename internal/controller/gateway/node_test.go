@@ -7,7 +7,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 
@@ -24,6 +26,7 @@ func TestRunTableFollowsChanges(t *testing.T) {
 	core := fake.NewSimpleClientset(service("ns", "web"), service("ns", "api"),
 		endpointSlice("ns", "web", 8080, "10.1.0.1"), endpointSlice("ns", "api", 9090, "10.1.0.2"))
 	gw := gatewayfake.NewSimpleClientset(class("skiff", ControllerName), makeRoute("ns", "r").parent("", "gw", "").backend("", "", "web").obj())
+	serveDefinitions(gw)
 	// Created through the client: the fake's tracker, seeded, files a Gateway under "gatewaies"
 	// (its guess of the plural), where the informer's list never looks.
 	if _, err := gw.GatewayV1().Gateways("ns").Create(ctx, makeGateway("ns", "gw").listener("http", 80, gatewayv1.HTTPProtocolType).obj(), metav1.CreateOptions{}); err != nil {
@@ -63,4 +66,57 @@ func TestRunTableFollowsChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	next("10.1.0.2:9090")
+}
+
+// serveDefinitions makes the fake's discovery list the watched Gateway API resources, as the
+// API server does once skiff created their definitions.
+func serveDefinitions(gw *gatewayfake.Clientset) {
+	list := &metav1.APIResourceList{GroupVersion: gatewayv1.GroupVersion.String()}
+	for _, r := range watchedResources {
+		list.APIResources = append(list.APIResources, metav1.APIResource{Name: r})
+	}
+	gw.Discovery().(*fakediscovery.FakeDiscovery).Resources = []*metav1.APIResourceList{list}
+}
+
+// TestWaitForDefinitions: the informers start only once every watched resource is served (the
+// definitions are created one by one after the API server is up); a stop ends the wait.
+func TestWaitForDefinitions(t *testing.T) {
+	for _, tc := range []struct {
+		served []string
+		want   bool
+	}{
+		{nil, false},
+		{[]string{"gatewayclasses", "gateways"}, false},
+		{[]string{"gatewayclasses", "gateways", "httproutes", "referencegrants", "grpcroutes"}, true},
+	} {
+		if got := ServesDefinitions(tc.served); got != tc.want {
+			t.Errorf("ServesDefinitions(%v) = %v, want %v", tc.served, got, tc.want)
+		}
+	}
+
+	gw := gatewayfake.NewSimpleClientset()
+	clk := clocktesting.NewFakeClock(time.Now())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- waitForDefinitions(ctx, gw.Discovery(), clk, time.Second) }()
+	for !clk.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("returned before the definitions were served: %v", err)
+	default:
+	}
+	serveDefinitions(gw)
+	clk.Step(time.Second)
+	if err := <-done; err != nil {
+		t.Fatalf("once served: %v", err)
+	}
+
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	if err := waitForDefinitions(stopped, gatewayfake.NewSimpleClientset().Discovery(), clk, time.Second); err == nil {
+		t.Fatal("a stopped wait returned no error")
+	}
 }
