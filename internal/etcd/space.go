@@ -89,12 +89,15 @@ func DecideReserve(free, total uint64, have bool) ReserveAction {
 }
 
 // FenceFree is the free space the fence decides on: what the file system reports (free), less
-// the reserve while it is released. The reserve's space is etcd's whether the file holds it or
-// etcd already writes into it, so releasing the reserve must not lower the fence (a release at 49
-// MiB free on a 400 MiB disk once read as 65 MiB, above the 64 MiB threshold, and let API
-// writes run into the last blocks) and making it again must not raise it.
-func FenceFree(free, total uint64, haveReserve bool) uint64 {
-	if haveReserve {
+// the reserve while it is released and the fence is down. The reserve's space is etcd's whether
+// the file holds it or etcd already writes into it, so releasing the reserve must not keep the
+// fence down (a release at 49 MiB free on a 400 MiB disk once read as 65 MiB, above the 64 MiB
+// threshold, and let API writes run into the last blocks). Once the fence is up it lifts on the
+// file system's own figure, at twice the threshold as documented; the reserve is made again at
+// that point plus its size, and until then a fence that is down still counts it out, which stays
+// above the threshold (twice the threshold less the reserve), so nothing flaps.
+func FenceFree(free, total uint64, haveReserve, fenced bool) uint64 {
+	if haveReserve || fenced {
 		return free
 	}
 	return free - min(free, ReserveSize(total))
@@ -179,8 +182,8 @@ func (g *SpaceGuard) step(ctx context.Context) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(g.Dir, &st); err == nil {
 		free, total := st.Bavail*uint64(st.Bsize), st.Blocks*uint64(st.Bsize)
-		free = g.keepReserve(free, total)
 		fenced := g.fence.Load() != nil
+		free = g.keepReserve(free, total, fenced)
 		d := DecideSpace(free, total, fenced)
 		switch {
 		case d.Fence && !fenced:
@@ -204,7 +207,7 @@ func (g *SpaceGuard) step(ctx context.Context) {
 
 // keepReserve carries out DecideReserve and answers the free space the fence counts after it
 // (FenceFree).
-func (g *SpaceGuard) keepReserve(free, total uint64) uint64 {
+func (g *SpaceGuard) keepReserve(free, total uint64, fenced bool) uint64 {
 	path := filepath.Join(g.Dir, ReserveFile)
 	_, err := os.Stat(path)
 	have := err == nil
@@ -213,19 +216,19 @@ func (g *SpaceGuard) keepReserve(free, total uint64) uint64 {
 		// A half-made reserve (a crash while making it) goes too.
 		if err := errors.Join(os.Remove(path), ignoreNotExist(os.Remove(path+".tmp"))); err != nil {
 			g.Log.Error("release etcd's disk reserve", "path", path, "err", err)
-			return FenceFree(free, total, true)
+			return FenceFree(free, total, true, fenced)
 		}
 		g.Log.Error("etcd's disk is full: released its reserve for etcd's own commits", "path", path, "freeMiB", free>>20, "reserveMiB", ReserveSize(total)>>20)
-		return FenceFree(free+ReserveSize(total), total, false)
+		return FenceFree(free+ReserveSize(total), total, false, fenced)
 	case CreateReserve:
 		if err := makeReserve(path, int64(ReserveSize(total))); err != nil {
 			g.Log.Warn("make etcd's disk reserve", "path", path, "err", err)
-			return FenceFree(free, total, false)
+			return FenceFree(free, total, false, fenced)
 		}
 		g.Log.Info("etcd's disk reserve in place", "path", path, "reserveMiB", ReserveSize(total)>>20)
-		return FenceFree(free-ReserveSize(total), total, true)
+		return FenceFree(free-ReserveSize(total), total, true, fenced)
 	}
-	return FenceFree(free, total, have)
+	return FenceFree(free, total, have, fenced)
 }
 
 // dbFile tells versions of etcd's database file apart: bbolt grows it in place, a

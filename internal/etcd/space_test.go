@@ -143,7 +143,7 @@ func TestDecideReserve(t *testing.T) {
 		case etcd.CreateReserve:
 			have, free = true, free-size
 		}
-		fenced = etcd.DecideSpace(etcd.FenceFree(free, total, have), total, fenced).Fence
+		fenced = etcd.DecideSpace(etcd.FenceFree(free, total, have, fenced), total, fenced).Fence
 		if action != wantAction || fenced != wantFence {
 			t.Errorf("%s: action %d fence %v, want %d %v (free %d MiB)", name, action, fenced, wantAction, wantFence, free>>20)
 		}
@@ -160,6 +160,11 @@ func TestDecideReserve(t *testing.T) {
 	step("disk full", etcd.KeepReserve, true)
 	free += 100 << 20
 	step("some space back: still fenced, not made again", etcd.KeepReserve, true)
+	free = 2 * threshold
+	step("twice the threshold free: writes resume, the reserve not made yet", etcd.KeepReserve, false)
+	step("and stay on (the missing reserve counted out is still above the threshold)", etcd.KeepReserve, false)
+	free = threshold + size - 1<<20
+	step("writes take it under the threshold plus the missing reserve: fenced again", etcd.KeepReserve, true)
 	free = 230 << 20 // the fill was removed
 	step("space back: made again, fence down", etcd.CreateReserve, false)
 

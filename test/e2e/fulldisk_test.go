@@ -30,7 +30,10 @@ func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256m", "tmpfs", mnt).CombinedOutput(); err != nil {
+	// 384 MiB: etcd's two 64 MiB WAL segments, its database with the guard's room preallocated
+	// in it, and the reserve must leave the fence's lifting point (128 MiB free) reachable once
+	// the filler is gone.
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=384m", "tmpfs", mnt).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a tmpfs here: %v\n%s", err, out)
 	}
 	t.Cleanup(func() {
