@@ -192,6 +192,7 @@ func runServer(args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", 32*time.Second, "how long a client may take to send its request headers before the API server closes the connection")
 	fs.StringVar(&cfg.ServiceAccountJWKSURI, "service-account-jwks-uri", "", "jwks_uri the OpenID discovery document names (default <issuer>/openid/v1/jwks)")
 	fs.Int64Var(&cfg.EtcdQuotaBackendBytes, "etcd-quota-backend-bytes", 0, "size the embedded etcd database may grow to before etcd refuses writes (NOSPACE); 0: etcd's default, 2 GiB")
+	fs.Int64Var(&cfg.EtcdDiskReserveBytes, "etcd-disk-reserve-bytes", 0, "free space kept for the embedded etcd on its file system: below it API writes are refused (NOSPACE) so that etcd never meets a full disk; 0: 5% of the file system, 64 MiB to 1 GiB")
 	addEtcdSnapshotFlags(fs, &cfg.Snapshots)
 	// Server limits (issue 13): kube-apiserver's names where it has them.
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", time.Minute, "how long a request that is not long-running may take before it is answered 504 (a shorter ?timeout= is honoured)")

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"github.com/skiff-sh/skiff/internal/etcd"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -108,6 +109,10 @@ type EtcdConfig struct {
 	// EtcdQuotaBackendBytes is the size an embedded member's database may grow to before etcd
 	// refuses writes with NOSPACE (0: etcd's default, 2 GiB).
 	EtcdQuotaBackendBytes int64
+	// EtcdDiskReserveBytes is the free space an embedded member's file system keeps for etcd:
+	// below it API writes are refused (0: etcd.DiskReserve, 5% of the file system between 64 MiB
+	// and 1 GiB). Hosts whose disk other tenants fill, as test machines, keep less.
+	EtcdDiskReserveBytes int64
 	// Snapshots are the scheduled etcd snapshots and the cluster reset (etcdsnapshot.go).
 	Snapshots SnapshotConfig
 }
@@ -547,6 +552,9 @@ func (c EtcdConfig) Validate() []error {
 	}
 	if c.EtcdQuotaBackendBytes < 0 {
 		errs = append(errs, fmt.Errorf("--etcd-quota-backend-bytes %d must not be negative", c.EtcdQuotaBackendBytes))
+	}
+	if c.EtcdDiskReserveBytes != 0 && c.EtcdDiskReserveBytes < etcd.MinDiskReserve {
+		errs = append(errs, fmt.Errorf("--etcd-disk-reserve-bytes %d must be 0 (automatic) or at least %d (one etcd WAL segment)", c.EtcdDiskReserveBytes, etcd.MinDiskReserve))
 	}
 	return errs
 }

@@ -52,6 +52,11 @@ func TestEtcdConfigValidate(t *testing.T) {
 		{name: "HTTP port negative", part: with(func(c *EtcdConfig) { c.EtcdHTTPPort = -1 }), want: []string{"--etcd-http-port -1 is out of range 0-65535"}},
 		{name: "negative quota and bad port together", part: with(func(c *EtcdConfig) { c.EtcdQuotaBackendBytes = -1; c.EtcdClientPort = 70000 }),
 			want: []string{"--etcd-quota-backend-bytes -1 must not be negative", "--etcd-client-port 70000"}},
+		{name: "disk reserve under a WAL segment", part: with(func(c *EtcdConfig) { c.EtcdDiskReserveBytes = 1 << 20 }),
+			want: []string{"--etcd-disk-reserve-bytes 1048576 must be 0 (automatic) or at least 67108864"}},
+		{name: "negative disk reserve", part: with(func(c *EtcdConfig) { c.EtcdDiskReserveBytes = -1 }),
+			want: []string{"--etcd-disk-reserve-bytes -1 must be 0"}},
+		{name: "disk reserve of a WAL segment", part: with(func(c *EtcdConfig) { c.EtcdDiskReserveBytes = 64 << 20 })},
 	})
 }
 

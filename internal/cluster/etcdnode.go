@@ -96,7 +96,7 @@ func (n *Node) startStorage(ctx context.Context) error {
 	// data fits again.
 	guard := &etcd.SpaceGuard{
 		Dir: ecfg.DataDir, Client: client, Endpoint: local[0], Quota: member.QuotaBackendBytes(),
-		Clock: clock.RealClock{}, Log: n.cfg.Logger.With("component", "etcd-space"),
+		Threshold: uint64(n.cfg.EtcdDiskReserveBytes), Clock: clock.RealClock{}, Log: n.cfg.Logger.With("component", "etcd-space"),
 	}
 	guardCtx, stopGuard := context.WithCancel(context.WithoutCancel(ctx))
 	n.stopSpaceGuard, n.spaceCheck = stopGuard, guard.Check

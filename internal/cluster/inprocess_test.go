@@ -34,12 +34,13 @@ func TestInProcessClientsKeepIdentityAndAuthorization(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cfg := Config{
-		DataDir:            t.TempDir(),
-		Roles:              []Role{RoleEtcd, RoleControlPlane},
-		BindAddress:        "127.0.0.1",
-		NodeName:           "inproc",
-		Logger:             quiet,
-		EtcdConfig:         EtcdConfig{EtcdClientPort: freePort(t), EtcdPeerPort: freePort(t)},
+		DataDir:     t.TempDir(),
+		Roles:       []Role{RoleEtcd, RoleControlPlane},
+		BindAddress: "127.0.0.1",
+		NodeName:    "inproc",
+		Logger:      quiet,
+		// 128 MiB for etcd, not 1 GiB: the test machine's disk is shared and often nearly full.
+		EtcdConfig:         EtcdConfig{EtcdClientPort: freePort(t), EtcdPeerPort: freePort(t), EtcdDiskReserveBytes: 128 << 20},
 		ControlPlaneConfig: ControlPlaneConfig{HTTPSPort: freePort(t)},
 	}
 	n, err := Start(ctx, cfg)

@@ -1,11 +1,17 @@
 package etcd
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // TestMakeReserve: the reserve's blocks are allocated (removing a sparse file would free
@@ -75,4 +81,45 @@ func TestPreallocateDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("replaced", 2<<20)
+}
+
+// TestGuardThreshold: the operator's threshold (--etcd-disk-reserve-bytes) is the one the guard
+// fences on and sizes its reserve by, not the file system's automatic one.
+func TestGuardThreshold(t *testing.T) {
+	dir := t.TempDir()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if free := st.Bavail * uint64(st.Bsize); free < 1<<30 {
+		t.Skipf("%d MiB free under %s: the case of a threshold under the free space needs 1 GiB", free>>20, dir)
+	}
+	step := func(threshold uint64) *SpaceGuard {
+		t.Helper()
+		clock := testingclock.NewFakeClock(time.Now())
+		g := &SpaceGuard{Dir: dir, Threshold: threshold, Clock: clock, Log: slog.New(slog.DiscardHandler)}
+		g.lastEtcdCheck = clock.Now() // no etcd here: the disk alone
+		g.step(context.Background())
+		return g
+	}
+
+	g := step(1 << 62) // more than any disk has
+	if err := g.FenceError(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("below the %d MiB kept for etcd", uint64(1<<62)>>20)) {
+		t.Fatalf("threshold above the free space: fence error %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ReserveFile)); !os.IsNotExist(err) {
+		t.Fatalf("a fenced disk got a reserve: %v", err)
+	}
+
+	g = step(MinDiskReserve)
+	if err := g.FenceError(); err != nil {
+		t.Fatalf("threshold of 64 MiB with 1 GiB free: %v", err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, ReserveFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(ReserveSize(MinDiskReserve)); fi.Size() != want {
+		t.Fatalf("reserve of %d MiB under a 64 MiB threshold, want %d", fi.Size()>>20, want>>20)
+	}
 }

@@ -23,7 +23,11 @@ import (
 // 1 GiB (room for several segments and a snapshot; 5% of a 250 GB disk would refuse writes with
 // 12 GB still free). Below it writes are refused, so that etcd never meets a full disk (it exits
 // when a WAL write fails).
-func DiskReserve(total uint64) uint64 { return min(max(64<<20, total/20), 1<<30) }
+func DiskReserve(total uint64) uint64 { return min(max(MinDiskReserve, total/20), 1<<30) }
+
+// MinDiskReserve is the least free space an operator may keep for etcd
+// (--etcd-disk-reserve-bytes): one preallocated WAL segment.
+const MinDiskReserve = 64 << 20
 
 // SpaceDecision is what to do about disk space now.
 type SpaceDecision struct {
@@ -33,10 +37,10 @@ type SpaceDecision struct {
 	Reason string
 }
 
-// DecideSpace fences writes when free space falls under the reserve and lifts the fence once
-// twice the reserve is free again (so a write at the edge does not flap it).
-func DecideSpace(free, total uint64, fenced bool) SpaceDecision {
-	reserve := DiskReserve(total)
+// DecideSpace fences writes when free space falls under reserve (the threshold: DiskReserve or
+// the operator's) and lifts the fence once twice the reserve is free again (so a write at the
+// edge does not flap it).
+func DecideSpace(free, reserve uint64, fenced bool) SpaceDecision {
 	switch {
 	case free < reserve, fenced && free < 2*reserve:
 		return SpaceDecision{Fence: true, Reason: fmt.Sprintf("NOSPACE: %d MiB free on etcd's disk, below the %d MiB kept for etcd: writes are refused until %d MiB are free", free>>20, reserve>>20, (2*reserve)>>20)}
@@ -54,11 +58,12 @@ func DecideSpace(free, total uint64, fenced bool) SpaceDecision {
 // once the space is back.
 const ReserveFile = "reserve"
 
-// ReserveSize is the size of the reserve on a file system of total bytes: a hundredth of it, at
-// least 16 MiB (more than etcd's background commits write between a fence and an operator's
-// cleanup: lease revocations and compactions are small, a WAL segment is preallocated ahead) and
-// at most 128 MiB.
-func ReserveSize(total uint64) uint64 { return min(max(16<<20, total/100), 128<<20) }
+// ReserveSize is the size of the reserve under a fence's threshold: an eighth of it, at least
+// 16 MiB (more than etcd's background commits write between a fence and an operator's cleanup:
+// lease revocations and compactions are small, a WAL segment is preallocated ahead) and at most
+// 128 MiB (the automatic 1 GiB threshold of a large disk). It follows the threshold rather than
+// the disk so that an operator who keeps less for etcd also holds less back.
+func ReserveSize(threshold uint64) uint64 { return min(max(16<<20, threshold/8), 128<<20) }
 
 // ReserveAction is what to do with the reserve now.
 type ReserveAction int
@@ -76,12 +81,11 @@ const (
 // threshold, and makes it again only once free space would still be above the fence's lifting
 // point (twice the threshold) with the reserve taken out, so that making it never raises the
 // fence and releasing it never lowers it.
-func DecideReserve(free, total uint64, have bool) ReserveAction {
-	threshold := DiskReserve(total)
+func DecideReserve(free, threshold uint64, have bool) ReserveAction {
 	switch {
 	case have && free < threshold:
 		return ReleaseReserve
-	case !have && free >= 2*threshold+ReserveSize(total):
+	case !have && free >= 2*threshold+ReserveSize(threshold):
 		return CreateReserve
 	default:
 		return KeepReserve
@@ -96,11 +100,11 @@ func DecideReserve(free, total uint64, have bool) ReserveAction {
 // file system's own figure, at twice the threshold as documented; the reserve is made again at
 // that point plus its size, and until then a fence that is down still counts it out, which stays
 // above the threshold (twice the threshold less the reserve), so nothing flaps.
-func FenceFree(free, total uint64, haveReserve, fenced bool) uint64 {
+func FenceFree(free, threshold uint64, haveReserve, fenced bool) uint64 {
 	if haveReserve || fenced {
 		return free
 	}
-	return free - min(free, ReserveSize(total))
+	return free - min(free, ReserveSize(threshold))
 }
 
 // SpaceGuard watches the disk under an embedded member's data dir, refuses writes (FenceError)
@@ -113,8 +117,11 @@ type SpaceGuard struct {
 	// Endpoint is the local member's client URL (defragmentation and status are per member).
 	Endpoint string
 	Quota    int64
-	Clock    clock.WithTicker
-	Log      *slog.Logger
+	// Threshold is the free space below which writes are refused; 0: DiskReserve of the file
+	// system (--etcd-disk-reserve-bytes).
+	Threshold uint64
+	Clock     clock.WithTicker
+	Log       *slog.Logger
 
 	fence atomic.Pointer[string]
 	// preallocated is the database file as the guard last preallocated room past its end.
@@ -181,10 +188,10 @@ func (g *SpaceGuard) Run(ctx context.Context, interval time.Duration) {
 func (g *SpaceGuard) step(ctx context.Context) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(g.Dir, &st); err == nil {
-		free, total := st.Bavail*uint64(st.Bsize), st.Blocks*uint64(st.Bsize)
+		free, threshold := st.Bavail*uint64(st.Bsize), g.threshold(st.Blocks*uint64(st.Bsize))
 		fenced := g.fence.Load() != nil
-		free = g.keepReserve(free, total, fenced)
-		d := DecideSpace(free, total, fenced)
+		free = g.keepReserve(free, threshold, fenced)
+		d := DecideSpace(free, threshold, fenced)
 		switch {
 		case d.Fence && !fenced:
 			g.fence.Store(&d.Reason)
@@ -194,7 +201,7 @@ func (g *SpaceGuard) step(ctx context.Context) {
 			g.Log.Info("etcd's disk has room again: writes accepted", "dir", g.Dir, "freeMiB", free>>20)
 		}
 		if !d.Fence {
-			g.preallocateDB(int64(ReserveSize(total)))
+			g.preallocateDB(int64(ReserveSize(threshold)))
 		}
 	}
 	if !EtcdCheckDue(g.Clock.Since(g.lastEtcdCheck)) {
@@ -205,30 +212,39 @@ func (g *SpaceGuard) step(ctx context.Context) {
 	g.defragment(ctx)
 }
 
+// threshold is the fence's threshold on a file system of total bytes.
+func (g *SpaceGuard) threshold(total uint64) uint64 {
+	if g.Threshold > 0 {
+		return g.Threshold
+	}
+	return DiskReserve(total)
+}
+
 // keepReserve carries out DecideReserve and answers the free space the fence counts after it
 // (FenceFree).
-func (g *SpaceGuard) keepReserve(free, total uint64, fenced bool) uint64 {
+func (g *SpaceGuard) keepReserve(free, threshold uint64, fenced bool) uint64 {
 	path := filepath.Join(g.Dir, ReserveFile)
 	_, err := os.Stat(path)
 	have := err == nil
-	switch DecideReserve(free, total, have) {
+	size := ReserveSize(threshold)
+	switch DecideReserve(free, threshold, have) {
 	case ReleaseReserve:
 		// A half-made reserve (a crash while making it) goes too.
 		if err := errors.Join(os.Remove(path), ignoreNotExist(os.Remove(path+".tmp"))); err != nil {
 			g.Log.Error("release etcd's disk reserve", "path", path, "err", err)
-			return FenceFree(free, total, true, fenced)
+			return FenceFree(free, threshold, true, fenced)
 		}
-		g.Log.Error("etcd's disk is full: released its reserve for etcd's own commits", "path", path, "freeMiB", free>>20, "reserveMiB", ReserveSize(total)>>20)
-		return FenceFree(free+ReserveSize(total), total, false, fenced)
+		g.Log.Error("etcd's disk is full: released its reserve for etcd's own commits", "path", path, "freeMiB", free>>20, "reserveMiB", size>>20)
+		return FenceFree(free+size, threshold, false, fenced)
 	case CreateReserve:
-		if err := makeReserve(path, int64(ReserveSize(total))); err != nil {
+		if err := makeReserve(path, int64(size)); err != nil {
 			g.Log.Warn("make etcd's disk reserve", "path", path, "err", err)
-			return FenceFree(free, total, false, fenced)
+			return FenceFree(free, threshold, false, fenced)
 		}
-		g.Log.Info("etcd's disk reserve in place", "path", path, "reserveMiB", ReserveSize(total)>>20)
-		return FenceFree(free-ReserveSize(total), total, true, fenced)
+		g.Log.Info("etcd's disk reserve in place", "path", path, "reserveMiB", size>>20)
+		return FenceFree(free-size, threshold, true, fenced)
 	}
-	return FenceFree(free, total, have, fenced)
+	return FenceFree(free, threshold, have, fenced)
 }
 
 // dbFile tells versions of etcd's database file apart: bbolt grows it in place, a

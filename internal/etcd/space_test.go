@@ -32,7 +32,7 @@ func TestDecideSpace(t *testing.T) {
 		{"fenced until twice the reserve", 100 << 20, 200 << 20, true, true},
 		{"fence lifted at twice the reserve", 130 << 20, 200 << 20, true, false},
 	} {
-		d := etcd.DecideSpace(tc.free, tc.total, tc.fenced)
+		d := etcd.DecideSpace(tc.free, etcd.DiskReserve(tc.total), tc.fenced)
 		if d.Fence != tc.fence || (d.Fence && d.Reason == "") {
 			t.Errorf("%s: %+v, want fence %v", tc.name, d, tc.fence)
 		}
@@ -128,7 +128,8 @@ func TestFenceWrites(t *testing.T) {
 // the fence.
 func TestDecideReserve(t *testing.T) {
 	const total = 400 << 20
-	threshold, size := etcd.DiskReserve(total), etcd.ReserveSize(total)
+	threshold := etcd.DiskReserve(total)
+	size := etcd.ReserveSize(threshold)
 	if size < 16<<20 || size >= threshold {
 		t.Fatalf("reserve %d MiB on 400 MiB: want at least 16 MiB and under the fence's %d MiB", size>>20, threshold>>20)
 	}
@@ -136,14 +137,14 @@ func TestDecideReserve(t *testing.T) {
 	have, fenced := false, false
 	step := func(name string, wantAction etcd.ReserveAction, wantFence bool) {
 		t.Helper()
-		action := etcd.DecideReserve(free, total, have)
+		action := etcd.DecideReserve(free, threshold, have)
 		switch action {
 		case etcd.ReleaseReserve:
 			have, free = false, free+size
 		case etcd.CreateReserve:
 			have, free = true, free-size
 		}
-		fenced = etcd.DecideSpace(etcd.FenceFree(free, total, have, fenced), total, fenced).Fence
+		fenced = etcd.DecideSpace(etcd.FenceFree(free, threshold, have, fenced), threshold, fenced).Fence
 		if action != wantAction || fenced != wantFence {
 			t.Errorf("%s: action %d fence %v, want %d %v (free %d MiB)", name, action, fenced, wantAction, wantFence, free>>20)
 		}
@@ -180,11 +181,21 @@ func TestDecideReserve(t *testing.T) {
 		{"made at the lifting point plus its size", 2*threshold + size, false, etcd.CreateReserve},
 		{"a large disk keeps 128 MiB", 100 << 30, false, etcd.CreateReserve},
 	} {
-		if got := etcd.DecideReserve(tc.free, total, tc.have); got != tc.action {
+		if got := etcd.DecideReserve(tc.free, threshold, tc.have); got != tc.action {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.action)
 		}
 	}
-	if got := etcd.ReserveSize(1 << 40); got != 128<<20 {
-		t.Errorf("ReserveSize(1 TiB) = %d MiB, want 128", got>>20)
+	for _, tc := range []struct {
+		name            string
+		threshold, want uint64
+	}{
+		{"1 TiB disk's automatic threshold", etcd.DiskReserve(1 << 40), 128 << 20},
+		{"an operator's 128 MiB", 128 << 20, 16 << 20},
+		{"an operator's 512 MiB", 512 << 20, 64 << 20},
+		{"an operator's 8 GiB", 8 << 30, 128 << 20},
+	} {
+		if got := etcd.ReserveSize(tc.threshold); got != tc.want {
+			t.Errorf("%s: ReserveSize(%d MiB) = %d MiB, want %d", tc.name, tc.threshold>>20, got>>20, tc.want>>20)
+		}
 	}
 }

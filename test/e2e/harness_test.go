@@ -131,8 +131,24 @@ func (c *cluster) serverArgs() []string {
 	args := append([]string{"server", "--data-dir", c.dataDir, "--roles", roles, "--bind-address", "127.0.0.1",
 		"--https-port", strconv.Itoa(c.ports[0]), "--etcd-client-port", strconv.Itoa(c.ports[1]),
 		"--etcd-peer-port", strconv.Itoa(c.ports[2]), "--kubelet-port", strconv.Itoa(c.kubeletPort),
-		"--lb-port", strconv.Itoa(c.lbPort)}, c.extraArgs...)
-	return args
+		"--lb-port", strconv.Itoa(c.lbPort)}, diskReserveArgs(c.bin)...)
+	return append(args, c.extraArgs...)
+}
+
+// testDiskReserve is the free space the nodes of these tests keep for etcd. The disk of a test
+// machine is shared with other tenants and has been seen with 1 GiB free and less: at the
+// automatic threshold (1 GiB on a large disk) every write of a test then fails with NOSPACE
+// though etcd has room, as kind sets the kubelet's disk eviction thresholds to 0% for the same
+// reason. The full-disk tests, on a tmpfs of their own, use the automatic threshold.
+const testDiskReserve = 128 << 20
+
+// diskReserveArgs set testDiskReserve for the binary under test; an older skiff (the upgrade
+// tests' starting point) may not have the flag.
+func diskReserveArgs(bin string) []string {
+	if bin != skiffBinary {
+		return nil
+	}
+	return []string{"--etcd-disk-reserve-bytes", strconv.Itoa(testDiskReserve)}
 }
 
 func (c *cluster) waitReady() {

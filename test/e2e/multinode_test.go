@@ -222,6 +222,7 @@ func (w *joinedNode) args(token string) []string {
 	}
 	args := []string{"server", "--server", w.server, "--roles", roles, "--node-name", w.name,
 		"--bind-address", w.host.IP, "--advertise-address", w.host.IP, "--data-dir", w.dataDir}
+	args = append(args, diskReserveArgs(w.binary())...)
 	args = append(args, w.extraArgs...)
 	if token != "" {
 		args = append(args, "--token", token)

@@ -228,19 +228,20 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // checkDisk fails early, with the cause, when the disk holding the nodes' data cannot take them:
-// skiff's etcd fence refuses writes below DiskReserve free (1 GiB on a large disk) and each node
-// keeps a reserve file and a preallocated WAL, so a run on a nearly full disk would fail with
-// NOSPACE in the middle and look like a finding.
+// skiff's etcd fence refuses writes below the nodes' DiskReserve free and each node keeps a
+// reserve file and a preallocated WAL, so a run on a nearly full disk would fail with NOSPACE in
+// the middle and look like a finding.
 func checkDisk(t *testing.T) {
 	t.Helper()
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(os.TempDir(), &st); err != nil {
 		t.Fatalf("statfs %s: %v", os.TempDir(), err)
 	}
-	free, total := st.Bavail*uint64(st.Bsize), st.Blocks*uint64(st.Bsize)
-	need := 2*etcd.DiskReserve(total) + 3*etcd.ReserveSize(total) + 3*(64<<20)
+	free := st.Bavail * uint64(st.Bsize)
+	const reserve = uint64(DiskReserve)
+	need := 2*reserve + 3*2*etcd.ReserveSize(reserve) + 3*(64<<20)
 	if free < need {
 		t.Fatalf("%s has %d MiB free; a scenario of up to three nodes needs %d MiB (skiff's etcd refuses writes below %d MiB free)",
-			os.TempDir(), free>>20, need>>20, etcd.DiskReserve(total)>>20)
+			os.TempDir(), free>>20, need>>20, reserve>>20)
 	}
 }

@@ -70,7 +70,9 @@ func startSkiff(t *testing.T) kubernetes.Interface {
 	cmd := exec.Command(skiffBinary, "server", "--data-dir", dataDir, "--roles", "etcd,controlplane",
 		"--bind-address", "127.0.0.1", "--https-port", strconv.Itoa(freePort(t)),
 		"--etcd-client-port", strconv.Itoa(freePort(t)), "--etcd-peer-port", strconv.Itoa(freePort(t)),
-		"--lb-port", strconv.Itoa(freePort(t)))
+		"--lb-port", strconv.Itoa(freePort(t)),
+		// 128 MiB kept for etcd, not 1 GiB: the test machine's disk is shared and often nearly full.
+		"--etcd-disk-reserve-bytes", strconv.Itoa(128<<20))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
