@@ -119,7 +119,7 @@ func newAPIServer(ctx, admissionCtx context.Context, d apiServerDeps) (*apiserve
 		if err != nil {
 			return nil, err
 		}
-		store := etcd3.New(client, codec, res.New, res.NewList)
+		store := etcd3.New(client, codec, res.New, res.NewList).WithLogger(cfg.Logger.With("component", "storage"))
 		if d.encryption != nil {
 			gr := res.GroupResource()
 			store.WithTransformer(d.encryption.reloader.For(gr.Group, gr.Resource))

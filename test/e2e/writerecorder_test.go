@@ -17,6 +17,8 @@ type writeRecorder struct {
 	// firstFailure and lastFailure bound the writes that failed; slowest is the longest write.
 	firstFailure, lastFailure time.Time
 	slowest                   time.Duration
+	// failures are the first failed writes' errors (a handful), for the test's log.
+	failures []string
 	stop                      chan struct{}
 	stopOnce                  sync.Once
 	wg                        sync.WaitGroup
@@ -39,7 +41,7 @@ func startWriteRecorder(t *testing.T, prefix string, writers ...*cluster) *write
 				}
 				name := fmt.Sprintf("%s-w%d-%d", prefix, wi, i)
 				began := time.Now()
-				_, err := c.kubectlErr("create", "configmap", name, "--request-timeout=15s")
+				out, err := c.kubectlErr("create", "configmap", name, "--request-timeout=15s")
 				w.mu.Lock()
 				w.slowest = max(w.slowest, time.Since(began))
 				if err == nil {
@@ -49,6 +51,10 @@ func startWriteRecorder(t *testing.T, prefix string, writers ...*cluster) *write
 						w.firstFailure = time.Now()
 					}
 					w.lastFailure = time.Now()
+					if len(w.failures) < 5 {
+						w.failures = append(w.failures, fmt.Sprintf("%s %s after %s: %v: %s", w.lastFailure.Format("15:04:05.000"),
+							name, time.Since(began).Round(time.Millisecond), err, strings.TrimSpace(out)))
+					}
 				}
 				w.mu.Unlock()
 				select {
@@ -111,5 +117,8 @@ func (w *writeRecorder) stopAndCheck(t *testing.T, reader *cluster, fault string
 	}
 	t.Logf("%d acknowledged writes all read back after %s; failed-write window: %s; slowest create: %s",
 		len(w.acked), fault, window.Round(100*time.Millisecond), w.slowest.Round(100*time.Millisecond))
+	for _, f := range w.failures {
+		t.Logf("failed write: %s", f)
+	}
 	return len(w.acked), window
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
 
 	"github.com/skiff-sh/skiff/internal/storage"
 	"github.com/skiff-sh/skiff/internal/storage/value"
@@ -36,6 +38,9 @@ type Store struct {
 	// transformer seals values on their way into etcd and opens them on the way out (encryption
 	// at rest); nil stores the codec's bytes as they are.
 	transformer value.Transformer
+	// log and clock serve the resend of writes whose outcome etcd could not tell (retry.go).
+	log   *slog.Logger
+	clock clock.Clock
 }
 
 var _ storage.Interface = (*Store)(nil)
@@ -47,10 +52,17 @@ func (s *Store) WithTransformer(t value.Transformer) *Store {
 	return s
 }
 
+// WithLogger makes the store log to l (resent writes). Call it before the store is used.
+func (s *Store) WithLogger(l *slog.Logger) *Store {
+	s.log = l
+	return s
+}
+
 // New returns a store that keeps objects made by newFunc (lists made by newListFunc) in etcd,
 // encoded with codec.
 func New(client *clientv3.Client, codec runtime.Codec, newFunc func() runtime.Object, newListFunc func() runtime.Object) *Store {
-	return &Store{client: client, codec: codec, newFunc: newFunc, newListFunc: newListFunc}
+	return &Store{client: client, codec: codec, newFunc: newFunc, newListFunc: newListFunc,
+		log: slog.New(slog.DiscardHandler), clock: clock.RealClock{}}
 }
 
 // Create implements storage.Interface.
@@ -70,14 +82,21 @@ func (s *Store) Create(ctx context.Context, key string, obj, out runtime.Object)
 	if err != nil {
 		return err
 	}
-	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, unsafeString(sealed))).
-		Commit()
+	resp, retried, err := s.commit(ctx, func() clientv3.Txn {
+		return s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, unsafeString(sealed))).
+			Else(clientv3.OpGet(key))
+	})
 	if err != nil {
 		return s.interpret(ctx, err, storage.OpCreate, key, 0)
 	}
 	if !resp.Succeeded {
+		// After a resend, the key may hold this very create (sealed bytes carry the object's
+		// uid and, when encrypted, a fresh nonce: nobody else writes the same).
+		if kv := ownWrite(resp, sealed); retried && kv != nil {
+			return s.decodePlain(data, out, kv.ModRevision, key)
+		}
 		return withOp(storage.NewError(storage.ErrCodeExists, key, "", nil), storage.OpCreate)
 	}
 	return s.decodePlain(data, out, resp.Header.Revision, key)
@@ -192,16 +211,21 @@ func (s *Store) GuaranteedUpdateFrom(ctx context.Context, key string, dest runti
 			return err
 		}
 		// An absent key has mod revision 0, so the same comparison also guards a create.
-		txnResp, err := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", state.rev)).
-			Then(clientv3.OpPut(key, unsafeString(sealed))).
-			Else(clientv3.OpGet(key)).
-			Commit()
+		rev := state.rev
+		txnResp, retried, err := s.commit(ctx, func() clientv3.Txn {
+			return s.client.Txn(ctx).
+				If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+				Then(clientv3.OpPut(key, unsafeString(sealed))).
+				Else(clientv3.OpGet(key))
+		})
 		if err != nil {
 			return s.interpret(ctx, err, storage.OpUpdate, key, 0)
 		}
 		if txnResp.Succeeded {
 			return s.result(data, dest, txnResp.Header.Revision, key)
+		}
+		if kv := ownWrite(txnResp, sealed); retried && kv != nil {
+			return s.result(data, dest, kv.ModRevision, key)
 		}
 		// Another writer got there first (or the cached copy was behind): retry on what is stored.
 		if state, err = s.currentState(key, txnResp.Responses[0].GetResponseRange().Kvs); err != nil {
@@ -296,16 +320,24 @@ func (s *Store) Delete(ctx context.Context, key string, out runtime.Object, prec
 				return err
 			}
 		}
-		txnResp, err := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", state.rev)).
-			Then(clientv3.OpDelete(key)).
-			Else(clientv3.OpGet(key)).
-			Commit()
+		rev := state.rev
+		txnResp, retried, err := s.commit(ctx, func() clientv3.Txn {
+			return s.client.Txn(ctx).
+				If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+				Then(clientv3.OpDelete(key)).
+				Else(clientv3.OpGet(key))
+		})
 		if err != nil {
 			return s.interpret(ctx, err, storage.OpDelete, key, 0)
 		}
 		if txnResp.Succeeded {
 			// The last state carries the revision of its deletion, as watchers see it.
+			return s.decodePlain(state.data, out, txnResp.Header.Revision, key)
+		}
+		if retried && len(txnResp.Responses[0].GetResponseRange().Kvs) == 0 {
+			// Gone after a resend: the first attempt deleted it (or another deleter did, which
+			// the caller cannot tell from its own). Its revision is not known; the response's
+			// is at or after it.
 			return s.decodePlain(state.data, out, txnResp.Header.Revision, key)
 		}
 		if state, err = s.currentState(key, txnResp.Responses[0].GetResponseRange().Kvs); err != nil {
