@@ -168,9 +168,17 @@ func rotateCA(w io.Writer, dataDir, phase string) error {
 	if err != nil {
 		return err
 	}
-	// Joined nodes take the bundle from the cluster at their next certificate tick (a minute).
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// The other control planes follow the files in the keys Secret within seconds.
+	published, err := cluster.PublishRotatedCA(ctx, dataDir)
+	if err != nil {
+		return fmt.Errorf("%w; the node's files are done: run the same phase again to publish them to the other control planes", err)
+	}
+	if published {
+		fmt.Fprintln(w, "published the CA files in kube-system/skiff-cluster-keys; the other control planes follow within 10 s (their log: cluster CA followed)")
+	}
+	// Joined nodes take the bundle from the cluster at their next certificate tick (a minute).
 	changed, err := cluster.PublishClusterCA(ctx, dataDir)
 	if err != nil {
 		return fmt.Errorf("%w; the node's files are done: run the same phase again to publish the bundle to joined nodes", err)

@@ -169,6 +169,7 @@ func (n *Node) runRoles(ctx context.Context) error {
 	if n.encryption != nil && n.encryption.managed {
 		roles = append(roles, n.encryptionSyncRole())
 	}
+	roles = append(roles, n.caSyncRole())
 	roles = append(roles, n.resourceMetricsRole())
 	roles = append(roles, n.schedulingExplainerRole())
 	roles = append(roles, role{name: "certificate check", run: n.certs.run})

@@ -32,11 +32,7 @@ const encryptionSyncInterval = 5 * time.Second
 // its balancer knows, which can.
 func (n *Node) encryptionSyncRole() role {
 	return role{name: "encryption config sync", run: func(ctx context.Context) error {
-		rc, err := componentRESTConfig(&n.cfg, "system:apiserver", []string{"system:masters"}, time.Now())
-		if err != nil {
-			return err
-		}
-		own, err := kubernetes.NewForConfig(rc)
+		rc, own, err := n.loopbackClient()
 		if err != nil {
 			return err
 		}
@@ -44,16 +40,8 @@ func (n *Node) encryptionSyncRole() role {
 			own: own, peerConfig: rc, path: n.encryption.path, peers: n.peerAPIServers,
 			log: n.cfg.Logger.With("component", "encryption-config-sync"),
 		}
-		ticker := clock.RealClock{}.NewTicker(encryptionSyncInterval)
-		defer ticker.Stop()
-		for {
-			s.once(ctx)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-ticker.C():
-			}
-		}
+		everyTick(ctx, clock.RealClock{}, encryptionSyncInterval, s.once)
+		return nil
 	}}
 }
 

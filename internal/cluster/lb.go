@@ -177,12 +177,7 @@ func probeTLSConfig(rc *rest.Config) (*tls.Config, error) {
 // endpoints while it can still write them.
 func (n *Node) endpointReconcilerRole() role {
 	return role{name: "endpoint reconciler", run: func(ctx context.Context) error {
-		// The API server's loopback identity (system:apiserver in system:masters), to its own server.
-		rc, err := componentRESTConfig(&n.cfg, "system:apiserver", []string{"system:masters"}, time.Now())
-		if err != nil {
-			return err
-		}
-		client, err := kubernetes.NewForConfig(rc)
+		_, client, err := n.loopbackClient()
 		if err != nil {
 			return err
 		}

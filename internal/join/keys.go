@@ -3,6 +3,7 @@ package join
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -35,6 +36,10 @@ type Keys struct {
 	// The front-proxy CA, so that every API server's proxy client certificate is trusted by the
 	// extension API servers (which read one requestheader CA).
 	FrontProxyCACert, FrontProxyCAKey []byte
+	// CANextCert and CANextKey are the next cluster CA while a CA rotation is between its trust
+	// and sign phases (ca-next.crt, ca-next.key), so that a control plane that joins then, or
+	// follows the rotation (ClusterCA), signs with it after the sign phase.
+	CANextCert, CANextKey []byte
 	// RetiredSAKeys are the service-account public keys retired by `skiff certificate
 	// rotate-sa-key` and not yet pruned, by file name (sa-retired-<kid>.pub): a control plane
 	// that joins after a rotation verifies the tokens they signed too.
@@ -63,6 +68,8 @@ const (
 	keysEncryptionConfig = "encryption-config.yaml"
 	keysFrontProxyCACert = "front-proxy-ca.crt"
 	keysFrontProxyCAKey  = "front-proxy-ca.key"
+	keysCANextCert       = "ca-next.crt"
+	keysCANextKey        = "ca-next.key"
 )
 
 // optional lists the optional keys with their Secret keys and files under pki/.
@@ -79,6 +86,8 @@ func (k *Keys) optional() []struct {
 		{keysEncryptionConfig, "encryption-config.yaml", &k.EncryptionConfig},
 		{keysFrontProxyCAKey, keysFrontProxyCAKey, &k.FrontProxyCAKey},
 		{keysFrontProxyCACert, keysFrontProxyCACert, &k.FrontProxyCACert},
+		{keysCANextKey, keysCANextKey, &k.CANextKey},
+		{keysCANextCert, keysCANextCert, &k.CANextCert},
 	}
 }
 
@@ -226,6 +235,79 @@ func PublishEncryptionConfig(ctx context.Context, client kubernetes.Interface, d
 		return fmt.Errorf("publish the encryption configuration: %w", err)
 	}
 	return nil
+}
+
+// ClusterCA is the cluster CA's files as the keys Secret holds them: ca.crt (the bundle), ca.key,
+// and during a rotation ca-next.crt and ca-next.key.
+type ClusterCA struct {
+	Cert, Key, NextCert, NextKey []byte
+}
+
+// ReadClusterCA reads a control-plane node's cluster CA files from its pki directory.
+func ReadClusterCA(dir string) (ClusterCA, error) {
+	var ca ClusterCA
+	for _, f := range []struct {
+		name     string
+		data     *[]byte
+		optional bool
+	}{{keysCACert, &ca.Cert, false}, {keysCAKey, &ca.Key, false}, {keysCANextCert, &ca.NextCert, true}, {keysCANextKey, &ca.NextKey, true}} {
+		data, err := readFile(filepath.Join(dir, f.name))
+		switch {
+		case err == nil:
+			*f.data = data
+		case !f.optional || !errors.Is(err, os.ErrNotExist):
+			return ClusterCA{}, fmt.Errorf("read %s: %w", f.name, err)
+		}
+	}
+	return ca, nil
+}
+
+// FetchClusterCA is the cluster CA in the keys Secret; found is false when there is no Secret
+// (no control plane joined, none was ever invited) or it lacks the CA.
+func FetchClusterCA(ctx context.Context, client kubernetes.Interface) (ca ClusterCA, found bool, err error) {
+	s, err := client.CoreV1().Secrets(SecretNamespace).Get(ctx, bootstrappolicy.ClusterKeysSecret, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return ClusterCA{}, false, nil
+	}
+	if err != nil {
+		return ClusterCA{}, false, fmt.Errorf("get the cluster's keys: %w", err)
+	}
+	ca = ClusterCA{Cert: s.Data[keysCACert], Key: s.Data[keysCAKey], NextCert: s.Data[keysCANextCert], NextKey: s.Data[keysCANextKey]}
+	return ca, len(ca.Cert) > 0 && len(ca.Key) > 0, nil
+}
+
+// PublishClusterCA replaces the cluster CA in the keys Secret, for the other control planes to
+// follow; it reports false without writing when there is no Secret (no other control plane).
+func PublishClusterCA(ctx context.Context, client kubernetes.Interface, ca ClusterCA) (bool, error) {
+	secrets := client.CoreV1().Secrets(SecretNamespace)
+	published := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := secrets.Get(ctx, bootstrappolicy.ClusterKeysSecret, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		upd := cur.DeepCopy()
+		if upd.Data == nil {
+			upd.Data = map[string][]byte{}
+		}
+		for key, data := range map[string][]byte{keysCACert: ca.Cert, keysCAKey: ca.Key, keysCANextCert: ca.NextCert, keysCANextKey: ca.NextKey} {
+			if len(data) == 0 {
+				delete(upd.Data, key)
+			} else {
+				upd.Data[key] = data
+			}
+		}
+		_, err = secrets.Update(ctx, upd, metav1.UpdateOptions{})
+		published = err == nil
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("publish the cluster CA in %s/%s: %w", SecretNamespace, bootstrappolicy.ClusterKeysSecret, err)
+	}
+	return published, nil
 }
 
 // FetchKeys gets the shared keys for a joining control-plane node: the CA is checked against the

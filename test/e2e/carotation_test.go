@@ -72,6 +72,14 @@ spec:
 func TestCARotation(t *testing.T) {
 	n := newTestNet(t)
 	c := newJoinCluster(t, n, true)
+	// Two more stacked control planes: the rotation runs on the first, the others follow it
+	// through the keys Secret, and the workers' balancers spread over all three.
+	cpToken := c.createToken("--control-plane", "--ttl", "1h")
+	var others []*cluster
+	for i := 2; i <= 3; i++ {
+		others = append(others, haControlPlaneOn(t, skiffBinary, n, n.addHost(), fmt.Sprintf("cp-%d", i), c.ports, c.ServerURL(n), cpToken))
+	}
+	waitEtcdMembers(t, c, 3)
 	token := c.createToken()
 	w := newJoinedNode(t, n.addHost(), "worker-1", c.ServerURL(n))
 	w.start(token)
@@ -113,6 +121,16 @@ func TestCARotation(t *testing.T) {
 			t.Fatalf("rotate-ca --phase %s: %v\n%s", phase, err, out)
 		}
 		t.Logf("rotate-ca --phase %s:\n%s", phase, out)
+		// The other control planes follow within seconds: the same CA files.
+		want := readFile(t, filepath.Join(c.dataDir, "pki", "ca.crt"))
+		for _, o := range others {
+			eventually(t, 60*time.Second, func() error {
+				if got := readFile(t, filepath.Join(o.dataDir, "pki", "ca.crt")); got != want {
+					return fmt.Errorf("%s's ca.crt differs from the rotating node's after %s\n%s", o.dataDir, phase, o.log())
+				}
+				return nil
+			})
+		}
 	}
 	workerCAs := func() []*x509.Certificate {
 		data, err := os.ReadFile(filepath.Join(w.dataDir, "pki", "ca.crt"))
@@ -151,6 +169,11 @@ func TestCARotation(t *testing.T) {
 			return chainsOnlyTo(filepath.Join(node.dataDir, "pki"), newCA, oldCA)
 		})
 	}
+	for _, o := range others {
+		if err := chainsOnlyTo(filepath.Join(o.dataDir, "pki"), newCA, oldCA); err != nil {
+			t.Fatalf("a control plane that followed sign: %v", err)
+		}
+	}
 	time.Sleep(10 * time.Second)
 
 	// Phase retire: the old CA is refused from now on.
@@ -185,7 +208,11 @@ func TestCARotation(t *testing.T) {
 	checkUntouched(t, c, pods, "")
 	// Every certificate of the control plane and the workers chains to the new CA and none to
 	// the old; the kubeconfig trusts only the new one.
-	for _, dir := range []string{filepath.Join(c.dataDir, "pki"), filepath.Join(w.dataDir, "pki"), filepath.Join(w2.dataDir, "pki")} {
+	dirs := []string{filepath.Join(c.dataDir, "pki"), filepath.Join(w.dataDir, "pki"), filepath.Join(w2.dataDir, "pki")}
+	for _, o := range others {
+		dirs = append(dirs, filepath.Join(o.dataDir, "pki"))
+	}
+	for _, dir := range dirs {
 		if err := chainsOnlyTo(dir, newCA, oldCA); err != nil {
 			t.Error(err)
 		}

@@ -19,9 +19,9 @@ type writeRecorder struct {
 	slowest                   time.Duration
 	// failures are the first failed writes' errors (a handful), for the test's log.
 	failures []string
-	stop                      chan struct{}
-	stopOnce                  sync.Once
-	wg                        sync.WaitGroup
+	stop     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
 }
 
 // startWriteRecorder starts one writer per node in writers, each creating ConfigMaps named

@@ -1,0 +1,294 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+
+	"github.com/skiff-sh/skiff/internal/join"
+	"github.com/skiff-sh/skiff/internal/pki"
+)
+
+// A CA rotation runs on one control plane (`skiff certificate rotate-ca`), which publishes the
+// cluster CA's files after each phase in the keys Secret (join.PublishClusterCA); every other
+// control plane follows them (caSyncRole): it writes the same files into its pki directory,
+// re-issues its own leaves that a CA other than the signer signed, and refreshes its
+// kubeconfigs, as the phase did on the first node. A node only moves forward through a rotation
+// (caFollows): the Secret lagging behind the node that rotated, for the moment between its files
+// and its upload, never turns that node's rotation back.
+
+// caSyncInterval is how often a control plane compares its CA files with the cluster's.
+const caSyncInterval = 5 * time.Second
+
+// rotationStage is where a CA state stands in a rotation from old to next: 0 the old CA alone,
+// 1 both trusted with the old one signing (trust), 2 the new one signing and both trusted
+// (sign), 3 the new CA alone (retire); -1 when the state is none of these.
+func rotationStage(st caState, old, next *x509.Certificate) int {
+	bundleIs := func(certs ...*x509.Certificate) bool {
+		if len(st.bundle) != len(certs) {
+			return false
+		}
+		for i, c := range certs {
+			if !st.bundle[i].Equal(c) {
+				return false
+			}
+		}
+		return true
+	}
+	hasNext := st.next != nil
+	switch {
+	case !hasNext && st.signer.Equal(old) && bundleIs(old):
+		return 0
+	case hasNext && st.next.Equal(next) && st.signer.Equal(old) && bundleIs(old, next):
+		return 1
+	case !hasNext && st.signer.Equal(next) && bundleIs(next, old):
+		return 2
+	case !hasNext && st.signer.Equal(next) && bundleIs(next):
+		return 3
+	}
+	return -1
+}
+
+// caFollow is what a node does about the cluster's CA state.
+type caFollow struct {
+	// follow says the node takes the cluster's state.
+	follow bool
+	// viaSign says the node passes through the sign stage first (the cluster retired the old CA
+	// while the node still signed with it): its leaves are re-issued while the old CA is still
+	// trusted enough to tell them apart.
+	viaSign bool
+	// old and next are the rotation's two CAs.
+	old, next *x509.Certificate
+}
+
+// caFollows decides whether a node at local takes the cluster's CA state: both are stages of
+// one rotation (the same two CAs, one order) and the cluster's is further on. States of
+// different rotations, or two single CAs that either could have followed, are not followed: a
+// node that missed a whole rotation must rejoin.
+func caFollows(local, cluster caState) caFollow {
+	var certs []*x509.Certificate
+	add := func(c *x509.Certificate) {
+		if c == nil {
+			return
+		}
+		for _, have := range certs {
+			if have.Equal(c) {
+				return
+			}
+		}
+		certs = append(certs, c)
+	}
+	for _, st := range []caState{local, cluster} {
+		for _, c := range st.bundle {
+			add(c)
+		}
+		add(st.signer)
+		add(st.next)
+	}
+	if len(certs) != 2 {
+		return caFollow{}
+	}
+	var out caFollow
+	backward := false
+	for _, order := range [][2]*x509.Certificate{{certs[0], certs[1]}, {certs[1], certs[0]}} {
+		l, c := rotationStage(local, order[0], order[1]), rotationStage(cluster, order[0], order[1])
+		switch {
+		case l < 0 || c < 0:
+		case c > l:
+			out = caFollow{follow: true, viaSign: c == 3 && l < 2, old: order[0], next: order[1]}
+		case c < l:
+			backward = true
+		}
+	}
+	if backward {
+		return caFollow{}
+	}
+	return out
+}
+
+// caStateOf is the rotation state of a cluster CA's files.
+func caStateOf(ca join.ClusterCA) (caState, error) {
+	cur, err := pki.NewCA(ca.Cert, ca.Key)
+	if err != nil {
+		return caState{}, fmt.Errorf("ca.crt and ca.key: %w", err)
+	}
+	st := caState{bundle: cur.Bundle, signer: cur.Cert}
+	if len(ca.NextCert) > 0 || len(ca.NextKey) > 0 {
+		next, err := pki.NewCA(ca.NextCert, ca.NextKey)
+		if err != nil {
+			return caState{}, fmt.Errorf("ca-next.crt and ca-next.key: %w", err)
+		}
+		st.next = next.Cert
+	}
+	return st, nil
+}
+
+// FollowClusterCA puts the cluster's CA files in the node's pki directory when caFollows says
+// so, then re-issues the node's leaves the new signer did not sign and refreshes its
+// kubeconfigs. It reports whether it followed.
+func FollowClusterCA(dataDir string, cluster join.ClusterCA, now time.Time) (bool, []RenewedCertificate, error) {
+	pkiDir := filepath.Join(dataDir, "pki")
+	local, err := join.ReadClusterCA(pkiDir)
+	if err != nil {
+		return false, nil, err
+	}
+	if sameClusterCA(local, cluster) {
+		return false, nil, nil
+	}
+	localSt, err := caStateOf(local)
+	if err != nil {
+		return false, nil, fmt.Errorf("this node's cluster CA: %w", err)
+	}
+	clusterSt, err := caStateOf(cluster)
+	if err != nil {
+		return false, nil, fmt.Errorf("the cluster's CA in the keys Secret: %w", err)
+	}
+	decision := caFollows(localSt, clusterSt)
+	if !decision.follow {
+		return false, nil, nil
+	}
+	var renewed []RenewedCertificate
+	if decision.viaSign {
+		sign := join.ClusterCA{Cert: encodeCerts([]*x509.Certificate{decision.next, decision.old}), Key: cluster.Key}
+		if err := writeClusterCA(pkiDir, sign); err != nil {
+			return false, nil, err
+		}
+		r, err := renewStaleLeaves(dataDir, now)
+		if renewed = r; err != nil {
+			return true, renewed, err
+		}
+	}
+	if err := writeClusterCA(pkiDir, cluster); err != nil {
+		return false, renewed, err
+	}
+	r, err := renewStaleLeaves(dataDir, now)
+	if renewed = append(renewed, r...); err != nil {
+		return true, renewed, err
+	}
+	return true, renewed, refreshKubeconfigCAs(dataDir, cluster.Cert)
+}
+
+func sameClusterCA(a, b join.ClusterCA) bool {
+	return bytes.Equal(a.Cert, b.Cert) && bytes.Equal(a.Key, b.Key) && bytes.Equal(a.NextCert, b.NextCert) && bytes.Equal(a.NextKey, b.NextKey)
+}
+
+// writeClusterCA writes ca's files: the next CA first (or removes it), then the key, then the
+// bundle, so that at every moment the bundle holds the certificate of ca.key.
+func writeClusterCA(pkiDir string, ca join.ClusterCA) error {
+	nextCrt, nextKey := filepath.Join(pkiDir, nextCAName+".crt"), filepath.Join(pkiDir, nextCAName+".key")
+	if len(ca.NextCert) > 0 {
+		if err := errors.Join(pki.WriteFileAtomic(nextKey, ca.NextKey, 0o600), pki.WriteFileAtomic(nextCrt, ca.NextCert, 0o600)); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range []string{nextCrt, nextKey} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	if err := pki.WriteFileAtomic(filepath.Join(pkiDir, clusterCAName+".key"), ca.Key, 0o600); err != nil {
+		return err
+	}
+	return pki.WriteFileAtomic(filepath.Join(pkiDir, clusterCAName+".crt"), ca.Cert, 0o644)
+}
+
+// PublishRotatedCA puts the node's cluster CA files in the keys Secret through its admin
+// kubeconfig, for the other control planes to follow; false when there is no Secret (no other
+// control plane was ever invited).
+func PublishRotatedCA(ctx context.Context, dataDir string) (bool, error) {
+	ca, err := join.ReadClusterCA(filepath.Join(dataDir, "pki"))
+	if err != nil {
+		return false, err
+	}
+	restCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "admin.kubeconfig"))
+	if err != nil {
+		return false, fmt.Errorf("admin kubeconfig: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return false, err
+	}
+	return join.PublishClusterCA(ctx, client, ca)
+}
+
+// caSyncRole keeps a control plane's cluster CA files with the cluster's (FollowClusterCA), read
+// through its own API server.
+func (n *Node) caSyncRole() role {
+	return role{name: "cluster CA sync", run: func(ctx context.Context) error {
+		_, client, err := n.loopbackClient()
+		if err != nil {
+			return err
+		}
+		log := n.cfg.Logger.With("component", "cluster-ca-sync")
+		everyTick(ctx, clock.RealClock{}, caSyncInterval, func(ctx context.Context) {
+			syncClusterCAOnce(ctx, client, n.cfg.DataDir, log)
+		})
+		return nil
+	}}
+}
+
+// everyTick runs step at once and then every interval until ctx ends.
+func everyTick(ctx context.Context, clk clock.WithTicker, interval time.Duration, step func(context.Context)) {
+	ticker := clk.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		step(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+	}
+}
+
+func syncClusterCAOnce(ctx context.Context, client kubernetes.Interface, dataDir string, log *slog.Logger) {
+	fetchCtx, cancel := context.WithTimeout(ctx, caSyncInterval)
+	defer cancel()
+	cluster, found, err := join.FetchClusterCA(fetchCtx, client)
+	if err != nil {
+		log.Warn("cannot read the cluster's CA", "err", err)
+		return
+	}
+	if !found {
+		return
+	}
+	followed, renewed, err := FollowClusterCA(dataDir, cluster, time.Now())
+	for _, r := range renewed {
+		log.Info("certificate re-issued by the cluster's new CA", "name", r.Name, "serial", r.NewSerial)
+	}
+	if err != nil {
+		log.Error("follow the cluster's CA rotation", "followed", followed, "err", err)
+		return
+	}
+	if followed {
+		log.Info("cluster CA followed", "trusted", countCerts(cluster.Cert), "rotationUnderWay", len(cluster.NextCert) > 0)
+	}
+}
+
+func countCerts(bundle []byte) int { return bytes.Count(bundle, []byte("-----BEGIN CERTIFICATE-----")) }
+
+// loopbackClient is the API server's loopback identity (system:apiserver in system:masters) to its
+// own server, for the control plane's own loops.
+func (n *Node) loopbackClient() (*rest.Config, kubernetes.Interface, error) {
+	rc, err := componentRESTConfig(&n.cfg, "system:apiserver", []string{"system:masters"}, time.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rc, client, nil
+}

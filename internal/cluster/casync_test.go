@@ -1,0 +1,151 @@
+package cluster
+
+import (
+	"crypto/x509"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/skiff-sh/skiff/internal/join"
+	"github.com/skiff-sh/skiff/internal/pki"
+)
+
+func TestCAFollows(t *testing.T) {
+	now := time.Now()
+	newCA := func(name string) *x509.Certificate {
+		t.Helper()
+		certPEM, keyPEM, err := pki.GenerateCA(name, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ca, err := pki.NewCA(certPEM, keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ca.Cert
+	}
+	a, b, c := newCA("a"), newCA("b"), newCA("c")
+	settled := func(x *x509.Certificate) caState { return caState{bundle: []*x509.Certificate{x}, signer: x} }
+	trust := func(old, next *x509.Certificate) caState {
+		return caState{bundle: []*x509.Certificate{old, next}, signer: old, next: next}
+	}
+	sign := func(old, next *x509.Certificate) caState {
+		return caState{bundle: []*x509.Certificate{next, old}, signer: next}
+	}
+	for _, tc := range []struct {
+		name           string
+		local, cluster caState
+		follow, via    bool
+	}{
+		{"the same state", settled(a), settled(a), false, false},
+		{"trust", settled(a), trust(a, b), true, false},
+		{"sign after trust", trust(a, b), sign(a, b), true, false},
+		{"sign with trust missed", settled(a), sign(a, b), true, false},
+		{"retire after sign", sign(a, b), settled(b), true, false},
+		{"retire with sign missed: through sign", trust(a, b), settled(b), true, true},
+		{"the Secret behind the rotating node (trust)", trust(a, b), settled(a), false, false},
+		{"the Secret behind the rotating node (sign)", sign(a, b), trust(a, b), false, false},
+		{"the Secret behind the rotating node (retire)", settled(b), sign(a, b), false, false},
+		{"a whole rotation missed: two single CAs", settled(a), settled(b), false, false},
+		{"another rotation", trust(a, b), trust(a, c), false, false},
+		{"a rotation after the one the node is in", sign(a, b), trust(b, c), false, false},
+	} {
+		got := caFollows(tc.local, tc.cluster)
+		if got.follow != tc.follow || got.viaSign != tc.via {
+			t.Errorf("%s: follow %v via sign %v, want %v %v", tc.name, got.follow, got.viaSign, tc.follow, tc.via)
+		}
+	}
+}
+
+// TestFollowClusterCA: a second control plane follows every phase a first one ran, its leaves
+// re-issued by the new CA at sign; a node that missed the sign phase is taken through it; the
+// rotating node never follows a Secret that lags behind it.
+func TestFollowClusterCA(t *testing.T) {
+	now := time.Now()
+	first, _ := nodePKI(t, now)
+	secondNode := func() *Config {
+		t.Helper()
+		cfg := &Config{DataDir: t.TempDir()}
+		cfg.AdvertiseAddress, cfg.BindAddress, cfg.NodeName, cfg.ServiceCIDR, cfg.HTTPSPort = "127.0.0.2", "127.0.0.2", "cp-2", "10.96.0.0/12", 6443
+		dir := filepath.Join(cfg.DataDir, "pki")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"ca.crt", "ca.key"} {
+			if err := os.WriteFile(filepath.Join(dir, f), mustRead(t, filepath.Join(first.DataDir, "pki", f)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := ensureCertificates(cfg, now); err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	second, late := secondNode(), secondNode()
+	clusterCA := func() join.ClusterCA {
+		t.Helper()
+		ca, err := join.ReadClusterCA(filepath.Join(first.DataDir, "pki"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ca
+	}
+	follow := func(cfg *Config, ca join.ClusterCA, want bool) []RenewedCertificate {
+		t.Helper()
+		followed, renewed, err := FollowClusterCA(cfg.DataDir, ca, now)
+		if err != nil || followed != want {
+			t.Fatalf("%s: followed %v (err %v), want %v", cfg.NodeName, followed, err, want)
+		}
+		if want {
+			got, err := join.ReadClusterCA(filepath.Join(cfg.DataDir, "pki"))
+			if err != nil || !sameClusterCA(got, ca) {
+				t.Fatalf("%s: CA files after following differ from the cluster's (err %v)", cfg.NodeName, err)
+			}
+		}
+		return renewed
+	}
+	rotate := func(phase CARotationPhase) join.ClusterCA {
+		t.Helper()
+		before := clusterCA()
+		if _, err := RotateCA(first.DataDir, phase, now); err != nil {
+			t.Fatal(err)
+		}
+		// Between its files and its upload, the rotating node sees the Secret behind it.
+		follow(first, before, false)
+		return clusterCA()
+	}
+
+	trust := rotate(CAPhaseTrust)
+	follow(first, trust, false)
+	follow(second, trust, true)
+	follow(late, trust, true)
+	follow(second, trust, false) // done once
+	sign := rotate(CAPhaseSign)
+	if renewed := follow(second, sign, true); len(renewed) == 0 {
+		t.Fatal("following sign re-issued none of the second node's leaves")
+	}
+	retire := rotate(CAPhaseRetire)
+	follow(second, retire, true)
+	if renewed := follow(late, retire, true); len(renewed) == 0 {
+		t.Fatal("a node that missed sign had none of its leaves re-issued")
+	}
+	newCA, err := pki.NewCA(retire.Cert, retire.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []*Config{second, late} {
+		for _, leaf := range []string{"apiserver", "admin"} {
+			c, err := pki.ParseCertificate(mustRead(t, filepath.Join(cfg.DataDir, "pki", leaf+".crt")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.CheckSignatureFrom(newCA.Cert); err != nil {
+				t.Errorf("%s's %s is not signed by the new CA: %v", cfg.NodeName, leaf, err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(cfg.DataDir, "pki", "ca-next.crt")); !os.IsNotExist(err) {
+			t.Errorf("%s kept ca-next.crt after retire: %v", cfg.NodeName, err)
+		}
+	}
+}
