@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-sh/skiff/internal/apiserver"
 	"github.com/skiff-sh/skiff/internal/pki"
@@ -152,12 +153,64 @@ func extensionAuthConfigMap(setup *aggregationSetup) (*corev1.ConfigMap, error) 
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "extension-apiserver-authentication", Namespace: "kube-system"},
 		Data: map[string]string{
-			"client-ca-file":                     string(clientCA),
-			"requestheader-client-ca-file":       string(setup.frontProxyCA),
+			extensionAuthClientCA:                string(clientCA),
+			extensionAuthRequestHeaderCA:         string(setup.frontProxyCA),
 			"requestheader-allowed-names":        list(setup.allowedNames),
 			"requestheader-username-headers":     list(setup.server.UsernameHeaders),
 			"requestheader-group-headers":        list(setup.server.GroupHeaders),
 			"requestheader-extra-headers-prefix": list(setup.server.ExtraHeaderPrefixes),
 		},
 	}, nil
+}
+
+// Keys of extension-apiserver-authentication that hold CA bundles.
+const (
+	extensionAuthClientCA        = "client-ca-file"
+	extensionAuthRequestHeaderCA = "requestheader-client-ca-file"
+)
+
+// extensionAuthCAUpdate is the ConfigMap data with the CA bundles as the node's files hold them
+// now, and whether that changes anything (pure). Only the bundles are the files'; the header
+// names stay as the first API server wrote them.
+func extensionAuthCAUpdate(cur map[string]string, clientCA, requestHeaderCA []byte) (map[string]string, bool) {
+	if cur[extensionAuthClientCA] == string(clientCA) && cur[extensionAuthRequestHeaderCA] == string(requestHeaderCA) {
+		return cur, false
+	}
+	next := make(map[string]string, len(cur)+2)
+	for k, v := range cur {
+		next[k] = v
+	}
+	next[extensionAuthClientCA], next[extensionAuthRequestHeaderCA] = string(clientCA), string(requestHeaderCA)
+	return next, true
+}
+
+// syncExtensionAuthCAs keeps the CA bundles of kube-system/extension-apiserver-authentication equal
+// to the node's ca.crt and front-proxy CA file, as kube-apiserver's cluster authentication trust
+// controller does: extension API servers read the client and requestheader CAs there, so a CA
+// rotation must reach them (ensureAggregationObjects only creates the ConfigMap). It reports
+// whether it updated it.
+func syncExtensionAuthCAs(ctx context.Context, client kubernetes.Interface, cfg *Config) (bool, error) {
+	clientCA, err := os.ReadFile(filepath.Join(cfg.DataDir, "pki", "ca.crt"))
+	if err != nil {
+		return false, err
+	}
+	requestHeaderCA, err := os.ReadFile(requestHeaderCAFile(cfg))
+	if err != nil {
+		return false, err
+	}
+	cms := client.CoreV1().ConfigMaps(metav1.NamespaceSystem)
+	cur, err := cms.Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})
+	if err != nil {
+		return false, fmt.Errorf("extension-apiserver-authentication: %w", err)
+	}
+	data, changed := extensionAuthCAUpdate(cur.Data, clientCA, requestHeaderCA)
+	if !changed {
+		return false, nil
+	}
+	upd := cur.DeepCopy()
+	upd.Data = data
+	if _, err := cms.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		return false, fmt.Errorf("extension-apiserver-authentication: %w", err)
+	}
+	return true, nil
 }

@@ -224,7 +224,8 @@ func PublishRotatedCA(ctx context.Context, dataDir string) (bool, error) {
 }
 
 // caSyncRole keeps a control plane's cluster CA files with the cluster's (FollowClusterCA), read
-// through its own API server.
+// through its own API server, and the CA bundles extension API servers read with the files
+// (syncExtensionAuthCAs).
 func (n *Node) caSyncRole() role {
 	return role{name: "cluster CA sync", run: func(ctx context.Context) error {
 		_, client, err := n.loopbackClient()
@@ -234,6 +235,13 @@ func (n *Node) caSyncRole() role {
 		log := n.cfg.Logger.With("component", "cluster-ca-sync")
 		everyTick(ctx, clock.RealClock{}, caSyncInterval, func(ctx context.Context) {
 			syncClusterCAOnce(ctx, client, n.cfg.DataDir, log)
+			updated, err := syncExtensionAuthCAs(ctx, client, &n.cfg)
+			switch {
+			case err != nil:
+				log.Warn("cannot bring extension-apiserver-authentication to the node's CA files", "err", err)
+			case updated:
+				log.Info("extension-apiserver-authentication carries the node's CA bundles")
+			}
 		})
 		return nil
 	}}

@@ -149,3 +149,24 @@ func TestFollowClusterCA(t *testing.T) {
 		}
 	}
 }
+
+func TestExtensionAuthCAUpdate(t *testing.T) {
+	cur := map[string]string{
+		extensionAuthClientCA: "old", extensionAuthRequestHeaderCA: "proxy",
+		"requestheader-username-headers": `["X-Remote-User"]`,
+	}
+	if _, changed := extensionAuthCAUpdate(cur, []byte("old"), []byte("proxy")); changed {
+		t.Error("the same bundles changed the ConfigMap")
+	}
+	next, changed := extensionAuthCAUpdate(cur, []byte("old+new"), []byte("proxy"))
+	if !changed || next[extensionAuthClientCA] != "old+new" || next[extensionAuthRequestHeaderCA] != "proxy" ||
+		next["requestheader-username-headers"] != `["X-Remote-User"]` {
+		t.Errorf("after the cluster CA's trust phase: %v (changed %v)", next, changed)
+	}
+	if cur[extensionAuthClientCA] != "old" {
+		t.Error("the current data was modified in place")
+	}
+	if next, changed := extensionAuthCAUpdate(nil, []byte("ca"), []byte("proxy")); !changed || len(next) != 2 {
+		t.Errorf("from no data: %v", next)
+	}
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -226,6 +227,21 @@ func TestCARotation(t *testing.T) {
 			t.Errorf("admin kubeconfig's cluster %q trusts %d CAs (err %v), want the new CA alone", name, len(certs), err)
 		}
 	}
+	// Extension API servers read the client CA in kube-system/extension-apiserver-authentication:
+	// it follows the rotation too.
+	eventually(t, 30*time.Second, func() error {
+		var cm struct {
+			Data map[string]string `json:"data"`
+		}
+		out := c.kubectl("get", "configmap", "-n", "kube-system", "extension-apiserver-authentication", "-o", "json")
+		if err := json.Unmarshal([]byte(out), &cm); err != nil {
+			return err
+		}
+		if certs, err := pki.ParseCertificates([]byte(cm.Data["client-ca-file"])); err != nil || len(certs) != 1 || !certs[0].Equal(newCA) {
+			return fmt.Errorf("extension-apiserver-authentication's client-ca-file holds %d CAs (err %v), want the new CA alone", len(certs), err)
+		}
+		return nil
+	})
 	if t.Failed() {
 		t.Logf("control plane log:\n%s\nworker log:\n%s", c.log(), w.log())
 	}
