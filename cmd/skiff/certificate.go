@@ -23,9 +23,10 @@ const certificateUsage = `Usage:
         serves and presents the new ones from its next handshake, without a restart
   skiff certificate check [--data-dir DIR]
         list the node's certificates with their expiry
-  skiff certificate rotate-ca [--data-dir DIR] --phase trust|sign|retire
-        on a control plane: rotate the cluster CA in three runs, letting every node take each
-        phase before the next. trust: a new CA (pki/ca-next.crt) is trusted beside the old one,
+  skiff certificate rotate-ca [--data-dir DIR] [--ca cluster|front-proxy] --phase trust|sign|retire
+        on a control plane: rotate the cluster CA (or the front-proxy CA, which extension API
+        servers trust for the API server's requests) in three runs, letting every node take each
+        phase before the next; the other control planes follow each phase within seconds. trust: a new CA (pki/ca-next.crt) is trusted beside the old one,
         which still signs; sign: the new CA signs, and every leaf of the node is re-issued by it;
         retire: the old CA is no longer trusted. The running node follows each phase from its
         next handshake, without a restart; joined nodes take the bundle from kube-public/
@@ -54,9 +55,10 @@ func runCertificate(args []string, stdout, stderr io.Writer) error {
 	if args[0] == "rotate-sa-key" {
 		fs.BoolVar(&prune, "prune-retired-sa-keys", false, "remove the retired service-account keys instead of rotating: the tokens they signed stop verifying")
 	}
-	phase := ""
+	phase, caKind := "", string(cluster.CAKindCluster)
 	if args[0] == "rotate-ca" {
 		fs.StringVar(&phase, "phase", "", "the phase to run: trust, sign, then retire")
+		fs.StringVar(&caKind, "ca", caKind, "the CA to rotate: cluster or front-proxy")
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -65,7 +67,7 @@ func runCertificate(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	if args[0] == "rotate-ca" {
-		return rotateCA(stdout, *dataDir, phase)
+		return rotateCA(stdout, *dataDir, cluster.CAKind(caKind), phase)
 	}
 	if args[0] == "rotate-sa-key" {
 		return rotateSAKey(stdout, *dataDir, prune)
@@ -149,11 +151,14 @@ func rotateSAKey(w io.Writer, dataDir string, prune bool) error {
 }
 
 // rotateCA runs skiff certificate rotate-ca and prints what the phase did.
-func rotateCA(w io.Writer, dataDir, phase string) error {
+func rotateCA(w io.Writer, dataDir string, kind cluster.CAKind, phase string) error {
 	if !slices.Contains(cluster.CARotationPhases, cluster.CARotationPhase(phase)) {
 		return fmt.Errorf("--phase is required: one of trust, sign, retire (in that order)")
 	}
-	r, err := cluster.RotateCA(dataDir, cluster.CARotationPhase(phase), time.Now())
+	if !slices.Contains(cluster.CAKinds, kind) {
+		return fmt.Errorf("--ca %q: one of cluster, front-proxy", kind)
+	}
+	r, err := cluster.RotateCA(dataDir, kind, cluster.CARotationPhase(phase), time.Now())
 	if r != nil {
 		for _, s := range r.Steps {
 			fmt.Fprintf(w, "%s\n", s)
@@ -171,12 +176,17 @@ func rotateCA(w io.Writer, dataDir, phase string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// The other control planes follow the files in the keys Secret within seconds.
-	published, err := cluster.PublishRotatedCA(ctx, dataDir)
+	published, err := cluster.PublishRotatedCA(ctx, dataDir, kind)
 	if err != nil {
 		return fmt.Errorf("%w; the node's files are done: run the same phase again to publish them to the other control planes", err)
 	}
 	if published {
 		fmt.Fprintln(w, "published the CA files in kube-system/skiff-cluster-keys; the other control planes follow within 10 s (their log: cluster CA followed)")
+	}
+	if kind != cluster.CAKindCluster {
+		// Extension API servers read the front-proxy CA from kube-system/extension-apiserver-
+		// authentication, which every control plane keeps with its file.
+		return nil
 	}
 	// Joined nodes take the bundle from the cluster at their next certificate tick (a minute).
 	changed, err := cluster.PublishClusterCA(ctx, dataDir)

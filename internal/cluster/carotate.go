@@ -49,11 +49,37 @@ const (
 // CARotationPhases are the phases in the order they are run.
 var CARotationPhases = []CARotationPhase{CAPhaseTrust, CAPhaseSign, CAPhaseRetire}
 
-// Files of the cluster CA and of the next one during a rotation, in <data-dir>/pki.
+// CAKind names a CA that rotate-ca rotates (--ca): the cluster CA, which signs the API servers'
+// and every node's and client's certificates, or the front-proxy CA, which signs the API server's
+// client certificate to extension API servers (the requestheader CA).
+type CAKind string
+
+// The CAs rotate-ca rotates.
 const (
-	clusterCAName = "ca"
-	nextCAName    = "ca-next"
+	CAKindCluster    CAKind = "cluster"
+	CAKindFrontProxy CAKind = "front-proxy"
 )
+
+// CAKinds are the CAs rotate-ca rotates.
+var CAKinds = []CAKind{CAKindCluster, CAKindFrontProxy}
+
+// caFiles are a rotated CA's files in <data-dir>/pki (name.crt, name.key, and next.crt,
+// next.key during a rotation), and whether the kubeconfigs carry its bundle.
+type caFiles struct {
+	name, next  string
+	kubeconfigs bool
+}
+
+// files are kind's files.
+func (k CAKind) files() (caFiles, error) {
+	switch k {
+	case CAKindCluster:
+		return caFiles{name: "ca", next: "ca-next", kubeconfigs: true}, nil
+	case CAKindFrontProxy:
+		return caFiles{name: "front-proxy-ca", next: "front-proxy-ca-next"}, nil
+	}
+	return caFiles{}, fmt.Errorf("unknown CA %q: one of %v", k, CAKinds)
+}
 
 // caState is what a rotation decides on: the cluster CA files as they are.
 type caState struct {
@@ -94,8 +120,31 @@ type caStep struct {
 	why  string
 }
 
-// caRotationPlan is the steps of phase at state, or why the phase cannot run now.
-func caRotationPlan(phase CARotationPhase, st caState) ([]caStep, error) {
+// caRotationPlan is the steps of phase at state for the CA of files f, or why the phase cannot
+// run now.
+func caRotationPlan(f caFiles, phase CARotationPhase, st caState) ([]caStep, error) {
+	plan, err := caRotationSteps(phase, st)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]caStep, 0, len(plan))
+	for _, step := range plan {
+		if step.kind == stepKubeconfigs && !f.kubeconfigs {
+			continue
+		}
+		step.why = f.named(step.why)
+		out = append(out, step)
+	}
+	return out, nil
+}
+
+// named puts f's file names in a text written for the cluster CA's.
+func (f caFiles) named(text string) string {
+	return strings.NewReplacer("ca-next.", f.next+".", "ca.crt", f.name+".crt", "ca.key", f.name+".key").Replace(text)
+}
+
+// caRotationSteps is caRotationPlan in the cluster CA's file names.
+func caRotationSteps(phase CARotationPhase, st caState) ([]caStep, error) {
 	nextTrusted := st.next != nil && slices.ContainsFunc(st.bundle, st.next.Equal)
 	nextSigns := st.next != nil && st.next.Equal(st.signer)
 	kubeconfigs := caStep{stepKubeconfigs, "the kubeconfigs carry ca.crt"}
@@ -159,28 +208,35 @@ type CARotation struct {
 	Renewed []RenewedCertificate
 }
 
-// RotateCA runs phase of a cluster CA rotation on the node whose data dir is dataDir, on its files
-// (beside the running node, whose holders take the new files from their next handshake).
-func RotateCA(dataDir string, phase CARotationPhase, now time.Time) (*CARotation, error) {
-	pkiDir := filepath.Join(dataDir, "pki")
-	st, leaves, err := readCAState(pkiDir)
+// RotateCA runs phase of a rotation of the CA kind on the node whose data dir is dataDir, on its
+// files (beside the running node, whose holders take the new files from their next handshake).
+func RotateCA(dataDir string, kind CAKind, phase CARotationPhase, now time.Time) (*CARotation, error) {
+	f, err := kind.files()
 	if err != nil {
 		return nil, err
 	}
-	plan, err := caRotationPlan(phase, st)
+	pkiDir := filepath.Join(dataDir, "pki")
+	st, leaves, err := readCAState(pkiDir, f)
 	if err != nil {
+		return nil, err
+	}
+	plan, err := caRotationPlan(f, phase, st)
+	if err != nil {
+		if kind != CAKindCluster {
+			err = fmt.Errorf("%s CA: %w", kind, err)
+		}
 		return nil, err
 	}
 	out := &CARotation{Phase: phase}
 	for _, step := range plan {
-		renewed, err := runCAStep(dataDir, step, leaves, now)
+		renewed, err := runCAStep(dataDir, f, step, leaves, now)
 		out.Renewed = append(out.Renewed, renewed...)
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", step.why, err)
 		}
 		out.Steps = append(out.Steps, step.why)
 	}
-	if st, _, err = readCAState(pkiDir); err == nil {
+	if st, _, err = readCAState(pkiDir, f); err == nil {
 		for _, c := range st.bundle {
 			out.Trusted = append(out.Trusted, fmt.Sprintf("%s sha256:%s", c.Subject.CommonName, join.CAHash(c)))
 		}
@@ -188,17 +244,17 @@ func RotateCA(dataDir string, phase CARotationPhase, now time.Time) (*CARotation
 	return out, nil
 }
 
-// readCAState reads the cluster CA files of pkiDir and the node's leaves.
-func readCAState(pkiDir string) (caState, []leafFile, error) {
-	ca, err := pki.LoadCA(pkiDir, clusterCAName)
+// readCAState reads the files f of pkiDir and the node's leaves.
+func readCAState(pkiDir string, f caFiles) (caState, []leafFile, error) {
+	ca, err := pki.LoadCA(pkiDir, f.name)
 	if err != nil {
-		return caState{}, nil, fmt.Errorf("cluster CA in %s (CA rotation runs on a control-plane node, which holds ca.key): %w", pkiDir, err)
+		return caState{}, nil, fmt.Errorf("CA %s in %s (CA rotation runs on a control-plane node, which holds %s.key): %w", f.name, pkiDir, f.name, err)
 	}
 	st := caState{bundle: ca.Bundle, signer: ca.Cert}
-	if next, err := pki.LoadCA(pkiDir, nextCAName); err == nil {
+	if next, err := pki.LoadCA(pkiDir, f.next); err == nil {
 		st.next = next.Cert
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return caState{}, nil, fmt.Errorf("next CA %s: %w; delete ca-next.crt and ca-next.key and run --phase trust again", filepath.Join(pkiDir, nextCAName+".crt"), err)
+		return caState{}, nil, fmt.Errorf("next CA %s: %w; delete %s.crt and %s.key and run --phase trust again", filepath.Join(pkiDir, f.next+".crt"), err, f.next, f.next)
 	}
 	leaves, _, err := scanLeaves(pkiDir, nodeCAs(pkiDir))
 	if err != nil {
@@ -212,14 +268,14 @@ func readCAState(pkiDir string) (caState, []leafFile, error) {
 	return st, leaves, nil
 }
 
-// runCAStep carries out one step.
-func runCAStep(dataDir string, step caStep, leaves []leafFile, now time.Time) ([]RenewedCertificate, error) {
+// runCAStep carries out one step on the files f.
+func runCAStep(dataDir string, f caFiles, step caStep, leaves []leafFile, now time.Time) ([]RenewedCertificate, error) {
 	pkiDir := filepath.Join(dataDir, "pki")
-	caCrt := filepath.Join(pkiDir, clusterCAName+".crt")
-	nextCrt, nextKey := filepath.Join(pkiDir, nextCAName+".crt"), filepath.Join(pkiDir, nextCAName+".key")
+	caCrt := filepath.Join(pkiDir, f.name+".crt")
+	nextCrt, nextKey := filepath.Join(pkiDir, f.next+".crt"), filepath.Join(pkiDir, f.next+".key")
 	switch step.kind {
 	case stepMakeNext:
-		certPEM, keyPEM, err := pki.GenerateCA("skiff-ca-"+now.UTC().Format("20060102-150405"), now)
+		certPEM, keyPEM, err := pki.GenerateCA("skiff-"+f.name+"-"+now.UTC().Format("20060102-150405"), now)
 		if err != nil {
 			return nil, err
 		}
@@ -229,13 +285,13 @@ func runCAStep(dataDir string, step caStep, leaves []leafFile, now time.Time) ([
 		}
 		return nil, pki.WriteFileAtomic(nextCrt, certPEM, 0o600)
 	case stepBundleTrustBoth, stepBundleNextFirst, stepBundleSignerOnly:
-		ca, err := pki.LoadCA(pkiDir, clusterCAName)
+		ca, err := pki.LoadCA(pkiDir, f.name)
 		if err != nil {
 			return nil, err
 		}
 		var next *x509.Certificate
 		if step.kind != stepBundleSignerOnly {
-			n, err := pki.LoadCA(pkiDir, nextCAName)
+			n, err := pki.LoadCA(pkiDir, f.next)
 			if err != nil {
 				return nil, err
 			}
@@ -247,7 +303,7 @@ func runCAStep(dataDir string, step caStep, leaves []leafFile, now time.Time) ([
 		if err != nil {
 			return nil, err
 		}
-		return nil, pki.WriteFileAtomic(filepath.Join(pkiDir, clusterCAName+".key"), keyPEM, 0o600)
+		return nil, pki.WriteFileAtomic(filepath.Join(pkiDir, f.name+".key"), keyPEM, 0o600)
 	case stepRemoveNext:
 		for _, p := range []string{nextCrt, nextKey} {
 			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {

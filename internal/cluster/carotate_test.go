@@ -68,7 +68,7 @@ func TestCARotationPlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			plan, err := caRotationPlan(tt.phase, tt.st)
+			plan, err := caRotationPlan(caFiles{name: "ca", next: "ca-next", kubeconfigs: true}, tt.phase, tt.st)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -148,10 +148,10 @@ func TestRotateCAPhasesOnANodesFiles(t *testing.T) {
 	}
 	oldName := oldCA.Cert.Subject.CommonName
 
-	if _, err := RotateCA(cfg.DataDir, CAPhaseSign, now); err == nil {
+	if _, err := RotateCA(cfg.DataDir, CAKindCluster, CAPhaseSign, now); err == nil {
 		t.Fatal("sign before trust should be refused")
 	}
-	r, err := RotateCA(cfg.DataDir, CAPhaseTrust, now)
+	r, err := RotateCA(cfg.DataDir, CAKindCluster, CAPhaseTrust, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,11 +166,11 @@ func TestRotateCAPhasesOnANodesFiles(t *testing.T) {
 	if ca, err := pki.LoadCA(pkiDir, "ca"); err != nil || ca.Cert.Subject.CommonName != oldName {
 		t.Fatalf("after trust: signer %v (err %v), want the old CA", ca, err)
 	}
-	if _, err := RotateCA(cfg.DataDir, CAPhaseRetire, now); err == nil {
+	if _, err := RotateCA(cfg.DataDir, CAKindCluster, CAPhaseRetire, now); err == nil {
 		t.Fatal("retire before sign should be refused")
 	}
 
-	r, err = RotateCA(cfg.DataDir, CAPhaseSign, now)
+	r, err = RotateCA(cfg.DataDir, CAKindCluster, CAPhaseSign, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestRotateCAPhasesOnANodesFiles(t *testing.T) {
 		t.Error("the admin kubeconfig does not carry the re-issued admin certificate")
 	}
 
-	if _, err := RotateCA(cfg.DataDir, CAPhaseRetire, now); err != nil {
+	if _, err := RotateCA(cfg.DataDir, CAKindCluster, CAPhaseRetire, now); err != nil {
 		t.Fatal(err)
 	}
 	if cns := bundleCNs(); !slices.Equal(cns, []string{newName}) {
@@ -219,7 +219,7 @@ func TestRotateCAPhasesOnANodesFiles(t *testing.T) {
 		}
 	}
 	// Every phase again is a no-op or refused, never a second new CA.
-	if _, err := RotateCA(cfg.DataDir, CAPhaseRetire, now); err != nil {
+	if _, err := RotateCA(cfg.DataDir, CAKindCluster, CAPhaseRetire, now); err != nil {
 		t.Errorf("retire again: %v", err)
 	}
 	if cns := bundleCNs(); !slices.Equal(cns, []string{newName}) {

@@ -117,8 +117,8 @@ func caFollows(local, cluster caState) caFollow {
 	return out
 }
 
-// caStateOf is the rotation state of a cluster CA's files.
-func caStateOf(ca join.ClusterCA) (caState, error) {
+// caStateOf is the rotation state of a CA's files.
+func caStateOf(ca join.CAFiles) (caState, error) {
 	cur, err := pki.NewCA(ca.Cert, ca.Key)
 	if err != nil {
 		return caState{}, fmt.Errorf("ca.crt and ca.key: %w", err)
@@ -134,25 +134,25 @@ func caStateOf(ca join.ClusterCA) (caState, error) {
 	return st, nil
 }
 
-// FollowClusterCA puts the cluster's CA files in the node's pki directory when caFollows says
+// followCA puts the cluster's files f of a CA in the node's pki directory when caFollows says
 // so, then re-issues the node's leaves the new signer did not sign and refreshes its
-// kubeconfigs. It reports whether it followed.
-func FollowClusterCA(dataDir string, cluster join.ClusterCA, now time.Time) (bool, []RenewedCertificate, error) {
+// kubeconfigs (for the cluster CA). It reports whether it followed.
+func followCA(dataDir string, f caFiles, cluster join.CAFiles, now time.Time) (bool, []RenewedCertificate, error) {
 	pkiDir := filepath.Join(dataDir, "pki")
-	local, err := join.ReadClusterCA(pkiDir)
+	local, err := join.ReadCAFiles(pkiDir, f.name, f.next)
 	if err != nil {
 		return false, nil, err
 	}
-	if sameClusterCA(local, cluster) {
+	if sameCAFiles(local, cluster) {
 		return false, nil, nil
 	}
 	localSt, err := caStateOf(local)
 	if err != nil {
-		return false, nil, fmt.Errorf("this node's cluster CA: %w", err)
+		return false, nil, fmt.Errorf("this node's %s: %w", f.name, err)
 	}
 	clusterSt, err := caStateOf(cluster)
 	if err != nil {
-		return false, nil, fmt.Errorf("the cluster's CA in the keys Secret: %w", err)
+		return false, nil, fmt.Errorf("the cluster's %s in the keys Secret: %w", f.name, err)
 	}
 	decision := caFollows(localSt, clusterSt)
 	if !decision.follow {
@@ -160,8 +160,8 @@ func FollowClusterCA(dataDir string, cluster join.ClusterCA, now time.Time) (boo
 	}
 	var renewed []RenewedCertificate
 	if decision.viaSign {
-		sign := join.ClusterCA{Cert: encodeCerts([]*x509.Certificate{decision.next, decision.old}), Key: cluster.Key}
-		if err := writeClusterCA(pkiDir, sign); err != nil {
+		sign := join.CAFiles{Cert: encodeCerts([]*x509.Certificate{decision.next, decision.old}), Key: cluster.Key}
+		if err := writeCAFiles(pkiDir, f, sign); err != nil {
 			return false, nil, err
 		}
 		r, err := renewStaleLeaves(dataDir, now)
@@ -169,24 +169,24 @@ func FollowClusterCA(dataDir string, cluster join.ClusterCA, now time.Time) (boo
 			return true, renewed, err
 		}
 	}
-	if err := writeClusterCA(pkiDir, cluster); err != nil {
+	if err := writeCAFiles(pkiDir, f, cluster); err != nil {
 		return false, renewed, err
 	}
 	r, err := renewStaleLeaves(dataDir, now)
-	if renewed = append(renewed, r...); err != nil {
+	if renewed = append(renewed, r...); err != nil || !f.kubeconfigs {
 		return true, renewed, err
 	}
 	return true, renewed, refreshKubeconfigCAs(dataDir, cluster.Cert)
 }
 
-func sameClusterCA(a, b join.ClusterCA) bool {
+func sameCAFiles(a, b join.CAFiles) bool {
 	return bytes.Equal(a.Cert, b.Cert) && bytes.Equal(a.Key, b.Key) && bytes.Equal(a.NextCert, b.NextCert) && bytes.Equal(a.NextKey, b.NextKey)
 }
 
-// writeClusterCA writes ca's files: the next CA first (or removes it), then the key, then the
-// bundle, so that at every moment the bundle holds the certificate of ca.key.
-func writeClusterCA(pkiDir string, ca join.ClusterCA) error {
-	nextCrt, nextKey := filepath.Join(pkiDir, nextCAName+".crt"), filepath.Join(pkiDir, nextCAName+".key")
+// writeCAFiles writes ca as the files f: the next CA first (or removes it), then the key, then
+// the bundle, so that at every moment the bundle holds the certificate of the key.
+func writeCAFiles(pkiDir string, f caFiles, ca join.CAFiles) error {
+	nextCrt, nextKey := filepath.Join(pkiDir, f.next+".crt"), filepath.Join(pkiDir, f.next+".key")
 	if len(ca.NextCert) > 0 {
 		if err := errors.Join(pki.WriteFileAtomic(nextKey, ca.NextKey, 0o600), pki.WriteFileAtomic(nextCrt, ca.NextCert, 0o600)); err != nil {
 			return err
@@ -198,17 +198,21 @@ func writeClusterCA(pkiDir string, ca join.ClusterCA) error {
 			}
 		}
 	}
-	if err := pki.WriteFileAtomic(filepath.Join(pkiDir, clusterCAName+".key"), ca.Key, 0o600); err != nil {
+	if err := pki.WriteFileAtomic(filepath.Join(pkiDir, f.name+".key"), ca.Key, 0o600); err != nil {
 		return err
 	}
-	return pki.WriteFileAtomic(filepath.Join(pkiDir, clusterCAName+".crt"), ca.Cert, 0o644)
+	return pki.WriteFileAtomic(filepath.Join(pkiDir, f.name+".crt"), ca.Cert, 0o644)
 }
 
-// PublishRotatedCA puts the node's cluster CA files in the keys Secret through its admin
+// PublishRotatedCA puts the node's files of the CA kind in the keys Secret through its admin
 // kubeconfig, for the other control planes to follow; false when there is no Secret (no other
 // control plane was ever invited).
-func PublishRotatedCA(ctx context.Context, dataDir string) (bool, error) {
-	ca, err := join.ReadClusterCA(filepath.Join(dataDir, "pki"))
+func PublishRotatedCA(ctx context.Context, dataDir string, kind CAKind) (bool, error) {
+	f, err := kind.files()
+	if err != nil {
+		return false, err
+	}
+	ca, err := join.ReadCAFiles(filepath.Join(dataDir, "pki"), f.name, f.next)
 	if err != nil {
 		return false, err
 	}
@@ -220,10 +224,10 @@ func PublishRotatedCA(ctx context.Context, dataDir string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return join.PublishClusterCA(ctx, client, ca)
+	return join.PublishCAFiles(ctx, client, f.name, f.next, ca)
 }
 
-// caSyncRole keeps a control plane's cluster CA files with the cluster's (FollowClusterCA), read
+// caSyncRole keeps a control plane's CA files with the cluster's (followCA), read
 // through its own API server, and the CA bundles extension API servers read with the files
 // (syncExtensionAuthCAs).
 func (n *Node) caSyncRole() role {
@@ -234,7 +238,7 @@ func (n *Node) caSyncRole() role {
 		}
 		log := n.cfg.Logger.With("component", "cluster-ca-sync")
 		everyTick(ctx, clock.RealClock{}, caSyncInterval, func(ctx context.Context) {
-			syncClusterCAOnce(ctx, client, n.cfg.DataDir, log)
+			syncCAsOnce(ctx, client, n.cfg.DataDir, log)
 			updated, err := syncExtensionAuthCAs(ctx, client, &n.cfg)
 			switch {
 			case err != nil:
@@ -261,10 +265,21 @@ func everyTick(ctx context.Context, clk clock.WithTicker, interval time.Duration
 	}
 }
 
-func syncClusterCAOnce(ctx context.Context, client kubernetes.Interface, dataDir string, log *slog.Logger) {
+// syncCAsOnce follows the cluster's copy of every CA a rotation may change.
+func syncCAsOnce(ctx context.Context, client kubernetes.Interface, dataDir string, log *slog.Logger) {
+	for _, kind := range CAKinds {
+		f, err := kind.files()
+		if err != nil {
+			continue
+		}
+		syncCAOnce(ctx, client, dataDir, f, log.With("ca", f.name))
+	}
+}
+
+func syncCAOnce(ctx context.Context, client kubernetes.Interface, dataDir string, f caFiles, log *slog.Logger) {
 	fetchCtx, cancel := context.WithTimeout(ctx, caSyncInterval)
 	defer cancel()
-	cluster, found, err := join.FetchClusterCA(fetchCtx, client)
+	cluster, found, err := join.FetchCAFiles(fetchCtx, client, f.name, f.next)
 	if err != nil {
 		log.Warn("cannot read the cluster's CA", "err", err)
 		return
@@ -272,9 +287,9 @@ func syncClusterCAOnce(ctx context.Context, client kubernetes.Interface, dataDir
 	if !found {
 		return
 	}
-	followed, renewed, err := FollowClusterCA(dataDir, cluster, time.Now())
+	followed, renewed, err := followCA(dataDir, f, cluster, time.Now())
 	for _, r := range renewed {
-		log.Info("certificate re-issued by the cluster's new CA", "name", r.Name, "serial", r.NewSerial)
+		log.Info("certificate re-issued by the new CA", "name", r.Name, "serial", r.NewSerial)
 	}
 	if err != nil {
 		log.Error("follow the cluster's CA rotation", "followed", followed, "err", err)

@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"bytes"
 	"crypto/x509"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,32 +85,32 @@ func TestFollowClusterCA(t *testing.T) {
 		return cfg
 	}
 	second, late := secondNode(), secondNode()
-	clusterCA := func() join.ClusterCA {
+	clusterCA := func() join.CAFiles {
 		t.Helper()
-		ca, err := join.ReadClusterCA(filepath.Join(first.DataDir, "pki"))
+		ca, err := join.ReadCAFiles(filepath.Join(first.DataDir, "pki"), "ca", "ca-next")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ca
 	}
-	follow := func(cfg *Config, ca join.ClusterCA, want bool) []RenewedCertificate {
+	follow := func(cfg *Config, ca join.CAFiles, want bool) []RenewedCertificate {
 		t.Helper()
-		followed, renewed, err := FollowClusterCA(cfg.DataDir, ca, now)
+		followed, renewed, err := followCA(cfg.DataDir, caFiles{name: "ca", next: "ca-next", kubeconfigs: true}, ca, now)
 		if err != nil || followed != want {
 			t.Fatalf("%s: followed %v (err %v), want %v", cfg.NodeName, followed, err, want)
 		}
 		if want {
-			got, err := join.ReadClusterCA(filepath.Join(cfg.DataDir, "pki"))
-			if err != nil || !sameClusterCA(got, ca) {
+			got, err := join.ReadCAFiles(filepath.Join(cfg.DataDir, "pki"), "ca", "ca-next")
+			if err != nil || !sameCAFiles(got, ca) {
 				t.Fatalf("%s: CA files after following differ from the cluster's (err %v)", cfg.NodeName, err)
 			}
 		}
 		return renewed
 	}
-	rotate := func(phase CARotationPhase) join.ClusterCA {
+	rotate := func(phase CARotationPhase) join.CAFiles {
 		t.Helper()
 		before := clusterCA()
-		if _, err := RotateCA(first.DataDir, phase, now); err != nil {
+		if _, err := RotateCA(first.DataDir, CAKindCluster, phase, now); err != nil {
 			t.Fatal(err)
 		}
 		// Between its files and its upload, the rotating node sees the Secret behind it.
@@ -168,5 +170,60 @@ func TestExtensionAuthCAUpdate(t *testing.T) {
 	}
 	if next, changed := extensionAuthCAUpdate(nil, []byte("ca"), []byte("proxy")); !changed || len(next) != 2 {
 		t.Errorf("from no data: %v", next)
+	}
+}
+
+// TestRotateFrontProxyCA: the front-proxy CA rotates through the same phases in its own files,
+// the API server's proxy client certificate re-issued at sign; the cluster CA and the kubeconfigs
+// are left alone.
+func TestRotateFrontProxyCA(t *testing.T) {
+	now := time.Now()
+	cfg, _ := nodePKI(t, now)
+	pkiDir := filepath.Join(cfg.DataDir, "pki")
+	if _, err := pki.EnsureFrontProxy(pkiDir, now); err != nil {
+		t.Fatal(err)
+	}
+	clusterBefore, kubeconfigBefore := mustRead(t, filepath.Join(pkiDir, "ca.crt")), mustRead(t, cfg.AdminKubeconfigPath())
+	oldProxyCA, err := pki.LoadCA(pkiDir, "front-proxy-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() int { return countCerts(mustRead(t, filepath.Join(pkiDir, "front-proxy-ca.crt"))) }
+	for _, step := range []struct {
+		phase CARotationPhase
+		certs int
+	}{{CAPhaseTrust, 2}, {CAPhaseSign, 2}, {CAPhaseRetire, 1}} {
+		r, err := RotateCA(cfg.DataDir, CAKindFrontProxy, step.phase, now)
+		if err != nil {
+			t.Fatalf("%s: %v", step.phase, err)
+		}
+		if got := count(); got != step.certs {
+			t.Fatalf("after %s front-proxy-ca.crt holds %d CAs, want %d (steps %v)", step.phase, got, step.certs, r.Steps)
+		}
+		for _, s := range r.Steps {
+			if strings.Contains(s, "kubeconfig") {
+				t.Errorf("%s: a front-proxy step touched the kubeconfigs: %q", step.phase, s)
+			}
+		}
+	}
+	newProxyCA, err := pki.LoadCA(pkiDir, "front-proxy-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if newProxyCA.Cert.Equal(oldProxyCA.Cert) {
+		t.Fatal("the front-proxy CA did not change")
+	}
+	client, err := pki.ParseCertificate(mustRead(t, filepath.Join(pkiDir, "front-proxy-client.crt")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.CheckSignatureFrom(newProxyCA.Cert); err != nil {
+		t.Errorf("front-proxy-client is not signed by the new front-proxy CA: %v", err)
+	}
+	if !bytes.Equal(mustRead(t, filepath.Join(pkiDir, "ca.crt")), clusterBefore) || !bytes.Equal(mustRead(t, cfg.AdminKubeconfigPath()), kubeconfigBefore) {
+		t.Error("a front-proxy rotation changed the cluster CA or the admin kubeconfig")
+	}
+	if _, err := RotateCA(cfg.DataDir, CAKind("etcd"), CAPhaseTrust, now); err == nil || !strings.Contains(err.Error(), "unknown CA") {
+		t.Errorf("an unknown CA: %v", err)
 	}
 }

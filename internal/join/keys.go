@@ -36,10 +36,10 @@ type Keys struct {
 	// The front-proxy CA, so that every API server's proxy client certificate is trusted by the
 	// extension API servers (which read one requestheader CA).
 	FrontProxyCACert, FrontProxyCAKey []byte
-	// CANextCert and CANextKey are the next cluster CA while a CA rotation is between its trust
-	// and sign phases (ca-next.crt, ca-next.key), so that a control plane that joins then, or
-	// follows the rotation (ClusterCA), signs with it after the sign phase.
-	CANextCert, CANextKey []byte
+	// CANextCert and CANextKey (FrontProxyCANextCert and ...Key) are the next cluster (front-proxy)
+	// CA while a CA rotation is between its trust and sign phases (ca-next.crt, ca-next.key), so
+	// that a control plane that joins then signs with it after the sign phase.
+	CANextCert, CANextKey, FrontProxyCANextCert, FrontProxyCANextKey []byte
 	// RetiredSAKeys are the service-account public keys retired by `skiff certificate
 	// rotate-sa-key` and not yet pruned, by file name (sa-retired-<kid>.pub): a control plane
 	// that joins after a rotation verifies the tokens they signed too.
@@ -70,6 +70,7 @@ const (
 	keysFrontProxyCAKey  = "front-proxy-ca.key"
 	keysCANextCert       = "ca-next.crt"
 	keysCANextKey        = "ca-next.key"
+	keysFrontProxyNext   = "front-proxy-ca-next"
 )
 
 // optional lists the optional keys with their Secret keys and files under pki/.
@@ -88,6 +89,8 @@ func (k *Keys) optional() []struct {
 		{keysFrontProxyCACert, keysFrontProxyCACert, &k.FrontProxyCACert},
 		{keysCANextKey, keysCANextKey, &k.CANextKey},
 		{keysCANextCert, keysCANextCert, &k.CANextCert},
+		{keysFrontProxyNext + ".key", keysFrontProxyNext + ".key", &k.FrontProxyCANextKey},
+		{keysFrontProxyNext + ".crt", keysFrontProxyNext + ".crt", &k.FrontProxyCANextCert},
 	}
 }
 
@@ -237,48 +240,60 @@ func PublishEncryptionConfig(ctx context.Context, client kubernetes.Interface, d
 	return nil
 }
 
-// ClusterCA is the cluster CA's files as the keys Secret holds them: ca.crt (the bundle), ca.key,
-// and during a rotation ca-next.crt and ca-next.key.
-type ClusterCA struct {
+// CAFiles are a CA's files as a control plane's pki directory and the keys Secret hold them (the
+// same names in both): the bundle (<name>.crt), the key, and during a rotation the next CA's
+// (<next>.crt, <next>.key).
+type CAFiles struct {
 	Cert, Key, NextCert, NextKey []byte
 }
 
-// ReadClusterCA reads a control-plane node's cluster CA files from its pki directory.
-func ReadClusterCA(dir string) (ClusterCA, error) {
-	var ca ClusterCA
-	for _, f := range []struct {
-		name     string
+// caEntries are a CA's file names (and Secret keys) with where CAFiles holds them.
+func (ca *CAFiles) entries(name, next string) []struct {
+	file     string
+	data     *[]byte
+	optional bool
+} {
+	return []struct {
+		file     string
 		data     *[]byte
 		optional bool
-	}{{keysCACert, &ca.Cert, false}, {keysCAKey, &ca.Key, false}, {keysCANextCert, &ca.NextCert, true}, {keysCANextKey, &ca.NextKey, true}} {
-		data, err := readFile(filepath.Join(dir, f.name))
+	}{{name + ".crt", &ca.Cert, false}, {name + ".key", &ca.Key, false}, {next + ".crt", &ca.NextCert, true}, {next + ".key", &ca.NextKey, true}}
+}
+
+// ReadCAFiles reads the CA name (and the next one, when there is one) from a pki directory.
+func ReadCAFiles(dir, name, next string) (CAFiles, error) {
+	var ca CAFiles
+	for _, f := range ca.entries(name, next) {
+		data, err := readFile(filepath.Join(dir, f.file))
 		switch {
 		case err == nil:
 			*f.data = data
 		case !f.optional || !errors.Is(err, os.ErrNotExist):
-			return ClusterCA{}, fmt.Errorf("read %s: %w", f.name, err)
+			return CAFiles{}, fmt.Errorf("read %s: %w", f.file, err)
 		}
 	}
 	return ca, nil
 }
 
-// FetchClusterCA is the cluster CA in the keys Secret; found is false when there is no Secret
-// (no control plane joined, none was ever invited) or it lacks the CA.
-func FetchClusterCA(ctx context.Context, client kubernetes.Interface) (ca ClusterCA, found bool, err error) {
+// FetchCAFiles is the CA name in the keys Secret; found is false when there is no Secret (no
+// control plane was ever invited) or it lacks the CA.
+func FetchCAFiles(ctx context.Context, client kubernetes.Interface, name, next string) (ca CAFiles, found bool, err error) {
 	s, err := client.CoreV1().Secrets(SecretNamespace).Get(ctx, bootstrappolicy.ClusterKeysSecret, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return ClusterCA{}, false, nil
+		return CAFiles{}, false, nil
 	}
 	if err != nil {
-		return ClusterCA{}, false, fmt.Errorf("get the cluster's keys: %w", err)
+		return CAFiles{}, false, fmt.Errorf("get the cluster's keys: %w", err)
 	}
-	ca = ClusterCA{Cert: s.Data[keysCACert], Key: s.Data[keysCAKey], NextCert: s.Data[keysCANextCert], NextKey: s.Data[keysCANextKey]}
+	for _, f := range ca.entries(name, next) {
+		*f.data = s.Data[f.file]
+	}
 	return ca, len(ca.Cert) > 0 && len(ca.Key) > 0, nil
 }
 
-// PublishClusterCA replaces the cluster CA in the keys Secret, for the other control planes to
-// follow; it reports false without writing when there is no Secret (no other control plane).
-func PublishClusterCA(ctx context.Context, client kubernetes.Interface, ca ClusterCA) (bool, error) {
+// PublishCAFiles replaces the CA name in the keys Secret, for the other control planes to follow;
+// it reports false without writing when there is no Secret (no other control plane).
+func PublishCAFiles(ctx context.Context, client kubernetes.Interface, name, next string, ca CAFiles) (bool, error) {
 	secrets := client.CoreV1().Secrets(SecretNamespace)
 	published := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -293,11 +308,11 @@ func PublishClusterCA(ctx context.Context, client kubernetes.Interface, ca Clust
 		if upd.Data == nil {
 			upd.Data = map[string][]byte{}
 		}
-		for key, data := range map[string][]byte{keysCACert: ca.Cert, keysCAKey: ca.Key, keysCANextCert: ca.NextCert, keysCANextKey: ca.NextKey} {
-			if len(data) == 0 {
-				delete(upd.Data, key)
+		for _, f := range ca.entries(name, next) {
+			if len(*f.data) == 0 {
+				delete(upd.Data, f.file)
 			} else {
-				upd.Data[key] = data
+				upd.Data[f.file] = *f.data
 			}
 		}
 		_, err = secrets.Update(ctx, upd, metav1.UpdateOptions{})
@@ -305,7 +320,7 @@ func PublishClusterCA(ctx context.Context, client kubernetes.Interface, ca Clust
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("publish the cluster CA in %s/%s: %w", SecretNamespace, bootstrappolicy.ClusterKeysSecret, err)
+		return false, fmt.Errorf("publish %s in %s/%s: %w", name, SecretNamespace, bootstrappolicy.ClusterKeysSecret, err)
 	}
 	return published, nil
 }

@@ -18,8 +18,9 @@ import (
 
 // wardleServer is a small extension API server: wardle.example.com/v1 with one resource, flunders,
 // served only to a client certificate that verifies against the requestheader CA skiff publishes
-// and carries an allowed name; the one flunder it lists is named after X-Remote-User.
-func wardleServer(t *testing.T, addr string, requestHeaderCA []byte, allowedNames []string) (port int, caPEM []byte) {
+// (requestHeaderCA, asked at each handshake, as real servers follow the ConfigMap) and carries an
+// allowed name; the one flunder it lists is named after X-Remote-User.
+func wardleServer(t *testing.T, addr string, requestHeaderCA func() []byte, allowedNames []string) (port int, caPEM []byte) {
 	t.Helper()
 	now := time.Now()
 	ca, err := pki.LoadOrCreateCA(t.TempDir(), "wardle-ca", "wardle-ca", now)
@@ -34,8 +35,7 @@ func wardleServer(t *testing.T, addr string, requestHeaderCA []byte, allowedName
 	if err != nil {
 		t.Fatal(err)
 	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(requestHeaderCA) {
+	if !x509.NewCertPool().AppendCertsFromPEM(requestHeaderCA()) {
 		t.Fatal("requestheader-client-ca-file does not parse")
 	}
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -71,8 +71,14 @@ func wardleServer(t *testing.T, addr string, requestHeaderCA []byte, allowedName
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: handler, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: roots,
-		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}, ReadHeaderTimeout: 10 * time.Second}
+	serverConfig := func() *tls.Config {
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(requestHeaderCA())
+		return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: roots, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
+	}
+	srv := &http.Server{Handler: handler, TLSConfig: &tls.Config{
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return serverConfig(), nil },
+	}, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.ServeTLS(ln, "", "") }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return ln.Addr().(*net.TCPAddr).Port, ca.CertPEM
@@ -93,9 +99,50 @@ func TestAggregatedAPIServer(t *testing.T) {
 		t.Fatalf("requestheader-allowed-names %q: %v", namesJSON, err)
 	}
 	hosts := newHostPair(t)
-	port, wardleCA := wardleServer(t, hosts.a, []byte(caPEM), allowed)
+	port, wardleCA := wardleServer(t, hosts.a, func() []byte { return []byte(caPEM) }, allowed)
 
-	c.stdin(fmt.Sprintf(`apiVersion: v1
+	c.stdin(wardleManifest(port, hosts.a, wardleCA)+`---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1.nowhere.example.com
+spec:
+  group: nowhere.example.com
+  version: v1
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+  insecureSkipTLSVerify: true
+  service:
+    namespace: wardle
+    name: nowhere
+`, "apply", "-f", "-")
+
+	eventually(t, 60*time.Second, func() error {
+		out, err := c.kubectlErr("get", "apiservice", "v1.wardle.example.com")
+		if err != nil || !strings.Contains(out, "wardle/api") || !strings.Contains(out, "True") {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
+	mustContain(t, c.kubectl("get", "flunders", "-n", "wardle"), "flunder-for-kubernetes-admin")
+	mustContain(t, c.kubectl("get", "fl", "-n", "wardle", "-o", "name"), "flunder.wardle.example.com/flunder-for-kubernetes-admin")
+	mustContain(t, c.kubectl("api-resources", "--api-group", "wardle.example.com"), "flunders", "fl", "wardle.example.com/v1", "Flunder")
+
+	eventually(t, 60*time.Second, func() error {
+		out, err := c.kubectlErr("get", "apiservice", "v1.nowhere.example.com")
+		if err != nil || !strings.Contains(out, "False (ServiceNotFound)") {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
+	mustContain(t, c.kubectl("get", "apiservice", "v1.nowhere.example.com", "-o", "jsonpath={.status.conditions[0].message}"),
+		`service/nowhere in "wardle" is not present`)
+}
+
+// wardleManifest registers the wardle server at addr:port (its serving CA wardleCA) through a
+// Service, an EndpointSlice and an APIService.
+func wardleManifest(port int, addr string, wardleCA []byte) string {
+	return fmt.Sprintf(`apiVersion: v1
 kind: Namespace
 metadata:
   name: wardle
@@ -141,40 +188,5 @@ spec:
   service:
     namespace: wardle
     name: api
----
-apiVersion: apiregistration.k8s.io/v1
-kind: APIService
-metadata:
-  name: v1.nowhere.example.com
-spec:
-  group: nowhere.example.com
-  version: v1
-  groupPriorityMinimum: 1000
-  versionPriority: 15
-  insecureSkipTLSVerify: true
-  service:
-    namespace: wardle
-    name: nowhere
-`, port, hosts.a, base64.StdEncoding.EncodeToString(wardleCA)), "apply", "-f", "-")
-
-	eventually(t, 60*time.Second, func() error {
-		out, err := c.kubectlErr("get", "apiservice", "v1.wardle.example.com")
-		if err != nil || !strings.Contains(out, "wardle/api") || !strings.Contains(out, "True") {
-			return fmt.Errorf("%v: %s", err, out)
-		}
-		return nil
-	})
-	mustContain(t, c.kubectl("get", "flunders", "-n", "wardle"), "flunder-for-kubernetes-admin")
-	mustContain(t, c.kubectl("get", "fl", "-n", "wardle", "-o", "name"), "flunder.wardle.example.com/flunder-for-kubernetes-admin")
-	mustContain(t, c.kubectl("api-resources", "--api-group", "wardle.example.com"), "flunders", "fl", "wardle.example.com/v1", "Flunder")
-
-	eventually(t, 60*time.Second, func() error {
-		out, err := c.kubectlErr("get", "apiservice", "v1.nowhere.example.com")
-		if err != nil || !strings.Contains(out, "False (ServiceNotFound)") {
-			return fmt.Errorf("%v: %s", err, out)
-		}
-		return nil
-	})
-	mustContain(t, c.kubectl("get", "apiservice", "v1.nowhere.example.com", "-o", "jsonpath={.status.conditions[0].message}"),
-		`service/nowhere in "wardle" is not present`)
+`, port, addr, base64.StdEncoding.EncodeToString(wardleCA))
 }
