@@ -90,6 +90,11 @@ func renderDocuments(resources []*registry.Resource, defs *definitionSet, infoVe
 	if err != nil {
 		return nil, err
 	}
+	return renderPaths(byGV, defs, infoVersion, build)
+}
+
+// renderPaths builds and serializes every document of the paths byGV.
+func renderPaths(byGV map[schema.GroupVersion]*groupVersionPaths, defs *definitionSet, infoVersion string, build buildStamp) (*renderedDocuments, error) {
 	swagger, err := buildV2(byGV, defs, infoVersion)
 	if err != nil {
 		return nil, fmt.Errorf("openapi v2: %w", err)

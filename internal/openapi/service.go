@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"k8s.io/utils/clock"
@@ -22,8 +23,31 @@ type Service struct {
 	defs        *definitionSet
 	converter   managedfields.TypeConverter
 
-	mu   sync.RWMutex
+	mu sync.RWMutex
+	// pending are the documents of the last Update, rendered at the first request for them;
+	// rendered are the last documents rendered, served while pending's rendering fails.
+	pending  *pendingDocuments
+	rendered *renderedDocuments
+}
+
+// pendingDocuments are documents whose paths are built (so an Update with a resource that has no
+// definition fails at once) and whose rendering (every schema to JSON, a quarter of a second of
+// CPU for the built-in types) waits for the first request: a start or a burst of CRD changes
+// renders nothing that no client asked for.
+type pendingDocuments struct {
+	byGV        map[schema.GroupVersion]*groupVersionPaths
+	defs        *definitionSet
+	infoVersion string
+	build       buildStamp
+
+	once sync.Once
 	docs *renderedDocuments
+	err  error
+}
+
+func (p *pendingDocuments) render() (*renderedDocuments, error) {
+	p.once.Do(func() { p.docs, p.err = renderPaths(p.byGV, p.defs, p.infoVersion, p.build) })
+	return p.docs, p.err
 }
 
 // Option configures a Service.
@@ -69,12 +93,13 @@ func (s *Service) Update(resources []*registry.Resource) error {
 	if err != nil {
 		return fmt.Errorf("build openapi documents: %w", err)
 	}
-	docs, err := renderDocuments(resources, defs, s.infoVersion, buildStamp(s.clock.Now()))
+	byGV, err := buildPaths(resources, defs)
 	if err != nil {
 		return fmt.Errorf("build openapi documents: %w", err)
 	}
+	next := &pendingDocuments{byGV: byGV, defs: defs, infoVersion: s.infoVersion, build: buildStamp(s.clock.Now())}
 	s.mu.Lock()
-	s.docs = docs
+	s.pending = next
 	s.mu.Unlock()
 	return nil
 }
@@ -91,10 +116,34 @@ func (s *Service) Schemas() map[string]*spec.Schema {
 	return s.defs.v3
 }
 
-func (s *Service) current() *renderedDocuments {
+// current renders the pending documents if no request has yet; when that fails (it has not been
+// seen to: the paths were built at Update), the last rendered ones are served.
+func (s *Service) current() (*renderedDocuments, error) {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.docs
+	pending := s.pending
+	s.mu.RUnlock()
+	docs, err := pending.render()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err != nil && s.rendered != nil:
+		return s.rendered, nil
+	case err != nil:
+		return nil, err
+	case s.pending == pending:
+		s.rendered = docs
+	}
+	return docs, nil
+}
+
+// currentOrError is current, answering 500 when there are no documents.
+func (s *Service) currentOrError(w http.ResponseWriter) *renderedDocuments {
+	docs, err := s.current()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return nil
+	}
+	return docs
 }
 
 // ServeV2 answers GET /openapi/v2 in JSON or protobuf, as the Accept header asks.
@@ -102,7 +151,11 @@ func (s *Service) ServeV2(w http.ResponseWriter, r *http.Request) {
 	if !readOnlyMethod(w, r) {
 		return
 	}
-	writeDocument(w, r, s.current().v2, v2Representations, nil)
+	docs := s.currentOrError(w)
+	if docs == nil {
+		return
+	}
+	writeDocument(w, r, docs.v2, v2Representations, nil)
 }
 
 // ServeV3 answers GET /openapi/v3 (the index) and /openapi/v3/<prefix> (the document of one
@@ -112,7 +165,10 @@ func (s *Service) ServeV3(w http.ResponseWriter, r *http.Request) {
 	if !readOnlyMethod(w, r) {
 		return
 	}
-	docs := s.current()
+	docs := s.currentOrError(w)
+	if docs == nil {
+		return
+	}
 	prefix := strings.Trim(strings.TrimPrefix(r.URL.Path, "/openapi/v3"), "/")
 	if prefix == "" {
 		writeDocument(w, r, docs.v3Index, jsonOnly, nil)

@@ -540,3 +540,40 @@ func TestConcurrentServeAndUpdate(t *testing.T) {
 	}
 	<-done
 }
+
+// TestDocumentsRenderedOnFirstRequest: New and Update render no document (a start renders nothing
+// no client asked for); the first request renders the current set once, and an Update after it
+// is rendered at the next request, not before.
+func TestDocumentsRenderedOnFirstRequest(t *testing.T) {
+	svc, server := newTestServer(t)
+	rendered := func() bool {
+		svc.mu.RLock()
+		defer svc.mu.RUnlock()
+		return svc.pending.docs != nil
+	}
+	if rendered() {
+		t.Fatal("New rendered the documents")
+	}
+	if resp := get(t, server.URL+"/openapi/v3", "application/json"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("index: %d", resp.StatusCode)
+	}
+	if !rendered() {
+		t.Fatal("a request left the documents unrendered")
+	}
+	first := svc.pending
+	if resp := get(t, server.URL+"/openapi/v2", "application/json"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("v2: %d", resp.StatusCode)
+	}
+	if svc.pending != first {
+		t.Fatal("a second request rendered again")
+	}
+	if err := svc.Update(testResources()); err != nil {
+		t.Fatal(err)
+	}
+	if rendered() {
+		t.Fatal("Update rendered the documents")
+	}
+	if resp := get(t, server.URL+"/openapi/v3/api/v1", "application/json"); resp.StatusCode != http.StatusOK || !rendered() {
+		t.Fatalf("after Update: %d, rendered %v", resp.StatusCode, rendered())
+	}
+}
