@@ -13,7 +13,6 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
 	"github.com/skiff-sh/skiff/internal/join"
@@ -216,11 +215,7 @@ func PublishRotatedCA(ctx context.Context, dataDir string, kind CAKind) (bool, e
 	if err != nil {
 		return false, err
 	}
-	restCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "admin.kubeconfig"))
-	if err != nil {
-		return false, fmt.Errorf("admin kubeconfig: %w", err)
-	}
-	client, err := kubernetes.NewForConfig(restCfg)
+	client, err := adminClient(filepath.Join(dataDir, "admin.kubeconfig"))
 	if err != nil {
 		return false, err
 	}
