@@ -9,8 +9,6 @@ import (
 	"k8s.io/kube-openapi/pkg/openapiconv"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
-
-	"github.com/skiff-sh/skiff/internal/registry"
 )
 
 const documentTitle = "Kubernetes"
@@ -82,15 +80,6 @@ func buildV3(gvp *groupVersionPaths, defs *definitionSet, infoVersion string) (*
 		Paths:      openapiconv.ConvertPaths(&spec.Paths{Paths: gvp.paths}),
 		Components: &spec3.Components{Schemas: schemas},
 	}, nil
-}
-
-// renderDocuments builds and serializes every document for resources.
-func renderDocuments(resources []*registry.Resource, defs *definitionSet, infoVersion string, build buildStamp) (*renderedDocuments, error) {
-	byGV, err := buildPaths(resources, defs)
-	if err != nil {
-		return nil, err
-	}
-	return renderPaths(byGV, defs, infoVersion, build)
 }
 
 // renderPaths builds and serializes every document of the paths byGV.
