@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -49,8 +50,7 @@ func newWorkerClusterOf(t *testing.T, bin string, extraArgs ...string) *cluster 
 	// Each cluster gets its own bridge and pod network: pods a killed node of an earlier test left
 	// running on the host's default cni0 (or its leases and ARP entries) never meet this test's pods.
 	bridge := fmt.Sprintf("skb%06x", rand.IntN(1<<24))
-	extraArgs = append([]string{"--cni-bridge", bridge,
-		"--cluster-cidr", fmt.Sprintf("10.%d.0.0/16", 160+rand.IntN(40))}, extraArgs...)
+	extraArgs = append([]string{"--cni-bridge", bridge, "--cluster-cidr", freePodNetwork(t)}, extraArgs...)
 	c := &cluster{t: t, bin: bin, dataDir: dir, roles: "etcd,controlplane,worker", extraArgs: extraArgs}
 	c.ports = [3]int{freePort(t), freePort(t), freePort(t)}
 	c.kubeconfig = filepath.Join(c.dataDir, "admin.kubeconfig")
@@ -176,4 +176,33 @@ func TestSingleNodeRunsPods(t *testing.T) {
 	mustContain(t, out, "container nope is not valid for pod talker")
 	// httpd as PID 1 ignores SIGTERM: without a short grace period the delete waits 30 s.
 	c.kubectl("delete", "pod", "web", "talker", "--grace-period=1", "--timeout=60s")
+}
+
+// freePodNetwork is a pod network 10.N.0.0/16 (N from 160 to 199) that no interface of the host
+// has an address in. A node killed without its cleanup (a test binary stopped mid-run) leaves its
+// bridge with the network's first /24 routed to it, and a new node on the same network then had
+// its pods unreachable from the host ("no route to host" on every readiness probe).
+func freePodNetwork(t *testing.T) string {
+	t.Helper()
+	inUse := map[byte]bool{}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatalf("host addresses: %v", err)
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok {
+			if ip4 := ipn.IP.To4(); ip4 != nil && ip4[0] == 10 {
+				inUse[ip4[1]] = true
+			}
+		}
+	}
+	start := rand.IntN(40)
+	for i := range 40 {
+		n := byte(160 + (start+i)%40)
+		if !inUse[n] {
+			return fmt.Sprintf("10.%d.0.0/16", n)
+		}
+	}
+	t.Fatal("every pod network 10.160-199.0.0/16 has an address on this host: remove the bridges stopped nodes left (ip link show type bridge)")
+	return ""
 }
