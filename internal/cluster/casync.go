@@ -260,28 +260,27 @@ func everyTick(ctx context.Context, clk clock.WithTicker, interval time.Duration
 	}
 }
 
-// syncCAsOnce follows the cluster's copy of every CA a rotation may change.
+// syncCAsOnce follows the cluster's copy of every CA a rotation may change, read in one request.
 func syncCAsOnce(ctx context.Context, client kubernetes.Interface, dataDir string, log *slog.Logger) {
+	fetchCtx, cancel := context.WithTimeout(ctx, caSyncInterval)
+	defer cancel()
+	keys, err := join.ClusterKeys(fetchCtx, client)
+	if err != nil {
+		log.Warn("cannot read the cluster's CAs", "err", err)
+		return
+	}
 	for _, kind := range CAKinds {
 		f, err := kind.files()
 		if err != nil {
 			continue
 		}
-		syncCAOnce(ctx, client, dataDir, f, log.With("ca", f.name))
+		if cluster, found := join.CAFilesOf(keys, f.name, f.next); found {
+			syncCAOnce(dataDir, f, cluster, log.With("ca", f.name))
+		}
 	}
 }
 
-func syncCAOnce(ctx context.Context, client kubernetes.Interface, dataDir string, f caFiles, log *slog.Logger) {
-	fetchCtx, cancel := context.WithTimeout(ctx, caSyncInterval)
-	defer cancel()
-	cluster, found, err := join.FetchCAFiles(fetchCtx, client, f.name, f.next)
-	if err != nil {
-		log.Warn("cannot read the cluster's CA", "err", err)
-		return
-	}
-	if !found {
-		return
-	}
+func syncCAOnce(dataDir string, f caFiles, cluster join.CAFiles, log *slog.Logger) {
 	followed, renewed, err := followCA(dataDir, f, cluster, time.Now())
 	for _, r := range renewed {
 		log.Info("certificate re-issued by the new CA", "name", r.Name, "serial", r.NewSerial)

@@ -275,20 +275,25 @@ func ReadCAFiles(dir, name, next string) (CAFiles, error) {
 	return ca, nil
 }
 
-// FetchCAFiles is the CA name in the keys Secret; found is false when there is no Secret (no
-// control plane was ever invited) or it lacks the CA.
-func FetchCAFiles(ctx context.Context, client kubernetes.Interface, name, next string) (ca CAFiles, found bool, err error) {
+// ClusterKeys is the keys Secret's data, nil when there is no Secret (no control plane was ever
+// invited).
+func ClusterKeys(ctx context.Context, client kubernetes.Interface) (map[string][]byte, error) {
 	s, err := client.CoreV1().Secrets(SecretNamespace).Get(ctx, bootstrappolicy.ClusterKeysSecret, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return CAFiles{}, false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return CAFiles{}, false, fmt.Errorf("get the cluster's keys: %w", err)
+		return nil, fmt.Errorf("get the cluster's keys: %w", err)
 	}
+	return s.Data, nil
+}
+
+// CAFilesOf is the CA name in the keys Secret's data; found is false when the data lacks it.
+func CAFilesOf(keys map[string][]byte, name, next string) (ca CAFiles, found bool) {
 	for _, f := range ca.entries(name, next) {
-		*f.data = s.Data[f.file]
+		*f.data = keys[f.file]
 	}
-	return ca, len(ca.Cert) > 0 && len(ca.Key) > 0, nil
+	return ca, len(ca.Cert) > 0 && len(ca.Key) > 0
 }
 
 // PublishCAFiles replaces the CA name in the keys Secret, for the other control planes to follow;
