@@ -305,12 +305,7 @@ func runCAStep(dataDir string, f caFiles, step caStep, leaves []leafFile, now ti
 		}
 		return nil, pki.WriteFileAtomic(filepath.Join(pkiDir, f.name+".key"), keyPEM, 0o600)
 	case stepRemoveNext:
-		for _, p := range []string{nextCrt, nextKey} {
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, err
-			}
-		}
-		return nil, nil
+		return nil, removeNextCA(pkiDir, f)
 	case stepRenewStale:
 		return renewStaleLeaves(dataDir, now)
 	case stepKubeconfigs:
@@ -321,6 +316,16 @@ func runCAStep(dataDir string, f caFiles, step caStep, leaves []leafFile, now ti
 		return nil, refreshKubeconfigCAs(dataDir, bundle)
 	}
 	return nil, fmt.Errorf("unknown step %d", step.kind)
+}
+
+// removeNextCA removes the next CA's files of f, when they are there.
+func removeNextCA(pkiDir string, f caFiles) error {
+	for _, p := range []string{filepath.Join(pkiDir, f.next+".crt"), filepath.Join(pkiDir, f.next+".key")} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // bundleFor is ca.crt's certificates for a bundle step (pure): the signer then the next CA, the

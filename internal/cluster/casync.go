@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -20,7 +20,7 @@ import (
 )
 
 // A CA rotation runs on one control plane (`skiff certificate rotate-ca`), which publishes the
-// cluster CA's files after each phase in the keys Secret (join.PublishClusterCA); every other
+// CA's files after each phase in the keys Secret (PublishRotatedCA); every other
 // control plane follows them (caSyncRole): it writes the same files into its pki directory,
 // re-issues its own leaves that a CA other than the signer signed, and refreshes its
 // kubeconfigs, as the phase did on the first node. A node only moves forward through a rotation
@@ -35,15 +35,7 @@ const caSyncInterval = 5 * time.Second
 // (sign), 3 the new CA alone (retire); -1 when the state is none of these.
 func rotationStage(st caState, old, next *x509.Certificate) int {
 	bundleIs := func(certs ...*x509.Certificate) bool {
-		if len(st.bundle) != len(certs) {
-			return false
-		}
-		for i, c := range certs {
-			if !st.bundle[i].Equal(c) {
-				return false
-			}
-		}
-		return true
+		return slices.EqualFunc(st.bundle, certs, (*x509.Certificate).Equal)
 	}
 	hasNext := st.next != nil
 	switch {
@@ -190,12 +182,8 @@ func writeCAFiles(pkiDir string, f caFiles, ca join.CAFiles) error {
 		if err := errors.Join(pki.WriteFileAtomic(nextKey, ca.NextKey, 0o600), pki.WriteFileAtomic(nextCrt, ca.NextCert, 0o600)); err != nil {
 			return err
 		}
-	} else {
-		for _, p := range []string{nextCrt, nextKey} {
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
-		}
+	} else if err := removeNextCA(pkiDir, f); err != nil {
+		return err
 	}
 	if err := pki.WriteFileAtomic(filepath.Join(pkiDir, f.name+".key"), ca.Key, 0o600); err != nil {
 		return err

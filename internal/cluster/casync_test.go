@@ -60,10 +60,10 @@ func TestCAFollows(t *testing.T) {
 	}
 }
 
-// TestFollowClusterCA: a second control plane follows every phase a first one ran, its leaves
+// TestFollowCA: a second control plane follows every phase a first one ran, its leaves
 // re-issued by the new CA at sign; a node that missed the sign phase is taken through it; the
 // rotating node never follows a Secret that lags behind it.
-func TestFollowClusterCA(t *testing.T) {
+func TestFollowCA(t *testing.T) {
 	now := time.Now()
 	first, _ := nodePKI(t, now)
 	secondNode := func() *Config {
