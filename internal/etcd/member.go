@@ -18,11 +18,14 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
 )
 
 // Member is a running embedded etcd member.
 type Member struct {
-	cfg   Config
+	cfg Config
+	// mu guards etcd, which a Restart replaces.
+	mu    sync.Mutex
 	etcd  *embed.Etcd
 	ready chan struct{}
 	// failed is closed (with err set) when the member stops on its own or never becomes ready.
@@ -30,8 +33,10 @@ type Member struct {
 	err      error
 	stopOnce sync.Once
 	stopped  chan struct{}
-	// stopping is set when Stop begins, so the logger treats etcd's complaints about its own
-	// closing listeners as the expected part of a stop.
+	// restarts carries Restart's requests to supervise, which owns the member's lifecycle.
+	restarts chan chan error
+	// stopping is set while the member is being stopped (for good or for a restart), so the
+	// logger treats etcd's complaints about its own closing listeners as the expected part of it.
 	stopping *atomic.Bool
 }
 
@@ -62,23 +67,26 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 		ready:    make(chan struct{}),
 		failed:   make(chan struct{}),
 		stopped:  make(chan struct{}),
+		restarts: make(chan chan error),
 	}
 	go m.supervise(ctx)
 	return m, nil
 }
 
-// supervise turns etcd's notifications into Ready/Err and stops the member when ctx ends.
+// supervise turns etcd's notifications into Ready/Err, carries out restarts and stops the member
+// when ctx ends.
 func (m *Member) supervise(ctx context.Context) {
 	timeout := time.NewTimer(m.cfg.ReadyTimeout)
 	defer timeout.Stop()
+	e := m.current()
 	select {
-	case <-m.etcd.Server.ReadyNotify():
+	case <-e.Server.ReadyNotify():
 		close(m.ready)
 	case <-timeout.C:
 		m.fail(fmt.Errorf("etcd member %s not ready after %s", m.cfg.Name, m.cfg.ReadyTimeout))
 		m.Stop()
 		return
-	case err := <-m.etcd.Err():
+	case err := <-e.Err():
 		m.fail(fmt.Errorf("etcd member %s failed while starting: %w", m.cfg.Name, err))
 		m.Stop()
 		return
@@ -88,18 +96,105 @@ func (m *Member) supervise(ctx context.Context) {
 	case <-m.stopped:
 		return
 	}
-	select {
-	case err := <-m.etcd.Err():
-		if err != nil {
-			m.fail(fmt.Errorf("etcd member %s failed: %w", m.cfg.Name, err))
+	for {
+		e := m.current()
+		select {
+		case err := <-e.Err():
+			if err != nil {
+				m.fail(fmt.Errorf("etcd member %s failed: %w", m.cfg.Name, err))
+			}
+			m.Stop()
+			return
+		case <-e.Server.StopNotify():
+			m.fail(fmt.Errorf("etcd member %s stopped", m.cfg.Name))
+			m.Stop()
+			return
+		case <-ctx.Done():
+			m.Stop()
+			return
+		case <-m.stopped:
+			return
+		case done := <-m.restarts:
+			err := m.restart()
+			done <- err
+			if err != nil {
+				m.fail(err)
+				m.Stop()
+				return
+			}
 		}
-		m.Stop()
-	case <-m.etcd.Server.StopNotify():
-		m.fail(fmt.Errorf("etcd member %s stopped", m.cfg.Name))
-		m.Stop()
-	case <-ctx.Done():
-		m.Stop()
+	}
+}
+
+// current is the running embedded etcd.
+func (m *Member) current() *embed.Etcd {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.etcd
+}
+
+// Restart stops the member's etcd and starts it again on the same data dir, so it reads its TLS
+// files anew: etcd reads the CAs it trusts once, when it starts (its key pairs it reads at each
+// handshake). Closing a leader hands its leadership to a peer first. Restart returns once the
+// member serves again; a member that does not come back has failed (Failed, Err).
+func (m *Member) Restart(ctx context.Context) error {
+	done := make(chan error, 1)
+	select {
+	case m.restarts <- done:
 	case <-m.stopped:
+		return fmt.Errorf("etcd member %s: stopped", m.cfg.Name)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// restart is Restart's work, in supervise. A Stop meanwhile closes what restart started.
+func (m *Member) restart() error {
+	ecfg, err := embedConfig(m.cfg, m.stopping)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	old := m.etcd
+	m.etcd = nil
+	m.mu.Unlock()
+	if old == nil {
+		return nil // stopped
+	}
+	m.stopping.Store(true)
+	old.Close()
+	e, err := embed.StartEtcd(ecfg)
+	if err != nil {
+		return fmt.Errorf("restart etcd member %s in %s: %w", m.cfg.Name, m.cfg.DataDir, err)
+	}
+	m.mu.Lock()
+	select {
+	case <-m.stopped:
+		m.mu.Unlock()
+		e.Close()
+		return nil
+	default:
+		m.etcd = e
+		m.stopping.Store(false)
+	}
+	m.mu.Unlock()
+	timeout := time.NewTimer(m.cfg.ReadyTimeout)
+	defer timeout.Stop()
+	select {
+	case <-e.Server.ReadyNotify():
+		return nil
+	case err := <-e.Err():
+		return fmt.Errorf("etcd member %s failed while restarting: %w", m.cfg.Name, err)
+	case <-timeout.C:
+		return fmt.Errorf("etcd member %s not ready %s after a restart", m.cfg.Name, m.cfg.ReadyTimeout)
+	case <-m.stopped:
+		return nil
 	}
 }
 
@@ -158,7 +253,13 @@ func (m *Member) Stop() {
 	m.stopOnce.Do(func() {
 		m.stopping.Store(true)
 		close(m.stopped)
-		m.etcd.Close()
+		m.mu.Lock()
+		e := m.etcd
+		m.etcd = nil
+		m.mu.Unlock()
+		if e != nil { // nil: a restart in progress, which closes what it starts
+			e.Close()
+		}
 	})
 }
 
@@ -251,7 +352,8 @@ const DefaultDialTimeout = 5 * time.Second
 // NewClient connects to etcd at endpoints (an external cluster from --etcd-servers, or an embedded
 // member); tlsConfig may be nil for plain HTTP. log, when set, receives the client's logs (as
 // component=etcd); nil leaves them to etcd's JSON on stderr. The caller closes the client.
-func NewClient(endpoints []string, tlsConfig *tls.Config, log *slog.Logger) (*clientv3.Client, error) {
+// dialOptions go to gRPC after the client's own (a later transport credential replaces its).
+func NewClient(endpoints []string, tlsConfig *tls.Config, log *slog.Logger, dialOptions ...grpc.DialOption) (*clientv3.Client, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("etcd client: no endpoints")
 	}
@@ -270,6 +372,7 @@ func NewClient(endpoints []string, tlsConfig *tls.Config, log *slog.Logger) (*cl
 		Logger:               lg.Named("etcd-client"),
 		// Large lists (many pods) exceed gRPC's 4 MiB default.
 		MaxCallRecvMsgSize: math.MaxInt32,
+		DialOptions:        dialOptions,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd client for %v: %w", endpoints, err)
