@@ -23,10 +23,12 @@ const certificateUsage = `Usage:
         serves and presents the new ones from its next handshake, without a restart
   skiff certificate check [--data-dir DIR]
         list the node's certificates with their expiry
-  skiff certificate rotate-ca [--data-dir DIR] [--ca cluster|front-proxy] --phase trust|sign|retire
+  skiff certificate rotate-ca [--data-dir DIR] [--ca cluster|front-proxy|etcd] --phase trust|sign|retire
         on a control plane: rotate the cluster CA (or the front-proxy CA, which extension API
-        servers trust for the API server's requests) in three runs, letting every node take each
-        phase before the next; the other control planes follow each phase within seconds. trust: a new CA (pki/ca-next.crt) is trusted beside the old one,
+        servers trust for the API server's requests, or the etcd CA of the embedded members) in
+        three runs, letting every node take each phase before the next; the other control planes
+        follow each phase within seconds (etcd members restart one at a time to trust a changed
+        bundle; sign and retire wait for them and say so). trust: a new CA (pki/ca-next.crt) is trusted beside the old one,
         which still signs; sign: the new CA signs, and every leaf of the node is re-issued by it;
         retire: the old CA is no longer trusted. The running node follows each phase from its
         next handshake, without a restart; joined nodes take the bundle from kube-public/
@@ -58,7 +60,7 @@ func runCertificate(args []string, stdout, stderr io.Writer) error {
 	phase, caKind := "", string(cluster.CAKindCluster)
 	if args[0] == "rotate-ca" {
 		fs.StringVar(&phase, "phase", "", "the phase to run: trust, sign, then retire")
-		fs.StringVar(&caKind, "ca", caKind, "the CA to rotate: cluster or front-proxy")
+		fs.StringVar(&caKind, "ca", caKind, "the CA to rotate: cluster, front-proxy or etcd")
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -156,9 +158,11 @@ func rotateCA(w io.Writer, dataDir string, kind cluster.CAKind, phase string) er
 		return fmt.Errorf("--phase is required: one of trust, sign, retire (in that order)")
 	}
 	if !slices.Contains(cluster.CAKinds, kind) {
-		return fmt.Errorf("--ca %q: one of cluster, front-proxy", kind)
+		return fmt.Errorf("--ca %q: one of cluster, front-proxy, etcd", kind)
 	}
-	r, err := cluster.RotateCA(dataDir, kind, cluster.CARotationPhase(phase), time.Now())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := cluster.RotateCA(ctx, dataDir, kind, cluster.CARotationPhase(phase), time.Now())
 	if r != nil {
 		for _, s := range r.Steps {
 			fmt.Fprintf(w, "%s\n", s)
@@ -173,8 +177,6 @@ func rotateCA(w io.Writer, dataDir string, kind cluster.CAKind, phase string) er
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	// The other control planes follow the files in the keys Secret within seconds.
 	published, err := cluster.PublishRotatedCA(ctx, dataDir, kind)
 	if err != nil {
@@ -182,6 +184,9 @@ func rotateCA(w io.Writer, dataDir string, kind cluster.CAKind, phase string) er
 	}
 	if published {
 		fmt.Fprintln(w, "published the CA files in kube-system/skiff-cluster-keys; the other control planes follow within 10 s (their log: cluster CA followed)")
+	}
+	if kind == cluster.CAKindEtcd && phase != string(cluster.CAPhaseSign) {
+		fmt.Fprintln(w, "the etcd members restart one at a time to read the new bundle (etcd reads the CAs it trusts when it starts): their log says etcd member restarted with its new CA bundle")
 	}
 	if kind != cluster.CAKindCluster {
 		// Extension API servers read the front-proxy CA from kube-system/extension-apiserver-

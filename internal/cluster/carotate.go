@@ -1,18 +1,23 @@
 package cluster
 
 import (
+	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/skiff-sh/skiff/internal/etcd"
 	"github.com/skiff-sh/skiff/internal/join"
 	"github.com/skiff-sh/skiff/internal/pki"
 )
@@ -50,24 +55,30 @@ const (
 var CARotationPhases = []CARotationPhase{CAPhaseTrust, CAPhaseSign, CAPhaseRetire}
 
 // CAKind names a CA that rotate-ca rotates (--ca): the cluster CA, which signs the API servers'
-// and every node's and client's certificates, or the front-proxy CA, which signs the API server's
-// client certificate to extension API servers (the requestheader CA).
+// and every node's and client's certificates, the front-proxy CA, which signs the API server's
+// client certificate to extension API servers (the requestheader CA), or the etcd CA, which signs
+// the embedded etcd members' serving and peer certificates and the API servers' etcd client
+// certificates.
 type CAKind string
 
 // The CAs rotate-ca rotates.
 const (
 	CAKindCluster    CAKind = "cluster"
 	CAKindFrontProxy CAKind = "front-proxy"
+	CAKindEtcd       CAKind = "etcd"
 )
 
 // CAKinds are the CAs rotate-ca rotates.
-var CAKinds = []CAKind{CAKindCluster, CAKindFrontProxy}
+var CAKinds = []CAKind{CAKindCluster, CAKindFrontProxy, CAKindEtcd}
 
 // caFiles are a rotated CA's files in <data-dir>/pki (name.crt, name.key, and next.crt,
 // next.key during a rotation), and whether the kubeconfigs carry its bundle.
 type caFiles struct {
 	name, next  string
 	kubeconfigs bool
+	// etcdMembers: the CA's trust is read by etcd members when they start, so a phase waits for
+	// them (caState.waiting).
+	etcdMembers bool
 }
 
 // files are kind's files.
@@ -77,6 +88,8 @@ func (k CAKind) files() (caFiles, error) {
 		return caFiles{name: "ca", next: "ca-next", kubeconfigs: true}, nil
 	case CAKindFrontProxy:
 		return caFiles{name: "front-proxy-ca", next: "front-proxy-ca-next"}, nil
+	case CAKindEtcd:
+		return caFiles{name: etcdPKIDir + "/ca", next: etcdPKIDir + "/ca-next", etcdMembers: true}, nil
 	}
 	return caFiles{}, fmt.Errorf("unknown CA %q: one of %v", k, CAKinds)
 }
@@ -90,6 +103,10 @@ type caState struct {
 	next *x509.Certificate
 	// stale are the node's leaves signed by a CA of the bundle other than the signer.
 	stale []string
+	// waiting are the etcd members a phase of the etcd CA's rotation waits for: before sign, the
+	// members that do not trust the next CA yet (they restart to read the trust phase's bundle,
+	// one at a time); before retire, the members that still serve a certificate of the old CA.
+	waiting []string
 }
 
 // caStepKind is one thing a rotation does.
@@ -175,6 +192,8 @@ func caRotationSteps(phase CARotationPhase, st caState) ([]caStep, error) {
 		case st.next == nil:
 			// Done before; leaves still signed by the old CA are re-issued.
 			return []caStep{{stepRenewStale, "leaves signed by the old CA are re-issued by the new one"}, kubeconfigs}, nil
+		case len(st.waiting) > 0:
+			return nil, fmt.Errorf("etcd members that do not trust ca-next.crt yet: %s (each restarts to read ca.crt, one at a time, within a minute of taking the trust phase): run --phase sign again then", strings.Join(st.waiting, ", "))
 		}
 		out := []caStep{{stepBundleNextFirst, "the new CA first in ca.crt"}}
 		if !nextSigns {
@@ -190,6 +209,8 @@ func caRotationSteps(phase CARotationPhase, st caState) ([]caStep, error) {
 			return nil, errors.New("the new CA does not sign yet (ca-next.crt is there): run --phase sign first")
 		case len(st.stale) > 0:
 			return nil, fmt.Errorf("certificates still signed by the old CA: %s; run --phase sign again", strings.Join(st.stale, ", "))
+		case len(st.waiting) > 0:
+			return nil, fmt.Errorf("etcd members still serving a certificate of the old CA: %s (they take the sign phase within seconds): run --phase retire again then", strings.Join(st.waiting, ", "))
 		case len(st.bundle) < 2:
 			return []caStep{kubeconfigs}, nil
 		}
@@ -210,7 +231,8 @@ type CARotation struct {
 
 // RotateCA runs phase of a rotation of the CA kind on the node whose data dir is dataDir, on its
 // files (beside the running node, whose holders take the new files from their next handshake).
-func RotateCA(dataDir string, kind CAKind, phase CARotationPhase, now time.Time) (*CARotation, error) {
+// For the etcd CA it asks the cluster's members what the phase waits on (etcdMembersWaiting).
+func RotateCA(ctx context.Context, dataDir string, kind CAKind, phase CARotationPhase, now time.Time) (*CARotation, error) {
 	f, err := kind.files()
 	if err != nil {
 		return nil, err
@@ -218,7 +240,15 @@ func RotateCA(dataDir string, kind CAKind, phase CARotationPhase, now time.Time)
 	pkiDir := filepath.Join(dataDir, "pki")
 	st, leaves, err := readCAState(pkiDir, f)
 	if err != nil {
+		if f.etcdMembers && errors.Is(err, os.ErrNotExist) {
+			err = fmt.Errorf("this node holds no etcd CA (an external etcd's CA is rotated with that etcd's own tools; then point --etcd-cafile at the new bundle): %w", err)
+		}
 		return nil, err
+	}
+	if f.etcdMembers {
+		if st.waiting, err = etcdMembersWaiting(ctx, dataDir, phase, st, now); err != nil {
+			return nil, fmt.Errorf("etcd CA: %w", err)
+		}
 	}
 	plan, err := caRotationPlan(f, phase, st)
 	if err != nil {
@@ -239,6 +269,101 @@ func RotateCA(dataDir string, kind CAKind, phase CARotationPhase, now time.Time)
 	if st, _, err = readCAState(pkiDir, f); err == nil {
 		for _, c := range st.bundle {
 			out.Trusted = append(out.Trusted, fmt.Sprintf("%s sha256:%s", c.Subject.CommonName, join.CAHash(c)))
+		}
+	}
+	return out, nil
+}
+
+// etcdMembersWaiting asks every etcd member, through a probe of its client URL, what phase waits
+// on at st (caState.waiting): before sign, whether it takes a client certificate of the next CA;
+// before retire, whether its certificate is the signer's. Nothing when the phase waits on none.
+func etcdMembersWaiting(ctx context.Context, dataDir string, phase CARotationPhase, st caState, now time.Time) ([]string, error) {
+	pkiDir := filepath.Join(dataDir, "pki")
+	probe := &tls.Config{MinVersion: tls.VersionTLS12}
+	switch {
+	case phase == CAPhaseSign && st.next != nil && !st.next.Equal(st.signer):
+		next, err := pki.LoadCA(pkiDir, etcdPKIDir+"/ca-next")
+		if err != nil {
+			return nil, err
+		}
+		certPEM, keyPEM, err := next.IssueFor(pki.Leaf{CommonName: "skiff-etcd-ca-probe", Client: true}, now, 10*time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			return nil, err
+		}
+		probe.Certificates = []tls.Certificate{pair}
+		probe.RootCAs = certPool(st.bundle...)
+	case phase == CAPhaseRetire && st.next == nil && len(st.bundle) > 1:
+		files, err := readEtcdClientTLS(dataDir)
+		if err != nil {
+			return nil, err
+		}
+		pair, err := tls.LoadX509KeyPair(files.CertFile, files.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("the node's etcd client certificate: %w", err)
+		}
+		probe.Certificates = []tls.Certificate{pair}
+		probe.RootCAs = certPool(st.signer)
+	default:
+		return nil, nil
+	}
+	members, err := etcdMemberClientURLs(ctx, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	var waiting []string
+	for _, m := range members {
+		if err := etcd.Probe(ctx, m.url, probe.Clone(), etcdProbeTimeout); err != nil {
+			waiting = append(waiting, m.name+" ("+m.url+")")
+		}
+	}
+	return waiting, nil
+}
+
+// etcdProbeTimeout bounds one member's probe.
+const etcdProbeTimeout = 5 * time.Second
+
+// certPool is a pool of certs.
+func certPool(certs ...*x509.Certificate) *x509.CertPool {
+	pool := x509.NewCertPool()
+	for _, c := range certs {
+		pool.AddCert(c)
+	}
+	return pool
+}
+
+// etcdMemberURL is a member's name and first client URL.
+type etcdMemberURL struct{ name, url string }
+
+// etcdMemberClientURLs lists the cluster's started members through the etcd the node's API
+// server uses (its data dir's etcd-endpoints and client files).
+func etcdMemberClientURLs(ctx context.Context, dataDir string) ([]etcdMemberURL, error) {
+	data, err := os.ReadFile(filepath.Join(dataDir, etcdEndpointsFile))
+	if err != nil {
+		return nil, fmt.Errorf("etcd endpoints of the node: %w", err)
+	}
+	files, err := readEtcdClientTLS(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	client, err := etcd.NewClientWithFiles(strings.Fields(string(data)), etcd.ClientFiles(files), slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	lctx, cancel := context.WithTimeout(ctx, etcdProbeTimeout)
+	defer cancel()
+	resp, err := client.MemberList(lctx, clientv3.WithSerializable())
+	if err != nil {
+		return nil, fmt.Errorf("etcd member list: %w", err)
+	}
+	var out []etcdMemberURL
+	for _, m := range resp.Members {
+		if len(m.ClientURLs) > 0 {
+			out = append(out, etcdMemberURL{name: m.Name, url: m.ClientURLs[0]})
 		}
 	}
 	return out, nil

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"crypto/x509"
 	"os"
 	"path/filepath"
@@ -65,6 +66,12 @@ func TestCARotationPlan(t *testing.T) {
 		{name: "retire: again", phase: CAPhaseRetire, st: caState{bundle: bundle(newCA), signer: newCA},
 			want: []caStepKind{stepKubeconfigs}},
 		{name: "unknown phase", phase: "later", st: caState{bundle: bundle(oldCA), signer: oldCA}, wantErr: "unknown phase"},
+		{name: "sign: etcd members that do not trust the new CA yet", phase: CAPhaseSign, st: caState{bundle: bundle(oldCA, newCA), signer: oldCA, next: newCA, waiting: []string{"cp-2 (https://127.0.0.3:2379)"}},
+			wantErr: "do not trust ca-next.crt yet: cp-2 (https://127.0.0.3:2379)"},
+		{name: "sign: again while members restart", phase: CAPhaseSign, st: caState{bundle: bundle(newCA, oldCA), signer: newCA},
+			want: []caStepKind{stepRenewStale, stepKubeconfigs}},
+		{name: "retire: etcd members serving the old CA's certificate", phase: CAPhaseRetire, st: caState{bundle: bundle(newCA, oldCA), signer: newCA, waiting: []string{"cp-3"}},
+			wantErr: "still serving a certificate of the old CA: cp-3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,10 +155,10 @@ func TestRotateCAPhasesOnANodesFiles(t *testing.T) {
 	}
 	oldName := oldCA.Cert.Subject.CommonName
 
-	if _, err := RotateCA(cfg.DataDir, CAKindCluster, CAPhaseSign, now); err == nil {
+	if _, err := RotateCA(context.Background(), cfg.DataDir, CAKindCluster, CAPhaseSign, now); err == nil {
 		t.Fatal("sign before trust should be refused")
 	}
-	r, err := RotateCA(cfg.DataDir, CAKindCluster, CAPhaseTrust, now)
+	r, err := RotateCA(context.Background(), cfg.DataDir, CAKindCluster, CAPhaseTrust, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,11 +173,11 @@ func TestRotateCAPhasesOnANodesFiles(t *testing.T) {
 	if ca, err := pki.LoadCA(pkiDir, "ca"); err != nil || ca.Cert.Subject.CommonName != oldName {
 		t.Fatalf("after trust: signer %v (err %v), want the old CA", ca, err)
 	}
-	if _, err := RotateCA(cfg.DataDir, CAKindCluster, CAPhaseRetire, now); err == nil {
+	if _, err := RotateCA(context.Background(), cfg.DataDir, CAKindCluster, CAPhaseRetire, now); err == nil {
 		t.Fatal("retire before sign should be refused")
 	}
 
-	r, err = RotateCA(cfg.DataDir, CAKindCluster, CAPhaseSign, now)
+	r, err = RotateCA(context.Background(), cfg.DataDir, CAKindCluster, CAPhaseSign, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +203,7 @@ func TestRotateCAPhasesOnANodesFiles(t *testing.T) {
 		t.Error("the admin kubeconfig does not carry the re-issued admin certificate")
 	}
 
-	if _, err := RotateCA(cfg.DataDir, CAKindCluster, CAPhaseRetire, now); err != nil {
+	if _, err := RotateCA(context.Background(), cfg.DataDir, CAKindCluster, CAPhaseRetire, now); err != nil {
 		t.Fatal(err)
 	}
 	if cns := bundleCNs(); !slices.Equal(cns, []string{newName}) {
@@ -219,7 +226,7 @@ func TestRotateCAPhasesOnANodesFiles(t *testing.T) {
 		}
 	}
 	// Every phase again is a no-op or refused, never a second new CA.
-	if _, err := RotateCA(cfg.DataDir, CAKindCluster, CAPhaseRetire, now); err != nil {
+	if _, err := RotateCA(context.Background(), cfg.DataDir, CAKindCluster, CAPhaseRetire, now); err != nil {
 		t.Errorf("retire again: %v", err)
 	}
 	if cns := bundleCNs(); !slices.Equal(cns, []string{newName}) {

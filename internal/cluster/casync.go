@@ -221,7 +221,7 @@ func (n *Node) caSyncRole() role {
 		}
 		log := n.cfg.Logger.With("component", "cluster-ca-sync")
 		everyTick(ctx, clock.RealClock{}, caSyncInterval, func(ctx context.Context) {
-			syncCAsOnce(ctx, client, n.cfg.DataDir, log)
+			syncCAsOnce(ctx, client, n.cfg.DataDir, log, CAKinds)
 			updated, err := syncExtensionAuthCAs(ctx, client, &n.cfg)
 			switch {
 			case err != nil:
@@ -248,8 +248,26 @@ func everyTick(ctx context.Context, clk clock.WithTicker, interval time.Duration
 	}
 }
 
-// syncCAsOnce follows the cluster's copy of every CA a rotation may change, read in one request.
-func syncCAsOnce(ctx context.Context, client kubernetes.Interface, dataDir string, log *slog.Logger) {
+// etcdCASyncRole keeps an etcd-only node's etcd CA files with the cluster's, read through its
+// admin kubeconfig (it has no API server of its own): its member's certificates are re-issued
+// with the rotation's phases and its member restarts to trust the new bundle as the control
+// planes' do (etcdTrustFollower).
+func etcdCASyncRole(cfg *Config) role {
+	return role{name: "etcd CA sync", run: func(ctx context.Context) error {
+		client, err := adminClient(cfg.AdminKubeconfigPath())
+		if err != nil {
+			return err
+		}
+		log := cfg.Logger.With("component", "cluster-ca-sync")
+		everyTick(ctx, clock.RealClock{}, caSyncInterval, func(ctx context.Context) {
+			syncCAsOnce(ctx, client, cfg.DataDir, log, []CAKind{CAKindEtcd})
+		})
+		return nil
+	}}
+}
+
+// syncCAsOnce follows the cluster's copy of every CA of kinds, read in one request.
+func syncCAsOnce(ctx context.Context, client kubernetes.Interface, dataDir string, log *slog.Logger, kinds []CAKind) {
 	fetchCtx, cancel := context.WithTimeout(ctx, caSyncInterval)
 	defer cancel()
 	keys, err := join.ClusterKeys(fetchCtx, client)
@@ -257,7 +275,7 @@ func syncCAsOnce(ctx context.Context, client kubernetes.Interface, dataDir strin
 		log.Warn("cannot read the cluster's CAs", "err", err)
 		return
 	}
-	for _, kind := range CAKinds {
+	for _, kind := range kinds {
 		f, err := kind.files()
 		if err != nil {
 			continue

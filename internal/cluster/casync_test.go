@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"crypto/x509"
 	"os"
 	"path/filepath"
@@ -110,7 +111,7 @@ func TestFollowCA(t *testing.T) {
 	rotate := func(phase CARotationPhase) join.CAFiles {
 		t.Helper()
 		before := clusterCA()
-		if _, err := RotateCA(first.DataDir, CAKindCluster, phase, now); err != nil {
+		if _, err := RotateCA(context.Background(), first.DataDir, CAKindCluster, phase, now); err != nil {
 			t.Fatal(err)
 		}
 		// Between its files and its upload, the rotating node sees the Secret behind it.
@@ -193,7 +194,7 @@ func TestRotateFrontProxyCA(t *testing.T) {
 		phase CARotationPhase
 		certs int
 	}{{CAPhaseTrust, 2}, {CAPhaseSign, 2}, {CAPhaseRetire, 1}} {
-		r, err := RotateCA(cfg.DataDir, CAKindFrontProxy, step.phase, now)
+		r, err := RotateCA(context.Background(), cfg.DataDir, CAKindFrontProxy, step.phase, now)
 		if err != nil {
 			t.Fatalf("%s: %v", step.phase, err)
 		}
@@ -223,7 +224,7 @@ func TestRotateFrontProxyCA(t *testing.T) {
 	if !bytes.Equal(mustRead(t, filepath.Join(pkiDir, "ca.crt")), clusterBefore) || !bytes.Equal(mustRead(t, cfg.AdminKubeconfigPath()), kubeconfigBefore) {
 		t.Error("a front-proxy rotation changed the cluster CA or the admin kubeconfig")
 	}
-	if _, err := RotateCA(cfg.DataDir, CAKind("etcd"), CAPhaseTrust, now); err == nil || !strings.Contains(err.Error(), "unknown CA") {
+	if _, err := RotateCA(context.Background(), cfg.DataDir, CAKind("kubelet"), CAPhaseTrust, now); err == nil || !strings.Contains(err.Error(), "unknown CA") {
 		t.Errorf("an unknown CA: %v", err)
 	}
 }

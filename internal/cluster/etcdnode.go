@@ -27,11 +27,7 @@ import (
 func (n *Node) startStorage(ctx context.Context) error {
 	if len(n.cfg.EtcdServers) > 0 {
 		files := etcdClientFiles{CAFile: n.cfg.EtcdCAFile, CertFile: n.cfg.EtcdCertFile, KeyFile: n.cfg.EtcdKeyFile}
-		tlsCfg, err := etcd.ClientTLSConfig(files.CAFile, files.CertFile, files.KeyFile)
-		if err != nil {
-			return fmt.Errorf("external etcd: %w", err)
-		}
-		client, err := etcd.NewClient(n.cfg.EtcdServers, tlsCfg, n.cfg.Logger)
+		client, err := etcd.NewClientWithFiles(n.cfg.EtcdServers, etcd.ClientFiles(files), n.cfg.Logger)
 		if err != nil {
 			return fmt.Errorf("connect to external etcd %v: %w", n.cfg.EtcdServers, err)
 		}
@@ -75,12 +71,8 @@ func (n *Node) startStorage(ctx context.Context) error {
 		return fmt.Errorf("start embedded etcd: %w", err)
 	}
 	n.etcdMember = member
-	tlsCfg, err := etcd.ClientTLSConfig(certs.client.CAFile, certs.client.CertFile, certs.client.KeyFile)
-	if err != nil {
-		return err
-	}
 	local := []string{etcdURL(etcdLocalHost(n.cfg), n.cfg.EtcdClientPort)}
-	client, err := etcd.NewClient(local, tlsCfg, n.cfg.Logger)
+	client, err := etcd.NewClientWithFiles(local, etcd.ClientFiles(certs.client), n.cfg.Logger)
 	if err != nil {
 		return fmt.Errorf("etcd client: %w", err)
 	}
@@ -101,6 +93,11 @@ func (n *Node) startStorage(ctx context.Context) error {
 	guardCtx, stopGuard := context.WithCancel(context.WithoutCancel(ctx))
 	n.stopSpaceGuard, n.spaceCheck = stopGuard, guard.Check
 	n.goBackground(func() { guard.Run(guardCtx, spaceGuardInterval) })
+	trust, err := newEtcdTrustFollower(member, client, n.cfg.DataDir, n.cfg.Logger.With("component", "etcd-trust"))
+	if err != nil {
+		return fmt.Errorf("etcd CA bundle: %w", err)
+	}
+	n.goBackground(func() { trust.run(guardCtx, clock.RealClock{}) })
 	n.etcdClient = etcd.FenceWrites(etcd.BoundKV(client, etcd.DefaultRequestTimeout), guard.FenceError)
 	if err := recordEtcdClientTLS(n.cfg.DataDir, certs.client); err != nil {
 		return err

@@ -97,11 +97,7 @@ func (n *Node) startClusterEtcdClient(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tlsCfg, err := etcd.ClientTLSConfig(files.CAFile, files.CertFile, files.KeyFile)
-	if err != nil {
-		return err
-	}
-	client, err := etcd.NewClient(endpoints, tlsCfg, cfg.Logger)
+	client, err := etcd.NewClientWithFiles(endpoints, etcd.ClientFiles(files), cfg.Logger)
 	if err != nil {
 		return fmt.Errorf("connect to the cluster's etcd %v: %w", endpoints, err)
 	}
@@ -225,8 +221,8 @@ func runEtcdNode(ctx context.Context, cfg Config) error {
 		case <-failed:
 			return fmt.Errorf("embedded etcd failed: %w", n.etcdMember.Err())
 		}
-	}}}
-	if cfg.ControlPlaneKubelet {
+	}}, etcdCASyncRole(&n.cfg)}
+	if cfg.runsKubelet() {
 		extra, err := etcdNodeKubeletRoles(&n.cfg, time.Now()) // etcdonly_kubelet.go
 		if err != nil {
 			return err

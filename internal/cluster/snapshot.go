@@ -34,11 +34,7 @@ func SaveEtcdSnapshot(ctx context.Context, dataDir, file string) (etcd.SnapshotS
 	if err != nil {
 		return etcd.SnapshotStatus{}, err
 	}
-	tlsCfg, err := etcd.ClientTLSConfig(files.CAFile, files.CertFile, files.KeyFile)
-	if err != nil {
-		return etcd.SnapshotStatus{}, err
-	}
-	client, err := etcd.NewClient(strings.Fields(string(data)), tlsCfg, nil)
+	client, err := etcd.NewClientWithFiles(strings.Fields(string(data)), etcd.ClientFiles(files), nil)
 	if err != nil {
 		return etcd.SnapshotStatus{}, err
 	}

@@ -40,6 +40,8 @@ type Keys struct {
 	// CA while a CA rotation is between its trust and sign phases (ca-next.crt, ca-next.key), so
 	// that a control plane that joins then signs with it after the sign phase.
 	CANextCert, CANextKey, FrontProxyCANextCert, FrontProxyCANextKey []byte
+	// EtcdCANextCert and EtcdCANextKey are the next etcd CA during its rotation (etcd/ca-next.*).
+	EtcdCANextCert, EtcdCANextKey []byte
 	// RetiredSAKeys are the service-account public keys retired by `skiff certificate
 	// rotate-sa-key` and not yet pruned, by file name (sa-retired-<kid>.pub): a control plane
 	// that joins after a rotation verifies the tokens they signed too.
@@ -91,6 +93,8 @@ func (k *Keys) optional() []struct {
 		{keysCANextCert, keysCANextCert, &k.CANextCert},
 		{keysFrontProxyNext + ".key", keysFrontProxyNext + ".key", &k.FrontProxyCANextKey},
 		{keysFrontProxyNext + ".crt", keysFrontProxyNext + ".crt", &k.FrontProxyCANextCert},
+		{CASecretKey(filepath.Join("etcd", "ca-next.key")), filepath.Join("etcd", "ca-next.key"), &k.EtcdCANextKey},
+		{CASecretKey(filepath.Join("etcd", "ca-next.crt")), filepath.Join("etcd", "ca-next.crt"), &k.EtcdCANextCert},
 	}
 }
 
@@ -240,9 +244,10 @@ func PublishEncryptionConfig(ctx context.Context, client kubernetes.Interface, d
 	return nil
 }
 
-// CAFiles are a CA's files as a control plane's pki directory and the keys Secret hold them (the
-// same names in both): the bundle (<name>.crt), the key, and during a rotation the next CA's
-// (<next>.crt, <next>.key).
+// CAFiles are a CA's files as a control plane's pki directory and the keys Secret hold them: the
+// bundle (<name>.crt), the key, and during a rotation the next CA's (<next>.crt, <next>.key). The
+// Secret's key is the file's path under pki/ with "/" as "-" (CASecretKey): etcd/ca.crt is
+// etcd-ca.crt.
 type CAFiles struct {
 	Cert, Key, NextCert, NextKey []byte
 }
@@ -258,6 +263,12 @@ func (ca *CAFiles) entries(name, next string) []struct {
 		data     *[]byte
 		optional bool
 	}{{name + ".crt", &ca.Cert, false}, {name + ".key", &ca.Key, false}, {next + ".crt", &ca.NextCert, true}, {next + ".key", &ca.NextKey, true}}
+}
+
+// CASecretKey is the keys Secret's key of a CA file at path (relative to pki/, "/"-separated or
+// not): a Secret's keys hold no "/".
+func CASecretKey(path string) string {
+	return strings.ReplaceAll(filepath.ToSlash(path), "/", "-")
 }
 
 // ReadCAFiles reads the CA name (and the next one, when there is one) from a pki directory.
@@ -291,7 +302,7 @@ func ClusterKeys(ctx context.Context, client kubernetes.Interface) (map[string][
 // CAFilesOf is the CA name in the keys Secret's data; found is false when the data lacks it.
 func CAFilesOf(keys map[string][]byte, name, next string) (ca CAFiles, found bool) {
 	for _, f := range ca.entries(name, next) {
-		*f.data = keys[f.file]
+		*f.data = keys[CASecretKey(f.file)]
 	}
 	return ca, len(ca.Cert) > 0 && len(ca.Key) > 0
 }
@@ -315,9 +326,9 @@ func PublishCAFiles(ctx context.Context, client kubernetes.Interface, name, next
 		}
 		for _, f := range ca.entries(name, next) {
 			if len(*f.data) == 0 {
-				delete(upd.Data, f.file)
+				delete(upd.Data, CASecretKey(f.file))
 			} else {
-				upd.Data[f.file] = *f.data
+				upd.Data[CASecretKey(f.file)] = *f.data
 			}
 		}
 		_, err = secrets.Update(ctx, upd, metav1.UpdateOptions{})

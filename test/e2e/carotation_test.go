@@ -71,43 +71,8 @@ spec:
 // trust phase with a token made before it joins; at the end every certificate of both nodes
 // chains to the new CA and none to the old.
 func TestCARotation(t *testing.T) {
-	n := newTestNet(t)
-	c := newJoinCluster(t, n, true)
-	// Two more stacked control planes: the rotation runs on the first, the others follow it
-	// through the keys Secret, and the workers' balancers spread over all three.
-	cpToken := c.createToken("--control-plane", "--ttl", "1h")
-	var others []*cluster
-	for i := 2; i <= 3; i++ {
-		others = append(others, haControlPlaneOn(t, skiffBinary, n, n.addHost(), fmt.Sprintf("cp-%d", i), c.ports, c.ServerURL(n), cpToken))
-	}
-	waitEtcdMembers(t, c, 3)
-	token := c.createToken()
-	w := newJoinedNode(t, n.addHost(), "worker-1", c.ServerURL(n))
-	w.start(token)
-	t.Cleanup(w.stop)
-	waitNodeReady(t, c, w)
-	archive, err := execOutput(skiffBinary, "images", "build-busybox", "--out", c.dataDir)
-	if err != nil {
-		t.Fatalf("build image: %v\n%s", err, archive)
-	}
-	if out, err := execOutput(skiffBinary, "images", "import", "--data-dir", w.dataDir, strings.TrimSpace(archive)); err != nil {
-		t.Fatalf("import image: %v\n%s", err, out)
-	}
-	applyManifest(t, c, caRotationWeb)
-	c.kubectl("run", "ticker", "--image=localhost/busybox:local", "--overrides", `{"spec":{"nodeName":"worker-1"}}`, "--",
-		"sh", "-c", "while true; do echo tick; sleep 1; done")
-	eventually(t, 180*time.Second, func() error {
-		for _, target := range []string{"pod/ticker", "deployment/web", "deployment/client"} {
-			cond := "condition=Ready"
-			if strings.HasPrefix(target, "deployment/") {
-				cond = "condition=Available"
-			}
-			if out, err := c.kubectlErr("wait", "--for="+cond, target, "--timeout=2s"); err != nil {
-				return errString(out)
-			}
-		}
-		return nil
-	})
+	rc := startCARotationCluster(t)
+	n, c, others, w, token := rc.net, rc.c, rc.others, rc.worker, rc.token
 	pods := podRecords(t, c)
 	oldCA := firstCA(t, filepath.Join(c.dataDir, "pki", "ca.crt"))
 
@@ -245,6 +210,58 @@ func TestCARotation(t *testing.T) {
 	if t.Failed() {
 		t.Logf("control plane log:\n%s\nworker log:\n%s", c.log(), w.log())
 	}
+}
+
+// caRotationCluster is what the CA rotation tests run on: three stacked control planes (the
+// rotation runs on the first, the others follow it through the keys Secret) and worker-1 with
+// caRotationWeb and a ticker pod running.
+type caRotationCluster struct {
+	net    *testNet
+	c      *cluster
+	others []*cluster
+	worker *joinedNode
+	// token is a worker join token made before any rotation.
+	token string
+}
+
+func startCARotationCluster(t *testing.T) *caRotationCluster {
+	t.Helper()
+	n := newTestNet(t)
+	c := newJoinCluster(t, n, true)
+	cpToken := c.createToken("--control-plane", "--ttl", "1h")
+	var others []*cluster
+	for i := 2; i <= 3; i++ {
+		others = append(others, haControlPlaneOn(t, skiffBinary, n, n.addHost(), fmt.Sprintf("cp-%d", i), c.ports, c.ServerURL(n), cpToken))
+	}
+	waitEtcdMembers(t, c, 3)
+	token := c.createToken()
+	w := newJoinedNode(t, n.addHost(), "worker-1", c.ServerURL(n))
+	w.start(token)
+	t.Cleanup(w.stop)
+	waitNodeReady(t, c, w)
+	archive, err := execOutput(skiffBinary, "images", "build-busybox", "--out", c.dataDir)
+	if err != nil {
+		t.Fatalf("build image: %v\n%s", err, archive)
+	}
+	if out, err := execOutput(skiffBinary, "images", "import", "--data-dir", w.dataDir, strings.TrimSpace(archive)); err != nil {
+		t.Fatalf("import image: %v\n%s", err, out)
+	}
+	applyManifest(t, c, caRotationWeb)
+	c.kubectl("run", "ticker", "--image=localhost/busybox:local", "--overrides", `{"spec":{"nodeName":"worker-1"}}`, "--",
+		"sh", "-c", "while true; do echo tick; sleep 1; done")
+	eventually(t, 180*time.Second, func() error {
+		for _, target := range []string{"pod/ticker", "deployment/web", "deployment/client"} {
+			cond := "condition=Ready"
+			if strings.HasPrefix(target, "deployment/") {
+				cond = "condition=Available"
+			}
+			if out, err := c.kubectlErr("wait", "--for="+cond, target, "--timeout=2s"); err != nil {
+				return errString(out)
+			}
+		}
+		return nil
+	})
+	return &caRotationCluster{net: n, c: c, others: others, worker: w, token: token}
 }
 
 // waitNodeReady waits for a joined node to be Ready.
