@@ -201,7 +201,7 @@ func (n *Node) runRoles(ctx context.Context) error {
 		roles = append(roles, n.manifestsRole())
 		roles = append(roles, n.ingressStatusRole())
 	}
-	if n.cfg.HasRole(RoleWorker) || n.cfg.ControlPlaneKubelet {
+	if n.cfg.runsKubelet() {
 		// A worker that also runs the API server gives the kubelet, service proxy and DNS informers
 		// on its watch cache (one copy of each pod, Service and EndpointSlice in the process), as
 		// the controller manager and scheduler get.

@@ -219,9 +219,11 @@ type WorkerConfig struct {
 	// ContainerRuntimeEndpoint is an existing CRI socket for the kubelet; empty means skiff starts and
 	// supervises its own containerd under the data dir.
 	ContainerRuntimeEndpoint string
-	// ControlPlaneKubelet runs the kubelet on a node without the worker role too, so it registers a
-	// Node (with its roles' labels and the control-plane or etcd taint, see nodeTaints).
-	ControlPlaneKubelet bool
+	// ControlPlaneKubelet says whether a node without the worker role runs the kubelet too, so it
+	// registers a Node (with its roles' labels and the control-plane or etcd taint, see
+	// nodeTaints): automatic by default (where the node can: root and a container runtime), which
+	// Default resolves to on or off (cpkubelet.go).
+	ControlPlaneKubelet KubeletSetting
 }
 
 // NetworkConfig is the cluster's network as a node sees it: service and pod ranges, cluster DNS,
@@ -379,6 +381,7 @@ func (c *Config) Default() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.defaultControlPlaneKubelet(realKubeletHost()) // cpkubelet.go
 }
 
 // Validate reports configuration errors before anything starts: the node's own fields, each part's,
@@ -426,6 +429,8 @@ func (c *Config) validateAcrossParts() []error {
 	}
 	errs = append(errs, c.validateEtcdOnly()...) // etcdonly.go
 	errs = append(errs, c.validateJoin()...)     // join.go
+	// --control-plane-kubelet=true (cpkubelet.go).
+	errs = append(errs, c.validateControlPlaneKubelet(realKubeletHost())...)
 	// --oci-runtime (ociruntime.go).
 	errs = append(errs, c.validateOCIRuntimeOnPath()...)
 	return errs

@@ -12,8 +12,8 @@ import (
 	"github.com/skiff-sh/skiff/internal/authz/bootstrappolicy"
 )
 
-// etcdNodeKubeletRoles are the roles an etcd-only node runs besides its member when it has
-// --control-plane-kubelet: the kubelet (registering a Node tainted node-role.kubernetes.io/etcd:
+// etcdNodeKubeletRoles are the roles an etcd-only node runs besides its member when it runs the
+// kubelet (--control-plane-kubelet, automatic by default: where the node can): the kubelet (registering a Node tainted node-role.kubernetes.io/etcd:
 // NoExecute, so only pods that tolerate it, such as DaemonSets, run there; its pod range comes
 // from node IPAM, as a joined worker's), the role labels (node-role.kubernetes.io/etcd, patched
 // with the node's admin kubeconfig since NodeRestriction forbids a kubelet to set them), the pod

@@ -19,7 +19,7 @@ const (
 
 // runsOwnContainerd reports whether the node starts the kubelet with a containerd of its own.
 func (c *Config) runsOwnContainerd() bool {
-	return (c.HasRole(RoleWorker) || c.ControlPlaneKubelet) && c.ContainerRuntimeEndpoint == ""
+	return c.runsKubelet() && c.ContainerRuntimeEndpoint == ""
 }
 
 // validateOCIRuntimeOnPath is validateOCIRuntime against the real PATH and cgroup mounts.

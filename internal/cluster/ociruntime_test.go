@@ -39,7 +39,7 @@ func TestValidateOCIRuntime(t *testing.T) {
 		{name: "crun missing names the flag", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "crun"}}, path: []string{"runc"}, wantErr: "--oci-runtime crun: the crun binary is not installed"},
 		{name: "crun missing on a worker-only node", cfg: Config{Roles: join, WorkerConfig: WorkerConfig{OCIRuntime: "crun"}}, wantErr: "--oci-runtime crun"},
 		{name: "crun is not needed without a kubelet", cfg: Config{Roles: []Role{RoleEtcd, RoleControlPlane}, WorkerConfig: WorkerConfig{OCIRuntime: "crun"}}},
-		{name: "crun with the control plane's kubelet", cfg: Config{Roles: []Role{RoleEtcd, RoleControlPlane}, WorkerConfig: WorkerConfig{OCIRuntime: "crun", ControlPlaneKubelet: true}}, wantErr: "not installed"},
+		{name: "crun with the control plane's kubelet", cfg: Config{Roles: []Role{RoleEtcd, RoleControlPlane}, WorkerConfig: WorkerConfig{OCIRuntime: "crun", ControlPlaneKubelet: ControlPlaneKubeletOn}}, wantErr: "not installed"},
 		{name: "unknown runtime", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "youki"}}, path: []string{"youki"}, wantErr: `--oci-runtime "youki": want runc or crun`},
 		{name: "crun on hybrid cgroups with a cgroup2 controller", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "crun"}}, path: []string{"crun"}, cgroup2: "hugetlb\n", wantErr: `crun refuses hybrid cgroups while the cgroup2 hierarchy has controllers (/sys/fs/cgroup/unified/cgroup.controllers: "hugetlb")`},
 		{name: "runc on hybrid cgroups", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "runc"}}, path: []string{"runc"}, cgroup2: "hugetlb\n"},

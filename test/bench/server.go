@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,18 @@ type ServerOptions struct {
 	Env []string
 }
 
+// KubeletOffArgs turn off the kubelet that a node without the worker role runs by default where it
+// can (as root with a container runtime): a benchmark's control plane is measured without one, as
+// before that default. A binary from before --control-plane-kubelet (one compared against, which
+// runs no kubelet there anyway) gets no flag: its `server -h` does not name it.
+func KubeletOffArgs(binary string) []string {
+	out, _ := exec.Command(binary, "server", "-h").CombinedOutput() // exits 1 after the usage
+	if !bytes.Contains(out, []byte("-control-plane-kubelet")) {
+		return nil
+	}
+	return []string{"--control-plane-kubelet=false"}
+}
+
 // StartServer runs the binary and waits until /readyz answers through the admin kubeconfig.
 func StartServer(ctx context.Context, opts ServerOptions) (*Server, error) {
 	if opts.Binary == "" {
@@ -63,7 +76,8 @@ func StartServer(ctx context.Context, opts ServerOptions) (*Server, error) {
 	args := append([]string{"server", "--data-dir", s.dataDir, "--roles", "etcd,controlplane",
 		"--https-port", strconv.Itoa(ports[0]), "--etcd-client-port", strconv.Itoa(ports[1]),
 		"--etcd-peer-port", strconv.Itoa(ports[2]), "--lb-port", strconv.Itoa(ports[3]), "--bind-address", "127.0.0.1", "--log-level", "warn"},
-		opts.ExtraArgs...)
+		KubeletOffArgs(opts.Binary)...)
+	args = append(args, opts.ExtraArgs...)
 	s.cmd = exec.Command(opts.Binary, args...)
 	if len(opts.Env) > 0 {
 		s.cmd.Env = append(os.Environ(), opts.Env...)

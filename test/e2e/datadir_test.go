@@ -24,9 +24,10 @@ func TestSecondServerOnTheDataDirIsRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// Other ports, so only the data dir collides.
-	second := exec.CommandContext(ctx, c.bin, "server", "--data-dir", c.dataDir, "--roles", "etcd,controlplane",
+	second := exec.CommandContext(ctx, c.bin, append([]string{"server", "--data-dir", c.dataDir, "--roles", "etcd,controlplane",
 		"--bind-address", "127.0.0.1", "--https-port", strconv.Itoa(freePort(t)),
-		"--etcd-client-port", strconv.Itoa(freePort(t)), "--etcd-peer-port", strconv.Itoa(freePort(t)))
+		"--etcd-client-port", strconv.Itoa(freePort(t)), "--etcd-peer-port", strconv.Itoa(freePort(t))},
+		kubeletOffArgs(c.bin, "etcd,controlplane")...)...)
 	out, err := second.CombinedOutput()
 	if err == nil || ctx.Err() != nil {
 		t.Fatalf("second skiff on the data dir: err %v (context %v), output:\n%s", err, ctx.Err(), out)

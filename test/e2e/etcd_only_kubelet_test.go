@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// TestEtcdOnlyNodeKubelet: an etcd-only node (`--roles etcd --control-plane-kubelet`, in its own
-// network namespace with its own containerd) joins a control plane with a --control-plane token
+// TestEtcdOnlyNodeKubelet: an etcd-only node (`--roles etcd`, in its own network namespace with
+// its own containerd, no --control-plane-kubelet: it runs the kubelet by default, being root with a
+// container runtime) joins a control plane with a --control-plane token
 // and registers a Node labelled node-role.kubernetes.io/etcd (ROLES etcd) and tainted
 // node-role.kubernetes.io/etcd:NoExecute: a DaemonSet that tolerates the taint runs a pod there,
 // an ordinary pod stays Pending with the scheduler's reason.
@@ -18,7 +19,7 @@ func TestEtcdOnlyNodeKubelet(t *testing.T) {
 	c := newJoinCluster(t, n, false)
 	token := c.createToken("--control-plane", "--ttl", "1h")
 	e := newJoinedNode(t, n.addHost(), "etcd-2", c.ServerURL(n))
-	e.roles, e.extraArgs = "etcd", []string{"--control-plane-kubelet"}
+	e.roles, e.kubelet = "etcd", true
 	// Cleanups run last first: pods deleted while the kubelet runs, then the node stopped, then
 	// anything left reaped.
 	t.Cleanup(func() { reapKilledWorker(t, e.dataDir) })
@@ -40,7 +41,7 @@ func TestEtcdOnlyNodeKubelet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustContain(t, string(whole), "etcd learner promoted to a voting member", "skiff etcd node ready")
+	mustContain(t, string(whole), "etcd learner promoted to a voting member", "skiff etcd node ready", "control-plane kubelet: on")
 	eventually(t, time.Minute, func() error {
 		out := c.kubectl("get", "node", "etcd-2")
 		if f := strings.Fields(out); len(f) < 8 || f[5] != "etcd-2" || f[7] != "etcd" {
@@ -53,18 +54,7 @@ func TestEtcdOnlyNodeKubelet(t *testing.T) {
 	mustNotContain(t, taints, "control-plane")
 
 	importBusybox(t, c, e)
-	c.stdin(`apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: on-etcd}
-spec:
-  selector: {matchLabels: {app: on-etcd}}
-  template:
-    metadata: {labels: {app: on-etcd}}
-    spec:
-      terminationGracePeriodSeconds: 1
-      tolerations: [{key: node-role.kubernetes.io/etcd, operator: Exists, effect: NoExecute}]
-      containers: [{name: c, image: localhost/busybox:local, command: [sh, -c, "exec sleep 3600"]}]
-`, "apply", "-f", "-")
+	c.stdin(toleratingDaemonSet("on-etcd", "node-role.kubernetes.io/etcd", "NoExecute"), "apply", "-f", "-")
 	c.stdin(`apiVersion: v1
 kind: Pod
 metadata: {name: ordinary}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +30,10 @@ type cluster struct {
 	lbPort    int
 	extraArgs []string
 	// roles overrides the default etcd,controlplane (controlplane alone with --etcd-servers).
-	roles   string
+	roles string
+	// kubelet leaves --control-plane-kubelet at its default (the kubelet runs where the node can)
+	// instead of turning it off (kubeletOffArgs).
+	kubelet bool
 	cmd     *exec.Cmd
 	logFile *os.File
 }
@@ -132,7 +136,21 @@ func (c *cluster) serverArgs() []string {
 		"--https-port", strconv.Itoa(c.ports[0]), "--etcd-client-port", strconv.Itoa(c.ports[1]),
 		"--etcd-peer-port", strconv.Itoa(c.ports[2]), "--kubelet-port", strconv.Itoa(c.kubeletPort),
 		"--lb-port", strconv.Itoa(c.lbPort)}, diskReserveArgs(c.bin)...)
+	if !c.kubelet {
+		args = append(args, kubeletOffArgs(c.bin, roles)...)
+	}
 	return append(args, c.extraArgs...)
+}
+
+// kubeletOffArgs turn off the kubelet of a node without the worker role, which these tests start
+// (in the host's network namespace, on data dirs too long for containerd's socket) to be no Node;
+// by default it would run one, being root with containerd. An older skiff (the upgrade tests'
+// starting point) runs none there unless asked, so it gets no flag, as with diskReserveArgs.
+func kubeletOffArgs(bin, roles string) []string {
+	if bin != skiffBinary || slices.Contains(strings.Split(roles, ","), "worker") {
+		return nil
+	}
+	return []string{"--control-plane-kubelet=false"}
 }
 
 // testDiskReserve is the free space the nodes of these tests keep for etcd. The disk of a test

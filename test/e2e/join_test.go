@@ -1,17 +1,24 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
-// TestJoinWorkers: one control plane (etcd,controlplane, with a kubelet: a tainted Node) on the
-// host and two worker-only nodes,
-// each in its own network namespace with its own containerd, joined with `skiff token create`'s
-// token. Refused joins (wrong CA pin, expired token, deleted token) say why and leave no data dir;
-// a restarted worker rejoins without the token.
+// TestJoinWorkers: one control plane (etcd,controlplane, no --control-plane-kubelet: by default
+// it runs a kubelet, being root with containerd, and registers a Node labelled with its roles and
+// tainted control-plane:NoSchedule, where ordinary pods do not land and a DaemonSet that tolerates
+// the taint does) on the host and two worker-only nodes, each in its own network namespace with
+// its own containerd, joined with `skiff token create`'s token. Refused joins (wrong CA pin,
+// expired token, deleted token) say why and leave no data dir; a restarted worker rejoins without
+// the token.
 func TestJoinWorkers(t *testing.T) {
 	n := newTestNet(t)
 	c := newJoinCluster(t, n, true)
@@ -54,6 +61,7 @@ func TestJoinWorkers(t *testing.T) {
 		t.Cleanup(w.stop)
 	}
 	t.Cleanup(func() {
+		_, _ = c.kubectlErr("delete", "daemonset", "--all", "--timeout=30s")
 		_, _ = c.kubectlErr("delete", "deployment", "--all", "--timeout=30s")
 		_, _ = c.kubectlErr("delete", "pods", "--all", "--grace-period=1", "--timeout=60s")
 	})
@@ -73,7 +81,13 @@ func TestJoinWorkers(t *testing.T) {
 		}
 		return nil
 	})
-	mustContain(t, c.kubectl("get", "node", "cp-1", "-o", "jsonpath={.spec.taints}"), "node-role.kubernetes.io/control-plane", "NoSchedule")
+	// The whole log: log() keeps only the tail.
+	whole, err := os.ReadFile(filepath.Join(c.dataDir, "skiff.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, string(whole), "control-plane kubelet: on")
+	checkControlPlaneNode(t, c, "cp-1")
 	// Each node uses its own podCIDR: node IPAM's for the joined workers.
 	cidrs := c.kubectl("get", "nodes", "-o", "jsonpath={.items[*].spec.podCIDR}")
 	if f := strings.Fields(cidrs); len(f) != 3 || f[0] == f[1] || f[1] == f[2] || f[0] == f[2] {
@@ -84,9 +98,9 @@ func TestJoinWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("build image: %v\n%s", err, archive)
 	}
-	for _, w := range []*joinedNode{w1, w2} {
-		if out, err := execOutput(skiffBinary, "images", "import", "--data-dir", w.dataDir, strings.TrimSpace(archive)); err != nil {
-			t.Fatalf("import image on %s: %v\n%s", w.name, err, out)
+	for name, dir := range map[string]string{w1.name: w1.dataDir, w2.name: w2.dataDir, "cp-1": c.dataDir} {
+		if out, err := execOutput(skiffBinary, "images", "import", "--data-dir", dir, strings.TrimSpace(archive)); err != nil {
+			t.Fatalf("import image on %s: %v\n%s", name, err, out)
 		}
 	}
 	c.kubectl("create", "deployment", "web", "--image=localhost/busybox:local", "--replicas=4", "--",
@@ -110,6 +124,23 @@ func TestJoinWorkers(t *testing.T) {
 			onWorker1 = f[1]
 		}
 	}
+	// A DaemonSet that tolerates the control plane's taint runs there too.
+	c.stdin(toleratingDaemonSet("everywhere", "node-role.kubernetes.io/control-plane", "NoSchedule"), "apply", "-f", "-")
+	eventually(t, 2*time.Minute, func() error {
+		pods, err := podsOf(c, "everywhere")
+		if err != nil {
+			return err
+		}
+		running := map[string]bool{}
+		for _, p := range pods {
+			running[p[0]] = running[p[0]] || p[2] == "Running"
+		}
+		if len(pods) != 3 || !running["cp-1"] || !running["worker-1"] || !running["worker-2"] {
+			wide, _ := c.kubectlErr("get", "pods", "-o", "wide")
+			return fmt.Errorf("DaemonSet pods %v, want one Running on each of cp-1, worker-1, worker-2\n%s", pods, wide)
+		}
+		return nil
+	})
 	// API server -> the worker's kubelet on its own address, with its CSR-issued serving certificate.
 	eventually(t, 30*time.Second, func() error {
 		if out, _ := c.kubectlErr("logs", pod); !strings.Contains(out, "hello-from-") {
@@ -142,4 +173,52 @@ func TestJoinWorkers(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// checkControlPlaneNode checks the Node of control plane name as `kubectl get nodes -o json` shows
+// it: labelled with its roles (control-plane, etcd; not worker) and tainted
+// node-role.kubernetes.io/control-plane:NoSchedule.
+func checkControlPlaneNode(t *testing.T, c *cluster, name string) {
+	t.Helper()
+	var nodes corev1.NodeList
+	if err := json.Unmarshal([]byte(c.kubectl("get", "nodes", "-o", "json")), &nodes); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if n.Name != name {
+			continue
+		}
+		for _, l := range []string{"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/etcd"} {
+			if _, ok := n.Labels[l]; !ok {
+				t.Errorf("node %s has no label %s: %v", name, l, n.Labels)
+			}
+		}
+		if _, ok := n.Labels["node-role.kubernetes.io/worker"]; ok {
+			t.Errorf("node %s is labelled a worker: %v", name, n.Labels)
+		}
+		for _, taint := range n.Spec.Taints {
+			if taint.Key == "node-role.kubernetes.io/control-plane" && taint.Effect == corev1.TaintEffectNoSchedule {
+				return
+			}
+		}
+		t.Fatalf("node %s lacks the taint node-role.kubernetes.io/control-plane:NoSchedule: %v", name, n.Spec.Taints)
+	}
+	t.Fatalf("no node %s in kubectl get nodes -o json", name)
+}
+
+// toleratingDaemonSet is a DaemonSet of busybox pods labelled app=name that tolerate the taint
+// key:effect of a control-plane or etcd node's Node.
+func toleratingDaemonSet(name, key, effect string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: %[1]s}
+spec:
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      tolerations: [{key: %[2]s, operator: Exists, effect: %[3]s}]
+      containers: [{name: c, image: localhost/busybox:local, command: [sh, -c, "exec sleep 3600"]}]
+`, name, key, effect)
 }

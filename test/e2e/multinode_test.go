@@ -135,8 +135,10 @@ func (h *netHost) Command(name string, args ...string) *exec.Cmd {
 }
 
 // newJoinCluster starts a control plane (etcd,controlplane) named cp-1 bound to the test net's
-// host address. With its own kubelet (--control-plane-kubelet) it registers a tainted Node; its
-// data dir is short then (containerd's socket path limit).
+// host address. With kubelet it runs its own kubelet and registers a tainted Node by default (no
+// --control-plane-kubelet: these tests run as root with containerd, so the default is what they
+// prove); its data dir is short then (containerd's socket path limit). Without, it gets
+// --control-plane-kubelet=false.
 func newJoinCluster(t *testing.T, n *testNet, kubelet bool, extraArgs ...string) *cluster {
 	t.Helper()
 	dir := t.TempDir()
@@ -147,9 +149,8 @@ func newJoinCluster(t *testing.T, n *testNet, kubelet bool, extraArgs ...string)
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { os.RemoveAll(dir) })
-		args = append(args, "--control-plane-kubelet")
 	}
-	c := &cluster{t: t, bin: skiffBinary, dataDir: dir, extraArgs: args}
+	c := &cluster{t: t, bin: skiffBinary, dataDir: dir, extraArgs: args, kubelet: kubelet}
 	c.ports = [3]int{freePort(t), freePort(t), freePort(t)}
 	c.kubeconfig = filepath.Join(c.dataDir, "admin.kubeconfig")
 	c.start()
@@ -185,6 +186,9 @@ type joinedNode struct {
 	// roles is --roles ("" for worker); extraArgs are more `skiff server` flags.
 	roles     string
 	extraArgs []string
+	// kubelet leaves --control-plane-kubelet at its default for a node without the worker role
+	// (the kubelet runs where the node can) instead of turning it off (kubeletOffArgs).
+	kubelet bool
 	// wrap, when set, is the command skiff runs under inside the netHost (skiffBinary and its
 	// arguments follow it), e.g. one that gives the node a mount namespace of its own.
 	wrap []string
@@ -223,6 +227,9 @@ func (w *joinedNode) args(token string) []string {
 	args := []string{"server", "--server", w.server, "--roles", roles, "--node-name", w.name,
 		"--bind-address", w.host.IP, "--advertise-address", w.host.IP, "--data-dir", w.dataDir}
 	args = append(args, diskReserveArgs(w.binary())...)
+	if !w.kubelet {
+		args = append(args, kubeletOffArgs(w.binary(), roles)...)
+	}
 	args = append(args, w.extraArgs...)
 	if token != "" {
 		args = append(args, "--token", token)

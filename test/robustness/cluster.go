@@ -100,7 +100,10 @@ func (n *Node) args() []string {
 		"--bind-address", n.Addr, "--node-name", n.Name,
 		"--https-port", strconv.Itoa(n.HTTPSPort), "--etcd-client-port", strconv.Itoa(n.EtcdClient),
 		"--etcd-peer-port", strconv.Itoa(n.EtcdPeer), "--kubelet-port", strconv.Itoa(n.Kubelet),
-		"--lb-port", strconv.Itoa(n.LB), "--etcd-disk-reserve-bytes", strconv.Itoa(DiskReserve)}
+		"--lb-port", strconv.Itoa(n.LB), "--etcd-disk-reserve-bytes", strconv.Itoa(DiskReserve),
+		// Control planes only, side by side in the host's network namespace: no kubelet, which
+		// the node would otherwise run by default as root with containerd.
+		"--control-plane-kubelet=false"}
 	return append(args, n.Join...)
 }
 

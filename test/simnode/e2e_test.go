@@ -72,7 +72,9 @@ func startSkiff(t *testing.T) kubernetes.Interface {
 		"--etcd-client-port", strconv.Itoa(freePort(t)), "--etcd-peer-port", strconv.Itoa(freePort(t)),
 		"--lb-port", strconv.Itoa(freePort(t)),
 		// 128 MiB kept for etcd, not 1 GiB: the test machine's disk is shared and often nearly full.
-		"--etcd-disk-reserve-bytes", strconv.Itoa(128<<20))
+		"--etcd-disk-reserve-bytes", strconv.Itoa(128<<20),
+		// The simulator's nodes are the cluster's: the control plane registers none of its own.
+		"--control-plane-kubelet=false")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

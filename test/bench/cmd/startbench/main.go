@@ -360,9 +360,9 @@ func workerJoins(ctx context.Context, o options, stderr io.Writer) ([]run, error
 	if err != nil {
 		return nil, err
 	}
-	cp, err := newNode(o, "startbench-cp", []string{"--roles", "etcd,controlplane", "--bind-address", "127.0.0.1",
+	cp, err := newNode(o, "startbench-cp", append([]string{"--roles", "etcd,controlplane", "--bind-address", "127.0.0.1",
 		"--https-port", strconv.Itoa(ports[0]), "--etcd-client-port", strconv.Itoa(ports[1]),
-		"--etcd-peer-port", strconv.Itoa(ports[2]), "--lb-port", strconv.Itoa(ports[3])})
+		"--etcd-peer-port", strconv.Itoa(ports[2]), "--lb-port", strconv.Itoa(ports[3])}, bench.KubeletOffArgs(o.binary)...))
 	if err != nil {
 		return nil, err
 	}
