@@ -25,6 +25,12 @@ func TestDashboardPageDecisions(t *testing.T) {
 		{`nodeUnschedulable({spec: {taints: [{key: 'dedicated', effect: 'PreferNoSchedule'}]}})`, "false"},
 		{`nodeUnschedulable({spec: {taints: [{key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule'}, {key: 'node.kubernetes.io/unreachable', effect: 'NoExecute'}]}})`, "false"},
 		{`nodeRoles({metadata: {labels: {'node-role.kubernetes.io/worker': '', 'node-role.kubernetes.io/etcd': 'true', app: 'x'}}}).join(',')`, "etcd,worker"},
+		// Why: cordoned, and the taints skiff gives its control-plane and etcd nodes' Nodes.
+		{`nodeUnschedulableWhy({spec: {}})`, ""},
+		{`nodeUnschedulableWhy({spec: {taints: [{key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule'}]}})`, "node-role.kubernetes.io/control-plane:NoSchedule"},
+		{`nodeUnschedulableWhy({spec: {unschedulable: true, taints: [{key: 'node.kubernetes.io/not-ready', effect: 'NoExecute'}, {key: 'node-role.kubernetes.io/etcd', effect: 'NoExecute'}, {key: 'dedicated', value: 'db', effect: 'NoSchedule'}]}})`,
+			"cordoned; node-role.kubernetes.io/etcd:NoExecute; dedicated=db:NoSchedule"},
+		{`(d => (d.innerHTML = badge('Unschedulable', 'warn', 'a:"NoSchedule"'), d.firstChild.title + '|' + d.innerText))(document.createElement('div'))`, `a:"NoSchedule"|Unschedulable`},
 		{`nodeRoles({metadata: {}}).length`, "0"},
 		{`qty('100m')`, "0.1"},
 		{`qty('2')`, "2"},

@@ -175,9 +175,13 @@ func TestDashboardBrowser(t *testing.T) {
 	ctx := browser(t)
 	c := newCluster(t)
 	k := ctl{c: c, t: t}
+	// The labels and taints skiff gives the Nodes of its control-plane and etcd-only nodes.
 	c.startSimNodes(t, simnode.Config{Nodes: 1, NamePrefix: "cp-", KubeletVersion: "v1.37.2-skiff",
-		Labels: map[string]string{"node-role.kubernetes.io/controlplane": "", "node-role.kubernetes.io/etcd": ""},
-		Taints: []corev1.Taint{{Key: "node-role.kubernetes.io/controlplane", Value: "true", Effect: corev1.TaintEffectNoSchedule}}})
+		Labels: map[string]string{"node-role.kubernetes.io/control-plane": "", "node-role.kubernetes.io/etcd": ""},
+		Taints: []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}})
+	c.startSimNodes(t, simnode.Config{Nodes: 1, NamePrefix: "etcd-", FirstIndex: 5, KubeletVersion: "v1.37.2-skiff",
+		Labels: map[string]string{"node-role.kubernetes.io/etcd": ""},
+		Taints: []corev1.Taint{{Key: "node-role.kubernetes.io/etcd", Effect: corev1.TaintEffectNoExecute}}})
 	c.startSimNodes(t, simnode.Config{Nodes: 2, NamePrefix: "worker-", FirstIndex: 10, KubeletVersion: "v1.37.2-skiff",
 		Labels: map[string]string{"node-role.kubernetes.io/worker": ""}})
 	url := startDashboard(t, c)
@@ -187,7 +191,10 @@ func TestDashboardBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, 60*time.Second, "control-plane node with roles and Unschedulable",
-		`(t => t.includes('controlplane') && t.includes('etcd') && t.includes('Unschedulable') && t.includes('Ready'))(`+rowJS("t-nodes", "cp-")+`)`)
+		`(t => t.includes('control-plane') && t.includes('etcd') && t.includes('Unschedulable') && t.includes('Ready'))(`+rowJS("t-nodes", "cp-")+`)`)
+	waitJS(t, ctx, 30*time.Second, "etcd-only node with its role and Unschedulable, its taint on hover",
+		`(t => t.includes('etcd') && !t.includes('control-plane') && t.includes('Unschedulable') && t.includes('Ready'))(`+rowJS("t-nodes", "etcd-")+`) && `+
+			`Array.from(document.querySelectorAll('#t-nodes .vt-row')).find(r => r.innerText.includes('etcd-')).querySelector('.badge.warn').title === 'node-role.kubernetes.io/etcd:NoExecute'`)
 	waitJS(t, ctx, 30*time.Second, "worker nodes schedulable",
 		`(t => t.includes('worker') && t.includes('Ready') && !t.includes('Unschedulable'))(`+rowJS("t-nodes", "worker-")+`)`)
 	// A cordon from the page goes through the API (confirm() is accepted).

@@ -211,7 +211,10 @@ function age(ts) {
   return Math.floor(s / 24) + 'd';
 }
 
-function badge(text, cls) { return '<span class="badge ' + (cls || '') + '">' + esc(text) + '</span>'; }
+// badge is a label; title, when given, is shown on hover (why a node is Unschedulable).
+function badge(text, cls, title) {
+  return '<span class="badge ' + (cls || '') + '"' + (title ? ' title="' + esc(title) + '"' : '') + '>' + esc(text) + '</span>';
+}
 
 function showMsg(text, ok) {
   const m = $('msg');
@@ -390,11 +393,21 @@ function nodeRoles(n) {
     .map((k) => k.slice('node-role.kubernetes.io/'.length)).filter(Boolean).sort();
 }
 
-function nodeUnschedulable(n) {
-  if (n.spec && n.spec.unschedulable) return true;
-  return ((n.spec && n.spec.taints) || []).some((t) =>
-    (t.effect === 'NoSchedule' || t.effect === 'NoExecute') && !IGNORED_TAINTS.has(t.key));
+// nodeUnschedulableWhy says why no ordinary pod is scheduled to node n ('' when one may be): it is
+// cordoned (spec.unschedulable), or tainted NoSchedule or NoExecute other than for its readiness,
+// as skiff taints the Nodes of its etcd and control-plane nodes
+// (node-role.kubernetes.io/control-plane:NoSchedule, node-role.kubernetes.io/etcd:NoExecute).
+function nodeUnschedulableWhy(n) {
+  const why = (n.spec && n.spec.unschedulable) ? ['cordoned'] : [];
+  for (const t of (n.spec && n.spec.taints) || []) {
+    if ((t.effect === 'NoSchedule' || t.effect === 'NoExecute') && !IGNORED_TAINTS.has(t.key)) {
+      why.push(t.key + (t.value ? '=' + t.value : '') + ':' + t.effect);
+    }
+  }
+  return why.join('; ');
 }
+
+function nodeUnschedulable(n) { return nodeUnschedulableWhy(n) !== ''; }
 
 function nodeReady(n) {
   const c = ((n.status && n.status.conditions) || []).find((x) => x.type === 'Ready');
@@ -449,7 +462,7 @@ function renderNodes() {
     { t: 'Status', c: (n) => {
       const r = nodeReady(n);
       return badge(r === 'True' ? 'Ready' : 'NotReady', r === 'True' ? 'good' : 'bad') +
-        (nodeUnschedulable(n) ? badge('Unschedulable', 'warn') : '');
+        (nodeUnschedulable(n) ? badge('Unschedulable', 'warn', nodeUnschedulableWhy(n)) : '');
     } },
     { t: 'Addresses', c: (n) => esc(((n.status && n.status.addresses) || []).map((a) => a.address).join(', ')) },
     { t: 'Kubelet / runtime', c: (n) => {
