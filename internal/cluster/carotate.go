@@ -400,7 +400,7 @@ func runCAStep(dataDir string, f caFiles, step caStep, leaves []leafFile, now ti
 	nextCrt, nextKey := filepath.Join(pkiDir, f.next+".crt"), filepath.Join(pkiDir, f.next+".key")
 	switch step.kind {
 	case stepMakeNext:
-		certPEM, keyPEM, err := pki.GenerateCA("skiff-"+f.name+"-"+now.UTC().Format("20060102-150405"), now)
+		certPEM, keyPEM, err := pki.GenerateCA("skiff-"+join.CASecretKey(f.name)+"-"+now.UTC().Format("20060102-150405"), now)
 		if err != nil {
 			return nil, err
 		}

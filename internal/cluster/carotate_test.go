@@ -15,20 +15,22 @@ import (
 	"github.com/skiff-sh/skiff/internal/pki"
 )
 
-func TestCARotationPlan(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	ca := func(name string) *x509.Certificate {
-		certPEM, _, err := pki.GenerateCA(name, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := pki.ParseCertificate(certPEM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
+// testCACert is a new CA's certificate named name.
+func testCACert(t *testing.T, name string) *x509.Certificate {
+	t.Helper()
+	certPEM, _, err := pki.GenerateCA(name, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
 	}
-	oldCA, newCA := ca("old"), ca("new")
+	c, err := pki.ParseCertificate(certPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestCARotationPlan(t *testing.T) {
+	oldCA, newCA := testCACert(t, "old"), testCACert(t, "new")
 	bundle := func(cs ...*x509.Certificate) []*x509.Certificate { return cs }
 	tests := []struct {
 		name    string

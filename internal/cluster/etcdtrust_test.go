@@ -3,25 +3,10 @@ package cluster
 import (
 	"crypto/x509"
 	"testing"
-	"time"
-
-	"github.com/skiff-sh/skiff/internal/pki"
 )
 
 func TestSameTrust(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	ca := func(name string) *x509.Certificate {
-		certPEM, _, err := pki.GenerateCA(name, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := pki.ParseCertificate(certPEM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	oldCA, newCA := ca("old"), ca("new")
+	oldCA, newCA := testCACert(t, "old"), testCACert(t, "new")
 	certs := func(cs ...*x509.Certificate) []*x509.Certificate { return cs }
 	tests := []struct {
 		name string

@@ -83,12 +83,10 @@ func (m *Member) supervise(ctx context.Context) {
 	case <-e.Server.ReadyNotify():
 		close(m.ready)
 	case <-timeout.C:
-		m.fail(fmt.Errorf("etcd member %s not ready after %s", m.cfg.Name, m.cfg.ReadyTimeout))
-		m.Stop()
+		m.failStop(fmt.Errorf("etcd member %s not ready after %s", m.cfg.Name, m.cfg.ReadyTimeout))
 		return
 	case err := <-e.Err():
-		m.fail(fmt.Errorf("etcd member %s failed while starting: %w", m.cfg.Name, err))
-		m.Stop()
+		m.failStop(fmt.Errorf("etcd member %s failed while starting: %w", m.cfg.Name, err))
 		return
 	case <-ctx.Done():
 		m.Stop()
@@ -106,8 +104,7 @@ func (m *Member) supervise(ctx context.Context) {
 			m.Stop()
 			return
 		case <-e.Server.StopNotify():
-			m.fail(fmt.Errorf("etcd member %s stopped", m.cfg.Name))
-			m.Stop()
+			m.failStop(fmt.Errorf("etcd member %s stopped", m.cfg.Name))
 			return
 		case <-ctx.Done():
 			m.Stop()
@@ -118,8 +115,7 @@ func (m *Member) supervise(ctx context.Context) {
 			err := m.restart()
 			done <- err
 			if err != nil {
-				m.fail(err)
-				m.Stop()
+				m.failStop(err)
 				return
 			}
 		}
@@ -196,6 +192,12 @@ func (m *Member) restart() error {
 	case <-m.stopped:
 		return nil
 	}
+}
+
+// failStop fails the member with err and stops it.
+func (m *Member) failStop(err error) {
+	m.fail(err)
+	m.Stop()
 }
 
 func (m *Member) fail(err error) {

@@ -23,9 +23,9 @@ const restartLockTTL = 60
 // restart takes, and only when every member of the cluster is healthy (restartSafe): the members
 // of a cluster restart one at a time, each after the one before serves again, so the cluster
 // keeps its quorum. client is the node's own client of this member (its API server's): while the
-// member is down, client's endpoints are the other members' client URLs, so the API server keeps
-// serving, and its streams leave the member before it closes (etcd waits up to its request
-// timeout, 7 s, for open streams to end before it stops).
+// member restarts, client's endpoints are the other members' client URLs, so the API server's new
+// requests go there while the member lets its open streams (watches) run to its request timeout,
+// 7 s, and stops; the watches then resume on the other members.
 func (m *Member) RestartInTurn(ctx context.Context, client *clientv3.Client) error {
 	session, err := concurrency.NewSession(client, concurrency.WithTTL(restartLockTTL), concurrency.WithContext(ctx))
 	if err != nil {
@@ -48,6 +48,9 @@ func (m *Member) RestartInTurn(ctx context.Context, client *clientv3.Client) err
 	if err := restartSafe(list.Members); err != nil {
 		return fmt.Errorf("etcd member %s not restarted now: %w", m.cfg.Name, err)
 	}
+	// A member alone has no other to lend its client: its API server waits for it (etcd gives
+	// open streams its request timeout, 7 s, to end before it stops; a client cannot end them
+	// sooner, as gRPC lets the streams of a connection it leaves finish).
 	if others := otherClientURLs(list.Members, m.cfg.Name); len(others) > 0 {
 		own := client.Endpoints()
 		client.SetEndpoints(others...)

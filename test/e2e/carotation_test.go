@@ -71,7 +71,7 @@ spec:
 // trust phase with a token made before it joins; at the end every certificate of both nodes
 // chains to the new CA and none to the old.
 func TestCARotation(t *testing.T) {
-	rc := startCARotationCluster(t)
+	rc := startCARotationCluster(t, "")
 	n, c, others, w, token := rc.net, rc.c, rc.others, rc.worker, rc.token
 	pods := podRecords(t, c)
 	oldCA := firstCA(t, filepath.Join(c.dataDir, "pki", "ca.crt"))
@@ -224,14 +224,15 @@ type caRotationCluster struct {
 	token string
 }
 
-func startCARotationCluster(t *testing.T) *caRotationCluster {
+// The third node has --roles thirdRoles ("": a stacked control plane like the other two).
+func startCARotationCluster(t *testing.T, thirdRoles string) *caRotationCluster {
 	t.Helper()
 	n := newTestNet(t)
 	c := newJoinCluster(t, n, true)
 	cpToken := c.createToken("--control-plane", "--ttl", "1h")
-	var others []*cluster
-	for i := 2; i <= 3; i++ {
-		others = append(others, haControlPlaneOn(t, skiffBinary, n, n.addHost(), fmt.Sprintf("cp-%d", i), c.ports, c.ServerURL(n), cpToken))
+	others := []*cluster{
+		haControlPlaneOn(t, skiffBinary, n, n.addHost(), "cp-2", c.ports, c.ServerURL(n), cpToken),
+		haNodeOn(t, skiffBinary, n, n.addHost(), "cp-3", thirdRoles, c.ports, c.ServerURL(n), cpToken),
 	}
 	waitEtcdMembers(t, c, 3)
 	token := c.createToken()

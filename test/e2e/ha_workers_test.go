@@ -33,6 +33,13 @@ func haControlPlane(t *testing.T, n *testNet, h *netHost, name string, ports [3]
 // haControlPlaneOn is haControlPlane running the skiff binary bin.
 func haControlPlaneOn(t *testing.T, bin string, n *testNet, h *netHost, name string, ports [3]int, server, token string, extra ...string) *cluster {
 	t.Helper()
+	return haNodeOn(t, bin, n, h, name, "", ports, server, token, extra...)
+}
+
+// haNodeOn is haControlPlaneOn for a node of roles ("": etcd,controlplane), such as an etcd-only
+// node ("etcd"), whose admin kubeconfig reaches the API through its balancer.
+func haNodeOn(t *testing.T, bin string, n *testNet, h *netHost, name, roles string, ports [3]int, server, token string, extra ...string) *cluster {
+	t.Helper()
 	dir := filepath.Join(os.TempDir(), "skha"+randomID(t))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -46,11 +53,22 @@ func haControlPlaneOn(t *testing.T, bin string, n *testNet, h *netHost, name str
 	if server != "" {
 		args = append(args, "--server", server, "--token", token)
 	}
-	c := &cluster{t: t, bin: bin, dataDir: dir, ports: ports, extraArgs: args}
+	c := &cluster{t: t, bin: bin, dataDir: dir, ports: ports, extraArgs: args, roles: roles}
 	c.kubeconfig = filepath.Join(dir, "admin.kubeconfig")
-	if h == nil {
+	switch {
+	case h == nil:
 		c.start()
-	} else {
+	case roles == "etcd":
+		// No API server of its own, and its balancer listens on the namespace's loopback: the
+		// test reaches the API through the server it joined, once the node says it is ready.
+		startInNamespace(c, h, n.HostIP())
+		eventually(t, 90*time.Second, func() error {
+			if !strings.Contains(c.log(), "skiff etcd node ready") {
+				return fmt.Errorf("etcd-only node %s not ready:\n%s", name, c.log())
+			}
+			return nil
+		})
+	default:
 		startInNamespace(c, h, addr)
 	}
 	t.Cleanup(c.stop)
