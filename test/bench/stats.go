@@ -38,3 +38,9 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func ms(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64)
 }
+
+// Percentiles are the p50, p99 and max of samples, for benchmarks outside this package.
+func Percentiles(samples []time.Duration) (p50, p99, maxLatency time.Duration) {
+	s := summarize(samples)
+	return s.P50, s.P99, s.Max
+}
