@@ -31,7 +31,7 @@ export GOWORK=off GOFLAGS=-mod=mod
 
 e2e=registry.k8s.io/e2e-test-images
 # Bump recipe when an image's recipe changes, so existing caches rebuild.
-recipe=3
+recipe=4
 stamp=$out/.version
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$version-$recipe" ]]; then
 	rm -f "$out"/*.tar

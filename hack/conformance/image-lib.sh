@@ -56,7 +56,29 @@ tool() {
 	copy_bin "$root" "$path"
 }
 
-# busybox_root ROOT: a root filesystem with the host's static busybox and its applets.
+# wget_busybox: prints the path of a static busybox whose wget takes -T. Debian bookworm's busybox
+# 1.35 (static and dynamic alike) segfaults on `wget -T N`, which the Service verification specs
+# run (`wget -q -O - -T 1 URL`, from host-network and pod-network exec pods); trixie's 1.37 does
+# not. Its package is fetched once into $cache/wget-busybox through a package list of its own
+# (the host's apt sources are left alone). Prints nothing when it cannot be had.
+wget_busybox() {
+	local dir=$cache/wget-busybox
+	if [[ ! -x $dir/root/usr/bin/busybox ]]; then
+		mkdir -p "$dir/lists/partial"
+		echo "deb http://deb.debian.org/debian trixie main" >"$dir/sources.list"
+		local opts=(-o Dir::Etc::sourcelist="$dir/sources.list" -o Dir::Etc::sourceparts=- -o Dir::State::Lists="$dir/lists")
+		(cd "$dir" && apt-get -qq "${opts[@]}" update && apt-get -qq "${opts[@]}" download busybox-static) >/dev/null 2>&1 || true
+		for d in "$dir"/busybox-static_*.deb; do [[ -f $d ]] && dpkg -x "$d" "$dir/root"; done
+	fi
+	if [[ -x $dir/root/usr/bin/busybox ]] && ! ldd "$dir/root/usr/bin/busybox" >/dev/null 2>&1; then
+		echo "$dir/root/usr/bin/busybox"
+	else
+		echo "no static busybox from trixie for wget: wget -T segfaults in the images" >&2
+	fi
+}
+
+# busybox_root ROOT: a root filesystem with the host's static busybox and its applets, wget
+# from wget_busybox's.
 busybox_root() {
 	local root=$1 bb
 	rm -rf "$root"
@@ -87,6 +109,13 @@ busybox_root() {
 		nogroup:x:65534:
 	G
 	echo "hosts: files dns" >"$root/etc/nsswitch.conf"
+	local wbb
+	wbb=$(wget_busybox)
+	if [[ -n $wbb ]]; then
+		install -m 0755 "$wbb" "$root/bin/busybox-wget"
+		ln -sf /bin/busybox-wget "$root/usr/bin/wget"
+		ln -sf /bin/busybox-wget "$root/bin/wget"
+	fi
 }
 
 build() { # build TAG ROOT [build-dir flags...]
