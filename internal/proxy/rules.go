@@ -118,10 +118,15 @@ func selectEndpoints(eps []endpoint, localOnly bool) []endpoint {
 	return terminating
 }
 
-// proxied reports whether skiff's proxy programs this service at all.
+// proxied reports whether skiff's proxy programs this service at all. As kube-proxy's informers
+// select, a service another proxy owns (service.kubernetes.io/service-proxy-name) or one labelled
+// service.kubernetes.io/headless is left alone: its cluster IP answers as an address of the
+// service range without rules.
 func proxied(svc *corev1.Service) bool {
-	if _, ok := svc.Labels["service.kubernetes.io/service-proxy-name"]; ok {
-		return false
+	for _, label := range []string{"service.kubernetes.io/service-proxy-name", "service.kubernetes.io/headless"} {
+		if _, ok := svc.Labels[label]; ok {
+			return false
+		}
 	}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
 		return false

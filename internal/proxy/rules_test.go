@@ -178,6 +178,20 @@ func TestBuild(t *testing.T) {
 		slices: []*discoveryv1.EndpointSlice{makeSlice("headless", "http", 8080, tcp, readyEp("10.244.1.5", "node-a"))},
 		checks: []check{{"nothing", fromPod("10.244.1.5", 8080, "tcp"), outcome{}}},
 	}, {
+		name: "a service labelled headless or another proxy's gets no rules",
+		svcs: []*corev1.Service{
+			withLabel(makeSvc("web", "10.96.0.10").port("http", 80, tcp).obj(), "service.kubernetes.io/headless", ""),
+			withLabel(makeSvc("api", "10.96.0.11").port("http", 80, tcp).obj(), "service.kubernetes.io/service-proxy-name", "other"),
+		},
+		slices: []*discoveryv1.EndpointSlice{
+			makeSlice("web", "http", 8080, tcp, readyEp("10.244.1.5", "node-a")),
+			makeSlice("api", "http", 8080, tcp, readyEp("10.244.1.6", "node-a")),
+		},
+		checks: []check{
+			{"labelled headless", fromPod("10.96.0.10", 80, "tcp"), outcome{verdict: "REJECT"}},
+			{"another proxy's", fromPod("10.96.0.11", 80, "tcp"), outcome{verdict: "REJECT"}},
+		},
+	}, {
 		name: "node ports on node addresses, external IPs and load-balancer IPs, all protocols",
 		svcs: []*corev1.Service{
 			makeSvc("web", "10.96.0.10").port("http", 80, tcp).nodePort(30080).externalIP("192.168.7.7").obj(),
@@ -465,4 +479,13 @@ filter -A SKTEST01-LBFW -m comment --comment "ns/web:http" -d 192.168.5.1/32 -p 
 	if !slices.Equal(gotLines, wantLines) {
 		t.Errorf("rules:\n%s\nwant:\n%s", got.String(), want)
 	}
+}
+
+// withLabel sets a label on svc.
+func withLabel(svc *corev1.Service, key, value string) *corev1.Service {
+	if svc.Labels == nil {
+		svc.Labels = map[string]string{}
+	}
+	svc.Labels[key] = value
+	return svc
 }
