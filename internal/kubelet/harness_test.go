@@ -136,6 +136,25 @@ func (h *harness) step(d time.Duration) {
 	h.clock.Step(d)
 }
 
+// stepUntil advances the fake clock by d and waits a while for cond, again and again: a loop's
+// ticker made after a step would never see it, and under load the harness cannot tell which
+// loops have made theirs.
+func (h *harness) stepUntil(what string, d time.Duration, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		h.step(d)
+		for settle := time.Now().Add(500 * time.Millisecond); time.Now().Before(settle); time.Sleep(5 * time.Millisecond) {
+			if cond() {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
 func (h *harness) pod(namespace, name string) *corev1.Pod {
 	h.t.Helper()
 	pod, err := h.client.CoreV1().Pods(namespace).Get(context.Background(), name, metav1.GetOptions{})

@@ -91,6 +91,9 @@ type Kubelet struct {
 	nodes *nodeStatus
 
 	workerWG sync.WaitGroup
+	// workersClosed, guarded by mu, is set before Run waits for workerWG: a WaitGroup's Add from
+	// zero must happen before its Wait, so no worker starts once Run has begun waiting.
+	workersClosed bool
 	// kills are the background kills of deleted pods (terminatePod), guarded by mu; their
 	// goroutines are counted in workerWG.
 	kills map[types.UID]*podKill

@@ -472,8 +472,7 @@ func TestOrphanedSandboxesAreCleanedUp(t *testing.T) {
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: "ghost", Namespace: "default", Uid: "uid-ghost"},
 		Labels:   map[string]string{labelPodUID: "uid-ghost", labelManagedBy: managedByKubelet},
 	})
-	h.step(h.cfg.HousekeepingPeriod)
-	h.eventually("orphan removed", func() bool { all, _ := h.runtime.SandboxCount(); return all == 0 })
+	h.stepUntil("orphan removed", h.cfg.HousekeepingPeriod, func() bool { all, _ := h.runtime.SandboxCount(); return all == 0 })
 }
 
 func TestRestartedKubeletAdoptsRunningPods(t *testing.T) {

@@ -19,7 +19,7 @@ type podWorker struct {
 func (k *Kubelet) enqueue(uid types.UID) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.ctx == nil || k.ctx.Err() != nil {
+	if k.ctx == nil || k.ctx.Err() != nil || k.workersClosed {
 		return
 	}
 	w, ok := k.workers[uid]
@@ -78,4 +78,10 @@ func (k *Kubelet) runWorker(ctx context.Context, uid types.UID, w *podWorker) {
 	}
 }
 
-func (k *Kubelet) waitWorkers() { k.workerWG.Wait() }
+// waitWorkers closes the group to new workers, then waits for those running.
+func (k *Kubelet) waitWorkers() {
+	k.mu.Lock()
+	k.workersClosed = true
+	k.mu.Unlock()
+	k.workerWG.Wait()
+}
