@@ -31,6 +31,7 @@ func proxyOptions(cfg *Config) (proxy.Options, error) {
 		// differ by metric.
 		DeviceMetric:       100 + int(fnvHash(cfg.DataDir)%9000),
 		LocalhostNodePorts: true,
+		Conntrack:          proxy.DefaultConntrackTimeouts(),
 		Logger:             cfg.Logger.With("component", "proxy"),
 	}
 	svc, err := netip.ParsePrefix(cfg.ServiceCIDR)

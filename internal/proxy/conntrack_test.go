@@ -6,6 +6,7 @@ import (
 	"net"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +159,34 @@ func testConntrackFlushInNetns(t *testing.T, mode string) {
 	})
 	if got := ask("two"); got != epB+" two" {
 		t.Errorf("same socket after the endpoint changed answered %q, want endpoint B", got)
+	}
+}
+
+func TestConntrackWrites(t *testing.T) {
+	def := DefaultConntrackTimeouts()
+	for _, tt := range []struct {
+		name    string
+		current map[string]int
+		want    ConntrackTimeouts
+		writes  []SysctlWrite
+	}{
+		{name: "kernel defaults raised to kube-proxy's",
+			current: map[string]int{sysctlTCPEstablished: 432000, sysctlTCPCloseWait: 60}, want: def,
+			writes: []SysctlWrite{{sysctlTCPEstablished, 86400}, {sysctlTCPCloseWait, 3600}}},
+		{name: "already right: nothing written",
+			current: map[string]int{sysctlTCPEstablished: 86400, sysctlTCPCloseWait: 3600}, want: def},
+		{name: "zero leaves the node's value",
+			current: map[string]int{sysctlTCPEstablished: 1, sysctlTCPCloseWait: 60}, want: ConntrackTimeouts{TCPCloseWait: 2 * time.Hour},
+			writes: []SysctlWrite{{sysctlTCPCloseWait, 7200}}},
+		{name: "an unreadable sysctl is not written",
+			current: map[string]int{sysctlTCPCloseWait: 60}, want: def,
+			writes: []SysctlWrite{{sysctlTCPCloseWait, 3600}}},
+		{name: "below a second is no timeout", current: map[string]int{sysctlTCPCloseWait: 60}, want: ConntrackTimeouts{TCPCloseWait: time.Millisecond}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := conntrackWrites(tt.current, tt.want); !slices.Equal(got, tt.writes) {
+				t.Errorf("writes = %v, want %v", got, tt.writes)
+			}
+		})
 	}
 }

@@ -122,15 +122,8 @@ func (h Host) EnableRouteLocalnet(ctx context.Context) error {
 // namespace (inside Wrap). A node without it (nf_conntrack not loaded) tracks strictly once the
 // module loads, so that reads as false.
 func (h Host) ConntrackTCPLiberal(ctx context.Context) (bool, error) {
-	out, err := h.run(ctx, "", "cat", "/proc/sys/net/netfilter/nf_conntrack_tcp_be_liberal")
-	if err != nil {
-		return false, fmt.Errorf("read nf_conntrack_tcp_be_liberal: %w", err)
-	}
-	v, err := strconv.Atoi(strings.TrimSpace(out))
-	if err != nil {
-		return false, fmt.Errorf("read nf_conntrack_tcp_be_liberal: %w", err)
-	}
-	return v != 0, nil
+	v, err := h.ReadSysctl(ctx, "net/netfilter/nf_conntrack_tcp_be_liberal")
+	return v != 0, err
 }
 
 // Cleanup removes every chain and hook of prefix, whatever run installed them; without

@@ -164,9 +164,11 @@ func testProxierInNetns(t *testing.T, mode string) {
 	client := fake.NewClientset()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	hostCloseWait, hostErr := Host{}.ReadSysctl(ctx, sysctlTCPCloseWait)
 	go func() {
 		done <- Run(ctx, client, Options{Config: cfg, Mode: mode, Device: "skp0", Host: host, LocalhostNodePorts: true, MinSyncInterval: 20 * time.Millisecond, Metrics: NewMetrics(reg),
-			Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))})
+			Conntrack: DefaultConntrackTimeouts(),
+			Logger:    slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 
@@ -194,6 +196,16 @@ func testProxierInNetns(t *testing.T, mode string) {
 		s := nodeRules(t, host, cfg.Prefix)
 		return strings.Contains(s, epIP+":8080") && !strings.Contains(s, stale) && !strings.Contains(s, staleNft), s
 	})
+	// kube-proxy's conntrack timeouts, in the node's namespace only.
+	for name, want := range map[string]int{sysctlTCPCloseWait: 3600, sysctlTCPEstablished: 86400} {
+		waitFor(t, name, func() (bool, string) {
+			got, err := host.ReadSysctl(ctx, name)
+			return err == nil && got == want, fmt.Sprintf("%d %v, want %d", got, err, want)
+		})
+	}
+	if got, err := (Host{}).ReadSysctl(ctx, sysctlTCPCloseWait); hostErr == nil && (err != nil || got != hostCloseWait) {
+		t.Errorf("the host's own close_wait timeout went from %d to %d (%v)", hostCloseWait, got, err)
+	}
 
 	wget := func(url string) (string, error) {
 		out, err := exec.Command("ip", "netns", "exec", ns, "timeout", "10", "busybox", "wget", "-q", "-O", "-", url).CombinedOutput()

@@ -51,6 +51,9 @@ type Options struct {
 	// HealthzAddress, when set (host:port, kube-proxy's is port 10256), serves the proxy's own
 	// /healthz and /livez.
 	HealthzAddress string
+	// Conntrack are the conntrack timeouts set on the node once its rules exist (zero: the
+	// node's own; the cluster gives kube-proxy's, DefaultConntrackTimeouts).
+	Conntrack ConntrackTimeouts
 	// HealthTimeout is how long a change may wait for its sync before /healthz and the
 	// health-check node ports report the proxy unhealthy (default 1 min).
 	HealthTimeout time.Duration
@@ -95,6 +98,11 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 	if err := setup(ctx, opts, be); err != nil {
 		cleanupErr := teardown(opts)
 		return errors.Join(err, cleanupErr)
+	}
+	if writes, err := applyConntrackTimeouts(ctx, opts.Host, opts.Conntrack); err != nil {
+		log.Warn("conntrack timeouts not set; the node's stay", "err", err)
+	} else if len(writes) > 0 {
+		log.Info("conntrack timeouts set", "sysctls", writes)
 	}
 	defer func() {
 		if err := teardown(opts); err != nil {
