@@ -10,7 +10,8 @@
 #
 # usage: hack/conformance/build-images.sh CACHE_DIR SKIFF_BINARY [K8S_VERSION]
 # Substitutes (see docs/user/conformance.md): nginx is Debian's 1.22 under the
-# 1.14/1.15 tags, httpd is busybox httpd, jessie-dnsutils is busybox + bash +
+# 1.14/1.15 tags, httpd is busybox httpd, distroless-iptables is busybox + conntrack,
+# jessie-dnsutils is busybox + bash +
 # Debian's dig/host/nslookup. sample-apiserver 1.29.2 is the k8s.io/sample-apiserver
 # module (v0.33.4, the version build-e2e.sh replaces it with) built in a temporary module;
 # etcd 3.5.21-0 is Debian's /usr/bin/etcd (3.4) at /usr/local/bin/etcd, the path the
@@ -218,6 +219,25 @@ for v in 1.14-4 1.15-4; do
 	H
 	build $e2e/nginx:$v "$r" --cmd /usr/sbin/nginx
 done
+
+# regression-issue-74839 (the INVALID conntrack spec's server: it sends a segment out of the
+# connection's window over a raw socket), built from the k8s source as upstream's image is.
+if ! have $e2e/regression-issue-74839:1.2; then
+	r=$work/regression-issue-74839
+	busybox_root "$r"
+	gobuild "$cache/build/regression-issue-74839" ./test/images/regression-issue-74839
+	install -m 0755 "$cache/build/regression-issue-74839" "$r/regression-issue-74839"
+	build $e2e/regression-issue-74839:1.2 "$r" --entrypoint /regression-issue-74839
+fi
+
+# distroless-iptables (the KubeProxy CLOSE_WAIT spec's host-network pod: sleep, then `sh -c` with
+# test, which, grep and conntrack -L): busybox and the host's conntrack.
+if ! have registry.k8s.io/build-image/distroless-iptables:v0.8.11; then
+	r=$work/distroless-iptables
+	busybox_root "$r"
+	tool "$r" conntrack
+	build registry.k8s.io/build-image/distroless-iptables:v0.8.11 "$r" --cmd sh
+fi
 
 # sample-apiserver (the aggregator spec's extension server; the image runs /sample-apiserver
 # with the spec's args). Built in a module of its own under $cache/build, never in skiff's.

@@ -30,6 +30,7 @@ needs=(
 	"containerd script:hack/install-runtime.sh"
 	"runc script:hack/install-runtime.sh"
 	"iptables script:hack/install-runtime.sh"
+	"conntrack script:hack/install-runtime.sh"
 	"busybox script:hack/install-runtime.sh"
 	"gcc deb:gcc"
 	"ip deb:iproute2"
