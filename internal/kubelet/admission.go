@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -20,6 +21,10 @@ const (
 	// reasonNodePorts is the predicate admission handler's reason for a host
 	// port conflict: the name of the scheduler's NodePorts filter.
 	reasonNodePorts = "NodePorts"
+	// reasonPodOSSelector and reasonPodOSNotSupported are the predicate handler's reasons for a
+	// pod meant for another operating system: by its kubernetes.io/os label, or by spec.os.
+	reasonPodOSSelector     = "PodOSSelectorNodeLabelDoesNotMatch"
+	reasonPodOSNotSupported = "PodOSNotSupported"
 	// nodePortsDesc is that filter's failure description.
 	nodePortsDesc = "node(s) didn't have free ports for the requested pod ports"
 )
@@ -144,10 +149,19 @@ type admitResult struct {
 }
 
 // admitPod decides whether the node runs pod, given the pods it admitted
-// before (running or about to run): its sysctls must be allowed, and its host
-// ports free. Like Kubernetes' kubelet, a rejected pod is not retried: it
-// fails, and its controller makes a new one.
+// before (running or about to run): it must be meant for this node's operating
+// system, its sysctls must be allowed, and its host ports free. Like
+// Kubernetes' kubelet, a rejected pod is not retried: it fails, and its
+// controller makes a new one.
 func admitPod(pod *corev1.Pod, admitted []*corev1.Pod, sysctls sysctlAllowlist) admitResult {
+	// The node's OS is the kubelet's own (its kubernetes.io/os label says the same), checked
+	// first, as upstream: preemption could not help.
+	if os, ok := pod.Labels[corev1.LabelOSStable]; ok && os != runtime.GOOS {
+		return admitResult{reason: reasonPodOSSelector, message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"}
+	}
+	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != runtime.GOOS {
+		return admitResult{reason: reasonPodOSNotSupported, message: "Failed to admit pod as the OS field doesn't match node OS"}
+	}
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		for _, s := range sc.Sysctls {
 			if err := sysctls.check(s.Name, pod.Spec.HostNetwork, pod.Spec.HostIPC); err != nil {

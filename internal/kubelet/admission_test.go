@@ -83,6 +83,16 @@ func TestAdmitPod(t *testing.T) {
 		pod.Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: &always, Ports: []corev1.ContainerPort{p}}}
 		return pod
 	}
+	withOS := func(label, field string) *corev1.Pod {
+		p := makePod("os").obj()
+		if label != "" {
+			p.Labels = map[string]string{corev1.LabelOSStable: label}
+		}
+		if field != "" {
+			p.Spec.OS = &corev1.PodOS{Name: corev1.OSName(field)}
+		}
+		return p
+	}
 	forbidden := "SysctlForbidden"
 	ports := "NodePorts"
 	portsMsg := "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
@@ -112,6 +122,9 @@ func TestAdmitPod(t *testing.T) {
 		{"container port only", withPorts("new", corev1.ContainerPort{ContainerPort: 8080}), []*corev1.Pod{withPorts("old", corev1.ContainerPort{ContainerPort: 8080})}, "", ""},
 		{"itself", withPorts("same", port("TCP", "", 8080)), []*corev1.Pod{withPorts("same", port("TCP", "", 8080))}, "", ""},
 		{"sidecar port", withPorts("new", port("TCP", "", 8080)), []*corev1.Pod{sidecarWithPort("old", port("TCP", "", 8080))}, ports, portsMsg},
+		{"linux pod", withOS("linux", "linux"), nil, "", ""},
+		{"windows by spec.os", withOS("", "windows"), nil, "PodOSNotSupported", "the OS field doesn't match node OS"},
+		{"windows by label", withOS("windows", ""), nil, "PodOSSelectorNodeLabelDoesNotMatch", "`kubernetes.io/os` label doesn't match"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := admitPod(tc.pod, tc.admitted, allow)
