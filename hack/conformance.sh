@@ -166,6 +166,8 @@ hack/conformance/build-e2e.sh "$cache" "$version"
 log "skiff"
 nice -n 19 go build -o "$results/skiff" ./cmd/skiff
 skiff=$results/skiff
+go build -o "$results/nodeinit" ./hack/conformance/nodeinit
+nodeinit=$results/nodeinit
 log "test images in $cache/images"
 hack/conformance/build-images.sh "$cache" "$skiff" "$version"
 if [[ $suite == csi ]]; then
@@ -321,35 +323,41 @@ lb_port=$(free_port) # the node-local API load balancer's default 6444 is taken 
 ss -Hltn "sport = :10250" | grep -q . || kubelet_port=10250
 export KUBECONFIG=$data/admin.kubeconfig
 
+# Every node runs as on a machine of its own: in a PID, mount and UTS namespace of its own
+# (hack/conformance/nodeinit, PID 1 there; its hostname is the node's name). Storage specs reach "the node" with a hostPID pod that
+# enters /rootfs/proc/1/ns/mnt (e2e's host-exec pods: local volumes, loop devices, mounts the
+# kubelet must see); here that is the node's init and mount namespace, not this machine's init
+# (which refuses it even to root). Every mount is private to its node, and what a node leaves
+# running ends with it.
+#
 # Each node's kubelet root dir (--kubelet-root-dir, where CSI node plugins register and publish).
 # The CSI drivers' manifests mount hostPaths under /var/lib/kubelet and publish into the target path
 # the kubelet names, so for --suite csi the kubelet's root must be /var/lib/kubelet as the node's
-# containers see it, and each node's its own: every node (the control plane's too) runs in a mount
-# namespace of its own, private so that nothing it mounts reaches the host or the other nodes, where
-# its own directory (DATA/kubelet-root) is bind-mounted at /var/lib/kubelet and made rshared, so
-# what a node plugin mounts under pods/ with Bidirectional propagation reaches that node's kubelet
-# and its pods. The namespace, and every mount in it, goes with the node's last process. The other
-# suites keep the layout they always had (the root inside the node's data dir, no namespace).
+# containers see it, and each node's its own: in the node's mount namespace its own directory
+# (DATA/kubelet-root) is bind-mounted at /var/lib/kubelet and made rshared, so what a node plugin
+# mounts under pods/ with Bidirectional propagation reaches that node's kubelet and its pods. The
+# other suites keep the root inside the node's data dir.
 own_kubelet_root=0
 [[ $suite == csi ]] && own_kubelet_root=1
 root_dir_flag=0
 server_help=$("$skiff" server --help 2>&1 || true) # the flag package's usage exits non-zero
 [[ $server_help == *-kubelet-root-dir* ]] && root_dir_flag=1
 if ((own_kubelet_root && !root_dir_flag)); then
-	log "this skiff has no --kubelet-root-dir: the nodes run in their own mount namespaces with the kubelet's default layout"
+	log "this skiff has no --kubelet-root-dir: the nodes run with the kubelet's default layout"
 fi
-# node_cmd NODE_DATA_DIR: the command prefix that starts the node whose data dir is NODE_DATA_DIR
-# (then its skiff server arguments follow), into the array node_cmd.
+# node_cmd NODE_DATA_DIR NODE_NAME: the command prefix that starts the node whose data dir is
+# NODE_DATA_DIR (then its skiff server arguments follow), into the array node_cmd. The node's
+# hostname is its name, as on a machine of its own (a hostNetwork pod's hostname is its node's).
 node_cmd() {
 	local nd=$1
-	node_cmd=()
+	node_cmd=("$nodeinit" --hostname "$2" --)
 	if ((own_kubelet_root)); then
 		mkdir -p "$nd/kubelet-root" /var/lib/kubelet
 		# What the host has mounted at /var/lib/kubelet (a kubelet's own bind of it, volumes under
 		# it) is copied into the new namespace; it goes first (in there only): containerd judges a
 		# Bidirectional mount by the first mount it finds at the path, and one stacked under the
 		# node's shared bind is private.
-		node_cmd=(unshare --mount --propagation private -- /bin/sh -c
+		node_cmd+=(/bin/sh -c
 			'while mountpoint -q /var/lib/kubelet; do umount -l /var/lib/kubelet || exit 1; done &&
 			mount --bind "$0" /var/lib/kubelet && mount --make-rshared /var/lib/kubelet && exec "$@"' "$nd/kubelet-root")
 	fi
@@ -362,15 +370,32 @@ node_cmd() {
 		fi
 	fi
 }
-# check_kubelet_root PID NODE_DATA_DIR: the node's /var/lib/kubelet is its own directory on a
-# shared mount and the host's is not it (a file made in one is seen in the other, and only there).
-check_kubelet_root() {
-	local pid=$1 nd=$2 probe
+# node_init PID: the node's PID 1 (nodeinit's inner half), the child of the process the harness
+# started.
+node_init() {
+	local pid=$1 child
+	for _ in $(seq 1 50); do
+		child=$(cat "/proc/$pid/task/$pid/children" 2>/dev/null)
+		[[ -n ${child// /} ]] && { echo "${child%% *}"; return 0; }
+		sleep 0.1
+	done
+	echo "node $pid has no init" >&2
+	return 1
+}
+# check_node PID NODE_DATA_DIR: the node sees its own PID 1 and, for csi, its own directory as a
+# shared /var/lib/kubelet the host's is not (a file made in one is seen in the other, and only there).
+check_node() {
+	local pid=$1 nd=$2 probe init
+	init=$(node_init "$pid") || return 1
+	if [[ $(nsenter -t "$init" -p -m sh -c 'readlink /proc/1/exe') != "$nodeinit" ]]; then
+		echo "node $pid: PID 1 in its namespace is not its nodeinit" >&2
+		return 1
+	fi
 	((own_kubelet_root)) || return 0
 	probe=.skiff-harness-$id
 	touch "$nd/kubelet-root/$probe"
-	if [[ ! -e /proc/$pid/root/var/lib/kubelet/$probe || -e /var/lib/kubelet/$probe ]] ||
-		[[ $(nsenter -t "$pid" -m findmnt -n -o PROPAGATION /var/lib/kubelet) != shared ]]; then
+	if [[ ! -e /proc/$init/root/var/lib/kubelet/$probe || -e /var/lib/kubelet/$probe ]] ||
+		[[ $(nsenter -t "$init" -m findmnt -n -o PROPAGATION /var/lib/kubelet) != shared ]]; then
 		echo "node $pid does not see $nd/kubelet-root as a shared /var/lib/kubelet of its own" >&2
 		rm -f "$nd/kubelet-root/$probe"
 		return 1
@@ -386,7 +411,7 @@ export HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 \
 	NO_PROXY="localhost,127.0.0.0/8,$net.0/24,$pod_cidr,$svc_cidr"
 
 log "starting skiff (data $data, log $results/skiff.log)"
-node_cmd "$data"
+node_cmd "$data" "skconf-$id"
 "${node_cmd[@]}" --roles etcd,controlplane,worker --node-name "skconf-$id" \
 	--bind-address "$addr" --advertise-address "$addr" --https-port "$https_port" --etcd-client-port "$etcd_port" \
 	--etcd-peer-port "$peer_port" --kubelet-port "$kubelet_port" --lb-port "$lb_port" \
@@ -409,12 +434,12 @@ wait_ready() { # wait_ready N: until N Nodes are Ready
 	return 1
 }
 wait_ready 1
-check_kubelet_root "$skiff_pid" "$data"
+check_node "$skiff_pid" "$data"
 if ((workers)); then
 	token=$("$skiff" token create --data-dir "$data" --ttl 1h --description "conformance run $id")
 	for i in $(seq 1 "$workers"); do
 		log "starting worker $i in $(wns "$i") ($net.$((i + 1)), log $results/skiff-w$i.log)"
-		node_cmd "$data/w$i"
+		node_cmd "$data/w$i" "skconf-$id-w$i"
 		nsenter --net="/var/run/netns/$(wns "$i")" "${node_cmd[@]}" --server "https://$addr:$https_port" --token "$token" \
 			--roles worker --node-name "skconf-$id-w$i" \
 			--bind-address "$net.$((i + 1))" --advertise-address "$net.$((i + 1))" --kubelet-port 10250 \
@@ -423,7 +448,7 @@ if ((workers)); then
 		worker_pids+=($!)
 	done
 	wait_ready $((workers + 1))
-	for i in $(seq 1 "$workers"); do check_kubelet_root "${worker_pids[$((i - 1))]}" "$data/w$i"; done
+	for i in $(seq 1 "$workers"); do check_node "${worker_pids[$((i - 1))]}" "$data/w$i"; done
 fi
 log "importing images on every node"
 "$skiff" images import --data-dir "$data" "$cache"/images/*.tar >/dev/null
