@@ -116,6 +116,11 @@ csi)
 	;;
 *) echo "unknown --suite $suite (conformance, default, netpol, csi)" >&2; exit 2 ;;
 esac
+# The suites whose selection holds the CSI specs ([sig-storage] CSI Volumes [Driver: csi-hostpath]
+# and CSI Mock carry no Feature: label, so the default suite runs them too, as Kubernetes' kind
+# jobs do): they get the CSI images, the snapshot controller and a /var/lib/kubelet per node.
+csi_drivers=0
+[[ $suite == csi || $suite == default ]] && csi_drivers=1
 if [[ -n $sig ]]; then
 	[[ $sig =~ ^[a-z]+(-[a-z]+)*$ && $sig != sig-* ]] || { echo "--sig takes a SIG's name without sig- (node, network, api-machinery, ...)" >&2; exit 2; }
 	parallel_filter="($parallel_filter) && sig-$sig"
@@ -170,7 +175,7 @@ go build -o "$results/nodeinit" ./hack/conformance/nodeinit
 nodeinit=$results/nodeinit
 log "test images in $cache/images"
 hack/conformance/build-images.sh "$cache" "$skiff" "$version"
-if [[ $suite == csi ]]; then
+if ((csi_drivers)); then
 	log "CSI images (csi-hostpath, sidecars, snapshot controller) in $cache/images"
 	hack/conformance/build-csi-images.sh "$cache" "$skiff" "$version"
 fi
@@ -179,7 +184,7 @@ fi
 # The CSI drivers' images are named in their manifests, not by --list-images.
 {
 	"$cache/bin/e2e.test" --list-images 2>/dev/null
-	[[ $suite != csi ]] || hack/conformance/build-csi-images.sh --list "$cache" "$version"
+	((!csi_drivers)) || hack/conformance/build-csi-images.sh --list "$cache" "$version"
 } | sort -u | while read -r image; do
 	[[ -f $cache/images/$(echo "$image" | sed 's#[/:@]#_#g').tar ]] || echo "$image"
 done >"$results/missing-images.txt"
@@ -332,13 +337,13 @@ export KUBECONFIG=$data/admin.kubeconfig
 #
 # Each node's kubelet root dir (--kubelet-root-dir, where CSI node plugins register and publish).
 # The CSI drivers' manifests mount hostPaths under /var/lib/kubelet and publish into the target path
-# the kubelet names, so for --suite csi the kubelet's root must be /var/lib/kubelet as the node's
+# the kubelet names, so where CSI drivers run (csi_drivers) the kubelet's root must be /var/lib/kubelet as the node's
 # containers see it, and each node's its own: in the node's mount namespace its own directory
 # (DATA/kubelet-root) is bind-mounted at /var/lib/kubelet and made rshared, so what a node plugin
 # mounts under pods/ with Bidirectional propagation reaches that node's kubelet and its pods. The
 # other suites keep the root inside the node's data dir.
 own_kubelet_root=0
-[[ $suite == csi ]] && own_kubelet_root=1
+((csi_drivers)) && own_kubelet_root=1
 root_dir_flag=0
 server_help=$("$skiff" server --help 2>&1 || true) # the flag package's usage exits non-zero
 [[ $server_help == *-kubelet-root-dir* ]] && root_dir_flag=1
@@ -456,7 +461,7 @@ for i in $(seq 1 "$workers"); do
 	"$skiff" images import --data-dir "$data/w$i" "$cache"/images/*.tar >/dev/null
 done
 kubectl get nodes -o wide >"$results/nodes.txt" 2>&1 || true
-if [[ $suite == csi ]]; then
+if ((csi_drivers)); then
 	# The snapshot specs need the VolumeSnapshot CRDs and the snapshot controller, which a cluster
 	# provides (Kubernetes' own CI deploys them as the volumesnapshots addon) and e2e.test does not:
 	# the addon's manifests from the same source, with the controller build-csi-images.sh built.
