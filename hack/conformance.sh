@@ -380,7 +380,7 @@ node_cmd() {
 node_init() {
 	local pid=$1 child
 	for _ in $(seq 1 50); do
-		child=$(cat "/proc/$pid/task/$pid/children" 2>/dev/null)
+		child=$(pgrep -P "$pid" 2>/dev/null) # any thread's child: Go starts it from whichever
 		[[ -n ${child// /} ]] && { echo "${child%% *}"; return 0; }
 		sleep 0.1
 	done

@@ -37,6 +37,7 @@ needs=(
 	"bridge deb:iproute2"
 	"ss deb:iproute2"
 	"nsenter deb:util-linux"
+	"pgrep deb:procps"
 	"unshare deb:util-linux"
 	"git deb:git"
 	"kubectl kubectl"
