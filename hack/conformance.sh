@@ -400,7 +400,7 @@ check_node() {
 	probe=.skiff-harness-$id
 	touch "$nd/kubelet-root/$probe"
 	if [[ ! -e /proc/$init/root/var/lib/kubelet/$probe || -e /var/lib/kubelet/$probe ]] ||
-		[[ $(nsenter -t "$init" -m findmnt -n -o PROPAGATION /var/lib/kubelet) != shared ]]; then
+		[[ $(nsenter -t "$init" -p -m findmnt -n -o PROPAGATION /var/lib/kubelet) != shared ]]; then
 		echo "node $pid does not see $nd/kubelet-root as a shared /var/lib/kubelet of its own" >&2
 		rm -f "$nd/kubelet-root/$probe"
 		return 1
