@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -24,16 +25,8 @@ import (
 // which a worker routes (internal/podnet).
 func (n *Node) ingressRoles() []role {
 	cfg := &n.cfg
-	on := cfg.IngressHTTPPort != 0 || cfg.IngressHTTPSPort != 0
-	label := role{name: "ingress node label", run: func(ctx context.Context) error {
-		var v any // nil removes it
-		if on {
-			v = "true"
-		}
-		patchNodeLabels(ctx, n.authz.client, cfg.NodeName, map[string]any{ingress.NodeLabel: v}, cfg.Logger)
-		return nil
-	}}
-	if !on {
+	label := ingressLabelRole(cfg, n.authz.client)
+	if !cfg.runsIngress() {
 		return []role{label}
 	}
 	return []role{label, {name: "ingress", run: func(ctx context.Context) error {
@@ -41,42 +34,66 @@ func (n *Node) ingressRoles() []role {
 		if err != nil {
 			return err
 		}
-		client, err := kubernetes.NewForConfig(restCfg)
-		if err != nil {
-			return fmt.Errorf("ingress client: %w", err)
-		}
-		// Custom resources have no protobuf form: the Gateway API client speaks JSON.
-		gatewayCfg := rest.CopyConfig(restCfg)
-		gatewayCfg.ContentType, gatewayCfg.AcceptContentTypes = "application/json", "application/json"
-		gatewayAPI, err := gatewayclient.NewForConfig(gatewayCfg)
-		if err != nil {
-			return fmt.Errorf("gateway api client: %w", err)
-		}
-		log := cfg.Logger.With("component", "ingress")
-		srv := dataplane.New(dataplane.Options{
-			Address: cfg.BindAddress,
-			Logger:  log,
-			Metrics: dataplane.NewMetrics(n.metrics.fresh("ingress")),
-		})
-		// The Ingress controller's table is one source, the Gateway API's (the same Decide as the
-		// control plane's gateway controller, then Translate) the other; Sources merges them.
-		sources := dataplane.NewSources(srv)
-		g, gctx := errgroup.WithContext(ctx)
-		g.Go(func() error { return srv.Run(gctx) })
-		g.Go(func() error {
-			return ingress.RunNode(gctx, ingress.NodeOptions{
-				Client: client, HTTPPort: int32(cfg.IngressHTTPPort), HTTPSPort: int32(cfg.IngressHTTPSPort),
-				Set: sources.Setter("ingress"), Logger: log,
-			})
-		})
-		g.Go(func() error {
-			return gateway.RunTable(gctx, gateway.TableOptions{
-				Client: client, Gateway: gatewayAPI, Set: sources.Setter("gateway"),
-				Logger: cfg.Logger.With("component", "gateway-table"),
-			})
-		})
-		return g.Wait()
+		return runIngressDataPlane(ctx, cfg, restCfg, n.metrics.fresh("ingress"))
 	}}}
+}
+
+// runsIngress reports whether the node serves the HTTP data plane: a port of it is on.
+func (c *Config) runsIngress() bool { return c.IngressHTTPPort != 0 || c.IngressHTTPSPort != 0 }
+
+// ingressLabelRole sets the node's ingress label, or removes it when the data plane is off, as
+// client (the node's own on a joined worker: the label is outside the prefixes node
+// restriction guards).
+func ingressLabelRole(cfg *Config, client kubernetes.Interface) role {
+	return role{name: "ingress node label", run: func(ctx context.Context) error {
+		var v any // nil removes it
+		if cfg.runsIngress() {
+			v = "true"
+		}
+		patchNodeLabels(ctx, client, cfg.NodeName, map[string]any{ingress.NodeLabel: v}, cfg.Logger)
+		return nil
+	}}
+}
+
+// runIngressDataPlane serves the HTTP data plane on the node's bind address with the routes of
+// the Ingresses and the Gateway API, read with restCfg (an identity bound to the
+// system:skiff:ingress ClusterRole), until ctx ends.
+func runIngressDataPlane(ctx context.Context, cfg *Config, restCfg *rest.Config, reg prometheus.Registerer) error {
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("ingress client: %w", err)
+	}
+	// Custom resources have no protobuf form: the Gateway API client speaks JSON.
+	gatewayCfg := rest.CopyConfig(restCfg)
+	gatewayCfg.ContentType, gatewayCfg.AcceptContentTypes = "application/json", "application/json"
+	gatewayAPI, err := gatewayclient.NewForConfig(gatewayCfg)
+	if err != nil {
+		return fmt.Errorf("gateway api client: %w", err)
+	}
+	log := cfg.Logger.With("component", "ingress")
+	srv := dataplane.New(dataplane.Options{
+		Address: cfg.BindAddress,
+		Logger:  log,
+		Metrics: dataplane.NewMetrics(reg),
+	})
+	// The Ingress controller's table is one source, the Gateway API's (the same Decide as the
+	// control plane's gateway controller, then Translate) the other; Sources merges them.
+	sources := dataplane.NewSources(srv)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return srv.Run(gctx) })
+	g.Go(func() error {
+		return ingress.RunNode(gctx, ingress.NodeOptions{
+			Client: client, HTTPPort: int32(cfg.IngressHTTPPort), HTTPSPort: int32(cfg.IngressHTTPSPort),
+			Set: sources.Setter("ingress"), Logger: log,
+		})
+	})
+	g.Go(func() error {
+		return gateway.RunTable(gctx, gateway.TableOptions{
+			Client: client, Gateway: gatewayAPI, Set: sources.Setter("gateway"),
+			Logger: cfg.Logger.With("component", "gateway-table"),
+		})
+	})
+	return g.Wait()
 }
 
 // ingressStatusRole runs the Ingress status controller on a control-plane node, leader-elected

@@ -200,6 +200,7 @@ func runJoinedNode(ctx context.Context, cfg Config) error {
 			return asNode("proxy", func(rc *rest.Config) error { return runProxyAs(ctx, &cfg, prometheus.NewRegistry(), rc, nil) })
 		}})
 	}
+	roles = append(roles, joinedIngressRoles(&cfg, id, tlsFiles, client)...)
 	if !cfg.DisableNetworkPolicy {
 		roles = append(roles, role{name: "network policy", run: func(ctx context.Context) error {
 			return asNode("netpol", func(rc *rest.Config) error { return runNetworkPolicyAs(ctx, &cfg, prometheus.NewRegistry(), rc, nil) })
@@ -306,7 +307,8 @@ func (s *servingCert) load(dir string, now time.Time) error {
 }
 
 // runCertificates obtains the kubelet serving certificate once the Node is registered (the approver
-// checks its names against the Node's), then renews it and the client certificate when due.
+// checks its names against the Node's), then renews it and the client certificate when due; where
+// the HTTP data plane runs, its client certificate too (joiningress.go).
 func runCertificates(ctx context.Context, cfg *Config, id join.Identity, client kubernetes.Interface, serving *servingCert, clk clock.WithTicker) error {
 	check := func() {
 		now := clk.Now()
@@ -326,6 +328,11 @@ func runCertificates(ctx context.Context, cfg *Config, id join.Identity, client 
 		}
 		if err := renewClientCert(ctx, cfg, id, client, now, slices.Contains(renew, "client")); err != nil && ctx.Err() == nil {
 			cfg.Logger.Warn("renew node client certificate", "err", err)
+		}
+		if cfg.runsIngress() {
+			if err := renewIngressClientCert(ctx, cfg, id, client, now, slices.Contains(renew, ingressLeafName)); err != nil && ctx.Err() == nil {
+				cfg.Logger.Warn("HTTP data plane client certificate", "err", err)
+			}
 		}
 	}
 	check()
@@ -402,13 +409,15 @@ func servingRequest(cfg *Config, alg pki.KeyAlgorithm) join.CertificateRequest {
 	return req
 }
 
-// nodeLeaves are the joined node's certificates a CA rotation re-issues: its client certificate
-// and its serving ones (those that load).
+// nodeLeaves are the joined node's certificates a CA rotation re-issues: its client certificate,
+// its serving ones and its data plane's client certificate (those that load).
 func nodeLeaves(id join.Identity, serving *servingCert) map[string]*x509.Certificate {
 	out := map[string]*x509.Certificate{}
-	if data, err := os.ReadFile(id.CertPath()); err == nil {
-		if c, err := pki.ParseCertificate(data); err == nil {
-			out["client"] = c
+	for name, path := range map[string]string{"client": id.CertPath(), ingressLeafName: ingressClientFiles(id).CertFile} {
+		if data, err := os.ReadFile(path); err == nil {
+			if c, err := pki.ParseCertificate(data); err == nil {
+				out[name] = c
+			}
 		}
 	}
 	if certs := serving.certs.Load(); certs != nil {

@@ -194,11 +194,15 @@ func Bootstrap(ctx context.Context, id Identity, server string, token JoinToken,
 
 // CertificateRequest is one certificate a node asks the cluster for.
 type CertificateRequest struct {
-	NodeName   string
-	SignerName string
-	Usages     []certificatesv1.KeyUsage
-	DNSNames   []string
-	IPs        []net.IP
+	NodeName string
+	// CommonName and Organization are the subject's; empty, the node's own
+	// (system:node:<NodeName> in system:nodes).
+	CommonName   string
+	Organization []string
+	SignerName   string
+	Usages       []certificatesv1.KeyUsage
+	DNSNames     []string
+	IPs          []net.IP
 	// Key is the algorithm of the key the request is for (ECDSA P-256 when zero).
 	Key pki.KeyAlgorithm
 }
@@ -210,8 +214,12 @@ func RequestCertificate(ctx context.Context, client kubernetes.Interface, r Cert
 	if err != nil {
 		return nil, nil, fmt.Errorf("generate %s key: %w", r.Key, err)
 	}
+	subject := pkix.Name{CommonName: "system:node:" + r.NodeName, Organization: []string{"system:nodes"}}
+	if r.CommonName != "" {
+		subject = pkix.Name{CommonName: r.CommonName, Organization: r.Organization}
+	}
 	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject:  pkix.Name{CommonName: "system:node:" + r.NodeName, Organization: []string{"system:nodes"}},
+		Subject:  subject,
 		DNSNames: r.DNSNames, IPAddresses: r.IPs,
 	}, key)
 	if err != nil {

@@ -22,6 +22,11 @@ const (
 	SkiffNetworkPolicy = "system:skiff:network-policy"
 	// SkiffIngress is the client identity of a worker's HTTP data plane (internal/ingress).
 	SkiffIngress = "system:skiff:ingress"
+	// SkiffIngressNodePrefix and SkiffIngressGroup are the identity of a joined worker's data
+	// plane: the user system:skiff:ingress:<node> in the group system:skiff:ingresses, from a
+	// client certificate its node asks for (the CSR approver approves it for that node alone).
+	SkiffIngressNodePrefix = SkiffIngress + ":"
+	SkiffIngressGroup      = "system:skiff:ingresses"
 	// SkiffIngressStatus is the client identity of the control plane's Ingress status controller.
 	SkiffIngressStatus = "system:skiff:ingress-status"
 
@@ -399,7 +404,7 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterBinding("system:kube-dns", serviceAccount("kube-system", "kube-dns")),
 		clusterBinding(SkiffDNS, subjects(rbacv1.UserKind, SkiffDNS)...),
 		clusterBinding(SkiffNetworkPolicy, subjects(rbacv1.UserKind, SkiffNetworkPolicy)...),
-		clusterBinding(SkiffIngress, subjects(rbacv1.UserKind, SkiffIngress)...),
+		clusterBinding(SkiffIngress, append(subjects(rbacv1.UserKind, SkiffIngress), subjects(rbacv1.GroupKind, SkiffIngressGroup)...)...),
 		clusterBinding(SkiffIngressStatus, subjects(rbacv1.UserKind, SkiffIngressStatus)...),
 		clusterBinding("system:kube-scheduler", subjects(rbacv1.UserKind, KubeScheduler)...),
 		clusterBinding("system:volume-scheduler", subjects(rbacv1.UserKind, KubeScheduler)...),

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/skiff-sh/skiff/internal/authz/bootstrappolicy"
 	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 )
 
@@ -46,7 +48,22 @@ func recognizers() []recognizer {
 	return []recognizer{
 		{subresource: "selfnodeclient", recognize: isSelfNodeClientCert, message: "Auto approving self kubelet client certificate."},
 		{subresource: "nodeclient", recognize: isNodeClientCert, message: "Auto approving kubelet client certificate."},
+		{subresource: selfIngressClient, recognize: isSelfIngressClientCert, message: "Auto approving the node's HTTP data plane client certificate."},
 	}
+}
+
+// selfIngressClient is skiff's own kind: a joined worker's HTTP data plane reads the TLS Secrets
+// of every namespace, which its node's identity may not, so its node asks for a client
+// certificate of system:skiff:ingress:<node> in system:skiff:ingresses (bound to the data
+// plane's ClusterRole), for itself alone.
+const selfIngressClient = "selfskiffingressclient"
+
+func isSelfIngressClientCert(csr *certificatesv1.CertificateSigningRequest, req *x509.CertificateRequest) bool {
+	node, ok := strings.CutPrefix(csr.Spec.Username, ctrlutil.NodeUserPrefix)
+	return ok && node != "" && csr.Spec.SignerName == certificatesv1.KubeAPIServerClientSignerName &&
+		req.Subject.CommonName == bootstrappolicy.SkiffIngressNodePrefix+node &&
+		slices.Equal(req.Subject.Organization, []string{bootstrappolicy.SkiffIngressGroup}) &&
+		!ctrlutil.HasSubjectAltNames(req) && ctrlutil.HasKubeletClientUsages(csr.Spec.Usages)
 }
 
 func isNodeClientCert(csr *certificatesv1.CertificateSigningRequest, req *x509.CertificateRequest) bool {
@@ -158,7 +175,7 @@ func (c *Controller) approve(ctx context.Context, csr *certificatesv1.Certificat
 // group "certificates.k8s.io", resource "certificatesigningrequests" and this subresource.
 func authorized(csr *certificatesv1.CertificateSigningRequest, subresource string) bool {
 	switch subresource {
-	case "selfnodeclient":
+	case "selfnodeclient", selfIngressClient:
 		return slices.Contains(csr.Spec.Groups, NodesGroup)
 	case "nodeclient":
 		return slices.Contains(csr.Spec.Groups, BootstrappersGroup)

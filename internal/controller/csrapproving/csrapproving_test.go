@@ -46,6 +46,26 @@ func csr(t *testing.T, cn, user string, groups ...string) *certificatesv1.Certif
 	}
 }
 
+const ingressMessage = "Auto approving the node's HTTP data plane client certificate."
+
+// ingressCSR is a node's request for its data plane's client certificate, changed by mod.
+func ingressCSR(t *testing.T, cn, user string, mod func(*certificatesv1.CertificateSigningRequest)) *certificatesv1.CertificateSigningRequest {
+	c := &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-csr"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:    request(t, cn, "system:skiff:ingresses"),
+			SignerName: certificatesv1.KubeAPIServerClientSignerName,
+			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+			Username:   user,
+			Groups:     []string{NodesGroup, "system:authenticated"},
+		},
+	}
+	if mod != nil {
+		mod(c)
+	}
+	return c
+}
+
 func TestApprove(t *testing.T) {
 	with := func(c *certificatesv1.CertificateSigningRequest, mod func(*certificatesv1.CertificateSigningRequest)) *certificatesv1.CertificateSigningRequest {
 		mod(c)
@@ -72,6 +92,23 @@ func TestApprove(t *testing.T) {
 		}), ""},
 		{"already denied", with(csr(t, "system:node:worker-1", "system:bootstrap:abcdef", BootstrappersGroup), func(c *certificatesv1.CertificateSigningRequest) {
 			c.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateDenied, Status: corev1.ConditionTrue}}
+		}), ""},
+		{"node asks for its data plane's client", ingressCSR(t, "system:skiff:ingress:worker-1", "system:node:worker-1", nil), ingressMessage},
+		{"data plane client of another node", ingressCSR(t, "system:skiff:ingress:worker-2", "system:node:worker-1", nil), ""},
+		{"data plane client in another group", ingressCSR(t, "system:skiff:ingress:worker-1", "system:node:worker-1", func(c *certificatesv1.CertificateSigningRequest) {
+			c.Spec.Request = request(t, "system:skiff:ingress:worker-1", "system:skiff:ingresses", "system:masters")
+		}), ""},
+		{"data plane client by a bootstrap token", ingressCSR(t, "system:skiff:ingress:worker-1", "system:bootstrap:abcdef", func(c *certificatesv1.CertificateSigningRequest) {
+			c.Spec.Groups = []string{BootstrappersGroup, "system:authenticated"}
+		}), ""},
+		{"data plane client outside system:nodes", ingressCSR(t, "system:skiff:ingress:worker-1", "system:node:worker-1", func(c *certificatesv1.CertificateSigningRequest) {
+			c.Spec.Groups = []string{"system:authenticated"}
+		}), ""},
+		{"data plane client with a server usage", ingressCSR(t, "system:skiff:ingress:worker-1", "system:node:worker-1", func(c *certificatesv1.CertificateSigningRequest) {
+			c.Spec.Usages = append(c.Spec.Usages, certificatesv1.UsageServerAuth)
+		}), ""},
+		{"data plane client from the kubelet signer", ingressCSR(t, "system:skiff:ingress:worker-1", "system:node:worker-1", func(c *certificatesv1.CertificateSigningRequest) {
+			c.Spec.SignerName = certificatesv1.KubeAPIServerClientKubeletSignerName
 		}), ""},
 		{"already approved", with(csr(t, "system:node:worker-1", "system:bootstrap:abcdef", BootstrappersGroup), func(c *certificatesv1.CertificateSigningRequest) {
 			c.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue}}

@@ -51,6 +51,19 @@ func kubeletUsages(extended certificatesv1.KeyUsage) (withRSA, withoutRSA sets.S
 		sets.New(certificatesv1.UsageDigitalSignature, extended)
 }
 
+// HasKubeletClientUsages reports whether usages are exactly a kubelet client certificate's:
+// client auth and digital signature, with key encipherment or without.
+func HasKubeletClientUsages(usages []certificatesv1.KeyUsage) bool {
+	withRSA, withoutRSA := kubeletUsages(certificatesv1.UsageClientAuth)
+	got := sets.New(usages...)
+	return got.Equal(withRSA) || got.Equal(withoutRSA)
+}
+
+// HasSubjectAltNames reports whether req names any DNS name, email address, IP or URI.
+func HasSubjectAltNames(req *x509.CertificateRequest) bool {
+	return len(req.DNSNames) > 0 || len(req.EmailAddresses) > 0 || len(req.IPAddresses) > 0 || len(req.URIs) > 0
+}
+
 // NodeUserPrefix begins every node's user name (and its certificates' common name).
 const NodeUserPrefix = "system:node:"
 
