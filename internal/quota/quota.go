@@ -307,6 +307,38 @@ func podInScope(p *corev1.Pod, s corev1.ScopedResourceSelectorRequirement) bool 
 		case corev1.ScopeSelectorOpNotIn:
 			return !contains(s.Values, p.Spec.PriorityClassName)
 		}
+	case corev1.ResourceQuotaScopeCrossNamespacePodAffinity:
+		// Validation allows only Exists here; upstream's evaluator reads no operator either.
+		return usesCrossNamespacePodAffinity(p)
+	}
+	return false
+}
+
+// usesCrossNamespacePodAffinity reports whether a pod (anti-)affinity term of p, required or
+// preferred, may select pods of other namespaces: it names namespaces or has a namespace
+// selector (an empty selector is every namespace), as upstream's quota evaluator judges.
+func usesCrossNamespacePodAffinity(p *corev1.Pod) bool {
+	a := p.Spec.Affinity
+	if a == nil {
+		return false
+	}
+	var terms []corev1.PodAffinityTerm
+	if a.PodAffinity != nil {
+		terms = append(terms, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		for _, w := range a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, w.PodAffinityTerm)
+		}
+	}
+	if a.PodAntiAffinity != nil {
+		terms = append(terms, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		for _, w := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, w.PodAffinityTerm)
+		}
+	}
+	for _, t := range terms {
+		if len(t.Namespaces) != 0 || t.NamespaceSelector != nil {
+			return true
+		}
 	}
 	return false
 }

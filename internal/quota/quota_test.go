@@ -78,6 +78,16 @@ func TestMatches(t *testing.T) {
 		return r
 	}
 	in := corev1.ScopedResourceSelectorRequirement{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{"high"}}
+	withAffinity := func(a *corev1.Affinity) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{Affinity: a, Containers: []corev1.Container{{Name: "c"}}}}
+	}
+	term := func(namespaces []string, sel *metav1.LabelSelector) corev1.PodAffinityTerm {
+		return corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname", Namespaces: namespaces, NamespaceSelector: sel}
+	}
+	crossNS := corev1.ScopedResourceSelectorRequirement{ScopeName: corev1.ResourceQuotaScopeCrossNamespacePodAffinity, Operator: corev1.ScopeSelectorOpExists}
+	namedNS := withAffinity(&corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term([]string{"other"}, nil)}}})
+	anyNS := withAffinity(&corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: term(nil, &metav1.LabelSelector{})}}}})
+	ownNS := withAffinity(&corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term(nil, nil)}}})
 	tests := []struct {
 		name  string
 		quota *corev1.ResourceQuota
@@ -91,6 +101,10 @@ func TestMatches(t *testing.T) {
 		{"priority class In, other class", q(nil, in), podsGR, deadline, false},
 		{"Terminating and NotBestEffort", q([]corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeTerminating, corev1.ResourceQuotaScopeNotBestEffort}), podsGR, deadline, true},
 		{"BestEffort", q([]corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}), podsGR, deadline, false},
+		{"cross-namespace affinity by namespaces", q(nil, crossNS), podsGR, namedNS, true},
+		{"cross-namespace anti-affinity by an empty selector (preferred)", q([]corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeCrossNamespacePodAffinity}), podsGR, anyNS, true},
+		{"affinity in the pod's own namespace", q(nil, crossNS), podsGR, ownNS, false},
+		{"no affinity", q(nil, crossNS), podsGR, high, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -37,19 +37,7 @@ func TestCertificateRenewalUnderTraffic(t *testing.T) {
 	w := newJoinedNode(t, n.addHost(), "worker-1", c.ServerURL(n))
 	w.start(token)
 	t.Cleanup(w.stop)
-	eventually(t, 120*time.Second, func() error {
-		if out, err := c.kubectlErr("wait", "--for=condition=Ready", "node/worker-1", "--timeout=2s"); err != nil {
-			return errString(out + "\n" + w.log())
-		}
-		return nil
-	})
-	archive, err := execOutput(skiffBinary, "images", "build-busybox", "--out", c.dataDir)
-	if err != nil {
-		t.Fatalf("build image: %v\n%s", err, archive)
-	}
-	if out, err := execOutput(skiffBinary, "images", "import", "--data-dir", w.dataDir, strings.TrimSpace(archive)); err != nil {
-		t.Fatalf("import image: %v\n%s", err, out)
-	}
+	w.readyWithBusybox(c)
 	c.kubectl("run", "ticker", "--image=localhost/busybox:local", "--overrides", `{"spec":{"nodeName":"worker-1"}}`, "--",
 		"sh", "-c", "while true; do echo tick; sleep 1; done")
 	t.Cleanup(func() { _, _ = c.kubectlErr("delete", "pod", "ticker", "--grace-period=1", "--timeout=30s") })

@@ -30,19 +30,7 @@ func TestIngressOnJoinedWorker(t *testing.T) {
 		_, _ = c.kubectlErr("delete", "deployment", "--all", "--timeout=30s")
 		_, _ = c.kubectlErr("delete", "pods", "--all", "--grace-period=1", "--timeout=60s")
 	})
-	eventually(t, 120*time.Second, func() error {
-		if out, err := c.kubectlErr("wait", "--for=condition=Ready", "node/worker-1", "--timeout=2s"); err != nil {
-			return errString(out + "\nworker-1:\n" + w.log())
-		}
-		return nil
-	})
-	archive, err := execOutput(skiffBinary, "images", "build-busybox", "--out", c.dataDir)
-	if err != nil {
-		t.Fatalf("build image: %v\n%s", err, archive)
-	}
-	if out, err := execOutput(skiffBinary, "images", "import", "--data-dir", w.dataDir, strings.TrimSpace(archive)); err != nil {
-		t.Fatalf("import image: %v\n%s", err, out)
-	}
+	w.readyWithBusybox(c)
 	c.stdin(strings.ReplaceAll(ingressManifest, "APP", "a"), "apply", "-f", "-")
 	eventually(t, 180*time.Second, func() error {
 		out, err := c.kubectlErr("wait", "--for=condition=Ready", "pod", "-l", "app=a", "--timeout=2s")

@@ -237,6 +237,25 @@ func (w *joinedNode) args(token string) []string {
 	return args
 }
 
+// readyWithBusybox waits until the joined node is Ready, then imports the test busybox image
+// (built into c's data dir) into its containerd.
+func (w *joinedNode) readyWithBusybox(c *cluster) {
+	w.t.Helper()
+	eventually(w.t, 120*time.Second, func() error {
+		if out, err := c.kubectlErr("wait", "--for=condition=Ready", "node/"+w.name, "--timeout=2s"); err != nil {
+			return errString(out + "\n" + w.name + ":\n" + w.log())
+		}
+		return nil
+	})
+	archive, err := execOutput(skiffBinary, "images", "build-busybox", "--out", c.dataDir)
+	if err != nil {
+		w.t.Fatalf("build image: %v\n%s", err, archive)
+	}
+	if out, err := execOutput(skiffBinary, "images", "import", "--data-dir", w.dataDir, strings.TrimSpace(archive)); err != nil {
+		w.t.Fatalf("import image on %s: %v\n%s", w.name, err, out)
+	}
+}
+
 // start runs the node in the background (token "" for a restart).
 func (w *joinedNode) start(token string) {
 	w.t.Helper()
