@@ -32,7 +32,7 @@ export GOWORK=off GOFLAGS=-mod=mod
 
 e2e=registry.k8s.io/e2e-test-images
 # Bump recipe when an image's recipe changes, so existing caches rebuild.
-recipe=4
+recipe=5
 stamp=$out/.version
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$version-$recipe" ]]; then
 	rm -f "$out"/*.tar
@@ -145,7 +145,11 @@ agnhost_root() {
 	ln -s agnhost "$root/agnhost-2"
 	cp "$src/test/images/agnhost/porter/localhost.crt" "$src/test/images/agnhost/porter/localhost.key" "$root/"
 	mkdir -p "$root/uploads"
-	for t in curl ip getent nc dig host nslookup; do
+	# nsenter is util-linux's: the storage specs' host-exec pods run `nsenter --mount=... -- sh -c`
+	# and expect the node's sh and losetup. Debian's static busybox prefers its own applets, so
+	# its nsenter ran busybox's sh and losetup after entering the node (alpine's busybox, in the
+	# real image, does not).
+	for t in curl ip getent nc dig host nslookup nsenter; do
 		rm -f "$root/usr/bin/$t" "$root/bin/$t" "$root/sbin/$t" "$root/usr/sbin/$t"
 		tool "$root" "$t"
 	done
