@@ -480,7 +480,18 @@ if ((csi_drivers)); then
 fi
 
 # --- the specs ---
-e2e_args=(--kubeconfig="$KUBECONFIG" --provider=skeleton --disable-log-dump)
+# e2e.test reaches the API server at the control plane's address, not the admin kubeconfig's
+# loopback balancer, as upstream's CI clusters are reached: kubectl never sends loopback through
+# a proxy, and "Kubectl client Simple pod should support exec through an HTTP proxy" checks that
+# its proxy saw the request. The image-pull proxy above is the nodes' (their containerd's), not
+# the specs': e2e.test runs without it, so that the specs' own proxies are not bypassed by its
+# NO_PROXY.
+e2e_kubeconfig=$results/e2e.kubeconfig
+cp "$KUBECONFIG" "$e2e_kubeconfig"
+kubectl --kubeconfig "$e2e_kubeconfig" config set-cluster "$(kubectl --kubeconfig "$e2e_kubeconfig" config view -o jsonpath='{.clusters[0].name}')" \
+	--server "https://$addr:$https_port" >/dev/null
+e2e_args=(--kubeconfig="$e2e_kubeconfig" --provider=skeleton --disable-log-dump)
+no_proxy_env=(env -u HTTPS_PROXY -u HTTP_PROXY -u NO_PROXY -u https_proxy -u http_proxy -u no_proxy)
 ginkgo_args=(--timeout="$timeout" --poll-progress-after=5m --no-color --output-dir="$results")
 # ginkgo ORs several --focus flags: a suite's own focus and the user's are one regex, the user's
 # matching the rest of the name after the suite's part.
@@ -493,13 +504,13 @@ fi
 
 status=0
 log "parallel $suite specs ($parallel_filter, --procs=$procs)"
-"$cache/bin/ginkgo" run --procs="$procs" "${ginkgo_args[@]}" \
+"${no_proxy_env[@]}" "$cache/bin/ginkgo" run --procs="$procs" "${ginkgo_args[@]}" \
 	--label-filter="$parallel_filter" --junit-report=junit_parallel.xml \
 	"$cache/bin/e2e.test" -- "${e2e_args[@]}" >"$results/parallel.log" 2>&1 || status=1
 reports=("$results/junit_parallel.xml")
 if ((serial)); then
 	log "[Serial] $suite specs ($serial_filter)"
-	"$cache/bin/ginkgo" run "${ginkgo_args[@]}" \
+	"${no_proxy_env[@]}" "$cache/bin/ginkgo" run "${ginkgo_args[@]}" \
 		--label-filter="$serial_filter" --junit-report=junit_serial.xml \
 		"$cache/bin/e2e.test" -- "${e2e_args[@]}" >"$results/serial.log" 2>&1 || status=1
 	reports+=("$results/junit_serial.xml")
