@@ -375,7 +375,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}()
 		r = r.WithContext(withSeats(r.Context(), ticket))
 	}
-	ctx := request.WithUser(r.Context(), user)
+	ctx := request.WithAuthorizer(request.WithUser(r.Context(), user), s.cfg.Authorizer)
 	r = r.WithContext(ctx)
 	authzInfo := authorizationInfo(info, r.URL.Query())
 	allowed, reason := s.cfg.Authorizer.Authorize(ctx, user, authzInfo)

@@ -48,12 +48,19 @@ func (c CallCosts) sizeOf(node checker.AstNode) checker.SizeEstimate {
 	return checker.SizeEstimate{Min: 0, Max: math.MaxUint64}
 }
 
+// authzCheckCost is the fixed price of an authorizer check, Kubernetes': a call to the API
+// server's authorizer is dear, and at 350,000 two fit the per-expression limit of 1,000,000.
+const authzCheckCost = 350000
+
 // EstimateCallCost is the static price of a library call, nil where cel-go's applies.
 func (c CallCosts) EstimateCallCost(function, _ string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
 	if target == nil {
 		return nil
 	}
 	switch function {
+	case "check":
+		// An authorizer check (authz.go), priced as Kubernetes does: two fit an expression.
+		return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: authzCheckCost, Max: authzCheckCost}}
 	case "isSorted", "sum", "max", "min", "indexOf", "lastIndexOf":
 		elem := elementNode(*target)
 		if elem == nil { // indexOf on a string
@@ -90,6 +97,8 @@ func (CallCosts) CallCost(function, _ string, args []ref.Val, _ ref.Val) *uint64
 	}
 	var cost uint64
 	switch function {
+	case "check":
+		cost = authzCheckCost
 	case "isSorted", "sum", "max", "min", "indexOf", "lastIndexOf":
 		cost = traversalCost(args[0])
 	case "lowerAscii", "upperAscii", "substring", "trim":

@@ -46,9 +46,8 @@ func NewEnv() (*cel.Env, error) {
 		cel.Variable(VarRequest, cel.DynType),
 		cel.Variable(VarParams, cel.DynType),
 		cel.Variable(VarNamespaceObject, cel.DynType),
-		// authorizer is a stub: skiff has no authorizer CEL object yet, so expressions using it
-		// compile but fail at evaluation (and failurePolicy decides).
-		cel.Variable(VarAuthorizer, cel.DynType),
+		// authorizer and authorizer.requestResource: Kubernetes' authorizer library (authz.go).
+		kubernetesAuthz(),
 		cel.Variable(VarVariables, cel.MapType(cel.StringType, cel.DynType)),
 		cel.EagerlyValidateDeclarations(true),
 	}, Libraries()...)...)
@@ -97,7 +96,9 @@ func Compile(env *cel.Env, expr string, want *cel.Type) (*Program, error) {
 	if want != nil && ast.OutputType() != cel.DynType && !ast.OutputType().IsExactType(want) {
 		return nil, fmt.Errorf("must evaluate to %s but got %s", want, ast.OutputType())
 	}
-	prg, err := env.Program(ast, cel.CostLimit(PerCallLimit), cel.EvalOptions(cel.OptTrackCost), cel.InterruptCheckFrequency(100))
+	// The Kubernetes libraries' calls cost what they cost in Kubernetes (CallCosts), an authorizer
+	// check 350,000.
+	prg, err := env.Program(ast, cel.CostLimit(PerCallLimit), cel.EvalOptions(cel.OptTrackCost), cel.CostTracking(CallCosts{}), cel.InterruptCheckFrequency(100))
 	if err != nil {
 		return nil, fmt.Errorf("program construction failed: %w", err)
 	}

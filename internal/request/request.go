@@ -52,6 +52,20 @@ type Authorizer interface {
 	Authorize(ctx context.Context, user *UserInfo, info *RequestInfo) (allowed bool, reason string)
 }
 
+type authorizerKey struct{}
+
+// WithAuthorizer returns a copy of ctx carrying the API server's authorizer, for what a request's
+// handling asks besides its own authorization (admission expressions' `authorizer`).
+func WithAuthorizer(ctx context.Context, a Authorizer) context.Context {
+	return context.WithValue(ctx, authorizerKey{}, a)
+}
+
+// AuthorizerFrom returns the authorizer a request context carries.
+func AuthorizerFrom(ctx context.Context) (Authorizer, bool) {
+	a, ok := ctx.Value(authorizerKey{}).(Authorizer)
+	return a, ok && a != nil
+}
+
 // RuleLister lists the rules a user holds in a namespace (cluster-wide ones included), with the
 // errors met resolving them (SelfSubjectRulesReview); the RBAC authorizer implements it.
 type RuleLister interface {

@@ -52,3 +52,62 @@ func TestAdmissionPolicy(t *testing.T) {
 	})
 	c.stdin(deployment("2"), "apply", "-f", "-")
 }
+
+// secretReadersPolicy lets only users who may read a namespace's Secrets create ConfigMaps there:
+// the expression asks the API server's authorizer (authorizer.group(...)...check(...)).
+const secretReadersPolicy = `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: secret-readers-only
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: [v1]
+      operations: [CREATE]
+      resources: [configmaps]
+  validations:
+  - expression: "authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('get').allowed()"
+    messageExpression: "request.userInfo.username + ' may not read secrets in ' + object.metadata.namespace + ': ' + authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('get').reason()"
+  - expression: "authorizer.requestResource.check('create').allowed()"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: secret-readers-only
+spec:
+  policyName: secret-readers-only
+  validationActions: [Deny]
+`
+
+// TestAdmissionPolicyAuthorizer: a ValidatingAdmissionPolicy that asks the authorizer. bob, who
+// may create ConfigMaps but not read Secrets, is refused with the policy's message; once a Role
+// lets him read Secrets his ConfigMap is created. The admin's is created all along.
+func TestAdmissionPolicyAuthorizer(t *testing.T) {
+	c := newCluster(t, "--controllers=serviceaccount")
+	c.kubectl("create", "role", "cm-writer", "--verb=create", "--resource=configmaps")
+	c.kubectl("create", "rolebinding", "bob-cm", "--role=cm-writer", "--user=bob")
+	c.stdin(secretReadersPolicy, "apply", "-f", "-")
+	want := `ValidatingAdmissionPolicy 'secret-readers-only' with binding 'secret-readers-only' denied request: bob may not read secrets in default`
+	eventually(t, 30*time.Second, func() error {
+		out, err := c.kubectlErr("--as=bob", "create", "configmap", "bobs")
+		if err == nil {
+			c.kubectl("delete", "configmap", "bobs")
+			return fmt.Errorf("created: %s", out)
+		}
+		if !strings.Contains(out, want) {
+			return fmt.Errorf("kubectl said %q", out)
+		}
+		return nil
+	})
+	c.kubectl("create", "configmap", "admins")
+	c.kubectl("create", "role", "secret-reader", "--verb=get", "--resource=secrets")
+	c.kubectl("create", "rolebinding", "bob-secrets", "--role=secret-reader", "--user=bob")
+	eventually(t, 30*time.Second, func() error {
+		if out, err := c.kubectlErr("--as=bob", "create", "configmap", "bobs"); err != nil {
+			return fmt.Errorf("bob, now a secret reader: %s", out)
+		}
+		return nil
+	})
+}

@@ -123,7 +123,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes, lookup a
 			continue
 		}
 		if base == nil {
-			if base, err = webhook.Activation(a); err != nil {
+			if base, err = webhook.Activation(ctx, a); err != nil {
 				return apierrors.NewInternalError(err)
 			}
 			if nsObj, err = p.namespaceObject(ctx, a, lookup); err != nil {
@@ -151,7 +151,6 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes, lookup a
 			}
 			vars[admissioncel.VarParams] = param
 			vars[admissioncel.VarNamespaceObject] = nsObj
-			vars[admissioncel.VarAuthorizer] = nil
 			d := Decide(c, vars)
 			if len(d.AuditAnnotations) > 0 {
 				// No audit log yet: the annotations are logged where the audit event would carry them.

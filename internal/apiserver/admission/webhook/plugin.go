@@ -25,6 +25,7 @@ import (
 
 	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	admissioncel "github.com/skiff-sh/skiff/internal/cel"
+	"github.com/skiff-sh/skiff/internal/request"
 )
 
 // Config configures the webhook admission plugins.
@@ -294,7 +295,7 @@ func (w *Webhooks) matches(ctx context.Context, h *hook, a *admission.Attributes
 	if ok, err := MatchesSelector(h.objectSelector, labelSets...); err != nil || !ok {
 		return false, err
 	}
-	return w.matchConditions(h, a)
+	return w.matchConditions(ctx, h, a)
 }
 
 // matchesNamespace evaluates the namespace selector against the request's namespace, or, for a
@@ -325,11 +326,11 @@ func (w *Webhooks) matchesNamespace(ctx context.Context, sel *metav1.LabelSelect
 
 // matchConditions evaluates the webhook's CEL match conditions: all must be true. An error
 // counts as a failure of the webhook (failurePolicy decides), as in Kubernetes.
-func (w *Webhooks) matchConditions(h *hook, a *admission.Attributes) (bool, error) {
+func (w *Webhooks) matchConditions(ctx context.Context, h *hook, a *admission.Attributes) (bool, error) {
 	if len(h.matchConditions) == 0 {
 		return true, nil
 	}
-	vars, err := Activation(a)
+	vars, err := Activation(ctx, a)
 	if err != nil {
 		return false, err
 	}
@@ -372,7 +373,7 @@ func (w *Webhooks) program(expr string) (*admissioncel.Program, error) {
 }
 
 // Activation is the CEL variables of a request: object, oldObject and request.
-func Activation(a *admission.Attributes) (map[string]any, error) {
+func Activation(ctx context.Context, a *admission.Attributes) (map[string]any, error) {
 	req, err := reviewRequest(a, "")
 	if err != nil {
 		return nil, err
@@ -391,7 +392,18 @@ func Activation(a *admission.Attributes) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{admissioncel.VarObject: obj, admissioncel.VarOldObject: old, admissioncel.VarRequest: reqVal}, nil
+	vars := map[string]any{admissioncel.VarObject: obj, admissioncel.VarOldObject: old, admissioncel.VarRequest: reqVal}
+	// authorizer and authorizer.requestResource: the request's user asking the API server's
+	// authorizer (without one in ctx, every check reads errored).
+	authz := admissioncel.Authorization{Ctx: ctx, User: a.User}
+	authz.Authorizer, _ = request.AuthorizerFrom(ctx)
+	vars[admissioncel.VarAuthorizer] = admissioncel.NewAuthorizer(authz)
+	var group, resource string
+	if a.Resource != nil {
+		group, resource = a.Resource.GroupVersion.Group, a.Resource.Plural
+	}
+	vars[admissioncel.VarRequestResource] = admissioncel.RequestResource(authz, group, resource, a.Subresource, a.Namespace, a.Name)
+	return vars, nil
 }
 
 func (w *Webhooks) review(a *admission.Attributes) (*admissionv1.AdmissionReview, error) {
