@@ -11,7 +11,7 @@ import (
 // harnessTools are the commands the harness runs that a fresh Debian machine may lack (beyond
 // its essential packages): each is a fake executable in the tests' PATH unless a case leaves it
 // out.
-var harnessTools = []string{"etcd", "containerd", "runc", "iptables", "busybox", "ip", "bridge", "ss", "nsenter", "unshare", "git", "kubectl", "go"}
+var harnessTools = []string{"etcd", "containerd", "runc", "iptables", "busybox", "ip", "bridge", "ss", "conntrack", "nsenter", "pgrep", "unshare", "git", "kubectl", "go"}
 
 // checkHost runs `hack/conformance.sh --check-host` with a PATH of only bash, dirname and date
 // (what the script needs to parse its arguments) and the fakes named in have, and a fake gcc
@@ -70,7 +70,7 @@ func TestCheckHostFreshMachine(t *testing.T) {
 	for _, want := range []string{
 		"run hack/install-etcd.sh\n",
 		"run hack/install-runtime.sh\n",
-		"apt-get install gcc iproute2 util-linux git libc6-dev\n",
+		"apt-get install gcc iproute2 util-linux procps git libc6-dev\n",
 		"build kubectl v1.33.13 into ",
 		"missing go: ",
 	} {

@@ -7,18 +7,45 @@ import (
 	"testing"
 )
 
-// selection runs a harness script with --print-selection and answers its three lines.
+// selection runs a harness script with --print-selection and answers its lines: the label
+// filters, the focus, and the skip of the suite (checked here for the default suite only).
 func selection(t *testing.T, script string, args ...string) (parallel, serial, focus string, err error) {
+	parallel, serial, focus, _, err = selectionWithSkip(t, script, args...)
+	return parallel, serial, focus, err
+}
+
+func selectionWithSkip(t *testing.T, script string, args ...string) (parallel, serial, focus, skip string, err error) {
 	t.Helper()
 	out, err := exec.Command("bash", append([]string{filepath.Join("..", script), "--print-selection"}, args...)...).CombinedOutput()
 	if err != nil {
-		return "", "", "", &exec.ExitError{Stderr: out}
+		return "", "", "", "", &exec.ExitError{Stderr: out}
 	}
 	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("%s %v: want 3 lines, got %q", script, args, out)
+	if len(lines) != 4 {
+		t.Fatalf("%s %v: want 4 lines, got %q", script, args, out)
 	}
-	return strings.TrimPrefix(lines[0], "parallel: "), strings.TrimPrefix(lines[1], "serial: "), strings.TrimPrefix(lines[2], "focus: "), nil
+	return strings.TrimPrefix(lines[0], "parallel: "), strings.TrimPrefix(lines[1], "serial: "), strings.TrimPrefix(lines[2], "focus: "),
+		strings.TrimPrefix(lines[3], "skip: "), nil
+}
+
+// TestDefaultSuiteSkipsWhatKindSkips: the default suite leaves out what Kubernetes' kind jobs
+// skip for want of an NFS server in the kernel or a cloud load balancer; the other suites skip
+// nothing.
+func TestDefaultSuiteSkipsWhatKindSkips(t *testing.T) {
+	for _, tc := range []struct {
+		script string
+		args   []string
+		skip   string
+	}{
+		{"e2e.sh", nil, "NFS|nfs|LoadBalancer|load.balancer|PodSecurityPolicy"},
+		{"conformance.sh", nil, ""},
+		{"conformance.sh", []string{"--suite", "csi"}, ""},
+	} {
+		_, _, _, skip, err := selectionWithSkip(t, tc.script, tc.args...)
+		if err != nil || skip != tc.skip {
+			t.Errorf("%s %v: skip %q (%v), want %q", tc.script, tc.args, skip, err, tc.skip)
+		}
+	}
 }
 
 // TestSuiteSelection: each suite's label filters are the selection its issue names (the kind
