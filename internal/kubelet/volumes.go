@@ -629,21 +629,11 @@ func containerMounts(c *corev1.Container, volumes map[string]volume, lookup func
 			subPath = expandVars(m.SubPathExpr, lookup)
 		}
 		if subPath != "" {
-			clean := filepath.Clean(subPath)
-			if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
-				return nil, fmt.Errorf("subPath %q must be a relative path inside the volume", subPath)
+			resolved, err := resolveSubPath(host, subPath)
+			if err != nil {
+				return nil, err
 			}
-			host = filepath.Join(host, clean)
-			if _, err := os.Lstat(host); os.IsNotExist(err) {
-				if err := os.MkdirAll(host, 0o777); err != nil {
-					return nil, fmt.Errorf("subPath %s: %w", subPath, err)
-				}
-			}
-			// A subPath into an atomic volume must follow its symlink to the
-			// current generation's file.
-			if resolved, err := filepath.EvalSymlinks(host); err == nil {
-				host = resolved
-			}
+			host = resolved
 		}
 		mount := &runtimeapi.Mount{ContainerPath: m.MountPath, HostPath: host, Readonly: m.ReadOnly || vol.readOnly}
 		if m.MountPropagation != nil {
