@@ -60,6 +60,8 @@ type volumeManager struct {
 	// staged since it started (csivolume.go).
 	csiPublished map[string]bool
 	csiStaged    map[string]bool
+	// localDeviceUsers are the pods using each local volume's device mount (localvolume.go).
+	localDeviceUsers map[string]map[types.UID]bool
 	// stageMu keeps stages and unstages apart (one volume is never staged and unstaged at once).
 	stageMu sync.Mutex
 }
@@ -75,6 +77,7 @@ func newVolumeManager(cfg Config, client kubernetes.Interface, clk clock.WithTic
 			NodeInfo: &csi.NodeInfo{Client: client, NodeName: cfg.NodeName}, Clock: clk, Log: log,
 		},
 		owned: map[string]bool{}, tokens: map[string]cachedToken{}, csiPublished: map[string]bool{}, csiStaged: map[string]bool{},
+		localDeviceUsers: map[string]map[types.UID]bool{},
 	}
 }
 
@@ -99,6 +102,9 @@ func (vm *volumeManager) teardownPod(ctx context.Context, uid string) error {
 // cleanupOrphans implements podVolumes with the CSI records on disk (cleanupCSIOrphans).
 func (vm *volumeManager) cleanupOrphans(ctx context.Context, inUse func(types.UID) bool) {
 	vm.cleanupCSIOrphans(ctx, inUse)
+	for _, err := range vm.unmountUnusedLocalDevices(inUse) {
+		vm.log.Warn("local volume device", "err", err)
+	}
 }
 
 // forgetPod implements podVolumes: the pod's cached tokens and fsGroup ownership go.

@@ -328,10 +328,9 @@ func (vm *volumeManager) setupClaim(ctx context.Context, pod *corev1.Pod, podVol
 		vol.readOnly = ref.ReadOnly
 		return vol, false, err
 	case pv.Spec.Local != nil:
-		if _, err := os.Stat(pv.Spec.Local.Path); err != nil {
-			return volume{}, false, fmt.Errorf("local volume %q: %w", pv.Name, err)
-		}
-		return volume{hostPath: pv.Spec.Local.Path, readOnly: ref.ReadOnly}, true, nil
+		// Ownership (fsGroup) is managed on a local filesystem, never on a device.
+		vol, err := vm.setupLocal(ctx, pod.UID, pv, ref.ReadOnly)
+		return vol, err == nil && !vol.block, err
 	case pv.Spec.CSI != nil:
 		vol, err := vm.setupCSIClaim(ctx, pod, podVolume, ref, claim, pv)
 		return vol, false, err
