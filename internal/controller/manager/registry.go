@@ -51,11 +51,13 @@ func constructors() map[string]constructor {
 		ReplicationController: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) {
 			return replication.New(deps)
 		},
-		Deployment:             func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return deployment.New(deps) },
-		DaemonSet:              func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return daemonset.New(deps) },
-		StatefulSet:            func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return statefulset.New(deps) },
-		Disruption:             func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return disruption.New(deps) },
-		ResourceQuota:          func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return resourcequota.New(deps) },
+		Deployment:  func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return deployment.New(deps) },
+		DaemonSet:   func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return daemonset.New(deps) },
+		StatefulSet: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return statefulset.New(deps) },
+		Disruption:  func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return disruption.New(deps) },
+		ResourceQuota: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {
+			return resourcequota.New(deps, cfg.Dynamic, ctrlutil.Discovery(cfg.Client.Discovery()))
+		},
 		Job:                    func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return job.New(deps) },
 		CronJob:                func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return cronjob.New(deps) },
 		TTLAfterFinished:       func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return ttlafterfinished.New(deps) },

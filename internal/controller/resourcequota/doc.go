@@ -1,7 +1,9 @@
 // Package resourcequota keeps each ResourceQuota's status.hard and
 // status.used: object counts (pods, services, configmaps, secrets,
 // persistentvolumeclaims, resourcequotas and count/<resource>.<group> for
-// the workload kinds skiff serves), compute requests and limits of
+// the workload kinds skiff serves, and for any other namespaced resource
+// discovery lists, custom resources included, through an informer started
+// when a quota first names it), compute requests and limits of
 // non-terminal pods (init containers and overhead included, as the
 // scheduler counts them), PVC storage requests, and the Terminating,
 // NotTerminating, BestEffort, NotBestEffort and PriorityClass scopes, per

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -42,6 +43,8 @@ type Controller struct {
 	svcLister corelisters.ServiceLister
 	pvcLister corelisters.PersistentVolumeClaimLister
 	counters  map[corev1.ResourceName]counter
+	// dynamic counts the count/ names no counter covers (dynamic.go); nil counts none of them.
+	dynamic *dynamicCounts
 	clock     clock.WithTicker
 	loop      *ctrlutil.Loop
 	// written is the status this controller last wrote, per quota key (*corev1.ResourceQuotaStatus).
@@ -56,8 +59,9 @@ func countOf[T any](list func(string) ([]T, error)) counter {
 	}
 }
 
-// New builds the controller and registers its informers' handlers.
-func New(deps ctrlutil.Deps) (*Controller, error) {
+// New builds the controller and registers its informers' handlers; with client and discover, a
+// quota may also count any other resource discovery lists (custom resources included).
+func New(deps ctrlutil.Deps, client dynamic.Interface, discover ctrlutil.DiscoverFunc) (*Controller, error) {
 	f := deps.Informers
 	c := &Controller{
 		client:    deps.Client,
@@ -108,6 +112,7 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 			c.enqueueNamespace(m.GetNamespace())
 		}
 	}
+	c.dynamic = newDynamicCounts(client, discover, changed)
 	// Counted objects start a recount when they go (replenishment) or an update changes what they
 	// hold (a pod that terminated, a claim that grew), not when they are added: the API server's
 	// ResourceQuota admission charged them before they were stored, and a recount started before a
@@ -149,6 +154,8 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 
 // Run runs workers until ctx is done, re-counting everything every FullResyncPeriod.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	c.dynamic.start(ctx)
+	defer c.dynamic.shutdown()
 	go func() {
 		ticker := c.clock.NewTicker(FullResyncPeriod)
 		defer ticker.Stop()
@@ -200,7 +207,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("get resourcequota %s: %w", key, err)
 	}
-	used, err := c.usage(namespace, cached)
+	used, err := c.usage(ctx, namespace, cached)
 	if err != nil {
 		return err
 	}
@@ -228,7 +235,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 // API server's ResourceQuota admission charges writes by, so the two agree: pods (in the quota's
 // scopes, terminated ones holding nothing), claims and services summed per object, other kinds
 // counted.
-func (c *Controller) usage(namespace string, q *corev1.ResourceQuota) (corev1.ResourceList, error) {
+func (c *Controller) usage(ctx context.Context, namespace string, q *corev1.ResourceQuota) (corev1.ResourceList, error) {
 	totals := corev1.ResourceList{}
 	add := func(gr schema.GroupResource, obj runtime.Object) {
 		if !quota.Matches(q, gr, obj) {
@@ -275,6 +282,17 @@ func (c *Controller) usage(namespace string, q *corev1.ResourceQuota) (corev1.Re
 				}
 			}
 			used[name] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+		default:
+			n, known, err := c.dynamic.count(ctx, name, namespace)
+			if err != nil {
+				return nil, fmt.Errorf("count %s: %w", name, err)
+			}
+			if known {
+				if scoped {
+					n = 0
+				}
+				used[name] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+			}
 		}
 	}
 	return used, nil

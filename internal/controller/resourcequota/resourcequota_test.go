@@ -9,12 +9,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/internal/controller/ctrltest"
+	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 )
 
 func withResources(p *corev1.Pod, cpuReq, memLimit string) *corev1.Pod {
@@ -61,7 +66,7 @@ func TestUsage(t *testing.T) {
 			quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "default"}, Spec: corev1.ResourceQuotaSpec{Hard: hard, Scopes: tt.scopes}}
 			objs := []runtime.Object{quota, big, small, done, plain, deadline, cm, deploy, pvc}
 			env := ctrltest.NewEnv(objs...)
-			c, err := New(env.Deps)
+			c, err := New(env.Deps, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +147,7 @@ func TestReleaseOnDelete(t *testing.T) {
 			defer cancel()
 			q := &corev1.ResourceQuota{ObjectMeta: meta("q"), Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{tt.name: resource.MustParse("10")}}}
 			env := ctrltest.NewEnv(q)
-			c, err := New(env.Deps)
+			c, err := New(env.Deps, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,7 +190,7 @@ func TestUpdateRecountsWhereQuotasAre(t *testing.T) {
 	elsewhere := withResources(ctrltest.MakePod("web").Obj(), "500m", "1Gi")
 	elsewhere.Namespace = "other"
 	env := ctrltest.NewEnv(q, running, elsewhere)
-	c, err := New(env.Deps)
+	c, err := New(env.Deps, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +245,7 @@ func TestSyncWritesPastAStaleCache(t *testing.T) {
 	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "default"},
 		Spec: corev1.ResourceQuotaSpec{Hard: hard}, Status: corev1.ResourceQuotaStatus{Hard: hard, Used: zero}}
 	env := ctrltest.NewEnv(quota)
-	c, err := New(env.Deps)
+	c, err := New(env.Deps, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,4 +264,53 @@ func TestSyncWritesPastAStaleCache(t *testing.T) {
 	if w := env.Writes(); len(w) != 0 {
 		t.Fatalf("with the cache current: writes %q, want none", ctrltest.Describe(w))
 	}
+}
+
+// TestCountsCustomResources: a quota counting count/widgets.example.com (a custom resource no
+// counter of New covers) gets its usage from an informer discovery found; a resource discovery
+// does not list is not counted; deleting a widget is recounted.
+func TestCountsCustomResources(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	widget := func(ns, name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("example.com/v1")
+		u.SetKind("Widget")
+		u.SetNamespace(ns)
+		u.SetName(name)
+		return u
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{widgets: "WidgetList"},
+		widget("default", "a"), widget("default", "b"), widget("other", "c"))
+	discover := func(context.Context) ([]ctrlutil.APIResource, error) {
+		return []ctrlutil.APIResource{{GVR: widgets, Kind: "Widget", Namespaced: true, Verbs: sets.New("list", "watch", "get", "create", "delete")}}, nil
+	}
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "default"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+		"count/widgets.example.com": resource.MustParse("5"), "count/gadgets.example.com": resource.MustParse("5"),
+	}}}
+	env := ctrltest.NewEnv(q)
+	c, err := New(env.Deps, dyn, discover)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Factory.Start(ctx.Done())
+	go c.Run(ctx, 1)
+	defer env.Factory.Shutdown()
+	defer cancel()
+	// The env's clock is fake, so the retry of a sync that found the widgets' cache filling is
+	// asked for here.
+	poke := func() { c.enqueueNamespace("default") }
+	waitForUsed(ctx, t, env, "count/widgets.example.com", "2", poke)
+	got, err := env.Client.CoreV1().ResourceQuotas("default").Get(ctx, "q", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got.Status.Used["count/gadgets.example.com"]; ok {
+		t.Errorf("a resource discovery does not list was counted: %v", got.Status.Used)
+	}
+	if err := dyn.Resource(widgets).Namespace("default").Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForUsed(ctx, t, env, "count/widgets.example.com", "1", func() {})
 }
