@@ -36,10 +36,10 @@ type dynamicCounts struct {
 	// onDelete starts a recount of the deleted object's namespace.
 	onDelete func(any)
 
-	mu        sync.Mutex
-	ctx       context.Context // Run's, for the informers it starts
-	informers map[schema.GroupResource]cache.SharedIndexInformer
-	resources []ctrlutil.APIResource
+	mu           sync.Mutex
+	ctx          context.Context // Run's, for the informers it starts
+	informers    map[schema.GroupResource]cache.SharedIndexInformer
+	resources    []ctrlutil.APIResource
 	discoveredAt time.Time
 }
 

@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -45,8 +45,8 @@ type Controller struct {
 	counters  map[corev1.ResourceName]counter
 	// dynamic counts the count/ names no counter covers (dynamic.go); nil counts none of them.
 	dynamic *dynamicCounts
-	clock     clock.WithTicker
-	loop      *ctrlutil.Loop
+	clock   clock.WithTicker
+	loop    *ctrlutil.Loop
 	// written is the status this controller last wrote, per quota key (*corev1.ResourceQuotaStatus).
 	written sync.Map
 	synced  []cache.InformerSynced
