@@ -300,15 +300,26 @@ func (a *Allocator) allocateNodePorts(ctx context.Context, svc *corev1.Service, 
 			p.NodePort = int32(nodePortBase + o)
 			continue
 		}
-		o := int(p.NodePort) - nodePortBase
-		if o < 0 || o >= nodePortSize {
-			return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.Invalid(path, p.NodePort, fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %s", a.nodePorts.desc))})
+		if err := a.reserveNodePort(ctx, svc, i, done, dryRun); err != nil {
+			return err
 		}
-		if _, err := a.nodePorts.allocate(ctx, o, dryRun); err != nil {
-			return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.Invalid(path, p.NodePort, "provided port is already allocated")})
-		}
-		done.ports = append(done.ports, o)
 	}
+	return nil
+}
+
+// reserveNodePort reserves the node port svc's port i asks for: refused (422) when it is out of
+// the range or taken.
+func (a *Allocator) reserveNodePort(ctx context.Context, svc *corev1.Service, i int, done *allocation, dryRun bool) error {
+	p := svc.Spec.Ports[i]
+	path := field.NewPath("spec", "ports").Index(i).Child("nodePort")
+	o := int(p.NodePort) - nodePortBase
+	if o < 0 || o >= nodePortSize {
+		return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.Invalid(path, p.NodePort, fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %s", a.nodePorts.desc))})
+	}
+	if _, err := a.nodePorts.allocate(ctx, o, dryRun); err != nil {
+		return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.Invalid(path, p.NodePort, "provided port is already allocated")})
+	}
+	done.ports = append(done.ports, o)
 	return nil
 }
 
@@ -339,10 +350,29 @@ func (a *Allocator) releaseHealthCheckNodePort(ctx context.Context, port int32) 
 	}
 }
 
-// ReleaseDropped gives back old's health-check node port once an update that no longer needs one
-// (type or externalTrafficPolicy changed) was written.
+// ReleaseDropped gives back what old held and the written svc does not, once the update was
+// written: node ports it no longer names (a port's nodePort changed, a port removed, the type no
+// longer NodePort or LoadBalancer), and its health-check node port when it needs none any more
+// (type or externalTrafficPolicy changed).
 func (a *Allocator) ReleaseDropped(ctx context.Context, svc, old *corev1.Service) {
-	if core.NeedsHealthCheck(old) && !core.NeedsHealthCheck(svc) {
+	kept := map[int32]bool{}
+	if wantsNodePorts(svc.Spec.Type) {
+		for _, p := range svc.Spec.Ports {
+			kept[p.NodePort] = true
+		}
+	}
+	if core.NeedsHealthCheck(svc) {
+		kept[svc.Spec.HealthCheckNodePort] = true
+	}
+	if wantsNodePorts(old.Spec.Type) {
+		for _, p := range old.Spec.Ports {
+			if !kept[p.NodePort] && p.NodePort >= nodePortBase && p.NodePort < nodePortBase+nodePortSize {
+				kept[p.NodePort] = true // a port named twice (TCP and UDP) goes back once
+				releaseWithRetry(ctx, a.nodePorts, int(p.NodePort)-nodePortBase)
+			}
+		}
+	}
+	if core.NeedsHealthCheck(old) && !kept[old.Spec.HealthCheckNodePort] {
 		a.releaseHealthCheckNodePort(ctx, old.Spec.HealthCheckNodePort)
 	}
 }
@@ -381,9 +411,27 @@ func (a *Allocator) allocateForUpdate(ctx context.Context, svc, old *corev1.Serv
 	if !wantsNodePorts(svc.Spec.Type) {
 		return done, nil
 	}
+	// Node ports the old Service held stay its own; one it asks for anew is reserved as on a
+	// create (in the range, not taken), or the update is refused.
+	held := map[int32]bool{}
+	if wantsNodePorts(old.Spec.Type) {
+		for _, p := range old.Spec.Ports {
+			held[p.NodePort] = true
+		}
+	}
 	for i := range svc.Spec.Ports {
 		p := &svc.Spec.Ports[i]
 		if p.NodePort != 0 {
+			if held[p.NodePort] {
+				continue
+			}
+			if err := a.reserveNodePort(ctx, svc, i, done, dryRun); err != nil {
+				if !dryRun {
+					a.rollback(ctx, done)
+				}
+				return nil, err
+			}
+			held[p.NodePort] = true
 			continue
 		}
 		o, err := a.nodePorts.allocate(ctx, -1, dryRun)

@@ -312,3 +312,64 @@ func TestHealthCheckNodePort(t *testing.T) {
 		t.Fatalf("%d node ports held after delete, want 0", n)
 	}
 }
+
+// TestUpdateReservesChangedNodePorts: an update that names another node port reserves it as a
+// create would: out of the range or taken is refused (422, the port unchanged), a free one is
+// held and the old one given back.
+func TestUpdateReservesChangedNodePorts(t *testing.T) {
+	st, ranges, scheme := servicesStore(t)
+	ctx := context.Background()
+	const ports = "/registry/ranges/servicenodeports"
+	create := func(name string) *corev1.Service {
+		t.Helper()
+		svc := service(name, corev1.ServiceTypeNodePort)
+		scheme.Default(svc)
+		out, err := st.Create(ctx, svc, store.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*corev1.Service)
+	}
+	a, b := create("a"), create("b")
+	withPort := func(svc *corev1.Service, port int32) error {
+		_, _, err := st.Update(ctx, "default", svc.Name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+			next := cur.(*corev1.Service).DeepCopy()
+			next.Spec.Ports[0].NodePort = port
+			return next, nil
+		}, store.UpdateOptions{})
+		return err
+	}
+	for _, tc := range []struct {
+		port int32
+		want string
+	}{
+		{29999, "provided port is not in the valid range"},
+		{40000, "provided port is not in the valid range"},
+		{b.Spec.Ports[0].NodePort, "provided port is already allocated"},
+	} {
+		err := withPort(a, tc.port)
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), fmt.Sprint(tc.port)) {
+			t.Errorf("nodePort %d: %v, want 422: %s", tc.port, err, tc.want)
+		}
+	}
+	if n := held(t, ranges, ports); n != 2 {
+		t.Fatalf("%d node ports held after the refused updates, want 2", n)
+	}
+	free := int32(32000)
+	for free == a.Spec.Ports[0].NodePort || free == b.Spec.Ports[0].NodePort {
+		free++
+	}
+	if err := withPort(a, free); err != nil {
+		t.Fatalf("nodePort %d (free): %v", free, err)
+	}
+	if n := held(t, ranges, ports); n != 2 {
+		t.Fatalf("%d node ports held after moving a's port, want 2 (the old one given back)", n)
+	}
+	// Another Service cannot take the port a now holds, and may take the one it gave back.
+	if err := withPort(b, free); !apierrors.IsInvalid(err) {
+		t.Fatalf("b taking a's new port: %v, want 422", err)
+	}
+	if err := withPort(b, a.Spec.Ports[0].NodePort); err != nil {
+		t.Fatalf("b taking the port a gave back: %v", err)
+	}
+}
