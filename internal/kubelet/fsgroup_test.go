@@ -171,6 +171,7 @@ func TestFSGroupLocalPersistentVolume(t *testing.T) {
 	pod := makePod("claimed").obj()
 	pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To[int64](3456), FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch)}
 	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	h.create(pod)
 	h.waitPod("default", "claimed", "running", podRunning)
 	if gid, mode := owner(t, local); gid != 3456 || mode != os.ModeDir|os.ModeSetgid|0o770 {

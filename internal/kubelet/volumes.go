@@ -79,12 +79,18 @@ func hasRefreshedVolumes(pod *corev1.Pod) bool {
 	return false
 }
 
-// setupVolumes prepares every volume of the pod on the host and returns
-// them by name; it is idempotent and refreshes API-backed contents.
+// setupVolumes prepares every volume a container of the pod mounts or maps on the host and
+// returns them by name; it is idempotent and refreshes API-backed contents. A volume no
+// container uses is left alone, as upstream's volume manager leaves it: a claim named only to
+// keep it bound is not attached, staged or mapped for the pod.
 func (vm *volumeManager) setupVolumes(ctx context.Context, pod *corev1.Pod, src *objectSource, in envInputs) (map[string]volume, error) {
 	out := map[string]volume{}
+	used := usedVolumes(pod)
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
+		if !used[v.Name] {
+			continue
+		}
 		vol, err := vm.setupVolume(ctx, pod, v, src, in)
 		if err != nil {
 			return nil, &volumeSetupError{volume: v.Name, err: err}
@@ -92,6 +98,30 @@ func (vm *volumeManager) setupVolumes(ctx context.Context, pod *corev1.Pod, src 
 		out[v.Name] = vol
 	}
 	return out, nil
+}
+
+// usedVolumes names the volumes some container of the pod (init and ephemeral ones too) mounts
+// or maps as a device.
+func usedVolumes(pod *corev1.Pod) map[string]bool {
+	used := map[string]bool{}
+	add := func(mounts []corev1.VolumeMount, devices []corev1.VolumeDevice) {
+		for _, m := range mounts {
+			used[m.Name] = true
+		}
+		for _, d := range devices {
+			used[d.Name] = true
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		add(c.VolumeMounts, c.VolumeDevices)
+	}
+	for _, c := range pod.Spec.Containers {
+		add(c.VolumeMounts, c.VolumeDevices)
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		add(c.VolumeMounts, c.VolumeDevices)
+	}
+	return used
 }
 
 func (vm *volumeManager) setupVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, src *objectSource, in envInputs) (volume, error) {

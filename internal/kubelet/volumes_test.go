@@ -212,6 +212,7 @@ func TestMissingVolumeSourceKeepsPodCreating(t *testing.T) {
 	h := newHarness(t, nil)
 	pod := makePod("nomount").obj()
 	pod.Spec.Volumes = []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "later"}}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: "/cfg"}}
 	h.create(pod)
 	h.eventually("FailedMount event", func() bool {
 		return h.hasEvent(`Warning FailedMount MountVolume.SetUp failed for volume "cfg" : configmap "later" not found`)
@@ -227,4 +228,33 @@ func TestMissingVolumeSourceKeepsPodCreating(t *testing.T) {
 	}
 	h.step(2 * time.Second)
 	h.waitPod("default", "nomount", "running", podRunning)
+}
+
+// TestUnusedVolumesAreLeftAlone: a volume no container mounts or maps is not set up, as upstream's
+// volume manager skips it: a pod naming a missing ConfigMap only as a volume runs, and nothing is
+// written for it; the same volume once an ephemeral container mounts it is set up.
+func TestUnusedVolumesAreLeftAlone(t *testing.T) {
+	h := newHarness(t, nil)
+	pod := makePod("unused").obj()
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "missing", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "nowhere"}}}},
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	created := h.create(pod)
+	h.waitPod("default", "unused", "running", podRunning)
+	if h.hasEvent("FailedMount") {
+		t.Errorf("an unused volume was set up: %v", h.drainEvents())
+	}
+	for _, dir := range []string{"configmap/missing", "empty-dir/scratch"} {
+		if _, err := os.Stat(filepath.Join(podDataDirIn(h.cfg.DataDir, created.UID), "volumes", dir)); !os.IsNotExist(err) {
+			t.Errorf("%s exists (%v): an unused volume was set up", dir, err)
+		}
+	}
+	if got := usedVolumes(&corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers:      []corev1.Container{{VolumeMounts: []corev1.VolumeMount{{Name: "a"}}}},
+		Containers:          []corev1.Container{{VolumeDevices: []corev1.VolumeDevice{{Name: "b"}}}},
+		EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{VolumeMounts: []corev1.VolumeMount{{Name: "c"}}}}},
+	}}); len(got) != 3 || !got["a"] || !got["b"] || !got["c"] {
+		t.Errorf("usedVolumes = %v, want a, b and c", got)
+	}
 }
