@@ -122,6 +122,9 @@ func TestFSGroupVolumes(t *testing.T) {
 		{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
 			{Path: "sub/name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}},
 	}
+	for _, v := range pod.Spec.Volumes {
+		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: "/" + v.Name})
+	}
 	h.create(pod)
 	h.waitPod("default", "grouped", "running", podRunning)
 	vols := h.kubelet.volumeManager.volumesDir(pod)
