@@ -374,6 +374,12 @@ node_cmd() {
 			mount --bind "$0" /var/lib/kubelet && mount --make-rshared /var/lib/kubelet && exec "$@"' "$nd/kubelet-root")
 	fi
 	node_cmd+=("$skiff" server --data-dir "$nd")
+	# The e2e specs run hostNetwork servers on port 80 of a node (the DNS HostNetwork specs read
+	# their results from one), as on a cluster with no ingress controller on its nodes' ports
+	# (kind): skiff's HTTP data plane, on ports 80 and 443 of every worker by default, stays off.
+	if [[ $server_help == *-ingress-http-port* ]]; then
+		node_cmd+=(--ingress-http-port 0 --ingress-https-port 0)
+	fi
 	if ((root_dir_flag)); then
 		if ((own_kubelet_root)); then
 			node_cmd+=(--kubelet-root-dir /var/lib/kubelet)
