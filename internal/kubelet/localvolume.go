@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -106,6 +108,58 @@ func mountLocalDevice(ctx context.Context, plan localVolumePlan) error {
 	if out, err := exec.CommandContext(ctx, "mount", "-t", plan.fsType, plan.path, plan.mountDir).CombinedOutput(); err != nil {
 		return fmt.Errorf("mount %s at %s: %w: %s", plan.path, plan.mountDir, err, bytes.TrimSpace(out))
 	}
+	return nil
+}
+
+// localExpansion decides whether a device-backed local volume's filesystem is to grow: its PV
+// was made larger (by hand, after the device grew: local volumes have no controller that
+// expands them) than the claim's status says (pure).
+func localExpansion(claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) (resource.Quantity, bool) {
+	want, ok := pv.Spec.Capacity[corev1.ResourceStorage]
+	if !ok {
+		return resource.Quantity{}, false
+	}
+	have, ok := claim.Status.Capacity[corev1.ResourceStorage]
+	return want, ok && have.Cmp(want) < 0
+}
+
+// growCommand is the command that grows fsType's filesystem on dev mounted at dir to fill dev.
+func growCommand(fsType, dev, dir string) ([]string, error) {
+	switch {
+	case strings.HasPrefix(fsType, "ext"):
+		return []string{"resize2fs", dev}, nil
+	case fsType == "xfs":
+		return []string{"xfs_growfs", dir}, nil
+	}
+	return nil, fmt.Errorf("growing a %s filesystem is not supported", fsType)
+}
+
+// expandLocal grows the mounted filesystem of a device-backed local volume whose PV grew, then
+// records the new size in the claim's status, as upstream's kubelet expands a local volume.
+func (vm *volumeManager) expandLocal(ctx context.Context, claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) error {
+	size, due := localExpansion(claim, pv)
+	if !due || pv.Spec.Local == nil {
+		return nil
+	}
+	info, err := os.Stat(pv.Spec.Local.Path)
+	if err != nil {
+		return fmt.Errorf("local volume %q: %w", pv.Name, err)
+	}
+	plan, err := planLocalVolume(pv, info, vm.rootDir)
+	if err != nil || plan.mountDir == "" {
+		return err // a directory or a raw device: nothing of the kubelet's to grow
+	}
+	argv, err := growCommand(plan.fsType, plan.path, plan.mountDir)
+	if err != nil {
+		return fmt.Errorf("local volume %q: %w", pv.Name, err)
+	}
+	if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
+		return fmt.Errorf("local volume %q: %s: %w: %s", pv.Name, strings.Join(argv, " "), err, bytes.TrimSpace(out))
+	}
+	if _, err := vm.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, expandedClaim(claim, size), metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("persistentvolumeclaim %s/%s status after expansion: %w", claim.Namespace, claim.Name, err)
+	}
+	vm.log.Info("local volume expanded on the node", "pv", pv.Name, "claim", claim.Namespace+"/"+claim.Name, "size", size.String())
 	return nil
 }
 

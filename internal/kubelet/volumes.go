@@ -360,6 +360,9 @@ func (vm *volumeManager) setupClaim(ctx context.Context, pod *corev1.Pod, podVol
 	case pv.Spec.Local != nil:
 		// Ownership (fsGroup) is managed on a local filesystem, never on a device.
 		vol, err := vm.setupLocal(ctx, pod.UID, pv, ref.ReadOnly)
+		if err == nil {
+			err = vm.expandLocal(ctx, claim, pv)
+		}
 		return vol, err == nil && !vol.block, err
 	case pv.Spec.CSI != nil:
 		vol, err := vm.setupCSIClaim(ctx, pod, podVolume, ref, claim, pv)
