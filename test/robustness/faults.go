@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/skiff-sh/skiff/internal/nodeadmin"
@@ -34,6 +38,10 @@ const (
 	// FaultPartitionOneWay: everything one node sends to the others lost, what they send still
 	// arriving, for PauseMin-PauseMax.
 	FaultPartitionOneWay FaultKind = "partition-oneway"
+	// FaultFullDisk: one node's disk (its data dir, a filesystem of its own in this scenario)
+	// filled to the last byte for PauseMin-PauseMax, then emptied; a node that stopped on it is
+	// started again.
+	FaultFullDisk FaultKind = "full-disk"
 )
 
 // PlannedFault is one fault of a schedule.
@@ -69,7 +77,7 @@ func Schedule(c ScheduleConfig) []PlannedFault {
 	for {
 		f := PlannedFault{At: at, Kind: c.Kind, Node: rng.IntN(max(c.Nodes, 1))}
 		switch c.Kind {
-		case FaultPause, FaultPartition, FaultPartitionOneWay:
+		case FaultPause, FaultPartition, FaultPartitionOneWay, FaultFullDisk:
 			f.Length = c.PauseMin + time.Duration(rng.Int64N(int64(c.PauseMax-c.PauseMin)+1))
 		case FaultCompact:
 		default:
@@ -157,6 +165,14 @@ func (c *Cluster) Inject(ctx context.Context, f PlannedFault) (string, error) {
 	if f.Kind == FaultPartition || f.Kind == FaultPartitionOneWay {
 		return name, c.partition(ctx, n, f)
 	}
+	if f.Kind == FaultFullDisk {
+		filled, restarted, err := c.fillDisk(ctx, n, f)
+		name = fmt.Sprintf("%s (%d MiB filled, %d KiB left", name, filled>>20, leftAfterFill>>10)
+		if restarted {
+			name += "; the node stopped and was started again"
+		}
+		return name + ")", err
+	}
 	if f.Kind == FaultPause {
 		if err := n.Pause(); err != nil {
 			return name, err
@@ -172,6 +188,67 @@ func (c *Cluster) Inject(ctx context.Context, f PlannedFault) (string, error) {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	return name, n.WaitReady(wctx, c.Clock)
+}
+
+// fillDisk fills the filesystem of n's data dir (one of its own: a filler as large as what is
+// free, then the bytes left), holds it full for f.Length, and empties it. A node that stopped on
+// the full disk is started again.
+func (c *Cluster) fillDisk(ctx context.Context, n *Node, f PlannedFault) (filled int64, restarted bool, err error) {
+	filler := filepath.Join(n.DataDir, "robustness-filler")
+	if filled, err = fill(filler); err != nil {
+		_ = os.Remove(filler)
+		return filled, false, fmt.Errorf("fill %s: %w", n.DataDir, err)
+	}
+	c.sleep(ctx, f.Length)
+	if err := os.Remove(filler); err != nil {
+		return filled, false, fmt.Errorf("empty %s: %w", n.DataDir, err)
+	}
+	if n.Running() {
+		return filled, false, nil
+	}
+	if err := n.Start(); err != nil {
+		return filled, true, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	return filled, true, n.WaitReady(wctx, c.Clock)
+}
+
+// leftAfterFill is what fill leaves free at most: its last write is refused for want of one
+// block, so less than a block (4 KiB on tmpfs) stays.
+const leftAfterFill = 4 << 10
+
+// fill writes path until its filesystem has no byte left (a file as large as what is free, then
+// what the writes still find room for) and says how large the file became.
+func fill(path string) (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(filepath.Dir(path), &st); err != nil {
+		return 0, err
+	}
+	file, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer file.Close()
+	if free := int64(st.Bavail) * st.Bsize; free > 0 {
+		if err := syscall.Fallocate(int(file.Fd()), 0, 0, free); err != nil && !errors.Is(err, syscall.ENOSPC) {
+			return 0, err
+		}
+	}
+	chunk := make([]byte, 64<<10)
+	for len(chunk) > 0 {
+		if _, err := file.Seek(0, io.SeekEnd); err != nil {
+			return 0, err
+		}
+		if _, err := file.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				return 0, err
+			}
+			chunk = chunk[:len(chunk)/2]
+		}
+	}
+	size, err := file.Seek(0, io.SeekEnd)
+	return size, err
 }
 
 func (c *Cluster) sleep(ctx context.Context, d time.Duration) {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -317,5 +319,31 @@ func TestVersionOf(t *testing.T) {
 		if !ok || got != tc.want {
 			t.Errorf("%s: versionOf = %+v, %v; want %+v", tc.name, got, ok, tc.want)
 		}
+	}
+}
+
+// TestFillLeavesNoRoom: fill takes every byte of its filesystem (a small tmpfs here).
+func TestFillLeavesNoRoom(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=8m"); err != nil {
+		t.Skipf("no tmpfs here: %v", err)
+	}
+	defer func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) }()
+	filled, err := fill(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if left := int64(st.Bavail) * st.Bsize; left > leftAfterFill || filled < 7<<20 {
+		t.Errorf("filled %d bytes, %d left; want the 8 MiB taken", filled, left)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "one-more"), make([]byte, 8<<10), 0o600); err == nil {
+		t.Error("a write found room after fill")
 	}
 }

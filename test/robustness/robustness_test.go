@@ -162,7 +162,11 @@ func startCluster(t *testing.T, ctx context.Context, bin string, s Scenario, see
 		cl.Cgroups, cl.Partitions = cg, NewPartitions(name)
 	}
 	newNode := func(name, addr string, like *Node) *Node {
-		n, err := NewNode(bin, filepath.Join(t.TempDir(), name), name, addr, ports, like)
+		dir := filepath.Join(t.TempDir(), name)
+		if s.Fault == FaultFullDisk {
+			dir = diskOfItsOwn(t, dir)
+		}
+		n, err := NewNode(bin, dir, name, addr, ports, like)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,6 +209,28 @@ func startCluster(t *testing.T, ctx context.Context, bin string, s Scenario, see
 		startNode(t, ctx, n, clk)
 	}
 	return cl
+}
+
+// fullDiskSize is the filesystem each node of a full-disk scenario has: its etcd's reserve and
+// WAL, the containerd it does not run, and room for a few minutes of traffic.
+const fullDiskSize = 768 << 20
+
+// diskOfItsOwn makes dir a tmpfs of fullDiskSize, unmounted when the test ends (after the nodes
+// stopped: cleanups run in reverse), so that filling it fills nothing else on the machine.
+func diskOfItsOwn(t *testing.T, dir string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0700", fullDiskSize)); err != nil {
+		t.Fatalf("a filesystem for %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
 }
 
 func startNode(t *testing.T, ctx context.Context, n *Node, clk clock.WithTicker) {

@@ -35,6 +35,7 @@ func Scenarios() []Scenario {
 		{Name: "ha-compact", Nodes: 3, Fault: FaultCompact},
 		{Name: "ha-partition", Nodes: 3, Fault: FaultPartition},
 		{Name: "ha-partition-oneway", Nodes: 3, Fault: FaultPartitionOneWay},
+		{Name: "ha-full-disk", Nodes: 3, Fault: FaultFullDisk},
 	}
 }
 
