@@ -10,7 +10,7 @@
 #
 # usage: hack/conformance/build-images.sh CACHE_DIR SKIFF_BINARY [K8S_VERSION]
 # Substitutes (see docs/user/conformance.md): nginx is Debian's 1.22 under the
-# 1.14/1.15 tags, httpd is busybox httpd, distroless-iptables is busybox + conntrack,
+# 1.14/1.15 tags, agnhost's /coredns is CoreDNS 1.11.3 (upstream's image has 1.6.2), httpd is busybox httpd, distroless-iptables is busybox + conntrack,
 # jessie-dnsutils is busybox + bash +
 # Debian's dig/host/nslookup. sample-apiserver 1.29.2 is the k8s.io/sample-apiserver
 # module (v0.33.4, the version build-e2e.sh replaces it with) built in a temporary module;
@@ -32,7 +32,7 @@ export GOWORK=off GOFLAGS=-mod=mod
 
 e2e=registry.k8s.io/e2e-test-images
 # Bump recipe when an image's recipe changes, so existing caches rebuild.
-recipe=5
+recipe=6
 stamp=$out/.version
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$version-$recipe" ]]; then
 	rm -f "$out"/*.tar
@@ -137,11 +137,22 @@ for v in 2.4.38-4 2.4.39-4; do
 done
 
 # agnhost (+ kitten, nautilus on top of it)
+coredns_version=v1.11.3
 agnhost_root() {
 	local root=$1
 	busybox_root "$root"
 	[[ -x $cache/build/agnhost ]] || gobuild "$cache/build/agnhost" ./test/images/agnhost
 	install -m 0755 "$cache/build/agnhost" "$root/agnhost"
+	# /coredns: the DNS specs run the agnhost image with command /coredns (upstream's image
+	# unpacks CoreDNS 1.6.2's release there); CoreDNS from its Go module, a version the module
+	# proxy serves and today's Go builds, takes the same Corefile (hosts, log, forward).
+	[[ -x $cache/build/coredns ]] || (
+		m=$cache/build/coredns-mod
+		rm -rf "$m" && mkdir -p "$m"
+		cd "$m" && GOBIN="$m/bin" CGO_ENABLED=0 nice -n 19 go install -trimpath -ldflags=-s "github.com/coredns/coredns@$coredns_version" &&
+			mv "$m/bin/coredns" "$cache/build/coredns"
+	)
+	install -m 0755 "$cache/build/coredns" "$root/coredns"
 	ln -s agnhost "$root/agnhost-2"
 	cp "$src/test/images/agnhost/porter/localhost.crt" "$src/test/images/agnhost/porter/localhost.key" "$root/"
 	mkdir -p "$root/uploads"
