@@ -47,8 +47,15 @@ func createEviction(ctx context.Context, env registry.ActionEnv, req registry.Ac
 		return nil, err
 	}
 	if countsTowardsBudget(pod) {
-		if err := consumeDisruption(ctx, env, pod, dryRun); err != nil {
+		asUnhealthy, err := consumeDisruption(ctx, env, pod, dryRun)
+		if err != nil {
 			return nil, err
+		}
+		if asUnhealthy && opts.Preconditions == nil {
+			// An unready pod evicted without spending its budget's disruption is deleted only as
+			// it was judged: unready still (upstream pins the delete to the pod's version too).
+			rv := pod.ResourceVersion
+			opts.Preconditions = &metav1.Preconditions{ResourceVersion: &rv}
 		}
 	}
 	if !dryRun {
@@ -142,27 +149,52 @@ func spendDisruption(pdb *policyv1.PodDisruptionBudget, pod string, now time.Tim
 	return nil
 }
 
-// consumeDisruption finds the budget covering pod and takes one allowed disruption from it; a dry
-// run only checks that one is allowed. The update is conditional on the budget's resourceVersion
-// as read: a conflict (the store's) means the budget changed, so it is read and judged again.
-func consumeDisruption(ctx context.Context, env registry.ActionEnv, pod *corev1.Pod, dryRun bool) error {
+// unhealthyEvictable reports whether pod, not ready, may be evicted without spending a disruption
+// of pdb: its unhealthyPodEvictionPolicy is AlwaysAllow, or (IfHealthyBudget, the default) the
+// budget has the healthy pods it wants, so the unready one disrupts nothing, as upstream judges.
+func unhealthyEvictable(pod *corev1.Pod, pdb *policyv1.PodDisruptionBudget) bool {
+	if podReady(pod) {
+		return false
+	}
+	if p := pdb.Spec.UnhealthyPodEvictionPolicy; p != nil && *p == policyv1.AlwaysAllow {
+		return true
+	}
+	return pdb.Status.CurrentHealthy >= pdb.Status.DesiredHealthy && pdb.Status.DesiredHealthy > 0
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// consumeDisruption finds the budget covering pod and takes one allowed disruption from it, or
+// lets an unready pod go without (asUnhealthy, unhealthyEvictable); a dry run only checks that
+// one is allowed. The update is conditional on the budget's resourceVersion as read: a conflict
+// (the store's) means the budget changed, so it is read and judged again.
+func consumeDisruption(ctx context.Context, env registry.ActionEnv, pod *corev1.Pod, dryRun bool) (asUnhealthy bool, err error) {
 	if env.Stores == nil {
-		return nil
+		return false, nil
 	}
 	pdbs, ok := env.Stores.Store(pdbResource)
 	if !ok {
 		// A server without budgets has none to respect.
-		return nil
+		return false, nil
 	}
-	var err error
 	for range budgetAttempts {
 		var pdb *policyv1.PodDisruptionBudget
 		if pdb, err = readBudget(ctx, pdbs, pod); err != nil || pdb == nil {
-			return err
+			return false, err
+		}
+		if unhealthyEvictable(pod, pdb) {
+			return true, nil
 		}
 		// Judged on the read first, so a refusal costs no write; the update judges again.
 		if err := disruptionRefused(pdb); err != nil || dryRun {
-			return err
+			return false, err
 		}
 		rv := pdb.ResourceVersion
 		err = pdbs.Modify(ctx, pdb.Namespace, pdb.Name, &metav1.Preconditions{ResourceVersion: &rv}, false, func(current runtime.Object) (runtime.Object, error) {
@@ -176,11 +208,11 @@ func consumeDisruption(ctx context.Context, env registry.ActionEnv, pod *corev1.
 			return next, nil
 		})
 		if !apierrors.IsConflict(err) {
-			return err
+			return false, err
 		}
 	}
 	// Every attempt lost to another writer: the budget is contended, ask the client to retry.
-	return apierrors.NewTooManyRequests(fmt.Sprintf("Cannot evict pod: the disruption budget changed %d times while it was being updated: %v", budgetAttempts, err), 1)
+	return false, apierrors.NewTooManyRequests(fmt.Sprintf("Cannot evict pod: the disruption budget changed %d times while it was being updated: %v", budgetAttempts, err), 1)
 }
 
 // readBudget reads the budgets of pod's namespace and picks the one covering pod.

@@ -15,11 +15,20 @@ import (
 	"github.com/skiff-sh/skiff/internal/registry"
 )
 
+// runningPod is a running, ready pod of app web.
 func runningPod(name string) *corev1.Pod {
 	return makePod(name).node("n1").with(func(p *corev1.Pod) {
 		p.Labels = map[string]string{"app": "web"}
 		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	}).obj()
+}
+
+// unreadyPod is runningPod without readiness.
+func unreadyPod(name string) *corev1.Pod {
+	p := runningPod(name)
+	p.Status.Conditions[0].Status = corev1.ConditionFalse
+	return p
 }
 
 func budget(name string, allowed int32, mods ...func(*policyv1.PodDisruptionBudget)) *policyv1.PodDisruptionBudget {
@@ -60,6 +69,18 @@ func TestPodEviction(t *testing.T) {
 			wantAllowed: 0, wantAdmit: true},
 		{name: "a budget whose status is behind its spec", objs: []runtime.Object{runningPod("web"), budget("guard", 3, func(p *policyv1.PodDisruptionBudget) { p.Generation = 2 })},
 			code: 429, causeType: policyv1.DisruptionBudgetCause, wantAllowed: 3, wantAdmit: true},
+		{name: "an unready pod under AlwaysAllow goes without spending", objs: []runtime.Object{unreadyPod("web"), budget("guard", 0, func(p *policyv1.PodDisruptionBudget) {
+			p.Spec.UnhealthyPodEvictionPolicy = ptrTo(policyv1.AlwaysAllow)
+			p.Status.CurrentHealthy, p.Status.DesiredHealthy = 0, 3
+		})},
+			wantWrites: []string{"update pods web", "delete pods web"}, wantAllowed: 0, wantAdmit: true},
+		{name: "an unready pod of a budget that has its healthy pods goes without spending", objs: []runtime.Object{unreadyPod("web"), budget("guard", 0)},
+			wantWrites: []string{"update pods web", "delete pods web"}, wantAllowed: 0, wantAdmit: true},
+		{name: "an unready pod of a budget short of healthy pods (IfHealthyBudget) is refused", objs: []runtime.Object{unreadyPod("web"), budget("guard", 0, func(p *policyv1.PodDisruptionBudget) {
+			p.Spec.UnhealthyPodEvictionPolicy = ptrTo(policyv1.IfHealthyBudget)
+			p.Status.CurrentHealthy, p.Status.DesiredHealthy = 1, 3
+		})},
+			code: 429, causeType: policyv1.DisruptionBudgetCause, wantAllowed: 0, wantAdmit: true},
 		{name: "a pending pod ignores budgets", objs: []runtime.Object{makePod("web").with(func(p *corev1.Pod) { p.Labels = map[string]string{"app": "web"}; p.Status.Phase = corev1.PodPending }).obj(), budget("guard", 0)},
 			wantWrites: []string{"update pods web", "delete pods web"}, wantAllowed: 0, wantAdmit: true},
 		{name: "a budget selecting other pods", objs: []runtime.Object{runningPod("web"), budget("guard", 0, func(p *policyv1.PodDisruptionBudget) { p.Spec.Selector.MatchLabels = map[string]string{"app": "db"} })},
