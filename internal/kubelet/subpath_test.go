@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -71,5 +72,32 @@ func TestResolveSubPath(t *testing.T) {
 	}
 	if mode := info.Mode() & (fs.ModePerm | fs.ModeSetgid); mode != 0o777|fs.ModeSetgid {
 		t.Errorf("made subPath mode %v, want the volume root's %v", mode, 0o777|fs.ModeSetgid)
+	}
+}
+
+// TestTmpfsSubPathIsSticky: a memory-backed emptyDir's root is 1777, as upstream's (tmpfs with
+// no mode), and a subPath made in it takes that mode, sticky bit included.
+func TestTmpfsSubPathIsSticky(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if err := mountTmpfs(dir, nil); err != nil {
+		t.Skipf("no tmpfs here: %v", err)
+	}
+	defer func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) }()
+	info, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode := info.Mode() & (fs.ModePerm | fs.ModeSticky); mode != 0o777|fs.ModeSticky {
+		t.Fatalf("tmpfs root mode %v, want 1777", mode)
+	}
+	made, err := resolveSubPath(dir, "sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(made); err != nil || info.Mode()&(fs.ModePerm|fs.ModeSticky) != 0o777|fs.ModeSticky {
+		t.Errorf("subPath mode %v (%v), want 1777", info.Mode(), err)
 	}
 }

@@ -232,9 +232,11 @@ func mountTmpfs(path string, sizeLimit *resource.Quantity) error {
 	if mounted(path) {
 		return nil
 	}
-	options := "mode=0777"
+	// No mode: a tmpfs root is 1777, sticky as upstream's emptyDir leaves it (a subPath made in it
+	// takes that mode, sticky bit and all, which the EmptyDir subPath spec reads).
+	options := ""
 	if sizeLimit != nil && sizeLimit.Value() > 0 {
-		options += ",size=" + strconv.FormatInt(sizeLimit.Value(), 10)
+		options = "size=" + strconv.FormatInt(sizeLimit.Value(), 10)
 	}
 	if err := syscall.Mount("tmpfs", path, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, options); err != nil {
 		return fmt.Errorf("mount tmpfs at %s: %w", path, err)
