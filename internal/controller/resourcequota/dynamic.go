@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 )
@@ -35,6 +36,7 @@ type dynamicCounts struct {
 	discover ctrlutil.DiscoverFunc
 	// onDelete starts a recount of the deleted object's namespace.
 	onDelete func(any)
+	clock    clock.PassiveClock
 
 	mu           sync.Mutex
 	ctx          context.Context // Run's, for the informers it starts
@@ -43,12 +45,12 @@ type dynamicCounts struct {
 	discoveredAt time.Time
 }
 
-func newDynamicCounts(client dynamic.Interface, discover ctrlutil.DiscoverFunc, onDelete func(any)) *dynamicCounts {
+func newDynamicCounts(client dynamic.Interface, discover ctrlutil.DiscoverFunc, onDelete func(any), clk clock.PassiveClock) *dynamicCounts {
 	if client == nil || discover == nil {
 		return nil
 	}
 	return &dynamicCounts{
-		factory: dynamicinformer.NewDynamicSharedInformerFactory(client, 0), discover: discover, onDelete: onDelete,
+		factory: dynamicinformer.NewDynamicSharedInformerFactory(client, 0), discover: discover, onDelete: onDelete, clock: clk,
 		informers: map[schema.GroupResource]cache.SharedIndexInformer{},
 	}
 }
@@ -99,12 +101,12 @@ func (d *dynamicCounts) informerFor(ctx context.Context, gr schema.GroupResource
 		return inf, nil
 	}
 	res, found := d.lookup(gr)
-	if !found && time.Since(d.discoveredAt) > rediscoveryInterval {
+	if !found && d.clock.Since(d.discoveredAt) > rediscoveryInterval {
 		resources, err := d.discover(ctx)
 		if err != nil && len(resources) == 0 {
 			return nil, fmt.Errorf("discover %s: %w", gr, err)
 		}
-		d.resources, d.discoveredAt = resources, time.Now()
+		d.resources, d.discoveredAt = resources, d.clock.Now()
 		res, found = d.lookup(gr)
 	}
 	if !found || !res.Namespaced || !res.Verbs.HasAll("list", "watch") || d.ctx == nil {

@@ -112,7 +112,7 @@ func New(deps ctrlutil.Deps, client dynamic.Interface, discover ctrlutil.Discove
 			c.enqueueNamespace(m.GetNamespace())
 		}
 	}
-	c.dynamic = newDynamicCounts(client, discover, changed)
+	c.dynamic = newDynamicCounts(client, discover, changed, deps.Clock)
 	// Counted objects start a recount when they go (replenishment) or an update changes what they
 	// hold (a pod that terminated, a claim that grew), not when they are added: the API server's
 	// ResourceQuota admission charged them before they were stored, and a recount started before a
