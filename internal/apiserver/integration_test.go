@@ -485,7 +485,10 @@ func TestAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Running and Ready: an unready pod would leave under the default IfHealthyBudget policy
+		// without spending the budget, as upstream lets it.
 		pod.Status.Phase = corev1.PodRunning
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 		if _, err := pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
