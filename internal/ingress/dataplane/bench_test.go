@@ -13,11 +13,11 @@ import (
 // the difference from BenchmarkBackendDirect.
 func BenchmarkServerHTTP1(b *testing.B) {
 	_, up := upstream(b, "a")
-	s := New(Options{ListenAddress: func(int32) string { return "127.0.0.1:0" }})
+	s := New(Options{ListenAddress: func(routes.ListenerKey) string { return "127.0.0.1:0" }})
 	if err := s.Set(httpTable(routes.VirtualHost{Routes: []routes.Route{rt("r", prefix("/"), be("a", 1, up))}})); err != nil {
 		b.Fatal(err)
 	}
-	a, _ := s.Addr(80)
+	a, _ := s.Addr(routes.ListenerKey{Port: 80})
 	benchGet(b, "http://"+a.String()+"/")
 }
 

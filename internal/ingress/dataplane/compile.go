@@ -2,17 +2,32 @@ package dataplane
 
 import (
 	"fmt"
+	"net"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
 	"github.com/skiff-sh/skiff/internal/ingress/routes"
 )
 
-// table is a routes.Table made ready to serve: listeners by port, regular expressions
-// compiled. It is never changed after compile returns, except the round-robin counters.
+// table is a routes.Table made ready to serve: listeners by address and port, regular
+// expressions compiled. It is never changed after compile returns, except the round-robin
+// counters.
 type table struct {
-	listeners map[int32]*listener
+	listeners map[routes.ListenerKey]*listener
+}
+
+// lookup is the listener serving a connection that reached the node's address local (an IP,
+// "" when unknown) on port: the listener of that address when the table has one (a Gateway's
+// own address), else the data plane's own listener of the port.
+func (t *table) lookup(local string, port int32) *listener {
+	if local != "" {
+		if l := t.listeners[routes.ListenerKey{Address: local, Port: port}]; l != nil {
+			return l
+		}
+	}
+	return t.listeners[routes.ListenerKey{Port: port}]
 }
 
 type listener struct {
@@ -41,7 +56,7 @@ type backend struct {
 
 // compile prepares t; the errors name the routes that cannot serve.
 func compile(t *routes.Table) (*table, []error) {
-	out := &table{listeners: map[int32]*listener{}}
+	out := &table{listeners: map[routes.ListenerKey]*listener{}}
 	var errs []error
 	for i := range t.Listeners {
 		ls := &t.Listeners[i]
@@ -53,11 +68,11 @@ func compile(t *routes.Table) (*table, []error) {
 				l.hosts[h][r] = compileRoute(&rs[r])
 				if inv := l.hosts[h][r].invalid; inv != "" {
 					src := rs[r].Source
-					errs = append(errs, fmt.Errorf("port %d host %q: %s %s/%s rule %d match %d: %s", ls.Port, ls.Hosts[h].Hostname, src.Kind, src.Namespace, src.Name, src.Rule, src.Match, inv))
+					errs = append(errs, fmt.Errorf("%s host %q: %s %s/%s rule %d match %d: %s", keyString(ls.Key()), ls.Hosts[h].Hostname, src.Kind, src.Namespace, src.Name, src.Rule, src.Match, inv))
 				}
 			}
 		}
-		out.listeners[ls.Port] = l
+		out.listeners[ls.Key()] = l
 	}
 	return out, errs
 }
@@ -112,4 +127,12 @@ func normalizePrefix(p string) string {
 		return "/"
 	}
 	return p
+}
+
+// keyString names a listener's address and port in errors and logs ("port 80", "10.0.0.9:80").
+func keyString(k routes.ListenerKey) string {
+	if k.Address == "" {
+		return fmt.Sprintf("port %d", k.Port)
+	}
+	return net.JoinHostPort(k.Address, strconv.Itoa(int(k.Port)))
 }

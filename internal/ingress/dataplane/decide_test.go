@@ -1,8 +1,10 @@
 package dataplane
 
 import (
+	"cmp"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"k8s.io/utils/ptr"
@@ -57,7 +59,7 @@ func TestDecide(t *testing.T) {
 	if len(errs) != 1 {
 		t.Fatalf("compile errors = %v, want the bad regular expression's", errs)
 	}
-	l := tbl.listeners[80]
+	l := tbl.listeners[routes.ListenerKey{Port: 80}]
 	cases := []struct {
 		name, method, url string
 		header            http.Header
@@ -139,21 +141,72 @@ func TestRewritePath(t *testing.T) {
 }
 
 func TestPlanListeners(t *testing.T) {
-	current := map[int32]routes.Protocol{80: routes.ProtocolHTTP, 443: routes.ProtocolHTTP, 8080: routes.ProtocolHTTP}
-	open, shut := planListeners(current, &routes.Table{Listeners: []routes.Listener{
-		{Port: 80, Protocol: routes.ProtocolHTTP}, {Port: 443, Protocol: routes.ProtocolHTTPS}, {Port: 9090, Protocol: routes.ProtocolHTTP}}})
-	var opened []int32
-	for _, l := range open {
-		opened = append(opened, l.Port)
+	key := func(addr string, port int32) routes.ListenerKey { return routes.ListenerKey{Address: addr, Port: port} }
+	plain, secure := routes.ProtocolHTTP, routes.ProtocolHTTPS
+	cases := []struct {
+		name      string
+		current   map[routes.ListenerKey]routes.Protocol
+		table     []routes.Listener
+		wildcard  bool
+		open      []openSocket
+		shut      []routes.ListenerKey
+		conflicts int
+	}{{
+		name:    "new, changed and dropped ports",
+		current: map[routes.ListenerKey]routes.Protocol{key("", 80): plain, key("", 443): plain, key("", 8080): plain},
+		table:   []routes.Listener{{Port: 80, Protocol: plain}, {Port: 443, Protocol: secure}, {Port: 9090, Protocol: plain}},
+		open:    []openSocket{{key("", 443), secure}, {key("", 9090), plain}},
+		shut:    []routes.ListenerKey{key("", 443), key("", 8080)},
+	}, {
+		name:  "a Gateway's own address gets a socket of its own beside the data plane's",
+		table: []routes.Listener{{Port: 80, Protocol: plain}, {Address: "10.0.0.9", Port: 80, Protocol: plain}},
+		open:  []openSocket{{key("", 80), plain}, {key("10.0.0.9", 80), plain}},
+	}, {
+		name:     "binding every address, one socket per port serves every address",
+		table:    []routes.Listener{{Address: "10.0.0.8", Port: 80, Protocol: plain}, {Port: 80, Protocol: plain}, {Address: "10.0.0.9", Port: 80, Protocol: plain}},
+		wildcard: true,
+		open:     []openSocket{{key("", 80), plain}},
+	}, {
+		name:      "sharing a socket, the data plane's protocol wins over a Gateway's",
+		table:     []routes.Listener{{Address: "10.0.0.9", Port: 80, Protocol: secure}, {Port: 80, Protocol: plain}},
+		wildcard:  true,
+		open:      []openSocket{{key("", 80), plain}},
+		conflicts: 1,
+	}, {
+		name:     "a Gateway's address alone on a port, binding every address",
+		current:  map[routes.ListenerKey]routes.Protocol{key("", 80): plain},
+		table:    []routes.Listener{{Address: "10.0.0.9", Port: 8443, Protocol: secure}},
+		wildcard: true,
+		open:     []openSocket{{key("", 8443), secure}},
+		shut:     []routes.ListenerKey{key("", 80)},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			plan := planListeners(c.current, &routes.Table{Listeners: c.table}, c.wildcard)
+			if !slices.Equal(plan.open, c.open) {
+				t.Errorf("open = %v, want %v", plan.open, c.open)
+			}
+			less := func(a, b routes.ListenerKey) int { return cmp.Or(cmp.Compare(a.Port, b.Port), cmp.Compare(a.Address, b.Address)) }
+			slices.SortFunc(plan.shut, less)
+			if !slices.Equal(plan.shut, c.shut) {
+				t.Errorf("shut = %v, want %v", plan.shut, c.shut)
+			}
+			if len(plan.conflicts) != c.conflicts {
+				t.Errorf("conflicts = %v, want %d", plan.conflicts, c.conflicts)
+			}
+		})
 	}
-	if len(opened) != 2 || opened[0] != 443 || opened[1] != 9090 {
-		t.Errorf("open = %v, want [443 9090]", opened)
+}
+
+func TestLookupPrefersTheAddressReached(t *testing.T) {
+	own := routes.Listener{Name: "gateway", Address: "10.0.0.9", Port: 80}
+	tbl, _ := compile(&routes.Table{Listeners: []routes.Listener{{Name: "node", Port: 80}, own}})
+	for _, c := range []struct{ local, want string }{{"10.0.0.9", "gateway"}, {"10.0.0.1", "node"}, {"", "node"}} {
+		if l := tbl.lookup(c.local, 80); l == nil || l.spec.Name != c.want {
+			t.Errorf("lookup(%q, 80) = %v, want %s", c.local, l, c.want)
+		}
 	}
-	shutSet := map[int32]bool{}
-	for _, p := range shut {
-		shutSet[p] = true
-	}
-	if len(shut) != 2 || !shutSet[443] || !shutSet[8080] {
-		t.Errorf("shut = %v, want 443 (protocol changed) and 8080 (gone)", shut)
+	if l := tbl.lookup("10.0.0.9", 443); l != nil {
+		t.Errorf("lookup on a port without listeners = %s", l.spec.Name)
 	}
 }

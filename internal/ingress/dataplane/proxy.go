@@ -41,7 +41,8 @@ func (s *Server) handler(port int32, proto routes.Protocol) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.opts.Clock.Now()
 		rec := &recorder{ResponseWriter: w}
-		l := s.table.Load().listeners[port]
+		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		l := s.table.Load().lookup(localIP(local), port)
 		d := decide(l, r, scheme, randomPick)
 		t := &target{d: d}
 		if d.status != 0 {

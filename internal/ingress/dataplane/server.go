@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,11 +24,14 @@ import (
 
 // Options configure a Server; zero values take the defaults of Default.
 type Options struct {
-	// Address is the host the listeners bind ("" for every address).
+	// Address is the host the listeners bind ("" or an unspecified IP for every address).
+	// Listeners of an address of their own (routes.Listener.Address) bind it, unless Address is
+	// every address: then the port's one socket serves them all, each connection by the local
+	// address it reached.
 	Address string
-	// ListenAddress, when set, gives the address a port of the table is served on instead of
-	// Address:port (tests serve port 80 of a table on 127.0.0.1:0).
-	ListenAddress func(port int32) string
+	// ListenAddress, when set, gives the host:port a socket of the table is served on (tests
+	// serve port 80 of a table on 127.0.0.1:0). Its key's Address is "" for the data plane's own.
+	ListenAddress func(socket routes.ListenerKey) string
 	Logger        *slog.Logger
 	Metrics       *Metrics
 	Clock         clock.PassiveClock
@@ -73,7 +77,13 @@ func (o *Options) Default() {
 	}
 	if o.ListenAddress == nil {
 		addr := o.Address
-		o.ListenAddress = func(port int32) string { return net.JoinHostPort(addr, strconv.Itoa(int(port))) }
+		o.ListenAddress = func(k routes.ListenerKey) string {
+			host := addr
+			if k.Address != "" {
+				host = k.Address
+			}
+			return net.JoinHostPort(host, strconv.Itoa(int(k.Port)))
+		}
 	}
 	if o.Transport == nil {
 		o.Transport = &http.Transport{
@@ -94,9 +104,12 @@ type Server struct {
 	table atomic.Pointer[table]
 	proxy *httputil.ReverseProxy
 
-	mu      sync.Mutex
-	ports   map[int32]*portServer
-	stopped bool
+	mu sync.Mutex
+	// sockets are the open listening sockets, by the address (socketOf) and port they bind.
+	sockets map[routes.ListenerKey]*portServer
+	// wildcard: Address binds every address, so one socket per port serves every listener.
+	wildcard bool
+	stopped  bool
 	wg      sync.WaitGroup
 }
 
@@ -109,17 +122,22 @@ type portServer struct {
 // New returns a Server serving an empty table.
 func New(opts Options) *Server {
 	opts.Default()
-	s := &Server{opts: opts, ports: map[int32]*portServer{}}
+	wildcard := opts.Address == ""
+	if ip := net.ParseIP(opts.Address); ip != nil && ip.IsUnspecified() {
+		wildcard = true
+	}
+	s := &Server{opts: opts, sockets: map[routes.ListenerKey]*portServer{}, wildcard: wildcard}
 	empty, _ := compile(&routes.Table{})
 	s.table.Store(empty)
 	s.proxy = s.newReverseProxy()
 	return s
 }
 
-// Set swaps in t, opens a listener for each new port and shuts down (gracefully) those of ports
-// t no longer has. Requests already routed finish on the table they started with. A port that
-// cannot be bound is reported in the error and retried at the next Set; the others serve. So is
-// a route that cannot serve (a regular expression that does not compile): it matches nothing.
+// Set swaps in t, opens a socket for each new address and port and shuts down (gracefully)
+// those t no longer has. Requests already routed finish on the table they started with. A socket
+// that cannot be bound is reported in the error and retried at the next Set; the others serve.
+// So is a route that cannot serve (a regular expression that does not compile): it matches
+// nothing.
 func (s *Server) Set(t routes.Table) error {
 	c, errs := compile(&t)
 	s.table.Store(c)
@@ -129,31 +147,33 @@ func (s *Server) Set(t routes.Table) error {
 	if s.stopped {
 		return errors.New("data plane stopped")
 	}
-	current := map[int32]routes.Protocol{}
-	for p, ps := range s.ports {
-		current[p] = ps.protocol
+	current := map[routes.ListenerKey]routes.Protocol{}
+	for k, ps := range s.sockets {
+		current[k] = ps.protocol
 	}
-	open, shut := planListeners(current, &t)
-	for _, p := range shut {
-		s.shutdown(s.ports[p])
-		delete(s.ports, p)
+	plan := planListeners(current, &t, s.wildcard)
+	errs = append(errs, plan.conflicts...)
+	for _, k := range plan.shut {
+		s.shutdown(s.sockets[k])
+		delete(s.sockets, k)
 	}
-	for _, l := range open {
-		ps, err := s.listen(l.Port, l.Protocol)
+	for _, o := range plan.open {
+		ps, err := s.listen(o.socket, o.protocol)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		s.ports[l.Port] = ps
+		s.sockets[o.socket] = ps
 	}
 	return errors.Join(errs...)
 }
 
-// Addr is the address port of the table is served on, for tests that listen on port 0.
-func (s *Server) Addr(port int32) (net.Addr, bool) {
+// Addr is the address the listener k of the table is served on, for tests that listen on
+// port 0.
+func (s *Server) Addr(k routes.ListenerKey) (net.Addr, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ps, ok := s.ports[port]
+	ps, ok := s.sockets[socketOf(k, s.wildcard)]
 	if !ok {
 		return nil, false
 	}
@@ -166,44 +186,87 @@ func (s *Server) Run(ctx context.Context) error {
 	<-ctx.Done()
 	s.mu.Lock()
 	s.stopped = true
-	for p, ps := range s.ports {
+	for k, ps := range s.sockets {
 		s.shutdown(ps)
-		delete(s.ports, p)
+		delete(s.sockets, k)
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
 	return nil
 }
 
-// planListeners decides which listeners to open and which ports to shut, from the ports served
-// now (with their protocols) and the desired table: a port whose protocol changed is shut and
-// opened again.
-func planListeners(current map[int32]routes.Protocol, t *routes.Table) (open []routes.Listener, shut []int32) {
-	want := map[int32]bool{}
-	for _, l := range t.Listeners {
-		want[l.Port] = true
-		proto, ok := current[l.Port]
-		if ok && proto == l.Protocol {
+// socketOf is the socket serving listener k: the port's one socket when the data plane binds
+// every address (the connection's local address then picks the listener), else a socket of
+// the listener's own address ("" standing for the data plane's).
+func socketOf(k routes.ListenerKey, wildcard bool) routes.ListenerKey {
+	if wildcard {
+		return routes.ListenerKey{Port: k.Port}
+	}
+	return k
+}
+
+// socketPlan is what Set does to the sockets: open these, shut those, and the listeners that
+// cannot be served because another listener of their socket speaks another protocol.
+type socketPlan struct {
+	open      []openSocket
+	shut      []routes.ListenerKey
+	conflicts []error
+}
+
+type openSocket struct {
+	socket   routes.ListenerKey
+	protocol routes.Protocol
+}
+
+// planListeners decides which sockets to open and which to shut, from the sockets open now
+// (with their protocols) and the desired table: a socket whose protocol changed is shut and
+// opened again. A socket's protocol is its data-plane listener's (Address ""), else its first
+// listener's; a listener sharing the socket with another protocol is a conflict.
+func planListeners(current map[routes.ListenerKey]routes.Protocol, t *routes.Table, wildcard bool) socketPlan {
+	var plan socketPlan
+	want := map[routes.ListenerKey]routes.Protocol{}
+	var order []routes.ListenerKey
+	for pass := range 2 {
+		for i := range t.Listeners {
+			l := &t.Listeners[i]
+			if (pass == 0) != (l.Address == "") {
+				continue // the data plane's own listeners first: they set the socket's protocol
+			}
+			sock := socketOf(l.Key(), wildcard)
+			proto, ok := want[sock]
+			switch {
+			case !ok:
+				want[sock] = l.Protocol
+				order = append(order, sock)
+			case proto != l.Protocol:
+				plan.conflicts = append(plan.conflicts, fmt.Errorf("listener %s (%s, %s) is not served: its socket speaks %s", l.Name, keyString(l.Key()), l.Protocol, proto))
+			}
+		}
+	}
+	for _, sock := range order {
+		proto, ok := current[sock]
+		if ok && proto == want[sock] {
 			continue
 		}
 		if ok {
-			shut = append(shut, l.Port)
+			plan.shut = append(plan.shut, sock)
 		}
-		open = append(open, l)
+		plan.open = append(plan.open, openSocket{socket: sock, protocol: want[sock]})
 	}
-	for p := range current {
-		if !want[p] {
-			shut = append(shut, p)
+	for sock := range current {
+		if _, ok := want[sock]; !ok {
+			plan.shut = append(plan.shut, sock)
 		}
 	}
-	return open, shut
+	return plan
 }
 
-func (s *Server) listen(port int32, proto routes.Protocol) (*portServer, error) {
-	addr := s.opts.ListenAddress(port)
+func (s *Server) listen(sock routes.ListenerKey, proto routes.Protocol) (*portServer, error) {
+	port := sock.Port
+	addr := s.opts.ListenAddress(sock)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s for port %d: %w", addr, port, err)
+		return nil, fmt.Errorf("listen on %s for %s: %w", addr, keyString(sock), err)
 	}
 	srv := &http.Server{
 		Handler:           s.handler(port, proto),
@@ -253,7 +316,11 @@ func (s *Server) shutdown(ps *portServer) {
 }
 
 func (s *Server) certificate(port int32, hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-	l := s.table.Load().listeners[port]
+	var local string
+	if hello.Conn != nil {
+		local = localIP(hello.Conn.LocalAddr())
+	}
+	l := s.table.Load().lookup(local, port)
 	if l == nil {
 		return nil, fmt.Errorf("no listener on port %d", port)
 	}
@@ -262,6 +329,20 @@ func (s *Server) certificate(port int32, hello *tls.ClientHelloInfo) (*tls.Certi
 		return nil, fmt.Errorf("no certificate for %q on port %d", hello.ServerName, port)
 	}
 	return c.Cert, nil
+}
+
+// localIP is the IP of a connection's local address, IPv4 unmapped ("" when it has none): the
+// node's address the client reached.
+func localIP(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok {
+		return ""
+	}
+	ip, ok := netip.AddrFromSlice(tcp.IP)
+	if !ok {
+		return ""
+	}
+	return ip.Unmap().String()
 }
 
 // randomPick is the weighted backend choice of the server.

@@ -28,7 +28,7 @@ import (
 // startServer runs a data plane serving every port of its tables on 127.0.0.1:0.
 func startServer(t *testing.T) *Server {
 	t.Helper()
-	s := New(Options{ListenAddress: func(int32) string { return "127.0.0.1:0" }, ShutdownGrace: 5 * time.Second})
+	s := New(Options{ListenAddress: func(routes.ListenerKey) string { return "127.0.0.1:0" }, ShutdownGrace: 5 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
@@ -50,7 +50,7 @@ func set(t *testing.T, s *Server, tbl routes.Table) {
 
 func addr(t *testing.T, s *Server, port int32) string {
 	t.Helper()
-	a, ok := s.Addr(port)
+	a, ok := s.Addr(routes.ListenerKey{Port: port})
 	if !ok {
 		t.Fatalf("port %d not served", port)
 	}
@@ -381,10 +381,74 @@ func TestServerClosesDroppedPort(t *testing.T) {
 	}
 	tbl.Listeners = tbl.Listeners[:1]
 	set(t, s, tbl)
-	if _, ok := s.Addr(8080); ok {
+	if _, ok := s.Addr(routes.ListenerKey{Port: 8080}); ok {
 		t.Fatalf("port 8080 still served after the table dropped it")
 	}
 	if code, _, _ := get(t, http.DefaultClient, "http://"+addr(t, s, 80)+"/", "x"); code != 200 {
 		t.Fatalf("port 80 after dropping 8080: %d", code)
+	}
+}
+
+// TestServerKeepsAddressesApart: two Gateways' listeners on one port, each at an address of its
+// own, answer with their own routes, whether each address has a socket of its own (the data
+// plane bound to one address) or one socket on every address serves them by the address a
+// connection reached. The data plane's own listener keeps the node's address.
+func TestServerKeepsAddressesApart(t *testing.T) {
+	_, a := upstream(t, "a")
+	_, b := upstream(t, "b")
+	_, n := upstream(t, "node")
+	tbl := routes.Table{Listeners: []routes.Listener{
+		{Name: "node", Port: 80, Protocol: routes.ProtocolHTTP, Hosts: []routes.VirtualHost{{Routes: []routes.Route{rt("n", prefix("/"), be("node", 1, n))}}}},
+		{Name: "gw-a", Address: "127.0.0.2", Port: 80, Protocol: routes.ProtocolHTTP, Hosts: []routes.VirtualHost{{Routes: []routes.Route{rt("a", prefix("/"), be("a", 1, a))}}}},
+		{Name: "gw-b", Address: "127.0.0.3", Port: 80, Protocol: routes.ProtocolHTTP, Hosts: []routes.VirtualHost{{Routes: []routes.Route{rt("b", prefix("/"), be("b", 1, b))}}}},
+	}}
+	for _, mode := range []struct {
+		name    string
+		address string
+		// at is where a client reaches listener k.
+		at func(s *Server, k routes.ListenerKey) string
+	}{
+		{name: "a socket per address", address: "127.0.0.1", at: func(s *Server, k routes.ListenerKey) string {
+			a, ok := s.Addr(k)
+			if !ok {
+				t.Fatalf("%v not served", k)
+			}
+			return a.String()
+		}},
+		{name: "one socket on every address", address: "0.0.0.0", at: func(s *Server, k routes.ListenerKey) string {
+			a, ok := s.Addr(k)
+			if !ok {
+				t.Fatalf("%v not served", k)
+			}
+			host := k.Address
+			if host == "" {
+				host = "127.0.0.1"
+			}
+			return net.JoinHostPort(host, fmt.Sprint(a.(*net.TCPAddr).Port))
+		}},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			s := New(Options{Address: mode.address, ShutdownGrace: 5 * time.Second, ListenAddress: func(k routes.ListenerKey) string {
+				host := k.Address
+				if host == "" {
+					host = mode.address
+				}
+				return net.JoinHostPort(host, "0")
+			}})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- s.Run(ctx) }()
+			defer func() { cancel(); <-done }()
+			set(t, s, tbl)
+			for _, want := range []struct {
+				key  routes.ListenerKey
+				body string
+			}{{routes.ListenerKey{Port: 80}, "node"}, {routes.ListenerKey{Address: "127.0.0.2", Port: 80}, "a"}, {routes.ListenerKey{Address: "127.0.0.3", Port: 80}, "b"}} {
+				code, body, _ := get(t, http.DefaultClient, "http://"+mode.at(s, want.key)+"/x", "any")
+				if code != 200 || !strings.HasPrefix(body, want.body+" ") {
+					t.Errorf("%v: %d %q, want 200 from %s", want.key, code, body, want.body)
+				}
+			}
+		})
 	}
 }

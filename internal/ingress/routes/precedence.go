@@ -165,19 +165,19 @@ func ParseCertificate(certPEM, keyPEM []byte) (*tls.Certificate, error) {
 	return &c, nil
 }
 
-// Merge combines tables into one: listeners of the same port become one (the first's name and
-// protocol), their certificates concatenated, virtual hosts of the same hostname merged and their
-// routes put in precedence order. Ingress and Gateway controllers each build a table; the data
+// Merge combines tables into one: listeners of the same address and port become one (the
+// first's name and protocol), their certificates concatenated, virtual hosts of the same hostname
+// merged and their routes put in precedence order. Ingress and Gateway controllers each build a table; the data
 // plane serves their merge.
 func Merge(tables ...Table) Table {
-	byPort := map[int32]int{}
+	byKey := map[ListenerKey]int{}
 	var out Table
 	for _, t := range tables {
 		for _, l := range t.Listeners {
-			i, ok := byPort[l.Port]
+			i, ok := byKey[l.Key()]
 			if !ok {
-				byPort[l.Port] = len(out.Listeners)
-				out.Listeners = append(out.Listeners, Listener{Name: l.Name, Port: l.Port, Protocol: l.Protocol})
+				byKey[l.Key()] = len(out.Listeners)
+				out.Listeners = append(out.Listeners, Listener{Name: l.Name, Address: l.Address, Port: l.Port, Protocol: l.Protocol})
 				i = len(out.Listeners) - 1
 			}
 			ol := &out.Listeners[i]
@@ -185,7 +185,10 @@ func Merge(tables ...Table) Table {
 			ol.Hosts = mergeHosts(ol.Hosts, l.Hosts)
 		}
 	}
-	sort.Slice(out.Listeners, func(i, j int) bool { return out.Listeners[i].Port < out.Listeners[j].Port })
+	sort.Slice(out.Listeners, func(i, j int) bool {
+		a, b := out.Listeners[i], out.Listeners[j]
+		return a.Port < b.Port || (a.Port == b.Port && a.Address < b.Address)
+	})
 	for i := range out.Listeners {
 		for j := range out.Listeners[i].Hosts {
 			SortRoutes(out.Listeners[i].Hosts[j].Routes)

@@ -18,8 +18,16 @@ const (
 // Table is everything the data plane serves. The data plane swaps whole tables: a table is never
 // changed after it is handed over.
 type Table struct {
-	// Listeners are ordered by Port; no two share a port.
+	// Listeners are ordered by Port, then Address; no two share a Key.
 	Listeners []Listener
+}
+
+// ListenerKey is where a listener is served: an address and a port.
+type ListenerKey struct {
+	// Address is "" for the data plane's own address (the node's bind address), or the IP of a
+	// Gateway's own address (from its class's address pool) on the node that holds it.
+	Address string
+	Port    int32
 }
 
 // Listener is one port of the data plane. Gateway listeners that share a port (several HTTPS
@@ -27,7 +35,11 @@ type Table struct {
 // told apart by SNI and their routes by virtual host.
 type Listener struct {
 	// Name names the listener in logs and metrics ("ingress-http", "<ns>/<gateway>/<listener>").
-	Name     string
+	Name string
+	// Address is the IP the listener answers on: "" for the data plane's own address, which
+	// Ingresses and Gateways of classes without an address pool share; a Gateway's pool address
+	// otherwise, so that Gateways with listeners on one port keep their routes apart.
+	Address  string
 	Port     int32
 	Protocol Protocol
 	// Certificates are the TLS certificates of an HTTPS listener; SelectCertificate picks one by
@@ -36,6 +48,9 @@ type Listener struct {
 	// Hosts are the listener's virtual hosts; SelectHost picks the one a request's Host names.
 	Hosts []VirtualHost
 }
+
+// Key is where l is served.
+func (l *Listener) Key() ListenerKey { return ListenerKey{Address: l.Address, Port: l.Port} }
 
 // Certificate is one TLS certificate and the server names it is served for.
 type Certificate struct {
