@@ -186,7 +186,9 @@ func TestPlanListeners(t *testing.T) {
 			if !slices.Equal(plan.open, c.open) {
 				t.Errorf("open = %v, want %v", plan.open, c.open)
 			}
-			less := func(a, b routes.ListenerKey) int { return cmp.Or(cmp.Compare(a.Port, b.Port), cmp.Compare(a.Address, b.Address)) }
+			less := func(a, b routes.ListenerKey) int {
+				return cmp.Or(cmp.Compare(a.Port, b.Port), cmp.Compare(a.Address, b.Address))
+			}
 			slices.SortFunc(plan.shut, less)
 			if !slices.Equal(plan.shut, c.shut) {
 				t.Errorf("shut = %v, want %v", plan.shut, c.shut)

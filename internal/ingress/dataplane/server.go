@@ -110,7 +110,7 @@ type Server struct {
 	// wildcard: Address binds every address, so one socket per port serves every listener.
 	wildcard bool
 	stopped  bool
-	wg      sync.WaitGroup
+	wg       sync.WaitGroup
 }
 
 type portServer struct {
