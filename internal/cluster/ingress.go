@@ -3,7 +3,11 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"net/netip"
 	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
@@ -15,6 +19,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/authz/bootstrappolicy"
 	"github.com/skiff-sh/skiff/internal/controller/gateway"
 	"github.com/skiff-sh/skiff/internal/ingress"
+	"github.com/skiff-sh/skiff/internal/ingress/addresses"
 	"github.com/skiff-sh/skiff/internal/ingress/dataplane"
 )
 
@@ -87,13 +92,41 @@ func runIngressDataPlane(ctx context.Context, cfg *Config, restCfg *rest.Config,
 			Set: sources.Setter("ingress"), Logger: log,
 		})
 	})
+	hold, release := gatewayAddressHolder(cfg, log)
 	g.Go(func() error {
+		defer release()
 		return gateway.RunTable(gctx, gateway.TableOptions{
-			Client: client, Gateway: gatewayAPI, Set: sources.Setter("gateway"),
+			Client: client, Gateway: gatewayAPI, Set: sources.Setter("gateway"), NodeName: cfg.NodeName, Hold: hold,
 			Logger: cfg.Logger.With("component", "gateway-table"),
 		})
 	})
 	return g.Wait()
+}
+
+// gatewayAddressHolder puts the Gateways' own addresses this node holds on the interface of its
+// advertise address, and releases them when the data plane stops, so another node takes them
+// over at once rather than after this one is found gone. Without a usable advertise address the
+// node holds none (Hold reports why at each try).
+func gatewayAddressHolder(cfg *Config, log *slog.Logger) (hold func(context.Context, []netip.Addr) error, release func()) {
+	ip, err := netip.ParseAddr(cfg.AdvertiseAddress)
+	if err != nil {
+		msg := fmt.Errorf("the advertise address %q is not an IP: this node holds no Gateway address", cfg.AdvertiseAddress)
+		return func(_ context.Context, want []netip.Addr) error {
+			if len(want) > 0 {
+				return msg
+			}
+			return nil
+		}, func() {}
+	}
+	h := addresses.New(ip, filepath.Join(cfg.DataDir, "ingress", "held-addresses"), log)
+	return h.Hold, func() {
+		// The table's context has ended: a short one of its own for the netlink calls.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := h.Release(ctx); err != nil {
+			log.Warn("gateway addresses not released", "err", err)
+		}
+	}
 }
 
 // ingressStatusRole runs the Ingress status controller on a control-plane node, leader-elected

@@ -99,7 +99,8 @@ func ControllerRoles() []rbacv1.ClusterRole {
 		controllerRole("gateway-controller",
 			rule("get", "list", "watch").groups("gateway.networking.k8s.io").resources("gatewayclasses", "gateways", "httproutes", "referencegrants"),
 			rule("update", "patch").groups("gateway.networking.k8s.io").resources("gatewayclasses/status", "gateways/status", "httproutes/status"),
-			rule("get", "list", "watch").groups(legacyGroup).resources("services", "secrets", "namespaces", "nodes"),
+			// configmaps: the address pools the classes' parametersRefs name.
+			rule("get", "list", "watch").groups(legacyGroup).resources("services", "secrets", "namespaces", "nodes", "configmaps"),
 		),
 		controllerRole("expand-controller",
 			rule("get", "list", "watch", "update", "patch").groups(legacyGroup).resources("persistentvolumes"),

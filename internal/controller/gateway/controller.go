@@ -32,21 +32,23 @@ const key = "gateway-api"
 // Controller writes the status of skiff's GatewayClasses, their Gateways and the HTTPRoutes
 // attached to them.
 type Controller struct {
-	gw        gatewayclient.Interface
-	factory   gatewayinformers.SharedInformerFactory
-	classes   gatewaylisters.GatewayClassLister
-	gateways  gatewaylisters.GatewayLister
-	routes    gatewaylisters.HTTPRouteLister
-	grants    gatewaylisters.ReferenceGrantLister
-	nsLister  corelisters.NamespaceLister
-	services  corelisters.ServiceLister
-	secrets   corelisters.SecretLister
-	nodes     corelisters.NodeLister
-	clock     clock.WithTicker
-	loop      *ctrlutil.Loop
-	synced    []cache.InformerSynced
-	log       *slog.Logger
-	published func(Plan)
+	gw       gatewayclient.Interface
+	factory  gatewayinformers.SharedInformerFactory
+	classes  gatewaylisters.GatewayClassLister
+	gateways gatewaylisters.GatewayLister
+	routes   gatewaylisters.HTTPRouteLister
+	grants   gatewaylisters.ReferenceGrantLister
+	nsLister corelisters.NamespaceLister
+	services corelisters.ServiceLister
+	secrets  corelisters.SecretLister
+	nodes    corelisters.NodeLister
+	// configMaps hold the classes' address pools (parametersRef).
+	configMaps corelisters.ConfigMapLister
+	clock      clock.WithTicker
+	loop       *ctrlutil.Loop
+	synced     []cache.InformerSynced
+	log        *slog.Logger
+	published  func(Plan)
 }
 
 // Options are what New needs beside the shared dependencies.
@@ -72,7 +74,8 @@ func New(deps ctrlutil.Deps, opts Options) (*Controller, error) {
 		gw: opts.Client, factory: f,
 		classes: v1.GatewayClasses().Lister(), gateways: v1.Gateways().Lister(), routes: v1.HTTPRoutes().Lister(),
 		grants: v1.ReferenceGrants().Lister(), nsLister: core.Namespaces().Lister(), services: core.Services().Lister(),
-		secrets: core.Secrets().Lister(), nodes: core.Nodes().Lister(), clock: deps.Clock, log: deps.Log(), published: opts.Published,
+		secrets: core.Secrets().Lister(), nodes: core.Nodes().Lister(), configMaps: core.ConfigMaps().Lister(),
+		clock: deps.Clock, log: deps.Log(), published: opts.Published,
 	}
 	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
 	all := ctrlutil.On(ctrlutil.OnAll, func(any) { c.loop.Queue.Add(key) })
@@ -80,7 +83,8 @@ func New(deps ctrlutil.Deps, opts Options) (*Controller, error) {
 		Watch(v1.GatewayClasses().Informer(), all).Watch(v1.Gateways().Informer(), all).
 		Watch(v1.HTTPRoutes().Informer(), all).Watch(v1.ReferenceGrants().Informer(), all).
 		Watch(core.Namespaces().Informer(), all).Watch(core.Services().Informer(), all).
-		Watch(core.Secrets().Informer(), all).Watch(core.Nodes().Informer(), all).Done()
+		Watch(core.Secrets().Informer(), all).Watch(core.Nodes().Informer(), all).
+		Watch(core.ConfigMaps().Informer(), all).Done()
 	if err != nil {
 		return nil, err
 	}
@@ -172,5 +176,10 @@ func (c *Controller) snapshot() (Snapshot, error) {
 	if s.Nodes, err = c.nodes.List(everything); err != nil {
 		return s, fmt.Errorf("list nodes: %w", err)
 	}
+	configMaps, err := c.configMaps.List(everything)
+	if err != nil {
+		return s, fmt.Errorf("list configmaps: %w", err)
+	}
+	s.Pools = ClassPools(s.Classes, configMaps)
 	return s, nil
 }

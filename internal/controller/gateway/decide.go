@@ -57,6 +57,10 @@ type Snapshot struct {
 	Secrets  []*corev1.Secret
 	// Nodes are the candidates for the data plane's addresses.
 	Nodes []*corev1.Node
+	// Pools are the address pools of the classes with a parametersRef, by class name
+	// (ClassPools for the controller, FollowedPools for a node). A Gateway of a class without
+	// one is served on the data-plane nodes' addresses.
+	Pools map[string]PoolState
 }
 
 // Plan is the status every object of skiff's classes should have; the controller writes those
@@ -73,8 +77,10 @@ type Plan struct {
 
 // ProgrammedListener is one listener the data plane serves.
 type ProgrammedListener struct {
-	Gateway  types.NamespacedName
-	Name     gatewayv1.SectionName
+	Gateway types.NamespacedName
+	Name    gatewayv1.SectionName
+	// Address is the Gateway's own address (its class's pool), "" when it has none.
+	Address  string
 	Port     gatewayv1.PortNumber
 	Protocol gatewayv1.ProtocolType
 	// Hostname is the listener's ("" for any host): its certificates are served for it.
@@ -86,8 +92,10 @@ type ProgrammedListener struct {
 // Attachment is one route accepted by one listener, with the hostnames it serves there (the
 // intersection of the listener's hostname and the route's; empty means any host).
 type Attachment struct {
-	Gateway   types.NamespacedName
-	Listener  gatewayv1.SectionName
+	Gateway  types.NamespacedName
+	Listener gatewayv1.SectionName
+	// Address is the Gateway's own address, as ProgrammedListener's.
+	Address   string
 	Port      gatewayv1.PortNumber
 	Protocol  gatewayv1.ProtocolType
 	Route     types.NamespacedName
@@ -107,18 +115,32 @@ func Decide(s Snapshot) Plan {
 			continue
 		}
 		st := *gc.Status.DeepCopy()
-		setCondition(&st.Conditions, s.Now, gc.Generation, string(gatewayv1.GatewayClassConditionStatusAccepted), true,
-			string(gatewayv1.GatewayClassReasonAccepted), "handled by "+string(ControllerName))
+		if err := s.Pools[gc.Name].Err; err != nil {
+			setCondition(&st.Conditions, s.Now, gc.Generation, string(gatewayv1.GatewayClassConditionStatusAccepted), false,
+				string(gatewayv1.GatewayClassReasonInvalidParameters), err.Error())
+		} else {
+			setCondition(&st.Conditions, s.Now, gc.Generation, string(gatewayv1.GatewayClassConditionStatusAccepted), true,
+				string(gatewayv1.GatewayClassReasonAccepted), "handled by "+string(ControllerName))
+		}
 		st.SupportedFeatures = SupportedFeatures()
 		plan.Classes[gc.Name] = st
 	}
 	gateways := map[types.NamespacedName]*gatewayState{}
+	var ours []*gatewayv1.Gateway
 	for _, gw := range s.Gateways {
 		gc := ix.classes[string(gw.Spec.GatewayClassName)]
 		if gc == nil || gc.Spec.ControllerName != ControllerName {
 			continue
 		}
-		gateways[nn(gw.Namespace, gw.Name)] = decideListeners(ix, gw)
+		ours = append(ours, gw)
+	}
+	own := assignAddresses(s.Pools, ours)
+	for _, gw := range ours {
+		g := decideListeners(ix, gw)
+		if a, ok := own[nn(gw.Namespace, gw.Name)]; ok {
+			g.own = &a
+		}
+		gateways[nn(gw.Namespace, gw.Name)] = g
 	}
 	for _, r := range s.Routes {
 		parents, attached := decideRoute(ix, gateways, r)
@@ -130,9 +152,12 @@ func Decide(s Snapshot) Plan {
 	}
 	for key, g := range gateways {
 		plan.Gateways[key] = gatewayStatus(ix, g)
+		if g.own != nil && !g.own.addr.IsValid() {
+			continue // a Gateway of a class with a pool is served only at its own address
+		}
 		for _, ls := range g.listeners {
 			if ls.accepted && ls.resolved {
-				plan.Listeners = append(plan.Listeners, ProgrammedListener{Gateway: key, Name: ls.l.Name, Port: ls.l.Port,
+				plan.Listeners = append(plan.Listeners, ProgrammedListener{Gateway: key, Name: ls.l.Name, Address: g.address(), Port: ls.l.Port,
 					Protocol: ls.l.Protocol, Hostname: hostnameOf(ls.l), CertificateRefs: ls.certs})
 			}
 		}
@@ -232,6 +257,17 @@ type listenerState struct {
 type gatewayState struct {
 	gw        *gatewayv1.Gateway
 	listeners []*listenerState
+	// own is the Gateway's own address when its class has a pool (nil: the nodes' addresses).
+	own *poolAddress
+}
+
+// address is the Gateway's own address, "" when it is served on the nodes' addresses or its
+// class's pool gave it none.
+func (g *gatewayState) address() string {
+	if g.own == nil || !g.own.addr.IsValid() {
+		return ""
+	}
+	return g.own.addr.String()
 }
 
 func decideListeners(ix *index, gw *gatewayv1.Gateway) *gatewayState {
@@ -430,16 +466,16 @@ func gatewayStatus(ix *index, g *gatewayState) gatewayv1.GatewayStatus {
 		}
 		refsOK = refsOK && ls.resolved
 	}
-	addresses, addrErr := dataPlaneAddresses(ix, gw)
-	st.Addresses = addresses
+	addr := gatewayAddresses(ix, g)
+	st.Addresses = addr.addresses
 
 	acceptedReason, acceptedMsg := string(gatewayv1.GatewayReasonAccepted), ""
 	gwAccepted := accepted > 0 || len(g.listeners) == 0
 	if !all {
 		acceptedReason, acceptedMsg = string(gatewayv1.GatewayReasonListenersNotValid), "one or more listeners are not accepted"
 	}
-	if len(gw.Spec.Addresses) > 0 {
-		gwAccepted, acceptedReason, acceptedMsg = false, string(gatewayv1.GatewayReasonUnsupportedAddress), "spec.addresses are not supported: the Gateway is served on the data-plane nodes' addresses"
+	if addr.unsupported != "" {
+		gwAccepted, acceptedReason, acceptedMsg = false, string(gatewayv1.GatewayReasonUnsupportedAddress), addr.unsupported
 	}
 	setCondition(&st.Conditions, now, gw.Generation, string(gatewayv1.GatewayConditionAccepted), gwAccepted, acceptedReason, acceptedMsg)
 
@@ -447,8 +483,8 @@ func gatewayStatus(ix *index, g *gatewayState) gatewayv1.GatewayStatus {
 	switch {
 	case !gwAccepted:
 		programmed, progReason = false, string(gatewayv1.GatewayReasonInvalid)
-	case addrErr != nil:
-		programmed, progReason, progMsg = false, string(gatewayv1.GatewayReasonAddressNotAssigned), "no data-plane node for the listeners: "+addrErr.Error()
+	case addr.reason != "":
+		programmed, progReason, progMsg = false, addr.reason, addr.message
 	}
 	setCondition(&st.Conditions, now, gw.Generation, string(gatewayv1.GatewayConditionProgrammed), programmed, progReason, progMsg)
 	refsReason := string(gatewayv1.GatewayReasonResolvedRefs)
@@ -457,6 +493,36 @@ func gatewayStatus(ix *index, g *gatewayState) gatewayv1.GatewayStatus {
 	}
 	setCondition(&st.Conditions, now, gw.Generation, string(gatewayv1.GatewayConditionResolvedRefs), refsOK, refsReason, "")
 	return st
+}
+
+// addressDecision is a Gateway's status.addresses, and why it is not accepted (unsupported) or
+// not programmed (reason, message) for want of an address.
+type addressDecision struct {
+	addresses       []gatewayv1.GatewayStatusAddress
+	unsupported     string
+	reason, message string
+}
+
+// gatewayAddresses decides a Gateway's addresses: its own from its class's pool, or the
+// data-plane nodes' when the class has no pool.
+func gatewayAddresses(ix *index, g *gatewayState) addressDecision {
+	if own := g.own; own != nil {
+		switch {
+		case own.unsupported:
+			return addressDecision{unsupported: own.err.Error()}
+		case own.err != nil:
+			return addressDecision{reason: own.reason, message: own.err.Error()}
+		}
+		return addressDecision{addresses: []gatewayv1.GatewayStatusAddress{{Type: ptrTo(gatewayv1.IPAddressType), Value: own.addr.String()}}}
+	}
+	if len(g.gw.Spec.Addresses) > 0 {
+		return addressDecision{unsupported: "spec.addresses needs an address pool (the GatewayClass's parametersRef): without one the Gateway is served on the data-plane nodes' addresses"}
+	}
+	addresses, err := dataPlaneAddresses(ix, g.gw)
+	if err != nil {
+		return addressDecision{addresses: addresses, reason: string(gatewayv1.GatewayReasonAddressNotAssigned), message: "no data-plane node for the listeners: " + err.Error()}
+	}
+	return addressDecision{addresses: addresses}
 }
 
 // dataPlaneAddresses are the addresses the Gateway is reached at: the nodes the local

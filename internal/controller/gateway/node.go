@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,7 +29,12 @@ type TableOptions struct {
 	Gateway gatewayclient.Interface
 	// Set hands the Gateway table to the node's composition, which merges it with the Ingress
 	// table (routes.Merge) before the data plane serves it.
-	Set    func(routes.Table) error
+	Set func(routes.Table) error
+	// NodeName is this node's: it serves the Gateways' own addresses Holder elects it for.
+	NodeName string
+	// Hold, when set, is handed the Gateways' own addresses this node holds before each Set
+	// (the node puts them on its interface and drops those it no longer holds).
+	Hold   func(context.Context, []netip.Addr) error
 	Clock  clock.Clock
 	Logger *slog.Logger
 	// RetryPeriod is the wait before a table Set refused is handed over again; 5 s when zero.
@@ -35,9 +42,11 @@ type TableOptions struct {
 }
 
 // RunTable is the node's side of the Gateway API: it watches the Gateway API objects, Services,
-// EndpointSlices and TLS Secrets, and after every change decides (Decide, as the controller does:
-// both read the same objects) and hands Set the table (Translate), until ctx ends. Changes that
-// arrive while a table is built fold into the next one. It writes nothing to the cluster.
+// EndpointSlices, TLS Secrets and Nodes, and after every change decides (Decide, as the
+// controller does: both read the same objects, the Gateways' own addresses as the controller
+// wrote them), elects the holder of each own address (Holder), hands Hold this node's and Set
+// the table (Translate), until ctx ends. Changes that arrive while a table is built fold into
+// the next one. It writes nothing to the cluster.
 func RunTable(ctx context.Context, o TableOptions) error {
 	if o.Client == nil || o.Gateway == nil || o.Set == nil {
 		return errors.New("gateway table: Client, Gateway and Set are required")
@@ -62,7 +71,8 @@ func RunTable(ctx context.Context, o TableOptions) error {
 	gw := gatewayinformers.NewSharedInformerFactory(o.Gateway, 0)
 	v1 := gw.Gateway().V1()
 	classes, gateways, httpRoutes, grants := v1.GatewayClasses(), v1.Gateways(), v1.HTTPRoutes(), v1.ReferenceGrants()
-	namespaces, services, slices := core.Core().V1().Namespaces(), core.Core().V1().Services(), core.Discovery().V1().EndpointSlices()
+	namespaces, services, endpointSlices := core.Core().V1().Namespaces(), core.Core().V1().Services(), core.Discovery().V1().EndpointSlices()
+	nodes := core.Core().V1().Nodes()
 	secrets := tlsOnly.Core().V1().Secrets()
 	// Shutdown waits for the informers' goroutines.
 	defer gw.Shutdown()
@@ -70,7 +80,7 @@ func RunTable(ctx context.Context, o TableOptions) error {
 	defer core.Shutdown()
 	dirty, err := ctrlutil.WatchLevel(ctx, []ctrlutil.InformerFactory{core, tlsOnly, gw},
 		classes.Informer(), gateways.Informer(), httpRoutes.Informer(), grants.Informer(),
-		namespaces.Informer(), services.Informer(), slices.Informer(), secrets.Informer())
+		namespaces.Informer(), services.Informer(), endpointSlices.Informer(), secrets.Informer(), nodes.Informer())
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before the caches synced
@@ -87,11 +97,36 @@ func RunTable(ctx context.Context, o TableOptions) error {
 		s.Namespaces, _ = namespaces.Lister().List(all)
 		s.Services, _ = services.Lister().List(all)
 		s.Secrets, _ = secrets.Lister().List(all)
-		eps, _ := slices.Lister().List(all)
-		t := Translate(TranslateInput{Plan: Decide(s), Routes: s.Routes, Grants: s.Grants, Services: s.Services, Slices: eps, Secrets: s.Secrets})
+		s.Nodes, _ = nodes.Lister().List(all)
+		s.Pools = FollowedPools(s.Classes)
+		eps, _ := endpointSlices.Lister().List(all)
+		plan := Decide(s)
+		held := HeldAddresses(plan, s.Nodes, o.NodeName)
+		if o.Hold != nil {
+			if err := o.Hold(ctx, held); err != nil {
+				return fmt.Errorf("hold the Gateways' addresses: %w", err)
+			}
+		}
+		t := Translate(TranslateInput{Plan: plan, Routes: s.Routes, Grants: s.Grants, Services: s.Services, Slices: eps, Secrets: s.Secrets,
+			Holds: func(a string) bool { return slices.Contains(held, netip.MustParseAddr(a)) }})
 		if err := o.Set(t); err != nil {
 			return fmt.Errorf("the data plane refused part of the gateway table: %w", err)
 		}
 		return nil
 	}, o.Logger)
+}
+
+// HeldAddresses are the Gateways' own addresses (of the plan's programmed listeners) that
+// Holder elects node for, sorted.
+func HeldAddresses(plan Plan, nodes []*corev1.Node, node string) []netip.Addr {
+	var out []netip.Addr
+	for _, l := range plan.Listeners {
+		a, err := netip.ParseAddr(l.Address)
+		if err != nil || slices.Contains(out, a) || Holder(l.Address, nodes) != node {
+			continue
+		}
+		out = append(out, a)
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out
 }

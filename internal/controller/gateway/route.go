@@ -101,8 +101,8 @@ func attach(ix *index, g *gatewayState, r *gatewayv1.HTTPRoute, ref gatewayv1.Pa
 			continue
 		}
 		ls.attached++
-		out = append(out, Attachment{Gateway: nn(g.gw.Namespace, g.gw.Name), Listener: ls.l.Name, Port: ls.l.Port, Protocol: ls.l.Protocol,
-			Route: nn(r.Namespace, r.Name), Hostnames: hosts})
+		out = append(out, Attachment{Gateway: nn(g.gw.Namespace, g.gw.Name), Listener: ls.l.Name, Address: g.address(), Port: ls.l.Port,
+			Protocol: ls.l.Protocol, Route: nn(r.Namespace, r.Name), Hostnames: hosts})
 	}
 	if len(out) == 0 {
 		return string(gatewayv1.RouteReasonNoMatchingListenerHostname), "no listener's hostname matches the route's hostnames", nil

@@ -24,11 +24,14 @@ type TranslateInput struct {
 	Services []*corev1.Service
 	Slices   []*discoveryv1.EndpointSlice
 	Secrets  []*corev1.Secret
+	// Holds says whether this node holds a Gateway's own address (Holder's election): the
+	// listeners of an address another node holds are left out. Nil: every address.
+	Holds func(address string) bool
 }
 
 // Translate builds the data plane's table for the Gateways of skiff's classes: one Listener per
-// port (Gateway listeners sharing a port are merged: certificates by SNI, routes by virtual
-// host), the certificates of each HTTPS listener for its hostname, and for every accepted route
+// address and port (Gateway listeners sharing them are merged: certificates by SNI, routes by
+// virtual host; a Gateway with an address of its own shares it with no other), the certificates of each HTTPS listener for its hostname, and for every accepted route
 // one virtual host per hostname it serves on the listener, with one Route per match of each
 // rule. A backendRef that is not a permitted Service stays as an invalid backend (answered 500,
 // as the specification asks); filters skiff does not implement (CORS, external auth,
@@ -50,9 +53,13 @@ func Translate(in TranslateInput) routes.Table {
 		listener gatewayv1.SectionName
 	}
 	programmed := map[listenerKey]bool{}
+	held := func(address string) bool { return address == "" || in.Holds == nil || in.Holds(address) }
 	for _, l := range in.Plan.Listeners {
+		if !held(l.Address) {
+			continue
+		}
 		programmed[listenerKey{l.Gateway, l.Name}] = true
-		tl := routes.Listener{Name: fmt.Sprintf("%s/%s", l.Gateway, l.Name), Port: int32(l.Port), Protocol: routes.ProtocolHTTP}
+		tl := routes.Listener{Name: fmt.Sprintf("%s/%s", l.Gateway, l.Name), Address: l.Address, Port: int32(l.Port), Protocol: routes.ProtocolHTTP}
 		if l.Protocol == gatewayv1.HTTPSProtocolType {
 			tl.Protocol = routes.ProtocolHTTPS
 			tl.Certificates = certificatesOf(ix, l)
@@ -75,7 +82,7 @@ func Translate(in TranslateInput) routes.Table {
 		for _, h := range hostnames {
 			hosts = append(hosts, routes.VirtualHost{Hostname: strings.ToLower(h), Routes: rs})
 		}
-		tables = append(tables, routes.Table{Listeners: []routes.Listener{{Name: fmt.Sprintf("%s/%s", a.Gateway, a.Listener), Port: int32(a.Port), Hosts: hosts}}})
+		tables = append(tables, routes.Table{Listeners: []routes.Listener{{Name: fmt.Sprintf("%s/%s", a.Gateway, a.Listener), Address: a.Address, Port: int32(a.Port), Hosts: hosts}}})
 	}
 	return routes.Merge(tables...)
 }
