@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"crypto/rand"
 	"fmt"
+	"math/big"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,4 +129,129 @@ func TestGatewayAPIControlSide(t *testing.T) {
 	// The missing Service appears: the route's references resolve.
 	mustContain(t, c.kubectl("create", "service", "clusterip", "absent", "--tcp=80:80"), "created")
 	waitFor("route ResolvedRefs after the Service", []string{"httproute", "web", "-o", `jsonpath={.status.parents[0].conditions[?(@.type=="ResolvedRefs")].reason}`}, "ResolvedRefs")
+}
+
+// gatewayPoolObjects: the class skiff with an address pool, two Gateways listening on port 80
+// and an HTTPRoute on each, to the Services a and b (ingressManifest's).
+const gatewayPoolObjects = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: gateway-pool
+  namespace: kube-system
+data:
+  addresses: POOL
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata:
+  name: skiff
+spec:
+  controllerName: skiff.sh/gateway-controller
+  parametersRef: {group: "", kind: ConfigMap, name: gateway-pool, namespace: kube-system}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: ga, namespace: default}
+spec:
+  gatewayClassName: skiff
+  listeners: [{name: http, protocol: HTTP, port: 80}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gb, namespace: default}
+spec:
+  gatewayClassName: skiff
+  listeners: [{name: http, protocol: HTTP, port: 80}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: ra, namespace: default}
+spec:
+  parentRefs: [{name: ga}]
+  rules: [{backendRefs: [{name: a, port: 80}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: rb, namespace: default}
+spec:
+  parentRefs: [{name: gb}]
+  rules: [{backendRefs: [{name: b, port: 80}]}]
+`
+
+// TestGatewayAddressPool: two Gateways listening on port 80 of one node, of a class whose
+// parametersRef names an address pool, each get an address of the pool; the node puts both on
+// its interface and curl to each reaches only its own route's pods. A Gateway deleted gives its
+// address back: it leaves the interface. (The pool's addresses join the test host's veth: they
+// are this machine's own.)
+func TestGatewayAddressPool(t *testing.T) {
+	requireRuntime(t)
+	addr := testHostAddress(t)
+	n, err := rand.Int(rand.Reader, big.NewInt(250*120))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := fmt.Sprintf("172.30.%d.%d", 1+n.Int64()/120, 2*(1+n.Int64()%120))
+	second := fmt.Sprintf("172.30.%d.%d", 1+n.Int64()/120, 2*(1+n.Int64()%120)+1)
+	c := newWorkerCluster(t, "--bind-address", addr, "--ingress-http-port", strconv.Itoa(freePort(t)), "--ingress-https-port", "0")
+	for _, app := range []string{"a", "b"} {
+		c.stdin(strings.ReplaceAll(ingressManifest, "APP", app), "apply", "-f", "-")
+	}
+	eventually(t, 3*time.Minute, func() error {
+		out, err := c.kubectlIn(strings.ReplaceAll(gatewayPoolObjects, "POOL", first+"-"+second), "apply", "-f", "-")
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
+	addressOf := map[string]string{}
+	for _, gw := range []string{"ga", "gb"} {
+		eventually(t, 60*time.Second, func() error {
+			out, err := c.kubectlErr("get", "gateway", gw, "-o", `jsonpath={.status.addresses[*].value} {.status.conditions[?(@.type=="Programmed")].status}`)
+			a, programmed, _ := strings.Cut(out, " ")
+			if err != nil || (a != first && a != second) || programmed != "True" {
+				return fmt.Errorf("gateway %s: %q %v, want an address of %s-%s, programmed", gw, out, err, first, second)
+			}
+			addressOf[gw] = a
+			return nil
+		})
+	}
+	if addressOf["ga"] == addressOf["gb"] {
+		t.Fatalf("both Gateways have %s", addressOf["ga"])
+	}
+	for _, app := range []string{"a", "b"} {
+		eventually(t, 180*time.Second, func() error {
+			out, err := c.kubectlErr("wait", "--for=condition=Ready", "pod", "-l", "app="+app, "--timeout=2s")
+			if err != nil || strings.Count(out, "condition met") < 2 {
+				return errString(out)
+			}
+			return nil
+		})
+	}
+	for gw, app := range map[string]string{"ga": "app-a ", "gb": "app-b "} {
+		eventually(t, 60*time.Second, func() error {
+			body, verbose, err := curlIngress("http", "any.test", 80, addressOf[gw], "/dev/null")
+			if err != nil || !strings.HasPrefix(body, app) {
+				return fmt.Errorf("curl gateway %s at %s: %q %v\n%s", gw, addressOf[gw], body, err, verbose)
+			}
+			return nil
+		})
+	}
+	onLink := func() string {
+		out, _ := exec.Command("ip", "-4", "-o", "addr", "show").CombinedOutput()
+		return string(out)
+	}
+	if out := onLink(); !strings.Contains(out, " "+first+"/32") || !strings.Contains(out, " "+second+"/32") {
+		t.Fatalf("the Gateways' addresses are not on the node's interface:\n%s", out)
+	}
+	c.kubectl("delete", "gateway", "ga")
+	eventually(t, 60*time.Second, func() error {
+		if strings.Contains(onLink(), " "+addressOf["ga"]+"/32") {
+			return fmt.Errorf("%s still on an interface after its Gateway was deleted", addressOf["ga"])
+		}
+		return nil
+	})
+	body, verbose, err := curlIngress("http", "any.test", 80, addressOf["gb"], "/dev/null")
+	if err != nil || !strings.HasPrefix(body, "app-b ") {
+		t.Fatalf("gateway gb after ga was deleted: %q %v\n%s", body, err, verbose)
+	}
 }
