@@ -27,7 +27,8 @@
 # starts `skiff server` with every role on a bridge with a private 10.251.n.0/24 of its own (as
 # hack/conformance.sh starts its control plane: own pod and service ranges, an iptables chain that
 # drops what pods send off the node, image pulls to a closed loopback proxy); imports the image;
-# applies GatewayClass skiff; runs the suite; counts passed/failed/skipped tests; stops the node
+# applies GatewayClass skiff with an address pool of that network ($net.200-250, a ConfigMap its
+# parametersRef names); runs the suite; counts passed/failed/skipped tests; stops the node
 # and removes what it created.
 #
 # Images: echo-basic is the suite's own; coredns (run by the base manifests for UDPRoute tests,
@@ -215,13 +216,25 @@ for i in $(seq 1 300); do
 done
 log "importing the echo server image"
 "$skiff" images import --data-dir "$data" "$cache"/images/*.tar >/dev/null
-kubectl apply -f - >/dev/null <<-'EOF'
+# The class's address pool: 51 addresses of the test network, so each Gateway the suite creates
+# has an address of its own (HTTPRouteMultipleGateways sends to two Gateways on one port). The
+# node holds them on the bridge, beside its own address.
+kubectl apply -f - >/dev/null <<-EOF
+	apiVersion: v1
+	kind: ConfigMap
+	metadata:
+	  name: skiff-gateway-pool
+	  namespace: kube-system
+	data:
+	  addresses: $net.200-$net.250
+	---
 	apiVersion: gateway.networking.k8s.io/v1
 	kind: GatewayClass
 	metadata:
 	  name: skiff
 	spec:
 	  controllerName: skiff.sh/gateway-controller
+	  parametersRef: {group: "", kind: ConfigMap, name: skiff-gateway-pool, namespace: kube-system}
 EOF
 # The suite reads the features to test from the class's status: wait for the controller's.
 kubectl wait --for=condition=Accepted gatewayclass/skiff --timeout=300s >/dev/null
