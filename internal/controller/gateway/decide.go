@@ -152,21 +152,22 @@ func Decide(s Snapshot) Plan {
 	}
 	for key, g := range gateways {
 		plan.Gateways[key] = gatewayStatus(ix, g)
-		if g.own != nil && !g.own.addr.IsValid() {
-			continue // a Gateway of a class with a pool is served only at its own address
-		}
-		for _, ls := range g.listeners {
-			if ls.accepted && ls.resolved {
-				plan.Listeners = append(plan.Listeners, ProgrammedListener{Gateway: key, Name: ls.l.Name, Address: g.address(), Port: ls.l.Port,
-					Protocol: ls.l.Protocol, Hostname: hostnameOf(ls.l), CertificateRefs: ls.certs})
+		// A Gateway of a class with a pool is served only at its own addresses (none: nowhere).
+		for _, addr := range g.addresses() {
+			for _, ls := range g.listeners {
+				if ls.accepted && ls.resolved {
+					plan.Listeners = append(plan.Listeners, ProgrammedListener{Gateway: key, Name: ls.l.Name, Address: addr, Port: ls.l.Port,
+						Protocol: ls.l.Protocol, Hostname: hostnameOf(ls.l), CertificateRefs: ls.certs})
+				}
 			}
 		}
 	}
 	slices.SortFunc(plan.Listeners, func(a, b ProgrammedListener) int {
-		return cmp.Or(cmp.Compare(a.Gateway.String(), b.Gateway.String()), cmp.Compare(a.Name, b.Name))
+		return cmp.Or(cmp.Compare(a.Gateway.String(), b.Gateway.String()), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Address, b.Address))
 	})
 	slices.SortFunc(plan.Attachments, func(a, b Attachment) int {
-		return cmp.Or(cmp.Compare(a.Gateway.String(), b.Gateway.String()), cmp.Compare(a.Listener, b.Listener), cmp.Compare(a.Route.String(), b.Route.String()))
+		return cmp.Or(cmp.Compare(a.Gateway.String(), b.Gateway.String()), cmp.Compare(a.Listener, b.Listener), cmp.Compare(a.Route.String(), b.Route.String()),
+			cmp.Compare(a.Address, b.Address))
 	})
 	return plan
 }
@@ -261,13 +262,17 @@ type gatewayState struct {
 	own *poolAddress
 }
 
-// address is the Gateway's own address, "" when it is served on the nodes' addresses or its
-// class's pool gave it none.
-func (g *gatewayState) address() string {
-	if g.own == nil || !g.own.addr.IsValid() {
-		return ""
+// addresses are where the Gateway's listeners are served: [""] (the data plane's own address)
+// when its class has no pool, else its own addresses (none when the pool gave it none).
+func (g *gatewayState) addresses() []string {
+	if g.own == nil {
+		return []string{""}
 	}
-	return g.own.addr.String()
+	out := make([]string, 0, len(g.own.addrs))
+	for _, a := range g.own.addrs {
+		out = append(out, a.String())
+	}
+	return out
 }
 
 func decideListeners(ix *index, gw *gatewayv1.Gateway) *gatewayState {
@@ -513,7 +518,11 @@ func gatewayAddresses(ix *index, g *gatewayState) addressDecision {
 		case own.err != nil:
 			return addressDecision{reason: own.reason, message: own.err.Error()}
 		}
-		return addressDecision{addresses: []gatewayv1.GatewayStatusAddress{{Type: ptrTo(gatewayv1.IPAddressType), Value: own.addr.String()}}}
+		var out []gatewayv1.GatewayStatusAddress
+		for _, a := range own.addrs {
+			out = append(out, gatewayv1.GatewayStatusAddress{Type: ptrTo(gatewayv1.IPAddressType), Value: a.String()})
+		}
+		return addressDecision{addresses: out}
 	}
 	if len(g.gw.Spec.Addresses) > 0 {
 		return addressDecision{unsupported: "spec.addresses needs an address pool (the GatewayClass's parametersRef): without one the Gateway is served on the data-plane nodes' addresses"}

@@ -166,9 +166,9 @@ func FollowedPools(classes []*gatewayv1.GatewayClass) map[string]PoolState {
 	return out
 }
 
-// poolAddress is a Gateway's own address, or why it has none.
+// poolAddress is a Gateway's own addresses, or why it has none.
 type poolAddress struct {
-	addr netip.Addr
+	addrs []netip.Addr
 	// unsupported: spec.addresses asks for what skiff cannot give (the Gateway is not
 	// accepted); otherwise an error leaves it unprogrammed (AddressNotUsable or
 	// AddressNotAssigned, by reason).
@@ -177,10 +177,11 @@ type poolAddress struct {
 	err         error
 }
 
-// assignAddresses gives each Gateway of a class with a pool its address: the one its spec asks
-// for when the pool has it free, else the one its status holds when still the pool's and free
-// (so an address outlives restarts and reorderings), else the pool's lowest free one. Older
-// Gateways choose first.
+// assignAddresses gives each Gateway of a class with a pool its addresses: those its
+// spec.addresses name when the pool has them free (an entry without a value asks for any
+// address), else one; an address asked for by value is taken first, then those the status
+// holds when still the pool's and free (so an address outlives restarts and reorderings), then
+// the pool's lowest free ones. Older Gateways choose first.
 func assignAddresses(pools map[string]PoolState, gateways []*gatewayv1.Gateway) map[types.NamespacedName]poolAddress {
 	out := map[types.NamespacedName]poolAddress{}
 	byClass := map[string][]*gatewayv1.Gateway{}
@@ -210,79 +211,108 @@ func assignAddresses(pools map[string]PoolState, gateways []*gatewayv1.Gateway) 
 	return out
 }
 
-// followed is the address the controller wrote in a Gateway's status.
-func followed(gw *gatewayv1.Gateway) poolAddress {
+// statusAddresses are the IP addresses a Gateway's status holds.
+func statusAddresses(gw *gatewayv1.Gateway) []netip.Addr {
+	var out []netip.Addr
 	for _, a := range gw.Status.Addresses {
 		if ip, err := netip.ParseAddr(a.Value); err == nil && (a.Type == nil || *a.Type == gatewayv1.IPAddressType) {
-			return poolAddress{addr: ip}
+			out = append(out, ip)
 		}
 	}
+	return out
+}
+
+// followed is what the controller wrote in a Gateway's status.
+func followed(gw *gatewayv1.Gateway) poolAddress {
+	if a := statusAddresses(gw); len(a) > 0 {
+		return poolAddress{addrs: a}
+	}
 	return poolAddress{reason: string(gatewayv1.GatewayReasonAddressNotAssigned), err: errors.New("no address assigned yet")}
+}
+
+// demand is what a Gateway asks of the pool: addresses by value, and how many more of any.
+type demand struct {
+	gw       *gatewayv1.Gateway
+	explicit []netip.Addr
+	any      int
+	got      []netip.Addr
 }
 
 // allocate is assignAddresses for one class with a pool; gws are in age order.
 func allocate(pool *AddressPool, class string, gws []*gatewayv1.Gateway, out map[types.NamespacedName]poolAddress) {
 	used := map[netip.Addr]types.NamespacedName{}
-	take := func(gw *gatewayv1.Gateway, a netip.Addr) {
-		used[a] = nn(gw.Namespace, gw.Name)
-		out[nn(gw.Namespace, gw.Name)] = poolAddress{addr: a}
-	}
-	// Asked-for addresses first, then kept ones, then new ones: an older Gateway's request wins.
+	var ds []*demand
+	// Addresses asked for by value first: an older Gateway's request wins.
 	for _, gw := range gws {
-		if len(gw.Spec.Addresses) == 0 {
+		d, refused := demandOf(pool, gw, used)
+		if refused != nil {
+			out[nn(gw.Namespace, gw.Name)] = *refused
 			continue
 		}
-		a, res := requested(pool, gw, used)
-		switch {
-		case res.reason != "":
-			out[nn(gw.Namespace, gw.Name)] = res
-		case a.IsValid():
-			take(gw, a)
+		for _, a := range d.explicit {
+			used[a] = nn(gw.Namespace, gw.Name)
 		}
+		d.got = slices.Clone(d.explicit)
+		ds = append(ds, d)
 	}
-	for _, gw := range gws {
-		if _, done := out[nn(gw.Namespace, gw.Name)]; done {
-			continue
-		}
-		if a := followed(gw).addr; a.IsValid() && pool.Contains(a) {
-			if _, taken := used[a]; !taken {
-				take(gw, a)
+	// Then the addresses the status holds, for the Gateways that ask for any.
+	for _, d := range ds {
+		for _, a := range statusAddresses(d.gw) {
+			if _, taken := used[a]; d.any > 0 && !taken && pool.Contains(a) {
+				used[a] = nn(d.gw.Namespace, d.gw.Name)
+				d.got, d.any = append(d.got, a), d.any-1
 			}
 		}
 	}
-	for _, gw := range gws {
-		if _, done := out[nn(gw.Namespace, gw.Name)]; done {
+	for _, d := range ds {
+		key := nn(d.gw.Namespace, d.gw.Name)
+		for ; d.any > 0; d.any-- {
+			a, ok := pool.next(used)
+			if !ok {
+				break
+			}
+			used[a] = key
+			d.got = append(d.got, a)
+		}
+		if d.any > 0 {
+			out[key] = poolAddress{reason: string(gatewayv1.GatewayReasonAddressNotAssigned), err: fmt.Errorf("the address pool of GatewayClass %s has no free address", class)}
 			continue
 		}
-		a, ok := pool.next(used)
-		if !ok {
-			out[nn(gw.Namespace, gw.Name)] = poolAddress{reason: string(gatewayv1.GatewayReasonAddressNotAssigned), err: fmt.Errorf("the address pool of GatewayClass %s has no free address", class)}
-			continue
-		}
-		take(gw, a)
+		slices.SortFunc(d.got, netip.Addr.Compare)
+		out[key] = poolAddress{addrs: d.got}
 	}
 }
 
-// requested checks a Gateway's spec.addresses: one IPAddress of the pool, not another's.
-func requested(pool *AddressPool, gw *gatewayv1.Gateway, used map[netip.Addr]types.NamespacedName) (netip.Addr, poolAddress) {
-	if len(gw.Spec.Addresses) > 1 {
-		return netip.Addr{}, poolAddress{unsupported: true, reason: string(gatewayv1.GatewayReasonUnsupportedAddress), err: errors.New("a Gateway has one address: spec.addresses names more")}
+// demandOf reads a Gateway's spec.addresses: IPAddress entries of the pool, not another's, or
+// without a value (any address); none asks for one address. It refuses (the second result) the
+// Gateway whose addresses cannot be given: another type (unsupported), one outside the pool or
+// another Gateway's (not usable).
+func demandOf(pool *AddressPool, gw *gatewayv1.Gateway, used map[netip.Addr]types.NamespacedName) (*demand, *poolAddress) {
+	d := &demand{gw: gw}
+	if len(gw.Spec.Addresses) == 0 {
+		d.any = 1
+		return d, nil
 	}
-	sa := gw.Spec.Addresses[0]
-	if sa.Type != nil && *sa.Type != gatewayv1.IPAddressType {
-		return netip.Addr{}, poolAddress{unsupported: true, reason: string(gatewayv1.GatewayReasonUnsupportedAddress), err: fmt.Errorf("address type %s is not supported: only IPAddress", *sa.Type)}
+	for _, sa := range gw.Spec.Addresses {
+		if sa.Type != nil && *sa.Type != gatewayv1.IPAddressType {
+			return nil, &poolAddress{unsupported: true, reason: string(gatewayv1.GatewayReasonUnsupportedAddress), err: fmt.Errorf("address type %s is not supported: only IPAddress", *sa.Type)}
+		}
 	}
-	if sa.Value == "" {
-		return netip.Addr{}, poolAddress{} // an empty value asks for any address: allocated below
+	for _, sa := range gw.Spec.Addresses {
+		if sa.Value == "" {
+			d.any++
+			continue
+		}
+		a, err := netip.ParseAddr(sa.Value)
+		if err != nil || !pool.Contains(a) {
+			return nil, &poolAddress{reason: string(gatewayv1.GatewayReasonAddressNotUsable), err: fmt.Errorf("address %s is not in the address pool of GatewayClass %s", sa.Value, gw.Spec.GatewayClassName)}
+		}
+		if other, taken := used[a]; taken || slices.Contains(d.explicit, a) {
+			return nil, &poolAddress{reason: string(gatewayv1.GatewayReasonAddressNotUsable), err: fmt.Errorf("address %s is Gateway %s's", a, other)}
+		}
+		d.explicit = append(d.explicit, a)
 	}
-	a, err := netip.ParseAddr(sa.Value)
-	if err != nil || !pool.Contains(a) {
-		return netip.Addr{}, poolAddress{reason: string(gatewayv1.GatewayReasonAddressNotUsable), err: fmt.Errorf("address %s is not in the address pool of GatewayClass %s", sa.Value, gw.Spec.GatewayClassName)}
-	}
-	if other, taken := used[a]; taken {
-		return netip.Addr{}, poolAddress{reason: string(gatewayv1.GatewayReasonAddressNotUsable), err: fmt.Errorf("address %s is Gateway %s's", a, other)}
-	}
-	return a, poolAddress{}
+	return d, nil
 }
 
 // Holder is the node that holds a Gateway's own address among nodes: the eligible node with

@@ -106,7 +106,7 @@ func TestAssignAddresses(t *testing.T) {
 		gateways: []*gatewayv1.Gateway{pooled("a", "moved", 1, holds("10.0.9.9"))},
 		want:     map[string]want{"a/moved": {addr: "10.0.0.10"}},
 	}, {
-		name:  "spec.addresses: asked for, taken by an older one, outside the pool, another type, two",
+		name:  "spec.addresses: asked for, taken by an older one, outside the pool, another type, two, any",
 		pools: map[string]PoolState{ClassName: {Pool: pool}},
 		gateways: []*gatewayv1.Gateway{
 			pooled("a", "asks", 1, asks("10.0.0.12", ip)),
@@ -121,8 +121,21 @@ func TestAssignAddresses(t *testing.T) {
 			"a/late":     {reason: string(gatewayv1.GatewayReasonAddressNotUsable)},
 			"a/outside":  {reason: string(gatewayv1.GatewayReasonAddressNotUsable)},
 			"a/hostname": {reason: string(gatewayv1.GatewayReasonUnsupportedAddress)},
-			"a/two":      {reason: string(gatewayv1.GatewayReasonUnsupportedAddress)},
-			"a/any":      {addr: "10.0.0.10"},
+			"a/two":      {addr: "10.0.0.10,10.0.0.11"},
+			"a/any":      {reason: string(gatewayv1.GatewayReasonAddressNotAssigned)},
+		},
+	}, {
+		name:  "an unusable address among usable ones, and an unsupported type among IPs",
+		pools: map[string]PoolState{ClassName: {Pool: pool}},
+		gateways: []*gatewayv1.Gateway{
+			pooled("a", "mixed", 1, asks("10.0.0.99", ip), asks("10.0.0.11", ip)),
+			pooled("a", "typed", 2, asks("x", "test/fake-invalid-type"), asks("10.0.0.12", ip)),
+			pooled("a", "any-and-one", 3, asks("", ip), asks("10.0.0.12", ip), holds("10.0.0.11")),
+		},
+		want: map[string]want{
+			"a/mixed":       {reason: string(gatewayv1.GatewayReasonAddressNotUsable)},
+			"a/typed":       {reason: string(gatewayv1.GatewayReasonUnsupportedAddress)},
+			"a/any-and-one": {addr: "10.0.0.11,10.0.0.12"},
 		},
 	}, {
 		name:     "an exhausted pool",
@@ -158,10 +171,11 @@ func TestAssignAddresses(t *testing.T) {
 					t.Errorf("%s: no decision", key)
 					continue
 				}
-				gotAddr := ""
-				if g.addr.IsValid() {
-					gotAddr = g.addr.String()
+				var got []string
+				for _, a := range g.addrs {
+					got = append(got, a.String())
 				}
+				gotAddr := strings.Join(got, ",")
 				if gotAddr != w.addr || g.reason != w.reason {
 					t.Errorf("%s: address %q reason %q (%v), want %q %q", key, gotAddr, g.reason, g.err, w.addr, w.reason)
 				}

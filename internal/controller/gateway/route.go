@@ -95,16 +95,20 @@ func attach(ix *index, g *gatewayState, r *gatewayv1.HTTPRoute, ref gatewayv1.Pa
 		return string(gatewayv1.RouteReasonNotAllowedByListeners), "no listener of the Gateway allows this route", nil
 	}
 	var out []Attachment
+	matched := false
 	for _, ls := range allowed {
 		hosts, ok := intersectHostnames(ls.l.Hostname, r.Spec.Hostnames)
 		if !ok {
 			continue
 		}
+		matched = true
 		ls.attached++
-		out = append(out, Attachment{Gateway: nn(g.gw.Namespace, g.gw.Name), Listener: ls.l.Name, Address: g.address(), Port: ls.l.Port,
-			Protocol: ls.l.Protocol, Route: nn(r.Namespace, r.Name), Hostnames: hosts})
+		for _, addr := range g.addresses() {
+			out = append(out, Attachment{Gateway: nn(g.gw.Namespace, g.gw.Name), Listener: ls.l.Name, Address: addr, Port: ls.l.Port,
+				Protocol: ls.l.Protocol, Route: nn(r.Namespace, r.Name), Hostnames: hosts})
+		}
 	}
-	if len(out) == 0 {
+	if !matched {
 		return string(gatewayv1.RouteReasonNoMatchingListenerHostname), "no listener's hostname matches the route's hostnames", nil
 	}
 	return string(gatewayv1.RouteReasonAccepted), "", out
