@@ -194,7 +194,7 @@ func (rt *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	n := len(t.d.backend.spec.Endpoints)
 	for {
 		t.attempts++
-		res, err := rt.s.opts.Transport.RoundTrip(req)
+		res, err := rt.s.opts.transportFor(t.d.backend.spec).RoundTrip(req)
 		if err == nil {
 			return res, nil
 		}
@@ -243,7 +243,7 @@ func (s *Server) mirror(r *http.Request, d decision) {
 			s.wg.Go(func() {
 				ctx, cancel := context.WithTimeout(out.Context(), s.opts.DialTimeout*2)
 				defer cancel()
-				res, err := s.opts.Transport.RoundTrip(out.WithContext(ctx))
+				res, err := s.opts.transportFor(&m.Backend).RoundTrip(out.WithContext(ctx))
 				if err != nil {
 					s.opts.Logger.Debug("ingress mirror failed", "backend", m.Backend.Name, "err", err)
 					return

@@ -45,8 +45,10 @@ type Options struct {
 	MaxHeaderBytes int
 	// DialTimeout bounds connecting to an endpoint before the next one is tried.
 	DialTimeout time.Duration
-	// Transport reaches the endpoints; an http.Transport with DialTimeout when nil.
-	Transport http.RoundTripper
+	// Transport reaches the endpoints of HTTP/1.1 backends, H2CTransport those of HTTP/2
+	// cleartext ones (routes.BackendH2C); http.Transports with DialTimeout when nil.
+	Transport    http.RoundTripper
+	H2CTransport http.RoundTripper
 }
 
 // Default fills unset options.
@@ -86,15 +88,37 @@ func (o *Options) Default() {
 		}
 	}
 	if o.Transport == nil {
-		o.Transport = &http.Transport{
-			Proxy:                 nil, // straight to the pods, never through an environment proxy
-			DialContext:           (&net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
-			MaxIdleConns:          1024,
-			MaxIdleConnsPerHost:   256,
-			IdleConnTimeout:       90 * time.Second,
-			ExpectContinueTimeout: time.Second,
-		}
+		o.Transport = newTransport(o.DialTimeout, false)
 	}
+	if o.H2CTransport == nil {
+		o.H2CTransport = newTransport(o.DialTimeout, true)
+	}
+}
+
+// newTransport reaches pods: HTTP/1.1, or HTTP/2 with prior knowledge (h2c), which multiplexes
+// requests over one connection per pod.
+func newTransport(dialTimeout time.Duration, h2c bool) *http.Transport {
+	t := &http.Transport{
+		Proxy:                 nil, // straight to the pods, never through an environment proxy
+		DialContext:           (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	if h2c {
+		t.Protocols = new(http.Protocols)
+		t.Protocols.SetUnencryptedHTTP2(true)
+	}
+	return t
+}
+
+// transportFor is the transport that speaks b's protocol.
+func (o *Options) transportFor(b *routes.Backend) http.RoundTripper {
+	if b.Protocol == routes.BackendH2C {
+		return o.H2CTransport
+	}
+	return o.Transport
 }
 
 // Server serves route tables. Set hands it a table (and opens or closes listeners to match);

@@ -452,3 +452,44 @@ func TestServerKeepsAddressesApart(t *testing.T) {
 		})
 	}
 }
+
+// TestServerSpeaksH2CToH2CBackends: a backend marked h2c (a Service port's appProtocol
+// kubernetes.io/h2c, a GRPCRoute's) is reached over HTTP/2 with prior knowledge, trailers
+// passed back as gRPC needs them; an ordinary backend over HTTP/1.1.
+func TestServerSpeaksH2CToH2CBackends(t *testing.T) {
+	seen := func(name string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Trailer", "Grpc-Status")
+			fmt.Fprintf(w, "%s %s", name, r.Proto)
+			w.Header().Set("Grpc-Status", "0")
+		})
+	}
+	h2 := httptest.NewUnstartedServer(seen("h2c"))
+	h2.Config.Protocols = new(http.Protocols)
+	h2.Config.Protocols.SetUnencryptedHTTP2(true)
+	h2.Start()
+	t.Cleanup(h2.Close)
+	h1 := httptest.NewServer(seen("h1"))
+	t.Cleanup(h1.Close)
+	h2c := be("h2c", 1, strings.TrimPrefix(h2.URL, "http://"))
+	h2c.Protocol = routes.BackendH2C
+	s := startServer(t)
+	set(t, s, httpTable(routes.VirtualHost{Routes: []routes.Route{
+		rt("h2", prefix("/h2"), h2c), rt("h1", prefix("/"), be("h1", 1, strings.TrimPrefix(h1.URL, "http://")))}}))
+	client := &http.Client{Transport: &http.Transport{Protocols: new(http.Protocols)}}
+	client.Transport.(*http.Transport).Protocols.SetUnencryptedHTTP2(true)
+	for path, want := range map[string]string{"/h2": "h2c HTTP/2.0", "/": "h1 HTTP/1.1"} {
+		res, err := client.Get("http://" + addr(t, s, 80) + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if string(body) != want {
+			t.Errorf("%s: %q, want %q", path, body, want)
+		}
+		if path == "/h2" && res.Trailer.Get("Grpc-Status") != "0" {
+			t.Errorf("%s: trailers %v, want Grpc-Status passed back", path, res.Trailer)
+		}
+	}
+}

@@ -37,6 +37,9 @@ func ServiceBackend(namespace, name string, port ServicePort, svc *corev1.Servic
 		b.Invalid = fmt.Sprintf("service %s/%s has no port %s", namespace, name, portString(port))
 		return b
 	}
+	if sp.AppProtocol != nil && *sp.AppProtocol == AppProtocolH2C {
+		b.Protocol = BackendH2C
+	}
 	var ready, terminating []Endpoint
 	seen := map[string]bool{}
 	for _, s := range slices {

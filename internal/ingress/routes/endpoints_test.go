@@ -86,3 +86,16 @@ func TestServiceBackend(t *testing.T) {
 		})
 	}
 }
+
+func TestServiceBackendProtocol(t *testing.T) {
+	for app, want := range map[string]BackendProtocol{"": BackendHTTP1, AppProtocolH2C: BackendH2C, "kubernetes.io/ws": BackendHTTP1, "http": BackendHTTP1} {
+		p := corev1.ServicePort{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}
+		if app != "" {
+			p.AppProtocol = ptr.To(app)
+		}
+		b := ServiceBackend("ns", "web", ServicePort{Number: 80}, svc(p), []*discoveryv1.EndpointSlice{slice("web", "http", 8080, ep{addr: "10.0.0.1", ready: true})})
+		if b.Protocol != want || b.Invalid != "" {
+			t.Errorf("appProtocol %q: protocol %q (%s), want %q", app, b.Protocol, b.Invalid, want)
+		}
+	}
+}

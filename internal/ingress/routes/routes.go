@@ -251,7 +251,24 @@ type Backend struct {
 	Invalid string
 	// Filters run for requests sent to this backend only, after the route's.
 	Filters []Filter
+	// Protocol is what the pods speak: HTTP/1.1 (BackendHTTP1, the zero value) or HTTP/2 in
+	// cleartext (BackendH2C: a Service port's appProtocol kubernetes.io/h2c, or a GRPCRoute's
+	// backend).
+	Protocol BackendProtocol
 }
+
+// BackendProtocol is what a backend's pods speak.
+type BackendProtocol string
+
+const (
+	// BackendHTTP1 is HTTP/1.1 (upgrades such as WebSocket included).
+	BackendHTTP1 BackendProtocol = ""
+	// BackendH2C is HTTP/2 with prior knowledge, without TLS.
+	BackendH2C BackendProtocol = "h2c"
+)
+
+// AppProtocolH2C is the Service port appProtocol that asks for HTTP/2 in cleartext (KEP-3726).
+const AppProtocolH2C = "kubernetes.io/h2c"
 
 // Endpoint is one address of a backend.
 type Endpoint struct {
