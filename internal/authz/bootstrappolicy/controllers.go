@@ -97,8 +97,8 @@ func ControllerRoles() []rbacv1.ClusterRole {
 		// skiff's own: the Gateway API controller (internal/controller/gateway) reads the Gateway
 		// API objects, the Services, Secrets, Namespaces and Nodes they refer to, and writes status.
 		controllerRole("gateway-controller",
-			rule("get", "list", "watch").groups("gateway.networking.k8s.io").resources("gatewayclasses", "gateways", "httproutes", "referencegrants"),
-			rule("update", "patch").groups("gateway.networking.k8s.io").resources("gatewayclasses/status", "gateways/status", "httproutes/status"),
+			rule("get", "list", "watch").groups("gateway.networking.k8s.io").resources("gatewayclasses", "gateways", "httproutes", "grpcroutes", "referencegrants"),
+			rule("update", "patch").groups("gateway.networking.k8s.io").resources("gatewayclasses/status", "gateways/status", "httproutes/status", "grpcroutes/status"),
 			// configmaps: the address pools the classes' parametersRefs name.
 			rule("get", "list", "watch").groups(legacyGroup).resources("services", "secrets", "namespaces", "nodes", "configmaps"),
 		),

@@ -269,7 +269,7 @@ func ClusterRoles() []rbacv1.ClusterRole {
 				rule("list", "watch").groups(legacyGroup).resources("services", "secrets", "namespaces"),
 				rule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
 				// The Gateway API's table, decided on the node as the gateway controller decides.
-				rule("list", "watch").groups("gateway.networking.k8s.io").resources("gatewayclasses", "gateways", "httproutes", "referencegrants"),
+				rule("list", "watch").groups("gateway.networking.k8s.io").resources("gatewayclasses", "gateways", "httproutes", "grpcroutes", "referencegrants"),
 				// Nodes: which of them holds each Gateway's own address (gateway.Holder).
 				rule("list", "watch").groups(legacyGroup).resources("nodes"),
 			),

@@ -37,6 +37,7 @@ type Controller struct {
 	classes  gatewaylisters.GatewayClassLister
 	gateways gatewaylisters.GatewayLister
 	routes   gatewaylisters.HTTPRouteLister
+	grpc     gatewaylisters.GRPCRouteLister
 	grants   gatewaylisters.ReferenceGrantLister
 	nsLister corelisters.NamespaceLister
 	services corelisters.ServiceLister
@@ -72,7 +73,7 @@ func New(deps ctrlutil.Deps, opts Options) (*Controller, error) {
 	core := deps.Informers.Core().V1()
 	c := &Controller{
 		gw: opts.Client, factory: f,
-		classes: v1.GatewayClasses().Lister(), gateways: v1.Gateways().Lister(), routes: v1.HTTPRoutes().Lister(),
+		classes: v1.GatewayClasses().Lister(), gateways: v1.Gateways().Lister(), routes: v1.HTTPRoutes().Lister(), grpc: v1.GRPCRoutes().Lister(),
 		grants: v1.ReferenceGrants().Lister(), nsLister: core.Namespaces().Lister(), services: core.Services().Lister(),
 		secrets: core.Secrets().Lister(), nodes: core.Nodes().Lister(), configMaps: core.ConfigMaps().Lister(),
 		clock: deps.Clock, log: deps.Log(), published: opts.Published,
@@ -81,7 +82,7 @@ func New(deps ctrlutil.Deps, opts Options) (*Controller, error) {
 	all := ctrlutil.On(ctrlutil.OnAll, func(any) { c.loop.Queue.Add(key) })
 	synced, err := ctrlutil.NewWiring(Name).
 		Watch(v1.GatewayClasses().Informer(), all).Watch(v1.Gateways().Informer(), all).
-		Watch(v1.HTTPRoutes().Informer(), all).Watch(v1.ReferenceGrants().Informer(), all).
+		Watch(v1.HTTPRoutes().Informer(), all).Watch(v1.GRPCRoutes().Informer(), all).Watch(v1.ReferenceGrants().Informer(), all).
 		Watch(core.Namespaces().Informer(), all).Watch(core.Services().Informer(), all).
 		Watch(core.Secrets().Informer(), all).Watch(core.Nodes().Informer(), all).
 		Watch(core.ConfigMaps().Informer(), all).Done()
@@ -134,6 +135,13 @@ func (c *Controller) Sync(ctx context.Context, _ string) error {
 			errs = append(errs, writeStatus(ctx, "httproute "+r.Namespace+"/"+r.Name, obj, c.gw.GatewayV1().HTTPRoutes(r.Namespace).UpdateStatus))
 		}
 	}
+	for _, r := range s.GRPCRoutes {
+		if st, ok := plan.GRPCRoutes[nn(r.Namespace, r.Name)]; ok && !equality.Semantic.DeepEqual(r.Status, st) {
+			obj := r.DeepCopy()
+			obj.Status = st
+			errs = append(errs, writeStatus(ctx, "grpcroute "+r.Namespace+"/"+r.Name, obj, c.gw.GatewayV1().GRPCRoutes(r.Namespace).UpdateStatus))
+		}
+	}
 	if c.published != nil {
 		c.published(plan)
 	}
@@ -160,6 +168,9 @@ func (c *Controller) snapshot() (Snapshot, error) {
 	}
 	if s.Routes, err = c.routes.List(everything); err != nil {
 		return s, fmt.Errorf("list httproutes: %w", err)
+	}
+	if s.GRPCRoutes, err = c.grpc.List(everything); err != nil {
+		return s, fmt.Errorf("list grpcroutes: %w", err)
 	}
 	if s.Grants, err = c.grants.List(everything); err != nil {
 		return s, fmt.Errorf("list referencegrants: %w", err)

@@ -28,6 +28,15 @@ const (
 // group is the Gateway API's group: of Gateways, routes and listeners' route kinds.
 const group = gatewayv1.Group(gatewayv1.GroupName)
 
+// The route kinds skiff serves, on HTTP and HTTPS listeners.
+const (
+	kindHTTPRoute gatewayv1.Kind = "HTTPRoute"
+	kindGRPCRoute gatewayv1.Kind = "GRPCRoute"
+)
+
+// routeKinds are the kinds a listener takes when its allowedRoutes names none.
+var routeKinds = []gatewayv1.Kind{kindHTTPRoute, kindGRPCRoute}
+
 // SupportedFeatures are what a GatewayClass of skiff's claims in status.supportedFeatures (the
 // conformance suite reads them when it is not told which features to test): the GATEWAY-HTTP
 // profile's core features. Extended features are added here as the data plane serves them.
@@ -49,6 +58,7 @@ type Snapshot struct {
 	Classes    []*gatewayv1.GatewayClass
 	Gateways   []*gatewayv1.Gateway
 	Routes     []*gatewayv1.HTTPRoute
+	GRPCRoutes []*gatewayv1.GRPCRoute
 	Grants     []*gatewayv1.ReferenceGrant
 	Namespaces []*corev1.Namespace
 	// Services are the backends, and the load-balancer Services whose node ports a Gateway's
@@ -69,6 +79,8 @@ type Plan struct {
 	Classes  map[string]gatewayv1.GatewayClassStatus
 	Gateways map[types.NamespacedName]gatewayv1.GatewayStatus
 	Routes   map[types.NamespacedName]gatewayv1.HTTPRouteStatus
+	// GRPCRoutes are the GRPCRoutes' statuses.
+	GRPCRoutes map[types.NamespacedName]gatewayv1.GRPCRouteStatus
 	// Listeners are the programmed listeners (accepted, references resolved): the ports the
 	// data plane opens for Gateways, with their certificates.
 	Listeners   []ProgrammedListener
@@ -95,9 +107,11 @@ type Attachment struct {
 	Gateway  types.NamespacedName
 	Listener gatewayv1.SectionName
 	// Address is the Gateway's own address, as ProgrammedListener's.
-	Address   string
-	Port      gatewayv1.PortNumber
-	Protocol  gatewayv1.ProtocolType
+	Address  string
+	Port     gatewayv1.PortNumber
+	Protocol gatewayv1.ProtocolType
+	// Kind is the route's: HTTPRoute or GRPCRoute.
+	Kind      gatewayv1.Kind
 	Route     types.NamespacedName
 	Hostnames []string
 }
@@ -106,9 +120,10 @@ type Attachment struct {
 func Decide(s Snapshot) Plan {
 	ix := newIndex(&s)
 	plan := Plan{
-		Classes:  map[string]gatewayv1.GatewayClassStatus{},
-		Gateways: map[types.NamespacedName]gatewayv1.GatewayStatus{},
-		Routes:   map[types.NamespacedName]gatewayv1.HTTPRouteStatus{},
+		Classes:    map[string]gatewayv1.GatewayClassStatus{},
+		Gateways:   map[types.NamespacedName]gatewayv1.GatewayStatus{},
+		Routes:     map[types.NamespacedName]gatewayv1.HTTPRouteStatus{},
+		GRPCRoutes: map[types.NamespacedName]gatewayv1.GRPCRouteStatus{},
 	}
 	for _, gc := range s.Classes {
 		if gc.Spec.ControllerName != ControllerName {
@@ -143,11 +158,19 @@ func Decide(s Snapshot) Plan {
 		gateways[nn(gw.Namespace, gw.Name)] = g
 	}
 	for _, r := range s.Routes {
-		parents, attached := decideRoute(ix, gateways, r)
+		parents, attached := decideRoute(ix, gateways, httpRouteObject(r))
 		if parents == nil {
 			continue
 		}
 		plan.Routes[nn(r.Namespace, r.Name)] = gatewayv1.HTTPRouteStatus{RouteStatus: gatewayv1.RouteStatus{Parents: parents}}
+		plan.Attachments = append(plan.Attachments, attached...)
+	}
+	for _, r := range s.GRPCRoutes {
+		parents, attached := decideRoute(ix, gateways, grpcRouteObject(r))
+		if parents == nil {
+			continue
+		}
+		plan.GRPCRoutes[nn(r.Namespace, r.Name)] = gatewayv1.GRPCRouteStatus{RouteStatus: gatewayv1.RouteStatus{Parents: parents}}
 		plan.Attachments = append(plan.Attachments, attached...)
 	}
 	for key, g := range gateways {
@@ -166,8 +189,8 @@ func Decide(s Snapshot) Plan {
 		return cmp.Or(cmp.Compare(a.Gateway.String(), b.Gateway.String()), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Address, b.Address))
 	})
 	slices.SortFunc(plan.Attachments, func(a, b Attachment) int {
-		return cmp.Or(cmp.Compare(a.Gateway.String(), b.Gateway.String()), cmp.Compare(a.Listener, b.Listener), cmp.Compare(a.Route.String(), b.Route.String()),
-			cmp.Compare(a.Address, b.Address))
+		return cmp.Or(cmp.Compare(a.Gateway.String(), b.Gateway.String()), cmp.Compare(a.Listener, b.Listener), cmp.Compare(a.Kind, b.Kind),
+			cmp.Compare(a.Route.String(), b.Route.String()), cmp.Compare(a.Address, b.Address))
 	})
 	return plan
 }
@@ -317,15 +340,17 @@ func decideListeners(ix *index, gw *gatewayv1.Gateway) *gatewayState {
 }
 
 // listenerKinds returns the route kinds a listener takes (supportedKinds) and, when it names
-// kinds it cannot take, why. Only HTTPRoute is served.
+// kinds it cannot take, why. HTTPRoute and GRPCRoute are served, on HTTP and HTTPS listeners.
 func listenerKinds(l gatewayv1.Listener, supportedProtocol bool) ([]gatewayv1.RouteGroupKind, string) {
 	kinds := []gatewayv1.RouteGroupKind{}
-	httpRoute := gatewayv1.RouteGroupKind{Group: ptrTo(group), Kind: "HTTPRoute"}
 	if !supportedProtocol {
 		return kinds, ""
 	}
 	if l.AllowedRoutes == nil || len(l.AllowedRoutes.Kinds) == 0 {
-		return append(kinds, httpRoute), ""
+		for _, k := range routeKinds {
+			kinds = append(kinds, gatewayv1.RouteGroupKind{Group: ptrTo(group), Kind: k})
+		}
+		return kinds, ""
 	}
 	var invalid []string
 	for _, k := range l.AllowedRoutes.Kinds {
@@ -333,9 +358,9 @@ func listenerKinds(l gatewayv1.Listener, supportedProtocol bool) ([]gatewayv1.Ro
 		if k.Group != nil {
 			g = *k.Group
 		}
-		if g == group && k.Kind == "HTTPRoute" {
+		if g == group && slices.Contains(routeKinds, k.Kind) {
 			if !slices.ContainsFunc(kinds, func(x gatewayv1.RouteGroupKind) bool { return x.Kind == k.Kind }) {
-				kinds = append(kinds, httpRoute)
+				kinds = append(kinds, gatewayv1.RouteGroupKind{Group: ptrTo(group), Kind: k.Kind})
 			}
 			continue
 		}
@@ -435,8 +460,8 @@ func (ls *listenerState) admits(ix *index, gwNamespace, ns string) bool {
 	return false
 }
 
-func (ls *listenerState) takesHTTPRoute() bool {
-	return slices.ContainsFunc(ls.kinds, func(k gatewayv1.RouteGroupKind) bool { return k.Kind == "HTTPRoute" })
+func (ls *listenerState) takes(kind gatewayv1.Kind) bool {
+	return slices.ContainsFunc(ls.kinds, func(k gatewayv1.RouteGroupKind) bool { return k.Kind == kind })
 }
 
 // gatewayStatus is a Gateway's status once its listeners' routes are counted.

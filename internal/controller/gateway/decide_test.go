@@ -228,7 +228,7 @@ func TestGatewayListeners(t *testing.T) {
 	programmed := condition{metav1.ConditionTrue, "Programmed"}
 	invalid := condition{metav1.ConditionFalse, "Invalid"}
 	noConflict := condition{metav1.ConditionFalse, "NoConflicts"}
-	ok := listenerWant{[]string{"HTTPRoute"}, accepted, resolved, programmed, noConflict}
+	ok := listenerWant{[]string{"HTTPRoute", "GRPCRoute"}, accepted, resolved, programmed, noConflict}
 	for _, tc := range []struct {
 		name      string
 		gw        *gatewayv1.Gateway
@@ -280,7 +280,7 @@ func TestGatewayListeners(t *testing.T) {
 			name:     "https with a missing secret",
 			gw:       makeGateway("ns", "gw").listener("https", 443, gatewayv1.HTTPSProtocolType, cert("", "absent")).obj(),
 			accepted: accepted, resolved: condition{metav1.ConditionFalse, "ListenersNotResolved"},
-			listeners: map[string]listenerWant{"https": {[]string{"HTTPRoute"}, accepted, condition{metav1.ConditionFalse, "InvalidCertificateRef"}, invalid, noConflict}},
+			listeners: map[string]listenerWant{"https": {[]string{"HTTPRoute", "GRPCRoute"}, accepted, condition{metav1.ConditionFalse, "InvalidCertificateRef"}, invalid, noConflict}},
 		},
 		{
 			name: "https with a malformed secret",
@@ -289,7 +289,7 @@ func TestGatewayListeners(t *testing.T) {
 				return []*corev1.Secret{tlsSecret(t, "ns", "bad", false)}, nil
 			},
 			accepted: accepted, resolved: condition{metav1.ConditionFalse, "ListenersNotResolved"},
-			listeners: map[string]listenerWant{"https": {[]string{"HTTPRoute"}, accepted, condition{metav1.ConditionFalse, "InvalidCertificateRef"}, invalid, noConflict}},
+			listeners: map[string]listenerWant{"https": {[]string{"HTTPRoute", "GRPCRoute"}, accepted, condition{metav1.ConditionFalse, "InvalidCertificateRef"}, invalid, noConflict}},
 		},
 		{
 			name: "https with a secret of another namespace and no grant",
@@ -298,7 +298,7 @@ func TestGatewayListeners(t *testing.T) {
 				return []*corev1.Secret{tlsSecret(t, "certs", "tls", true)}, nil
 			},
 			accepted: accepted, resolved: condition{metav1.ConditionFalse, "ListenersNotResolved"},
-			listeners: map[string]listenerWant{"https": {[]string{"HTTPRoute"}, accepted, condition{metav1.ConditionFalse, "RefNotPermitted"}, invalid, noConflict}},
+			listeners: map[string]listenerWant{"https": {[]string{"HTTPRoute", "GRPCRoute"}, accepted, condition{metav1.ConditionFalse, "RefNotPermitted"}, invalid, noConflict}},
 		},
 		{
 			name: "https with a secret of another namespace and a grant for it",
@@ -316,7 +316,7 @@ func TestGatewayListeners(t *testing.T) {
 				return []*corev1.Secret{tlsSecret(t, "certs", "tls", true)}, []*gatewayv1.ReferenceGrant{grant("certs", "Gateway", "ns", "Secret", "other")}
 			},
 			accepted: accepted, resolved: condition{metav1.ConditionFalse, "ListenersNotResolved"},
-			listeners: map[string]listenerWant{"https": {[]string{"HTTPRoute"}, accepted, condition{metav1.ConditionFalse, "RefNotPermitted"}, invalid, noConflict}},
+			listeners: map[string]listenerWant{"https": {[]string{"HTTPRoute", "GRPCRoute"}, accepted, condition{metav1.ConditionFalse, "RefNotPermitted"}, invalid, noConflict}},
 		},
 		{
 			name: "HTTP and HTTPS on one port conflict",
@@ -327,8 +327,8 @@ func TestGatewayListeners(t *testing.T) {
 			},
 			accepted: condition{metav1.ConditionFalse, "ListenersNotValid"}, resolved: condition{metav1.ConditionTrue, "ResolvedRefs"},
 			listeners: map[string]listenerWant{
-				"http":  {[]string{"HTTPRoute"}, condition{metav1.ConditionFalse, "ProtocolConflict"}, resolved, invalid, condition{metav1.ConditionTrue, "ProtocolConflict"}},
-				"https": {[]string{"HTTPRoute"}, condition{metav1.ConditionFalse, "ProtocolConflict"}, resolved, invalid, condition{metav1.ConditionTrue, "ProtocolConflict"}},
+				"http":  {[]string{"HTTPRoute", "GRPCRoute"}, condition{metav1.ConditionFalse, "ProtocolConflict"}, resolved, invalid, condition{metav1.ConditionTrue, "ProtocolConflict"}},
+				"https": {[]string{"HTTPRoute", "GRPCRoute"}, condition{metav1.ConditionFalse, "ProtocolConflict"}, resolved, invalid, condition{metav1.ConditionTrue, "ProtocolConflict"}},
 			},
 		},
 		{
@@ -337,8 +337,8 @@ func TestGatewayListeners(t *testing.T) {
 				listener("a2", 80, gatewayv1.HTTPProtocolType, host("a.example.com")).listener("b", 80, gatewayv1.HTTPProtocolType, host("b.example.com")).obj(),
 			accepted: condition{metav1.ConditionTrue, "ListenersNotValid"}, resolved: condition{metav1.ConditionTrue, "ResolvedRefs"},
 			listeners: map[string]listenerWant{
-				"a":  {[]string{"HTTPRoute"}, condition{metav1.ConditionFalse, "HostnameConflict"}, resolved, invalid, condition{metav1.ConditionTrue, "HostnameConflict"}},
-				"a2": {[]string{"HTTPRoute"}, condition{metav1.ConditionFalse, "HostnameConflict"}, resolved, invalid, condition{metav1.ConditionTrue, "HostnameConflict"}},
+				"a":  {[]string{"HTTPRoute", "GRPCRoute"}, condition{metav1.ConditionFalse, "HostnameConflict"}, resolved, invalid, condition{metav1.ConditionTrue, "HostnameConflict"}},
+				"a2": {[]string{"HTTPRoute", "GRPCRoute"}, condition{metav1.ConditionFalse, "HostnameConflict"}, resolved, invalid, condition{metav1.ConditionTrue, "HostnameConflict"}},
 				"b":  ok,
 			},
 		},

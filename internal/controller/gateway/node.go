@@ -71,6 +71,7 @@ func RunTable(ctx context.Context, o TableOptions) error {
 	gw := gatewayinformers.NewSharedInformerFactory(o.Gateway, 0)
 	v1 := gw.Gateway().V1()
 	classes, gateways, httpRoutes, grants := v1.GatewayClasses(), v1.Gateways(), v1.HTTPRoutes(), v1.ReferenceGrants()
+	grpcRoutes := v1.GRPCRoutes()
 	namespaces, services, endpointSlices := core.Core().V1().Namespaces(), core.Core().V1().Services(), core.Discovery().V1().EndpointSlices()
 	nodes := core.Core().V1().Nodes()
 	secrets := tlsOnly.Core().V1().Secrets()
@@ -79,7 +80,7 @@ func RunTable(ctx context.Context, o TableOptions) error {
 	defer tlsOnly.Shutdown()
 	defer core.Shutdown()
 	dirty, err := ctrlutil.WatchLevel(ctx, []ctrlutil.InformerFactory{core, tlsOnly, gw},
-		classes.Informer(), gateways.Informer(), httpRoutes.Informer(), grants.Informer(),
+		classes.Informer(), gateways.Informer(), httpRoutes.Informer(), grpcRoutes.Informer(), grants.Informer(),
 		namespaces.Informer(), services.Informer(), endpointSlices.Informer(), secrets.Informer(), nodes.Informer())
 	if err != nil {
 		if ctx.Err() != nil {
@@ -93,6 +94,7 @@ func RunTable(ctx context.Context, o TableOptions) error {
 		s.Classes, _ = classes.Lister().List(all)
 		s.Gateways, _ = gateways.Lister().List(all)
 		s.Routes, _ = httpRoutes.Lister().List(all)
+		s.GRPCRoutes, _ = grpcRoutes.Lister().List(all)
 		s.Grants, _ = grants.Lister().List(all)
 		s.Namespaces, _ = namespaces.Lister().List(all)
 		s.Services, _ = services.Lister().List(all)
@@ -107,7 +109,7 @@ func RunTable(ctx context.Context, o TableOptions) error {
 				return fmt.Errorf("hold the Gateways' addresses: %w", err)
 			}
 		}
-		t := Translate(TranslateInput{Plan: plan, Routes: s.Routes, Grants: s.Grants, Services: s.Services, Slices: eps, Secrets: s.Secrets,
+		t := Translate(TranslateInput{Plan: plan, Routes: s.Routes, GRPCRoutes: s.GRPCRoutes, Grants: s.Grants, Services: s.Services, Slices: eps, Secrets: s.Secrets,
 			Holds: func(a string) bool { return slices.Contains(held, netip.MustParseAddr(a)) }})
 		if err := o.Set(t); err != nil {
 			return fmt.Errorf("the data plane refused part of the gateway table: %w", err)

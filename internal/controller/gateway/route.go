@@ -10,19 +10,59 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
+// routeObject is what a decision reads of a route, HTTPRoute or GRPCRoute: both attach to
+// listeners the same way and resolve backendRefs to Services the same way.
+type routeObject struct {
+	kind       gatewayv1.Kind
+	namespace  string
+	name       string
+	generation int64
+	parentRefs []gatewayv1.ParentReference
+	hostnames  []gatewayv1.Hostname
+	// backends are every backendRef, request mirrors' included.
+	backends []gatewayv1.BackendObjectReference
+	parents  []gatewayv1.RouteParentStatus
+}
+
+func httpRouteObject(r *gatewayv1.HTTPRoute) routeObject {
+	o := routeObject{kind: kindHTTPRoute, namespace: r.Namespace, name: r.Name, generation: r.Generation,
+		parentRefs: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames, parents: r.Status.Parents}
+	for _, rule := range r.Spec.Rules {
+		for _, b := range rule.BackendRefs {
+			o.backends = append(o.backends, b.BackendObjectReference)
+			o.backends = append(o.backends, mirrors(b.Filters)...)
+		}
+		o.backends = append(o.backends, mirrors(rule.Filters)...)
+	}
+	return o
+}
+
+func grpcRouteObject(r *gatewayv1.GRPCRoute) routeObject {
+	o := routeObject{kind: kindGRPCRoute, namespace: r.Namespace, name: r.Name, generation: r.Generation,
+		parentRefs: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames, parents: r.Status.Parents}
+	for _, rule := range r.Spec.Rules {
+		for _, b := range rule.BackendRefs {
+			o.backends = append(o.backends, b.BackendObjectReference)
+			o.backends = append(o.backends, grpcMirrors(b.Filters)...)
+		}
+		o.backends = append(o.backends, grpcMirrors(rule.Filters)...)
+	}
+	return o
+}
+
 // decideRoute computes the route's parents status: one entry per parentRef to a Gateway of
 // skiff's classes (entries of other controllers are kept as they are), and the listeners it
 // attaches to, counted on them. It returns nil parents when no parentRef is skiff's.
-func decideRoute(ix *index, gateways map[types.NamespacedName]*gatewayState, r *gatewayv1.HTTPRoute) ([]gatewayv1.RouteParentStatus, []Attachment) {
+func decideRoute(ix *index, gateways map[types.NamespacedName]*gatewayState, r routeObject) ([]gatewayv1.RouteParentStatus, []Attachment) {
 	var parents []gatewayv1.RouteParentStatus
 	var attached []Attachment
 	ours := false
 	refsOK, refsReason, refsMsg := backendRefs(ix, r)
-	for _, ref := range r.Spec.ParentRefs {
+	for _, ref := range r.parentRefs {
 		if (ref.Group != nil && *ref.Group != group) || (ref.Kind != nil && *ref.Kind != "Gateway") {
 			continue
 		}
-		ns := r.Namespace
+		ns := r.namespace
 		if ref.Namespace != nil {
 			ns = string(*ref.Namespace)
 		}
@@ -36,15 +76,15 @@ func decideRoute(ix *index, gateways map[types.NamespacedName]*gatewayState, r *
 			conds = slices.Clone(prev.Conditions)
 		}
 		reason, msg, att := attach(ix, g, r, ref)
-		setCondition(&conds, ix.s.Now, r.Generation, string(gatewayv1.RouteConditionAccepted), reason == string(gatewayv1.RouteReasonAccepted), reason, msg)
-		setCondition(&conds, ix.s.Now, r.Generation, string(gatewayv1.RouteConditionResolvedRefs), refsOK, refsReason, refsMsg)
+		setCondition(&conds, ix.s.Now, r.generation, string(gatewayv1.RouteConditionAccepted), reason == string(gatewayv1.RouteReasonAccepted), reason, msg)
+		setCondition(&conds, ix.s.Now, r.generation, string(gatewayv1.RouteConditionResolvedRefs), refsOK, refsReason, refsMsg)
 		parents = append(parents, gatewayv1.RouteParentStatus{ParentRef: ref, ControllerName: ControllerName, Conditions: conds})
 		attached = append(attached, att...)
 	}
 	if !ours {
 		return nil, nil
 	}
-	for _, p := range r.Status.Parents {
+	for _, p := range r.parents {
 		if p.ControllerName != ControllerName {
 			parents = append(parents, p)
 		}
@@ -52,10 +92,10 @@ func decideRoute(ix *index, gateways map[types.NamespacedName]*gatewayState, r *
 	return parents, attached
 }
 
-func previousParent(r *gatewayv1.HTTPRoute, ref gatewayv1.ParentReference) *gatewayv1.RouteParentStatus {
-	for i, p := range r.Status.Parents {
+func previousParent(r routeObject, ref gatewayv1.ParentReference) *gatewayv1.RouteParentStatus {
+	for i, p := range r.parents {
 		if p.ControllerName == ControllerName && sameParent(p.ParentRef, ref) {
-			return &r.Status.Parents[i]
+			return &r.parents[i]
 		}
 	}
 	return nil
@@ -77,14 +117,14 @@ func eqPtr[T comparable](a, b *T) bool {
 // in common. The reason is Accepted, or why none does, in the order the specification checks:
 // no listener named (NoMatchingParent), none allowing the route (NotAllowedByListeners), none
 // with a common hostname (NoMatchingListenerHostname).
-func attach(ix *index, g *gatewayState, r *gatewayv1.HTTPRoute, ref gatewayv1.ParentReference) (string, string, []Attachment) {
+func attach(ix *index, g *gatewayState, r routeObject, ref gatewayv1.ParentReference) (string, string, []Attachment) {
 	var named, allowed []*listenerState
 	for _, ls := range g.listeners {
 		if (ref.SectionName != nil && *ref.SectionName != ls.l.Name) || (ref.Port != nil && *ref.Port != ls.l.Port) {
 			continue
 		}
 		named = append(named, ls)
-		if ls.accepted && ls.takesHTTPRoute() && ls.admits(ix, g.gw.Namespace, r.Namespace) {
+		if ls.accepted && ls.takes(r.kind) && ls.admits(ix, g.gw.Namespace, r.namespace) {
 			allowed = append(allowed, ls)
 		}
 	}
@@ -97,7 +137,7 @@ func attach(ix *index, g *gatewayState, r *gatewayv1.HTTPRoute, ref gatewayv1.Pa
 	var out []Attachment
 	matched := false
 	for _, ls := range allowed {
-		hosts, ok := intersectHostnames(ls.l.Hostname, r.Spec.Hostnames)
+		hosts, ok := intersectHostnames(ls.l.Hostname, r.hostnames)
 		if !ok {
 			continue
 		}
@@ -105,7 +145,7 @@ func attach(ix *index, g *gatewayState, r *gatewayv1.HTTPRoute, ref gatewayv1.Pa
 		ls.attached++
 		for _, addr := range g.addresses() {
 			out = append(out, Attachment{Gateway: nn(g.gw.Namespace, g.gw.Name), Listener: ls.l.Name, Address: addr, Port: ls.l.Port,
-				Protocol: ls.l.Protocol, Route: nn(r.Namespace, r.Name), Hostnames: hosts})
+				Protocol: ls.l.Protocol, Kind: r.kind, Route: nn(r.namespace, r.name), Hostnames: hosts})
 		}
 	}
 	if !matched {
@@ -160,22 +200,14 @@ func hostnameMatches(pattern, host string) bool {
 // backendRefs resolves every backendRef of the route (rules' and request mirrors'): each must
 // be a core Service (InvalidKind), in the route's namespace or permitted by a ReferenceGrant
 // (RefNotPermitted), that exists (BackendNotFound). The first that fails gives the reason.
-func backendRefs(ix *index, r *gatewayv1.HTTPRoute) (bool, string, string) {
-	var refs []gatewayv1.BackendObjectReference
-	for _, rule := range r.Spec.Rules {
-		for _, b := range rule.BackendRefs {
-			refs = append(refs, b.BackendObjectReference)
-			refs = append(refs, mirrors(b.Filters)...)
-		}
-		refs = append(refs, mirrors(rule.Filters)...)
-	}
-	for _, ref := range refs {
-		g, kind, ns := target(ref.Group, ref.Kind, ref.Namespace, "Service", r.Namespace)
+func backendRefs(ix *index, r routeObject) (bool, string, string) {
+	for _, ref := range r.backends {
+		g, kind, ns := target(ref.Group, ref.Kind, ref.Namespace, "Service", r.namespace)
 		switch {
 		case g != "" || kind != "Service":
 			return false, string(gatewayv1.RouteReasonInvalidKind), fmt.Sprintf("backendRef %s/%s %s: only core Services are served", g, kind, ref.Name)
-		case ns != r.Namespace && !ix.granted("HTTPRoute", r.Namespace, "", "Service", ns, string(ref.Name)):
-			return false, string(gatewayv1.RouteReasonRefNotPermitted), fmt.Sprintf("no ReferenceGrant in %s lets HTTPRoutes of %s use Service %s", ns, r.Namespace, ref.Name)
+		case ns != r.namespace && !ix.granted(r.kind, r.namespace, "", "Service", ns, string(ref.Name)):
+			return false, string(gatewayv1.RouteReasonRefNotPermitted), fmt.Sprintf("no ReferenceGrant in %s lets %ss of %s use Service %s", ns, r.kind, r.namespace, ref.Name)
 		case ix.services[nn(ns, string(ref.Name))] == nil:
 			return false, string(gatewayv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s/%s not found", ns, ref.Name)
 		}
@@ -187,6 +219,16 @@ func mirrors(filters []gatewayv1.HTTPRouteFilter) []gatewayv1.BackendObjectRefer
 	var out []gatewayv1.BackendObjectReference
 	for _, f := range filters {
 		if f.Type == gatewayv1.HTTPRouteFilterRequestMirror && f.RequestMirror != nil {
+			out = append(out, f.RequestMirror.BackendRef)
+		}
+	}
+	return out
+}
+
+func grpcMirrors(filters []gatewayv1.GRPCRouteFilter) []gatewayv1.BackendObjectReference {
+	var out []gatewayv1.BackendObjectReference
+	for _, f := range filters {
+		if f.Type == gatewayv1.GRPCRouteFilterRequestMirror && f.RequestMirror != nil {
 			out = append(out, f.RequestMirror.BackendRef)
 		}
 	}

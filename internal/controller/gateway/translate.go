@@ -18,12 +18,13 @@ import (
 // TranslateInput is what the data plane's Gateway table is built from: a Plan (which listeners
 // are programmed and which routes they accept, Decide's) and the objects the routes name.
 type TranslateInput struct {
-	Plan     Plan
-	Routes   []*gatewayv1.HTTPRoute
-	Grants   []*gatewayv1.ReferenceGrant
-	Services []*corev1.Service
-	Slices   []*discoveryv1.EndpointSlice
-	Secrets  []*corev1.Secret
+	Plan       Plan
+	Routes     []*gatewayv1.HTTPRoute
+	GRPCRoutes []*gatewayv1.GRPCRoute
+	Grants     []*gatewayv1.ReferenceGrant
+	Services   []*corev1.Service
+	Slices     []*discoveryv1.EndpointSlice
+	Secrets    []*corev1.Secret
 	// Holds says whether this node holds a Gateway's own address (Holder's election): the
 	// listeners of an address another node holds are left out. Nil: every address.
 	Holds func(address string) bool
@@ -47,6 +48,10 @@ func Translate(in TranslateInput) routes.Table {
 	for _, r := range in.Routes {
 		routesByKey[nn(r.Namespace, r.Name)] = r
 	}
+	grpcByKey := map[types.NamespacedName]*gatewayv1.GRPCRoute{}
+	for _, r := range in.GRPCRoutes {
+		grpcByKey[nn(r.Namespace, r.Name)] = r
+	}
 	var tables []routes.Table
 	type listenerKey struct {
 		gateway  types.NamespacedName
@@ -69,11 +74,23 @@ func Translate(in TranslateInput) routes.Table {
 	for _, a := range in.Plan.Attachments {
 		// A route attached to a listener that is not programmed (a certificate missing) waits
 		// with it: the port is not opened for it.
-		r := routesByKey[a.Route]
-		if r == nil || !programmed[listenerKey{a.Gateway, a.Listener}] {
+		if !programmed[listenerKey{a.Gateway, a.Listener}] {
 			continue
 		}
-		rs := translateRoute(ix, slicesOf, r)
+		var rs []routes.Route
+		switch a.Kind {
+		case kindGRPCRoute:
+			if r := grpcByKey[a.Route]; r != nil {
+				rs = translateGRPCRoute(ix, slicesOf, r)
+			}
+		default:
+			if r := routesByKey[a.Route]; r != nil {
+				rs = translateRoute(ix, slicesOf, r)
+			}
+		}
+		if rs == nil {
+			continue
+		}
 		hostnames := a.Hostnames
 		if len(hostnames) == 0 {
 			hostnames = []string{""}
@@ -113,17 +130,18 @@ func certificatesOf(ix *index, l ProgrammedListener) []routes.Certificate {
 // matches every request, as a PathPrefix "/").
 func translateRoute(ix *index, slicesOf map[types.NamespacedName][]*discoveryv1.EndpointSlice, r *gatewayv1.HTTPRoute) []routes.Route {
 	var out []routes.Route
+	from := referrer{kindHTTPRoute, r.Namespace}
 	for ri, rule := range r.Spec.Rules {
-		filters, unsupported := translateFilters(ix, slicesOf, r, rule.Filters)
+		filters, unsupported := translateFilters(ix, slicesOf, from, rule.Filters)
 		var backends []routes.Backend
 		for _, b := range rule.BackendRefs {
-			be := backendOf(ix, slicesOf, r, b.BackendObjectReference)
+			be := backendOf(ix, slicesOf, from, b.BackendObjectReference)
 			be.Weight = 1
 			if b.Weight != nil {
 				be.Weight = *b.Weight
 			}
 			var bu string
-			be.Filters, bu = translateFilters(ix, slicesOf, r, b.Filters)
+			be.Filters, bu = translateFilters(ix, slicesOf, from, b.Filters)
 			if bu != "" && be.Invalid == "" {
 				be.Invalid = bu
 			}
@@ -180,10 +198,17 @@ func matchOf(m gatewayv1.HTTPRouteMatch) routes.Match {
 	return out
 }
 
+// referrer is the route a backendRef belongs to: its kind and namespace decide which
+// ReferenceGrants permit another namespace's Service.
+type referrer struct {
+	kind      gatewayv1.Kind
+	namespace string
+}
+
 // backendOf is a backendRef's backend: a core Service the route may use (its namespace, or one
 // whose ReferenceGrant permits it), with its endpoints; anything else is invalid.
-func backendOf(ix *index, slicesOf map[types.NamespacedName][]*discoveryv1.EndpointSlice, r *gatewayv1.HTTPRoute, ref gatewayv1.BackendObjectReference) routes.Backend {
-	g, kind, ns := target(ref.Group, ref.Kind, ref.Namespace, "Service", r.Namespace)
+func backendOf(ix *index, slicesOf map[types.NamespacedName][]*discoveryv1.EndpointSlice, r referrer, ref gatewayv1.BackendObjectReference) routes.Backend {
+	g, kind, ns := target(ref.Group, ref.Kind, ref.Namespace, "Service", r.namespace)
 	port := routes.ServicePort{}
 	if ref.Port != nil {
 		port.Number = int32(*ref.Port)
@@ -192,7 +217,7 @@ func backendOf(ix *index, slicesOf map[types.NamespacedName][]*discoveryv1.Endpo
 	switch {
 	case g != "" || kind != "Service":
 		return routes.Backend{Name: fmt.Sprintf("%s/%s %s/%s", g, kind, ns, name), Weight: 1, Invalid: fmt.Sprintf("backendRef of kind %s/%s is not supported", g, kind)}
-	case ns != r.Namespace && !ix.granted("HTTPRoute", r.Namespace, "", "Service", ns, name):
+	case ns != r.namespace && !ix.granted(r.kind, r.namespace, "", "Service", ns, name):
 		return routes.Backend{Name: ns + "/" + name, Weight: 1, Invalid: fmt.Sprintf("no ReferenceGrant in %s permits Service %s", ns, name)}
 	}
 	return routes.ServiceBackend(ns, name, port, ix.services[nn(ns, name)], slicesOf[nn(ns, name)])
@@ -200,7 +225,7 @@ func backendOf(ix *index, slicesOf map[types.NamespacedName][]*discoveryv1.Endpo
 
 // translateFilters maps the filters the data plane implements; the second result names the
 // first it does not (the rule, or the backend, then answers 500).
-func translateFilters(ix *index, slicesOf map[types.NamespacedName][]*discoveryv1.EndpointSlice, r *gatewayv1.HTTPRoute, fs []gatewayv1.HTTPRouteFilter) ([]routes.Filter, string) {
+func translateFilters(ix *index, slicesOf map[types.NamespacedName][]*discoveryv1.EndpointSlice, r referrer, fs []gatewayv1.HTTPRouteFilter) ([]routes.Filter, string) {
 	var out []routes.Filter
 	for _, f := range fs {
 		switch {

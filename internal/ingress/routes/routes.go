@@ -95,6 +95,8 @@ const (
 	SourceIngress SourceKind = "Ingress"
 	// SourceHTTPRoute marks routes of a gateway.networking.k8s.io/v1 HTTPRoute.
 	SourceHTTPRoute SourceKind = "HTTPRoute"
+	// SourceGRPCRoute marks routes of a gateway.networking.k8s.io/v1 GRPCRoute.
+	SourceGRPCRoute SourceKind = "GRPCRoute"
 )
 
 // Source says which object, rule and match a route came from; Precedes breaks ties with it.
