@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs the Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance v1.6.3, the release
 # whose CRDs skiff installs) against a fresh one-node skiff cluster with --gateway-class=skiff and
-# the GATEWAY-HTTP profile, offline, and writes the suite's conformance report. Not part of
+# the GATEWAY-HTTP and GATEWAY-GRPC profiles, offline, and writes the suite's conformance report. Not part of
 # .ci/run. See docs/user/gateway-api.md.
 #
-#   hack/gateway-conformance.sh                         the whole GATEWAY-HTTP profile
+#   hack/gateway-conformance.sh                         the GATEWAY-HTTP and GATEWAY-GRPC profiles
 #   hack/gateway-conformance.sh --run-test HTTPRouteSimpleSameNamespace   one test
 #
 # Options:
@@ -12,6 +12,7 @@
 #   --skip-tests LIST   comma-separated ShortNames to skip
 #   --supported-features LIST  comma-separated features to test instead of those the GatewayClass
 #                       claims in status.supportedFeatures (which the suite reads when none are given)
+#   --profiles LIST     the suite's conformance profiles (default GATEWAY-HTTP,GATEWAY-GRPC)
 #   --timeout D         go test's limit for the run (default 60m)
 #   --timeout-overrides LIST  the suite's --timeout-config-overrides ("MaxTimeToConsistency:10;...",
 #                       seconds): shorter waits make a run with many failing tests end sooner
@@ -39,7 +40,7 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 
 version=v1.6.3
-run_test='' skip_tests='' features='' timeout=60m keep=0 overrides=
+run_test='' skip_tests='' features='' timeout=60m keep=0 overrides='' profiles=GATEWAY-HTTP,GATEWAY-GRPC
 results=/tmp/skiff-gateway-conformance-$(date -u +%Y%m%dT%H%M%S)
 while (($#)); do
 	case $1 in
@@ -48,6 +49,7 @@ while (($#)); do
 	--supported-features) features=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--timeout-overrides) overrides=$2; shift 2 ;;
+	--profiles) profiles=$2; shift 2 ;;
 	--results) results=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
@@ -242,7 +244,9 @@ kubectl wait --for=jsonpath='{.status.supportedFeatures[0].name}' gatewayclass/s
 
 # --- the suite ---
 args=(-test.run '^TestConformance$' -test.v -test.timeout "$timeout"
-	--gateway-class=skiff --conformance-profiles=GATEWAY-HTTP
+	--gateway-class=skiff --conformance-profiles="$profiles"
+	# GatewayStaticAddresses asks for one address of the class's pool and one outside it.
+	--usable-address="$net.250" --unusable-address="$net.199"
 	--report-output="$results/gateway-api-report.yaml"
 	--organization=skiff-sh --project=skiff --url=https://github.com/skiff-sh/skiff
 	--version="$(cd "$repo" && git describe --always --dirty)" --contact=https://github.com/skiff-sh/skiff/issues)
