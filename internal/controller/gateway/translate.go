@@ -56,25 +56,35 @@ func Translate(in TranslateInput) routes.Table {
 	type listenerKey struct {
 		gateway  types.NamespacedName
 		listener gatewayv1.SectionName
+		address  string
 	}
-	programmed := map[listenerKey]bool{}
+	programmed := map[listenerKey]string{} // the listener's hostname
+	// hostnames are the programmed listeners' hostnames on each address and port.
+	hostnames := map[routes.ListenerKey][]string{}
 	held := func(address string) bool { return address == "" || in.Holds == nil || in.Holds(address) }
 	for _, l := range in.Plan.Listeners {
 		if !held(l.Address) {
 			continue
 		}
-		programmed[listenerKey{l.Gateway, l.Name}] = true
+		programmed[listenerKey{l.Gateway, l.Name, l.Address}] = l.Hostname
 		tl := routes.Listener{Name: fmt.Sprintf("%s/%s", l.Gateway, l.Name), Address: l.Address, Port: int32(l.Port), Protocol: routes.ProtocolHTTP}
 		if l.Protocol == gatewayv1.HTTPSProtocolType {
 			tl.Protocol = routes.ProtocolHTTPS
 			tl.Certificates = certificatesOf(ix, l)
+		}
+		if l.Hostname != "" {
+			// The listener's own host, even without routes: a request for it is the listener's
+			// (404 when none of its routes matches), never a less specific listener's.
+			tl.Hosts = []routes.VirtualHost{{Hostname: strings.ToLower(l.Hostname)}}
+			hostnames[tl.Key()] = append(hostnames[tl.Key()], l.Hostname)
 		}
 		tables = append(tables, routes.Table{Listeners: []routes.Listener{tl}})
 	}
 	for _, a := range in.Plan.Attachments {
 		// A route attached to a listener that is not programmed (a certificate missing) waits
 		// with it: the port is not opened for it.
-		if !programmed[listenerKey{a.Gateway, a.Listener}] {
+		own, ok := programmed[listenerKey{a.Gateway, a.Listener, a.Address}]
+		if !ok {
 			continue
 		}
 		var rs []routes.Route
@@ -91,17 +101,51 @@ func Translate(in TranslateInput) routes.Table {
 		if rs == nil {
 			continue
 		}
-		hostnames := a.Hostnames
-		if len(hostnames) == 0 {
-			hostnames = []string{""}
+		served := a.Hostnames
+		if len(served) == 0 {
+			served = []string{""}
 		}
 		var hosts []routes.VirtualHost
-		for _, h := range hostnames {
+		for _, h := range isolate(served, own, hostnames[routes.ListenerKey{Address: a.Address, Port: int32(a.Port)}]) {
 			hosts = append(hosts, routes.VirtualHost{Hostname: strings.ToLower(h), Routes: rs})
 		}
 		tables = append(tables, routes.Table{Listeners: []routes.Listener{{Name: fmt.Sprintf("%s/%s", a.Gateway, a.Listener), Address: a.Address, Port: int32(a.Port), Hosts: hosts}}})
 	}
 	return routes.Merge(tables...)
+}
+
+// isolate keeps the hostnames a route serves through a listener of hostname own that no more
+// specific listener on the same address and port (of hostnames peers) claims: a request is the
+// most specific matching listener's alone (GatewayHTTPListenerIsolation), so a route of the
+// catch-all listener naming "*.foo.example.com" does not answer where a listener
+// "*.foo.example.com" exists.
+func isolate(served []string, own string, peers []string) []string {
+	out := make([]string, 0, len(served))
+	for _, h := range served {
+		claimed := slices.ContainsFunc(peers, func(p string) bool {
+			return p != own && moreSpecificListener(p, own) && hostnameMatches(p, h)
+		})
+		if !claimed {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// moreSpecificListener orders listener hostnames: an exact name before any wildcard, a longer
+// wildcard before a shorter one, any hostname before none.
+func moreSpecificListener(a, b string) bool {
+	switch aw, bw := strings.HasPrefix(a, "*"), strings.HasPrefix(b, "*"); {
+	case b == "":
+		return a != ""
+	case a == "":
+		return false
+	case !aw && bw:
+		return true
+	case aw && bw:
+		return len(a) > len(b)
+	}
+	return false
 }
 
 // certificatesOf parses a programmed HTTPS listener's Secrets; Decide has checked them, so one

@@ -54,16 +54,19 @@ func TestTranslateListenersAndHosts(t *testing.T) {
 	if http.Protocol != routes.ProtocolHTTP || https.Protocol != routes.ProtocolHTTPS {
 		t.Errorf("protocols %s %s", http.Protocol, https.Protocol)
 	}
-	// r1 (hostname a.example.com) is on every listener of its Gateway whose hostname matches:
-	// http (any host), a, and wild; r2 (no hostnames, from another namespace) only on http.
+	// r1 (hostname a.example.com) is on every listener of its Gateway whose hostname matches and
+	// no more specific listener of the port claims: http (any host, alone on port 80) and a, not
+	// wild (a.example.com is listener a's); r2 (no hostnames, from another namespace) only on
+	// http. Listener wild keeps its host without routes: a request for b.example.com is its own.
 	if len(http.Hosts) != 2 || http.Hosts[0].Hostname != "" || http.Hosts[1].Hostname != "a.example.com" {
 		t.Fatalf("http hosts %+v", http.Hosts)
 	}
 	if got := http.Hosts[0].Routes; len(got) != 1 || got[0].Source.Name != "r2" || got[0].Backends[0].Endpoints[0].Address != "10.1.0.9:9090" {
 		t.Errorf("http any-host routes %+v", got)
 	}
-	if len(https.Hosts) != 1 || https.Hosts[0].Hostname != "a.example.com" || len(https.Hosts[0].Routes) != 2 {
-		t.Fatalf("https hosts %+v, want a.example.com with r1 from listeners a and wild", https.Hosts)
+	if len(https.Hosts) != 2 || https.Hosts[0].Hostname != "a.example.com" || len(https.Hosts[0].Routes) != 1 ||
+		https.Hosts[1].Hostname != "*.example.com" || len(https.Hosts[1].Routes) != 0 {
+		t.Fatalf("https hosts %+v, want a.example.com with r1 from listener a alone, and *.example.com without routes", https.Hosts)
 	}
 	b := https.Hosts[0].Routes[0].Backends[0]
 	if b.Invalid != "" || b.Weight != 1 || len(b.Endpoints) != 2 || b.Endpoints[0].Address != "10.1.0.1:8080" {
@@ -182,5 +185,24 @@ func TestTranslateLeavesOutWhatIsNotAccepted(t *testing.T) {
 	table := translated(t, Snapshot{Gateways: []*gatewayv1.Gateway{gw}, Routes: []*gatewayv1.HTTPRoute{notAllowed}, Services: []*corev1.Service{service("app", "web")}})
 	if len(table.Listeners) != 1 || len(table.Listeners[0].Hosts) != 0 {
 		t.Errorf("table %+v, want port 80 open with no hosts: the route is not allowed by the listener", table)
+	}
+}
+
+func TestIsolate(t *testing.T) {
+	peers := []string{"*.example.com", "*.foo.example.com", "abc.foo.example.com"}
+	cases := []struct {
+		own    string
+		served []string
+		want   []string
+	}{
+		{"", []string{"bar.com", "*.example.com", "*.foo.example.com", "abc.foo.example.com", ""}, []string{"bar.com", ""}},
+		{"*.example.com", []string{"*.example.com", "*.foo.example.com", "abc.foo.example.com"}, []string{"*.example.com"}},
+		{"*.foo.example.com", []string{"*.foo.example.com", "abc.foo.example.com"}, []string{"*.foo.example.com"}},
+		{"abc.foo.example.com", []string{"abc.foo.example.com"}, []string{"abc.foo.example.com"}},
+	}
+	for _, c := range cases {
+		if got := isolate(c.served, c.own, append(peers, "")); !slices.Equal(got, c.want) {
+			t.Errorf("isolate(%v, %q) = %v, want %v", c.served, c.own, got, c.want)
+		}
 	}
 }

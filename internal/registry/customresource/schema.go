@@ -322,7 +322,10 @@ func pruneValue(v interface{}, s *crdv1.JSONSchemaProps, path string, pruned *[]
 }
 
 // Default sets the schema's defaults on obj where fields are missing, as kube-apiserver does, both
-// on write and on read from storage. A default is set only inside objects that exist.
+// on write and on read from storage. A default is set only inside objects that exist. A field
+// that is null though its schema is not nullable is defaulted when it has a default and dropped
+// when it has none, as kube-apiserver prunes such nulls before validating (a client that sends
+// `addresses: null` for an optional array is not refused for it).
 func (s *Schema) Default(obj map[string]interface{}) {
 	if s.structural == nil {
 		return
@@ -332,6 +335,9 @@ func (s *Schema) Default(obj map[string]interface{}) {
 
 func defaultObject(obj map[string]interface{}, s *crdv1.JSONSchemaProps) {
 	for k, p := range s.Properties {
+		if v, ok := obj[k]; ok && v == nil && !p.Nullable {
+			delete(obj, k) // defaulted below when it has a default, else gone
+		}
 		if _, ok := obj[k]; !ok && p.Default != nil && len(p.Default.Raw) > 0 {
 			var v interface{}
 			if err := json.Unmarshal(p.Default.Raw, &v); err == nil {
@@ -344,9 +350,14 @@ func defaultObject(obj map[string]interface{}, s *crdv1.JSONSchemaProps) {
 	}
 	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
 		for k, v := range obj {
-			if _, declared := s.Properties[k]; !declared {
-				defaultValue(v, s.AdditionalProperties.Schema)
+			if _, declared := s.Properties[k]; declared {
+				continue
 			}
+			if v == nil && !s.AdditionalProperties.Schema.Nullable && s.AdditionalProperties.Schema.Default == nil {
+				delete(obj, k)
+				continue
+			}
+			defaultValue(v, s.AdditionalProperties.Schema)
 		}
 	}
 }

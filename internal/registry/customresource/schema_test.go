@@ -92,6 +92,9 @@ func TestPruneAndDefault(t *testing.T) {
 			in:   `{"spec":{"size":"small","items":[{},{"a":"y"}]}}`,
 			want: `{"spec":{"size":"small","replicas":1,"items":[{"a":"x"},{"a":"y"}]}}`},
 		{name: "no default where the parent is missing", in: `{}`, want: `{}`},
+		{name: "nulls of fields that are not nullable: defaulted, else dropped",
+			in:   `{"spec":{"size":"small","replicas":null,"items":null,"name":null,"labels":{"a":null,"b":"c"}}}`,
+			want: `{"spec":{"size":"small","replicas":1,"labels":{"b":"c"}}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := object(t, tc.in)
