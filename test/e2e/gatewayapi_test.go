@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/big"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,7 +117,15 @@ func TestGatewayAPIControlSide(t *testing.T) {
 		})
 	}
 	waitFor("class Accepted", []string{"gatewayclass", "skiff", "-o", `jsonpath={.status.conditions[?(@.type=="Accepted")].status}`}, "True")
-	waitFor("class features", []string{"gatewayclass", "skiff", "-o", `jsonpath={.status.supportedFeatures[*].name}`}, "Gateway HTTPRoute ReferenceGrant")
+	eventually(t, 60*time.Second, func() error {
+		got, err := c.kubectlErr("get", "gatewayclass", "skiff", "-o", `jsonpath={.status.supportedFeatures[*].name}`)
+		for _, f := range []string{"Gateway", "HTTPRoute", "ReferenceGrant", "GRPCRoute"} {
+			if err != nil || !slices.Contains(strings.Fields(got), f) {
+				return fmt.Errorf("class features %q (%v), want %s among them", got, err, f)
+			}
+		}
+		return nil
+	})
 	waitFor("gateway Accepted", []string{"gateway", "web", "-o", `jsonpath={.status.conditions[?(@.type=="Accepted")].reason}`}, "Accepted")
 	// No worker runs the data plane here: no address, so not programmed.
 	waitFor("gateway Programmed", []string{"gateway", "web", "-o", `jsonpath={.status.conditions[?(@.type=="Programmed")].reason}`}, "AddressNotAssigned")

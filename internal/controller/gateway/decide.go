@@ -38,10 +38,27 @@ const (
 var routeKinds = []gatewayv1.Kind{kindHTTPRoute, kindGRPCRoute}
 
 // SupportedFeatures are what a GatewayClass of skiff's claims in status.supportedFeatures (the
-// conformance suite reads them when it is not told which features to test): the GATEWAY-HTTP
-// profile's core features. Extended features are added here as the data plane serves them.
-func SupportedFeatures() []gatewayv1.SupportedFeature {
-	names := []features.FeatureName{features.SupportGateway, features.SupportHTTPRoute, features.SupportReferenceGrant}
+// conformance suite reads them when it is not told which features to test): the core features of
+// the GATEWAY-HTTP and GATEWAY-GRPC profiles and the extended ones the data plane serves, each
+// checked by the suite (docs/conformance/gateway-api-report.yaml). A class with an address pool
+// also claims the Gateways' spec.addresses (GatewayStaticAddresses, GatewayAddressEmpty).
+func SupportedFeatures(pool bool) []gatewayv1.SupportedFeature {
+	names := []features.FeatureName{
+		features.SupportGateway, features.SupportHTTPRoute, features.SupportReferenceGrant, features.SupportGRPCRoute,
+		features.SupportGatewayPort8080, features.SupportGatewayHTTPListenerIsolation,
+		features.SupportHTTPRouteQueryParamMatching, features.SupportHTTPRouteMethodMatching,
+		features.SupportHTTPRouteResponseHeaderModification, features.SupportHTTPRouteBackendRequestHeaderModification,
+		features.SupportHTTPRoutePortRedirect, features.SupportHTTPRouteSchemeRedirect, features.SupportHTTPRoutePathRedirect,
+		features.SupportHTTPRoute303RedirectStatusCode, features.SupportHTTPRoute307RedirectStatusCode, features.SupportHTTPRoute308RedirectStatusCode,
+		features.SupportHTTPRouteHostRewrite, features.SupportHTTPRoutePathRewrite,
+		features.SupportHTTPRouteRequestMirror, features.SupportHTTPRouteRequestMultipleMirrors, features.SupportHTTPRouteRequestPercentageMirror,
+		features.SupportHTTPRouteRequestTimeout, features.SupportHTTPRouteBackendTimeout, features.SupportHTTPRouteParentRefPort,
+		features.SupportHTTPRouteBackendProtocolH2C, features.SupportHTTPRouteBackendProtocolWebSocket,
+		features.SupportHTTPRouteNamedRouteRule, features.SupportGRPCRouteNamedRouteRule,
+	}
+	if pool {
+		names = append(names, features.SupportGatewayStaticAddresses, features.SupportGatewayAddressEmpty)
+	}
 	out := make([]gatewayv1.SupportedFeature, 0, len(names))
 	for _, n := range names {
 		out = append(out, gatewayv1.SupportedFeature{Name: gatewayv1.FeatureName(n)})
@@ -137,7 +154,8 @@ func Decide(s Snapshot) Plan {
 			setCondition(&st.Conditions, s.Now, gc.Generation, string(gatewayv1.GatewayClassConditionStatusAccepted), true,
 				string(gatewayv1.GatewayClassReasonAccepted), "handled by "+string(ControllerName))
 		}
-		st.SupportedFeatures = SupportedFeatures()
+		_, pool := s.Pools[gc.Name]
+		st.SupportedFeatures = SupportedFeatures(pool)
 		plan.Classes[gc.Name] = st
 	}
 	gateways := map[types.NamespacedName]*gatewayState{}

@@ -197,7 +197,10 @@ func conditionOf(t *testing.T, conds []metav1.Condition, typ string, generation 
 }
 
 func TestGatewayClassAcceptedWithFeatures(t *testing.T) {
-	plan := Decide(Snapshot{Now: now, Classes: []*gatewayv1.GatewayClass{class("skiff", ControllerName), class("other", "example.com/other")}})
+	pooled := class("pooled", ControllerName)
+	pool, _ := ParsePool("10.0.0.9")
+	plan := Decide(Snapshot{Now: now, Classes: []*gatewayv1.GatewayClass{class("skiff", ControllerName), class("other", "example.com/other"), pooled},
+		Pools: map[string]PoolState{"pooled": {Pool: pool}}})
 	if _, ok := plan.Classes["other"]; ok {
 		t.Error("a class of another controller got a status")
 	}
@@ -208,12 +211,28 @@ func TestGatewayClassAcceptedWithFeatures(t *testing.T) {
 	if got := conditionOf(t, st.Conditions, "Accepted", 1); got != (condition{metav1.ConditionTrue, "Accepted"}) {
 		t.Errorf("Accepted %+v", got)
 	}
-	var names []gatewayv1.FeatureName
-	for _, f := range st.SupportedFeatures {
-		names = append(names, f.Name)
+	// Sorted, the profiles' core features among them; the addresses of spec.addresses only for a
+	// class with an address pool.
+	names := func(st gatewayv1.GatewayClassStatus) []gatewayv1.FeatureName {
+		var out []gatewayv1.FeatureName
+		for _, f := range st.SupportedFeatures {
+			out = append(out, f.Name)
+		}
+		return out
 	}
-	if !slices.Equal(names, []gatewayv1.FeatureName{"Gateway", "HTTPRoute", "ReferenceGrant"}) {
-		t.Errorf("supportedFeatures %v", names)
+	plain, withPool := names(st), names(plan.Classes["pooled"])
+	if !slices.IsSorted(plain) || len(withPool) != len(plain)+2 {
+		t.Errorf("supportedFeatures %v, with a pool %v", plain, withPool)
+	}
+	for _, f := range []gatewayv1.FeatureName{"Gateway", "HTTPRoute", "ReferenceGrant", "GRPCRoute", "HTTPRouteRequestMirror"} {
+		if !slices.Contains(plain, f) {
+			t.Errorf("supportedFeatures %v lack %s", plain, f)
+		}
+	}
+	for _, f := range []gatewayv1.FeatureName{"GatewayStaticAddresses", "GatewayAddressEmpty"} {
+		if slices.Contains(plain, f) || !slices.Contains(withPool, f) {
+			t.Errorf("%s: without a pool %t, with one %t; want only with one", f, slices.Contains(plain, f), slices.Contains(withPool, f))
+		}
 	}
 }
 
