@@ -16,12 +16,18 @@ import (
 // counters.
 type table struct {
 	listeners map[routes.ListenerKey]*listener
+	// addressed are the ports with a listener of an address of its own: only there does a
+	// request's local address matter (the others skip reading it).
+	addressed map[int32]bool
 }
 
 // lookup is the listener serving a connection that reached the node's address local (an IP,
 // "" when unknown) on port: the listener of that address when the table has one (a Gateway's
 // own address), else the data plane's own listener of the port.
 func (t *table) lookup(local string, port int32) *listener {
+	if !t.addressed[port] {
+		return t.listeners[routes.ListenerKey{Port: port}]
+	}
 	if local != "" {
 		if l := t.listeners[routes.ListenerKey{Address: local, Port: port}]; l != nil {
 			return l
@@ -56,7 +62,7 @@ type backend struct {
 
 // compile prepares t; the errors name the routes that cannot serve.
 func compile(t *routes.Table) (*table, []error) {
-	out := &table{listeners: map[routes.ListenerKey]*listener{}}
+	out := &table{listeners: map[routes.ListenerKey]*listener{}, addressed: map[int32]bool{}}
 	var errs []error
 	for i := range t.Listeners {
 		ls := &t.Listeners[i]
@@ -73,6 +79,9 @@ func compile(t *routes.Table) (*table, []error) {
 			}
 		}
 		out.listeners[ls.Key()] = l
+		if ls.Address != "" {
+			out.addressed[ls.Port] = true
+		}
 	}
 	return out, errs
 }

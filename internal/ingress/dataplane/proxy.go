@@ -41,8 +41,13 @@ func (s *Server) handler(port int32, proto routes.Protocol) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.opts.Clock.Now()
 		rec := &recorder{ResponseWriter: w}
-		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-		l := s.table.Load().lookup(localIP(local), port)
+		tbl := s.table.Load()
+		var local string
+		if tbl.addressed[port] {
+			a, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+			local = localIP(a)
+		}
+		l := tbl.lookup(local, port)
 		d := decide(l, r, scheme, randomPick)
 		t := &target{d: d}
 		if d.status != 0 {
