@@ -34,6 +34,7 @@
 #   --timeout D     ginkgo's time limit for each of the two runs (default 3h); specs cut by it
 #                   are reported as interrupted (failed) in the junit report
 #   --no-serial     do not run the [Serial] specs afterwards
+#   --serial-only   run only the [Serial] specs (a parallel part run before is not repeated)
 #   --no-disruptive skip the 2 [Disruptive] [Conformance] specs (NoExecuteTaintManager: they taint
 #                   a node and evict its pods); by default the [Serial] part runs them, as a
 #                   certified conformance run does
@@ -67,7 +68,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 
-focus='' skip='' procs=3 serial=1 disruptive=1 keep=0 timeout=3h workers=2 check_host=0
+focus='' skip='' procs=3 serial=1 parallel=1 disruptive=1 keep=0 timeout=3h workers=2 check_host=0
 suite=conformance sig='' print_selection=0 sctp=auto
 results=/tmp/skiff-conformance-$(date -u +%Y%m%dT%H%M%S)
 while (($#)); do
@@ -77,6 +78,7 @@ while (($#)); do
 	--procs) procs=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--no-serial) serial=0; shift ;;
+	--serial-only) parallel=0; shift ;;
 	--no-disruptive) disruptive=0; shift ;;
 	--results) results=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
@@ -519,11 +521,14 @@ if [[ -n $suite_skip || -n $skip ]]; then
 fi
 
 status=0
-log "parallel $suite specs ($parallel_filter, --procs=$procs)"
-"${no_proxy_env[@]}" "$cache/bin/ginkgo" run --procs="$procs" "${ginkgo_args[@]}" \
-	--label-filter="$parallel_filter" --junit-report=junit_parallel.xml \
-	"$cache/bin/e2e.test" -- "${e2e_args[@]}" >"$results/parallel.log" 2>&1 || status=1
-reports=("$results/junit_parallel.xml")
+reports=()
+if ((parallel)); then
+	log "parallel $suite specs ($parallel_filter, --procs=$procs)"
+	"${no_proxy_env[@]}" "$cache/bin/ginkgo" run --procs="$procs" "${ginkgo_args[@]}" \
+		--label-filter="$parallel_filter" --junit-report=junit_parallel.xml \
+		"$cache/bin/e2e.test" -- "${e2e_args[@]}" >"$results/parallel.log" 2>&1 || status=1
+	reports+=("$results/junit_parallel.xml")
+fi
 if ((serial)); then
 	log "[Serial] $suite specs ($serial_filter)"
 	"${no_proxy_env[@]}" "$cache/bin/ginkgo" run "${ginkgo_args[@]}" \

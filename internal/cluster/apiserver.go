@@ -108,6 +108,9 @@ func newAPIServer(ctx, admissionCtx context.Context, d apiServerDeps) (*apiserve
 		return nil, nil, err
 	}
 	// Every resource's watches share one etcd watch through a watch cache; reads and writes go to etcd.
+	// Consistent lists come from the caches only where etcd's progress notifications are sound
+	// (an external etcd may be older than 3.4.31 or 3.5.13).
+	progress := etcd3.NewProgressSupport(client, clock.RealClock{})
 	storageFactory := func(res *registry.Resource) (storage.Interface, error) {
 		if res.GroupResource() == componentStatusesResource {
 			return newComponentStatusStore(client, scheme, resources, cfg.StorageEncoding, clock.RealClock{})
@@ -119,7 +122,7 @@ func newAPIServer(ctx, admissionCtx context.Context, d apiServerDeps) (*apiserve
 		if err != nil {
 			return nil, err
 		}
-		store := etcd3.New(client, codec, res.New, res.NewList).WithLogger(cfg.Logger.With("component", "storage"))
+		store := etcd3.New(client, codec, res.New, res.NewList).WithLogger(cfg.Logger.With("component", "storage")).WithProgressSupport(progress)
 		if d.encryption != nil {
 			gr := res.GroupResource()
 			store.WithTransformer(d.encryption.reloader.For(gr.Group, gr.Resource))

@@ -40,6 +40,10 @@ type SharedObject interface {
 // rather than waiting for the next periodic progress notification.
 type ProgressRequester interface {
 	RequestWatchProgress(ctx context.Context) error
+	// WatchProgressSupported says whether the store's progress notifications may be believed
+	// (etcd before 3.4.31 or 3.5.13 may send one ahead of its events): when not, a cache does
+	// not wait on them and the store answers.
+	WatchProgressSupported(ctx context.Context) bool
 }
 
 // RevisionKeeper is implemented by stores that can tell whether a past revision can still be read

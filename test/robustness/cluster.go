@@ -68,8 +68,11 @@ type Node struct {
 	HTTPSPort, EtcdClient, EtcdPeer, Kubelet int
 	LB                                       int
 	// Join are the flags of a joining member (--server, --token); dropped after the first start,
-	// as a restarted member has its keys and its etcd data.
+	// as a restarted member has its keys and its etcd data. A control plane on an external etcd
+	// keeps --server (it has no member to find the cluster by), as the e2e tests restart one.
 	Join []string
+	// EtcdServers, when set, makes the node a control plane on that external etcd.
+	EtcdServers string
 	// Cgroup is the cgroup (v2) directory the process starts in ("": the test's own), which
 	// partitions tell the nodes apart by.
 	Cgroup string
@@ -96,7 +99,12 @@ func NewNode(bin, dataDir, name, addr string, p *Ports, like *Node) (*Node, erro
 }
 
 func (n *Node) args() []string {
-	args := []string{"server", "--data-dir", n.DataDir, "--roles", "etcd,controlplane",
+	roles := "etcd,controlplane"
+	var external []string
+	if n.EtcdServers != "" {
+		roles, external = "controlplane", []string{"--etcd-servers", n.EtcdServers}
+	}
+	args := []string{"server", "--data-dir", n.DataDir, "--roles", roles,
 		"--bind-address", n.Addr, "--node-name", n.Name,
 		"--https-port", strconv.Itoa(n.HTTPSPort), "--etcd-client-port", strconv.Itoa(n.EtcdClient),
 		"--etcd-peer-port", strconv.Itoa(n.EtcdPeer), "--kubelet-port", strconv.Itoa(n.Kubelet),
@@ -104,7 +112,7 @@ func (n *Node) args() []string {
 		// Control planes only, side by side in the host's network namespace: no kubelet, which
 		// the node would otherwise run by default as root with containerd.
 		"--control-plane-kubelet=false"}
-	return append(args, n.Join...)
+	return append(append(args, external...), n.Join...)
 }
 
 // DiskReserve is the free space the nodes keep for etcd. A test machine's disk is shared with
@@ -167,7 +175,22 @@ func (n *Node) Kill() {
 	_ = n.cmd.Process.Signal(syscall.SIGCONT) // a paused process dies on SIGKILL too, but be sure
 	_ = n.cmd.Process.Kill()
 	<-n.done
-	n.Join = nil
+	n.Join = restartFlags(n.Join, n.EtcdServers != "")
+}
+
+// restartFlags are the join flags a restarted node keeps: none for a member of the cluster's
+// etcd; --server (not the used token) for a control plane on an external etcd.
+func restartFlags(join []string, external bool) []string {
+	if !external {
+		return nil
+	}
+	var out []string
+	for i := 0; i+1 < len(join); i += 2 {
+		if join[i] == "--server" {
+			out = append(out, join[i], join[i+1])
+		}
+	}
+	return out
 }
 
 // Stop interrupts the process, killing it after ten seconds.

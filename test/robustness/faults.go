@@ -12,8 +12,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/skiff-sh/skiff/internal/nodeadmin"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/utils/clock"
+
+	"github.com/skiff-sh/skiff/internal/nodeadmin"
 )
 
 // FaultKind names a failure the suite injects.
@@ -42,6 +44,11 @@ const (
 	// filled to the last byte for PauseMin-PauseMax, then emptied; a node that stopped on it is
 	// started again.
 	FaultFullDisk FaultKind = "full-disk"
+	// FaultPauseEtcd: SIGSTOP of the external etcd the control planes share, for
+	// PauseMin-PauseMax, then SIGCONT: every API server loses its store at once.
+	FaultPauseEtcd FaultKind = "pause-external-etcd"
+	// FaultKillEtcd: kill -9 of the external etcd, started again after a moment.
+	FaultKillEtcd FaultKind = "kill-external-etcd"
 )
 
 // PlannedFault is one fault of a schedule.
@@ -77,7 +84,7 @@ func Schedule(c ScheduleConfig) []PlannedFault {
 	for {
 		f := PlannedFault{At: at, Kind: c.Kind, Node: rng.IntN(max(c.Nodes, 1))}
 		switch c.Kind {
-		case FaultPause, FaultPartition, FaultPartitionOneWay, FaultFullDisk:
+		case FaultPause, FaultPartition, FaultPartitionOneWay, FaultFullDisk, FaultPauseEtcd:
 			f.Length = c.PauseMin + time.Duration(rng.Int64N(int64(c.PauseMax-c.PauseMin)+1))
 		case FaultCompact:
 		default:
@@ -98,6 +105,9 @@ type Cluster struct {
 	// Cgroups and Partitions are set for partition scenarios: every node runs in its own cgroup.
 	Cgroups    *Cgroups
 	Partitions *Partitions
+	// External is the etcd the control planes share in an external-etcd scenario (nil when
+	// their members are their own).
+	External *ExternalEtcd
 }
 
 // targetWait bounds the wait for a leader to name: after a Lease holder is killed, the Lease is
@@ -157,6 +167,9 @@ func (c *Cluster) Inject(ctx context.Context, f PlannedFault) (string, error) {
 	if f.Kind == FaultCompact {
 		return "compact", c.compact(ctx)
 	}
+	if f.Kind == FaultPauseEtcd || f.Kind == FaultKillEtcd {
+		return string(f.Kind), c.externalFault(ctx, f)
+	}
 	n, err := c.target(ctx, f)
 	if err != nil {
 		return string(f.Kind), err
@@ -188,6 +201,30 @@ func (c *Cluster) Inject(ctx context.Context, f PlannedFault) (string, error) {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	return name, n.WaitReady(wctx, c.Clock)
+}
+
+// externalFault pauses or kills the external etcd for f.Length; a killed one is started again
+// and waited for.
+func (c *Cluster) externalFault(ctx context.Context, f PlannedFault) error {
+	e := c.External
+	if e == nil {
+		return fmt.Errorf("%s: the scenario has no external etcd", f.Kind)
+	}
+	if f.Kind == FaultPauseEtcd {
+		if err := e.Pause(); err != nil {
+			return err
+		}
+		c.sleep(ctx, f.Length)
+		return e.Resume()
+	}
+	e.Kill()
+	c.sleep(ctx, f.Length)
+	if err := e.Start(); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return e.WaitHealthy(wctx, c.Clock)
 }
 
 // fillDisk fills the filesystem of n's data dir (one of its own: a filler as large as what is
@@ -258,9 +295,17 @@ func (c *Cluster) sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// compact compacts etcd to its current revision and defragments the member, through the first
-// running node's member.
+// compact compacts etcd to its current revision and defragments the member, through the
+// external etcd when the scenario has one, else the first running node's member.
 func (c *Cluster) compact(ctx context.Context) error {
+	if c.External != nil {
+		cli, err := c.External.Etcd()
+		if err != nil {
+			return err
+		}
+		defer cli.Close()
+		return compactThrough(ctx, cli)
+	}
 	for _, n := range c.Nodes {
 		if !n.Running() {
 			continue
@@ -270,21 +315,25 @@ func (c *Cluster) compact(ctx context.Context) error {
 			return err
 		}
 		defer cli.Close()
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		resp, err := cli.Get(ctx, "compact-probe")
-		if err != nil {
-			return fmt.Errorf("etcd revision: %w", err)
-		}
-		if _, err := cli.Compact(ctx, resp.Header.Revision); err != nil && !strings.Contains(err.Error(), "compacted") {
-			return fmt.Errorf("compact to %d: %w", resp.Header.Revision, err)
-		}
-		if _, err := cli.Defragment(ctx, cli.Endpoints()[0]); err != nil {
-			return fmt.Errorf("defragment: %w", err)
-		}
-		return nil
+		return compactThrough(ctx, cli)
 	}
 	return fmt.Errorf("no running node to compact through")
+}
+
+func compactThrough(ctx context.Context, cli *clientv3.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, "compact-probe")
+	if err != nil {
+		return fmt.Errorf("etcd revision: %w", err)
+	}
+	if _, err := cli.Compact(ctx, resp.Header.Revision); err != nil && !strings.Contains(err.Error(), "compacted") {
+		return fmt.Errorf("compact to %d: %w", resp.Header.Revision, err)
+	}
+	if _, err := cli.Defragment(ctx, cli.Endpoints()[0]); err != nil {
+		return fmt.Errorf("defragment: %w", err)
+	}
+	return nil
 }
 
 // partition cuts n off for the fault's length, heals the cut and waits for n to serve again.

@@ -161,6 +161,9 @@ func startCluster(t *testing.T, ctx context.Context, bin string, s Scenario, see
 		})
 		cl.Cgroups, cl.Partitions = cg, NewPartitions(name)
 	}
+	if s.ExternalEtcd {
+		cl.External = startExternalEtcd(t, ctx, ports, clk)
+	}
 	newNode := func(name, addr string, like *Node) *Node {
 		dir := filepath.Join(t.TempDir(), name)
 		if s.Fault == FaultFullDisk {
@@ -169,6 +172,9 @@ func startCluster(t *testing.T, ctx context.Context, bin string, s Scenario, see
 		n, err := NewNode(bin, dir, name, addr, ports, like)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if cl.External != nil {
+			n.EtcdServers = cl.External.URL()
 		}
 		if cl.Cgroups != nil {
 			if n.Cgroup, err = cl.Cgroups.Node(name); err != nil {
@@ -209,6 +215,37 @@ func startCluster(t *testing.T, ctx context.Context, bin string, s Scenario, see
 		startNode(t, ctx, n, clk)
 	}
 	return cl
+}
+
+// startExternalEtcd starts the etcd an external-etcd scenario's control planes share, stopped
+// when the test ends (after the nodes: cleanups run in reverse).
+func startExternalEtcd(t *testing.T, ctx context.Context, ports *Ports, clk clock.WithTicker) *ExternalEtcd {
+	t.Helper()
+	const bin = "/usr/bin/etcd"
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("%s not installed (hack/install-etcd.sh)", bin)
+	}
+	e := &ExternalEtcd{Bin: bin, DataDir: filepath.Join(t.TempDir(), "external-etcd")}
+	for _, p := range []*int{&e.Client, &e.Peer} {
+		v, err := ports.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		*p = v
+	}
+	if err := os.MkdirAll(e.DataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Stop)
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := e.WaitHealthy(wctx, clk); err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 // fullDiskSize is the filesystem each node of a full-disk scenario has: its etcd's reserve and

@@ -21,6 +21,9 @@ type Scenario struct {
 	Name  string
 	Nodes int
 	Fault FaultKind
+	// ExternalEtcd: the nodes are control planes without members of their own, on one external
+	// etcd (--etcd-servers), which the faults may also act on.
+	ExternalEtcd bool
 }
 
 // Scenarios are the suite's scenarios by name.
@@ -36,6 +39,10 @@ func Scenarios() []Scenario {
 		{Name: "ha-partition", Nodes: 3, Fault: FaultPartition},
 		{Name: "ha-partition-oneway", Nodes: 3, Fault: FaultPartitionOneWay},
 		{Name: "ha-full-disk", Nodes: 3, Fault: FaultFullDisk},
+		{Name: "ext-kill", Nodes: 2, Fault: FaultKill, ExternalEtcd: true},
+		{Name: "ext-pause-etcd", Nodes: 2, Fault: FaultPauseEtcd, ExternalEtcd: true},
+		{Name: "ext-kill-etcd", Nodes: 2, Fault: FaultKillEtcd, ExternalEtcd: true},
+		{Name: "ext-compact", Nodes: 2, Fault: FaultCompact, ExternalEtcd: true},
 	}
 }
 

@@ -41,6 +41,8 @@ type Store struct {
 	// log and clock serve the resend of writes whose outcome etcd could not tell (retry.go).
 	log   *slog.Logger
 	clock clock.Clock
+	// progress says whether etcd's progress notifications may be believed (nil: they may).
+	progress *ProgressSupport
 }
 
 var _ storage.Interface = (*Store)(nil)
@@ -49,6 +51,14 @@ var _ storage.Interface = (*Store)(nil)
 // with it. Call it before the store is used.
 func (s *Store) WithTransformer(t value.Transformer) *Store {
 	s.transformer = t
+	return s
+}
+
+// WithProgressSupport makes the store believe etcd's watch progress notifications (bookmarks,
+// answers to RequestWatchProgress) only where p finds etcd's version sound. Call it before the
+// store is used.
+func (s *Store) WithProgressSupport(p *ProgressSupport) *Store {
+	s.progress = p
 	return s
 }
 

@@ -2,6 +2,7 @@ package etcd3
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -184,7 +185,9 @@ func (w *watcher) handle(ctx context.Context, resp clientv3.WatchResponse) bool 
 		return false
 	}
 	if resp.IsProgressNotify() {
-		if !w.opts.ProgressNotify {
+		if !w.opts.ProgressNotify || !w.store.progress.Supported(ctx) {
+			// An etcd whose notifications may run ahead of its events: a bookmark at their
+			// revision could skip events still to come, so none is sent.
 			return true
 		}
 		bookmark, err := w.store.bookmarkObject(resp.Header.Revision)
@@ -288,10 +291,17 @@ func (w *watcher) sendError(ctx context.Context, err apierrors.APIStatus) {
 	w.send(ctx, watch.Event{Type: watch.Error, Object: &status})
 }
 
+// WatchProgressSupported implements storage.ProgressRequester: false for an etcd whose progress
+// notifications may run ahead of its events (ProgressSupport).
+func (s *Store) WatchProgressSupported(ctx context.Context) bool { return s.progress.Supported(ctx) }
+
 // RequestWatchProgress implements storage.ProgressRequester: every watch of this client's shared
 // stream (the watches opened by Watch, which require a leader) gets a progress notification with
 // the current revision once it has caught up; watches with ProgressNotify turn it into a bookmark.
 func (s *Store) RequestWatchProgress(ctx context.Context) error {
+	if !s.progress.Supported(ctx) {
+		return errors.New("request watch progress: this etcd's progress notifications may run ahead of its events (3.4.31+ or 3.5.13+ needed)")
+	}
 	if err := s.client.RequestProgress(clientv3.WithRequireLeader(ctx)); err != nil {
 		return fmt.Errorf("request watch progress: %w", err)
 	}

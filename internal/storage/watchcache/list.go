@@ -243,6 +243,7 @@ func (c *Cache) readyResource(root string, start bool) *resourceCache {
 func (rc *resourceCache) waitFor(ctx context.Context, rev int64) bool {
 	cfg := rc.cache.cfg
 	requester, canAsk := rc.cache.store.(storage.ProgressRequester)
+	canAsk = canAsk && requester.WatchProgressSupported(ctx)
 	var timeout, tick <-chan time.Time
 	for asked := false; ; {
 		rc.mu.Lock()
