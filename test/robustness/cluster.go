@@ -76,8 +76,7 @@ type Node struct {
 	// Cgroup is the cgroup (v2) directory the process starts in ("": the test's own), which
 	// partitions tell the nodes apart by.
 	Cgroup string
-	cmd    *exec.Cmd
-	done   chan struct{}
+	proc   process
 }
 
 // NewNode prepares a node in dataDir on addr, with ports from p (a joining node shares the
@@ -123,58 +122,30 @@ const DiskReserve = 128 << 20
 // Start starts the process (its output appended to skiff.log in the data dir); the goroutine
 // that waits for it is joined by Kill and Stop.
 func (n *Node) Start() error {
-	logFile, err := os.OpenFile(filepath.Join(n.DataDir, "skiff.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("node %s log: %w", n.Name, err)
-	}
-	n.cmd = exec.Command(n.Bin, n.args()...)
-	n.cmd.Stdout, n.cmd.Stderr = logFile, logFile
+	cmd := exec.Command(n.Bin, n.args()...)
 	if n.Cgroup != "" {
 		// Started inside its cgroup (clone3 CLONE_INTO_CGROUP), so every socket it ever opens
 		// belongs to it.
 		dir, err := os.Open(n.Cgroup)
 		if err != nil {
-			logFile.Close()
 			return fmt.Errorf("node %s cgroup: %w", n.Name, err)
 		}
 		defer dir.Close()
-		n.cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
+		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
 	}
-	if err := n.cmd.Start(); err != nil {
-		logFile.Close()
-		return fmt.Errorf("start node %s: %w", n.Name, err)
-	}
-	n.done = make(chan struct{})
-	cmd, done := n.cmd, n.done
-	go func() {
-		_ = cmd.Wait()
-		logFile.Close()
-		close(done)
-	}()
-	return nil
+	n.proc.name = "node " + n.Name
+	return n.proc.start(cmd, filepath.Join(n.DataDir, "skiff.log"))
 }
 
 // Running says whether the process is up.
-func (n *Node) Running() bool {
-	if n.done == nil {
-		return false
-	}
-	select {
-	case <-n.done:
-		return false
-	default:
-		return true
-	}
-}
+func (n *Node) Running() bool { return n.proc.running() }
 
 // Kill sends SIGKILL, as a crash would, and waits for the process.
 func (n *Node) Kill() {
 	if !n.Running() {
 		return
 	}
-	_ = n.cmd.Process.Signal(syscall.SIGCONT) // a paused process dies on SIGKILL too, but be sure
-	_ = n.cmd.Process.Kill()
-	<-n.done
+	n.proc.kill()
 	n.Join = restartFlags(n.Join, n.EtcdServers != "")
 }
 
@@ -194,33 +165,11 @@ func restartFlags(join []string, external bool) []string {
 }
 
 // Stop interrupts the process, killing it after ten seconds.
-func (n *Node) Stop() {
-	if !n.Running() {
-		return
-	}
-	_ = n.cmd.Process.Signal(syscall.SIGCONT)
-	_ = n.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-n.done:
-	case <-time.After(10 * time.Second):
-		_ = n.cmd.Process.Kill()
-		<-n.done
-	}
-}
+func (n *Node) Stop() { n.proc.stop() }
 
 // Pause sends SIGSTOP; Resume SIGCONT.
-func (n *Node) Pause() error  { return n.signal(syscall.SIGSTOP) }
-func (n *Node) Resume() error { return n.signal(syscall.SIGCONT) }
-
-func (n *Node) signal(s syscall.Signal) error {
-	if !n.Running() {
-		return fmt.Errorf("node %s is not running", n.Name)
-	}
-	if err := n.cmd.Process.Signal(s); err != nil {
-		return fmt.Errorf("signal %s to %s: %w", s, n.Name, err)
-	}
-	return nil
-}
+func (n *Node) Pause() error  { return n.proc.signal(syscall.SIGSTOP) }
+func (n *Node) Resume() error { return n.proc.signal(syscall.SIGCONT) }
 
 // Log is the tail of the node's log.
 func (n *Node) Log(limit int) string {

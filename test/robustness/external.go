@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -22,8 +21,7 @@ import (
 type ExternalEtcd struct {
 	Bin, DataDir string
 	Client, Peer int
-	cmd          *exec.Cmd
-	done         chan struct{}
+	proc         process
 }
 
 // URL is the client URL the control planes are given (--etcd-servers).
@@ -34,28 +32,13 @@ func (e *ExternalEtcd) URL() string {
 // Start starts the member (its output in etcd.log of the data dir); Kill and Stop join the
 // goroutine that waits for it.
 func (e *ExternalEtcd) Start() error {
-	logFile, err := os.OpenFile(filepath.Join(e.DataDir, "etcd.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("external etcd log: %w", err)
-	}
 	peer := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(e.Peer))
-	e.cmd = exec.Command(e.Bin, "--name", "ext", "--data-dir", filepath.Join(e.DataDir, "data"),
+	cmd := exec.Command(e.Bin, "--name", "ext", "--data-dir", filepath.Join(e.DataDir, "data"),
 		"--listen-client-urls", e.URL(), "--advertise-client-urls", e.URL(),
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "ext="+peer,
 		"--quota-backend-bytes", strconv.Itoa(1<<30), "--log-level", "warn")
-	e.cmd.Stdout, e.cmd.Stderr = logFile, logFile
-	if err := e.cmd.Start(); err != nil {
-		logFile.Close()
-		return fmt.Errorf("start external etcd: %w", err)
-	}
-	e.done = make(chan struct{})
-	cmd, done := e.cmd, e.done
-	go func() {
-		_ = cmd.Wait()
-		logFile.Close()
-		close(done)
-	}()
-	return nil
+	e.proc.name = "external etcd"
+	return e.proc.start(cmd, filepath.Join(e.DataDir, "etcd.log"))
 }
 
 // WaitHealthy waits until the member answers /health with 200.
@@ -81,44 +64,17 @@ func (e *ExternalEtcd) WaitHealthy(ctx context.Context, clk clock.WithTicker) er
 }
 
 // Running says whether the process is up.
-func (e *ExternalEtcd) Running() bool {
-	if e.done == nil {
-		return false
-	}
-	select {
-	case <-e.done:
-		return false
-	default:
-		return true
-	}
-}
+func (e *ExternalEtcd) Running() bool { return e.proc.running() }
 
 // Kill is kill -9, waiting for the process to end.
-func (e *ExternalEtcd) Kill() {
-	if e.Running() {
-		_ = e.cmd.Process.Kill()
-		<-e.done
-	}
-}
+func (e *ExternalEtcd) Kill() { e.proc.kill() }
 
-// Stop resumes a paused member, then kills it.
-func (e *ExternalEtcd) Stop() {
-	if e.Running() {
-		_ = e.cmd.Process.Signal(syscall.SIGCONT)
-	}
-	e.Kill()
-}
+// Stop interrupts the member, killing it after ten seconds.
+func (e *ExternalEtcd) Stop() { e.proc.stop() }
 
 // Pause and Resume are SIGSTOP and SIGCONT.
-func (e *ExternalEtcd) Pause() error  { return e.signal(syscall.SIGSTOP) }
-func (e *ExternalEtcd) Resume() error { return e.signal(syscall.SIGCONT) }
-
-func (e *ExternalEtcd) signal(s syscall.Signal) error {
-	if !e.Running() {
-		return fmt.Errorf("external etcd is not running")
-	}
-	return e.cmd.Process.Signal(s)
-}
+func (e *ExternalEtcd) Pause() error  { return e.proc.signal(syscall.SIGSTOP) }
+func (e *ExternalEtcd) Resume() error { return e.proc.signal(syscall.SIGCONT) }
 
 // Etcd is a client of the member.
 func (e *ExternalEtcd) Etcd() (*clientv3.Client, error) {
