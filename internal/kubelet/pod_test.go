@@ -483,8 +483,8 @@ func TestRestartedKubeletAdoptsRunningPods(t *testing.T) {
 	h.stop()
 
 	h.start()
-	h.step(time.Second)
-	h.eventually("relisted", func() bool { return len(h.runtime.CallsTo("ListContainers")) > 3 })
+	// The restarted kubelet's loops make their tickers as they start: step until it relists.
+	h.stepUntil("relisted", time.Second, func() bool { return len(h.runtime.CallsTo("ListContainers")) > 3 })
 	pod := h.waitPod("default", "steady", "still running", podRunning)
 	if got := h.runtime.RunningContainer("uid-steady", "app"); got != containerID {
 		t.Errorf("container %s replaced by %s after kubelet restart", containerID, got)

@@ -231,8 +231,7 @@ func TestResizeInPlace(t *testing.T) {
 	// touches the container.
 	h.stop()
 	h.start()
-	h.step(h.cfg.SyncFrequency)
-	h.eventually("relisted", func() bool { return len(h.runtime.CallsTo("ListContainers")) > 3 })
+	h.stepUntil("relisted", h.cfg.SyncFrequency, func() bool { return len(h.runtime.CallsTo("ListContainers")) > 3 })
 	pod = h.waitPod("default", "web", "still infeasible", func(p *corev1.Pod) bool { return conditionOf(p, corev1.PodResizePending) != nil })
 	if !statusShows(bigger)(pod) || len(h.runtime.CallsTo("UpdateContainerResources")) != 1 || h.runtime.RunningContainer("uid-web", "app") != id {
 		t.Errorf("after the kubelet's restart: %+v, updates %v", statusOf(pod, "app"), h.runtime.CallsTo("UpdateContainerResources"))
