@@ -104,17 +104,20 @@ func RunTable(ctx context.Context, o TableOptions) error {
 		eps, _ := endpointSlices.Lister().List(all)
 		plan := Decide(s)
 		held := HeldAddresses(plan, s.Nodes, o.NodeName)
+		var holdErr error
 		if o.Hold != nil {
+			// The table is set all the same: the other listeners serve, and a listener whose
+			// address is missing fails to bind, reported with the rest.
 			if err := o.Hold(ctx, held); err != nil {
-				return fmt.Errorf("hold the Gateways' addresses: %w", err)
+				holdErr = fmt.Errorf("hold the Gateways' addresses: %w", err)
 			}
 		}
 		t := Translate(TranslateInput{Plan: plan, Routes: s.Routes, GRPCRoutes: s.GRPCRoutes, Grants: s.Grants, Services: s.Services, Slices: eps, Secrets: s.Secrets,
 			Holds: func(a string) bool { return slices.Contains(held, netip.MustParseAddr(a)) }})
 		if err := o.Set(t); err != nil {
-			return fmt.Errorf("the data plane refused part of the gateway table: %w", err)
+			return errors.Join(holdErr, fmt.Errorf("the data plane refused part of the gateway table: %w", err))
 		}
-		return nil
+		return holdErr
 	}, o.Logger)
 }
 

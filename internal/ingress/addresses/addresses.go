@@ -40,11 +40,14 @@ func New(nodeIP netip.Addr, stateFile string, log *slog.Logger) *Holder {
 func (h *Holder) Hold(_ context.Context, want []netip.Addr) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	link, onLink, err := h.link()
+	ours, err := h.readState()
 	if err != nil {
 		return err
 	}
-	ours, err := h.readState()
+	if len(want) == 0 && len(ours) == 0 {
+		return nil // nothing to hold or give back: the interface is not even looked for
+	}
+	link, onLink, err := h.link()
 	if err != nil {
 		return err
 	}

@@ -153,3 +153,15 @@ func TestHolderInANamespace(t *testing.T) {
 		t.Fatalf("after Release, want the node's and the operator's addresses only:\n%s", got)
 	}
 }
+
+// TestHolderWithNothingToHold: a node whose advertise address is on none of its interfaces
+// (behind NAT, say) is fine while it holds nothing; asked to hold an address, it says why not.
+func TestHolderWithNothingToHold(t *testing.T) {
+	h := New(netip.MustParseAddr("192.0.2.77"), filepath.Join(t.TempDir(), "held"), nil)
+	if err := h.Hold(context.Background(), nil); err != nil {
+		t.Fatalf("Hold(nothing): %v", err)
+	}
+	if err := h.Hold(context.Background(), addrs("192.0.2.78")); err == nil || !strings.Contains(err.Error(), "192.0.2.77") {
+		t.Fatalf("Hold without the node's interface: %v, want an error naming its address", err)
+	}
+}
