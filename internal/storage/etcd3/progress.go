@@ -39,41 +39,53 @@ func NewProgressSupport(client *clientv3.Client, clk clock.PassiveClock) *Progre
 	return &ProgressSupport{client: client, clock: clk, supported: map[string]bool{}}
 }
 
-// Supported reports whether every endpoint runs an etcd whose progress notifications are sound.
-// An endpoint whose version cannot be read yet counts as unsound: a consistent read then goes to
-// etcd, which is always correct.
+// Supported reports whether the endpoints run etcd whose progress notifications are sound: every
+// endpoint whose version has been read, and at least one has (as Kubernetes' checker judges).
+// Until one answers, a consistent read goes to etcd, which is always correct. An endpoint that
+// did not answer (a member down) is asked again after retryAfter; found unsound, it makes the
+// answer false.
 func (p *ProgressSupport) Supported(ctx context.Context) bool {
 	if p == nil {
 		return true
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	all := true
-	for _, ep := range p.client.Endpoints() {
-		ok, known := p.supported[ep]
-		if !known {
-			if !p.lastTry.IsZero() && p.clock.Since(p.lastTry) < retryAfter {
-				return false
-			}
-			ok, known = p.check(ctx, ep)
+	retry := p.lastTry.IsZero() || p.clock.Since(p.lastTry) >= retryAfter
+	endpoints := p.client.Endpoints()
+	for _, ep := range endpoints {
+		if _, known := p.supported[ep]; !known && retry {
+			p.check(ctx, ep)
 		}
-		all = all && known && ok
 	}
-	return all
+	return progressVerdict(endpoints, p.supported)
 }
 
-// check reads ep's version; the caller holds p.mu.
-func (p *ProgressSupport) check(ctx context.Context, ep string) (ok, known bool) {
+// progressVerdict judges endpoints by the verdicts read so far: sound when every endpoint read
+// is, and at least one was read. A client without endpoints (in-process, to the embedded
+// member) is sound.
+func progressVerdict(endpoints []string, supported map[string]bool) bool {
+	if len(endpoints) == 0 {
+		return true
+	}
+	all, any := true, false
+	for _, ep := range endpoints {
+		if ok, known := supported[ep]; known {
+			all, any = all && ok, true
+		}
+	}
+	return all && any
+}
+
+// check reads ep's version into p.supported; the caller holds p.mu.
+func (p *ProgressSupport) check(ctx context.Context, ep string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	st, err := p.client.Status(ctx, ep)
 	if err != nil {
 		p.lastTry = p.clock.Now()
-		return false, false
+		return
 	}
-	ok = ProgressSound(st.Version)
-	p.supported[ep] = ok
-	return ok, true
+	p.supported[ep] = ProgressSound(st.Version)
 }
 
 // ProgressSound says whether etcd version v sends progress notifications only after the events
