@@ -175,21 +175,24 @@ func Decide(s Snapshot) Plan {
 		}
 		gateways[nn(gw.Namespace, gw.Name)] = g
 	}
-	for _, r := range s.Routes {
-		parents, attached := decideRoute(ix, gateways, httpRouteObject(r))
+	// Both route kinds attach alike; each keeps its own status type.
+	decide := func(r routeObject) *gatewayv1.RouteStatus {
+		parents, attached := decideRoute(ix, gateways, r)
 		if parents == nil {
-			continue
+			return nil
 		}
-		plan.Routes[nn(r.Namespace, r.Name)] = gatewayv1.HTTPRouteStatus{RouteStatus: gatewayv1.RouteStatus{Parents: parents}}
 		plan.Attachments = append(plan.Attachments, attached...)
+		return &gatewayv1.RouteStatus{Parents: parents}
+	}
+	for _, r := range s.Routes {
+		if st := decide(httpRouteObject(r)); st != nil {
+			plan.Routes[nn(r.Namespace, r.Name)] = gatewayv1.HTTPRouteStatus{RouteStatus: *st}
+		}
 	}
 	for _, r := range s.GRPCRoutes {
-		parents, attached := decideRoute(ix, gateways, grpcRouteObject(r))
-		if parents == nil {
-			continue
+		if st := decide(grpcRouteObject(r)); st != nil {
+			plan.GRPCRoutes[nn(r.Namespace, r.Name)] = gatewayv1.GRPCRouteStatus{RouteStatus: *st}
 		}
-		plan.GRPCRoutes[nn(r.Namespace, r.Name)] = gatewayv1.GRPCRouteStatus{RouteStatus: gatewayv1.RouteStatus{Parents: parents}}
-		plan.Attachments = append(plan.Attachments, attached...)
 	}
 	for key, g := range gateways {
 		plan.Gateways[key] = gatewayStatus(ix, g)

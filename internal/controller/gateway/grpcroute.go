@@ -23,18 +23,9 @@ func translateGRPCRoute(ix *index, slicesOf map[types.NamespacedName][]*discover
 		h2c(filters)
 		var backends []routes.Backend
 		for _, b := range rule.BackendRefs {
-			be := backendOf(ix, slicesOf, from, b.BackendObjectReference)
+			be := weightedBackend(ix, slicesOf, from, b.BackendRef, httpFilters(b.Filters))
 			be.Protocol = routes.BackendH2C
-			be.Weight = 1
-			if b.Weight != nil {
-				be.Weight = *b.Weight
-			}
-			var bu string
-			be.Filters, bu = translateFilters(ix, slicesOf, from, httpFilters(b.Filters))
 			h2c(be.Filters)
-			if bu != "" && be.Invalid == "" {
-				be.Invalid = bu
-			}
 			backends = append(backends, be)
 		}
 		if unsupported != "" {

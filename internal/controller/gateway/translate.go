@@ -179,17 +179,7 @@ func translateRoute(ix *index, slicesOf map[types.NamespacedName][]*discoveryv1.
 		filters, unsupported := translateFilters(ix, slicesOf, from, rule.Filters)
 		var backends []routes.Backend
 		for _, b := range rule.BackendRefs {
-			be := backendOf(ix, slicesOf, from, b.BackendObjectReference)
-			be.Weight = 1
-			if b.Weight != nil {
-				be.Weight = *b.Weight
-			}
-			var bu string
-			be.Filters, bu = translateFilters(ix, slicesOf, from, b.Filters)
-			if bu != "" && be.Invalid == "" {
-				be.Invalid = bu
-			}
-			backends = append(backends, be)
+			backends = append(backends, weightedBackend(ix, slicesOf, from, b.BackendRef, b.Filters))
 		}
 		if unsupported != "" {
 			backends = []routes.Backend{{Name: "unsupported", Weight: 1, Invalid: unsupported}}
@@ -247,6 +237,22 @@ func matchOf(m gatewayv1.HTTPRouteMatch) routes.Match {
 type referrer struct {
 	kind      gatewayv1.Kind
 	namespace string
+}
+
+// weightedBackend is one backendRef of a rule (HTTPRoute's or GRPCRoute's) with its weight (1
+// when unset) and its own filters; a filter skiff does not implement makes it invalid.
+func weightedBackend(ix *index, slicesOf map[types.NamespacedName][]*discoveryv1.EndpointSlice, from referrer, ref gatewayv1.BackendRef, filters []gatewayv1.HTTPRouteFilter) routes.Backend {
+	be := backendOf(ix, slicesOf, from, ref.BackendObjectReference)
+	be.Weight = 1
+	if ref.Weight != nil {
+		be.Weight = *ref.Weight
+	}
+	var unsupported string
+	be.Filters, unsupported = translateFilters(ix, slicesOf, from, filters)
+	if unsupported != "" && be.Invalid == "" {
+		be.Invalid = unsupported
+	}
+	return be
 }
 
 // backendOf is a backendRef's backend: a core Service the route may use (its namespace, or one
