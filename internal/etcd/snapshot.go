@@ -56,9 +56,21 @@ func SaveSnapshot(ctx context.Context, client *clientv3.Client, path string, log
 	return SnapshotStatus{Revision: st.Revision, TotalKeys: st.TotalKey, TotalSize: st.TotalSize}, nil
 }
 
+// RestoreRevisionBump is how far a restore moves the store's revision past the snapshot's, with
+// every revision up to the new one marked compacted (etcd's --bump-revision and --mark-compacted,
+// the values Kubernetes' documentation gives for a restore under API servers). The cluster the
+// snapshot came from went on writing after it; those revisions named objects the restored store
+// no longer has. Without the bump the restored store hands the same numbers out again for other
+// writes: a client holding resourceVersion R (a watch, an informer, a precondition) would resume
+// from R into a different history, silently. With it every resourceVersion after the restore is
+// above every one before it (unless the old cluster wrote more than a billion revisions after the
+// snapshot), and a watch from before the restore gets 410 Gone and relists.
+const RestoreRevisionBump = 1_000_000_000
+
 // RestoreSnapshot builds a new single-member etcd data dir at dataDir from the snapshot at path:
-// the member is named name and advertises peerURL, as the node that starts on it will. dataDir
-// must not exist yet (etcd refuses to overwrite one).
+// the member is named name and advertises peerURL, as the node that starts on it will. The
+// store's revision is RestoreRevisionBump past the snapshot's, the revisions between compacted.
+// dataDir must not exist yet (etcd refuses to overwrite one).
 func RestoreSnapshot(path, dataDir, name, peerURL string, log *slog.Logger) error {
 	if _, err := os.Stat(dataDir); err == nil {
 		return fmt.Errorf("restore snapshot: %s exists; restore into a new data dir", dataDir)
@@ -74,6 +86,8 @@ func RestoreSnapshot(path, dataDir, name, peerURL string, log *slog.Logger) erro
 		PeerURLs:            []string{peerURL},
 		InitialCluster:      name + "=" + peerURL,
 		InitialClusterToken: DefaultInitialClusterToken,
+		RevisionBump:        RestoreRevisionBump,
+		MarkCompacted:       true,
 	})
 	if err != nil {
 		return fmt.Errorf("restore snapshot %s into %s: %w", path, dataDir, err)

@@ -65,6 +65,24 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 	if err != nil || len(resp.Kvs) != 50 {
 		t.Fatalf("restored keys: %d, %v", len(resp.Kvs), err)
 	}
+	// The revision moved past every one the old cluster could have handed out since the snapshot,
+	// and those in between are compacted: a watch from one gets ErrCompacted (410 to a client).
+	if resp.Header.Revision < st.Revision+etcd.RestoreRevisionBump {
+		t.Fatalf("restored revision %d, want at least the snapshot's %d + %d", resp.Header.Revision, st.Revision, etcd.RestoreRevisionBump)
+	}
+	if _, err := rc.Get(ctx, "/registry/core/configmaps/default/cm-00", clientv3.WithRev(st.Revision+1)); err == nil || !strings.Contains(err.Error(), "compacted") {
+		t.Fatalf("read at a revision after the snapshot: %v, want compacted", err)
+	}
+	put, err := rc.Put(ctx, "/registry/core/configmaps/default/new", "v")
+	if err != nil || put.Header.Revision <= st.Revision+etcd.RestoreRevisionBump {
+		t.Fatalf("first write after the restore at revision %v (%v), want above %d", put, err, st.Revision+etcd.RestoreRevisionBump)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	wresp := <-rc.Watch(wctx, "/registry/", clientv3.WithPrefix(), clientv3.WithRev(st.Revision+2))
+	if wresp.CompactRevision == 0 {
+		t.Fatalf("watch from a revision the restore skipped: %+v, want it compacted", wresp)
+	}
 
 	if err := os.WriteFile(filepath.Join(dir, "bad.db"), []byte("not a snapshot"), 0o600); err != nil {
 		t.Fatal(err)
