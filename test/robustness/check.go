@@ -44,6 +44,8 @@ type Report struct {
 	Ops, Writes, Events, Lists, Watches int
 	// Objects counts the recorded versions of control-plane objects.
 	Objects int
+	// Discarded counts the acknowledged writes a restore from a snapshot threw away, by design.
+	Discarded int
 }
 
 // CheckOptions bound the checks.
@@ -63,20 +65,12 @@ func Check(h *History, opt CheckOptions) Report {
 	for _, w := range h.Watches {
 		r.Events += len(w.Events)
 	}
-	keys, byKey := opsByKey(h.Ops)
-	model := registerModel()
-	for _, k := range keys {
-		res, info := porcupine.CheckOperationsVerbose(model, porcupineOps(byKey[k]), opt.LinearizabilityTimeout)
-		r.Linearizability = append(r.Linearizability, LinearizabilityResult{Key: k, Result: res, Info: info, Ops: len(byKey[k])})
-		switch res {
-		case porcupine.Illegal:
-			r.Violations = append(r.Violations, Violation{Check: CheckLinearizable, Key: k, Detail: fmt.Sprintf("the %d calls on the object have no linearization", len(byKey[k]))})
-		case porcupine.Unknown:
-			r.Violations = append(r.Violations, Violation{Check: CheckIncomplete, Key: k, Detail: "porcupine timed out"})
-		}
-	}
+	ep := newEpochs(h)
+	r.Linearizability, r.Violations = checkLinearizable(h, ep, opt)
 	revs, vs := buildRevisions(h)
+	revs.discarded = ep.discarded()
 	r.Violations = append(r.Violations, vs...)
+	r.Violations = append(r.Violations, checkRewinds(h, ep)...)
 	r.Violations = append(r.Violations, checkPhantoms(h)...)
 	for i, w := range h.Watches {
 		r.Violations = append(r.Violations, checkWatchOrder(i, w)...)
@@ -93,22 +87,55 @@ func Check(h *History, opt CheckOptions) Report {
 		}
 		r.Violations = append(r.Violations, checkList(i, l, h, revs, cov)...)
 	}
-	r.Violations = append(r.Violations, checkFinal(h)...)
-	r.Violations = append(r.Violations, checkWatchProgress(h)...)
+	r.Violations = append(r.Violations, checkFinal(h, ep)...)
+	r.Violations = append(r.Violations, checkWatchProgress(h, ep)...)
 	r.Violations = append(r.Violations, CheckControlPlane(h)...)
+	for _, op := range h.Ops {
+		if op.Kind.IsWrite() && op.Outcome == OutcomeOK && ep.isDiscarded(op.RV) {
+			r.Discarded++
+		}
+	}
 	return r
+}
+
+// checkLinearizable runs porcupine on each object's calls, epoch by epoch (a restore from a
+// snapshot starts a new one from the snapshot's state).
+func checkLinearizable(h *History, ep epochs, opt CheckOptions) ([]LinearizabilityResult, []Violation) {
+	var results []LinearizabilityResult
+	var vs []Violation
+	keys, byKey := opsByKey(h.Ops)
+	for _, k := range keys {
+		for epoch, calls := range ep.split(k, byKey[k]) {
+			if len(calls.ops) == 0 {
+				continue
+			}
+			res, info := porcupine.CheckOperationsVerbose(registerModelFrom(calls.init), porcupineOps(calls.ops), opt.LinearizabilityTimeout)
+			results = append(results, LinearizabilityResult{Key: k, Epoch: epoch, Init: calls.init, Result: res, Info: info, Ops: len(calls.ops)})
+			where := ""
+			if len(ep.rewinds) > 0 {
+				where = fmt.Sprintf(" of epoch %d (from %s)", epoch, calls.init)
+			}
+			switch res {
+			case porcupine.Illegal:
+				vs = append(vs, Violation{Check: CheckLinearizable, Key: k, Detail: fmt.Sprintf("the %d calls on the object%s have no linearization", len(calls.ops), where)})
+			case porcupine.Unknown:
+				vs = append(vs, Violation{Check: CheckIncomplete, Key: k, Detail: "porcupine timed out" + where})
+			}
+		}
+	}
+	return results, vs
 }
 
 // checkWatchProgress: once traffic stopped, every watcher caught up with the last acknowledged
 // write (a stream that delivers nothing vouches for nothing, so without this a watcher stuck
 // after a restart would pass). Watchers are the clients that ran streams.
-func checkWatchProgress(h *History) []Violation {
+func checkWatchProgress(h *History, ep epochs) []Violation {
 	if h.Final == nil {
 		return nil
 	}
 	var last Op
 	for _, op := range h.Ops {
-		if op.Kind.IsWrite() && op.Outcome == OutcomeOK && op.RV > last.RV {
+		if op.Kind.IsWrite() && op.Outcome == OutcomeOK && op.RV > last.RV && !ep.isDiscarded(op.RV) {
 			last = op
 		}
 	}
@@ -162,6 +189,20 @@ func (r revision) String() string {
 type revisions struct {
 	byRV  map[int64]revision
 	byKey map[string][]revision
+	// discarded are the revisions restores from a snapshot threw away: part of the history up to
+	// the restore, not after it.
+	discarded []rvSpan
+}
+
+// gone says whether the revision r is no longer in the store at rv: a restore discarded it
+// before rv.
+func (revs revisions) gone(r, rv int64) bool {
+	for _, s := range revs.discarded {
+		if s.holds(r) && rv > s.To {
+			return true
+		}
+	}
+	return false
 }
 
 // buildRevisions gathers the known revisions and reports two sources that disagree about one.
@@ -367,7 +408,7 @@ func replay(revs revisions, rv int64) map[string]Item {
 	for k, rs := range revs.byKey {
 		var last *revision
 		for i := range rs {
-			if rs[i].RV <= rv {
+			if rs[i].RV <= rv && !revs.gone(rs[i].RV, rv) {
 				last = &rs[i]
 			}
 		}
@@ -439,7 +480,7 @@ func unionKeys(a, b map[string]Item) []string {
 
 // checkFinal: every acknowledged write is at or before the final state (none lost), and every
 // informer converged to the final state (check 5).
-func checkFinal(h *History) []Violation {
+func checkFinal(h *History, ep epochs) []Violation {
 	if h.Final == nil {
 		return nil
 	}
@@ -450,7 +491,7 @@ func checkFinal(h *History) []Violation {
 	}
 	latest := map[string]Op{}
 	for _, op := range h.Ops {
-		if op.Kind.IsWrite() && op.Kind != OpDelete && op.Outcome == OutcomeOK && op.RV > latest[op.Key].RV {
+		if op.Kind.IsWrite() && op.Kind != OpDelete && op.Outcome == OutcomeOK && op.RV > latest[op.Key].RV && !ep.isDiscarded(op.RV) {
 			latest[op.Key] = op
 		}
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/skiff-sh/skiff/internal/nodeadmin"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
@@ -76,7 +77,9 @@ type Node struct {
 	// Cgroup is the cgroup (v2) directory the process starts in ("": the test's own), which
 	// partitions tell the nodes apart by.
 	Cgroup string
-	proc   process
+	// Once are flags for the next start only (a cluster reset's --restore-from).
+	Once []string
+	proc process
 }
 
 // NewNode prepares a node in dataDir on addr, with ports from p (a joining node shares the
@@ -111,7 +114,7 @@ func (n *Node) args() []string {
 		// Control planes only, side by side in the host's network namespace: no kubelet, which
 		// the node would otherwise run by default as root with containerd.
 		"--control-plane-kubelet=false"}
-	return append(append(args, external...), n.Join...)
+	return append(append(append(args, external...), n.Join...), n.Once...)
 }
 
 // DiskReserve is the free space the nodes keep for etcd. A test machine's disk is shared with
@@ -134,6 +137,7 @@ func (n *Node) Start() error {
 		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
 	}
 	n.proc.name = "node " + n.Name
+	n.Once = nil
 	return n.proc.start(cmd, filepath.Join(n.DataDir, "skiff.log"))
 }
 
@@ -279,6 +283,8 @@ func (n *Node) Etcd() (*clientv3.Client, error) {
 		Endpoints:   []string{"https://" + net.JoinHostPort(n.Addr, strconv.Itoa(n.EtcdClient))},
 		DialTimeout: 5 * time.Second,
 		TLS:         &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		// Its own log lines (a snapshot's download) would only crowd the test's.
+		Logger: zap.NewNop(),
 	})
 }
 

@@ -8,13 +8,16 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/skiff-sh/skiff/internal/etcd"
 	"github.com/skiff-sh/skiff/internal/nodeadmin"
 )
 
@@ -49,6 +52,10 @@ const (
 	FaultPauseEtcd FaultKind = "pause-external-etcd"
 	// FaultKillEtcd: kill -9 of the external etcd, started again after a moment.
 	FaultKillEtcd FaultKind = "kill-external-etcd"
+	// FaultRestore: a snapshot of the node's etcd, Length more traffic, then kill -9 and a
+	// cluster reset from the snapshot (--cluster-reset --restore-from): the writes after the
+	// snapshot are gone by design, their revisions must never come back (rewind.go).
+	FaultRestore FaultKind = "restore-from-snapshot"
 )
 
 // PlannedFault is one fault of a schedule.
@@ -108,6 +115,10 @@ type Cluster struct {
 	// External is the etcd the control planes share in an external-etcd scenario (nil when
 	// their members are their own).
 	External *ExternalEtcd
+	// log and lister record what a restore does (Run sets them): its rewind, and the exact LIST
+	// at the snapshot's revision.
+	log    *Log
+	lister *Client
 }
 
 // targetWait bounds the wait for a leader to name: after a Lease holder is killed, the Lease is
@@ -185,6 +196,9 @@ func (c *Cluster) Inject(ctx context.Context, f PlannedFault) (string, error) {
 			name += "; the node stopped and was started again"
 		}
 		return name + ")", err
+	}
+	if f.Kind == FaultRestore {
+		return name, c.restore(ctx, n, f)
 	}
 	if f.Kind == FaultPause {
 		if err := n.Pause(); err != nil {
@@ -359,4 +373,49 @@ func (c *Cluster) partition(ctx context.Context, n *Node, f PlannedFault) error 
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	return n.WaitReady(wctx, c.Clock)
+}
+
+// restore snapshots n's etcd, records the test's objects at the snapshot's revision (an exact
+// LIST), lets traffic run for the fault's length, then kills n and starts it again with a cluster
+// reset from the snapshot. The rewind goes into the history for the checks.
+func (c *Cluster) restore(ctx context.Context, n *Node, f PlannedFault) error {
+	if c.log == nil || c.lister == nil {
+		return errors.New("restore: the run records no rewinds")
+	}
+	if len(c.Nodes) != 1 {
+		// The others would have to stop and rejoin the reset member (docs/user/backups.md).
+		return fmt.Errorf("restore: a cluster reset is scripted for one node, not %d", len(c.Nodes))
+	}
+	cli, err := n.Etcd()
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(n.DataDir, fmt.Sprintf("robustness-snapshot-%d.db", c.log.Now()))
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	st, err := etcd.SaveSnapshot(sctx, cli, file, nil)
+	cancel()
+	cli.Close()
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	state := c.lister.List(lctx, strconv.FormatInt(st.Revision, 10), string(metav1.ResourceVersionMatchExact), 0)
+	cancel()
+	if state.Outcome != OutcomeOK {
+		return fmt.Errorf("restore: exact LIST at the snapshot's revision %d: %s", st.Revision, state.Reason)
+	}
+	c.sleep(ctx, f.Length)
+	n.Kill()
+	stopped := c.log.Now()
+	n.Once = []string{"--cluster-reset", "--restore-from", file}
+	if err := n.Start(); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := n.WaitReady(wctx, c.Clock); err != nil {
+		return err
+	}
+	c.log.AddRewind(Rewind{SnapshotRV: st.Revision, Stopped: stopped, Ready: c.log.Now(), State: state.Items})
+	return nil
 }

@@ -172,6 +172,8 @@ type History struct {
 	// ObjectGaps the revisions their record may lack.
 	Objects    []ObjectVersion `json:"objects,omitempty"`
 	ObjectGaps []RecordGap     `json:"objectGaps,omitempty"`
+	// Rewinds are the restores from an etcd snapshot the faults made (rewind.go).
+	Rewinds []Rewind `json:"rewinds,omitempty"`
 }
 
 // FaultRecord is one injected fault.

@@ -84,7 +84,16 @@ func CountObjects(versions []ObjectVersion) ObjectCounts {
 
 // CheckControlPlane runs the control-plane invariants on a history's recorded objects.
 func CheckControlPlane(h *History) []Violation {
-	versions := sortedVersions(h.Objects)
+	// Versions a restore from a snapshot discarded were rewound by design: the objects went back
+	// to the snapshot's state (a pod bound after it may be bound again, elsewhere).
+	ep := newEpochs(h)
+	var kept []ObjectVersion
+	for _, v := range h.Objects {
+		if !ep.isDiscarded(v.RV) {
+			kept = append(kept, v)
+		}
+	}
+	versions := sortedVersions(kept)
 	var vs []Violation
 	vs = append(vs, checkBindings(versions)...)
 	vs = append(vs, checkReplicaSets(versions, h.ObjectGaps)...)

@@ -43,13 +43,16 @@ func (s register) written(value string, rv int64) register {
 	return register{Exists: true, Value: value, RV: rv, Floor: rv}
 }
 
-// registerModel is the per-object model: a register with a resourceVersion, compare-and-set by
+// registerModelFrom is the per-object model: a register with a resourceVersion, compare-and-set by
 // precondition. It is nondeterministic only for calls of unknown outcome, which may or may not
 // have happened (porcupine's way: they never return, so they can linearize anywhere after their
 // invocation, or nowhere).
-func registerModel() porcupine.Model {
+//
+// init is the object's state where its history starts: absent, or after a restore from a
+// snapshot the snapshot's object, with the floor of every revision served before.
+func registerModelFrom(init register) porcupine.Model {
 	m := porcupine.NondeterministicModel{
-		Init: func() []interface{} { return []interface{}{register{}} },
+		Init: func() []interface{} { return []interface{}{init} },
 		Step: func(state, input, _ interface{}) []interface{} {
 			op := input.(Op)
 			return stepRegister(state.(register), op)
@@ -154,7 +157,11 @@ func failureFits(s register, op Op) bool {
 
 // LinearizabilityResult is porcupine's verdict on one object.
 type LinearizabilityResult struct {
-	Key    string
+	Key string
+	// Epoch counts the restores from a snapshot before these calls; Init is the object's state
+	// when the epoch began.
+	Epoch  int
+	Init   register
 	Result porcupine.CheckResult
 	Info   porcupine.LinearizationInfo
 	Ops    int

@@ -99,6 +99,13 @@ func (l *Log) AddFault(name string, start int64, err error) {
 	l.h.Faults = append(l.h.Faults, f)
 }
 
+// AddRewind records a restore from a snapshot.
+func (l *Log) AddRewind(rw Rewind) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.h.Rewinds = append(l.h.Rewinds, rw)
+}
+
 // Now is the log's clock, for faults.
 func (l *Log) Now() int64 { return l.now() }
 

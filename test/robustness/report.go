@@ -11,8 +11,12 @@ import (
 
 // Summary is one line for the log and the README table.
 func (r Report) Summary() string {
-	return fmt.Sprintf("%d calls (%d writes), %d watch streams with %d events, %d LISTs, %d control-plane object versions: %d violations",
-		r.Ops, r.Writes, r.Watches, r.Events, r.Lists, r.Objects, len(r.Violations))
+	s := fmt.Sprintf("%d calls (%d writes), %d watch streams with %d events, %d LISTs, %d control-plane object versions",
+		r.Ops, r.Writes, r.Watches, r.Events, r.Lists, r.Objects)
+	if r.Discarded > 0 {
+		s += fmt.Sprintf(", %d acknowledged writes discarded by restores from a snapshot", r.Discarded)
+	}
+	return s + fmt.Sprintf(": %d violations", len(r.Violations))
 }
 
 // WriteReport keeps what a failing run needs to be understood: the history (JSON), the
@@ -40,13 +44,16 @@ func WriteReport(dir string, h *History, r Report) ([]string, error) {
 		return nil, fmt.Errorf("write violations: %w", err)
 	}
 	files = append(files, text)
-	model := registerModel()
 	for _, l := range r.Linearizability {
 		if l.Result != porcupine.Illegal {
 			continue
 		}
-		path := filepath.Join(dir, "linearizability-"+l.Key+".html")
-		if err := porcupine.VisualizePath(model, l.Info, path); err != nil {
+		name := l.Key
+		if l.Epoch > 0 {
+			name = fmt.Sprintf("%s-epoch%d", l.Key, l.Epoch)
+		}
+		path := filepath.Join(dir, "linearizability-"+name+".html")
+		if err := porcupine.VisualizePath(registerModelFrom(l.Init), l.Info, path); err != nil {
 			return nil, fmt.Errorf("visualize %s: %w", l.Key, err)
 		}
 		files = append(files, path)

@@ -32,6 +32,7 @@ func Scenarios() []Scenario {
 		{Name: "single-kill", Nodes: 1, Fault: FaultKill},
 		{Name: "single-pause", Nodes: 1, Fault: FaultPause},
 		{Name: "single-compact", Nodes: 1, Fault: FaultCompact},
+		{Name: "single-restore", Nodes: 1, Fault: FaultRestore},
 		{Name: "ha-kill-etcd-leader", Nodes: 3, Fault: FaultKillEtcdLeader},
 		{Name: "ha-kill-lease-holder", Nodes: 3, Fault: FaultKillLeaseHolder},
 		{Name: "ha-pause", Nodes: 3, Fault: FaultPause},
@@ -118,6 +119,7 @@ func Run(ctx context.Context, c RunConfig) (*History, error) {
 		watchers = append(watchers, NewClient(len(eps)+i, rc, ns, log))
 		informers = append(informers, NewInformer(len(eps)+i, ep.cs, ns))
 	}
+	c.Cluster.log, c.Cluster.lister = log, clients[0]
 	start := clients[0].List(ctx, "", "", 0)
 	if start.Outcome != OutcomeOK {
 		wl.Stop()
