@@ -22,6 +22,10 @@ import (
 	"github.com/skiff-sh/skiff/internal/nodeadmin"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
@@ -79,7 +83,15 @@ type Node struct {
 	Cgroup string
 	// Once are flags for the next start only (a cluster reset's --restore-from).
 	Once []string
-	proc process
+	// Netns, when set, is the network namespace the node runs in, Addr its address there (a
+	// scenario with workers: every node in one of its own).
+	Netns *Host
+	// Worker makes the node a worker (--roles worker) with no API server of its own; Admin is
+	// then the admin kubeconfig of a control plane, whose credentials reach the API through the
+	// worker's balancer.
+	Worker bool
+	Admin  string
+	proc   process
 }
 
 // NewNode prepares a node in dataDir on addr, with ports from p (a joining node shares the
@@ -101,10 +113,19 @@ func NewNode(bin, dataDir, name, addr string, p *Ports, like *Node) (*Node, erro
 }
 
 func (n *Node) args() []string {
+	if n.Worker {
+		args := []string{"server", "--data-dir", n.DataDir, "--roles", "worker",
+			"--bind-address", n.Addr, "--advertise-address", n.Addr, "--node-name", n.Name,
+			"--kubelet-port", strconv.Itoa(n.Kubelet), "--lb-port", strconv.Itoa(n.LB)}
+		return append(append(args, n.Join...), n.Once...)
+	}
 	roles := "etcd,controlplane"
 	var external []string
 	if n.EtcdServers != "" {
 		roles, external = "controlplane", []string{"--etcd-servers", n.EtcdServers}
+	}
+	if n.Netns != nil {
+		external = append(external, "--advertise-address", n.Addr)
 	}
 	args := []string{"server", "--data-dir", n.DataDir, "--roles", roles,
 		"--bind-address", n.Addr, "--node-name", n.Name,
@@ -125,7 +146,8 @@ const DiskReserve = 128 << 20
 // Start starts the process (its output appended to skiff.log in the data dir); the goroutine
 // that waits for it is joined by Kill and Stop.
 func (n *Node) Start() error {
-	cmd := exec.Command(n.Bin, n.args()...)
+	// Not bound to a context: the node runs until Kill or Stop.
+	cmd := n.command(context.Background(), n.Bin, n.args()...)
 	if n.Cgroup != "" {
 		// Started inside its cgroup (clone3 CLONE_INTO_CGROUP), so every socket it ever opens
 		// belongs to it.
@@ -139,6 +161,14 @@ func (n *Node) Start() error {
 	n.proc.name = "node " + n.Name
 	n.Once = nil
 	return n.proc.start(cmd, filepath.Join(n.DataDir, "skiff.log"))
+}
+
+// command runs a program where the node runs: in its network namespace, if it has one.
+func (n *Node) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	if n.Netns != nil {
+		return n.Netns.Command(ctx, name, args...)
+	}
+	return exec.CommandContext(ctx, name, args...)
 }
 
 // Running says whether the process is up.
@@ -186,7 +216,11 @@ func (n *Node) Log(limit int) string {
 
 // RESTConfig is the admin's config aimed at the node's API server, or at its load balancer.
 func (n *Node) RESTConfig(viaLB bool) (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(n.DataDir, "admin.kubeconfig"))
+	admin := n.Admin
+	if admin == "" {
+		admin = filepath.Join(n.DataDir, "admin.kubeconfig")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", admin)
 	if err != nil {
 		return nil, fmt.Errorf("node %s kubeconfig: %w", n.Name, err)
 	}
@@ -195,6 +229,13 @@ func (n *Node) RESTConfig(viaLB bool) (*rest.Config, error) {
 		port = n.LB
 	}
 	cfg.Host = "https://" + net.JoinHostPort(n.Addr, strconv.Itoa(port))
+	if viaLB && n.Netns != nil {
+		// The balancer listens on the namespace's loopback; every API server's certificate
+		// names "kubernetes", as the node's own clients verify.
+		cfg.Host = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		cfg.Dial = n.Netns.DialContext
+		cfg.TLSClientConfig.ServerName = "kubernetes"
+	}
 	cfg.QPS, cfg.Burst = 1000, 1000
 	return cfg, nil
 }
@@ -223,7 +264,11 @@ func (n *Node) WaitReady(ctx context.Context, clk clock.WithTicker) error {
 // the balancer were refused for about half a second after the server answered ready (not yet
 // explained), and a client's first calls should not all fail for that.
 func (n *Node) ready(ctx context.Context) error {
-	for _, viaLB := range []bool{false, true} {
+	ways := []bool{false, true}
+	if n.Worker {
+		ways = []bool{true} // no API server of its own
+	}
+	for _, viaLB := range ways {
 		if err := n.readyz(ctx, viaLB); err != nil {
 			return err
 		}
@@ -293,7 +338,7 @@ func (n *Node) Status(ctx context.Context) (nodeadmin.Report, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	var r nodeadmin.Report
-	out, err := exec.CommandContext(ctx, n.Bin, "status", "-o", "json", "--data-dir", n.DataDir).Output()
+	out, err := n.command(ctx, n.Bin, "status", "-o", "json", "--data-dir", n.DataDir).Output()
 	if err != nil {
 		return r, fmt.Errorf("skiff status on %s: %w", n.Name, err)
 	}
@@ -325,4 +370,88 @@ func LeaseHolder(r nodeadmin.Report, component string) string {
 		}
 	}
 	return ""
+}
+
+// admin is a client of the first running control plane's API server.
+func (c *Cluster) admin() (*kubernetes.Clientset, error) {
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		cfg, err := n.RESTConfig(false)
+		if err != nil {
+			return nil, err
+		}
+		return kubernetes.NewForConfig(cfg)
+	}
+	return nil, errors.New("no control plane running")
+}
+
+// WaitWorkersReady waits for every worker's Node to be Ready.
+func (c *Cluster) WaitWorkersReady(ctx context.Context) error {
+	cs, err := c.admin()
+	if err != nil {
+		return err
+	}
+	for _, w := range c.Workers {
+		for {
+			node, err := cs.CoreV1().Nodes().Get(ctx, w.Name, metav1.GetOptions{})
+			if err == nil && nodeReady(node) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("node %s not ready (%v): %w\n%s", w.Name, err, ctx.Err(), w.Log(3000))
+			case <-c.Clock.After(500 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// DrainWorkers deletes the runs' namespaces and waits until the workers' kubelets have removed
+// their pods, so that no container outlives the test when the workers stop.
+func (c *Cluster) DrainWorkers(ctx context.Context) error {
+	cs, err := c.admin()
+	if err != nil {
+		return err
+	}
+	nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list namespaces: %w", err)
+	}
+	for _, ns := range nss.Items {
+		if strings.HasPrefix(ns.Name, "robustness-") {
+			if err := cs.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete namespace %s: %w", ns.Name, err)
+			}
+		}
+	}
+	for {
+		left := 0
+		for _, w := range c.Workers {
+			pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + w.Name})
+			if err != nil {
+				return fmt.Errorf("list pods on %s: %w", w.Name, err)
+			}
+			left += len(pods.Items)
+		}
+		if left == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d pods still on the workers: %w", left, ctx.Err())
+		case <-c.Clock.After(time.Second):
+		}
+	}
 }

@@ -107,8 +107,10 @@ func Schedule(c ScheduleConfig) []PlannedFault {
 
 // Cluster is what faults act on.
 type Cluster struct {
-	Nodes []*Node
-	Clock clock.WithTicker
+	// Nodes are the control planes (the faults' targets); Workers the worker nodes.
+	Nodes   []*Node
+	Workers []*Node
+	Clock   clock.WithTicker
 	// Cgroups and Partitions are set for partition scenarios: every node runs in its own cgroup.
 	Cgroups    *Cgroups
 	Partitions *Partitions

@@ -34,6 +34,8 @@ type ObjectVersion struct {
 	NodeName string `json:"nodeName,omitempty"`
 	Active   bool   `json:"active,omitempty"`
 	Owner    string `json:"owner,omitempty"`
+	// Running: the kubelet (real or simulated) reported the pod Running.
+	Running bool `json:"running,omitempty"`
 	// ReplicaSet: spec.replicas, metadata.generation, status.observedGeneration.
 	Replicas           int32 `json:"replicas,omitempty"`
 	Generation         int64 `json:"generation,omitempty"`
@@ -59,18 +61,26 @@ func (v ObjectVersion) String() string {
 
 // ObjectCounts says what the control-plane record holds: distinct pods, pods bound to a node,
 // ReplicaSet versions and Lease versions (a run whose record has no bound pod judged nothing).
-type ObjectCounts struct{ Pods, Bound, ReplicaSetVersions, LeaseVersions int }
+type ObjectCounts struct {
+	Pods, Bound, ReplicaSetVersions, LeaseVersions int
+	// RunningOn counts the pods each node reported Running.
+	RunningOn map[string]int
+}
 
 // CountObjects counts a record.
 func CountObjects(versions []ObjectVersion) ObjectCounts {
-	var c ObjectCounts
-	pods, bound := map[string]bool{}, map[string]bool{}
+	c := ObjectCounts{RunningOn: map[string]int{}}
+	pods, bound, running := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, v := range versions {
 		switch v.Kind {
 		case KindPod:
 			pods[v.UID] = true
 			if v.NodeName != "" {
 				bound[v.UID] = true
+			}
+			if v.Running && v.NodeName != "" && !running[v.UID] {
+				running[v.UID] = true
+				c.RunningOn[v.NodeName]++
 			}
 		case KindReplicaSet:
 			c.ReplicaSetVersions++

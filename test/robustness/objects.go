@@ -37,6 +37,7 @@ func versionOf(obj runtime.Object) (ObjectVersion, bool) {
 		v.Kind, v.NodeName = KindPod, o.Spec.NodeName
 		// Upstream's controller.IsPodActive: neither finished nor terminating.
 		v.Active = o.DeletionTimestamp == nil && o.Status.Phase != corev1.PodSucceeded && o.Status.Phase != corev1.PodFailed
+		v.Running = o.Status.Phase == corev1.PodRunning
 		if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
 			v.Owner = string(ref.UID)
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/skiff-sh/skiff/internal/etcd"
+	"github.com/skiff-sh/skiff/internal/kubelet/containerd/containerdtest"
 	"k8s.io/utils/clock"
 )
 
@@ -118,6 +119,12 @@ func runScenario(t *testing.T, bin string, s Scenario, duration time.Duration) {
 	if oc.Bound == 0 || oc.LeaseVersions == 0 {
 		t.Errorf("the control-plane record has %d bound pods and %d Lease versions: nothing to judge", oc.Bound, oc.LeaseVersions)
 	}
+	for _, w := range cl.Workers {
+		t.Logf("worker %s ran %d pods", w.Name, oc.RunningOn[w.Name])
+	}
+	if len(cl.Workers) > 0 && len(oc.RunningOn) == 0 {
+		t.Errorf("no worker ran a pod: the kubelets were not judged")
+	}
 	if len(r.Violations) == 0 && !*flagKeep {
 		return
 	}
@@ -183,11 +190,28 @@ func startCluster(t *testing.T, ctx context.Context, bin string, s Scenario, see
 		}
 		return n
 	}
-	addr := "127.0.0.1"
-	if nodes > 1 {
-		addr = "127.0.0.2"
+	var network *Net
+	if s.Workers > 0 {
+		network = startNet(t)
 	}
+	// address is node i's (from 1): on loopback (127.0.0.1 alone, 127.0.0.2-4 for three), or a
+	// namespace of its own on the test's bridge when the cluster has workers.
+	address := func(i int) (string, *Host) {
+		if network == nil {
+			if nodes == 1 {
+				return "127.0.0.1", nil
+			}
+			return fmt.Sprintf("127.0.0.%d", i+1), nil
+		}
+		h, err := network.AddHost()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.IP, h
+	}
+	addr, host := address(1)
 	first := newNode("rb-1", addr, nil)
+	first.Netns = host
 	cl.Nodes = append(cl.Nodes, first)
 	t.Cleanup(func() {
 		if cl.Partitions != nil {
@@ -195,26 +219,100 @@ func startCluster(t *testing.T, ctx context.Context, bin string, s Scenario, see
 				t.Errorf("heal partitions: %v", err)
 			}
 		}
+		if len(cl.Workers) > 0 {
+			dctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			if err := cl.DrainWorkers(dctx); err != nil {
+				t.Logf("drain the workers: %v", err)
+			}
+			cancel()
+		}
+		for _, n := range cl.Workers {
+			n.Stop()
+			// The mounts its pods left, then its data dir (made by newWorker, outside t's).
+			containerdtest.UnmountUnder(t, n.DataDir)
+			os.RemoveAll(n.DataDir)
+		}
 		for _, n := range cl.Nodes {
 			n.Stop()
 		}
 	})
 	startNode(t, ctx, first, clk)
-	if nodes == 1 {
+	server := fmt.Sprintf("https://%s:%d", first.Addr, first.HTTPSPort)
+	if nodes > 1 {
+		token := createToken(t, ctx, first, "--control-plane")
+		for i := 2; i <= nodes; i++ {
+			addr, host := address(i)
+			n := newNode(fmt.Sprintf("rb-%d", i), addr, first)
+			n.Netns, n.Join = host, []string{"--server", server, "--token", token}
+			cl.Nodes = append(cl.Nodes, n)
+			startNode(t, ctx, n, clk)
+		}
+	}
+	if s.Workers == 0 {
 		return cl
 	}
-	out, err := exec.CommandContext(ctx, bin, "token", "create", "--data-dir", first.DataDir, "--control-plane", "--ttl", "1h").CombinedOutput()
+	token := createToken(t, ctx, first)
+	for i := 1; i <= s.Workers; i++ {
+		addr, host := address(nodes + i)
+		n := newWorker(t, bin, fmt.Sprintf("rb-w%d", i), addr, first)
+		n.Netns, n.Join = host, []string{"--server", server, "--token", token}
+		cl.Workers = append(cl.Workers, n)
+		startNode(t, ctx, n, clk)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := cl.WaitWorkersReady(wctx); err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// createToken makes a join token on n (extra: --control-plane for a control plane's).
+func createToken(t *testing.T, ctx context.Context, n *Node, extra ...string) string {
+	t.Helper()
+	args := append([]string{"token", "create", "--data-dir", n.DataDir, "--ttl", "1h"}, extra...)
+	out, err := n.command(ctx, n.Bin, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("skiff token create: %v\n%s", err, out)
 	}
-	token := strings.TrimSpace(string(out))
-	for i := 2; i <= nodes; i++ {
-		n := newNode(fmt.Sprintf("rb-%d", i), fmt.Sprintf("127.0.0.%d", i+1), first)
-		n.Join = []string{"--server", fmt.Sprintf("https://%s:%d", first.Addr, first.HTTPSPort), "--token", token}
-		cl.Nodes = append(cl.Nodes, n)
-		startNode(t, ctx, n, clk)
+	return strings.TrimSpace(string(out))
+}
+
+// startNet makes the bridge a scenario with workers puts every node on, removed when the test
+// ends (after the nodes: cleanups run in reverse).
+func startNet(t *testing.T) *Net {
+	t.Helper()
+	for _, bin := range []string{"ip", "nsenter", "containerd", "runc"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s missing with CI set (hack/install-runtime.sh installs the runtime)", bin)
+			}
+			t.Skipf("workers need %s", bin)
+		}
 	}
-	return cl
+	network, err := NewNet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := network.Remove(); err != nil {
+			t.Errorf("remove the test network: %v", err)
+		}
+	})
+	return network
+}
+
+// newWorker prepares a worker joining cp's cluster, on cp's port numbers in a namespace of its
+// own. Its data dir is short (containerd's socket path has a limit); startCluster's cleanup
+// removes it once the node stopped.
+func newWorker(t *testing.T, bin, name, addr string, cp *Node) *Node {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "skrb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Node{Bin: bin, DataDir: dir, Name: name, Addr: addr, Worker: true,
+		Admin: filepath.Join(cp.DataDir, "admin.kubeconfig"), Kubelet: cp.Kubelet, LB: cp.LB}
 }
 
 // startExternalEtcd starts the etcd an external-etcd scenario's control planes share, stopped

@@ -24,6 +24,10 @@ type Scenario struct {
 	// ExternalEtcd: the nodes are control planes without members of their own, on one external
 	// etcd (--etcd-servers), which the faults may also act on.
 	ExternalEtcd bool
+	// Workers join beside the control planes: real kubelets run the workload's pods, and the
+	// traffic goes through their balancers too. Every node then runs in a network namespace of
+	// its own on a test bridge (netns.go), as in the e2e harness.
+	Workers int
 }
 
 // Scenarios are the suite's scenarios by name.
@@ -44,6 +48,9 @@ func Scenarios() []Scenario {
 		{Name: "ext-pause-etcd", Nodes: 2, Fault: FaultPauseEtcd, ExternalEtcd: true},
 		{Name: "ext-kill-etcd", Nodes: 2, Fault: FaultKillEtcd, ExternalEtcd: true},
 		{Name: "ext-compact", Nodes: 2, Fault: FaultCompact, ExternalEtcd: true},
+		{Name: "workers-kill-etcd-leader", Nodes: 3, Workers: 2, Fault: FaultKillEtcdLeader},
+		{Name: "workers-kill-lease-holder", Nodes: 3, Workers: 2, Fault: FaultKillLeaseHolder},
+		{Name: "workers-pause", Nodes: 3, Workers: 2, Fault: FaultPause},
 	}
 }
 
@@ -66,7 +73,11 @@ type endpoint struct {
 func endpoints(nodes []*Node, timeout time.Duration) ([]endpoint, error) {
 	var out []endpoint
 	for _, n := range nodes {
-		for _, viaLB := range []bool{false, true} {
+		ways := []bool{false, true}
+		if n.Worker {
+			ways = []bool{true} // no API server of its own
+		}
+		for _, viaLB := range ways {
 			cfg, err := n.RESTConfig(viaLB)
 			if err != nil {
 				return nil, err
@@ -90,7 +101,7 @@ func endpoints(nodes []*Node, timeout time.Duration) ([]endpoint, error) {
 // on each, injects the scheduled faults, lets the cluster recover, and returns the history.
 func Run(ctx context.Context, c RunConfig) (*History, error) {
 	clk := c.Cluster.Clock
-	eps, err := endpoints(c.Cluster.Nodes, c.Traffic.Timeout)
+	eps, err := endpoints(append(append([]*Node(nil), c.Cluster.Nodes...), c.Cluster.Workers...), c.Traffic.Timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +117,11 @@ func Run(ctx context.Context, c RunConfig) (*History, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workload client: %w", err)
 	}
-	wl, err := StartWorkload(ctx, wcs, ns, clk, c.Logger)
+	var workers []string
+	for _, n := range c.Cluster.Workers {
+		workers = append(workers, n.Name)
+	}
+	wl, err := StartWorkload(ctx, wcs, ns, workers, clk, c.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +202,7 @@ func Run(ctx context.Context, c RunConfig) (*History, error) {
 // recoverCluster restarts what a fault left down, waits for every node, and takes the final
 // consistent LIST.
 func recoverCluster(ctx context.Context, c RunConfig, cl *Client) (List, error) {
-	for _, n := range c.Cluster.Nodes {
+	for _, n := range append(append([]*Node(nil), c.Cluster.Nodes...), c.Cluster.Workers...) {
 		if !n.Running() {
 			if err := n.Start(); err != nil {
 				return List{}, err

@@ -18,18 +18,20 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"github.com/skiff-sh/skiff/internal/images"
 	"github.com/skiff-sh/skiff/internal/simnode"
 )
 
 // The workload whose pods the control-plane invariants judge: a Deployment and a bare
-// ReplicaSet, scaled and rolled during the run, their pods run by simulated nodes (the suite's
-// nodes have no worker role, and simulated kubelets make the pods Running and finish their
-// graceful deletions without containers, so the scheduler, the ReplicaSet and Deployment
-// controllers and the node lifecycle work as on real nodes).
+// ReplicaSet, scaled and rolled during the run. Their pods run on the scenario's workers, real
+// kubelets with containers; in a cluster of control planes alone, on simulated nodes (simulated
+// kubelets make the pods Running and finish their graceful deletions without containers, so the
+// scheduler, the ReplicaSet and Deployment controllers and the node lifecycle work as on real
+// nodes).
 const (
 	workloadDeployment = "web"
 	workloadReplicaSet = "bare"
-	simNodeLabel       = "robustness.skiff.sh/simulated"
+	workloadNodeLabel  = "robustness.skiff.sh/workload"
 	workloadMaxScale   = 5
 )
 
@@ -58,9 +60,10 @@ func podTemplate(app, revision string) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}, Annotations: map[string]string{"robustness.skiff.sh/revision": revision}},
 		Spec: corev1.PodSpec{
-			NodeSelector:                  map[string]string{simNodeLabel: "true"},
+			NodeSelector:                  map[string]string{workloadNodeLabel: "true"},
 			TerminationGracePeriodSeconds: ptr.To[int64](1),
-			Containers:                    []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
+			// The pause image every worker imports at start: nothing to pull.
+			Containers: []corev1.Container{{Name: "c", Image: images.PauseImage, ImagePullPolicy: corev1.PullNever}},
 		},
 	}
 }
@@ -78,14 +81,24 @@ type Workload struct {
 	stop     context.CancelFunc
 }
 
-// StartWorkload starts two simulated nodes, the recorders and the workload's objects in ns.
-func StartWorkload(ctx context.Context, cs kubernetes.Interface, ns string, clk clock.WithTicker, logger *slog.Logger) (*Workload, error) {
-	sim, err := simnode.Start(ctx, simnode.Config{Client: cs, Nodes: 2, NamePrefix: "rb-sim-", Labels: map[string]string{simNodeLabel: "true"},
-		HeartbeatInterval: 2 * time.Second, Clock: clk, Logger: quiet(logger)})
-	if err != nil {
-		return nil, fmt.Errorf("simulated nodes: %w", err)
+// StartWorkload labels the workers (the Nodes named) for the workload's pods, or starts two
+// simulated nodes when there are none, then the recorders and the workload's objects in ns.
+func StartWorkload(ctx context.Context, cs kubernetes.Interface, ns string, workers []string, clk clock.WithTicker, logger *slog.Logger) (*Workload, error) {
+	w := &Workload{cs: cs, ns: ns, clk: clk, logger: logger}
+	for _, name := range workers {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, workloadNodeLabel)
+		if _, err := cs.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			return nil, fmt.Errorf("label worker %s: %w", name, err)
+		}
 	}
-	w := &Workload{cs: cs, ns: ns, clk: clk, logger: logger, sim: sim}
+	if len(workers) == 0 {
+		sim, err := simnode.Start(ctx, simnode.Config{Client: cs, Nodes: 2, NamePrefix: "rb-sim-", Labels: map[string]string{workloadNodeLabel: "true"},
+			HeartbeatInterval: 2 * time.Second, Clock: clk, Logger: quiet(logger)})
+		if err != nil {
+			return nil, fmt.Errorf("simulated nodes: %w", err)
+		}
+		w.sim = sim
+	}
 	rctx, stop := context.WithCancel(ctx)
 	w.stop = stop
 	for _, lw := range []listWatch{podsLW(cs, ns), replicaSetsLW(cs, ns), leasesLW(cs, metav1.NamespaceSystem)} {
@@ -144,7 +157,9 @@ func (w *Workload) Drive(ctx context.Context, seed uint64) {
 func (w *Workload) Stop() ([]ObjectVersion, []RecordGap) {
 	w.stop()
 	w.wg.Wait()
-	w.sim.Stop()
+	if w.sim != nil {
+		w.sim.Stop()
+	}
 	return w.recorder.Versions()
 }
 
