@@ -32,7 +32,7 @@ var (
 
 // shortSet are the scenarios run unless one or all are asked for: a few minutes, for CI.
 func shortSet() []string {
-	return []string{"single-kill", "single-pause", "single-compact", "single-restore", "ha-kill-etcd-leader", "ha-partition", "ext-pause-etcd"}
+	return []string{"single-kill", "single-pause", "single-compact", "single-restore", "ha-kill-etcd-leader", "ha-partition", "ext-pause-etcd", "workers-kill-etcd-leader"}
 }
 
 // skiffBinary builds skiff once for the test, unless -robustness.bin names one.
