@@ -58,7 +58,8 @@
 # removes what it created.
 #
 # Network: pods get a resolv.conf naming only the test address (nothing
-# answers there), image pulls go to a proxy on a closed loopback port, and an iptables chain (FORWARD, and OUTPUT for the service
+# answers there), image pulls go to a registry on the control plane's address that serves the
+# cached images (any other pull to a proxy on a closed loopback port), and an iptables chain (FORWARD, and OUTPUT for the service
 # range) drops what a pod sends off the node and any packet still addressed to
 # a ClusterIP after DNAT (one the service proxy has not rewritten), so no spec reaches
 # another host. The workers' namespaces have no default route: only the bridge's subnet and
@@ -182,6 +183,7 @@ nice -n 19 go build -o "$results/skiff" ./cmd/skiff
 skiff=$results/skiff
 go build -o "$results/nodeinit" ./hack/conformance/nodeinit
 nodeinit=$results/nodeinit
+go build -o "$results/registry" ./hack/conformance/registry
 log "test images in $cache/images"
 hack/conformance/build-images.sh "$cache" "$skiff" "$version"
 if ((csi_drivers)); then
@@ -236,6 +238,7 @@ chain=SKCONF-$id
 bridge=skcbr$((id % 100000)) # its own pod bridge and CNI network: other clusters on this host use cni0
 data=$(mktemp -d /tmp/skc.XXXX) # short: containerd's socket path must stay under the unix-socket limit
 skiff_pid=''
+registry_pid=''
 worker_pids=()
 wns() { echo "skconf$((id % 100000))-w$1"; }   # worker i's network namespace
 wveth() { echo "skcv$((id % 100000))w$1"; }    # its veth's host end
@@ -262,6 +265,7 @@ cleanup() {
 	fi
 	for p in "${worker_pids[@]}"; do stop_pid "$p"; done
 	[[ -n $skiff_pid ]] && stop_pid "$skiff_pid"
+	[[ -n $registry_pid ]] && stop_pid "$registry_pid"
 	for i in $(seq 1 "$workers"); do
 		ns=$(wns "$i")
 		if [[ -e /var/run/netns/$ns ]]; then
@@ -474,6 +478,20 @@ log "importing images on every node"
 "$skiff" images import --data-dir "$data" "$cache"/images/*.tar >/dev/null
 for i in $(seq 1 "$workers"); do
 	"$skiff" images import --data-dir "$data/w$i" "$cache"/images/*.tar >/dev/null
+done
+# A registry on the control plane's address serving the same images (hack/conformance/registry),
+# named in every node's containerd as the mirror of each registry they come from: specs that pull
+# with imagePullPolicy Always ("should be able to pull image") pull through the registry API,
+# and nothing leaves the machine (what the mirror lacks falls through to the closed proxy).
+registry_port=5000
+"$results/registry" -listen "$addr:$registry_port" "$cache/images" >"$results/registry.log" 2>&1 &
+registry_pid=$!
+for host in $("$results/registry" -hosts "$cache/images"); do
+	for nd in "$data" $(for i in $(seq 1 "$workers"); do echo "$data/w$i"; done); do
+		mkdir -p "$nd/kubelet/containerd/certs.d/$host"
+		printf 'server = "https://%s"\n\n[host."http://%s:%s"]\n  capabilities = ["pull", "resolve"]\n' \
+			"$host" "$addr" "$registry_port" >"$nd/kubelet/containerd/certs.d/$host/hosts.toml"
+	done
 done
 kubectl get nodes -o wide >"$results/nodes.txt" 2>&1 || true
 if ((csi_drivers)); then
