@@ -26,6 +26,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/apiserver"
 	"github.com/skiff-sh/skiff/internal/apiserver/local"
 	"github.com/skiff-sh/skiff/internal/etcd"
+	"github.com/skiff-sh/skiff/internal/kubelet"
 	"github.com/skiff-sh/skiff/internal/metricsserver"
 	"github.com/skiff-sh/skiff/internal/nodelock"
 	"github.com/skiff-sh/skiff/internal/pki"
@@ -69,6 +70,9 @@ type Node struct {
 	// resources' and APIServices' sync, the encryption reloader, the etcd space guard): Stop
 	// cancels them and waits for them before it closes the etcd client they use.
 	background sync.WaitGroup
+	// runtime is the kubelet's supervised containerd, started at the beginning of Start (nil
+	// when the node runs no kubelet or another runtime); Stop stops it.
+	runtime *kubelet.Runtime
 }
 
 // goBackground runs f in the node's background group; f must return once the context it
@@ -218,7 +222,7 @@ func (n *Node) runRoles(ctx context.Context) error {
 				return nil
 			}},
 			role{name: "worker", run: func(ctx context.Context) error {
-				return runWorker(ctx, &n.cfg, clock.RealClock{}.Now(), inProcess)
+				return runWorker(ctx, &n.cfg, clock.RealClock{}.Now(), inProcess, n.runtime)
 			}},
 			role{name: "dns", run: func(ctx context.Context) error {
 				return runDNS(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess.Only(dnsResources()...))
@@ -323,6 +327,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n.runtime, err = startKubeletRuntime(&cfg); err != nil { // worker.go
+		return nil, err
+	}
 	n.certs = newCertChecker(&cfg, clock.RealClock{})
 	certs, err := ensureCertificates(&cfg, clock.RealClock{}.Now())
 	if err != nil {
@@ -416,6 +423,12 @@ func (n *Node) URL() string {
 
 // Stop shuts everything down in reverse order.
 func (n *Node) Stop() {
+	if n.runtime != nil {
+		// The kubelet (a role) has stopped: containerd goes first, it needs nothing below.
+		if err := n.runtime.Close(); err != nil {
+			n.cfg.Logger.Error("containerd", "err", err)
+		}
+	}
 	if n.stopAdmission != nil {
 		n.stopAdmission()
 	}

@@ -42,6 +42,8 @@ func TestInProcessClientsKeepIdentityAndAuthorization(t *testing.T) {
 		// 128 MiB for etcd, not 1 GiB: the test machine's disk is shared and often nearly full.
 		EtcdConfig:         EtcdConfig{EtcdClientPort: freePort(t), EtcdPeerPort: freePort(t), EtcdDiskReserveBytes: 128 << 20},
 		ControlPlaneConfig: ControlPlaneConfig{HTTPSPort: freePort(t)},
+		// No kubelet (its containerd would start with the node, on a socket path too long here).
+		WorkerConfig: WorkerConfig{ControlPlaneKubelet: ControlPlaneKubeletOff},
 	}
 	n, err := Start(ctx, cfg)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/skiff-sh/skiff/internal/apiserver/local"
 	"github.com/skiff-sh/skiff/internal/kubelet"
+	"github.com/skiff-sh/skiff/internal/kubelet/containerd"
 )
 
 // kubeletRoles are the node-role.kubernetes.io/<role> labels of a node, in kubeadm's spelling for the
@@ -56,7 +57,7 @@ func firstPodCIDR(clusterCIDR string) (string, error) {
 
 // runWorker runs the node's container runtime and kubelet with the node's own identity
 // (CN=system:node:<name>, O=system:nodes), issued from the CA in the data dir.
-func runWorker(ctx context.Context, cfg *Config, now time.Time, inProcess *local.Informers) error {
+func runWorker(ctx context.Context, cfg *Config, now time.Time, inProcess *local.Informers, rt *kubelet.Runtime) error {
 	restCfg, err := componentRESTConfig(cfg, "system:node:"+cfg.NodeName, []string{"system:nodes"}, now)
 	if err != nil {
 		return err
@@ -70,7 +71,36 @@ func runWorker(ctx context.Context, cfg *Config, now time.Time, inProcess *local
 		return err
 	}
 	// The kubelet reaches the API servers through the node-local load balancer (lb.go).
-	return runKubelet(ctx, cfg, kubeletIdentity{rest: throughLB(cfg, restCfg), serverTLS: serverTLS, podCIDRs: []string{podCIDR}, taints: nodeTaints(cfg.Roles), inProcess: inProcess})
+	return runKubelet(ctx, cfg, kubeletIdentity{rest: throughLB(cfg, restCfg), serverTLS: serverTLS, podCIDRs: []string{podCIDR}, taints: nodeTaints(cfg.Roles), inProcess: inProcess, runtime: rt})
+}
+
+// kubeletDataDir is where the kubelet and the containerd skiff supervises for it keep their state.
+func kubeletDataDir(cfg *Config) string { return filepath.Join(cfg.DataDir, "kubelet") }
+
+// kubeletContainerd is the configuration of the containerd skiff supervises for the kubelet: its
+// CNI plugins (cni.go) and OCI runtime (ociruntime.go).
+func kubeletContainerd(cfg *Config) (containerd.Config, error) {
+	ccfg, err := containerdForCNI(cfg, kubeletDataDir(cfg))
+	if err != nil {
+		return ccfg, err
+	}
+	return ociRuntimeForKubelet(cfg, ccfg)
+}
+
+// startKubeletRuntime starts the node's supervised containerd ahead of its kubelet, so that
+// containerd's start and the pause image's import overlap the control plane's (certificates,
+// etcd, the API server): on a node with every role they were about a second of the chain to
+// Node Ready. Nil when the kubelet uses another runtime (--container-runtime-endpoint) or the
+// node runs none.
+func startKubeletRuntime(cfg *Config) (*kubelet.Runtime, error) {
+	if !cfg.runsKubelet() || cfg.ContainerRuntimeEndpoint != "" {
+		return nil, nil
+	}
+	ccfg, err := kubeletContainerd(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return kubelet.StartRuntime(ccfg, kubeletDataDir(cfg), cfg.Logger)
 }
 
 // kubeletIdentity is how a kubelet reaches and is reached by the cluster.
@@ -84,6 +114,9 @@ type kubeletIdentity struct {
 	// inProcess, when the API server runs in this process, serves the kubelet's pod and service
 	// informers from its watch cache; writes still go through rest.
 	inProcess *local.Informers
+	// runtime is the supervised containerd the node started ahead of the kubelet (nil: the
+	// kubelet starts its own, or uses --container-runtime-endpoint).
+	runtime *kubelet.Runtime
 }
 
 // runKubelet runs the container runtime and the kubelet as id.
@@ -111,7 +144,7 @@ func runKubelet(ctx context.Context, cfg *Config, id kubeletIdentity) error {
 		Roles:    nil,
 		Labels:   id.labels,
 		Taints:   id.taints,
-		DataDir:  filepath.Join(cfg.DataDir, "kubelet"),
+		DataDir:  kubeletDataDir(cfg),
 		RootDir:  cfg.KubeletRootDir,
 		PodCIDRs: id.podCIDRs,
 		Port:     int32(cfg.KubeletPort),
@@ -130,17 +163,16 @@ func runKubelet(ctx context.Context, cfg *Config, id kubeletIdentity) error {
 		}
 	}
 	kcfg = kcfg.WithDefaults()
-	ccfg, err := containerdForCNI(cfg, kcfg.DataDir)
-	if err != nil {
-		return err
-	}
-	if ccfg, err = ociRuntimeForKubelet(cfg, ccfg); err != nil { // ociruntime.go
-		return err
+	var ccfg containerd.Config
+	if id.runtime == nil {
+		if ccfg, err = kubeletContainerd(cfg); err != nil {
+			return err
+		}
 	}
 	return kubelet.RunWorker(ctx, kubelet.WorkerConfig{
 		Kubelet: kcfg, RuntimeEndpoint: cfg.ContainerRuntimeEndpoint, Containerd: ccfg,
 		ServerTLS: id.serverTLS, ServerAddress: net.JoinHostPort(cfg.BindAddress, strconv.Itoa(int(kcfg.Port))),
-	}, client, cfg.Logger)
+	}, id.runtime, client, cfg.Logger)
 }
 
 // kubeletServingTLS is the kubelet API's TLS: serving certificates (ECDSA, and RSA for clients

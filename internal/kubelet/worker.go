@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -35,54 +36,129 @@ type WorkerConfig struct {
 	ServerAddress string
 }
 
-// RunWorker runs a node's container runtime and kubelet until ctx ends.
-// With no RuntimeEndpoint it starts containerd, builds and imports the
-// pause image if the runtime lacks it, and points the kubelet's CNI
-// configuration at containerd's conf dir. log may be nil.
-func RunWorker(ctx context.Context, cfg WorkerConfig, client kubernetes.Interface, log *slog.Logger) error {
+// Runtime is a containerd skiff supervises, started ahead of the kubelet (StartRuntime): its start
+// and the pause image's import then overlap whatever the node does before its kubelet runs (the
+// control plane's start, on a node with every role).
+type Runtime struct {
+	supervisor *containerd.Supervisor
+	cancel     context.CancelFunc
+	// prepared is closed once containerd serves and holds the pause image, or could not; err
+	// says which.
+	prepared chan struct{}
+	err      error
+	// supervised is the supervisor's result; group holds its goroutine and the preparation's.
+	supervised chan error
+	group      sync.WaitGroup
+}
+
+// StartRuntime starts the supervised containerd of ccfg (its DataDir defaulting to dataDir, the
+// kubelet's) and, once it serves, imports the pause image it lacks. It returns at once; Wait says
+// when the runtime is ready. Close stops containerd and waits for both.
+func StartRuntime(ccfg containerd.Config, dataDir string, log *slog.Logger) (*Runtime, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if ccfg.DataDir == "" {
+		ccfg.DataDir = dataDir
+	}
+	supervisor, err := containerd.New(ccfg, nil, log)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Runtime{supervisor: supervisor, cancel: cancel, prepared: make(chan struct{}), supervised: make(chan error, 1)}
+	r.group.Go(func() { r.supervised <- supervisor.Run(ctx) })
+	r.group.Go(func() {
+		defer close(r.prepared)
+		r.err = r.prepare(ctx, dataDir)
+	})
+	return r, nil
+}
+
+// prepare waits for containerd to serve and imports the pause image when it is missing.
+func (r *Runtime) prepare(ctx context.Context, dataDir string) error {
+	select {
+	case <-r.supervisor.Ready():
+	case err := <-r.supervised:
+		r.supervised <- err // Close reads it again
+		return fmt.Errorf("containerd: %w", errors.Join(err, errors.New("stopped before it was ready")))
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	conn, err := cri.Dial(r.supervisor.Endpoint())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return ensurePauseImage(ctx, conn, r.supervisor, dataDir)
+}
+
+// Wait blocks until the runtime is ready (containerd serving, the pause image in its store) or
+// could not be made so, or ctx ends.
+func (r *Runtime) Wait(ctx context.Context) error {
+	select {
+	case <-r.prepared:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Endpoint is the CRI endpoint the kubelet dials.
+func (r *Runtime) Endpoint() string { return r.supervisor.Endpoint() }
+
+// Config is the supervised containerd's configuration (its CNI directories the kubelet uses).
+func (r *Runtime) Config() containerd.Config { return r.supervisor.Config() }
+
+// Close stops containerd and waits for it; its error is the supervisor's.
+func (r *Runtime) Close() error {
+	r.cancel()
+	r.group.Wait()
+	select {
+	case err := <-r.supervised:
+		return err
+	default:
+		return nil
+	}
+}
+
+// RunWorker runs a node's container runtime and kubelet until ctx ends. The runtime is
+// cfg.RuntimeEndpoint, or rt (a supervised containerd the caller started and closes), or else a
+// containerd RunWorker starts and stops itself (StartRuntime). log may be nil.
+func RunWorker(ctx context.Context, cfg WorkerConfig, rt *Runtime, client kubernetes.Interface, log *slog.Logger) (runErr error) {
 	if log == nil {
 		log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	endpoint := cfg.RuntimeEndpoint
-	supervised := make(chan error, 1)
-	var supervisor *containerd.Supervisor
 	if endpoint == "" {
-		ccfg := cfg.Containerd
-		if ccfg.DataDir == "" {
-			ccfg.DataDir = cfg.Kubelet.DataDir
+		if rt == nil {
+			var err error
+			if rt, err = StartRuntime(cfg.Containerd, cfg.Kubelet.DataDir, log); err != nil {
+				return err
+			}
+			defer func() {
+				if err := rt.Close(); err != nil && runErr == nil {
+					runErr = err
+				}
+			}()
 		}
-		var err error
-		supervisor, err = containerd.New(ccfg, nil, log)
-		if err != nil {
+		if err := rt.Wait(ctx); err != nil {
 			return err
 		}
-		cfg.Kubelet.CNIConfDir = supervisor.Config().CNIConfDir
-		if supervisor.Config().SkiffCNIBinary != "" {
+		cfg.Kubelet.CNIConfDir = rt.Config().CNIConfDir
+		if rt.Config().SkiffCNIBinary != "" {
 			cfg.Kubelet.SkiffCNI = true
-			cfg.Kubelet.CNIPortmapPath = filepath.Join(supervisor.Config().StockCNIBinDir, "portmap")
+			cfg.Kubelet.CNIPortmapPath = filepath.Join(rt.Config().StockCNIBinDir, "portmap")
 		}
-		go func() { supervised <- supervisor.Run(ctx) }()
-		select {
-		case <-supervisor.Ready():
-		case err := <-supervised:
-			return fmt.Errorf("containerd: %w", errors.Join(err, errors.New("stopped before it was ready")))
-		case <-ctx.Done():
-			return <-supervised
-		}
-		endpoint = supervisor.Endpoint()
+		endpoint = rt.Endpoint()
 	}
 	runtime, err := cri.Dial(endpoint)
 	if err != nil {
 		return err
 	}
 	defer runtime.Close()
-	if supervisor != nil {
-		if err := ensurePauseImage(ctx, runtime, supervisor, cfg.Kubelet.DataDir); err != nil {
-			return err
-		}
-	}
 	// The kubelet API authenticates and authorizes through the API server (TokenReview,
 	// SubjectAccessReview), as the kubelet's Webhook modes do.
 	apiAuth, err := kubeletauth.New(kubeletauth.Config{Client: client, NodeName: cfg.Kubelet.NodeName, Log: log.With("component", "kubelet-api")})
@@ -108,14 +184,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, client kubernetes.Interfac
 			}
 		}()
 	}
-	runErr := k.Run(ctx)
-	cancel()
-	if supervisor != nil {
-		if err := <-supervised; err != nil && runErr == nil {
-			runErr = err
-		}
-	}
-	return runErr
+	return k.Run(ctx)
 }
 
 // ensurePauseImage imports the offline pause image into the supervised

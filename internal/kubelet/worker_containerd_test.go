@@ -45,7 +45,7 @@ func TestRunWorkerFromScratch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- kubelet.RunWorker(ctx, cfg, client, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		done <- kubelet.RunWorker(ctx, cfg, nil, client, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}()
 	containerdCfg := containerd.Default(dataDir)
 	t.Cleanup(func() {
