@@ -294,7 +294,7 @@ func TestVersionOf(t *testing.T) {
 	}{
 		{"running pod", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u", ResourceVersion: "7", OwnerReferences: owner},
 			Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}},
-			ObjectVersion{Kind: KindPod, Namespace: "ns", Name: "p", UID: "u", RV: 7, NodeName: "n1", Active: true, Owner: "rs-uid"}},
+			ObjectVersion{Kind: KindPod, Namespace: "ns", Name: "p", UID: "u", RV: 7, NodeName: "n1", Active: true, Owner: "rs-uid", Running: true}},
 		{"terminating pod", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u", ResourceVersion: "8", DeletionTimestamp: &now}},
 			ObjectVersion{Kind: KindPod, Name: "p", UID: "u", RV: 8}},
 		{"finished pod", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u", ResourceVersion: "9"}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded}},
@@ -345,5 +345,21 @@ func TestFillLeavesNoRoom(t *testing.T) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "one-more"), make([]byte, 8<<10), 0o600); err == nil {
 		t.Error("a write found room after fill")
+	}
+}
+
+// TestCountObjectsRunningOn counts each pod once on the node that reported it Running, not its
+// versions, nor pods never Running.
+func TestCountObjectsRunningOn(t *testing.T) {
+	c := CountObjects([]ObjectVersion{
+		{Kind: KindPod, UID: "a", RV: 1, NodeName: "w1"},
+		{Kind: KindPod, UID: "a", RV: 2, NodeName: "w1", Running: true},
+		{Kind: KindPod, UID: "a", RV: 3, NodeName: "w1", Running: true},
+		{Kind: KindPod, UID: "b", RV: 4, NodeName: "w2", Running: true},
+		{Kind: KindPod, UID: "c", RV: 5, NodeName: "w2"},
+		{Kind: KindPod, UID: "d", RV: 6},
+	})
+	if c.Pods != 4 || c.Bound != 3 || c.RunningOn["w1"] != 1 || c.RunningOn["w2"] != 1 || len(c.RunningOn) != 2 {
+		t.Fatalf("counts %+v", c)
 	}
 }
