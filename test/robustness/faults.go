@@ -419,5 +419,14 @@ func (c *Cluster) restore(ctx context.Context, n *Node, f PlannedFault) error {
 		return err
 	}
 	c.log.AddRewind(Rewind{SnapshotRV: st.Revision, Stopped: stopped, Ready: c.log.Now(), State: state.Items})
+	// What the reset keeps of the old store (etcd-old-<time>: its WAL and disk reserve, hundreds
+	// of MiB) and the snapshot are an operator's backup, not the test's: a long run of restores
+	// would fill the disk with them.
+	old, _ := filepath.Glob(filepath.Join(n.DataDir, "etcd-old-*"))
+	for _, dir := range append(old, file) {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("restore: remove %s: %w", dir, err)
+		}
+	}
 	return nil
 }

@@ -233,10 +233,17 @@ func recoverCluster(ctx context.Context, c RunConfig, cl *Client) (List, error) 
 	return last, fmt.Errorf("no final LIST: %s", last.Reason)
 }
 
-// converge waits (at most a minute) for every informer to hold the final state and the watchers
+// convergeWait bounds the wait for informers and watchers after the run. client-go's reflector
+// backs off after failed lists and watches, up to 30 s doubled by its jitter, and resets only
+// after two quiet minutes: a run whose node went down several times in a few seconds (the
+// restores, each a few seconds of refused connections) saw an informer take more than a minute
+// to try again, after the last restore, a false alarm of the one-minute wait this replaced.
+const convergeWait = 2 * time.Minute
+
+// converge waits (at most convergeWait) for every informer to hold the final state and the watchers
 // to catch up, and returns the informers' states.
 func converge(ctx context.Context, clk clock.WithTicker, informers []*Informer, final []Item, watchersCaughtUp func() bool) []InformerState {
-	deadline := clk.Now().Add(time.Minute)
+	deadline := clk.Now().Add(convergeWait)
 	for {
 		var states []InformerState
 		all := watchersCaughtUp()
