@@ -24,9 +24,10 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -242,12 +243,7 @@ func (s *store) hosts() []string {
 		host, _, _ := strings.Cut(repo, "/")
 		set[host] = true
 	}
-	out := make([]string, 0, len(set))
-	for h := range set {
-		out = append(out, h)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // ServeHTTP answers /v2/, /v2/<name>/manifests/<reference> and /v2/<name>/blobs/<digest> (GET
