@@ -166,7 +166,9 @@ func InitialCluster(members []*etcdserverpb.Member, newID uint64, newName string
 
 // AddLearner adds a learner member named name with peerURLs and returns how it must start. While
 // etcd refuses with "unhealthy cluster" (a member added or promoted moments ago is not yet counted
-// as connected) it retries every interval until ctx ends.
+// as connected) or "too many learner members" (etcd takes one learner at a time: members joining
+// at once, as after a cluster reset, wait for the one before them to be promoted) it retries
+// every interval until ctx ends.
 func AddLearner(ctx context.Context, c *clientv3.Client, name string, peerURLs []string, clk clock.Clock, interval time.Duration, log *slog.Logger) (*etcdapi.AddMemberResponse, error) {
 	if name == "" || len(peerURLs) == 0 {
 		return nil, errors.New("add etcd learner: a name and peer URLs are required")
@@ -198,10 +200,14 @@ func AddLearner(ctx context.Context, c *clientv3.Client, name string, peerURLs [
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, rpctypes.ErrUnhealthy) {
+		switch {
+		case errors.Is(err, rpctypes.ErrUnhealthy):
+			log.Debug("etcd refuses a new member while the cluster is settling; retrying", "member", name, "err", err)
+		case errors.Is(err, rpctypes.ErrTooManyLearners):
+			log.Info("etcd takes one learner at a time; waiting for the one it has to be promoted", "member", name)
+		default:
 			return nil, fmt.Errorf("add etcd learner %s at %v: %w", name, peerURLs, err)
 		}
-		log.Debug("etcd refuses a new member while the cluster is settling; retrying", "member", name, "err", err)
 		if err := sleep(ctx, clk, interval); err != nil {
 			return nil, fmt.Errorf("add etcd learner %s at %v: cluster still unhealthy: %w", name, peerURLs, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -265,4 +266,50 @@ func waitHealth(ctx context.Context, t *testing.T, c *clientv3.Client, ok func(e
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("health never as expected; last: %v", last)
+}
+
+// TestAddLearnerWaitsForTheLearnerBefore: etcd takes one learner at a time, so a second member
+// joining while the first is still a learner (two control planes started together after a
+// cluster reset) waits for its promotion instead of failing the join.
+func TestAddLearnerWaitsForTheLearnerBefore(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p := etcdtest.NewPKI(t)
+	tlsCfg, err := etcd.ClientTLSConfig(p.CAFile, p.ClientCertFile, p.ClientKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := []etcdtest.Spec{etcdtest.NewSpec(t, "m1"), etcdtest.NewSpec(t, "m2"), etcdtest.NewSpec(t, "m3")}
+	etcdtest.StartMember(t, specs[0].Config(p, "", ""))
+	c, err := etcd.NewClient([]string{specs[0].ClientURL()}, tlsCfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	first, err := etcd.AddLearner(ctx, c, "m2", []string{specs[1].PeerURL()}, clock.RealClock{}, 50*time.Millisecond, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan error, 1)
+	go func() {
+		_, err := etcd.AddLearner(ctx, c, "m3", []string{specs[2].PeerURL()}, clock.RealClock{}, 50*time.Millisecond, log)
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		t.Fatalf("the second learner was answered while the first was one: %v", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	etcdtest.StartMember(t, specs[1].Config(p, first.InitialCluster, etcd.ClusterStateExisting))
+	id, err := etcd.ParseID(first.Member.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := etcd.PromoteLearner(ctx, c, id, clock.RealClock{}, 50*time.Millisecond, log); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("the second learner, once the first was promoted: %v", err)
+	}
 }

@@ -44,6 +44,7 @@ func Scenarios() []Scenario {
 		{Name: "ha-partition", Nodes: 3, Fault: FaultPartition},
 		{Name: "ha-partition-oneway", Nodes: 3, Fault: FaultPartitionOneWay},
 		{Name: "ha-full-disk", Nodes: 3, Fault: FaultFullDisk},
+		{Name: "ha-restore", Nodes: 3, Fault: FaultRestore},
 		{Name: "ext-kill", Nodes: 2, Fault: FaultKill, ExternalEtcd: true},
 		{Name: "ext-pause-etcd", Nodes: 2, Fault: FaultPauseEtcd, ExternalEtcd: true},
 		{Name: "ext-kill-etcd", Nodes: 2, Fault: FaultKillEtcd, ExternalEtcd: true},

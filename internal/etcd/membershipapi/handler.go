@@ -21,9 +21,10 @@ import (
 
 // Timeouts of the membership operations.
 const (
-	// RequestTimeout bounds list, add and remove.
+	// RequestTimeout bounds list and remove.
 	RequestTimeout = 30 * time.Second
-	// PromoteTimeout bounds a promotion, which waits for the learner to catch up.
+	// PromoteTimeout bounds a promotion, which waits for the learner to catch up, and an add,
+	// which may wait for another learner's promotion (etcd takes one learner at a time).
 	PromoteTimeout = 2 * time.Minute
 )
 
@@ -100,7 +101,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	timeout := RequestTimeout
-	if act == actionPromote {
+	if act == actionPromote || act == actionAdd {
 		timeout = PromoteTimeout
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
