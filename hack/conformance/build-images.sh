@@ -31,11 +31,14 @@ export GOWORK=off GOFLAGS=-mod=mod
 [[ -f $src/.ready ]] || { echo "no k8s source in $src: run build-e2e.sh first" >&2; exit 1; }
 
 e2e=registry.k8s.io/e2e-test-images
-# Bump recipe when an image's recipe changes, so existing caches rebuild.
-recipe=6
+# Bump recipe when an image's recipe changes, so existing caches rebuild (these images only: the
+# CSI images, registry.k8s.io/sig-storage/*, are build-csi-images.sh's, with a recipe of their own).
+# 7: /var/tmp in every busybox root (the DaemonSet surge spec's readiness probe touches a file
+# there; upstream's alpine and Debian images have it).
+recipe=7
 stamp=$out/.version
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$version-$recipe" ]]; then
-	rm -f "$out"/*.tar
+	find "$out" -maxdepth 1 -name '*.tar' ! -name 'registry.k8s.io_sig-storage_*' -delete
 	echo "$version-$recipe" >"$stamp"
 fi
 

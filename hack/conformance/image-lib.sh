@@ -87,8 +87,8 @@ busybox_root() {
 		echo "$bb is not static: install busybox-static" >&2
 		return 1
 	fi
-	mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,etc,tmp,root,home,proc,sys,dev,var/run,run}
-	chmod 1777 "$root/tmp"
+	mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,etc,tmp,var/tmp,root,home,proc,sys,dev,var/run,run}
+	chmod 1777 "$root/tmp" "$root/var/tmp"
 	install -m 0755 "$bb" "$root/bin/busybox"
 	"$bb" --list-full | while read -r a; do
 		[[ $a == bin/busybox || -e $root/$a ]] && continue

@@ -158,6 +158,8 @@ func TestUpdatePreconditions(t *testing.T) {
 		{name: "stale resourceVersion", change: func(next, _ *corev1.ConfigMap) { next.ResourceVersion = "1" + next.ResourceVersion }, wantCode: 409, wantMsg: stale},
 		{name: "unconditional where allowed", unconditional: true, change: func(next, _ *corev1.ConfigMap) { next.ResourceVersion = "" }},
 		{name: "unconditional where not allowed", change: func(next, _ *corev1.ConfigMap) { next.ResourceVersion = "" }, wantCode: 422, wantMsg: "metadata.resourceVersion: Invalid value: \"\": must be specified for an update"},
+		{name: "resourceVersion 0 is none given", unconditional: true, change: func(next, _ *corev1.ConfigMap) { next.ResourceVersion = "0" }},
+		{name: "resourceVersion 0 where unconditional updates are not allowed", change: func(next, _ *corev1.ConfigMap) { next.ResourceVersion = "0" }, wantCode: 422, wantMsg: "metadata.resourceVersion: Invalid value: \"\": must be specified for an update"},
 		{name: "other uid", change: func(next, stored *corev1.ConfigMap) { next.UID = "other" }, wantCode: 409,
 			wantMsg: `Operation cannot be fulfilled on configmaps "cm": Precondition failed: UID in precondition: other, UID in object meta: `},
 	}

@@ -103,6 +103,13 @@ func (s *Store) Update(ctx context.Context, namespace, name string, objInfo Upda
 			return next, nil
 		}
 		rv := nm.GetResourceVersion()
+		if rv == "0" {
+			// Kubernetes reads resourceVersion "0" as none given (its versioner parses both to 0):
+			// an unconditional update where the strategy allows one. e2e's scheduler specs update
+			// a Node's status so, while its kubelet writes it too.
+			rv = ""
+			nm.SetResourceVersion("")
+		}
 		if rv == "" && !s.res.Strategy.AllowUnconditionalUpdate() {
 			return nil, s.invalid(name, field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), rv, "must be specified for an update")})
 		}
