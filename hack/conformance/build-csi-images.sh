@@ -50,7 +50,11 @@ snapshot_controller=registry.k8s.io/sig-storage/snapshot-controller:v8.2.0
 # wanted: every image the CSI drivers' manifests name, and the snapshot controller.
 wanted() {
 	{
-		cat "$manifests"/hostpath/hostpath/*.yaml "$manifests"/mock/*.yaml |
+		{
+			cat "$manifests"/hostpath/hostpath/*.yaml "$manifests"/mock/*.yaml
+			# The "any volume data source" provisioning spec's populator and validator.
+			[[ ! -d $manifests/any-volume-datasource ]] || find "$manifests/any-volume-datasource" -name '*.yaml' -exec cat {} +
+		} |
 			sed -n 's/^[[:space:]]*image:[[:space:]]*\([^[:space:]#]*\).*/\1/p'
 		echo "$snapshot_controller"
 	} | sort -u
@@ -93,6 +97,9 @@ recipe_of() {
 	csi-provisioner) echo "mod:github.com/kubernetes-csi/external-provisioner/v5 ./cmd/csi-provisioner" ;;
 	csi-snapshotter) echo "git:external-snapshotter ./cmd/csi-snapshotter" ;;
 	snapshot-controller) echo "git:external-snapshotter ./cmd/snapshot-controller" ;;
+	# The "any volume data source" provisioning spec's populator and the validator beside it.
+	hello-populator) echo "git:lib-volume-populator ./example/hello-populator" ;;
+	volume-data-source-validator) echo "git:volume-data-source-validator ./cmd/volume-data-source-validator" ;;
 	*) return 1 ;;
 	esac
 }

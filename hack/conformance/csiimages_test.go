@@ -10,8 +10,9 @@ import (
 )
 
 // TestCSIImageList: build-csi-images.sh --list names each image the csi-hostpath and mock drivers'
-// manifests run, once, and the snapshot controller the harness deploys; commented-out images and
-// the other drivers' manifests are not its business.
+// manifests run, once, those of the any-volume-data-source spec (populator, validator), and the
+// snapshot controller the harness deploys; commented-out images and the other drivers' manifests
+// are not its business.
 func TestCSIImageList(t *testing.T) {
 	cache := t.TempDir()
 	src := filepath.Join(cache, "src", "kubernetes-v1.33.13")
@@ -29,7 +30,9 @@ func TestCSIImageList(t *testing.T) {
 		"hostpath/hostpath/csi-hostpath-testing.yaml": "        - image: registry.k8s.io/sig-storage/hostpathplugin:v1.16.1\n          name: socat\n",
 		"mock/csi-mock-driver.yaml": "      - name: mock\n        image: registry.k8s.io/sig-storage/hostpathplugin:v1.16.1\n" +
 			"      - name: busybox\n        image: registry.k8s.io/e2e-test-images/busybox:1.36.1-1\n",
-		"gce-pd/node_ds.yaml": "        image: registry.k8s.io/cloud-provider-gcp/gcp-compute-persistent-disk-csi-driver:v1.4.0\n",
+		"gce-pd/node_ds.yaml":                               "        image: registry.k8s.io/cloud-provider-gcp/gcp-compute-persistent-disk-csi-driver:v1.4.0\n",
+		"any-volume-datasource/hello-populator-deploy.yaml": "          image: registry.k8s.io/sig-storage/hello-populator:v1.0.1\n",
+		"any-volume-datasource/volume-data-source-validator/setup-data-source-validator.yaml": "          image: registry.k8s.io/sig-storage/volume-data-source-validator:v1.0.0\n",
 	}
 	for name, body := range files {
 		path := filepath.Join(manifests, name)
@@ -51,8 +54,10 @@ func TestCSIImageList(t *testing.T) {
 	want := []string{
 		"registry.k8s.io/e2e-test-images/busybox:1.36.1-1",
 		"registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.13.0",
+		"registry.k8s.io/sig-storage/hello-populator:v1.0.1",
 		"registry.k8s.io/sig-storage/hostpathplugin:v1.16.1",
 		"registry.k8s.io/sig-storage/snapshot-controller:v8.2.0",
+		"registry.k8s.io/sig-storage/volume-data-source-validator:v1.0.0",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("--list:\n got %q\nwant %q", got, want)
