@@ -79,9 +79,19 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 			}
 		}
 	}
+	// A volume that changed hands, or went away, may leave the claim it named bound to nothing.
+	requeueClaimOf := func(o any) {
+		if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
+			o = tomb.Obj
+		}
+		if pv, ok := o.(*corev1.PersistentVolume); ok && pv.Spec.ClaimRef != nil {
+			c.loop.Queue.Add(pv.Spec.ClaimRef.Namespace + "/" + pv.Spec.ClaimRef.Name)
+		}
+	}
 	if _, err := pvInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { requeuePending(o); c.volumes.Enqueue(o) },
-		UpdateFunc: func(_, o any) { requeuePending(o); c.volumes.Enqueue(o) },
+		UpdateFunc: func(old, o any) { requeuePending(o); requeueClaimOf(old); c.volumes.Enqueue(o) },
+		DeleteFunc: requeueClaimOf,
 	}); err != nil {
 		return nil, fmt.Errorf("volume informer handler: %w", err)
 	}
@@ -151,8 +161,11 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if pvc.DeletionTimestamp != nil || pvc.Status.Phase == corev1.ClaimBound {
-		return nil
+	if pvc.DeletionTimestamp != nil || pvc.Status.Phase == corev1.ClaimLost {
+		return nil // Lost is terminal, as upstream has it
+	}
+	if pvc.Status.Phase == corev1.ClaimBound {
+		return c.syncBound(ctx, pvc)
 	}
 	volumes, err := c.pvLister.List(labels.Everything())
 	if err != nil {
@@ -180,6 +193,62 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		return c.markProvisioning(ctx, pvc)
 	}
 	return c.bind(ctx, pvc, pv)
+}
+
+// syncBound marks a bound claim Lost when its volume went away or now belongs to another claim
+// (a volume populator rebinds the volume it filled from its scratch claim to the user's, and
+// cleans up once the scratch claim is Lost).
+func (c *Controller) syncBound(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+	var pv *corev1.PersistentVolume
+	if pvc.Spec.VolumeName != "" {
+		got, err := c.pvLister.Get(pvc.Spec.VolumeName)
+		switch {
+		case err == nil:
+			pv = got
+		case !apierrors.IsNotFound(err):
+			return err
+		}
+	}
+	lost, reason, message := BoundClaimLost(pvc, pv)
+	if !lost {
+		return nil
+	}
+	if pvc.Spec.VolumeName != "" {
+		// Lost is terminal: the informer's view of the volume is checked against the API first.
+		live, err := c.client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			live = nil
+		case err != nil:
+			return err
+		}
+		if lost, reason, message = BoundClaimLost(pvc, live); !lost {
+			return nil
+		}
+	}
+	next := pvc.DeepCopy()
+	next.Status.Phase = corev1.ClaimLost
+	if _, err := c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("claim %s/%s lost: %w", pvc.Namespace, pvc.Name, err)
+	}
+	if c.recorder != nil {
+		c.recorder.Event(pvc, corev1.EventTypeWarning, reason, message)
+	}
+	return nil
+}
+
+// BoundClaimLost decides, as upstream's volume controller does, whether a bound claim has lost its
+// volume (pv nil: it does not exist), with the event's reason and message. It is pure.
+func BoundClaimLost(pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) (bool, string, string) {
+	switch {
+	case pvc.Spec.VolumeName == "":
+		return true, "ClaimLost", "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!"
+	case pv == nil:
+		return true, "ClaimLost", "Bound claim has lost its PersistentVolume. Data on the volume is lost!"
+	case pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.UID != "" && pv.Spec.ClaimRef.UID != pvc.UID:
+		return true, "ClaimMisbound", "Two claims are bound to the same volume, this one is bound incorrectly"
+	}
+	return false, "", ""
 }
 
 // Kubernetes' annotations naming the provisioner expected to make a claim's volume.

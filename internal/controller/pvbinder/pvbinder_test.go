@@ -117,12 +117,76 @@ func TestSyncBindsBothSides(t *testing.T) {
 	}
 
 	bound := pvc.DeepCopy()
-	bound.Status.Phase = corev1.ClaimBound
-	env = ctrltest.NewEnv(pv, bound)
+	bound.Status.Phase, bound.Spec.VolumeName = corev1.ClaimBound, "data"
+	boundPV := obj(0).(*corev1.PersistentVolume)
+	env = ctrltest.NewEnv(boundPV, bound)
 	c, _ = New(env.Deps)
+	ctrltest.Seed(t, env.Factory.Core().V1().PersistentVolumes().Informer(), boundPV)
 	ctrltest.Seed(t, env.Factory.Core().V1().PersistentVolumeClaims().Informer(), bound)
 	if err := c.Sync(context.Background(), "ns/c"); err != nil || len(env.Writes()) != 0 {
 		t.Fatalf("bound claim touched: %v %q", err, ctrltest.Describe(env.Writes()))
+	}
+}
+
+func TestBoundClaimLost(t *testing.T) {
+	pvc := claim("c", "local", "1Gi")
+	pvc.Spec.VolumeName = "data"
+	mine := volume("data", "local", "1Gi")
+	mine.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "ns", Name: "c", UID: pvc.UID}
+	other := mine.DeepCopy()
+	other.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "ns", Name: "d", UID: "uid-d"}
+	unnamed := pvc.DeepCopy()
+	unnamed.Spec.VolumeName = ""
+	for _, tc := range []struct {
+		name   string
+		pvc    *corev1.PersistentVolumeClaim
+		pv     *corev1.PersistentVolume
+		reason string
+	}{
+		{"its volume names it", pvc, mine, ""},
+		{"its volume not yet pointed at a claim", pvc, volume("data", "local", "1Gi"), ""},
+		{"its volume went to another claim (a populator's rebind)", pvc, other, "ClaimMisbound"},
+		{"its volume is gone", pvc, nil, "ClaimLost"},
+		{"it names no volume", unnamed, mine, "ClaimLost"},
+	} {
+		lost, reason, _ := BoundClaimLost(tc.pvc, tc.pv)
+		if lost != (tc.reason != "") || reason != tc.reason {
+			t.Errorf("%s: lost %v (%q), want %q", tc.name, lost, reason, tc.reason)
+		}
+	}
+}
+
+// TestSyncMarksAMisboundClaimLost: a volume populator's scratch claim, once its volume is rebound
+// to the user's claim, becomes Lost (the populator waits for that to clean up), and stays so.
+func TestSyncMarksAMisboundClaimLost(t *testing.T) {
+	prime := claim("prime", "local", "1Gi")
+	prime.Spec.VolumeName, prime.Status.Phase = "data", corev1.ClaimBound
+	pv := volume("data", "local", "1Gi")
+	pv.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "ns", Name: "user", UID: "uid-user"}
+	env := ctrltest.NewEnv(pv, prime)
+	c, err := New(env.Deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Seed(t, env.Factory.Core().V1().PersistentVolumes().Informer(), pv)
+	ctrltest.Seed(t, env.Factory.Core().V1().PersistentVolumeClaims().Informer(), prime)
+	if err := c.Sync(context.Background(), "ns/prime"); err != nil {
+		t.Fatal(err)
+	}
+	writes := env.Writes()
+	if got, want := ctrltest.Describe(writes), []string{"update persistentvolumeclaims/status prime"}; !slices.Equal(got, want) {
+		t.Fatalf("actions %q, want %q", got, want)
+	}
+	lost := writes[0].(clienttesting.UpdateAction).GetObject().(*corev1.PersistentVolumeClaim)
+	if lost.Status.Phase != corev1.ClaimLost {
+		t.Fatalf("phase %s, want Lost", lost.Status.Phase)
+	}
+	env = ctrltest.NewEnv(pv, lost)
+	c, _ = New(env.Deps)
+	ctrltest.Seed(t, env.Factory.Core().V1().PersistentVolumes().Informer(), pv)
+	ctrltest.Seed(t, env.Factory.Core().V1().PersistentVolumeClaims().Informer(), lost)
+	if err := c.Sync(context.Background(), "ns/prime"); err != nil || len(env.Writes()) != 0 {
+		t.Fatalf("a Lost claim was touched: %v %q", err, ctrltest.Describe(env.Writes()))
 	}
 }
 
