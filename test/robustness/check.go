@@ -198,7 +198,7 @@ type revisions struct {
 // before rv.
 func (revs revisions) gone(r, rv int64) bool {
 	for _, s := range revs.discarded {
-		if s.holds(r) && rv > s.To {
+		if s.holds(r) && rv > s.Before {
 			return true
 		}
 	}

@@ -22,8 +22,10 @@ type Rewind struct {
 	State []Item `json:"state"`
 }
 
-// rvSpan is a range of revisions (From, To].
-type rvSpan struct{ From, To int64 }
+// rvSpan is the range of revisions (From, To] a restore discarded; Before is the newest revision
+// observed before it: a read at a revision above Before is of the restored store, where none of
+// the span is (the first such read can be at the bumped revision itself, before any new write).
+type rvSpan struct{ From, To, Before int64 }
 
 func (s rvSpan) holds(rv int64) bool { return rv > s.From && rv <= s.To }
 
@@ -88,7 +90,7 @@ func (e epochs) discarded() []rvSpan {
 	for i, rw := range e.rewinds {
 		to := max(e.before[i], e.firstAfter[i]-1)
 		if to > rw.SnapshotRV {
-			out = append(out, rvSpan{From: rw.SnapshotRV, To: to})
+			out = append(out, rvSpan{From: rw.SnapshotRV, To: to, Before: e.before[i]})
 		}
 	}
 	return out

@@ -43,6 +43,10 @@ func restoredHistory() *History {
 			// The exact LIST at the snapshot's revision the fault takes before the stop.
 			{Client: 0, RequestRV: "11", Match: "Exact", Call: 14, Return: 15, Outcome: OutcomeOK, RV: 11,
 				Items: []Item{{Key: "k0", Value: "a", RV: 10}, {Key: "k1", Value: "x", RV: 11}}},
+			// A LIST at the restored store's bumped revision itself, before any new write and
+			// before the test saw the node ready: of the restored store, not of the history before.
+			{Client: 1, Call: 28, Return: 29, Outcome: OutcomeOK, RV: bump + 11,
+				Items: []Item{{Key: "k0", Value: "a", RV: 10}, {Key: "k1", Value: "x", RV: 11}}},
 			// The relist after the 410.
 			{Client: 3, Call: 33, Return: 34, Outcome: OutcomeOK, RV: bump + 12,
 				Items: []Item{{Key: "k0", Value: "c", RV: bump + 12}, {Key: "k1", Value: "x", RV: 11}}},
@@ -75,7 +79,8 @@ func TestCheckCatchesBrokenRestores(t *testing.T) {
 	}{
 		{"no revision bump: a write after the restore reuses a discarded revision", func(h *History) {
 			h.Ops[6].RV = 12
-			h.Lists[1].RV, h.Lists[1].Items[0].RV = 12, 12
+			h.Lists[1].RV = 11
+			h.Lists[2].RV, h.Lists[2].Items[0].RV = 12, 12
 			h.Watches[2].StartRV = 12
 			h.Ops[8].RV, h.Watches[2].Events[0].RV = 13, 13
 			h.Informers[0].Items = []Item{{Key: "k0", Value: "c", RV: 12}, {Key: "k1", Value: "y", RV: 13}}
@@ -92,7 +97,7 @@ func TestCheckCatchesBrokenRestores(t *testing.T) {
 			h.Watches[1].Events = []Event{{Type: EventModified, Key: "k0", Value: "c", RV: bump + 12, At: 34}}
 		}, CheckWatchGap},
 		{"a relist after the restore still has a discarded object", func(h *History) {
-			h.Lists[1].Items = append(h.Lists[1].Items, Item{Key: "k2", Value: "q", RV: 13})
+			h.Lists[2].Items = append(h.Lists[2].Items, Item{Key: "k2", Value: "q", RV: 13})
 		}, CheckList},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
