@@ -122,6 +122,45 @@ func (a *aggregator) route(path string) *aggRoute {
 	return a.routes[gv]
 }
 
+// openAPIV3Route is the proxied group version whose OpenAPI v3 document a path asks for
+// (/openapi/v3/apis/<group>/<version>), or nil.
+func (a *aggregator) openAPIV3Route(path string) *aggRoute {
+	rest, ok := strings.CutPrefix(path, "/openapi/v3/apis/")
+	if !ok {
+		return nil
+	}
+	gv, ok := aggregatedGroupVersion("/apis/" + rest)
+	if !ok || strings.Contains(strings.TrimPrefix(rest, gv.Group+"/"+gv.Version), "/") {
+		return nil
+	}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.routes[gv]
+}
+
+// openAPIV3Paths are the OpenAPI v3 index entries of the available proxied group versions, by
+// prefix to the URL this server answers for them (kube-aggregator lists each APIService's
+// documents in the root index the same way, and proxies them).
+func (a *aggregator) openAPIV3Paths() map[string]string {
+	if a == nil {
+		return nil
+	}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	var out map[string]string
+	for gv, rt := range a.routes {
+		if !rt.available {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		prefix := "apis/" + gv.Group + "/" + gv.Version
+		out[prefix] = "/openapi/v3/" + prefix
+	}
+	return out
+}
+
 // setRoute installs (or with nil removes) the route of gv and reports whether discovery changed.
 func (a *aggregator) setRoute(gv schema.GroupVersion, rt *aggRoute) bool {
 	a.mu.Lock()

@@ -65,6 +65,10 @@ func extensionServer(t *testing.T, frontProxyCA []byte) (*httptest.Server, []byt
 			},
 		})
 	})
+	mux.HandleFunc("/openapi/v3/apis/wardle.example.com/v1", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"openapi":"3.0.0","info":{"title":"wardle","version":"v1"},"paths":{"/apis/wardle.example.com/v1/flunders":{}}}`)
+	})
 	mux.HandleFunc("/apis/wardle.example.com/v1/namespaces/{ns}/flunders", func(w http.ResponseWriter, r *http.Request) {
 		item := map[string]any{
 			"apiVersion": "wardle.example.com/v1", "kind": "Flunder",
@@ -285,6 +289,27 @@ func TestAggregation(t *testing.T) {
 		t.Fatalf("unavailable APIService: %v", err)
 	}
 
+	// The OpenAPI v3 index lists the available one beside the server's own group versions, and
+	// its document, read as client-go reads it, is the extension server's.
+	openAPIPaths, err := c.client.Discovery().OpenAPIV3().Paths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := openAPIPaths["api/v1"]; !ok {
+		t.Fatal("the OpenAPI v3 index lost the server's own api/v1")
+	}
+	if _, ok := openAPIPaths["apis/missing.example.com/v1"]; ok {
+		t.Fatal("an unavailable APIService is in the OpenAPI v3 index")
+	}
+	wardle, ok := openAPIPaths["apis/wardle.example.com/v1"]
+	if !ok {
+		t.Fatalf("the OpenAPI v3 index lacks apis/wardle.example.com/v1: %v", openAPIPaths)
+	}
+	doc, err := wardle.Schema("application/json")
+	if err != nil || !strings.Contains(string(doc), `"title":"wardle"`) {
+		t.Fatalf("wardle's OpenAPI v3 document: %s, %v", doc, err)
+	}
+
 	// Deleting the APIService stops the proxying and takes it out of discovery.
 	if err := c.dynamic.Resource(apiServicesGVR).Delete(ctx, "v1.wardle.example.com", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -299,6 +324,14 @@ func TestAggregation(t *testing.T) {
 			t.Fatalf("still proxied after delete: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// And takes it out of the OpenAPI v3 index.
+	openAPIPaths, err = c.client.Discovery().OpenAPIV3().Paths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := openAPIPaths["apis/wardle.example.com/v1"]; ok {
+		t.Fatal("a deleted APIService is still in the OpenAPI v3 index")
 	}
 }
 

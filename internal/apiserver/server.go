@@ -132,7 +132,8 @@ func (s *Server) nonResourceHandler(path string) http.Handler {
 // OpenAPIService serves the OpenAPI documents and supplies the schema server-side apply works on.
 type OpenAPIService interface {
 	ServeV2(w http.ResponseWriter, r *http.Request)
-	ServeV3(w http.ResponseWriter, r *http.Request)
+	// ServeV3's others are index entries of documents the aggregated API servers serve.
+	ServeV3(w http.ResponseWriter, r *http.Request, others map[string]string)
 }
 
 // DiscoveryService serves /api, /apis and the group-version resource lists.
@@ -440,7 +441,12 @@ func (s *Server) serveAuthorized(rec http.ResponseWriter, r *http.Request, info 
 			s.writeError(rec, r, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
 			return
 		}
-		s.cfg.OpenAPI.ServeV3(rec, r)
+		if rt := s.agg.openAPIV3Route(r.URL.Path); rt != nil {
+			// An aggregated group version's document is its extension API server's own.
+			s.agg.serve(rec, r, rt)
+			return
+		}
+		s.cfg.OpenAPI.ServeV3(rec, r, s.agg.openAPIV3Paths())
 	case info.IsResourceRequest:
 		s.serveResource(rec, r, info)
 	case s.nonResourceHandler(r.URL.Path) != nil:

@@ -121,8 +121,9 @@ func newTestServer(t *testing.T) (*Service, *httptest.Server) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/openapi/v2", svc.ServeV2)
-	mux.HandleFunc("/openapi/v3", svc.ServeV3)
-	mux.HandleFunc("/openapi/v3/", svc.ServeV3)
+	v3 := func(w http.ResponseWriter, r *http.Request) { svc.ServeV3(w, r, nil) }
+	mux.HandleFunc("/openapi/v3", v3)
+	mux.HandleFunc("/openapi/v3/", v3)
 	server := httptest.NewServer(mux)
 	t.Cleanup(server.Close)
 	return svc, server

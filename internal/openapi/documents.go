@@ -125,6 +125,23 @@ func renderPaths(byGV map[schema.GroupVersion]*groupVersionPaths, defs *definiti
 	return out, nil
 }
 
+// mergedV3Index is the index of docs' own documents and others' (prefix to server-relative URL);
+// an own document wins a prefix both name.
+func mergedV3Index(docs *renderedDocuments, others map[string]string) (*servedDocument, error) {
+	index := v3Index{Paths: make(map[string]v3IndexEntry, len(docs.v3)+len(others))}
+	for prefix, url := range others {
+		index.Paths[prefix] = v3IndexEntry{ServerRelativeURL: url}
+	}
+	for prefix, doc := range docs.v3 {
+		index.Paths[prefix] = v3IndexEntry{ServerRelativeURL: v3DocumentURL(prefix, doc.hash)}
+	}
+	encoded, err := json.Marshal(index)
+	if err != nil {
+		return nil, fmt.Errorf("encode openapi v3 index: %w", err)
+	}
+	return newServedDocument(encoded, buildStamp(docs.v3Index.modified), nil), nil
+}
+
 func v3DocumentURL(prefix, hash string) string {
 	return "/openapi/v3/" + prefix + "?hash=" + hash
 }

@@ -160,8 +160,10 @@ func (s *Service) ServeV2(w http.ResponseWriter, r *http.Request) {
 
 // ServeV3 answers GET /openapi/v3 (the index) and /openapi/v3/<prefix> (the document of one
 // group-version, "api/v1" or "apis/apps/v1"). A ?hash that names the current document makes the
-// answer cacheable forever; a stale hash redirects to the current one, as upstream does.
-func (s *Service) ServeV3(w http.ResponseWriter, r *http.Request) {
+// answer cacheable forever; a stale hash redirects to the current one, as upstream does. others
+// are index entries of documents served by someone else (aggregated API servers), by prefix
+// ("apis/wardle.example.com/v1beta1") to their server-relative URL; the index lists them too.
+func (s *Service) ServeV3(w http.ResponseWriter, r *http.Request, others map[string]string) {
 	if !readOnlyMethod(w, r) {
 		return
 	}
@@ -171,7 +173,16 @@ func (s *Service) ServeV3(w http.ResponseWriter, r *http.Request) {
 	}
 	prefix := strings.Trim(strings.TrimPrefix(r.URL.Path, "/openapi/v3"), "/")
 	if prefix == "" {
-		writeDocument(w, r, docs.v3Index, jsonOnly, nil)
+		index := docs.v3Index
+		if len(others) > 0 {
+			merged, err := mergedV3Index(docs, others)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			index = merged
+		}
+		writeDocument(w, r, index, jsonOnly, nil)
 		return
 	}
 	doc, ok := docs.v3[prefix]

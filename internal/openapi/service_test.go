@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -575,5 +576,29 @@ func TestDocumentsRenderedOnFirstRequest(t *testing.T) {
 	}
 	if resp := get(t, server.URL+"/openapi/v3/api/v1", "application/json"); resp.StatusCode != http.StatusOK || !rendered() {
 		t.Fatalf("after Update: %d, rendered %v", resp.StatusCode, rendered())
+	}
+}
+
+// TestV3IndexListsOthers: the index names the documents aggregated API servers serve beside the
+// server's own, and an own document keeps its entry when another names the same prefix.
+func TestV3IndexListsOthers(t *testing.T) {
+	svc, _ := newTestServer(t)
+	rec := httptest.NewRecorder()
+	svc.ServeV3(rec, httptest.NewRequest(http.MethodGet, "/openapi/v3", nil), map[string]string{
+		"apis/wardle.example.com/v1beta1": "/openapi/v3/apis/wardle.example.com/v1beta1",
+		"api/v1":                          "/elsewhere",
+	})
+	var index v3Index
+	if err := json.Unmarshal(rec.Body.Bytes(), &index); err != nil {
+		t.Fatalf("decode index: %v (%s)", err, rec.Body)
+	}
+	if got := index.Paths["apis/wardle.example.com/v1beta1"].ServerRelativeURL; got != "/openapi/v3/apis/wardle.example.com/v1beta1" {
+		t.Errorf("aggregated entry %q", got)
+	}
+	if got := index.Paths["api/v1"].ServerRelativeURL; !strings.HasPrefix(got, "/openapi/v3/api/v1?hash=") {
+		t.Errorf("api/v1 entry %q, want the server's own document", got)
+	}
+	if _, ok := index.Paths["apis/apps/v1"]; !ok {
+		t.Error("the merged index lost apis/apps/v1")
 	}
 }
