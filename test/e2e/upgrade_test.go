@@ -83,8 +83,7 @@ func skiffWithMinor(t *testing.T, minor int) string {
 
 // upgradeWeb is the served application: busybox httpd pods behind a Service, each answering with
 // its pod's name and node (the downward API). upgradeClient requests it every 50 ms through the
-// Service's cluster IP and prints a line per request: "ok <unix seconds> <pod> <node>" or
-// "fail <unix seconds>" (under timeout: busybox 1.35's wget crashes with -T).
+// Service's cluster IP (clientLoop).
 const upgradeWeb = `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
@@ -125,8 +124,16 @@ spec:
       containers:
       - name: c
         image: localhost/busybox:local
-        command: [sh, -c, 'while :; do if a=$(timeout 2 wget -q -O - http://$WEB_SERVICE_HOST:$WEB_SERVICE_PORT/); then echo ok $(date +%s) $a; else echo fail $(date +%s); fi; sleep 0.05; done']
+        command: [sh, -c, '` + clientLoop + `']
 `
+
+// clientLoop is the client pods' shell loop: a request every 50 ms through the web Service's
+// cluster IP, a line per request, "ok <unix seconds> <pod> <node>" or "fail <unix seconds> rc=<exit
+// status> <wget's message>", the seconds those of the request's start (so a failure is attributed
+// to when it began) and rc=124 a timeout. The limit is 5 s under timeout (busybox 1.35's wget
+// crashes with -T): a request on this machine takes milliseconds, and a CI run's race-detector
+// tests beside the cluster have starved one for over 2 s.
+const clientLoop = `while :; do t=$(date +%s); if a=$(timeout 5 wget -q -O - http://$WEB_SERVICE_HOST:$WEB_SERVICE_PORT/ 2>&1); then echo ok $t $a; else echo fail $t rc=$? $a; fi; sleep 0.05; done`
 
 // httpTally keeps the longest log seen of each client pod: a pod's log goes with the pod, so it is
 // read before the pod's node is drained and again at the end.
@@ -160,12 +167,13 @@ func (h *httpTally) collect(c *cluster) error {
 }
 
 // httpRequest is one line of a client pod's log: when, and which pod on which node answered
-// (none for a failed request).
+// (none for a failed request), or why it failed.
 type httpRequest struct {
 	client    string
 	at        time.Time
 	ok        bool
 	pod, node string
+	why       string
 }
 
 // requests parses every client pod's log.
@@ -184,13 +192,33 @@ func (h *httpTally) requests() []httpRequest {
 				continue
 			}
 			r := httpRequest{client: client, at: time.Unix(sec, 0), ok: f[0] == "ok"}
-			if r.ok && len(f) >= 4 {
+			switch {
+			case r.ok && len(f) >= 4:
 				r.pod, r.node = f[2], f[3]
+			case !r.ok:
+				r.why = strings.Join(f[2:], " ")
 			}
 			reqs = append(reqs, r)
 		}
 	}
 	return reqs
+}
+
+// checkAllAnswered fails the test unless the client pods' requests were answered, every one, and
+// names each failed request's time and what wget said.
+func (h *httpTally) checkAllAnswered(t *testing.T) {
+	t.Helper()
+	ok, failed := h.counts()
+	if ok > 0 && failed == 0 {
+		return
+	}
+	var why []string
+	for _, r := range h.requests() {
+		if !r.ok {
+			why = append(why, fmt.Sprintf("%s at %s: %s", r.client, r.at.Format(time.TimeOnly), r.why))
+		}
+	}
+	t.Errorf("pod traffic through the Service: %d ok, %d failed\n%s", ok, failed, strings.Join(why, "\n"))
 }
 
 func (h *httpTally) counts() (ok, failed int) {
@@ -568,7 +596,7 @@ func reportRequests(t *testing.T, reqs []httpRequest, steps []upgradeStep) {
 		if !expected {
 			unexpected++
 			cause = "UNEXPECTED " + cause
-			t.Logf("failed request of %s at %s: %s", r.client, r.at.Format(time.TimeOnly), cause)
+			t.Logf("failed request of %s at %s (%s): %s", r.client, r.at.Format(time.TimeOnly), r.why, cause)
 		}
 		causes[cause]++
 	}
