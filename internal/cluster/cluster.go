@@ -327,9 +327,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	phases := newStartPhases(cfg.Logger)
 	if n.runtime, err = startKubeletRuntime(&cfg); err != nil { // worker.go
 		return nil, err
 	}
+	phases.done("data dir and container runtime started")
 	n.certs = newCertChecker(&cfg, clock.RealClock{})
 	certs, err := ensureCertificates(&cfg, clock.RealClock{}.Now())
 	if err != nil {
@@ -337,9 +339,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	// etcd lives until Stop, not until ctx ends: a stopping node's roles still need the API server
 	// (to release their leader Leases) after the signal that cancelled ctx.
+	phases.done("certificates")
 	if err := n.startStorage(context.WithoutCancel(ctx)); err != nil {
 		return nil, err
 	}
+	phases.done("storage")
 	base := prometheus.NewRegistry()
 	base.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	n.metrics = newComponentMetrics(base)
@@ -358,6 +362,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if n.resourceMetrics, err = newResourceMetrics(&cfg, n.metrics.fresh("resource-metrics"), clock.RealClock{}.Now()); err != nil {
 		return nil, err
 	}
+	phases.done("admission, encryption and metrics")
 	api, authz, err := newAPIServer(ctx, admissionCtx, apiServerDeps{
 		cfg: &cfg, client: n.etcdClient, spaceCheck: n.spaceCheck, metrics: n.metrics, caches: &n.caches,
 		admission: admission, encryption: n.encryption, resourceMetrics: n.resourceMetrics, explainer: &n.explainer,
@@ -366,6 +371,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.api, n.authz = api, authz
+	phases.done("API server")
 	compactCtx, cancelCompaction := context.WithCancel(context.Background())
 	n.stopCompaction = cancelCompaction
 	compactor := etcd3.NewCompactor(n.etcdClient, etcd3.DefaultCompactionInterval, clock.RealClock{}, cfg.Logger)
@@ -375,6 +381,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := api.SyncCustomResources(ctx); err != nil {
 		return nil, err
 	}
+	phases.done("custom resources served")
 	n.goBackground(func() {
 		if err := api.RunCustomResources(compactCtx); err != nil {
 			cfg.Logger.Error("custom resources", "err", err)
@@ -404,6 +411,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		"requestTimeout", cfg.RequestTimeout, "idleTimeout", cfg.IdleConnectionTimeout)
 	n.listener = apiserver.LimitListener(ln, limits, n.metrics.connectionRejected)
 	n.httpServer = apiServerHTTP(api, tlsCfg, cfg.IdleConnectionTimeout, cfg.ReadHeaderTimeout)
+	phases.done("listening")
 	ok = true
 	return n, nil
 }
