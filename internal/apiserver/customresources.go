@@ -86,10 +86,22 @@ func (s *Server) SyncCustomResources(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list customresourcedefinitions: %w", err)
 	}
-	for _, crd := range list.(*crdv1.CustomResourceDefinitionList).Items {
-		if err := c.reconcile(ctx, crd.Name); err != nil {
+	// One LIST serves every definition's checks (each reconcile of the controller lists them all
+	// again, and a copy of a large definition costs milliseconds: with the Gateway API's that was
+	// most of a control plane's restart), and discovery and OpenAPI hear of the served set once.
+	all := list.(*crdv1.CustomResourceDefinitionList).Items
+	c.batching = true
+	defer func() {
+		c.batching = false
+		if c.pending {
+			c.pending = false
+			s.resourcesChanged()
+		}
+	}()
+	for i := range all {
+		if err := c.reconcileDefinition(ctx, &all[i], all); err != nil {
 			// The controller tries again once it runs.
-			s.log.Warn("serve customresourcedefinition", "name", crd.Name, "err", err)
+			s.log.Warn("serve customresourcedefinition", "name", all[i].Name, "err", err)
 		}
 	}
 	return nil
@@ -121,6 +133,9 @@ type crdController struct {
 	h      *resourceHandler
 	served map[string]*servedDefinition // owned by the RunCustomResources goroutine
 	queue  chan string
+	// batching holds back the served set's change notices while SyncCustomResources runs;
+	// pending says one is owed.
+	batching, pending bool
 }
 
 // servedDefinition is what one definition serves now, and from which generation it was built.
@@ -179,14 +194,20 @@ func (c *crdController) reconcile(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	crd := obj.(*crdv1.CustomResourceDefinition)
+	list, err := c.h.st.List(ctx, "", storage.ListOptions{Recursive: true})
+	if err != nil {
+		return fmt.Errorf("list customresourcedefinitions: %w", err)
+	}
+	return c.reconcileDefinition(ctx, obj.(*crdv1.CustomResourceDefinition), list.(*crdv1.CustomResourceDefinitionList).Items)
+}
+
+// reconcileDefinition serves crd, or finalizes it, and sets its status; all is every definition,
+// for the names check.
+func (c *crdController) reconcileDefinition(ctx context.Context, crd *crdv1.CustomResourceDefinition, all []crdv1.CustomResourceDefinition) error {
 	if crd.DeletionTimestamp != nil {
 		return c.finalize(ctx, crd)
 	}
-	accepted, conflict, err := c.namesAccepted(ctx, crd)
-	if err != nil {
-		return err
-	}
+	accepted, conflict := c.namesAccepted(crd, all)
 	if conflict == "" {
 		// Serving (discovery and OpenAPI included) comes first: a client that saw Established
 		// finds the resource, as with kube-apiserver's establishing controller.
@@ -199,7 +220,7 @@ func (c *crdController) reconcile(ctx context.Context, name string) error {
 
 // namesAccepted checks the definition's names against the other definitions of its group and the
 // built-in resources, as upstream's naming controller does.
-func (c *crdController) namesAccepted(ctx context.Context, crd *crdv1.CustomResourceDefinition) (crdv1.CustomResourceDefinitionNames, string, error) {
+func (c *crdController) namesAccepted(crd *crdv1.CustomResourceDefinition, all []crdv1.CustomResourceDefinition) (crdv1.CustomResourceDefinitionNames, string) {
 	names := crd.Spec.Names
 	if c.served[crd.Name] == nil {
 		for _, res := range c.s.Resources() {
@@ -207,34 +228,32 @@ func (c *crdController) namesAccepted(ctx context.Context, crd *crdv1.CustomReso
 				continue
 			}
 			if res.Plural == names.Plural {
-				return names, fmt.Sprintf("%q is already in use", names.Plural), nil
+				return names, fmt.Sprintf("%q is already in use", names.Plural)
 			}
 		}
 	}
-	list, err := c.h.st.List(ctx, "", storage.ListOptions{Recursive: true})
-	if err != nil {
-		return names, "", fmt.Errorf("list customresourcedefinitions: %w", err)
-	}
-	for _, other := range list.(*crdv1.CustomResourceDefinitionList).Items {
+	for _, other := range all {
 		if other.Name == crd.Name || other.Spec.Group != crd.Spec.Group {
 			continue
 		}
 		// Only names the other definition holds already count; the older one keeps them.
 		if other.Status.AcceptedNames.Kind == names.Kind {
-			return names, fmt.Sprintf("%q is already in use", names.Kind), nil
+			return names, fmt.Sprintf("%q is already in use", names.Kind)
 		}
 		if other.Status.AcceptedNames.ListKind != "" && other.Status.AcceptedNames.ListKind == names.ListKind {
-			return names, fmt.Sprintf("%q is already in use", names.ListKind), nil
+			return names, fmt.Sprintf("%q is already in use", names.ListKind)
 		}
 		for _, short := range names.ShortNames {
 			if slices.Contains(other.Status.AcceptedNames.ShortNames, short) {
-				return names, fmt.Sprintf("%q is already in use", short), nil
+				return names, fmt.Sprintf("%q is already in use", short)
 			}
 		}
 	}
-	return names, "", nil
+	return names, ""
 }
 
+// updateStatus writes the definition's names and conditions when they changed; crd's status is
+// then what was written.
 func (c *crdController) updateStatus(ctx context.Context, crd *crdv1.CustomResourceDefinition, accepted crdv1.CustomResourceDefinitionNames, conflict string) error {
 	now := c.s.clock.Now()
 	next := crd.DeepCopy()
@@ -261,6 +280,11 @@ func (c *crdController) updateStatus(ctx context.Context, crd *crdv1.CustomResou
 		cur.Status.Conditions = next.Status.Conditions
 		return cur, nil
 	})
+	if err == nil {
+		// crd now says what is stored: SyncCustomResources checks the next definitions' names
+		// against the names this one holds.
+		crd.Status.AcceptedNames, crd.Status.Conditions = next.Status.AcceptedNames, next.Status.Conditions
+	}
 	return err
 }
 
@@ -305,7 +329,7 @@ func (c *crdController) serve(crd *crdv1.CustomResourceDefinition) error {
 		}
 	}
 	c.served[crd.Name] = next
-	c.s.resourcesChanged()
+	c.resourcesChanged()
 	c.s.log.Info("serving custom resource", "name", crd.Name, "versions", len(next.resources))
 	return nil
 }
@@ -319,7 +343,7 @@ func (c *crdController) unserve(name string) {
 		c.s.RemoveResource(gvr)
 	}
 	delete(c.served, name)
-	c.s.resourcesChanged()
+	c.resourcesChanged()
 	c.s.log.Info("stopped serving custom resource", "name", name)
 }
 
@@ -369,6 +393,16 @@ func (c *crdController) finalize(ctx context.Context, crd *crdv1.CustomResourceD
 	}
 	c.unserve(crd.Name)
 	return nil
+}
+
+// resourcesChanged tells discovery and OpenAPI the served set changed, or owes them the notice
+// while a sync runs.
+func (c *crdController) resourcesChanged() {
+	if c.batching {
+		c.pending = true
+		return
+	}
+	c.s.resourcesChanged()
 }
 
 // resourcesChanged tells discovery and OpenAPI the served set changed.

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
+
+	"github.com/skiff-sh/skiff/internal/registry"
 )
 
 var (
@@ -318,4 +320,65 @@ func TestCustomResources(t *testing.T) {
 			t.Fatalf("widget after its definition: %v", err)
 		}
 	})
+}
+
+// TestSyncCustomResourcesServesStoredDefinitions is a restart's path: definitions already stored
+// (here written before any controller ran, so neither holds names yet) are served by one
+// SyncCustomResources before the server takes requests. Their names are checked against each
+// other as they are accepted one by one, and discovery and OpenAPI hear of the served set once.
+func TestSyncCustomResourcesServesStoredDefinitions(t *testing.T) {
+	notices := 0
+	c := startTestCluster(t, func(cfg *Config) {
+		next := cfg.OnResourcesChanged
+		cfg.OnResourcesChanged = func(all []*registry.Resource) {
+			notices++
+			next(all)
+		}
+	})
+	ctx := context.Background()
+	clash := strings.Replace(widgetCRD, "widgets", "doohickeys", -1)
+	clash = strings.Replace(clash, "singular: widget, ", "", 1)
+	clash = strings.Replace(clash, "shortNames: [wd], ", "", 1)
+	for _, doc := range []string{widgetCRD, clash} {
+		if _, err := c.dynamic.Resource(crdsGVR).Create(ctx, unstructuredFrom(t, doc), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if notices != 0 {
+		t.Fatalf("%d notices before the sync", notices)
+	}
+	if err := c.api.SyncCustomResources(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if notices != 1 {
+		t.Errorf("discovery and OpenAPI were told %d times, want once", notices)
+	}
+	// Both claim the kind Widget: the one accepted first (the LIST's order) serves, the other
+	// holds no names.
+	ns := c.namespace(t, "sync")
+	served := map[string]bool{}
+	for _, plural := range []string{"widgets", "doohickeys"} {
+		gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: plural}
+		_, err := c.dynamic.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+		served[plural] = err == nil
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		crd, err := c.dynamic.Resource(crdsGVR).Get(ctx, plural+".example.com", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		conflict := false
+		for _, cond := range conds {
+			m := cond.(map[string]interface{})
+			conflict = conflict || (m["type"] == "NamesAccepted" && m["status"] == "False" && m["message"] == `"Widget" is already in use`)
+		}
+		if conflict == served[plural] {
+			t.Errorf("%s: served %v, its conditions %v", plural, served[plural], conds)
+		}
+	}
+	if served["widgets"] == served["doohickeys"] {
+		t.Errorf("served: %v, want one of the two", served)
+	}
 }
