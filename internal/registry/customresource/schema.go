@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	openapierrors "k8s.io/kube-openapi/pkg/validation/errors"
@@ -21,7 +22,13 @@ type Schema struct {
 	structural *crdv1.JSONSchemaProps
 	validator  *validate.SchemaValidator
 	openAPI    *spec.Schema
-	cel        *celRules
+	// cel is the compiled rules, made at the first object validated: a control plane serves
+	// every definition before it listens, and compiling their rules then took most of that
+	// (the Gateway API's ten definitions: about 80 ms of CPU a start). A definition's rules
+	// were compiled and their errors refused when it was written (ValidateRuleDefinitions).
+	celOnce sync.Once
+	cel     *celRules
+	celErr  error
 	// runtimeBudget is what all the rules may cost on one object (kcel.RuntimeCostBudget).
 	runtimeBudget int64
 }
@@ -38,13 +45,19 @@ func NewSchema(s *crdv1.JSONSchemaProps) (*Schema, error) {
 	}
 	// The validator checks types, formats and bounds; Kubernetes' extensions are ours to handle.
 	validator := validate.NewSchemaValidator(withoutExtensions(openAPI), nil, "", strfmt.Default)
-	// Rules with errors were refused when the definition was written (ValidateRuleDefinitions);
-	// a stored definition that has them anyway runs the others.
-	rules, _, err := compileCEL(s, field.NewPath("openAPIV3Schema"))
-	if err != nil {
-		return nil, err
-	}
-	return &Schema{structural: s, validator: validator, openAPI: openAPI, cel: rules, runtimeBudget: kcel.RuntimeCostBudget}, nil
+	return &Schema{structural: s, validator: validator, openAPI: openAPI, runtimeBudget: kcel.RuntimeCostBudget}, nil
+}
+
+// rules compiles the schema's CEL rules once. Rules with errors were refused when the definition
+// was written (ValidateRuleDefinitions); a stored definition that has them anyway runs the
+// others. The error is the CEL environment's, which no definition causes.
+func (s *Schema) rules() (*celRules, error) {
+	s.celOnce.Do(func() {
+		if s.structural != nil {
+			s.cel, _, s.celErr = compileCEL(s.structural, field.NewPath("openAPIV3Schema"))
+		}
+	})
+	return s.cel, s.celErr
 }
 
 // ToOpenAPI converts the schema to kube-openapi's form through their shared JSON shape.
@@ -150,7 +163,11 @@ func validateEmbedded(path *field.Path, s *crdv1.JSONSchemaProps, v interface{})
 // ValidateRules evaluates the schema's x-kubernetes-validations CEL rules on obj; old is the stored
 // object on update (nil on create), for transition rules (those that use oldSelf).
 func (s *Schema) ValidateRules(obj, old map[string]interface{}) field.ErrorList {
-	if s.cel == nil {
+	rules, err := s.rules()
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	if rules == nil {
 		return nil
 	}
 	value, _ := celValues(s.structural, obj)
@@ -158,7 +175,7 @@ func (s *Schema) ValidateRules(obj, old map[string]interface{}) field.ErrorList 
 	if old != nil {
 		oldValue, _ = celValues(s.structural, old)
 	}
-	run := &evaluation{rules: s.cel, remaining: s.runtimeBudget}
+	run := &evaluation{rules: rules, remaining: s.runtimeBudget}
 	return run.validate(nil, "", s.structural, value, oldValue, old != nil)
 }
 
