@@ -24,6 +24,23 @@ func freePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// controlPlaneConfig is a node with the etcd and controlplane roles on free loopback ports and a
+// new data dir, without a kubelet (its containerd would start with the node, on a socket path too
+// long here).
+func controlPlaneConfig(t testing.TB, name string) Config {
+	return Config{
+		DataDir:     t.TempDir(),
+		Roles:       []Role{RoleEtcd, RoleControlPlane},
+		BindAddress: "127.0.0.1",
+		NodeName:    name,
+		Logger:      quiet,
+		// 128 MiB for etcd, not 1 GiB: the test machine's disk is shared and often nearly full.
+		EtcdConfig:         EtcdConfig{EtcdClientPort: freePort(t), EtcdPeerPort: freePort(t), EtcdDiskReserveBytes: 128 << 20},
+		ControlPlaneConfig: ControlPlaneConfig{HTTPSPort: freePort(t)},
+		WorkerConfig:       WorkerConfig{ControlPlaneKubelet: ControlPlaneKubeletOff},
+	}
+}
+
 // The controller manager and scheduler call their own API server's handler directly: the request
 // is still authenticated as the component's certificate, authorized by its RBAC and admitted, and
 // watches stream.
@@ -33,19 +50,7 @@ func TestInProcessClientsKeepIdentityAndAuthorization(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := Config{
-		DataDir:     t.TempDir(),
-		Roles:       []Role{RoleEtcd, RoleControlPlane},
-		BindAddress: "127.0.0.1",
-		NodeName:    "inproc",
-		Logger:      quiet,
-		// 128 MiB for etcd, not 1 GiB: the test machine's disk is shared and often nearly full.
-		EtcdConfig:         EtcdConfig{EtcdClientPort: freePort(t), EtcdPeerPort: freePort(t), EtcdDiskReserveBytes: 128 << 20},
-		ControlPlaneConfig: ControlPlaneConfig{HTTPSPort: freePort(t)},
-		// No kubelet (its containerd would start with the node, on a socket path too long here).
-		WorkerConfig: WorkerConfig{ControlPlaneKubelet: ControlPlaneKubeletOff},
-	}
-	n, err := Start(ctx, cfg)
+	n, err := Start(ctx, controlPlaneConfig(t, "inproc"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,16 +22,7 @@ import (
 func BenchmarkStartRestart(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cfg := Config{
-		DataDir:            b.TempDir(),
-		Roles:              []Role{RoleEtcd, RoleControlPlane},
-		BindAddress:        "127.0.0.1",
-		NodeName:           "startbench",
-		Logger:             quiet,
-		EtcdConfig:         EtcdConfig{EtcdClientPort: freePort(b), EtcdPeerPort: freePort(b), EtcdDiskReserveBytes: 128 << 20},
-		ControlPlaneConfig: ControlPlaneConfig{HTTPSPort: freePort(b)},
-		WorkerConfig:       WorkerConfig{ControlPlaneKubelet: ControlPlaneKubeletOff},
-	}
+	cfg := controlPlaneConfig(b, "startbench")
 	n, err := Start(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
