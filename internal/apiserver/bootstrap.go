@@ -2,7 +2,10 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/skiff-sh/skiff/internal/apiserver/store"
 	"github.com/skiff-sh/skiff/internal/request"
@@ -39,4 +42,32 @@ func (s *Server) EnsureObject(ctx context.Context, gr schema.GroupResource, obj 
 		return fmt.Errorf("ensure %s %q: %w", gr, m.GetName(), err)
 	}
 	return nil
+}
+
+// Seed is one object EnsureObjects makes sure of.
+type Seed struct {
+	Resource schema.GroupResource
+	Object   runtime.Object
+}
+
+// seedConcurrency is how many seeds are written at once. etcd commits concurrent writes together
+// (one WAL fsync for a batch of proposals), so a first start's hundreds of default objects take a
+// few fsyncs' time instead of one each.
+const seedConcurrency = 16
+
+// EnsureObjects is EnsureObject for each seed, several at once: seeds must not depend on each
+// other (a namespace and the objects in it go in two calls). The error names every seed that
+// failed.
+func (s *Server) EnsureObjects(ctx context.Context, seeds []Seed) error {
+	var g errgroup.Group
+	g.SetLimit(seedConcurrency)
+	errs := make([]error, len(seeds))
+	for i, seed := range seeds {
+		g.Go(func() error {
+			errs[i] = s.EnsureObject(ctx, seed.Resource, seed.Object)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return errors.Join(errs...)
 }

@@ -127,16 +127,15 @@ func ensureAggregationObjects(ctx context.Context, srv *apiserver.Server, setup 
 	for _, r := range resources {
 		served = append(served, r.GroupVersion)
 	}
-	for _, svc := range apiregistration.LocalAPIServices(served) {
-		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: "apiregistration.k8s.io", Resource: "apiservices"}, svc); err != nil {
-			return err
-		}
-	}
 	cm, err := extensionAuthConfigMap(setup)
 	if err != nil {
 		return err
 	}
-	return srv.EnsureObject(ctx, schema.GroupResource{Resource: "configmaps"}, cm)
+	seeds := []apiserver.Seed{{Resource: schema.GroupResource{Resource: "configmaps"}, Object: cm}}
+	for _, svc := range apiregistration.LocalAPIServices(served) {
+		seeds = append(seeds, apiserver.Seed{Resource: schema.GroupResource{Group: "apiregistration.k8s.io", Resource: "apiservices"}, Object: svc})
+	}
+	return srv.EnsureObjects(ctx, seeds)
 }
 
 // extensionAuthConfigMap is kube-system/extension-apiserver-authentication with upstream's keys:

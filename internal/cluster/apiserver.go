@@ -245,33 +245,33 @@ func newAPIServer(ctx, admissionCtx context.Context, d apiServerDeps) (*apiserve
 // bootstrap creates what every cluster has from its first start: the system namespaces, the system
 // priority classes, the flow-control levels and schemas and the "kubernetes" service.
 func bootstrap(ctx context.Context, srv *apiserver.Server, cfg *Config) error {
+	// The namespaces first: the other seeds are admitted into them. Then the seeds that do not
+	// depend on each other, written together (EnsureObjects).
+	var namespaces []apiserver.Seed
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
-		if err := srv.EnsureObject(ctx, schema.GroupResource{Resource: "namespaces"}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-			return err
-		}
+		namespaces = append(namespaces, apiserver.Seed{Resource: schema.GroupResource{Resource: "namespaces"}, Object: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}})
 	}
+	if err := srv.EnsureObjects(ctx, namespaces); err != nil {
+		return err
+	}
+	var seeds []apiserver.Seed
 	for _, pc := range builtin.SystemPriorityClasses() {
-		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, pc); err != nil {
-			return err
-		}
+		seeds = append(seeds, apiserver.Seed{Resource: schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, Object: pc})
 	}
 	// A StatefulSet with volumeClaimTemplates runs with nothing installed: claims without a class get
 	// this one (DefaultStorageClass admission) and the local-path provisioner serves it.
-	if err := srv.EnsureObject(ctx, schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"}, localpath.DefaultStorageClass()); err != nil {
-		return err
-	}
+	seeds = append(seeds, apiserver.Seed{Resource: schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"}, Object: localpath.DefaultStorageClass()})
 	// API Priority and Fairness' configuration objects exist from the first start, as in
 	// Kubernetes; flow control (flowcontrol.go) follows them.
 	levels, schemas := builtin.FlowControlConfiguration()
 	for _, pl := range levels {
-		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: "flowcontrol.apiserver.k8s.io", Resource: "prioritylevelconfigurations"}, pl); err != nil {
-			return err
-		}
+		seeds = append(seeds, apiserver.Seed{Resource: schema.GroupResource{Group: "flowcontrol.apiserver.k8s.io", Resource: "prioritylevelconfigurations"}, Object: pl})
 	}
 	for _, fs := range schemas {
-		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: "flowcontrol.apiserver.k8s.io", Resource: "flowschemas"}, fs); err != nil {
-			return err
-		}
+		seeds = append(seeds, apiserver.Seed{Resource: schema.GroupResource{Group: "flowcontrol.apiserver.k8s.io", Resource: "flowschemas"}, Object: fs})
+	}
+	if err := srv.EnsureObjects(ctx, seeds); err != nil {
+		return err
 	}
 	first, err := firstServiceIP(cfg.ServiceCIDR)
 	if err != nil {

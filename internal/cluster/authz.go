@@ -231,27 +231,20 @@ func defaultClusterRoles() []rbacv1.ClusterRole {
 // components find their rights at their first request.
 func ensurePolicy(ctx context.Context, srv *apiserver.Server) error {
 	g := rbacv1.GroupName
+	var seeds []apiserver.Seed
 	for _, r := range defaultClusterRoles() {
-		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: g, Resource: "clusterroles"}, &r); err != nil {
-			return err
-		}
+		seeds = append(seeds, apiserver.Seed{Resource: schema.GroupResource{Group: g, Resource: "clusterroles"}, Object: &r})
 	}
 	for _, b := range defaultClusterRoleBindings() {
-		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: g, Resource: "clusterrolebindings"}, &b); err != nil {
-			return err
-		}
+		seeds = append(seeds, apiserver.Seed{Resource: schema.GroupResource{Group: g, Resource: "clusterrolebindings"}, Object: &b})
 	}
 	for _, r := range defaultNamespaceRoles() {
-		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: g, Resource: "roles"}, &r); err != nil {
-			return err
-		}
+		seeds = append(seeds, apiserver.Seed{Resource: schema.GroupResource{Group: g, Resource: "roles"}, Object: &r})
 	}
 	for _, b := range defaultNamespaceRoleBindings() {
-		if err := srv.EnsureObject(ctx, schema.GroupResource{Group: g, Resource: "rolebindings"}, &b); err != nil {
-			return err
-		}
+		seeds = append(seeds, apiserver.Seed{Resource: schema.GroupResource{Group: g, Resource: "rolebindings"}, Object: &b})
 	}
-	return nil
+	return srv.EnsureObjects(ctx, seeds)
 }
 
 // reconcilePolicy adds missing rules and subjects to existing default objects (unless annotated

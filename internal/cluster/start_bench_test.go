@@ -12,6 +12,28 @@ import (
 	"k8s.io/client-go/dynamic"
 )
 
+// BenchmarkStartFresh is a control plane (etcd and controlplane roles, no kubelet) started on a
+// new data dir, to Start's return: certificates made, a new etcd member, the API server writing
+// its bootstrap objects and default policy.
+//
+//	go test ./internal/cluster -run '^$' -bench StartFresh -benchtime 5x -cpuprofile /tmp/start.pprof
+func BenchmarkStartFresh(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	for range b.N {
+		b.StopTimer()
+		cfg := controlPlaneConfig(b, "startbench")
+		b.StartTimer()
+		n, err := Start(ctx, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		n.Stop()
+		b.StartTimer()
+	}
+}
+
 // BenchmarkStartRestart is a control plane (etcd and controlplane roles, no kubelet) started again
 // on the data dir it left, to Start's return: certificates, the embedded etcd member and the API
 // server, with its bootstrap objects and the Gateway API's definitions (established) stored, so
