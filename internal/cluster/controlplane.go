@@ -18,6 +18,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/apiserver/inprocess"
 	"github.com/skiff-sh/skiff/internal/apiserver/local"
 	"github.com/skiff-sh/skiff/internal/controller/manager"
+	"github.com/skiff-sh/skiff/internal/leader"
 	"github.com/skiff-sh/skiff/internal/pki"
 	"github.com/skiff-sh/skiff/internal/scheduler"
 	"github.com/skiff-sh/skiff/internal/scheduler/framework"
@@ -117,6 +118,11 @@ func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMe
 	if err != nil {
 		return err
 	}
+	// Every client below writes only while this instance's lead is confirmed (leader.Fence): a
+	// control plane that resumes after a pause longer than the Lease must not act on its stale
+	// caches before it learns another instance leads.
+	fence := leader.NewFence()
+	restCfg.Wrap(fence.Wrap)
 	// The cluster CA signs approved CertificateSigningRequests, as kube-controller-manager's
 	// --cluster-signing-cert-file and --cluster-signing-key-file point at the cluster CA in kubeadm.
 	signingCA, err := pki.LoadOrCreateCA(filepath.Join(cfg.DataDir, "pki"), "ca", "skiff-ca", now)
@@ -143,7 +149,7 @@ func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMe
 			Client: client, Dynamic: dyn, GatewayAPI: gatewayAPI, RootCA: networkCfg.TLSClientConfig.CAData,
 			RootCAFile: filepath.Join(cfg.DataDir, "pki", "ca.crt"), Registerer: metrics.fresh("controller-manager"),
 			ClusterSigningCA: signingCA, ClusterSigningDuration: cfg.ClusterSigningDuration,
-			LeaderElection:         manager.LeaderElection{LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod},
+			LeaderElection:         manager.LeaderElection{LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod, Fence: fence},
 			Identity:               cfg.NodeName + "_" + fmt.Sprint(os.Getpid()),
 			Controllers:            cfg.Controllers,
 			ClusterCIDR:            cfg.ClusterCIDR,

@@ -49,6 +49,9 @@ type Config struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Policy is what to do after losing the Lease (default ReturnOnLoss).
 	Policy Policy
+	// Fence, when set, follows each term (fence.go): the component's clients wrapped with it
+	// write only while this instance's leadership is confirmed.
+	Fence  *Fence
 	Logger *slog.Logger
 }
 
@@ -176,6 +179,10 @@ func campaignOnce(ctx context.Context, cfg *Config, lead func(context.Context) e
 	})
 	if err != nil {
 		return term{}, fmt.Errorf("leader election on lease %s/%s: %w", cfg.Namespace, cfg.Name, err)
+	}
+	if cfg.Fence != nil {
+		cfg.Fence.begin(elector, cfg)
+		defer cfg.Fence.end()
 	}
 	// The elector stops (and so releases the Lease) only when this function says so, after lead
 	// has returned: were it given ctx, the Lease would be released while lead still runs.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/skiff-sh/skiff/internal/leader"
 	"github.com/skiff-sh/skiff/internal/pki"
 )
 
@@ -99,6 +100,9 @@ type LeaderElection struct {
 	LeaseDuration time.Duration // default 15s
 	RenewDeadline time.Duration // default 10s
 	RetryPeriod   time.Duration // default 2s
+	// Fence, when set, follows the terms: Client and the other clients built on a rest.Config
+	// whose transport it wraps write only while the Lease is confirmed held (leader.Fence).
+	Fence *leader.Fence
 }
 
 // Default fills unset fields with kube-controller-manager's defaults.

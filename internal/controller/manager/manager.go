@@ -69,7 +69,7 @@ func runElected(ctx context.Context, cfg *Config, runControllers func(context.Co
 	return leader.Campaign(ctx, leader.Config{
 		Client: cfg.Client, Namespace: le.Namespace, Name: le.Name, Identity: cfg.Identity,
 		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
-		Policy: leader.ReturnOnLoss, Logger: cfg.Logger,
+		Policy: leader.ReturnOnLoss, Logger: cfg.Logger, Fence: le.Fence,
 	}, runControllers)
 }
 
