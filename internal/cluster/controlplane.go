@@ -182,6 +182,10 @@ func runScheduler(ctx context.Context, cfg *Config, metrics *componentMetrics, n
 	if err != nil {
 		return err
 	}
+	// Bindings and events go out only while this instance's lead is confirmed (leader.Fence), as
+	// the controller manager's writes do.
+	fence := leader.NewFence()
+	restCfg.Wrap(fence.Wrap)
 	var conf *framework.Configuration
 	if cfg.SchedulerConfig != "" {
 		if conf, err = framework.LoadConfig(cfg.SchedulerConfig); err != nil {
@@ -203,7 +207,7 @@ func runScheduler(ctx context.Context, cfg *Config, metrics *componentMetrics, n
 			Client: client, EventClient: events, Configuration: conf, LeaderElect: true, Registerer: metrics.fresh("scheduler"),
 			LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
 			Identity: cfg.NodeName + "_" + fmt.Sprint(os.Getpid()), Logger: cfg.Logger,
-			PrepareInformers: inProcess.Register,
+			PrepareInformers: inProcess.Register, Fence: fence,
 		})
 		if ctx.Err() != nil {
 			return nil

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/skiff-sh/skiff/internal/leader"
 	"github.com/skiff-sh/skiff/internal/scheduler/framework"
 )
 
@@ -35,8 +36,11 @@ type Config struct {
 	Registry framework.Registry
 
 	// LeaderElect turns on leader election; only the leader schedules and binds.
-	LeaderElect    bool
-	LeaseName      string
+	LeaderElect bool
+	LeaseName   string
+	// Fence, when set, follows the terms: clients whose transport it wraps bind and write only
+	// while the Lease is confirmed held (leader.Fence).
+	Fence          *leader.Fence
 	LeaseNamespace string
 	LeaseDuration  time.Duration
 	RenewDeadline  time.Duration

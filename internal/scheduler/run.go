@@ -70,7 +70,7 @@ func RunWithHook(ctx context.Context, cfg Config, started func(*Scheduler)) erro
 	return leader.Campaign(ctx, leader.Config{
 		Client: cfg.Client, Namespace: cfg.LeaseNamespace, Name: cfg.LeaseName, Identity: cfg.Identity,
 		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
-		Policy: leader.ReturnOnLoss, Logger: s.logger,
+		Policy: leader.ReturnOnLoss, Logger: s.logger, Fence: cfg.Fence,
 	}, func(ctx context.Context) error {
 		s.Run(ctx)
 		return nil
