@@ -3,6 +3,7 @@ package leader
 import (
 	"fmt"
 	"net/http"
+	"path"
 	"sync"
 	"time"
 )
@@ -26,7 +27,7 @@ import (
 type Fence struct {
 	mu            sync.Mutex
 	term          leadership
-	leasePath     string
+	leasePath     string // the Lease; its collection, for the elector's create
 	leaseDuration time.Duration
 	renewDeadline time.Duration
 }
@@ -68,6 +69,9 @@ func (f *Fence) admit(req *http.Request) error {
 	defer f.mu.Unlock()
 	switch {
 	case f.leasePath != "" && req.URL.Path == f.leasePath:
+		return nil
+	case f.leasePath != "" && req.Method == http.MethodPost && req.URL.Path == path.Dir(f.leasePath):
+		// The elector creates the Lease when there is none.
 		return nil
 	case f.term == nil:
 		return fmt.Errorf("%s %s held back: this instance does not lead", req.Method, req.URL.Path)

@@ -51,6 +51,7 @@ func TestFenceAdmitsWritesOnlyWhileTheLeaseIsConfirmed(t *testing.T) {
 		{name: "a delete while leading, renewed 9 s ago", term: fakeTerm{leader: true, age: 9 * time.Second, lease: 15 * time.Second}, method: http.MethodDelete, path: pods + "/p", admit: true},
 		{name: "a write after a pause: renewed 11 s ago", term: fakeTerm{leader: true, age: 11 * time.Second, lease: 15 * time.Second}, method: http.MethodPatch, path: pods + "/p", why: "last renewed over 10s ago"},
 		{name: "a write after a pause longer than the Lease", term: fakeTerm{leader: true, age: 40 * time.Second, lease: 15 * time.Second}, method: http.MethodPut, path: pods + "/p", why: "last renewed over 10s ago"},
+		{name: "the Lease's creation by a term not yet leading", term: fakeTerm{leader: false}, method: http.MethodPost, path: "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases", admit: true},
 		{name: "the Lease's renewal after a pause", term: fakeTerm{leader: true, age: 40 * time.Second, lease: 15 * time.Second}, method: http.MethodPut, path: lease, admit: true},
 		{name: "a write while another instance holds the Lease", term: fakeTerm{leader: false}, method: http.MethodPost, path: pods, why: "another instance holds the lease"},
 		{name: "a read while another instance holds the Lease", term: fakeTerm{leader: false}, method: http.MethodGet, path: pods, admit: true},
