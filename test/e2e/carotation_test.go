@@ -119,6 +119,7 @@ func TestCARotation(t *testing.T) {
 	// A join after the trust phase with the token made before it: the token pins the old CA,
 	// which still signs.
 	w2 := newJoinedNode(t, n.addHost(), "worker-2", c.ServerURL(n))
+	t.Cleanup(func() { reapKilledWorker(t, w2.dataDir) })
 	w2.start(token)
 	t.Cleanup(w2.stop)
 	waitNodeReady(t, c, w2)
@@ -235,6 +236,9 @@ func startCARotationCluster(t *testing.T, thirdRoles string) *caRotationCluster 
 	waitEtcdMembers(t, c, 3)
 	token := c.createToken()
 	w := newJoinedNode(t, n.addHost(), "worker-1", c.ServerURL(n))
+	// After the worker stops (cleanups run last first), its pods' containers go too: a stopped
+	// skiff leaves them running by design, and these loop forever.
+	t.Cleanup(func() { reapKilledWorker(t, w.dataDir) })
 	w.start(token)
 	t.Cleanup(w.stop)
 	waitNodeReady(t, c, w)
