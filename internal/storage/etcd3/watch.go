@@ -236,6 +236,17 @@ func (w *watcher) handle(ctx context.Context, resp clientv3.WatchResponse) bool 
 		return w.send(ctx, watch.Event{Type: watch.Bookmark, Object: bookmark})
 	}
 	for _, ev := range resp.Events {
+		if !ev.IsCreate() && ev.PrevKv == nil {
+			// etcd sends the previous state of a change only while it still has it: a watch
+			// behind a compaction gets the change alone. Without it a deletion has no object and
+			// a change cannot say what it replaced or whether it leaves a selection, and dropping
+			// such a deletion left a watch cache serving a deleted object (the robustness suite's
+			// ha-compact). The watcher must relist, as from any compacted revision.
+			w.sendError(ctx, apierrors.NewResourceExpired(fmt.Sprintf(
+				"too old resource version: %d (the state %s had before revision %d is compacted)",
+				w.requested, ev.Kv.Key, ev.Kv.ModRevision)))
+			return false
+		}
 		event, err := w.transform(ev)
 		if err != nil {
 			w.sendError(ctx, apierrors.NewInternalError(err))
