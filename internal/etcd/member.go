@@ -76,22 +76,7 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 // supervise turns etcd's notifications into Ready/Err, carries out restarts and stops the member
 // when ctx ends.
 func (m *Member) supervise(ctx context.Context) {
-	timeout := time.NewTimer(m.cfg.ReadyTimeout)
-	defer timeout.Stop()
-	e := m.current()
-	select {
-	case <-e.Server.ReadyNotify():
-		close(m.ready)
-	case <-timeout.C:
-		m.failStop(fmt.Errorf("etcd member %s not ready after %s", m.cfg.Name, m.cfg.ReadyTimeout))
-		return
-	case err := <-e.Err():
-		m.failStop(fmt.Errorf("etcd member %s failed while starting: %w", m.cfg.Name, err))
-		return
-	case <-ctx.Done():
-		m.Stop()
-		return
-	case <-m.stopped:
+	if !m.awaitReady(ctx) {
 		return
 	}
 	for {
@@ -118,6 +103,36 @@ func (m *Member) supervise(ctx context.Context) {
 				m.failStop(err)
 				return
 			}
+		}
+	}
+}
+
+// awaitReady waits for the first start to serve, hurrying a one-member cluster's election, and
+// closes Ready. It reports false when the member failed or was stopped meanwhile.
+func (m *Member) awaitReady(ctx context.Context) bool {
+	timeout := time.NewTimer(m.cfg.ReadyTimeout)
+	defer timeout.Stop()
+	e := m.current()
+	hurry := newElectionHurry(e.Server)
+	defer hurry.Stop()
+	for {
+		select {
+		case <-hurry.C():
+			hurry.Tick()
+		case <-e.Server.ReadyNotify():
+			close(m.ready)
+			return true
+		case <-timeout.C:
+			m.failStop(fmt.Errorf("etcd member %s not ready after %s", m.cfg.Name, m.cfg.ReadyTimeout))
+			return false
+		case err := <-e.Err():
+			m.failStop(fmt.Errorf("etcd member %s failed while starting: %w", m.cfg.Name, err))
+			return false
+		case <-ctx.Done():
+			m.Stop()
+			return false
+		case <-m.stopped:
+			return false
 		}
 	}
 }
@@ -182,15 +197,21 @@ func (m *Member) restart() error {
 	m.mu.Unlock()
 	timeout := time.NewTimer(m.cfg.ReadyTimeout)
 	defer timeout.Stop()
-	select {
-	case <-e.Server.ReadyNotify():
-		return nil
-	case err := <-e.Err():
-		return fmt.Errorf("etcd member %s failed while restarting: %w", m.cfg.Name, err)
-	case <-timeout.C:
-		return fmt.Errorf("etcd member %s not ready %s after a restart", m.cfg.Name, m.cfg.ReadyTimeout)
-	case <-m.stopped:
-		return nil
+	hurry := newElectionHurry(e.Server)
+	defer hurry.Stop()
+	for {
+		select {
+		case <-hurry.C():
+			hurry.Tick()
+		case <-e.Server.ReadyNotify():
+			return nil
+		case err := <-e.Err():
+			return fmt.Errorf("etcd member %s failed while restarting: %w", m.cfg.Name, err)
+		case <-timeout.C:
+			return fmt.Errorf("etcd member %s not ready %s after a restart", m.cfg.Name, m.cfg.ReadyTimeout)
+		case <-m.stopped:
+			return nil
+		}
 	}
 }
 
