@@ -423,7 +423,8 @@ func (c *Cluster) restore(ctx context.Context, n *Node, f PlannedFault) error {
 	if err := n.WaitReady(wctx, c.Clock); err != nil {
 		return err
 	}
-	c.log.AddRewind(Rewind{SnapshotRV: st.Revision, Stopped: stopped, Ready: c.log.Now(), State: state.Items})
+	c.log.AddRewind(Rewind{SnapshotRV: st.Revision, Stopped: stopped, Ready: c.log.Now(), State: state.Items,
+		Bump: etcd.RestoreRevisionBump})
 	server := fmt.Sprintf("https://%s:%d", n.Addr, n.HTTPSPort)
 	for _, m := range c.Nodes {
 		if m == n {

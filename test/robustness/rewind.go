@@ -20,6 +20,10 @@ type Rewind struct {
 	// State is the test namespace's objects at SnapshotRV: an exact LIST at that revision, taken
 	// before the node stopped (the same LIST is among the history's, so it is checked too).
 	State []Item `json:"state"`
+	// Bump is how far the restore moved the store's revision past SnapshotRV: the restored
+	// store's first write is at SnapshotRV+Bump+1, so every revision up to SnapshotRV+Bump is of
+	// the old store (0: not known, as in histories saved before it was recorded).
+	Bump int64 `json:"bump,omitempty"`
 }
 
 // rvSpan is the range of revisions (From, To] a restore discarded; Before is the newest revision
@@ -84,11 +88,18 @@ func observe(h *History, f func(rv, at int64)) {
 	}
 }
 
-// discarded are the revisions each restore threw away.
+// discarded are the revisions each restore threw away: up to the newest observed before it, and
+// every one below the restored store's first. That first is the bump's when it is known; the
+// oldest revision the recorded calls observed afterwards is only an upper bound of it (the
+// controllers' writes, which no call observes, came first and were counted as thrown away, and
+// a ReplicaSet's scale-up written after the restore then went unseen: a false surge alarm).
 func (e epochs) discarded() []rvSpan {
 	var out []rvSpan
 	for i, rw := range e.rewinds {
 		to := max(e.before[i], e.firstAfter[i]-1)
+		if rw.Bump > 0 {
+			to = max(e.before[i], rw.SnapshotRV+rw.Bump)
+		}
 		if to > rw.SnapshotRV {
 			out = append(out, rvSpan{From: rw.SnapshotRV, To: to, Before: e.before[i]})
 		}
