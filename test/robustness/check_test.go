@@ -257,8 +257,9 @@ func TestControlPlaneCatchesPlantedViolations(t *testing.T) {
 			h.Objects = append(h.Objects[:len(h.Objects)-3], ObjectVersion{Kind: KindLease, Namespace: "kube-system", Name: "kube-controller-manager", UID: "lease-uid", RV: 33,
 				Holder: "b", AcquireTime: t0 + int64(10*time.Second), RenewTime: t0 + int64(10*time.Second), LeaseSeconds: 15})
 		}, CheckLeaseHeld},
-		{"a holder taking over before the release", func(h *History) {
-			h.Objects[len(h.Objects)-2].AcquireTime = t0 + int64(2500*time.Millisecond)
+		{"a holder taking over before the last renewal's term ran out", func(h *History) {
+			h.Objects = append(h.Objects[:len(h.Objects)-3], ObjectVersion{Kind: KindLease, Namespace: "kube-system", Name: "kube-controller-manager", UID: "lease-uid", RV: 33,
+				Holder: "b", AcquireTime: t0 + int64(16900*time.Millisecond), RenewTime: t0 + int64(16900*time.Millisecond), LeaseSeconds: 15})
 		}, CheckLeaseHeld},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -281,5 +282,18 @@ func TestSurgeNotJudgedInARecordGap(t *testing.T) {
 	h.ObjectGaps = []RecordGap{{Kind: KindPod, From: 35, To: 45}}
 	if vs := CheckControlPlane(h); len(vs) != 0 {
 		t.Fatalf("a create inside a gap of the record judged: %v", vs)
+	}
+}
+
+// A new holder stamps acquireTime before it reads the Lease and writes its claim; when an etcd
+// restart slows both, the claim lands after the old holder's release (at a higher revision) with
+// an acquireTime before it. It could only have decided after reading the release: no overlap
+// (a false alarm of a 30-minute ext-kill-etcd run, an acquireTime 9 s before the release).
+func TestLeaseClaimStampedBeforeTheReleaseIsNotJudged(t *testing.T) {
+	h := controlPlaneHistory()
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano()
+	h.Objects[len(h.Objects)-2].AcquireTime = t0 + int64(2500*time.Millisecond)
+	if vs := CheckControlPlane(h); len(vs) != 0 {
+		t.Fatalf("a claim written after the release judged by its stamp: %v", vs)
 	}
 }

@@ -237,7 +237,10 @@ func inGap(gaps []RecordGap, rv int64) bool {
 // leaseTerm is one holder's uninterrupted run of versions of a Lease: from its acquireTime to its
 // last renewTime plus leaseDurationSeconds, or to the release its holder wrote.
 type leaseTerm struct {
-	holder     string
+	holder string
+	// acquired is the term's acquireTime as written (it names the term); start is when the term
+	// can have begun at the earliest.
+	acquired   int64
 	start, end int64
 	from, to   int64 // the revisions of its first and last version
 }
@@ -248,12 +251,20 @@ type leaseTerm struct {
 // Every node runs on this machine, so the times share one clock.
 func checkLeases(versions []ObjectVersion) []Violation {
 	terms := map[string][]leaseTerm{}
+	// written is, per Lease, the latest renewTime of the versions so far: a version was
+	// committed after every one at a lower revision, each of them no earlier than the renewTime
+	// its writer stamped before sending it. A new holder's term starts no earlier than that, even
+	// when its acquireTime, stamped before a read and a write slowed by an etcd restart, is older
+	// (seen once in ext-kill-etcd: an acquireTime 9 s before the release it followed).
+	written := map[string]int64{}
 	var keys []string
 	for _, v := range versions {
 		if v.Kind != KindLease || v.Deleted {
 			continue
 		}
 		key := v.Namespace + "/" + v.Name
+		after := written[key]
+		written[key] = max(after, v.RenewTime)
 		ts := terms[key]
 		if ts == nil {
 			keys = append(keys, key)
@@ -264,11 +275,11 @@ func checkLeases(versions []ObjectVersion) []Violation {
 		end := v.RenewTime + int64(v.LeaseSeconds)*int64(time.Second)
 		switch {
 		case v.Holder == "":
-		case len(ts) > 0 && ts[len(ts)-1].holder == v.Holder && ts[len(ts)-1].start == termStart(v):
+		case len(ts) > 0 && ts[len(ts)-1].holder == v.Holder && ts[len(ts)-1].acquired == termStart(v):
 			last := &ts[len(ts)-1]
 			last.end, last.to = max(last.end, end), v.RV
 		default:
-			ts = append(ts, leaseTerm{holder: v.Holder, start: termStart(v), end: end, from: v.RV, to: v.RV})
+			ts = append(ts, leaseTerm{holder: v.Holder, acquired: termStart(v), start: max(termStart(v), after), end: end, from: v.RV, to: v.RV})
 		}
 		terms[key] = ts
 	}

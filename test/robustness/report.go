@@ -1,9 +1,11 @@
 package robustness
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/anishathalye/porcupine"
@@ -59,4 +61,38 @@ func WriteReport(dir string, h *History, r Report) ([]string, error) {
 		files = append(files, path)
 	}
 	return files, nil
+}
+
+// KeepLogs copies the log of every node and of the external etcd into dir/logs, so that a
+// failed run can be read after its temporary directories are gone (the external etcd of one run
+// exited after a resume, and its log went with it).
+func KeepLogs(dir string, c *Cluster) ([]string, error) {
+	logs := filepath.Join(dir, "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return nil, fmt.Errorf("logs dir: %w", err)
+	}
+	sources := map[string]string{}
+	for _, n := range append(append([]*Node(nil), c.Nodes...), c.Workers...) {
+		sources[n.Name+".log"] = filepath.Join(n.DataDir, "skiff.log")
+	}
+	if c.External != nil {
+		sources["external-etcd.log"] = filepath.Join(c.External.DataDir, "etcd.log")
+	}
+	var kept []string
+	var errs []error
+	for name, src := range sources {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		dst := filepath.Join(logs, name)
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		kept = append(kept, dst)
+	}
+	sort.Strings(kept)
+	return kept, errors.Join(errs...)
 }

@@ -96,10 +96,16 @@ func runScenario(t *testing.T, bin string, s Scenario, duration time.Duration) {
 		Scenario: s, Cluster: cl, Duration: duration, Schedule: pause, Logger: logger,
 		Traffic: TrafficConfig{Keys: []string{"k0", "k1", "k2", "k3", "k4"}, Interval: *flagInterval, Timeout: 3 * time.Second, Seed: seed},
 	})
+	base := *flagReport
+	if base == "" {
+		base = os.TempDir()
+	}
+	dir := ReportDir(base, s.Name, time.Now())
 	if err != nil {
 		for _, n := range cl.Nodes {
 			t.Logf("node %s log tail:\n%s", n.Name, n.Log(3000))
 		}
+		keepLogs(t, dir, cl)
 		t.Fatalf("run: %v", err)
 	}
 	checkStart := time.Now()
@@ -125,19 +131,17 @@ func runScenario(t *testing.T, bin string, s Scenario, duration time.Duration) {
 	if len(cl.Workers) > 0 && len(oc.RunningOn) == 0 {
 		t.Errorf("no worker ran a pod: the kubelets were not judged")
 	}
-	if len(r.Violations) == 0 && !*flagKeep {
+	if len(r.Violations) == 0 && !*flagKeep && !t.Failed() {
 		return
 	}
-	base := *flagReport
-	if base == "" {
-		base = os.TempDir()
-	}
-	dir := ReportDir(base, s.Name, time.Now())
 	files, err := WriteReport(dir, h, r)
 	if err != nil {
 		t.Errorf("write report: %v", err)
 	}
 	t.Logf("report: %s", strings.Join(files, " "))
+	if len(r.Violations) > 0 || t.Failed() {
+		keepLogs(t, dir, cl)
+	}
 	for i, v := range r.Violations {
 		if i == 30 {
 			t.Errorf("... %d more in %s", len(r.Violations)-30, dir)
@@ -408,4 +412,13 @@ func checkDisk(t *testing.T) {
 		t.Fatalf("%s has %d MiB free; a scenario of up to three nodes needs %d MiB (skiff's etcd refuses writes below %d MiB free)",
 			os.TempDir(), free>>20, need>>20, reserve>>20)
 	}
+}
+
+// keepLogs keeps the cluster's logs beside a failed run's report.
+func keepLogs(t *testing.T, dir string, cl *Cluster) {
+	kept, err := KeepLogs(dir, cl)
+	if err != nil {
+		t.Logf("keep logs: %v", err)
+	}
+	t.Logf("logs: %s", strings.Join(kept, " "))
 }
