@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -361,17 +362,13 @@ func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.
 		n := min(-diff, BurstReplicas)
 		c.expectations.ExpectCreations(key, n)
 		ref := ctrlutil.NewControllerRef(rs, c.owner.Kind)
+		var unresolved atomic.Int32
 		successes, err := ctrlutil.SlowStartBatch(n, 1, func() error {
-			pod := ctrlutil.PodFromTemplate(&rs.Spec.Template, rs.Namespace, rs.Name, ref)
-			created, err := c.client.CoreV1().Pods(rs.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-			if err != nil {
-				c.recorder.Eventf(c.owner.EventObject(rs), corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
-				return err
-			}
-			c.recorder.Eventf(c.owner.EventObject(rs), corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", created.Name)
-			return nil
+			return c.createPod(ctx, rs, ctrlutil.PodFromTemplate(&rs.Spec.Template, rs.Namespace, rs.Name, ref), &unresolved)
 		})
-		if skipped := n - successes; skipped > 0 {
+		// Creates not made (or not attempted) will never be observed; ones that may have been
+		// made stay expected.
+		if skipped := n - successes - int(unresolved.Load()); skipped > 0 {
 			c.expectations.LowerCreations(key, skipped)
 		}
 		return err
