@@ -144,14 +144,49 @@ func (n *Node) joinEtcd(ctx context.Context, ecfg *etcd.Config) (*etcdJoin, erro
 	}
 	actx, cancel := context.WithTimeout(ctx, joinEtcdTimeout)
 	defer cancel()
-	added, err := api.AddLearner(actx, etcdapi.AddMemberRequest{Name: ecfg.Name, PeerURLs: ecfg.AdvertisePeerURLs})
+	log := n.cfg.Logger.With("component", "etcd-join")
+	req := etcdapi.AddMemberRequest{Name: ecfg.Name, PeerURLs: ecfg.AdvertisePeerURLs}
+	added, err := addLearnerRetrying(actx, api.AddLearner, req, clock.RealClock{}, joinRetryPause, log)
 	if err != nil {
 		return nil, fmt.Errorf("etcd join through %s: %w", restCfg.Host, err)
 	}
 	ecfg.InitialCluster, ecfg.ClusterState = added.InitialCluster, etcd.ClusterStateExisting
-	log := n.cfg.Logger.With("component", "etcd-join")
 	log.Info("etcd member added as a learner", "member", ecfg.Name, "id", added.Member.ID, "initialCluster", added.InitialCluster)
 	return &etcdJoin{api: api, id: added.Member.ID, log: log}, nil
+}
+
+// joinRetryPause is the pause between two requests to add this node's learner.
+const joinRetryPause = 2 * time.Second
+
+// addLearnerRetrying asks for this node's learner until an answer is final or ctx ends. The API
+// server retries a busy etcd itself within its request timeout; a 504 when that runs out (seen
+// with three control planes rejoining a reset cluster on a loaded machine: one exited on it), a
+// 5xx or no answer at all is worth sending again. Sending it again is safe: a learner added but
+// never started is answered again rather than added twice.
+func addLearnerRetrying(ctx context.Context, add func(context.Context, etcdapi.AddMemberRequest) (*etcdapi.AddMemberResponse, error),
+	req etcdapi.AddMemberRequest, clk clock.Clock, pause time.Duration, log *slog.Logger) (*etcdapi.AddMemberResponse, error) {
+	for {
+		added, err := add(ctx, req)
+		if err == nil || !retryableJoinError(err) || ctx.Err() != nil {
+			return added, err
+		}
+		log.Warn("adding this node's etcd learner failed; asking again", "member", req.Name, "pause", pause, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-clk.After(pause):
+		}
+	}
+}
+
+// retryableJoinError says whether a join request may succeed when sent again: the API server
+// answered with a 5xx, or nobody answered; a 4xx is final.
+func retryableJoinError(err error) bool {
+	var se *etcdapi.StatusError
+	if errors.As(err, &se) {
+		return se.Code >= 500
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // promote waits for the new member to serve, has it promoted (the API server retries while the
