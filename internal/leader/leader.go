@@ -163,11 +163,11 @@ func campaignOnce(ctx context.Context, cfg *Config, lead func(context.Context) e
 	notes := &newLeaders{log: cfg.Logger, identity: cfg.Identity, lease: cfg.Namespace + "/" + cfg.Name}
 	defer notes.close()
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
+		Lock: &releaseGuard{Interface: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Name},
 			Client:     cfg.Client.CoordinationV1(),
 			LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
-		},
+		}},
 		Name:          cfg.Name,
 		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
 		ReleaseOnCancel: true,
