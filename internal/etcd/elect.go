@@ -75,6 +75,10 @@ func hurryElection(s *etcdserver.EtcdServer) (done bool) {
 	case electionDone:
 		return true
 	case electionCampaign:
+		// The backend writes the applied index and its term only when it commits (every
+		// 100 ms). A fresh member elected before that has the new leader's storage-version
+		// monitor find no term and log an error; commit first so it finds one.
+		s.Backend().ForceCommit()
 		id := uint64(s.MemberID())
 		_ = s.Process(context.Background(), &raftpb.Message{Type: raftpb.MsgTimeoutNow.Enum(), From: &id, To: &id})
 	}
