@@ -3,6 +3,8 @@ package cluster
 import (
 	"bytes"
 	"crypto/tls"
+	"crypto/x509"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -33,7 +35,7 @@ func withRenewedClientCert(rc *rest.Config, holder *pki.KeyPairHolder, roots *pk
 	if err != nil {
 		return nil, err
 	}
-	tr := &renewingTransport{holder: holder, newTransport: func() *http.Transport {
+	tr := &renewingTransport{holder: holder, roots: roots, newTransport: func() *http.Transport {
 		return utilnet.SetTransportDefaults(&http.Transport{
 			TLSHandshakeTimeout: 10 * time.Second,
 			TLSClientConfig:     tlsCfg.Clone(),
@@ -53,12 +55,16 @@ func withRenewedClientCert(rc *rest.Config, holder *pki.KeyPairHolder, roots *pk
 // http.Transport and the old one's idle connections are closed; requests in flight on it (a
 // watch) finish there undisturbed, and its connections close once idle (IdleConnTimeout).
 type renewingTransport struct {
-	holder       *pki.KeyPairHolder
+	holder *pki.KeyPairHolder
+	// roots is the cluster CA bundle as on disk; chain finds the leaf's issuer in it.
+	roots        *pki.PoolHolder
 	newTransport func() *http.Transport
 	mu           sync.Mutex
 	cur          *http.Transport
 	// leaf is the DER certificate cur's connections present.
 	leaf []byte
+	// chained is the last chain made by chain, for the leaf it starts with.
+	chained []*x509.Certificate
 }
 
 // RoundTrip is http.RoundTripper.
@@ -82,6 +88,41 @@ func (t *renewingTransport) current() *http.Transport {
 		t.cur, t.leaf = t.newTransport(), leaf
 	}
 	return t.cur
+}
+
+// chain is the client certificate chain as it is now on disk: the leaf, then the CA of the
+// bundle that signed it; it is the identity of the component's in-process client
+// (inProcessRESTConfig), which has no handshake to read the files at. A leaf no CA of the bundle
+// signed is presented alone, and the API server refuses it as a handshake would.
+func (t *renewingTransport) chain() ([]*x509.Certificate, error) {
+	pair := t.holder.Certificates()[0]
+	t.mu.Lock()
+	if len(t.chained) > 1 && bytes.Equal(t.chained[0].Raw, pair.Certificate[0]) {
+		out := t.chained
+		t.mu.Unlock()
+		return out, nil
+	}
+	t.mu.Unlock()
+	leaf := pair.Leaf
+	if leaf == nil {
+		var err error
+		if leaf, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
+			return nil, fmt.Errorf("client certificate: %w", err)
+		}
+	}
+	out := []*x509.Certificate{leaf}
+	for _, ca := range t.roots.Certificates() {
+		if leaf.CheckSignatureFrom(ca) == nil {
+			out = append(out, ca)
+			break
+		}
+	}
+	if len(out) > 1 {
+		t.mu.Lock()
+		t.chained = out
+		t.mu.Unlock()
+	}
+	return out, nil
 }
 
 // componentClientTLS is a copy of the TLS of rc's transport when withRenewedClientCert made it

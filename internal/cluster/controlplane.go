@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -75,15 +74,17 @@ func inProcessRESTConfig(restCfg *rest.Config, api http.Handler) (*rest.Config, 
 	if api == nil {
 		return restCfg, nil
 	}
-	leaf, err := pki.ParseCertificate(restCfg.CertData)
-	if err != nil {
-		return nil, fmt.Errorf("in-process client %s: %w", restCfg.UserAgent, err)
+	// The identity is the certificate on disk at each request, not the one of restCfg's CertData
+	// (as it was at start): a CA rotation re-issues it, and then retires the CA that signed the
+	// first one.
+	var rt *renewingTransport
+	if restCfg.WrapTransport != nil {
+		rt, _ = restCfg.WrapTransport(nil).(*renewingTransport)
 	}
-	ca, err := pki.ParseCertificate(restCfg.CAData)
-	if err != nil {
-		return nil, fmt.Errorf("in-process client %s: cluster CA: %w", restCfg.UserAgent, err)
+	if rt == nil {
+		return nil, fmt.Errorf("in-process client %s: not a component's configuration (componentRESTConfig)", restCfg.UserAgent)
 	}
-	tr, err := inprocess.New(api, []*x509.Certificate{leaf, ca})
+	tr, err := inprocess.New(api, rt.chain)
 	if err != nil {
 		return nil, fmt.Errorf("in-process client %s: %w", restCfg.UserAgent, err)
 	}

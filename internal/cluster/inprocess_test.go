@@ -126,3 +126,55 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// An in-process client is the component's certificate as it is on disk at each request: after
+// a CA rotation re-issues it (sign) and retires the old CA, the controller manager and scheduler
+// still reach their own API server. They presented the certificate of their start for their
+// whole life, and were Unauthorized from the retire on: a single control plane's controllers
+// stopped (a CI run's TestCARotation logged it on the first of three control planes, whose
+// Leases the other two then took).
+func TestInProcessClientsFollowACARotation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd and the API server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n, err := Start(ctx, controlPlaneConfig(t, "inproc-rotate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	go func() { _ = n.serve() }()
+	if err := n.authz.start(ctx, quiet); err != nil {
+		t.Fatal(err)
+	}
+	network, err := componentRESTConfig(&n.cfg, "system:kube-scheduler", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := inProcessRESTConfig(network, n.api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheduler, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whoAmI := func(after string) {
+		t.Helper()
+		review, err := scheduler.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("after %s: %v", after, err)
+		}
+		if u := review.Status.UserInfo.Username; u != "system:kube-scheduler" {
+			t.Fatalf("after %s: the handler saw %q", after, u)
+		}
+	}
+	whoAmI("start")
+	for _, phase := range CARotationPhases {
+		if _, err := RotateCA(ctx, n.cfg.DataDir, CAKindCluster, phase, time.Now()); err != nil {
+			t.Fatalf("rotate-ca %s: %v", phase, err)
+		}
+		whoAmI("phase " + string(phase))
+	}
+}

@@ -144,6 +144,10 @@ func TestCARotation(t *testing.T) {
 	time.Sleep(10 * time.Second)
 
 	// Phase retire: the old CA is refused from now on.
+	var retireMarks []int
+	for _, cp := range append([]*cluster{c}, others...) {
+		retireMarks = append(retireMarks, len(cp.logAll()))
+	}
 	rotate("retire")
 	for _, node := range []*joinedNode{w, w2} {
 		eventually(t, 150*time.Second, func() error {
@@ -158,6 +162,14 @@ func TestCARotation(t *testing.T) {
 		})
 	}
 	time.Sleep(20 * time.Second)
+	// Every control plane's components (the controller manager and scheduler call their API
+	// server in process) authenticate with their re-issued certificates: once the old CA is
+	// retired, nothing of theirs is refused.
+	for i, cp := range append([]*cluster{c}, others...) {
+		if after := cp.logAll()[retireMarks[i]:]; strings.Contains(after, "Unauthorized") {
+			t.Errorf("%s logged Unauthorized after the retire phase:\n%s", cp.dataDir, linesWith(after, "Unauthorized", 10))
+		}
+	}
 	cancel()
 	r := traffic.wait()
 	if err := r.tally.collect(c); err != nil {
@@ -438,4 +450,15 @@ func (tr *caTraffic) wait() caTrafficResult {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.caTrafficResult
+}
+
+// linesWith is up to max lines of text that contain sub.
+func linesWith(text, sub string, max int) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) && len(out) < max {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

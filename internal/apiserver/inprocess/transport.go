@@ -22,30 +22,50 @@ const remoteAddr = "127.0.0.1:0"
 var errAborted = errors.New("inprocess: the API server aborted the response")
 
 // Transport is an http.RoundTripper that serves each request by calling handler in the caller's
-// process, as the holder of the client certificate chain given to New.
+// process, as the holder of the client certificate chain its Identity gives at that request.
 type Transport struct {
-	handler http.Handler
-	conn    tls.ConnectionState
+	handler  http.Handler
+	identity Identity
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
 
-// New returns a Transport calling handler as the client whose certificate chain is chain (leaf
-// first, then the CA that signed it). The handler sees the chain as a TLS handshake that verified
-// it would present it; it still authenticates the request itself.
-func New(handler http.Handler, chain []*x509.Certificate) (*Transport, error) {
+// Identity is the client certificate chain a request presents: leaf first, then the CA that
+// signed it. It is asked at every request, as a TLS client's certificate callback is at every
+// handshake, so a certificate renewed on disk (or re-issued by a CA rotation) is presented from
+// the next request on; a chain fixed when the client was made is refused once a rotation
+// retires its CA.
+type Identity func() ([]*x509.Certificate, error)
+
+// Fixed is the Identity of one chain for the client's whole life (tests, one-off clients).
+func Fixed(chain []*x509.Certificate) Identity {
+	return func() ([]*x509.Certificate, error) { return chain, nil }
+}
+
+// New returns a Transport calling handler as the client identity names. The handler sees the
+// chain as a TLS handshake that verified it would present it; it still authenticates the request
+// itself.
+func New(handler http.Handler, identity Identity) (*Transport, error) {
 	if handler == nil {
 		return nil, errors.New("inprocess: no handler")
 	}
+	if identity == nil {
+		return nil, errors.New("inprocess: no client identity")
+	}
+	return &Transport{handler: handler, identity: identity}, nil
+}
+
+// connectionState is the TLS state a handshake presenting chain would leave.
+func connectionState(chain []*x509.Certificate) (*tls.ConnectionState, error) {
 	if len(chain) == 0 {
 		return nil, errors.New("inprocess: no client certificate")
 	}
-	return &Transport{handler: handler, conn: tls.ConnectionState{
+	return &tls.ConnectionState{
 		Version:           tls.VersionTLS13,
 		HandshakeComplete: true,
 		PeerCertificates:  chain[:1:1],
 		VerifiedChains:    [][]*x509.Certificate{chain},
-	}}, nil
+	}, nil
 }
 
 // RoundTrip hands req to the handler on a goroutine of its own and returns as soon as the handler
@@ -111,8 +131,13 @@ func (t *Transport) serverRequest(ctx context.Context, req *http.Request) (*http
 	sreq.RequestURI = uri
 	sreq.Proto, sreq.ProtoMajor, sreq.ProtoMinor = "HTTP/1.1", 1, 1
 	sreq.RemoteAddr = remoteAddr
-	conn := t.conn
-	sreq.TLS = &conn
+	chain, err := t.identity()
+	if err != nil {
+		return nil, fmt.Errorf("inprocess: client certificate: %w", err)
+	}
+	if sreq.TLS, err = connectionState(chain); err != nil {
+		return nil, err
+	}
 	if sreq.Host == "" {
 		sreq.Host = req.URL.Host
 	}

@@ -51,7 +51,7 @@ func chain(t *testing.T, user string) []*x509.Certificate {
 
 func newTransport(t *testing.T, h http.Handler) *inprocess.Transport {
 	t.Helper()
-	tr, err := inprocess.New(h, chain(t, "system:kube-scheduler"))
+	tr, err := inprocess.New(h, inprocess.Fixed(chain(t, "system:kube-scheduler")))
 	if err != nil {
 		t.Fatal(err)
 	}
