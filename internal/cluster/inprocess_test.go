@@ -50,37 +50,8 @@ func TestInProcessClientsKeepIdentityAndAuthorization(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n, err := Start(ctx, controlPlaneConfig(t, "inproc"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Stop()
-	// Authorization reads the bootstrap policy through the network loopback client, so serve.
-	go func() { _ = n.serve() }()
-	if err := n.authz.start(ctx, quiet); err != nil {
-		t.Fatal(err)
-	}
-
-	client := func(user string) *kubernetes.Clientset {
-		t.Helper()
-		network, err := componentRESTConfig(&n.cfg, user, nil, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		rc, err := inProcessRESTConfig(network, n.api)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rc.Transport == nil || len(rc.TLSClientConfig.CertData) != 0 {
-			t.Fatalf("in-process config still dials: %+v", rc)
-		}
-		cs, err := kubernetes.NewForConfig(rc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cs
-	}
-	scheduler := client("system:kube-scheduler")
+	n := startServing(ctx, t, "inproc")
+	scheduler := inProcessClient(t, n, "system:kube-scheduler")
 	review, err := scheduler.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +64,7 @@ func TestInProcessClientsKeepIdentityAndAuthorization(t *testing.T) {
 		t.Fatalf("the scheduler created a Secret in process: %v, want Forbidden by its RBAC", err)
 	}
 
-	manager := client("system:kube-controller-manager")
+	manager := inProcessClient(t, n, "system:kube-controller-manager")
 	w, err := manager.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +89,44 @@ func TestInProcessClientsKeepIdentityAndAuthorization(t *testing.T) {
 	}
 }
 
+// startServing starts a control plane that serves, with authorization running; it stops when
+// the test ends.
+func startServing(ctx context.Context, t *testing.T, name string) *Node {
+	t.Helper()
+	n, err := Start(ctx, controlPlaneConfig(t, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	// Authorization reads the bootstrap policy through the network loopback client, so serve.
+	go func() { _ = n.serve() }()
+	if err := n.authz.start(ctx, quiet); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// inProcessClient is user's component client carried to n's handler in process.
+func inProcessClient(t *testing.T, n *Node, user string) *kubernetes.Clientset {
+	t.Helper()
+	network, err := componentRESTConfig(&n.cfg, user, nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := inProcessRESTConfig(network, n.api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.Transport == nil || len(rc.TLSClientConfig.CertData) != 0 {
+		t.Fatalf("in-process config still dials: %+v", rc)
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
 func contains(list []string, s string) bool {
 	for _, v := range list {
 		if v == s {
@@ -139,27 +148,8 @@ func TestInProcessClientsFollowACARotation(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n, err := Start(ctx, controlPlaneConfig(t, "inproc-rotate"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Stop()
-	go func() { _ = n.serve() }()
-	if err := n.authz.start(ctx, quiet); err != nil {
-		t.Fatal(err)
-	}
-	network, err := componentRESTConfig(&n.cfg, "system:kube-scheduler", nil, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := inProcessRESTConfig(network, n.api)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scheduler, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := startServing(ctx, t, "inproc-rotate")
+	scheduler := inProcessClient(t, n, "system:kube-scheduler")
 	whoAmI := func(after string) {
 		t.Helper()
 		review, err := scheduler.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
