@@ -211,7 +211,9 @@ func (b *Balancer) probe(ctx context.Context, addr string) {
 	b.mu.Lock()
 	before := b.state.Health(addr)
 	b.mu.Unlock()
-	b.step(Event{Type: EventProbe, Addr: addr, OK: ok})
+	var netErr net.Error
+	timedOut := !ok && errors.As(err, &netErr) && netErr.Timeout()
+	b.step(Event{Type: EventProbe, Addr: addr, OK: ok, TimedOut: timedOut})
 	b.mu.Lock()
 	after := b.state.Health(addr)
 	b.mu.Unlock()

@@ -36,7 +36,8 @@ const (
 	EventTick EventType = iota
 	// EventEndpoints: the API servers listed by the "kubernetes" endpoints (Addrs, host:port).
 	EventEndpoints
-	// EventProbe: a health probe of Addr finished; OK says whether /readyz answered 200.
+	// EventProbe: a health probe of Addr finished; OK says whether /readyz answered 200, and
+	// TimedOut whether it got no answer within the probe timeout.
 	EventProbe
 	// EventDialFailed: a client connection could not be opened to Addr.
 	EventDialFailed
@@ -49,6 +50,9 @@ type Event struct {
 	Addr  string
 	Addrs []string
 	OK    bool
+	// TimedOut: a failed probe had no answer in time, which a server busy for a moment shares
+	// with a hung one (StateConfig.SlowFallCount).
+	TimedOut bool
 }
 
 // StateConfig tunes the health logic.
@@ -62,6 +66,13 @@ type StateConfig struct {
 	// RiseCount and FallCount are how many consecutive probe results move a backend to Healthy or
 	// Unhealthy. A failed dial moves it to Unhealthy at once.
 	RiseCount, FallCount int
+	// SlowFallCount is how many consecutive failed probes move a backend to Unhealthy when the
+	// last of them timed out (default 2). Going unhealthy closes every connection through the
+	// balancer to the backend, requests and watches in flight included; one /readyz slower than
+	// the timeout is what a loaded machine gives a healthy server now and then (a CA rotation's
+	// e2e test saw its requests cut so, with EOF), while a server that is hung or paused misses
+	// the next probe as well. A server that answers "not ready", or refuses, goes at FallCount.
+	SlowFallCount int
 }
 
 // Default fills unset fields.
@@ -74,6 +85,9 @@ func (c *StateConfig) Default() {
 	}
 	if c.FallCount <= 0 {
 		c.FallCount = 1
+	}
+	if c.SlowFallCount <= 0 {
+		c.SlowFallCount = 2
 	}
 }
 
@@ -147,7 +161,11 @@ func (s *State) Step(ev Event) {
 		}
 		b.successes = 0
 		b.failures++
-		if b.Health != Unhealthy && b.failures >= s.cfg.FallCount {
+		fall := s.cfg.FallCount
+		if ev.TimedOut {
+			fall = max(fall, s.cfg.SlowFallCount)
+		}
+		if b.Health != Unhealthy && b.failures >= fall {
 			s.markUnhealthy(b)
 		}
 	case EventDialFailed:

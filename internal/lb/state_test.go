@@ -24,6 +24,11 @@ func ev(t EventType, addr string, ok bool, addrs ...string) *Event {
 	return &Event{Type: t, Addr: addr, OK: ok, Addrs: addrs}
 }
 
+// timedOut is a probe of addr that had no answer in time.
+func timedOut(addr string) *Event {
+	return &Event{Type: EventProbe, Addr: addr, TimedOut: true}
+}
+
 func TestStateScenarios(t *testing.T) {
 	const a, b, c = "10.0.0.1:6443", "10.0.0.2:6443", "10.0.0.3:6443"
 	tests := []struct {
@@ -71,6 +76,41 @@ func TestStateScenarios(t *testing.T) {
 			{ev: ev(EventProbe, b, true)},
 			{wait: time.Second, ev: ev(EventTick, "", false), check: true, probe: []string{a, b}, order: []string{b, a}},
 			{ev: ev(EventProbe, a, true), check: true, order: []string{a, b}},
+		},
+	}, {
+		name: "a probe that times out demotes only when the next one times out too",
+		cfg:  StateConfig{Seeds: []string{a, b}, ProbeInterval: time.Second},
+		steps: []step{
+			{check: true, probe: []string{a, b}, order: []string{a, b}},
+			{ev: ev(EventProbe, a, true)},
+			{ev: ev(EventProbe, b, true), check: true, order: []string{a, b}},
+			// One slow /readyz: a stays healthy and keeps its connections.
+			{wait: time.Second, check: true, probe: []string{a, b}, order: []string{a, b}},
+			{ev: timedOut(a), check: true, order: []string{a, b}},
+			{ev: ev(EventProbe, b, true)},
+			// An answer in time forgets it.
+			{wait: time.Second, check: true, probe: []string{a, b}, order: []string{a, b}},
+			{ev: ev(EventProbe, a, true)},
+			{ev: ev(EventProbe, b, true)},
+			{wait: time.Second, check: true, probe: []string{a, b}, order: []string{a, b}},
+			{ev: timedOut(a), check: true, order: []string{a, b}},
+			{ev: ev(EventProbe, b, true)},
+			// Two in a row: hung or paused, not busy.
+			{wait: time.Second, check: true, probe: []string{a, b}, order: []string{a, b}},
+			{ev: timedOut(a), check: true, close: []string{a}, order: []string{b, a}},
+		},
+	}, {
+		name: "an answered failure after a timeout demotes at once",
+		cfg:  StateConfig{Seeds: []string{a, b}, ProbeInterval: time.Second},
+		steps: []step{
+			{check: true, probe: []string{a, b}, order: []string{a, b}},
+			{ev: ev(EventProbe, a, true)},
+			{ev: ev(EventProbe, b, true), check: true, order: []string{a, b}},
+			{wait: time.Second, check: true, probe: []string{a, b}, order: []string{a, b}},
+			{ev: timedOut(a), check: true, order: []string{a, b}},
+			{ev: ev(EventProbe, b, true)},
+			{wait: time.Second, check: true, probe: []string{a, b}, order: []string{a, b}},
+			{ev: ev(EventProbe, a, false), check: true, close: []string{a}, order: []string{b, a}},
 		},
 	}, {
 		name: "fall and rise counts need consecutive results",
