@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -79,4 +80,100 @@ func TestFenceAdmitsWritesOnlyWhileTheLeaseIsConfirmed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ctxTransport records the context of each request it answers, with status.
+type ctxTransport struct {
+	status int
+	ctxs   []context.Context
+}
+
+func (t *ctxTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.ctxs = append(t.ctxs, req.Context())
+	return &http.Response{StatusCode: t.status, Body: http.NoBody}, nil
+}
+
+// A write carries a deadline of the last successful renewal's start plus the Lease duration,
+// before which no other instance can take the Lease: a write held by a pause of the process past
+// that moment fails in the API server instead of landing beside the next leader's.
+func TestFenceBoundsWritesByTheLastRenewal(t *testing.T) {
+	cfg := &Config{Namespace: "kube-system", Name: "kube-controller-manager", LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second}
+	lease := "https://in-process/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"
+	pods := "https://in-process/api/v1/namespaces/default/pods"
+	send := func(f *Fence, next http.RoundTripper, method, url string) error {
+		t.Helper()
+		req, err := http.NewRequest(method, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := f.Wrap(next).RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	renewal := time.Now().Add(-3 * time.Second)
+
+	f := NewFence()
+	f.begin(fakeTerm{leader: true, age: 3 * time.Second, lease: 15 * time.Second}, cfg)
+	next := &ctxTransport{status: http.StatusOK}
+	// Before any renewal went through the fence, a write has no deadline of the fence's.
+	if err := send(f, next, http.MethodPost, pods); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := next.ctxs[0].Deadline(); ok {
+		t.Error("a write before any renewal has a deadline")
+	}
+	f.now = func() time.Time { return renewal }
+	if err := send(f, next, http.MethodPut, lease); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := next.ctxs[1].Deadline(); ok {
+		t.Error("the renewal itself has a deadline")
+	}
+	if err := send(f, next, http.MethodPost, pods); err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := next.ctxs[2].Deadline(); !ok || !d.Equal(renewal.Add(15*time.Second)) {
+		t.Errorf("write deadline %v (%v), want the renewal's start plus 15 s, %v", d, ok, renewal.Add(15*time.Second))
+	}
+	if next.ctxs[2].Err() == nil {
+		t.Error("the write's context is not cancelled once its response body is closed")
+	}
+
+	// A renewal the API server refused does not extend the term's writes.
+	f.now = func() time.Time { return renewal.Add(2 * time.Second) }
+	refused := &ctxTransport{status: http.StatusConflict}
+	if err := send(f, refused, http.MethodPut, lease); err != nil {
+		t.Fatal(err)
+	}
+	if err := send(f, next, http.MethodDelete, pods+"/p"); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := next.ctxs[3].Deadline(); !d.Equal(renewal.Add(15 * time.Second)) {
+		t.Errorf("after a refused renewal the deadline is %v, want %v", d, renewal.Add(15*time.Second))
+	}
+
+	// A write of a term whose last renewal began over a Lease duration ago is already past
+	// its deadline when the API server gets it (a pause between the check and the send).
+	f.now = func() time.Time { return time.Now().Add(-20 * time.Second) }
+	f.begin(fakeTerm{leader: true, age: 3 * time.Second, lease: 15 * time.Second}, cfg)
+	if err := send(f, next, http.MethodPut, lease); err != nil {
+		t.Fatal(err)
+	}
+	seen := &ctxErrTransport{}
+	if err := send(f, seen, http.MethodPost, pods); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(seen.err, context.DeadlineExceeded) {
+		t.Errorf("the late write's context: %v, want deadline exceeded", seen.err)
+	}
+}
+
+// ctxErrTransport records its request's context error as the handler would see it.
+type ctxErrTransport struct{ err error }
+
+func (t *ctxErrTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.err = req.Context().Err()
+	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
 }
