@@ -2,7 +2,10 @@ package cluster
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,5 +169,48 @@ func TestInProcessClientsFollowACARotation(t *testing.T) {
 			t.Fatalf("rotate-ca %s: %v", phase, err)
 		}
 		whoAmI("phase " + string(phase))
+	}
+}
+
+// A write whose context has expired when its API server gets it (a fenced write held by a pause
+// of the process past its deadline: leader.Fence) is not stored.
+func TestInProcessWriteAfterItsDeadlineIsNotStored(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd and the API server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n := startServing(ctx, t, "inproc-late")
+	network, err := componentRESTConfig(&n.cfg, "system:kube-controller-manager", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := inProcessRESTConfig(network, n.api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, stop := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer stop()
+	body := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"late","namespace":"default"}}`
+	req, err := http.NewRequestWithContext(late, http.MethodPost, "https://in-process/api/v1/namespaces/default/configmaps", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := rc.Transport.RoundTrip(req); err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode < 300 {
+			t.Fatalf("a write past its deadline answered %s", resp.Status)
+		}
+	}
+	// The transport returns as soon as the context is done; the handler goes on in its own
+	// goroutine, so look for a while.
+	manager := inProcessClient(t, n, "system:kube-controller-manager")
+	for range 20 {
+		if _, err := manager.CoreV1().ConfigMaps("default").Get(ctx, "late", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("the late write: get = %v, want NotFound", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
