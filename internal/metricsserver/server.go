@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 )
 
 // DefaultResolution is how often kubelets are scraped unless configured (metrics-server's
@@ -120,7 +122,7 @@ func (s *Server) ScrapeOnce(ctx context.Context) {
 	}
 	var targets []*corev1.Node
 	for _, n := range all {
-		if nodeReady(n) {
+		if ctrlutil.IsNodeReady(n) {
 			targets = append(targets, n)
 		}
 	}
@@ -198,15 +200,6 @@ func KubeletHost(node *corev1.Node, defaultPort int32) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("node %s has no address to reach its kubelet", node.Name)
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // nodeObjects are the NodeMetrics of the nodes that exist and have usage (only name when set).

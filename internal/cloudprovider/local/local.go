@@ -12,6 +12,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/skiff-sh/skiff/internal/cloudprovider"
+	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 )
 
 // Name is the provider's registered name.
@@ -147,15 +148,6 @@ func hasLabel(n *corev1.Node, key string) bool {
 	return ok
 }
 
-func ready(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 type portKey struct {
 	proto corev1.Protocol
 	port  int32
@@ -216,7 +208,7 @@ func Assign(svc *corev1.Service, nodes []*corev1.Node, services []*corev1.Servic
 			addr = nodeAddress(n, corev1.NodeInternalIP)
 		}
 		switch {
-		case n.DeletionTimestamp != nil, !ready(n):
+		case n.DeletionTimestamp != nil, !ctrlutil.IsNodeReady(n):
 			why = append(why, n.Name+": not ready")
 		case hasLabel(n, ExcludeLabel): // its presence excludes, whatever the value (as upstream)
 			why = append(why, n.Name+": excluded")

@@ -141,3 +141,13 @@ func requirementHolds(r corev1.NodeSelectorRequirement, value string, has bool) 
 	}
 	return false
 }
+
+// IsNodeReady reports whether the node's Ready condition is True (no condition: not ready).
+func IsNodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -41,3 +41,26 @@ func TestNodeHeartbeatOnly(t *testing.T) {
 		}
 	}
 }
+
+func TestIsNodeReady(t *testing.T) {
+	withReady := func(s corev1.ConditionStatus) *corev1.Node {
+		return &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionTrue},
+			{Type: corev1.NodeReady, Status: s},
+		}}}
+	}
+	for _, tc := range []struct {
+		name string
+		node *corev1.Node
+		want bool
+	}{
+		{"Ready True", withReady(corev1.ConditionTrue), true},
+		{"Ready False", withReady(corev1.ConditionFalse), false},
+		{"Ready Unknown", withReady(corev1.ConditionUnknown), false},
+		{"no conditions yet", &corev1.Node{}, false},
+	} {
+		if got := IsNodeReady(tc.node); got != tc.want {
+			t.Errorf("%s: IsNodeReady = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -117,7 +117,7 @@ func (c *Controller) Sync(ctx context.Context, _ string) error {
 // slicesInputsChanged reports whether a node update can change the slices: not a heartbeat, which
 // every node writes every few seconds (at 5,000 nodes each one recomputed every slice).
 func slicesInputsChanged(o, n *corev1.Node) bool {
-	return ServesDNS(o) != ServesDNS(n) || nodeReady(o) != nodeReady(n) ||
+	return ServesDNS(o) != ServesDNS(n) || ctrlutil.IsNodeReady(o) != ctrlutil.IsNodeReady(n) ||
 		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
 		!apiequality.Semantic.DeepEqual(o.Status.Addresses, n.Status.Addresses)
 }
@@ -140,16 +140,6 @@ func ServesDNS(node *corev1.Node) bool {
 		}
 	}
 	return true
-}
-
-// nodeReady is the node's Ready condition.
-func nodeReady(node *corev1.Node) bool {
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // MaxEndpointsPerSlice bounds the endpoints of one kube-dns slice, as Kubernetes' EndpointSlice
@@ -203,7 +193,7 @@ func Desired(svc *corev1.Service, nodes []*corev1.Node, existing []*discoveryv1.
 				continue
 			}
 			seen[family] = true
-			ready := nodeReady(n)
+			ready := ctrlutil.IsNodeReady(n)
 			fe := byFamily[family]
 			if fe == nil {
 				fe = &familyEndpoints{byNode: map[string]discoveryv1.Endpoint{}}

@@ -14,6 +14,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/skiff-sh/skiff/internal/cloudprovider/local"
+	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 	"github.com/skiff-sh/skiff/internal/ingress"
 )
 
@@ -356,10 +357,5 @@ func eligibleHolder(n *corev1.Node) bool {
 	if _, excluded := n.Labels[local.ExcludeLabel]; excluded {
 		return false
 	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return ctrlutil.IsNodeReady(n)
 }

@@ -104,16 +104,7 @@ func New(deps ctrlutil.Deps, lb cloudprovider.LoadBalancer, clusterName string) 
 // nodeChanged: only what Assign looks at (readiness, labels, addresses, deletion).
 func nodeChanged(o, n *corev1.Node) bool {
 	return !apiequality.Semantic.DeepEqual(o.Labels, n.Labels) || !apiequality.Semantic.DeepEqual(o.Status.Addresses, n.Status.Addresses) ||
-		ready(o) != ready(n) || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
-}
-
-func ready(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+		ctrlutil.IsNodeReady(o) != ctrlutil.IsNodeReady(n) || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
 }
 
 // Run runs the controller until ctx ends.
