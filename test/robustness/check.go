@@ -66,9 +66,10 @@ func Check(h *History, opt CheckOptions) Report {
 		r.Events += len(w.Events)
 	}
 	ep := newEpochs(h)
-	r.Linearizability, r.Violations = checkLinearizable(h, ep, opt)
 	revs, vs := buildRevisions(h)
 	revs.discarded = ep.discarded()
+	cov := coverage(h)
+	r.Linearizability, r.Violations = checkLinearizable(settleUnknownWrites(h, revs, cov), ep, opt)
 	r.Violations = append(r.Violations, vs...)
 	r.Violations = append(r.Violations, checkRewinds(h, ep)...)
 	r.Violations = append(r.Violations, checkPhantoms(h)...)
@@ -76,7 +77,6 @@ func Check(h *History, opt CheckOptions) Report {
 		r.Violations = append(r.Violations, checkWatchOrder(i, w)...)
 		r.Violations = append(r.Violations, checkWatchGaps(i, w, revs)...)
 	}
-	cov := coverage(h)
 	lists := h.Lists
 	if h.Final != nil {
 		lists = append(append([]List(nil), lists...), *h.Final)
@@ -100,10 +100,10 @@ func Check(h *History, opt CheckOptions) Report {
 
 // checkLinearizable runs porcupine on each object's calls, epoch by epoch (a restore from a
 // snapshot starts a new one from the snapshot's state).
-func checkLinearizable(h *History, ep epochs, opt CheckOptions) ([]LinearizabilityResult, []Violation) {
+func checkLinearizable(ops []Op, ep epochs, opt CheckOptions) ([]LinearizabilityResult, []Violation) {
 	var results []LinearizabilityResult
 	var vs []Violation
-	keys, byKey := opsByKey(h.Ops)
+	keys, byKey := opsByKey(ops)
 	for _, k := range keys {
 		for epoch, calls := range ep.split(k, byKey[k]) {
 			if len(calls.ops) == 0 {
