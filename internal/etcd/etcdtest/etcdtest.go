@@ -5,11 +5,14 @@ package etcdtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,8 +52,31 @@ func StartEmbedded(t testing.TB, opts Options) *etcd.Member {
 }
 
 // StartEmbeddedInDir runs an embedded member with its data under dir (for TestMain, which has no
-// testing.TB) and waits until it is ready; stop shuts it down.
+// testing.TB) and waits until it is ready; stop shuts it down. A free port is found by listening
+// and closing, so another process may take it before etcd binds it (the race detector's tests run
+// beside the end-to-end clusters in CI): a start that finds its port taken is tried again on new
+// ports, in a new data dir.
 func StartEmbeddedInDir(dir string, opts Options) (m *etcd.Member, stop func(), err error) {
+	const attempts = 5
+	for i := range attempts {
+		sub := "etcd"
+		if i > 0 {
+			sub = fmt.Sprintf("etcd-%d", i)
+		}
+		m, stop, err = startEmbeddedOnce(filepath.Join(dir, sub), opts)
+		if err == nil || !portTaken(err) {
+			return m, stop, err
+		}
+	}
+	return nil, nil, fmt.Errorf("%d attempts: %w", attempts, err)
+}
+
+// portTaken says whether err is a listener's port already bound by someone else.
+func portTaken(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
+
+func startEmbeddedOnce(dataDir string, opts Options) (m *etcd.Member, stop func(), err error) {
 	if opts.WatchProgressNotifyInterval == 0 {
 		opts.WatchProgressNotifyInterval = 100 * time.Millisecond
 	}
@@ -64,7 +90,7 @@ func StartEmbeddedInDir(dir string, opts Options) (m *etcd.Member, stop func(), 
 	}
 	cfg := etcd.Config{
 		Name:                        "test",
-		DataDir:                     filepath.Join(dir, "etcd"),
+		DataDir:                     dataDir,
 		ListenClientURLs:            []string{fmt.Sprintf("http://127.0.0.1:%d", clientPort)},
 		ListenPeerURLs:              []string{fmt.Sprintf("http://127.0.0.1:%d", peerPort)},
 		WatchProgressNotifyInterval: opts.WatchProgressNotifyInterval,
