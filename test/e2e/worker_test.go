@@ -59,6 +59,10 @@ func newWorkerClusterOf(t *testing.T, bin string, extraArgs ...string) *cluster 
 	t.Cleanup(func() {
 		_, _ = c.kubectlErr("delete", "pods", "--all", "--all-namespaces", "--grace-period=1", "--timeout=60s")
 		c.stop()
+		// A stopped node leaves its containers running by design: those whose pods the delete
+		// above did not end in time (a local CI run left two clusters' web pods, their shims and
+		// mounts behind) go with the node's shims.
+		reapKilledWorker(t, dir)
 		removeProxyRules(t, dir)
 		_ = exec.Command("ip", "link", "del", bridge).Run()
 		os.RemoveAll(filepath.Join("/var/lib/cni/skiff", bridge))
