@@ -25,6 +25,12 @@ const (
 	DefaultMemberStatusTimeout = 2 * time.Second
 	// DefaultPromoteInterval is how often PromoteLearner retries while the learner catches up.
 	DefaultPromoteInterval = 500 * time.Millisecond
+	// confChangeAttemptTimeout bounds one membership change. Raft ignores a configuration change
+	// proposed while another is still being applied (a second member asking to join, say), and
+	// etcd answers the ignored one only when its caller gives up: an unbounded attempt would hold
+	// a join for the caller's whole deadline. A change applies in milliseconds, so an attempt
+	// still unanswered after this is retried.
+	confChangeAttemptTimeout = 5 * time.Second
 )
 
 // FormatID writes a member ID as etcdctl does (hexadecimal).
@@ -184,19 +190,21 @@ func AddLearner(ctx context.Context, c *clientv3.Client, name string, peerURLs [
 		if m.Name == name {
 			return nil, fmt.Errorf("add etcd learner %s: a member of that name exists (ID %s): remove it first", name, FormatID(m.ID))
 		}
-		if m.Name == "" && m.IsLearner && slices.Equal(m.PeerURLs, peerURLs) {
-			// Added before but never started (a join that failed half-way): answer that member
-			// again, so a retried join starts it instead of failing on its peer URLs.
-			log.Info("etcd learner was added before and never started; reusing it", "member", name, "id", FormatID(m.ID))
-			return addResponse(list.Members, m, name), nil
-		}
+	}
+	if m := unstartedLearner(list.Members, peerURLs); m != nil {
+		// Added before but never started (a join that failed half-way): answer that member
+		// again, so a retried join starts it instead of failing on its peer URLs.
+		log.Info("etcd learner was added before and never started; reusing it", "member", name, "id", FormatID(m.ID))
+		return addResponse(list.Members, m, name), nil
 	}
 	if interval <= 0 {
 		interval = DefaultPromoteInterval
 	}
 	var resp *clientv3.MemberAddResponse
 	for {
-		resp, err = c.MemberAddAsLearner(ctx, peerURLs)
+		actx, cancel := context.WithTimeout(ctx, confChangeAttemptTimeout)
+		resp, err = c.MemberAddAsLearner(actx, peerURLs)
+		cancel()
 		if err == nil {
 			break
 		}
@@ -205,6 +213,15 @@ func AddLearner(ctx context.Context, c *clientv3.Client, name string, peerURLs [
 			log.Debug("etcd refuses a new member while the cluster is settling; retrying", "member", name, "err", err)
 		case errors.Is(err, rpctypes.ErrTooManyLearners):
 			log.Info("etcd takes one learner at a time; waiting for the one it has to be promoted", "member", name)
+		case attemptTimedOut(ctx, err):
+			log.Info("etcd did not answer the new member in time (raft ignores a change made during another); retrying", "member", name)
+		case errors.Is(err, rpctypes.ErrPeerURLExist):
+			// An attempt that timed out may have been applied after all.
+			if out, ok := learnerAddedBefore(ctx, c, name, peerURLs); ok {
+				log.Info("etcd learner added", "member", name, "id", out.Member.ID, "peerURLs", peerURLs)
+				return out, nil
+			}
+			return nil, fmt.Errorf("add etcd learner %s at %v: %w", name, peerURLs, err)
 		default:
 			return nil, fmt.Errorf("add etcd learner %s at %v: %w", name, peerURLs, err)
 		}
@@ -215,6 +232,36 @@ func AddLearner(ctx context.Context, c *clientv3.Client, name string, peerURLs [
 	out := addResponse(resp.Members, resp.Member, name)
 	log.Info("etcd learner added", "member", name, "id", out.Member.ID, "peerURLs", peerURLs)
 	return out, nil
+}
+
+// unstartedLearner is the member of members with peerURLs that was added as a learner and never
+// started (etcd learns a member's name when it starts), or nil (pure).
+func unstartedLearner(members []*etcdserverpb.Member, peerURLs []string) *etcdserverpb.Member {
+	for _, m := range members {
+		if m.Name == "" && m.IsLearner && slices.Equal(m.PeerURLs, peerURLs) {
+			return m
+		}
+	}
+	return nil
+}
+
+// learnerAddedBefore answers the learner at peerURLs if an earlier attempt added it.
+func learnerAddedBefore(ctx context.Context, c *clientv3.Client, name string, peerURLs []string) (*etcdapi.AddMemberResponse, bool) {
+	list, err := c.MemberList(ctx)
+	if err != nil {
+		return nil, false
+	}
+	m := unstartedLearner(list.Members, peerURLs)
+	if m == nil {
+		return nil, false
+	}
+	return addResponse(list.Members, m, name), true
+}
+
+// attemptTimedOut says whether err ends one attempt bounded by confChangeAttemptTimeout while the
+// caller's ctx still runs, so the change is worth asking again.
+func attemptTimedOut(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, rpctypes.ErrTimeout))
 }
 
 // addResponse tells learner added (to be named name) how to start, from the member list (pure).
@@ -237,17 +284,28 @@ func PromoteLearner(ctx context.Context, c *clientv3.Client, id uint64, clk cloc
 	if interval <= 0 {
 		interval = DefaultPromoteInterval
 	}
+	timedOut := false
 	for {
-		resp, err := c.MemberPromote(ctx, id)
-		if err == nil {
+		actx, cancel := context.WithTimeout(ctx, confChangeAttemptTimeout)
+		resp, err := c.MemberPromote(actx, id)
+		cancel()
+		switch {
+		case err == nil:
 			log.Info("etcd learner promoted", "id", FormatID(id))
 			warnEvenVoters(resp.Members, log)
 			return nil
-		}
-		if !IsLearnerNotReady(err) {
+		case timedOut && errors.Is(err, rpctypes.ErrMemberNotLearner):
+			// The attempt that timed out was applied after all.
+			log.Info("etcd learner promoted", "id", FormatID(id))
+			return nil
+		case IsLearnerNotReady(err):
+			log.Debug("etcd learner not in sync yet; retrying promotion", "id", FormatID(id))
+		case attemptTimedOut(ctx, err):
+			timedOut = true
+			log.Info("etcd did not answer the promotion in time (raft ignores a change made during another); retrying", "id", FormatID(id))
+		default:
 			return fmt.Errorf("promote etcd member %s: %w", FormatID(id), err)
 		}
-		log.Debug("etcd learner not in sync yet; retrying promotion", "id", FormatID(id))
 		if err := sleep(ctx, clk, interval); err != nil {
 			return fmt.Errorf("promote etcd member %s: still catching up with the leader: %w", FormatID(id), err)
 		}

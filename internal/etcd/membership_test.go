@@ -268,10 +268,10 @@ func waitHealth(ctx context.Context, t *testing.T, c *clientv3.Client, ok func(e
 	t.Fatalf("health never as expected; last: %v", last)
 }
 
-// TestAddLearnerWaitsForTheLearnerBefore: etcd takes one learner at a time, so a second member
-// joining while the first is still a learner (two control planes started together after a
-// cluster reset) waits for its promotion instead of failing the join.
-func TestAddLearnerWaitsForTheLearnerBefore(t *testing.T) {
+// learnerOfOne starts a one-member cluster (m1) and adds m2 as a learner, not yet started; specs
+// hold a third member's ports (m3) too.
+func learnerOfOne(ctx context.Context, t *testing.T) (*etcdtest.PKI, []etcdtest.Spec, *clientv3.Client, *etcdapi.AddMemberResponse, *slog.Logger) {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	p := etcdtest.NewPKI(t)
 	tlsCfg, err := etcd.ClientTLSConfig(p.CAFile, p.ClientCertFile, p.ClientKeyFile)
@@ -285,12 +285,20 @@ func TestAddLearnerWaitsForTheLearnerBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	first, err := etcd.AddLearner(ctx, c, "m2", []string{specs[1].PeerURL()}, clock.RealClock{}, 50*time.Millisecond, log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, specs, c, first, log
+}
+
+// TestAddLearnerWaitsForTheLearnerBefore: etcd takes one learner at a time, so a second member
+// joining while the first is still a learner (two control planes started together after a
+// cluster reset) waits for its promotion instead of failing the join.
+func TestAddLearnerWaitsForTheLearnerBefore(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, specs, c, first, log := learnerOfOne(ctx, t)
 	second := make(chan error, 1)
 	go func() {
 		_, err := etcd.AddLearner(ctx, c, "m3", []string{specs[2].PeerURL()}, clock.RealClock{}, 50*time.Millisecond, log)
@@ -311,5 +319,56 @@ func TestAddLearnerWaitsForTheLearnerBefore(t *testing.T) {
 	}
 	if err := <-second; err != nil {
 		t.Fatalf("the second learner, once the first was promoted: %v", err)
+	}
+}
+
+// TestPromoteSurvivesAConfChangeRaftIgnored: raft ignores a configuration change proposed while
+// another is being applied, and etcd answers such a proposal only when its caller gives up. Other
+// members asking to join at the same moment (each refused only when applied) must not leave the
+// promotion waiting for its whole deadline.
+func TestPromoteSurvivesAConfChangeRaftIgnored(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	p, specs, c, first, log := learnerOfOne(ctx, t)
+	etcdtest.StartMember(t, specs[1].Config(p, first.InitialCluster, etcd.ClusterStateExisting))
+	id, err := etcd.ParseID(first.Member.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Joiners in a tight loop keep a configuration change pending most of the time, for a while:
+	// a promotion raft ignored then waits for an answer that never comes.
+	joinCtx, stopJoining := context.WithTimeout(ctx, 2*time.Second)
+	done := make(chan struct{})
+	const joiners = 3
+	for range joiners {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for joinCtx.Err() == nil {
+				actx, cancel := context.WithTimeout(joinCtx, 2*time.Second)
+				_, _ = c.MemberAddAsLearner(actx, []string{specs[2].PeerURL()})
+				cancel()
+			}
+		}()
+	}
+	start := time.Now()
+	err = etcd.PromoteLearner(ctx, c, id, clock.RealClock{}, 50*time.Millisecond, log)
+	took := time.Since(start)
+	stopJoining()
+	for range joiners {
+		<-done
+	}
+	if err != nil {
+		t.Fatalf("promotion while others asked to join (after %v): %v", took, err)
+	}
+	t.Logf("promoted after %v", took)
+	list, err := c.MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list.Members {
+		if m.ID == id && m.IsLearner {
+			t.Fatalf("member %s is still a learner", first.Member.ID)
+		}
 	}
 }
