@@ -284,30 +284,66 @@ func PromoteLearner(ctx context.Context, c *clientv3.Client, id uint64, clk cloc
 	if interval <= 0 {
 		interval = DefaultPromoteInterval
 	}
+	return changeMember(ctx, memberChange{
+		id: id, verb: "promote", done: "etcd learner promoted", clk: clk, interval: interval, log: log,
+		call: func(ctx context.Context) ([]*etcdserverpb.Member, error) {
+			resp, err := c.MemberPromote(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			return resp.Members, nil
+		},
+		appliedErr: rpctypes.ErrMemberNotLearner,
+		notYet: func(err error) bool {
+			if !IsLearnerNotReady(err) {
+				return false
+			}
+			log.Debug("etcd learner not in sync yet; retrying promotion", "id", FormatID(id))
+			return true
+		},
+	})
+}
+
+// memberChange is one change to an existing member (promote, remove) for changeMember.
+type memberChange struct {
+	id         uint64
+	verb, done string
+	// call makes the change and answers the members after it.
+	call func(context.Context) ([]*etcdserverpb.Member, error)
+	// appliedErr is etcd's answer to the change once it is made: after an attempt that timed out,
+	// that attempt was applied after all.
+	appliedErr error
+	// notYet says whether err is a refusal worth asking again after interval.
+	notYet   func(error) bool
+	clk      clock.Clock
+	interval time.Duration
+	log      *slog.Logger
+}
+
+// changeMember makes ch in attempts of at most confChangeAttemptTimeout, until ctx ends.
+func changeMember(ctx context.Context, ch memberChange) error {
 	timedOut := false
 	for {
 		actx, cancel := context.WithTimeout(ctx, confChangeAttemptTimeout)
-		resp, err := c.MemberPromote(actx, id)
+		members, err := ch.call(actx)
 		cancel()
 		switch {
 		case err == nil:
-			log.Info("etcd learner promoted", "id", FormatID(id))
-			warnEvenVoters(resp.Members, log)
+			ch.log.Info(ch.done, "id", FormatID(ch.id))
+			warnEvenVoters(members, ch.log)
 			return nil
-		case timedOut && errors.Is(err, rpctypes.ErrMemberNotLearner):
-			// The attempt that timed out was applied after all.
-			log.Info("etcd learner promoted", "id", FormatID(id))
+		case timedOut && errors.Is(err, ch.appliedErr):
+			ch.log.Info(ch.done, "id", FormatID(ch.id))
 			return nil
-		case IsLearnerNotReady(err):
-			log.Debug("etcd learner not in sync yet; retrying promotion", "id", FormatID(id))
 		case attemptTimedOut(ctx, err):
 			timedOut = true
-			log.Info("etcd did not answer the promotion in time (raft ignores a change made during another); retrying", "id", FormatID(id))
-		default:
-			return fmt.Errorf("promote etcd member %s: %w", FormatID(id), err)
+			ch.log.Info("etcd did not answer a membership change in time (raft ignores a change made during another); retrying", "change", ch.verb, "id", FormatID(ch.id))
+			continue
+		case ch.notYet == nil || !ch.notYet(err):
+			return fmt.Errorf("%s etcd member %s: %w", ch.verb, FormatID(ch.id), err)
 		}
-		if err := sleep(ctx, clk, interval); err != nil {
-			return fmt.Errorf("promote etcd member %s: still catching up with the leader: %w", FormatID(id), err)
+		if err := sleep(ctx, ch.clk, ch.interval); err != nil {
+			return fmt.Errorf("%s etcd member %s: not ready for it in time: %w", ch.verb, FormatID(ch.id), err)
 		}
 	}
 }
@@ -330,15 +366,20 @@ func IsLearnerNotReady(err error) bool {
 		(err != nil && strings.Contains(err.Error(), rpctypes.ErrMemberLearnerNotReady.Error()))
 }
 
-// RemoveMember removes member id from the cluster.
+// RemoveMember removes member id from the cluster, in attempts of at most
+// confChangeAttemptTimeout like every membership change.
 func RemoveMember(ctx context.Context, c *clientv3.Client, id uint64, log *slog.Logger) error {
-	resp, err := c.MemberRemove(ctx, id)
-	if err != nil {
-		return fmt.Errorf("remove etcd member %s: %w", FormatID(id), err)
-	}
-	log.Info("etcd member removed", "id", FormatID(id))
-	warnEvenVoters(resp.Members, log)
-	return nil
+	return changeMember(ctx, memberChange{
+		id: id, verb: "remove", done: "etcd member removed", log: log,
+		call: func(ctx context.Context) ([]*etcdserverpb.Member, error) {
+			resp, err := c.MemberRemove(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			return resp.Members, nil
+		},
+		appliedErr: rpctypes.ErrMemberNotFound,
+	})
 }
 
 // EvenVoters reports whether members hold an even (and non-zero) number of voting members: such a

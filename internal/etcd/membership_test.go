@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/utils/clock"
 
@@ -322,11 +323,11 @@ func TestAddLearnerWaitsForTheLearnerBefore(t *testing.T) {
 	}
 }
 
-// TestPromoteSurvivesAConfChangeRaftIgnored: raft ignores a configuration change proposed while
-// another is being applied, and etcd answers such a proposal only when its caller gives up. Other
-// members asking to join at the same moment (each refused only when applied) must not leave the
-// promotion waiting for its whole deadline.
-func TestPromoteSurvivesAConfChangeRaftIgnored(t *testing.T) {
+// TestMembershipChangesSurviveAConfChangeRaftIgnored: raft ignores a configuration change
+// proposed while another is being applied, and etcd answers such a proposal only when its caller
+// gives up. Other members asking to join at the same moment (each refused only when applied) must
+// not leave a promotion or a removal waiting for its whole deadline.
+func TestMembershipChangesSurviveAConfChangeRaftIgnored(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	p, specs, c, first, log := learnerOfOne(ctx, t)
@@ -335,9 +336,35 @@ func TestPromoteSurvivesAConfChangeRaftIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	joiner := []string{specs[2].PeerURL()}
+	whileJoining(ctx, t, c, joiner, "promotion", func() error {
+		return etcd.PromoteLearner(ctx, c, id, clock.RealClock{}, 50*time.Millisecond, log)
+	})
+	if m := memberByID(ctx, t, c, id); m == nil || m.IsLearner {
+		t.Fatalf("member %s after its promotion: %v", first.Member.ID, m)
+	}
+	// etcd refuses to remove a voter until the others have been connected to it for 5 s (its
+	// quorum check), and the member has only just started: wait for that first.
+	waitRemovable(ctx, t, c, specs[0].ClientURL())
+	whileJoining(ctx, t, c, joiner, "removal", func() error {
+		for {
+			err := etcd.RemoveMember(ctx, c, id, log)
+			if !errors.Is(err, rpctypes.ErrUnhealthy) || ctx.Err() != nil {
+				return err
+			}
+			time.Sleep(100 * time.Millisecond) // a loaded machine: the peers reconnected
+		}
+	})
+	if m := memberByID(ctx, t, c, id); m != nil {
+		t.Fatalf("member %s after its removal: %v", first.Member.ID, m)
+	}
+}
 
-	// Joiners in a tight loop keep a configuration change pending most of the time, for a while:
-	// a promotion raft ignored then waits for an answer that never comes.
+// whileJoining runs change while joiners ask, in a tight loop for 2 s, to add a learner at
+// peerURLs: a configuration change is pending most of that time, so a change raft ignores then
+// waits for an answer that never comes.
+func whileJoining(ctx context.Context, t *testing.T, c *clientv3.Client, peerURLs []string, what string, change func() error) {
+	t.Helper()
 	joinCtx, stopJoining := context.WithTimeout(ctx, 2*time.Second)
 	done := make(chan struct{})
 	const joiners = 3
@@ -346,29 +373,49 @@ func TestPromoteSurvivesAConfChangeRaftIgnored(t *testing.T) {
 			defer func() { done <- struct{}{} }()
 			for joinCtx.Err() == nil {
 				actx, cancel := context.WithTimeout(joinCtx, 2*time.Second)
-				_, _ = c.MemberAddAsLearner(actx, []string{specs[2].PeerURL()})
+				_, _ = c.MemberAddAsLearner(actx, peerURLs)
 				cancel()
 			}
 		}()
 	}
 	start := time.Now()
-	err = etcd.PromoteLearner(ctx, c, id, clock.RealClock{}, 50*time.Millisecond, log)
+	err := change()
 	took := time.Since(start)
 	stopJoining()
 	for range joiners {
 		<-done
 	}
 	if err != nil {
-		t.Fatalf("promotion while others asked to join (after %v): %v", took, err)
+		t.Fatalf("%s while others asked to join (after %v): %v", what, took, err)
 	}
-	t.Logf("promoted after %v", took)
+	t.Logf("%s after %v", what, took)
+}
+
+// waitRemovable waits until the member at clientURL has been connected to every other voter for
+// etcd's health interval (5 s), as its quorum check on a removal asks.
+func waitRemovable(ctx context.Context, t *testing.T, c *clientv3.Client, clientURL string) {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	case <-time.After(6 * time.Second):
+	}
+	if _, err := c.Status(ctx, clientURL); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// memberByID is the member of that ID, or nil.
+func memberByID(ctx context.Context, t *testing.T, c *clientv3.Client, id uint64) *etcdserverpb.Member {
+	t.Helper()
 	list, err := c.MemberList(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range list.Members {
-		if m.ID == id && m.IsLearner {
-			t.Fatalf("member %s is still a learner", first.Member.ID)
+		if m.ID == id {
+			return m
 		}
 	}
+	return nil
 }
