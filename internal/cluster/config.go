@@ -191,9 +191,12 @@ type ControlPlaneConfig struct {
 // WorkerConfig is what a node with a kubelet runs: the kubelet, its container runtime and the
 // node-local API load balancer.
 type WorkerConfig struct {
-	// OCIRuntime is the OCI runtime of the node's own containerd: "runc" (default) or "crun"
+	// OCIRuntime is the OCI runtime of the node's own containerd: "auto" (the default: Default
+	// resolves it to crun where it works on the host, else runc), "runc" or "crun"
 	// (--oci-runtime; ociruntime.go).
 	OCIRuntime string
+	// ociRuntimeReason is why auto chose OCIRuntime, for the log line at containerd's start.
+	ociRuntimeReason string
 	// ResolvConf is the node resolv.conf the kubelet gives pods with dnsPolicy Default (empty:
 	// /etc/resolv.conf); the conformance harness points it at a test address so no pod asks the
 	// host's real resolver.
@@ -306,7 +309,7 @@ func (c *Config) Default() {
 		c.CNIPlugin = CNIPluginSkiff
 	}
 	if c.OCIRuntime == "" {
-		c.OCIRuntime = OCIRuntimeRunc
+		c.OCIRuntime = OCIRuntimeAuto
 	}
 	c.Snapshots.defaults(c.DataDir)
 	if c.LocalPathDir == "" {
@@ -381,6 +384,7 @@ func (c *Config) Default() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.defaultOCIRuntime(realOCIHost())              // ociruntime.go; before what looks the runtime up
 	c.defaultControlPlaneKubelet(realKubeletHost()) // cpkubelet.go
 }
 

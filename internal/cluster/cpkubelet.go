@@ -115,7 +115,7 @@ func (c *Config) missingRuntime(lookPath func(string) (string, error)) error {
 		}
 	}
 	runtime := c.OCIRuntime
-	if runtime == "" {
+	if runtime == "" || runtime == OCIRuntimeAuto { // auto falls back to runc
 		runtime = OCIRuntimeRunc
 	}
 	if _, err := lookPath(runtime); err != nil {

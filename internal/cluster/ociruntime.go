@@ -11,10 +11,12 @@ import (
 )
 
 // The OCI runtimes the node's own containerd can run containers with (--oci-runtime); both run
-// under containerd's runc v2 shim.
+// under containerd's runc v2 shim. OCIRuntimeAuto (the default) chooses one at start
+// (chooseOCIRuntime).
 const (
 	OCIRuntimeRunc = containerd.RuntimeRunc
 	OCIRuntimeCrun = containerd.RuntimeCrun
+	OCIRuntimeAuto = "auto"
 )
 
 // runsOwnContainerd reports whether the node starts the kubelet with a containerd of its own.
@@ -24,13 +26,61 @@ func (c *Config) runsOwnContainerd() bool {
 
 // validateOCIRuntimeOnPath is validateOCIRuntime against the real PATH and cgroup mounts.
 func (c *Config) validateOCIRuntimeOnPath() []error {
-	return c.validateOCIRuntime(ociHost{lookPath: exec.LookPath, readFile: os.ReadFile})
+	return c.validateOCIRuntime(realOCIHost())
 }
 
-// ociHost is what validateOCIRuntime reads of the host.
+// ociHost is what validateOCIRuntime and defaultOCIRuntime read of the host.
 type ociHost struct {
 	lookPath func(string) (string, error)
 	readFile func(string) ([]byte, error)
+}
+
+// realOCIHost is the real PATH and cgroup mounts.
+func realOCIHost() ociHost { return ociHost{lookPath: exec.LookPath, readFile: os.ReadFile} }
+
+// cgroup2Controllers is what the host's hybrid layout has in its cgroup2 hierarchy ("" on a pure
+// v1 or v2 host, or a hybrid one whose cgroup2 holds no controller).
+func (h ociHost) cgroup2Controllers() string {
+	data, err := h.readFile(hybridControllers)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// ociChoice is the OCI runtime --oci-runtime auto chose, and why (for the log).
+type ociChoice struct {
+	runtime, reason string
+}
+
+// chooseOCIRuntime decides --oci-runtime auto from the host (pure): crun, which starts a container
+// with about a third of runc's CPU (docs/bench/pods.md), where it is installed and the cgroup
+// layout lets it create containers; else runc.
+func chooseOCIRuntime(crunInstalled bool, cgroup2Controllers string) ociChoice {
+	switch {
+	case !crunInstalled:
+		return ociChoice{OCIRuntimeRunc, "crun is not installed (Debian package crun): it would start containers with about a third of runc's CPU"}
+	case cgroup2Controllers != "":
+		return ociChoice{OCIRuntimeRunc, fmt.Sprintf("crun is installed but refuses this hybrid cgroup layout, whose cgroup2 hierarchy holds controllers (%s: %s); mount them as cgroup v1 or boot with the unified hierarchy to have crun", hybridControllers, cgroup2Controllers)}
+	default:
+		return ociChoice{OCIRuntimeCrun, "crun is installed and this host's cgroup layout lets it create containers: it starts them with about a third of runc's CPU"}
+	}
+}
+
+// defaultOCIRuntime resolves --oci-runtime auto to the runtime chooseOCIRuntime picks on host,
+// keeping why for the log line of the containerd's start (ociRuntimeForKubelet). An external runtime (--container-runtime-endpoint) needs none.
+func (c *Config) defaultOCIRuntime(host ociHost) {
+	if c.OCIRuntime != OCIRuntimeAuto {
+		return
+	}
+	if c.ContainerRuntimeEndpoint != "" {
+		c.OCIRuntime = OCIRuntimeRunc
+		c.ociRuntimeReason = "unused: --container-runtime-endpoint names the container runtime"
+		return
+	}
+	_, err := host.lookPath(OCIRuntimeCrun)
+	choice := chooseOCIRuntime(err == nil, host.cgroup2Controllers())
+	c.OCIRuntime, c.ociRuntimeReason = choice.runtime, choice.reason
 }
 
 // hybridControllers lists the controllers of the cgroup2 hierarchy of a hybrid cgroup layout
@@ -42,11 +92,11 @@ const hybridControllers = "/sys/fs/cgroup/unified/cgroup.controllers"
 // the node will use and can find (so a missing crun stops the node before anything starts).
 func (c *Config) validateOCIRuntime(host ociHost) []error {
 	switch c.OCIRuntime {
-	case OCIRuntimeRunc:
-		return nil
+	case OCIRuntimeRunc, OCIRuntimeAuto:
+		return nil // auto: Default resolves it to a runtime that works here
 	case OCIRuntimeCrun:
 	default:
-		return []error{fmt.Errorf("--oci-runtime %q: want %s or %s", c.OCIRuntime, OCIRuntimeRunc, OCIRuntimeCrun)}
+		return []error{fmt.Errorf("--oci-runtime %q: want %s, %s or %s", c.OCIRuntime, OCIRuntimeAuto, OCIRuntimeRunc, OCIRuntimeCrun)}
 	}
 	if c.ContainerRuntimeEndpoint != "" {
 		return []error{fmt.Errorf("--oci-runtime %s configures skiff's own containerd: with --container-runtime-endpoint, choose the OCI runtime in that runtime's configuration", c.OCIRuntime)}
@@ -60,8 +110,8 @@ func (c *Config) validateOCIRuntime(host ociHost) []error {
 	// crun (1.8, Debian bookworm's) refuses to create any container on a hybrid layout whose
 	// cgroup2 hierarchy has a controller ("cgroups in hybrid mode not supported"), as on hosts
 	// where hugetlb is not mounted as v1 and so sits in cgroup2: every pod would fail.
-	if data, err := host.readFile(hybridControllers); err == nil && len(data) > 0 {
-		return []error{fmt.Errorf("--oci-runtime crun: crun refuses hybrid cgroups while the cgroup2 hierarchy has controllers (%s: %q); mount them as cgroup v1 (e.g. mount -t cgroup -o hugetlb cgroup /sys/fs/cgroup/hugetlb), boot with the unified hierarchy, or run skiff in a mount namespace without /sys/fs/cgroup/unified; or use --oci-runtime runc", hybridControllers, strings.TrimSpace(string(data)))}
+	if controllers := host.cgroup2Controllers(); controllers != "" {
+		return []error{fmt.Errorf("--oci-runtime crun: crun refuses hybrid cgroups while the cgroup2 hierarchy has controllers (%s: %q); mount them as cgroup v1 (e.g. mount -t cgroup -o hugetlb cgroup /sys/fs/cgroup/hugetlb), boot with the unified hierarchy, or run skiff in a mount namespace without /sys/fs/cgroup/unified; or use --oci-runtime runc (auto, the default, chooses runc here)", hybridControllers, controllers)}
 	}
 	return nil
 }
@@ -81,12 +131,13 @@ func resolveOCIRuntime(runtime string, lookPath func(string) (string, error)) (s
 	return abs, nil
 }
 
-// withOCIRuntime sets the supervised containerd's OCI runtime from --oci-runtime. runc stays as
+// withOCIRuntime sets the supervised containerd's OCI runtime from --oci-runtime, and says in the
+// log which and why. runc stays as
 // before this flag existed (the shim runs "runc" from PATH); its absence is still reported here,
 // naming the flag. crun gets its absolute path as the shim's BinaryName.
 func withOCIRuntime(cfg *Config, ccfg containerd.Config, lookPath func(string) (string, error)) (containerd.Config, error) {
 	runtime := cfg.OCIRuntime
-	if runtime == "" {
+	if runtime == "" || runtime == OCIRuntimeAuto { // a Config Default did not resolve
 		runtime = OCIRuntimeRunc
 	}
 	path, err := resolveOCIRuntime(runtime, lookPath)
@@ -96,6 +147,13 @@ func withOCIRuntime(cfg *Config, ccfg containerd.Config, lookPath func(string) (
 	ccfg.OCIRuntime = runtime
 	if runtime != OCIRuntimeRunc {
 		ccfg.OCIRuntimeBinary = path
+	}
+	reason := cfg.ociRuntimeReason
+	if reason == "" {
+		reason = "--oci-runtime " + runtime
+	}
+	if cfg.Logger != nil {
+		cfg.Logger.Info("OCI runtime of the node's containerd", "runtime", runtime, "reason", reason)
 	}
 	return ccfg, nil
 }

@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -40,7 +42,8 @@ func TestValidateOCIRuntime(t *testing.T) {
 		{name: "crun missing on a worker-only node", cfg: Config{Roles: join, WorkerConfig: WorkerConfig{OCIRuntime: "crun"}}, wantErr: "--oci-runtime crun"},
 		{name: "crun is not needed without a kubelet", cfg: Config{Roles: []Role{RoleEtcd, RoleControlPlane}, WorkerConfig: WorkerConfig{OCIRuntime: "crun"}}},
 		{name: "crun with the control plane's kubelet", cfg: Config{Roles: []Role{RoleEtcd, RoleControlPlane}, WorkerConfig: WorkerConfig{OCIRuntime: "crun", ControlPlaneKubelet: ControlPlaneKubeletOn}}, wantErr: "not installed"},
-		{name: "unknown runtime", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "youki"}}, path: []string{"youki"}, wantErr: `--oci-runtime "youki": want runc or crun`},
+		{name: "unknown runtime", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "youki"}}, path: []string{"youki"}, wantErr: `--oci-runtime "youki": want auto, runc or crun`},
+		{name: "auto is resolved by Default, not refused", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "auto"}}, cgroup2: "hugetlb\n"},
 		{name: "crun on hybrid cgroups with a cgroup2 controller", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "crun"}}, path: []string{"crun"}, cgroup2: "hugetlb\n", wantErr: `crun refuses hybrid cgroups while the cgroup2 hierarchy has controllers (/sys/fs/cgroup/unified/cgroup.controllers: "hugetlb")`},
 		{name: "runc on hybrid cgroups", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "runc"}}, path: []string{"runc"}, cgroup2: "hugetlb\n"},
 		{name: "crun with an external runtime", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "crun", ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock"}}, path: []string{"crun"}, wantErr: "--container-runtime-endpoint"},
@@ -81,6 +84,7 @@ func TestWithOCIRuntime(t *testing.T) {
 		wantErr     string
 	}{
 		{name: "default runc keeps the shim's own lookup", runtime: "", path: []string{"runc"}, wantRuntime: "runc"},
+		{name: "auto left unresolved is runc", runtime: "auto", path: []string{"runc", "crun"}, wantRuntime: "runc"},
 		{name: "runc", runtime: "runc", path: []string{"runc", "crun"}, wantRuntime: "runc"},
 		{name: "crun by absolute path", runtime: "crun", path: []string{"crun"}, wantRuntime: "crun", wantBinary: "/usr/bin/crun"},
 		{name: "missing runc names the flag", runtime: "runc", wantErr: "--oci-runtime runc: the runc binary is not installed"},
@@ -102,6 +106,81 @@ func TestWithOCIRuntime(t *testing.T) {
 			}
 			if err := got.WithDefaults().Validate(); err != nil {
 				t.Fatalf("containerd config: %v", err)
+			}
+		})
+	}
+}
+
+func TestChooseOCIRuntime(t *testing.T) {
+	tests := []struct {
+		name       string
+		crun       bool
+		cgroup2    string
+		want       string
+		wantReason string
+	}{
+		{name: "crun where the layout lets it", crun: true, want: "crun", wantReason: "crun is installed and this host's cgroup layout lets it"},
+		{name: "runc without crun", crun: false, want: "runc", wantReason: "crun is not installed"},
+		{name: "runc without crun on hybrid cgroups", crun: false, cgroup2: "hugetlb", want: "runc", wantReason: "crun is not installed"},
+		{name: "runc where crun refuses hybrid cgroups", crun: true, cgroup2: "hugetlb", want: "runc", wantReason: "refuses this hybrid cgroup layout, whose cgroup2 hierarchy holds controllers (/sys/fs/cgroup/unified/cgroup.controllers: hugetlb)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := chooseOCIRuntime(tc.crun, tc.cgroup2)
+			if got.runtime != tc.want || !strings.Contains(got.reason, tc.wantReason) {
+				t.Fatalf("chooseOCIRuntime(%v, %q) = %+v, want %s because %q", tc.crun, tc.cgroup2, got, tc.want, tc.wantReason)
+			}
+		})
+	}
+}
+
+// TestDefaultOCIRuntime: Default resolves auto from the host (once: a second Default keeps it),
+// leaves a runtime the flag names, and the containerd's start says which and why.
+func TestDefaultOCIRuntime(t *testing.T) {
+	hybrid := func(path string) ([]byte, error) {
+		if path == hybridControllers {
+			return []byte("hugetlb\n"), nil
+		}
+		return nil, os.ErrNotExist
+	}
+	tests := []struct {
+		name    string
+		cfg     WorkerConfig
+		host    ociHost
+		want    string
+		wantWhy string
+	}{
+		{name: "auto with crun", cfg: WorkerConfig{OCIRuntime: "auto"}, host: ociHost{lookPath: fakePath("runc", "crun"), readFile: noHybrid}, want: "crun", wantWhy: "crun is installed"},
+		{name: "auto on hybrid cgroups", cfg: WorkerConfig{OCIRuntime: "auto"}, host: ociHost{lookPath: fakePath("runc", "crun"), readFile: hybrid}, want: "runc", wantWhy: "refuses this hybrid cgroup layout"},
+		{name: "auto without crun", cfg: WorkerConfig{OCIRuntime: "auto"}, host: ociHost{lookPath: fakePath("runc"), readFile: noHybrid}, want: "runc", wantWhy: "crun is not installed"},
+		{name: "runc named", cfg: WorkerConfig{OCIRuntime: "runc"}, host: ociHost{lookPath: fakePath("runc", "crun"), readFile: noHybrid}, want: "runc"},
+		{name: "crun named", cfg: WorkerConfig{OCIRuntime: "crun"}, host: ociHost{lookPath: fakePath("runc", "crun"), readFile: hybrid}, want: "crun"},
+		{name: "an external runtime", cfg: WorkerConfig{OCIRuntime: "auto", ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock"}, host: ociHost{lookPath: fakePath("crun"), readFile: noHybrid}, want: "runc", wantWhy: "--container-runtime-endpoint"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			cfg := Config{Roles: AllRoles, WorkerConfig: tc.cfg, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+			cfg.defaultOCIRuntime(tc.host)
+			cfg.defaultOCIRuntime(tc.host)
+			if cfg.OCIRuntime != tc.want || !strings.Contains(cfg.ociRuntimeReason, tc.wantWhy) {
+				t.Fatalf("runtime %q because %q, want %q because %q", cfg.OCIRuntime, cfg.ociRuntimeReason, tc.want, tc.wantWhy)
+			}
+			if tc.wantWhy == "" && cfg.ociRuntimeReason != "" {
+				t.Fatalf("a runtime the flag names got a reason: %q", cfg.ociRuntimeReason)
+			}
+			if tc.cfg.ContainerRuntimeEndpoint != "" {
+				return // no containerd of its own to configure
+			}
+			if _, err := withOCIRuntime(&cfg, containerd.Config{}, tc.host.lookPath); err != nil {
+				t.Fatal(err)
+			}
+			wantWhy := tc.wantWhy
+			if wantWhy == "" {
+				wantWhy = "--oci-runtime " + tc.want
+			}
+			if line := logs.String(); !strings.Contains(line, "OCI runtime of the node's containerd") || !strings.Contains(line, "runtime="+tc.want) || !strings.Contains(line, wantWhy) {
+				t.Fatalf("log at containerd's configuration: %s", line)
 			}
 		})
 	}
