@@ -778,6 +778,18 @@ func TestAPIServer(t *testing.T) {
 		_ = unstructured.SetNestedField(bad.Object, "bogus", "spec", "unknownField")
 		_, err = c.dynamic.Resource(gvr).Namespace(ns).Create(ctx, bad, metav1.CreateOptions{FieldValidation: "Strict"})
 		wantStatus(t, err, 400, `strict decoding error: unknown field "spec.unknownField"`)
+		// A named object of a namespaced resource asked for without its namespace, and a
+		// namespace on a cluster-scoped one, have no route, as in Kubernetes: NotFound (the CSI
+		// snapshot specs check a deletion this way).
+		_, err = c.dynamic.Resource(gvr).Get(ctx, "dyn", metav1.GetOptions{})
+		wantStatus(t, err, 404, "the server could not find the requested resource")
+		if !apierrors.IsNotFound(err) {
+			t.Fatalf("no-namespace get of a namespaced object: %v, want NotFound", err)
+		}
+		_, err = c.dynamic.Resource(corev1.SchemeGroupVersion.WithResource("nodes")).Namespace(ns).Get(ctx, "n1", metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			t.Fatalf("namespaced get of a node: %v, want NotFound", err)
+		}
 		if err := c.dynamic.Resource(gvr).Namespace(ns).Delete(ctx, "dyn", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}

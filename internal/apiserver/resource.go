@@ -153,12 +153,15 @@ func (h *resourceHandler) allowsVerb(verb string) bool {
 }
 
 func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
+	// A path whose scope is not the resource's has no route in Kubernetes: a namespace on a
+	// cluster-scoped resource, or a named object of a namespaced one without its namespace (only
+	// lists and watches span namespaces). Clients test such a path for NotFound.
 	if !h.res.Namespaced && info.Namespace != "" && info.Resource != "namespaces" {
-		h.s.writeError(w, r, apierrors.NewNotFound(h.res.GroupResource(), info.Name))
+		h.s.writeNoRoute(w, r)
 		return
 	}
 	if h.res.Namespaced && info.Namespace == "" && info.Name != "" {
-		h.s.writeError(w, r, apierrors.NewBadRequest("the server could not find the requested resource (namespace is required)"))
+		h.s.writeNoRoute(w, r)
 		return
 	}
 	switch info.Verb {

@@ -458,12 +458,19 @@ func (s *Server) serveAuthorized(rec http.ResponseWriter, r *http.Request, info 
 		}
 		s.cfg.Discovery.ServeHTTP(rec, r)
 	default:
-		s.writeStatus(rec, r, &metav1.Status{
-			Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
-			Message: "the server could not find the requested resource",
-			Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeUnexpectedServerResponse, Message: "404 page not found"}}},
-		})
+		s.writeNoRoute(rec, r)
 	}
+}
+
+// writeNoRoute answers a path the API does not serve as Kubernetes does: its last handler's plain
+// "404 page not found", which client-go reads as a NotFound Status with this message, written
+// here as that Status directly.
+func (s *Server) writeNoRoute(w http.ResponseWriter, r *http.Request) {
+	s.writeStatus(w, r, &metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+		Message: "the server could not find the requested resource",
+		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeUnexpectedServerResponse, Message: "404 page not found"}}},
+	})
 }
 
 func (s *Server) serveReadyz(w http.ResponseWriter, r *http.Request) {
@@ -497,11 +504,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *Req
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
 	h := s.handlerFor(gvr)
 	if h == nil {
-		s.writeStatus(w, r, &metav1.Status{
-			Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
-			Message: "the server could not find the requested resource",
-			Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeUnexpectedServerResponse, Message: "404 page not found"}}},
-		})
+		s.writeNoRoute(w, r)
 		return
 	}
 	h.serve(w, r, info)
