@@ -45,6 +45,7 @@ func runCloudControllerManager(ctx context.Context, cfg *Config, now time.Time) 
 	if err != nil {
 		return err
 	}
+	fence := fenced(restCfg)
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("cloud controller manager client: %w", err)
@@ -55,7 +56,7 @@ func runCloudControllerManager(ctx context.Context, cfg *Config, now time.Time) 
 	}
 	for {
 		err := cloudmanager.Run(ctx, cloudmanager.Config{
-			Client: client, Registry: registry, Provider: cfg.CloudProvider,
+			Client: client, Registry: registry, Provider: cfg.CloudProvider, Fence: fence,
 			Identity:      cfg.NodeName + "_" + fmt.Sprint(os.Getpid()),
 			LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
 			Logger: cfg.Logger.With("component", "cloud-controller-manager"),

@@ -119,11 +119,8 @@ func runControllerManager(ctx context.Context, cfg *Config, metrics *componentMe
 	if err != nil {
 		return err
 	}
-	// Every client below writes only while this instance's lead is confirmed (leader.Fence): a
-	// control plane that resumes after a pause longer than the Lease must not act on its stale
-	// caches before it learns another instance leads.
-	fence := leader.NewFence()
-	restCfg.Wrap(fence.Wrap)
+	// Every client below writes only while this instance's lead is confirmed (fenced).
+	fence := fenced(restCfg)
 	// The cluster CA signs approved CertificateSigningRequests, as kube-controller-manager's
 	// --cluster-signing-cert-file and --cluster-signing-key-file point at the cluster CA in kubeadm.
 	signingCA, err := pki.LoadOrCreateCA(filepath.Join(cfg.DataDir, "pki"), "ca", "skiff-ca", now)
@@ -183,10 +180,9 @@ func runScheduler(ctx context.Context, cfg *Config, metrics *componentMetrics, n
 	if err != nil {
 		return err
 	}
-	// Bindings and events go out only while this instance's lead is confirmed (leader.Fence), as
-	// the controller manager's writes do.
-	fence := leader.NewFence()
-	restCfg.Wrap(fence.Wrap)
+	// Bindings and events go out only while this instance's lead is confirmed (fenced), as the
+	// controller manager's writes do.
+	fence := fenced(restCfg)
 	var conf *framework.Configuration
 	if cfg.SchedulerConfig != "" {
 		if conf, err = framework.LoadConfig(cfg.SchedulerConfig); err != nil {
@@ -218,4 +214,15 @@ func runScheduler(ctx context.Context, cfg *Config, metrics *componentMetrics, n
 		}
 		cfg.Logger.Warn("scheduler lost its lease; campaigning again")
 	}
+}
+
+// fenced wraps restCfg's transport in a new leader.Fence and returns it, for a leader-elected
+// component to give its Campaign: every client made from restCfg then writes only while this
+// instance's lead is confirmed. A control plane that resumes after a pause longer than the Lease
+// must not act on its stale caches before it learns another instance leads (the robustness
+// suite's ha-pause and workers-pause scenarios).
+func fenced(restCfg *rest.Config) *leader.Fence {
+	fence := leader.NewFence()
+	restCfg.Wrap(fence.Wrap)
+	return fence
 }

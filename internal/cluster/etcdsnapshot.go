@@ -90,13 +90,14 @@ func (n *Node) etcdSnapshotRole() role {
 		if err != nil {
 			return err
 		}
+		fence := fenced(restCfg)
 		client, err := kubernetes.NewForConfig(restCfg)
 		if err != nil {
 			return fmt.Errorf("etcd snapshot client: %w", err)
 		}
 		s := &etcdsnapshot.Scheduler{
 			Schedule: sched, Retention: n.cfg.Snapshots.Retention, Dir: etcdsnapshot.Dir{Path: n.cfg.Snapshots.Dir},
-			Node: n.cfg.NodeName, Etcd: n.etcdClient, Client: client,
+			Node: n.cfg.NodeName, Etcd: n.etcdClient, Client: client, Fence: fence,
 			Identity:      n.cfg.NodeName + "_" + fmt.Sprint(os.Getpid()),
 			LeaseDuration: n.cfg.LeaseDuration, RenewDeadline: n.cfg.RenewDeadline, RetryPeriod: n.cfg.RetryPeriod,
 			Clock: clock.RealClock{}, Log: n.cfg.Logger.With("component", "etcd-snapshot"),

@@ -137,12 +137,13 @@ func (n *Node) ingressStatusRole() role {
 		if err != nil {
 			return err
 		}
+		fence := fenced(restCfg)
 		client, err := kubernetes.NewForConfig(restCfg)
 		if err != nil {
 			return fmt.Errorf("ingress status client: %w", err)
 		}
 		return ingress.RunStatus(ctx, ingress.StatusOptions{
-			Client: client, Identity: n.cfg.NodeName + "_" + fmt.Sprint(os.Getpid()),
+			Client: client, Identity: n.cfg.NodeName + "_" + fmt.Sprint(os.Getpid()), Fence: fence,
 			LeaseDuration: n.cfg.LeaseDuration, RenewDeadline: n.cfg.RenewDeadline, RetryPeriod: n.cfg.RetryPeriod,
 			Logger: n.cfg.Logger.With("component", "ingress-status"),
 		})

@@ -48,6 +48,7 @@ func (n *Node) manifestsRole() role {
 		if err != nil {
 			return err
 		}
+		fence := fenced(restCfg)
 		client, err := kubernetes.NewForConfig(restCfg)
 		if err != nil {
 			return fmt.Errorf("manifests client: %w", err)
@@ -61,7 +62,7 @@ func (n *Node) manifestsRole() role {
 			return fmt.Errorf("manifests discovery client: %w", err)
 		}
 		return manifests.Run(ctx, manifests.Config{
-			Dir: dir, Client: client, Dynamic: dyn, Discovery: disc,
+			Dir: dir, Client: client, Dynamic: dyn, Discovery: disc, Fence: fence,
 			Identity:      n.cfg.NodeName + "_" + fmt.Sprint(os.Getpid()),
 			LeaseDuration: n.cfg.LeaseDuration, RenewDeadline: n.cfg.RenewDeadline, RetryPeriod: n.cfg.RetryPeriod,
 			Logger: n.cfg.Logger.With("component", "manifests"),

@@ -31,6 +31,9 @@ type Scheduler struct {
 	Identity string
 	// LeaseDuration, RenewDeadline, RetryPeriod: the Lease's timing (leader's defaults when zero).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Fence, when set, is the fence of this component's client transport: Campaign gives it each
+	// term, so the client writes only while the Lease is confirmed held (leader.Fence).
+	Fence *leader.Fence
 	// SaveTimeout bounds one save (default 5 minutes): an etcd that does not answer fails the
 	// run, which is recorded, rather than hanging the schedule.
 	SaveTimeout time.Duration
@@ -50,7 +53,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	return leader.Campaign(ctx, leader.Config{
 		Client: s.Client, Namespace: IndexNamespace, Name: LeaseName, Identity: s.Identity,
 		LeaseDuration: s.LeaseDuration, RenewDeadline: s.RenewDeadline, RetryPeriod: s.RetryPeriod,
-		Policy: leader.ReturnOnLoss, Logger: s.Log,
+		Policy: leader.ReturnOnLoss, Logger: s.Log, Fence: s.Fence,
 	}, func(ctx context.Context) error {
 		s.Log.Info("snapshots are taken here", "identity", s.Identity, "dir", s.Dir.Path)
 		s.Lead(ctx)

@@ -127,8 +127,11 @@ type StatusOptions struct {
 	Identity string
 	// LeaseDuration, RenewDeadline, RetryPeriod: the Lease's timing (leader's defaults when zero).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	Clock                                     clock.Clock
-	Logger                                    *slog.Logger
+	// Fence, when set, is the fence of this component's client transport: Campaign gives it each
+	// term, so the client writes only while the Lease is confirmed held (leader.Fence).
+	Fence  *leader.Fence
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
 // RunStatus campaigns for the StatusLease and, while it holds it, creates the IngressClass
@@ -144,7 +147,7 @@ func RunStatus(ctx context.Context, o StatusOptions) error {
 	return leader.Campaign(ctx, leader.Config{
 		Client: o.Client, Name: StatusLease, Identity: o.Identity,
 		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
-		Policy: leader.CampaignAgain, Logger: o.Logger,
+		Policy: leader.CampaignAgain, Logger: o.Logger, Fence: o.Fence,
 	}, func(ctx context.Context) error { return statusTerm(ctx, &o) })
 }
 

@@ -48,6 +48,9 @@ type Config struct {
 	Identity string
 	// LeaseDuration, RenewDeadline, RetryPeriod: the Lease's timing (leader's defaults when zero).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Fence, when set, is the fence of this component's client transport: Campaign gives it each
+	// term, so the client writes only while the Lease is confirmed held (leader.Fence).
+	Fence *leader.Fence
 	// Interval is how often the directory is read and the cluster compared with it (default 2 s).
 	Interval time.Duration
 	Clock    clock.WithTicker
@@ -73,7 +76,7 @@ func Run(ctx context.Context, cfg Config) error {
 	return leader.Campaign(ctx, leader.Config{
 		Client: cfg.Client, Namespace: metav1.NamespaceSystem, Name: LeaseName, Identity: cfg.Identity,
 		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
-		Policy: leader.CampaignAgain, Logger: cfg.Logger,
+		Policy: leader.CampaignAgain, Logger: cfg.Logger, Fence: cfg.Fence,
 	}, func(ctx context.Context) error {
 		cfg.Logger.Info("applying the manifests directory", "dir", cfg.Dir, "identity", cfg.Identity)
 		newTerm(&cfg).run(ctx)

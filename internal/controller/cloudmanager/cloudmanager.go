@@ -39,9 +39,12 @@ type Config struct {
 	Identity    string
 	// LeaseDuration, RenewDeadline, RetryPeriod: the Lease's timing (leader's defaults when zero).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	Workers                                   int
-	Clock                                     clock.WithTicker
-	Logger                                    *slog.Logger
+	// Fence, when set, is the fence of this component's client transport: Campaign gives it each
+	// term, so the client writes only while the Lease is confirmed held (leader.Fence).
+	Fence   *leader.Fence
+	Workers int
+	Clock   clock.WithTicker
+	Logger  *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -73,7 +76,7 @@ func Run(ctx context.Context, cfg Config) error {
 	return leader.Campaign(ctx, leader.Config{
 		Client: cfg.Client, Namespace: metav1.NamespaceSystem, Name: LeaseName, Identity: cfg.Identity,
 		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
-		Policy: leader.ReturnOnLoss, Logger: cfg.Logger,
+		Policy: leader.ReturnOnLoss, Logger: cfg.Logger, Fence: cfg.Fence,
 	}, func(ctx context.Context) error {
 		cfg.Logger.Info("starting cloud controllers", "identity", cfg.Identity, "provider", cfg.Provider)
 		return runTerm(ctx, &cfg)
