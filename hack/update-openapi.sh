@@ -36,6 +36,8 @@ input_packages=(
   k8s.io/api/networking/v1
   k8s.io/api/node/v1
   k8s.io/api/storage/v1
+  # VolumeAttributesClass is served at storage.k8s.io/v1beta1 (v1.33: beta).
+  k8s.io/api/storage/v1beta1
   k8s.io/api/apidiscovery/v2
   k8s.io/api/apidiscovery/v2beta1
   k8s.io/apimachinery/pkg/apis/meta/v1

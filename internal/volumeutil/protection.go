@@ -3,14 +3,16 @@ package volumeutil
 import corev1 "k8s.io/api/core/v1"
 
 // The storage-object-in-use protection finalizers, as Kubernetes names them. The
-// StorageObjectInUseProtection admission plugin puts them on new claims and volumes; the
-// pvc-protection and pv-protection controllers add them to objects that predate the plugin and
-// take them off once nothing uses the object any more.
+// StorageObjectInUseProtection admission plugin puts them on new claims, volumes and volume
+// attributes classes; the pvc-protection, pv-protection and vac-protection controllers add them to
+// objects that predate the plugin and take them off once nothing uses the object any more.
 const (
 	// PVCProtectionFinalizer keeps a PersistentVolumeClaim while a pod uses it.
 	PVCProtectionFinalizer = "kubernetes.io/pvc-protection"
 	// PVProtectionFinalizer keeps a PersistentVolume while it is bound to a claim.
 	PVProtectionFinalizer = "kubernetes.io/pv-protection"
+	// VACProtectionFinalizer keeps a VolumeAttributesClass while a claim or a volume names it.
+	VACProtectionFinalizer = "kubernetes.io/vac-protection"
 )
 
 // EphemeralClaimName is the name of the claim made for a generic ephemeral volume of pod:

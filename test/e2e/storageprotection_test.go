@@ -146,6 +146,51 @@ spec:
 		})
 	})
 
+	t.Run("volume attributes class a claim names", func(t *testing.T) {
+		k := ctl{c: c, t: t, ns: k.ns}
+		k.apply(`apiVersion: storage.k8s.io/v1beta1
+kind: VolumeAttributesClass
+metadata:
+  name: protect-gold
+driverName: hostpath.csi.k8s.io
+parameters: {iops: "3000"}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: gold
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: manual
+  volumeAttributesClassName: protect-gold
+  resources:
+    requests:
+      storage: 1Gi
+`)
+		if got := k.jsonpath("{.metadata.finalizers}", "vac", "protect-gold"); !strings.Contains(got, "kubernetes.io/vac-protection") {
+			t.Fatalf("new class's finalizers %s, want kubernetes.io/vac-protection", got)
+		}
+		out, err := k.try("patch", "vac", "protect-gold", "--type=merge", "-p", `{"parameters":{"iops":"1"}}`)
+		if err == nil || !strings.Contains(out, "updates to parameters are forbidden") {
+			t.Fatalf("changing a class's parameters: %v\n%s", err, out)
+		}
+		k.run("delete", "vac", "protect-gold", "--wait=false")
+		for range 6 {
+			out := k.run("get", "vac", "protect-gold", "-o", "jsonpath={.metadata.deletionTimestamp} {.metadata.finalizers}")
+			if !strings.Contains(out, "kubernetes.io/vac-protection") || strings.HasPrefix(out, " ") {
+				t.Fatalf("class a claim names: want it being deleted and still protected, got %q", out)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		k.run("delete", "pvc", "gold", "--timeout=60s")
+		k.eventually(60*time.Second, func() error {
+			if out, err := root.try("get", "vac", "protect-gold"); err == nil {
+				return fmt.Errorf("class still there after the claim naming it was deleted:\n%s", out)
+			}
+			return nil
+		})
+	})
+
 	t.Run("finalizers put back on live objects", func(t *testing.T) {
 		k := ctl{c: c, t: t, ns: k.ns}
 		k.apply(`apiVersion: v1

@@ -160,6 +160,11 @@ func ControllerRoles() []rbacv1.ClusterRole {
 		controllerRole("pv-protection-controller",
 			rule("get", "list", "watch", "update").groups(legacyGroup).resources("persistentvolumes"),
 		),
+		// Upstream's role with the VolumeAttributesClass gate on (skiff serves the class).
+		controllerRole("volumeattributesclass-protection-controller",
+			rule("get", "list", "watch", "update").groups(storageGroup).resources("volumeattributesclasses"),
+			rule("list", "watch", "get").groups(legacyGroup).resources("persistentvolumeclaims", "persistentvolumes"),
+		),
 		controllerRole("pvc-protection-controller",
 			rule("get", "list", "watch", "update").groups(legacyGroup).resources("persistentvolumeclaims"),
 			rule("list", "watch", "get").groups(legacyGroup).resources("pods"),

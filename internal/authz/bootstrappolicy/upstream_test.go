@@ -114,18 +114,20 @@ var intendedRoleDifferences = map[string]intendedDifference{
 
 // skiffOnly are objects skiff adds that upstream does not have, by kind/name, with the reason.
 var skiffOnly = map[string]string{
-	"ClusterRole/system:skiff:dns":                                  "the identity of skiff's cluster DNS server (upstream runs CoreDNS with its own manifest's role)",
-	"ClusterRoleBinding/system:skiff:dns":                           "binds system:skiff:dns to its role",
-	"ClusterRole/system:skiff:network-policy":                       "the identity of skiff's network policy agent (upstream leaves NetworkPolicy to a network plugin with its own manifest's role)",
-	"ClusterRoleBinding/system:skiff:network-policy":                "binds system:skiff:network-policy to its role",
-	"ClusterRole/system:skiff:ingress":                              "the identity of skiff's built-in HTTP data plane (upstream runs an ingress controller with its own manifest's role)",
-	"ClusterRoleBinding/system:skiff:ingress":                       "binds system:skiff:ingress to its role",
-	"ClusterRole/system:skiff:ingress-status":                       "the identity of skiff's Ingress status controller (creates the class skiff, writes status.loadBalancer)",
-	"ClusterRoleBinding/system:skiff:ingress-status":                "binds system:skiff:ingress-status to its role",
-	"ClusterRole/system:controller:gateway-controller":              "skiff's Gateway API controller: status of the GatewayClasses, Gateways and HTTPRoutes of skiff's classes (upstream has no Gateway API controller)",
-	"ClusterRoleBinding/system:controller:gateway-controller":       "binds it to its kube-system service account, as every controller role",
-	"ClusterRole/system:controller:dns-endpoints-controller":        "skiff's controller that publishes the node-local DNS servers as the kube-dns Service's endpoints",
-	"ClusterRoleBinding/system:controller:dns-endpoints-controller": "binds it to its kube-system service account, as every controller role",
+	"ClusterRole/system:skiff:dns":                                                     "the identity of skiff's cluster DNS server (upstream runs CoreDNS with its own manifest's role)",
+	"ClusterRoleBinding/system:skiff:dns":                                              "binds system:skiff:dns to its role",
+	"ClusterRole/system:skiff:network-policy":                                          "the identity of skiff's network policy agent (upstream leaves NetworkPolicy to a network plugin with its own manifest's role)",
+	"ClusterRoleBinding/system:skiff:network-policy":                                   "binds system:skiff:network-policy to its role",
+	"ClusterRole/system:skiff:ingress":                                                 "the identity of skiff's built-in HTTP data plane (upstream runs an ingress controller with its own manifest's role)",
+	"ClusterRoleBinding/system:skiff:ingress":                                          "binds system:skiff:ingress to its role",
+	"ClusterRole/system:skiff:ingress-status":                                          "the identity of skiff's Ingress status controller (creates the class skiff, writes status.loadBalancer)",
+	"ClusterRoleBinding/system:skiff:ingress-status":                                   "binds system:skiff:ingress-status to its role",
+	"ClusterRole/system:controller:gateway-controller":                                 "skiff's Gateway API controller: status of the GatewayClasses, Gateways and HTTPRoutes of skiff's classes (upstream has no Gateway API controller)",
+	"ClusterRoleBinding/system:controller:gateway-controller":                          "binds it to its kube-system service account, as every controller role",
+	"ClusterRole/system:controller:dns-endpoints-controller":                           "skiff's controller that publishes the node-local DNS servers as the kube-dns Service's endpoints",
+	"ClusterRoleBinding/system:controller:dns-endpoints-controller":                    "binds it to its kube-system service account, as every controller role",
+	"ClusterRole/system:controller:volumeattributesclass-protection-controller":        "upstream's with the VolumeAttributesClass gate on, which skiff serves by default (the dump is of default gates)",
+	"ClusterRoleBinding/system:controller:volumeattributesclass-protection-controller": "binds it to its kube-system service account, as every controller role",
 }
 
 // TestClusterRolesMatchUpstream compares every default ClusterRole (controllers' included) with

@@ -6,12 +6,14 @@ package ctrltest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -152,4 +154,28 @@ func SyncServiceCreate(t *testing.T, env *Env, sync func(context.Context, string
 		t.Fatalf("actions %q, want [%q]", got, want)
 	}
 	return actions[0].(clienttesting.CreateAction).GetObject()
+}
+
+// FinalizerUpdate checks what a protection controller's sync wrote: nothing when finalizers is
+// nil, else exactly the one write update ("update persistentvolumes pv-1") leaving the object
+// with finalizers, which it returns.
+func FinalizerUpdate(t *testing.T, writes []clienttesting.Action, update string, finalizers []string) metav1.Object {
+	t.Helper()
+	if finalizers == nil {
+		if len(writes) != 0 {
+			t.Fatalf("writes %q, want none", Describe(writes))
+		}
+		return nil
+	}
+	if got := Describe(writes); len(got) != 1 || got[0] != update {
+		t.Fatalf("writes %q, want %q", got, update)
+	}
+	obj, err := meta.Accessor(writes[0].(clienttesting.UpdateAction).GetObject())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := obj.GetFinalizers(); !slices.Equal(got, finalizers) {
+		t.Errorf("finalizers %q, want %q", got, finalizers)
+	}
+	return obj
 }

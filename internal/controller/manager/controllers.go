@@ -60,6 +60,9 @@ const (
 	// AttachDetach makes and deletes the VolumeAttachments of the CSI volumes pods use and keeps the
 	// nodes' volumesAttached.
 	AttachDetach = "attachdetach"
+	// VACProtection keeps a VolumeAttributesClass being deleted while a claim or a volume names it
+	// (the kubernetes.io/vac-protection finalizer).
+	VACProtection = "volumeattributesclass-protection"
 	// EphemeralVolume makes the claims of pods' generic ephemeral volumes.
 	EphemeralVolume = "ephemeral-volume"
 	// Gateway writes the status of the Gateway API objects of skiff's GatewayClasses (issue 29).
@@ -72,7 +75,7 @@ func KnownControllers() []string {
 		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption,
 		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring, CSRSigning, CSRApproving, CSRCleaner,
 		ReplicationController, ClusterRoleAggregation, LocalPathProvisioner, DNSEndpoints, TokenCleaner,
-		HorizontalPodAutoscaling, PVCProtection, PVProtection, AttachDetach, EphemeralVolume, Gateway}
+		HorizontalPodAutoscaling, PVCProtection, PVProtection, VACProtection, AttachDetach, EphemeralVolume, Gateway}
 }
 
 // ParseControllers turns --controllers values into the set of enabled

@@ -37,6 +37,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/statefulset"
 	"github.com/skiff-sh/skiff/internal/controller/tokencleaner"
 	"github.com/skiff-sh/skiff/internal/controller/ttlafterfinished"
+	"github.com/skiff-sh/skiff/internal/controller/vacprotection"
 )
 
 // rootCAFollowEvery is how often root-ca-cert-publisher reads the CA bundle's file: a CA
@@ -65,6 +66,7 @@ func constructors() map[string]constructor {
 		PersistentVolumeBinder: func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return pvbinder.New(deps) },
 		PVCProtection:          func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return pvcprotection.New(deps) },
 		PVProtection:           func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return pvprotection.New(deps) },
+		VACProtection:          func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return vacprotection.New(deps) },
 		AttachDetach:           func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return attachdetach.New(deps) },
 		EphemeralVolume:        func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return ephemeral.New(deps) },
 		LocalPathProvisioner: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {

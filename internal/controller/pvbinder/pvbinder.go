@@ -349,6 +349,12 @@ func (c *Controller) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim
 		}
 		claim = updated.DeepCopy()
 	}
+	if pvc.Status.Phase != corev1.ClaimBound {
+		// Binding is when the claim learns its volume's attributes class, as Kubernetes' binder
+		// sets it (a statically provisioned volume's included); afterwards the CSI resizer that
+		// modifies the volume keeps it, so a bound claim's is left alone.
+		claim.Status.CurrentVolumeAttributesClassName = volume.Spec.VolumeAttributesClassName
+	}
 	claim.Status.Phase = corev1.ClaimBound
 	claim.Status.AccessModes = volume.Spec.AccessModes
 	claim.Status.Capacity = volume.Spec.Capacity

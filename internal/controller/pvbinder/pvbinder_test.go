@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/internal/controller/ctrltest"
 )
@@ -85,6 +86,7 @@ func TestMatch(t *testing.T) {
 
 func TestSyncBindsBothSides(t *testing.T) {
 	pv := volume("data", "local", "1Gi", corev1.ReadWriteOnce)
+	pv.Spec.VolumeAttributesClassName = ptr.To("fast")
 	pvc := claim("c", "local", "1Gi", corev1.ReadWriteOnce)
 	env := ctrltest.NewEnv(pv, pvc)
 	c, err := New(env.Deps)
@@ -114,6 +116,10 @@ func TestSyncBindsBothSides(t *testing.T) {
 	st := obj(3).(*corev1.PersistentVolumeClaim).Status
 	if st.Phase != corev1.ClaimBound || st.Capacity.Storage().String() != "1Gi" || len(st.AccessModes) != 1 {
 		t.Fatalf("claim status %+v", st)
+	}
+	// Binding gives the claim its volume's attributes class.
+	if got := ptr.Deref(st.CurrentVolumeAttributesClassName, ""); got != "fast" {
+		t.Fatalf("claim's current volume attributes class %q, want the volume's fast", got)
 	}
 
 	bound := pvc.DeepCopy()

@@ -2,12 +2,10 @@ package pvprotection
 
 import (
 	"context"
-	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/internal/controller/ctrltest"
@@ -82,22 +80,9 @@ func TestSync(t *testing.T) {
 			if err := c.Sync(context.Background(), "pv-1"); err != nil {
 				t.Fatal(err)
 			}
-			writes := env.Writes()
-			if tt.want == nil {
-				if len(writes) != 0 {
-					t.Fatalf("writes %q, want none", ctrltest.Describe(writes))
-				}
-				return
-			}
-			if got := ctrltest.Describe(writes); !slices.Equal(got, []string{"update persistentvolumes pv-1"}) {
-				t.Fatalf("writes %q", got)
-			}
-			updated := writes[0].(clienttesting.UpdateAction).GetObject().(*corev1.PersistentVolume)
-			if !slices.Equal(updated.Finalizers, tt.want) {
-				t.Errorf("finalizers %q, want %q", updated.Finalizers, tt.want)
-			}
-			if updated.ResourceVersion != "3" {
-				t.Errorf("update at resourceVersion %q, want the cached 3", updated.ResourceVersion)
+			updated := ctrltest.FinalizerUpdate(t, env.Writes(), "update persistentvolumes pv-1", tt.want)
+			if updated != nil && updated.GetResourceVersion() != "3" {
+				t.Errorf("update at resourceVersion %q, want the cached 3", updated.GetResourceVersion())
 			}
 		})
 	}

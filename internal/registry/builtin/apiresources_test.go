@@ -35,12 +35,13 @@ func apiResourceLine(gv string, r metav1.APIResource) string {
 	return strings.Join([]string{r.Name, list(r.ShortNames), gv, strconv.FormatBool(r.Namespaced), r.Kind, list(verbs), list(r.Categories)}, " ")
 }
 
-// readAPIResources parses the files (v1.32's list, what v1.33 adds to it, metrics-server's and skiff's own) into normalised
+// readAPIResources parses the files (v1.32's list, what v1.33 adds to it, what v1.33 serves with a
+// gate skiff turns on, metrics-server's and skiff's own) into normalised
 // lines keyed by "group/version resource".
 func readAPIResources(t *testing.T) map[string]string {
 	t.Helper()
 	lines := map[string]string{}
-	for _, name := range []string{"api-resources-1.32.txt", "api-resources-1.33-added.txt", "api-resources-metrics-server.txt", "api-resources-skiff.txt"} {
+	for _, name := range []string{"api-resources-1.32.txt", "api-resources-1.33-added.txt", "api-resources-1.33-gates-on.txt", "api-resources-metrics-server.txt", "api-resources-skiff.txt"} {
 		readAPIResourceFile(t, filepath.Join("testdata", name), lines)
 	}
 	return lines

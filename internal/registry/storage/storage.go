@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	storagev1beta1 "k8s.io/api/storage/v1beta1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -116,7 +117,48 @@ func Resources() []*registry.Resource {
 				},
 			},
 		},
+		volumeAttributesClasses(),
 	}
+}
+
+// volumeAttributesClasses serves VolumeAttributesClass at storage.k8s.io/v1beta1, as a v1.33
+// cluster with the VolumeAttributesClass feature gate on does (beta there, off by default; GA in
+// v1.34): the mutable attributes a CSI driver's ControllerModifyVolume applies to a claim's volume.
+func volumeAttributesClasses() *registry.Resource {
+	return &registry.Resource{
+		GroupVersion: storagev1beta1.SchemeGroupVersion, Kind: "VolumeAttributesClass", ListKind: "VolumeAttributesClassList",
+		Plural: "volumeattributesclasses", Singular: "volumeattributesclass", ShortNames: []string{"vac"},
+		New:     func() runtime.Object { return &storagev1beta1.VolumeAttributesClass{} },
+		NewList: func() runtime.Object { return &storagev1beta1.VolumeAttributesClassList{} },
+		Strategy: &vu.Strategy[*storagev1beta1.VolumeAttributesClass]{
+			ValidateObject:      ValidateVolumeAttributesClass,
+			ValidateChange:      ValidateVolumeAttributesClassChange,
+			UnconditionalUpdate: true,
+		},
+	}
+}
+
+// ValidateVolumeAttributesClass checks the driver's name and the parameters, which may not be
+// empty: a class is the attributes it sets.
+func ValidateVolumeAttributesClass(vac *storagev1beta1.VolumeAttributesClass) field.ErrorList {
+	errs := validateProvisioner(vac.DriverName, field.NewPath("driverName"))
+	if len(vac.Parameters) == 0 {
+		errs = append(errs, field.Required(field.NewPath("parameters"), "must contain at least one key/value pair"))
+	}
+	return append(errs, validateParameters(vac.Parameters, field.NewPath("parameters"))...)
+}
+
+// ValidateVolumeAttributesClassChange forbids changing the driver or the parameters: volumes were
+// modified to them.
+func ValidateVolumeAttributesClassChange(vac, old *storagev1beta1.VolumeAttributesClass) field.ErrorList {
+	var errs field.ErrorList
+	if vac.DriverName != old.DriverName {
+		errs = append(errs, field.Forbidden(field.NewPath("driverName"), "updates to driverName are forbidden."))
+	}
+	if !reflect.DeepEqual(vac.Parameters, old.Parameters) {
+		errs = append(errs, field.Forbidden(field.NewPath("parameters"), "updates to parameters are forbidden."))
+	}
+	return errs
 }
 
 // ValidateStorageClass checks the provisioner, parameters, reclaim policy, binding mode and allowed

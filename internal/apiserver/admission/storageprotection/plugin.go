@@ -17,6 +17,7 @@ const Name = "StorageObjectInUseProtection"
 var (
 	claimsGR  = schema.GroupResource{Resource: "persistentvolumeclaims"}
 	volumesGR = schema.GroupResource{Resource: "persistentvolumes"}
+	vacsGR    = schema.GroupResource{Group: "storage.k8s.io", Resource: "volumeattributesclasses"}
 )
 
 // Finalizer is the protection finalizer a new object of gr gets, and false for the resources the
@@ -27,6 +28,8 @@ func Finalizer(gr schema.GroupResource) (string, bool) {
 		return volumeutil.PVCProtectionFinalizer, true
 	case volumesGR:
 		return volumeutil.PVProtectionFinalizer, true
+	case vacsGR:
+		return volumeutil.VACProtectionFinalizer, true
 	}
 	return "", false
 }
@@ -47,7 +50,7 @@ var _ admission.Plugin = Plugin{}
 // Name is Kubernetes' plugin name.
 func (Plugin) Name() string { return Name }
 
-// Admit adds the protection finalizer to a created claim or volume.
+// Admit adds the protection finalizer to a created claim, volume or volume attributes class.
 func (Plugin) Admit(_ context.Context, a *admission.Attributes, _ admission.Lookup) error {
 	if a.Verb != "create" || a.Subresource != "" || a.Object == nil {
 		return nil

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1beta1 "k8s.io/api/storage/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -17,7 +18,12 @@ var (
 	claims  = &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Plural: "persistentvolumeclaims", Namespaced: true}
 	volumes = &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Plural: "persistentvolumes"}
 	pods    = &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Plural: "pods", Namespaced: true}
+	vacs    = &registry.Resource{GroupVersion: storagev1beta1.SchemeGroupVersion, Plural: "volumeattributesclasses"}
 )
+
+func vac(finalizers ...string) *storagev1beta1.VolumeAttributesClass {
+	return &storagev1beta1.VolumeAttributesClass{ObjectMeta: metav1.ObjectMeta{Name: "fast", Finalizers: finalizers}, DriverName: "d.example.com"}
+}
 
 func claim(finalizers ...string) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "ns", Finalizers: finalizers}}
@@ -38,6 +44,8 @@ func TestAdmit(t *testing.T) {
 	}{
 		{"created claim is protected", "create", claims, "", claim(), []string{"kubernetes.io/pvc-protection"}},
 		{"created volume is protected", "create", volumes, "", volume(), []string{"kubernetes.io/pv-protection"}},
+		{"created volume attributes class is protected", "create", vacs, "", vac(), []string{"kubernetes.io/vac-protection"}},
+		{"update leaves a volume attributes class alone", "update", vacs, "", vac(), nil},
 		{"other finalizers stay, ours goes last", "create", claims, "", claim("example.com/keep"), []string{"example.com/keep", "kubernetes.io/pvc-protection"}},
 		{"not added twice", "create", volumes, "", volume("kubernetes.io/pv-protection"), []string{"kubernetes.io/pv-protection"}},
 		// The controllers remove the finalizer with an update: it must not come back.
@@ -59,6 +67,8 @@ func TestAdmit(t *testing.T) {
 			case *corev1.PersistentVolumeClaim:
 				got = o.Finalizers
 			case *corev1.PersistentVolume:
+				got = o.Finalizers
+			case *storagev1beta1.VolumeAttributesClass:
 				got = o.Finalizers
 			}
 			if !slices.Equal(got, tt.want) {
