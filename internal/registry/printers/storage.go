@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	storagev1beta1 "k8s.io/api/storage/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-sh/skiff/internal/registry"
@@ -29,8 +30,25 @@ func storagePrinter(resource string) *registry.TablePrinter {
 		return csiStorageCapacityPrinter()
 	case "volumeattachments":
 		return volumeAttachmentPrinter()
+	case "volumeattributesclasses":
+		return volumeAttributesClassPrinter()
 	}
 	return nil
+}
+
+// volumeAttributesClassPrinter prints Kubernetes' columns: NAME, DRIVERNAME, AGE.
+func volumeAttributesClassPrinter() *registry.TablePrinter {
+	doc := storagev1beta1.VolumeAttributesClass{}.SwaggerDoc()
+	return &registry.TablePrinter{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn(),
+			column("DriverName", columnTypeString, doc["driverName"]),
+			ageColumn(),
+		},
+		Row: typedRow("volumeattributesclasses", func(vac *storagev1beta1.VolumeAttributesClass, now time.Time) ([]interface{}, error) {
+			return []interface{}{vac.Name, vac.DriverName, age(vac.CreationTimestamp, now)}, nil
+		}),
+	}
 }
 
 func storageClassPrinter() *registry.TablePrinter {
