@@ -114,10 +114,7 @@ func (c *Config) missingRuntime(lookPath func(string) (string, error)) error {
 			missing = append(missing, bin)
 		}
 	}
-	runtime := c.OCIRuntime
-	if runtime == "" || runtime == OCIRuntimeAuto { // auto falls back to runc
-		runtime = OCIRuntimeRunc
-	}
+	runtime := c.resolvedOCIRuntime()
 	if _, err := lookPath(runtime); err != nil {
 		missing = append(missing, runtime)
 	}

@@ -116,6 +116,15 @@ func (c *Config) validateOCIRuntime(host ociHost) []error {
 	return nil
 }
 
+// resolvedOCIRuntime is the runtime the node's containerd runs: --oci-runtime, or runc where it
+// is unset or still auto (a Config that skipped Default; Default resolves auto on the host).
+func (c *Config) resolvedOCIRuntime() string {
+	if c.OCIRuntime == "" || c.OCIRuntime == OCIRuntimeAuto {
+		return OCIRuntimeRunc
+	}
+	return c.OCIRuntime
+}
+
 // resolveOCIRuntime is the absolute path of the OCI runtime's executable, or an error naming the
 // flag and how to install it.
 func resolveOCIRuntime(runtime string, lookPath func(string) (string, error)) (string, error) {
@@ -136,10 +145,7 @@ func resolveOCIRuntime(runtime string, lookPath func(string) (string, error)) (s
 // before this flag existed (the shim runs "runc" from PATH); its absence is still reported here,
 // naming the flag. crun gets its absolute path as the shim's BinaryName.
 func withOCIRuntime(cfg *Config, ccfg containerd.Config, lookPath func(string) (string, error)) (containerd.Config, error) {
-	runtime := cfg.OCIRuntime
-	if runtime == "" || runtime == OCIRuntimeAuto { // a Config Default did not resolve
-		runtime = OCIRuntimeRunc
-	}
+	runtime := cfg.resolvedOCIRuntime()
 	path, err := resolveOCIRuntime(runtime, lookPath)
 	if err != nil {
 		return ccfg, err
