@@ -174,6 +174,10 @@ spec:
 		if err == nil || !strings.Contains(out, "updates to parameters are forbidden") {
 			t.Fatalf("changing a class's parameters: %v\n%s", err, out)
 		}
+		out, err = k.try("patch", "pvc", "gold", "--type=json", "-p", `[{"op":"remove","path":"/spec/volumeAttributesClassName"}]`)
+		if err == nil || !strings.Contains(out, "update from non-nil value to nil is forbidden") {
+			t.Fatalf("taking the class off a claim: %v\n%s", err, out)
+		}
 		k.run("delete", "vac", "protect-gold", "--wait=false")
 		for range 6 {
 			out := k.run("get", "vac", "protect-gold", "-o", "jsonpath={.metadata.deletionTimestamp} {.metadata.finalizers}")

@@ -99,6 +99,7 @@ func ValidatePersistentVolume(pv *corev1.PersistentVolume) field.ErrorList {
 			}
 		}
 	}
+	errs = append(errs, validateVolumeAttributesClassOfVolume(spec, specPath)...)
 	if na := spec.NodeAffinity; na != nil {
 		if na.Required == nil {
 			errs = append(errs, field.Required(specPath.Child("nodeAffinity", "required"), "must specify required node constraints"))
@@ -127,6 +128,29 @@ func ValidatePersistentVolumeUpdate(pv, old *corev1.PersistentVolume) field.Erro
 	errs = append(errs, validateImmutable(pv.Spec.VolumeMode, old.Spec.VolumeMode, specPath.Child("volumeMode"))...)
 	if old.Spec.NodeAffinity != nil {
 		errs = append(errs, validateImmutable(pv.Spec.NodeAffinity, old.Spec.NodeAffinity, specPath.Child("nodeAffinity"))...)
+	}
+	if old.Spec.VolumeAttributesClassName != nil && pv.Spec.VolumeAttributesClassName == nil {
+		errs = append(errs, field.Forbidden(specPath.Child("volumeAttributesClassName"), "update from non-nil value to nil is forbidden"))
+	}
+	return errs
+}
+
+// validateVolumeAttributesClassOfVolume: a volume names its VolumeAttributesClass by a class name,
+// never an empty one, and only a CSI volume can have one (the class's parameters go to the driver's
+// ControllerModifyVolume).
+func validateVolumeAttributesClassOfVolume(spec *corev1.PersistentVolumeSpec, fldPath *field.Path) field.ErrorList {
+	name := spec.VolumeAttributesClassName
+	if name == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if *name == "" {
+		errs = append(errs, field.Required(fldPath.Child("volumeAttributesClassName"), "an empty string is disallowed"))
+	} else {
+		errs = append(errs, validateDNS1123Subdomain(*name, fldPath.Child("volumeAttributesClassName"))...)
+	}
+	if spec.CSI == nil {
+		errs = append(errs, field.Required(fldPath.Child("csi"), "has to be specified when using volumeAttributesClassName"))
 	}
 	return errs
 }
@@ -166,6 +190,9 @@ func ValidatePersistentVolumeClaimSpec(spec *corev1.PersistentVolumeClaimSpec, f
 	if spec.StorageClassName != nil && *spec.StorageClassName != "" {
 		errs = append(errs, validateDNS1123Subdomain(*spec.StorageClassName, fldPath.Child("storageClassName"))...)
 	}
+	if spec.VolumeAttributesClassName != nil && *spec.VolumeAttributesClassName != "" {
+		errs = append(errs, validateDNS1123Subdomain(*spec.VolumeAttributesClassName, fldPath.Child("volumeAttributesClassName"))...)
+	}
 	if spec.DataSource != nil {
 		if spec.DataSource.Name == "" {
 			errs = append(errs, field.Required(fldPath.Child("dataSource", "name"), ""))
@@ -178,7 +205,8 @@ func ValidatePersistentVolumeClaimSpec(spec *corev1.PersistentVolumeClaimSpec, f
 }
 
 // ValidatePersistentVolumeClaimUpdate: the spec is immutable except the storage request of a bound
-// claim (which may not shrink) and volumeAttributesClassName.
+// claim (which may not shrink) and its volumeAttributesClassName (which, once set, stays set:
+// the class a volume was modified to cannot be taken back to "none").
 func ValidatePersistentVolumeClaimUpdate(pvc, old *corev1.PersistentVolumeClaim) field.ErrorList {
 	errs := validateObjectMetaUpdate(&pvc.ObjectMeta, &old.ObjectMeta)
 	errs = append(errs, ValidatePersistentVolumeClaim(pvc)...)
@@ -188,7 +216,9 @@ func ValidatePersistentVolumeClaimUpdate(pvc, old *corev1.PersistentVolumeClaim)
 	if oldSpec.VolumeName == "" {
 		oldSpec.VolumeName = newSpec.VolumeName
 	}
-	newSpec.VolumeAttributesClassName = oldSpec.VolumeAttributesClassName
+	if pvc.Status.Phase == corev1.ClaimBound && newSpec.VolumeAttributesClassName != nil {
+		newSpec.VolumeAttributesClassName = oldSpec.VolumeAttributesClassName
+	}
 	newSize := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 	oldSize := old.Spec.Resources.Requests[corev1.ResourceStorage]
 	if pvc.Status.Phase == corev1.ClaimBound && newSpec.Resources.Requests != nil {
@@ -205,6 +235,14 @@ func ValidatePersistentVolumeClaimUpdate(pvc, old *corev1.PersistentVolumeClaim)
 		capacity, hasCapacity := pvc.Status.Capacity[corev1.ResourceStorage]
 		if !hasCapacity || newSize.Cmp(capacity) <= 0 {
 			errs = append(errs, field.Forbidden(specPath.Child("resources", "requests", "storage"), "field can not be less than status.capacity"))
+		}
+	}
+	if old.Spec.VolumeAttributesClassName != nil {
+		switch name := pvc.Spec.VolumeAttributesClassName; {
+		case name == nil:
+			errs = append(errs, field.Forbidden(specPath.Child("volumeAttributesClassName"), "update from non-nil value to nil is forbidden"))
+		case *name == "":
+			errs = append(errs, field.Forbidden(specPath.Child("volumeAttributesClassName"), "update from non-nil value to an empty string is forbidden"))
 		}
 	}
 	return errs

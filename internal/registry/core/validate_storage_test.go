@@ -51,6 +51,18 @@ func TestValidatePersistentVolume(t *testing.T) {
 			p.Spec.HostPath = nil
 			p.Spec.Local = &corev1.LocalVolumeSource{Path: "/mnt/disk"}
 		}, wantErr{"spec.nodeAffinity", field.ErrorTypeRequired, "Local volume requires node affinity"}},
+		{"empty attributes class", func(p *corev1.PersistentVolume) {
+			p.Spec.HostPath = nil
+			p.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: "hostpath.csi.k8s.io", VolumeHandle: "v1"}
+			p.Spec.VolumeAttributesClassName = ptrTo("")
+		}, wantErr{"spec.volumeAttributesClassName", field.ErrorTypeRequired, "an empty string is disallowed"}},
+		{"attributes class name", func(p *corev1.PersistentVolume) {
+			p.Spec.HostPath = nil
+			p.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: "hostpath.csi.k8s.io", VolumeHandle: "v1"}
+			p.Spec.VolumeAttributesClassName = ptrTo("Gold_Class")
+		}, wantErr{"spec.volumeAttributesClassName", field.ErrorTypeInvalid, ""}},
+		{"attributes class without csi", func(p *corev1.PersistentVolume) { p.Spec.VolumeAttributesClassName = ptrTo("gold") },
+			wantErr{"spec.csi", field.ErrorTypeRequired, "has to be specified when using volumeAttributesClassName"}},
 		{"recycle slash", func(p *corev1.PersistentVolume) {
 			p.Spec.HostPath.Path = "/"
 			p.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRecycle
@@ -71,6 +83,18 @@ func TestValidatePersistentVolume(t *testing.T) {
 	grown := old.DeepCopy()
 	grown.Spec.Capacity["storage"] = qty("20Gi")
 	requireNoErrors(t, ValidatePersistentVolumeUpdate(grown, old))
+
+	csi := makePV()
+	csi.Spec.HostPath = nil
+	csi.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: "hostpath.csi.k8s.io", VolumeHandle: "v1"}
+	csi.Spec.VolumeAttributesClassName = ptrTo("gold")
+	requireNoErrors(t, ValidatePersistentVolume(csi))
+	modified := csi.DeepCopy()
+	modified.Spec.VolumeAttributesClassName = ptrTo("silver")
+	requireNoErrors(t, ValidatePersistentVolumeUpdate(modified, csi))
+	unset := csi.DeepCopy()
+	unset.Spec.VolumeAttributesClassName = nil
+	requireError(t, ValidatePersistentVolumeUpdate(unset, csi), wantErr{"spec.volumeAttributesClassName", field.ErrorTypeForbidden, "update from non-nil value to nil is forbidden"})
 }
 
 func TestValidatePersistentVolumeClaim(t *testing.T) {
@@ -86,6 +110,8 @@ func TestValidatePersistentVolumeClaim(t *testing.T) {
 		{"selector", func(p *corev1.PersistentVolumeClaim) {
 			p.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b c"}}
 		}, wantErr{"spec.selector.matchLabels", field.ErrorTypeInvalid, ""}},
+		{"attributes class name", func(p *corev1.PersistentVolumeClaim) { p.Spec.VolumeAttributesClassName = ptrTo("Gold_Class") },
+			wantErr{"spec.volumeAttributesClassName", field.ErrorTypeInvalid, ""}},
 		{"once pod with others", func(p *corev1.PersistentVolumeClaim) {
 			p.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod, corev1.ReadWriteOnce}
 		}, wantErr{"spec.accessModes", field.ErrorTypeForbidden, ""}},
@@ -124,4 +150,30 @@ func TestValidatePersistentVolumeClaimUpdate(t *testing.T) {
 	binding := pending.DeepCopy()
 	binding.Spec.VolumeName = "pv-1"
 	requireNoErrors(t, ValidatePersistentVolumeClaimUpdate(binding, pending))
+}
+
+// TestValidatePersistentVolumeClaimAttributesClassUpdate: a bound claim may move to another
+// VolumeAttributesClass or take one for the first time; a pending one keeps what it was created
+// with; once set, the class stays set (nil and "" are refused, as Kubernetes does).
+func TestValidatePersistentVolumeClaimAttributesClassUpdate(t *testing.T) {
+	withClass := func(pvc *corev1.PersistentVolumeClaim, name *string) *corev1.PersistentVolumeClaim {
+		out := pvc.DeepCopy()
+		out.Spec.VolumeAttributesClassName = name
+		return out
+	}
+	bound := makePVC()
+	bound.Spec.VolumeName = "pv-1"
+	bound.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: corev1.ResourceList{"storage": qty("1Gi")}}
+	pending := makePVC()
+	gold := ptrTo("gold")
+
+	requireNoErrors(t, ValidatePersistentVolumeClaimUpdate(withClass(bound, gold), bound))
+	requireNoErrors(t, ValidatePersistentVolumeClaimUpdate(withClass(bound, ptrTo("silver")), withClass(bound, gold)))
+	requireNoErrors(t, ValidatePersistentVolumeClaimUpdate(withClass(pending, gold), withClass(pending, gold)))
+	requireError(t, ValidatePersistentVolumeClaimUpdate(withClass(pending, gold), pending),
+		wantErr{"spec", field.ErrorTypeForbidden, "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"})
+	requireError(t, ValidatePersistentVolumeClaimUpdate(bound, withClass(bound, gold)),
+		wantErr{"spec.volumeAttributesClassName", field.ErrorTypeForbidden, "update from non-nil value to nil is forbidden"})
+	requireError(t, ValidatePersistentVolumeClaimUpdate(withClass(bound, ptrTo("")), withClass(bound, gold)),
+		wantErr{"spec.volumeAttributesClassName", field.ErrorTypeForbidden, "update from non-nil value to an empty string is forbidden"})
 }
