@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/internal/apiserver/flowcontrol"
 	"github.com/skiff-sh/skiff/internal/registry/builtin"
@@ -55,7 +56,11 @@ func apfCluster(t *testing.T, serverLimit int, requestTimeout time.Duration, opt
 			t.Fatal(err)
 		}
 	}
-	if err := fc.Start(ctx, c.api.ListWatch); err != nil {
+	writeStatus := func(ctx context.Context, fs *flowcontrolv1.FlowSchema) error {
+		_, err := c.api.UpdateStatus(ctx, flowcontrolv1.GroupName, "flowschemas", fs)
+		return err
+	}
+	if err := fc.Start(ctx, c.api.ListWatch, writeStatus); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -199,6 +204,66 @@ func TestFlowControlClassifiesDefaultUsers(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestFlowSchemaDanglingCondition: a FlowSchema's Dangling condition says whether the priority
+// level it names exists, and follows the level's creation and deletion (e2e.test's APF
+// classification spec waits for it before it sends a request).
+func TestFlowSchemaDanglingCondition(t *testing.T) {
+	c, _ := apfCluster(t, 600, 0)
+	ctx := context.Background()
+	fsClient, plClient := c.client.FlowcontrolV1().FlowSchemas(), c.client.FlowcontrolV1().PriorityLevelConfigurations()
+	waitDangling := func(name string, want flowcontrolv1.ConditionStatus, reason string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			fs, err := fsClient.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, cond := range fs.Status.Conditions {
+				if cond.Type == flowcontrolv1.FlowSchemaConditionDangling && cond.Status == want && cond.Reason == reason {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: conditions %+v, want Dangling %s (%s)", name, fs.Status.Conditions, want, reason)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitDangling("catch-all", flowcontrolv1.ConditionFalse, "Found")
+	waitDangling("system-nodes", flowcontrolv1.ConditionFalse, "Found")
+
+	fs := &flowcontrolv1.FlowSchema{
+		ObjectMeta: metav1.ObjectMeta{Name: "orphan"},
+		Spec: flowcontrolv1.FlowSchemaSpec{
+			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "later"},
+			MatchingPrecedence:         500,
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects:         []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: "noxu"}}},
+				NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
+			}},
+		},
+	}
+	if _, err := fsClient.Create(ctx, fs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDangling("orphan", flowcontrolv1.ConditionTrue, "NotFound")
+	pl := &flowcontrolv1.PriorityLevelConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "later"},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To[int32](1),
+				LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}}},
+	}
+	if _, err := plClient.Create(ctx, pl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDangling("orphan", flowcontrolv1.ConditionFalse, "Found")
+	if err := plClient.Delete(ctx, "later", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDangling("orphan", flowcontrolv1.ConditionTrue, "NotFound")
 }
 
 // The must-show of issue 13: one user floods LISTs at high concurrency and gets 429s, while

@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -227,7 +228,11 @@ func newAPIServer(ctx, admissionCtx context.Context, d apiServerDeps) (*apiserve
 	if err := admission.start(admissionCtx, srv); err != nil {
 		return nil, nil, err
 	}
-	if err := flowControl.Start(admissionCtx, srv.ListWatch); err != nil {
+	writeFlowSchemaStatus := func(ctx context.Context, fs *flowcontrolv1.FlowSchema) error {
+		_, err := srv.UpdateStatus(ctx, flowcontrolv1.GroupName, "flowschemas", fs)
+		return err
+	}
+	if err := flowControl.Start(admissionCtx, srv.ListWatch, writeFlowSchemaStatus); err != nil {
 		return nil, nil, err
 	}
 	if err := bootstrap(ctx, srv, cfg); err != nil {

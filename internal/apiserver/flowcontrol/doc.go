@@ -9,10 +9,12 @@
 //     time passed in) that shuffle-shards flows onto queues and dispatches between queues by
 //     start-time fair queuing on seats;
 //   - the Controller that applies those decisions to live requests (waiting, 429 rejections,
-//     metrics) and follows the FlowSchema and PriorityLevelConfiguration objects through informers.
+//     metrics) and follows the FlowSchema and PriorityLevelConfiguration objects through informers;
+//   - each FlowSchema's Dangling status condition (whether the priority level it names exists):
+//     DanglingStatus plans the writes, the Controller makes them through the StatusWriter the API
+//     server gives it.
 //
 // It must not write HTTP responses (the API server turns a Rejection into a 429 Status), import
 // the API server's HTTP layer, storage or etcd, nor keep package-level mutable state. Borrowing
-// between levels (lendablePercent, borrowingLimitPercent) and the FlowSchema Dangling status
-// condition are not implemented.
+// between levels (lendablePercent, borrowingLimitPercent) is not implemented.
 package flowcontrol

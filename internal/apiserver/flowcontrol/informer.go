@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 )
@@ -20,8 +22,10 @@ var (
 )
 
 // Start follows the FlowSchema and PriorityLevelConfiguration objects until ctx ends: every change
-// rebuilds the configuration (Update). Until both caches have synced, requests run unqueued.
-func (c *Controller) Start(ctx context.Context, src ListWatchSource) error {
+// rebuilds the configuration (Update) and, with a write, brings each schema's Dangling status
+// condition up to date (DanglingStatus; writeStatus). Until both caches have synced, requests run
+// unqueued.
+func (c *Controller) Start(ctx context.Context, src ListWatchSource, write StatusWriter) error {
 	lwFS, err := src(flowSchemas)
 	if err != nil {
 		return fmt.Errorf("flow control: %w", err)
@@ -32,13 +36,7 @@ func (c *Controller) Start(ctx context.Context, src ListWatchSource) error {
 	}
 	fsInf := cache.NewSharedIndexInformer(lwFS, &flowcontrolv1.FlowSchema{}, 0, cache.Indexers{})
 	plInf := cache.NewSharedIndexInformer(lwPL, &flowcontrolv1.PriorityLevelConfiguration{}, 0, cache.Indexers{})
-	var mu sync.Mutex // one rebuild at a time, so a stale snapshot never lands last
-	resync := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !fsInf.HasSynced() || !plInf.HasSynced() {
-			return
-		}
+	snapshot := func() ([]*flowcontrolv1.PriorityLevelConfiguration, []*flowcontrolv1.FlowSchema) {
 		var levels []*flowcontrolv1.PriorityLevelConfiguration
 		for _, o := range plInf.GetStore().List() {
 			if pl, ok := o.(*flowcontrolv1.PriorityLevelConfiguration); ok {
@@ -51,8 +49,25 @@ func (c *Controller) Start(ctx context.Context, src ListWatchSource) error {
 				schemas = append(schemas, fs)
 			}
 		}
+		return levels, schemas
+	}
+	synced := func() bool { return fsInf.HasSynced() && plInf.HasSynced() }
+	// kick asks the status writer for a pass; one pending pass covers any number of changes.
+	kick := make(chan struct{}, 1)
+	var mu sync.Mutex // one rebuild at a time, so a stale snapshot never lands last
+	resync := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !synced() {
+			return
+		}
+		levels, schemas := snapshot()
 		c.Update(levels, schemas)
 		c.log.Debug("flow control configuration", "flowSchemas", len(schemas), "priorityLevels", len(levels))
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
 	}
 	handler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { resync() },
@@ -71,5 +86,38 @@ func (c *Controller) Start(ctx context.Context, src ListWatchSource) error {
 			resync()
 		}
 	}()
+	if write != nil {
+		go c.writeStatus(ctx, kick, snapshot, write)
+	}
 	return nil
+}
+
+// statusRetry is how long a status write that failed for another reason than a conflict waits
+// before the next pass (a conflict or a deleted schema brings its own informer event).
+const statusRetry = time.Second
+
+// writeStatus carries out DanglingStatus's plan at each kick until ctx ends.
+func (c *Controller) writeStatus(ctx context.Context, kick chan struct{}, snapshot func() ([]*flowcontrolv1.PriorityLevelConfiguration, []*flowcontrolv1.FlowSchema), write StatusWriter) {
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-kick:
+		case <-retry:
+		}
+		retry = nil
+		levels, schemas := snapshot()
+		for _, fs := range DanglingStatus(levels, schemas, c.clock.Now()) {
+			err := write(ctx, fs)
+			switch {
+			case err == nil, apierrors.IsConflict(err), apierrors.IsNotFound(err):
+			case ctx.Err() != nil:
+				return
+			default:
+				c.log.Warn("flow schema status not written", "flowSchema", fs.Name, "err", err)
+				retry = c.clock.After(statusRetry)
+			}
+		}
+	}
 }
