@@ -35,7 +35,10 @@ e2e=registry.k8s.io/e2e-test-images
 # CSI images, registry.k8s.io/sig-storage/*, are build-csi-images.sh's, with a recipe of their own).
 # 7: /var/tmp in every busybox root (the DaemonSet surge spec's readiness probe touches a file
 # there; upstream's alpine and Debian images have it).
-recipe=7
+# 8: coreutils' printenv in the httpd images (upstream's is Debian's httpd, with coreutils; the
+# kubectl in-cluster config spec runs `printenv KUBERNETES_SERVICE_HOST` in it, and Debian's static
+# busybox has no printenv applet).
+recipe=8
 stamp=$out/.version
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$version-$recipe" ]]; then
 	find "$out" -maxdepth 1 -name '*.tar' ! -name 'registry.k8s.io_sig-storage_*' -delete
@@ -138,6 +141,7 @@ for v in 2.4.38-4 2.4.39-4; do
 	have $e2e/httpd:$v && continue
 	r=$work/httpd-$v
 	busybox_root "$r"
+	tool "$r" printenv
 	mkdir -p "$r/usr/local/apache2/htdocs"
 	echo '<html><body><h1>It works!</h1></body></html>' >"$r/usr/local/apache2/htdocs/index.html"
 	build $e2e/httpd:$v "$r" --cmd "httpd -f -p 80 -h /usr/local/apache2/htdocs"
