@@ -243,6 +243,10 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	if s.services != nil {
+		// Cluster IPs beyond --service-cidr come from the ServiceCIDRs (servicecidrs.go).
+		s.services.SetExtraRanges(extraServiceRanges{s})
+	}
 	return s, nil
 }
 

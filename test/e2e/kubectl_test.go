@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -427,6 +428,58 @@ func TestKubectl(t *testing.T) {
 		mustContain(t, out, "pod updates may not change fields other than")
 		// An unscheduled pod is deleted at once.
 		mustContain(t, c.kubectl("delete", "pod", "sleeper", "--wait=false"), `pod "sleeper" deleted`)
+	})
+}
+
+// TestServiceCIDRs: a ServiceCIDR beyond the cluster's service range gets the service-cidr
+// finalizer and Ready (the service-cidr-controller), a Service may take one of its addresses (an
+// IPAddress names the Service), and deleting the range waits, Terminating, until that Service is
+// gone.
+func TestServiceCIDRs(t *testing.T) {
+	c := newCluster(t)
+	// No traffic is sent to its addresses here: a range without proxy rules would leave by
+	// the default route. The harness's upstream spec checks reachability behind its firewall.
+	c.stdin(`{"apiVersion":"networking.k8s.io/v1","kind":"ServiceCIDR","metadata":{"name":"more"},"spec":{"cidrs":["203.0.113.0/29"]}}`, "create", "-f", "-")
+	eventually(t, 30*time.Second, func() error {
+		got := c.kubectl("get", "servicecidr", "more", "-o", `jsonpath={.metadata.finalizers} {.status.conditions[?(@.type=="Ready")].status}`)
+		if got != `["networking.k8s.io/service-cidr-finalizer"] True` {
+			return fmt.Errorf("ServiceCIDR more: %q, want its finalizer and Ready True\n%s", got, grepLines(c.logAll(), "cidr", "forbidden"))
+		}
+		return nil
+	})
+	mustContain(t, c.stdin("apiVersion: v1\nkind: Service\nmetadata: {name: extra}\nspec:\n  clusterIP: 203.0.113.3\n  ports: [{port: 80}]\n", "create", "-f", "-"), "service/extra created")
+	if got := c.kubectl("get", "ipaddress", "203.0.113.3", "-o", "jsonpath={.spec.parentRef.resource} {.spec.parentRef.namespace}/{.spec.parentRef.name}"); got != "services default/extra" {
+		t.Fatalf("IPAddress 203.0.113.3: %q, want it to name the Service", got)
+	}
+	out, err := c.kubectlIn("apiVersion: v1\nkind: Service\nmetadata: {name: twin}\nspec:\n  clusterIP: 203.0.113.3\n  ports: [{port: 80}]\n", "create", "-f", "-")
+	if err == nil {
+		t.Fatal("a second service took 203.0.113.3")
+	}
+	mustContain(t, out, "provided IP is already allocated")
+	out, err = c.kubectlIn("apiVersion: v1\nkind: Service\nmetadata: {name: outside}\nspec:\n  clusterIP: 203.0.113.9\n  ports: [{port: 80}]\n", "create", "-f", "-")
+	if err == nil {
+		t.Fatal("a service took an address of no ServiceCIDR")
+	}
+	mustContain(t, out, "is not in the valid range")
+
+	// Deleting the range while the Service holds its address leaves it Terminating.
+	c.kubectl("delete", "servicecidr", "more", "--wait=false")
+	eventually(t, 30*time.Second, func() error {
+		got := c.kubectl("get", "servicecidr", "more", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].reason}`)
+		if got != "Terminating" {
+			return fmt.Errorf("ServiceCIDR more being deleted: Ready reason %q, want Terminating", got)
+		}
+		return nil
+	})
+	c.kubectl("delete", "svc", "extra")
+	if out, err := c.kubectlErr("get", "ipaddress", "203.0.113.3"); err == nil {
+		t.Fatalf("IPAddress of the deleted Service still there:\n%s", out)
+	}
+	eventually(t, 60*time.Second, func() error {
+		if out, err := c.kubectlErr("get", "servicecidr", "more"); err == nil {
+			return fmt.Errorf("ServiceCIDR more still there after the Service went:\n%s", out)
+		}
+		return nil
 	})
 }
 

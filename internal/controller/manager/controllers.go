@@ -63,6 +63,9 @@ const (
 	// VACProtection keeps a VolumeAttributesClass being deleted while a claim or a volume names it
 	// (the kubernetes.io/vac-protection finalizer).
 	VACProtection = "volumeattributesclass-protection"
+	// ServiceCIDRs keeps each ServiceCIDR's finalizer and Ready condition, and a ServiceCIDR being
+	// deleted while cluster IPs only it covers are held.
+	ServiceCIDRs = "service-cidr-controller"
 	// EphemeralVolume makes the claims of pods' generic ephemeral volumes.
 	EphemeralVolume = "ephemeral-volume"
 	// Gateway writes the status of the Gateway API objects of skiff's GatewayClasses (issue 29).
@@ -75,7 +78,8 @@ func KnownControllers() []string {
 		NodeLifecycle, Endpoint, EndpointSlice, ServiceAccount, PodGC, ResourceQuota, NodeIPAM, TTLAfterFinished, Disruption,
 		RootCACertPublisher, PersistentVolumeBinder, EndpointSliceMirroring, CSRSigning, CSRApproving, CSRCleaner,
 		ReplicationController, ClusterRoleAggregation, LocalPathProvisioner, DNSEndpoints, TokenCleaner,
-		HorizontalPodAutoscaling, PVCProtection, PVProtection, VACProtection, AttachDetach, EphemeralVolume, Gateway}
+		HorizontalPodAutoscaling, PVCProtection, PVProtection, VACProtection, AttachDetach, EphemeralVolume, Gateway,
+		ServiceCIDRs}
 }
 
 // ParseControllers turns --controllers values into the set of enabled

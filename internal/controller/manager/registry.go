@@ -34,6 +34,7 @@ import (
 	"github.com/skiff-sh/skiff/internal/controller/resourcequota"
 	"github.com/skiff-sh/skiff/internal/controller/rootcacertpublisher"
 	"github.com/skiff-sh/skiff/internal/controller/serviceaccount"
+	"github.com/skiff-sh/skiff/internal/controller/servicecidrs"
 	"github.com/skiff-sh/skiff/internal/controller/statefulset"
 	"github.com/skiff-sh/skiff/internal/controller/tokencleaner"
 	"github.com/skiff-sh/skiff/internal/controller/ttlafterfinished"
@@ -67,6 +68,7 @@ func constructors() map[string]constructor {
 		PVCProtection:          func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return pvcprotection.New(deps) },
 		PVProtection:           func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return pvprotection.New(deps) },
 		VACProtection:          func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return vacprotection.New(deps) },
+		ServiceCIDRs:           func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return servicecidrs.New(deps) },
 		AttachDetach:           func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return attachdetach.New(deps) },
 		EphemeralVolume:        func(deps ctrlutil.Deps, _ *Config) (ctrlutil.Runner, error) { return ephemeral.New(deps) },
 		LocalPathProvisioner: func(deps ctrlutil.Deps, cfg *Config) (ctrlutil.Runner, error) {

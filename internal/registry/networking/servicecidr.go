@@ -19,8 +19,9 @@ import (
 const DefaultServiceCIDRName = "kubernetes"
 
 // addressResources are networking.k8s.io/v1 ServiceCIDR and IPAddress (GA in Kubernetes 1.33):
-// stored and validated as Kubernetes does. skiff's service IP allocator keeps its own bitmap and
-// does not yet write an IPAddress per cluster IP; the default ServiceCIDR describes its range.
+// stored and validated as Kubernetes does. skiff's service IP allocator keeps the --service-cidr
+// range (the default ServiceCIDR) in its own bitmap and writes an IPAddress for each cluster IP it
+// hands out from the other ServiceCIDRs (internal/apiserver/store/servicealloc).
 func addressResources() []*registry.Resource {
 	gv := networkingv1.SchemeGroupVersion
 	return []*registry.Resource{

@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -102,6 +103,8 @@ type Allocator struct {
 	cidr      *net.IPNet
 	ips       *bitmapRange
 	nodePorts *bitmapRange
+	// extra gives cluster IPs beyond cidr, from the cluster's ServiceCIDRs (servicecidrs.go).
+	extra ExtraRanges
 }
 
 var _ core.ServiceAllocator = &Allocator{}
@@ -155,6 +158,7 @@ func (a *Allocator) ipAt(offset int) net.IP {
 type allocation struct {
 	ips   []int
 	ports []int
+	addrs []string // cluster IPs of the extra ranges (their IPAddress objects)
 }
 
 func (a *Allocator) rollback(ctx context.Context, done *allocation) {
@@ -163,6 +167,9 @@ func (a *Allocator) rollback(ctx context.Context, done *allocation) {
 	}
 	for _, p := range done.ports {
 		_ = a.nodePorts.release(ctx, p)
+	}
+	for _, ip := range done.addrs {
+		a.releaseExtra(ctx, ip)
 	}
 }
 
@@ -210,24 +217,8 @@ func (a *Allocator) allocateForCreate(ctx context.Context, svc *corev1.Service, 
 		return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, errs)
 	}
 	if svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone {
-		path := field.NewPath("spec", "clusterIPs").Index(0)
-		if svc.Spec.ClusterIP == "" {
-			o, err := a.ips.allocate(ctx, -1, dryRun)
-			if err != nil {
-				return fail(field.ErrorList{field.InternalError(path, fmt.Errorf("failed to allocate a serviceIP: %v", err))})
-			}
-			done.ips = append(done.ips, o)
-			svc.Spec.ClusterIP = a.ipAt(o).String()
-		} else {
-			ip := net.ParseIP(svc.Spec.ClusterIP)
-			o, ok := a.ipOffset(ip)
-			if ip == nil || !ok {
-				return fail(field.ErrorList{field.Invalid(path, svc.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: the provided IP (%s) is not in the valid range. The range of valid IPs is %s", svc.Spec.ClusterIP, svc.Spec.ClusterIP, a.cidr))})
-			}
-			if _, err := a.ips.allocate(ctx, o, dryRun); err != nil {
-				return fail(field.ErrorList{field.Invalid(path, svc.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: provided IP is already allocated", svc.Spec.ClusterIP))})
-			}
-			done.ips = append(done.ips, o)
+		if err := a.allocateClusterIP(ctx, svc, done, dryRun); err != nil {
+			return fail(field.ErrorList{err})
 		}
 		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
 		if len(svc.Spec.IPFamilies) == 0 {
@@ -253,6 +244,60 @@ func (a *Allocator) allocateForCreate(ctx context.Context, svc *corev1.Service, 
 		}
 	}
 	return done, nil
+}
+
+// allocateClusterIP gives svc the cluster IP it asks for, or any free one: from the own range's
+// bitmap, else (an address beyond the own range, or the own range full) from the cluster's
+// ServiceCIDRs, recorded as an IPAddress.
+func (a *Allocator) allocateClusterIP(ctx context.Context, svc *corev1.Service, done *allocation, dryRun bool) *field.Error {
+	path := field.NewPath("spec", "clusterIPs").Index(0)
+	if svc.Spec.ClusterIP == "" {
+		o, err := a.ips.allocate(ctx, -1, dryRun)
+		if err == nil {
+			done.ips = append(done.ips, o)
+			svc.Spec.ClusterIP = a.ipAt(o).String()
+			return nil
+		}
+		if !errors.Is(err, errRangeFull) {
+			return field.InternalError(path, fmt.Errorf("failed to allocate a serviceIP: %v", err))
+		}
+		ip, err := a.allocateExtra(ctx, svc, dryRun)
+		if err != nil {
+			return field.InternalError(path, fmt.Errorf("failed to allocate a serviceIP: %v", err))
+		}
+		done.addrs = append(done.addrs, ip.String())
+		svc.Spec.ClusterIP = ip.String()
+		return nil
+	}
+	alreadyAllocated := field.Invalid(path, svc.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: provided IP is already allocated", svc.Spec.ClusterIP))
+	ip := net.ParseIP(svc.Spec.ClusterIP)
+	if o, ok := a.ipOffset(ip); ip != nil && ok {
+		if _, err := a.ips.allocate(ctx, o, dryRun); err != nil {
+			return alreadyAllocated
+		}
+		done.ips = append(done.ips, o)
+		return nil
+	}
+	outOfRange := field.Invalid(path, svc.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: the provided IP (%s) is not in the valid range. The range of valid IPs is %s", svc.Spec.ClusterIP, svc.Spec.ClusterIP, a.cidr))
+	addr, err := netip.ParseAddr(svc.Spec.ClusterIP)
+	if err != nil || a.cidr.Contains(ip) {
+		return outOfRange
+	}
+	inExtra, err := a.extraRangeOf(ctx, addr.Unmap())
+	if err != nil {
+		return field.InternalError(path, err)
+	}
+	if !inExtra {
+		return outOfRange
+	}
+	if err := a.reserveExtra(ctx, addr.Unmap(), svc, dryRun); err != nil {
+		if errors.Is(err, errAllocated) {
+			return alreadyAllocated
+		}
+		return field.InternalError(path, fmt.Errorf("failed to allocate IP %s: %v", svc.Spec.ClusterIP, err))
+	}
+	done.addrs = append(done.addrs, addr.Unmap().String())
+	return nil
 }
 
 // allocateHealthCheckNodePort gives a LoadBalancer Service with externalTrafficPolicy Local its
@@ -330,8 +375,11 @@ func (a *Allocator) releaseService(ctx context.Context, svc *corev1.Service) {
 		ips = []string{svc.Spec.ClusterIP}
 	}
 	for _, s := range ips {
-		if o, ok := a.ipOffset(net.ParseIP(s)); ok {
+		ip := net.ParseIP(s)
+		if o, ok := a.ipOffset(ip); ok {
 			releaseWithRetry(ctx, a.ips, o)
+		} else if ip != nil && !a.cidr.Contains(ip) {
+			a.releaseExtra(ctx, ip.String())
 		}
 	}
 	for _, p := range svc.Spec.Ports {
@@ -381,8 +429,13 @@ func (a *Allocator) ReleaseDropped(ctx context.Context, svc, old *corev1.Service
 // already happened, so a release lost to a passing etcd error (a slow fsync's "request timed out")
 // would leak the address for good.
 func releaseWithRetry(ctx context.Context, b *bitmapRange, offset int) {
+	retry(ctx, func() error { return b.release(ctx, offset) })
+}
+
+// retry calls release up to three times, until it succeeds or ctx ends.
+func retry(ctx context.Context, release func() error) {
 	for attempt := range 3 {
-		if err := b.release(ctx, offset); err == nil || ctx.Err() != nil {
+		if err := release(); err == nil || ctx.Err() != nil {
 			return
 		}
 		select {
@@ -400,12 +453,9 @@ func releaseWithRetry(ctx context.Context, b *bitmapRange, offset int) {
 func (a *Allocator) allocateForUpdate(ctx context.Context, svc, old *corev1.Service, dryRun bool) (*allocation, error) {
 	done := &allocation{}
 	if svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP == "" {
-		o, err := a.ips.allocate(ctx, -1, dryRun)
-		if err != nil {
-			return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.InternalError(field.NewPath("spec", "clusterIPs").Index(0), fmt.Errorf("failed to allocate a serviceIP: %v", err))})
+		if err := a.allocateClusterIP(ctx, svc, done, dryRun); err != nil {
+			return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{err})
 		}
-		done.ips = append(done.ips, o)
-		svc.Spec.ClusterIP = a.ipAt(o).String()
 		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
 	}
 	if !wantsNodePorts(svc.Spec.Type) {

@@ -65,6 +65,13 @@ func servicesStore(t *testing.T) (*store.Store, storage.Interface, *runtime.Sche
 // servicesStoreFor is servicesStore allocating cluster IPs from serviceCIDR.
 func servicesStoreFor(t *testing.T, serviceCIDR string) (*store.Store, storage.Interface, *runtime.Scheme) {
 	t.Helper()
+	return servicesStoreWith(t, serviceCIDR, nil)
+}
+
+// servicesStoreWith is servicesStoreFor whose allocator also hands out the addresses of extra
+// (nil: none).
+func servicesStoreWith(t *testing.T, serviceCIDR string, extra servicealloc.ExtraRanges) (*store.Store, storage.Interface, *runtime.Scheme) {
+	t.Helper()
 	member := etcdtest.StartEmbedded(t, etcdtest.Options{})
 	client, err := member.Client()
 	if err != nil {
@@ -88,6 +95,9 @@ func servicesStoreFor(t *testing.T, serviceCIDR string) (*store.Store, storage.I
 	}
 	ranges := open(servicealloc.StorageResource())
 	alloc := servicealloc.New(cidr, ranges)
+	if extra != nil {
+		alloc.SetExtraRanges(extra)
+	}
 	var services *registry.Resource
 	for _, res := range core.Resources() {
 		if res.Plural == "services" {
