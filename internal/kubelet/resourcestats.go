@@ -62,15 +62,23 @@ func (s *server) serveResourceMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// serveMetrics answers GET /metrics with the claims' volume usage (kubelet_volume_stats_*), the
-// part of Kubernetes' kubelet metrics that volume users and their alerts read.
+// serveMetrics answers GET /metrics with the kubelet's own gauges (its node's name, running pods
+// and containers) and the claims' volume usage (kubelet_volume_stats_*), the parts of
+// Kubernetes' kubelet metrics that dashboards, alerts and e2e.test's metrics grabber read.
 func (s *server) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	summary, err := s.summary(r.Context(), false)
+	in, err := s.summaryInputs(r.Context(), false)
 	if err != nil {
-		s.log.Warn("volume metrics", "err", err)
+		s.log.Warn("kubelet metrics", "err", err)
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	if err := stats.WriteVolumeMetrics(w, summary); err != nil {
+	if err := stats.WriteKubeletMetrics(w, s.nodeName, in.Sandboxes, in.Containers, err == nil); err != nil {
+		s.log.Debug("write kubelet metrics", "err", err)
+		return
+	}
+	if in.NodeName == "" {
+		return // not even the node's own sample was read
+	}
+	if err := stats.WriteVolumeMetrics(w, stats.Summary(in)); err != nil {
 		s.log.Debug("write volume metrics", "err", err)
 	}
 }
@@ -78,9 +86,21 @@ func (s *server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 // summary reads the node's own view and the runtime's stats and builds the summary. On a runtime
 // error the node part is still filled in.
 func (s *server) summary(ctx context.Context, onlyCPUAndMemory bool) (statsv1alpha1.Summary, error) {
+	in, err := s.summaryInputs(ctx, onlyCPUAndMemory)
+	if in.NodeName == "" {
+		return statsv1alpha1.Summary{}, err
+	}
+	return stats.Summary(in), err
+}
+
+// summaryInputs reads what a summary is built from: the node's own view, the live pods, the
+// runtime's lists and stats and (unless onlyCPUAndMemory) the volumes' usage. When the node's
+// own view cannot be read, the inputs are empty (NodeName ""); on a runtime error the rest is
+// still filled in.
+func (s *server) summaryInputs(ctx context.Context, onlyCPUAndMemory bool) (stats.Inputs, error) {
 	node, boot, err := s.nodeSample(!onlyCPUAndMemory)
 	if err != nil {
-		return statsv1alpha1.Summary{}, err
+		return stats.Inputs{}, err
 	}
 	s.nodeStats.mu.Lock()
 	prev := s.nodeStats.prev
@@ -94,7 +114,7 @@ func (s *server) summary(ctx context.Context, onlyCPUAndMemory bool) (statsv1alp
 	if !onlyCPUAndMemory {
 		in.Volumes = s.volumes.volumeUsage(ctx, in.Pods)
 	}
-	return stats.Summary(in), runtimeErr
+	return in, runtimeErr
 }
 
 // runtimeStats fills in the runtime's lists and stats.

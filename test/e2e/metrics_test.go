@@ -88,6 +88,9 @@ func TestResourceMetrics(t *testing.T) {
 	out := c.kubectl("get", "--raw", "/api/v1/nodes/"+node+"/proxy/metrics/resource")
 	mustContain(t, out, `container_cpu_usage_seconds_total{container="spin",namespace="default",pod="busy"}`,
 		`pod_memory_working_set_bytes{namespace="default",pod="busy"}`, "node_cpu_usage_seconds_total ", "resource_scrape_error 0")
+	// The kubelet's own /metrics: its node's name and what runs (e2e.test's metrics grabber).
+	mustContain(t, c.kubectl("get", "--raw", "/api/v1/nodes/"+node+"/proxy/metrics"),
+		`kubelet_node_name{node="`+node+`"} 1`, `kubelet_running_containers{container_state="running"} `, "kubelet_running_pods ")
 
 	// The API server lists the group and reports its APIService as local and available.
 	mustContain(t, c.kubectl("api-resources", "--api-group=metrics.k8s.io"), "NodeMetrics", "PodMetrics")
