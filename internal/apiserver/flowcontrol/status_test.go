@@ -41,7 +41,7 @@ func TestDanglingStatus(t *testing.T) {
 		{"already says missing", schemaNaming("d", "gone", missing), nil},
 		{"level came back", schemaNaming("e", "workload-low", other, flowcontrolv1.FlowSchemaCondition{
 			Type: flowcontrolv1.FlowSchemaConditionDangling, Status: flowcontrolv1.ConditionTrue, Reason: "NotFound",
-			Message: `This FlowSchema references the PriorityLevelConfiguration object named "workload-low" but there is no such object`,
+			Message:            `This FlowSchema references the PriorityLevelConfiguration object named "workload-low" but there is no such object`,
 			LastTransitionTime: then}),
 			&flowcontrolv1.FlowSchemaCondition{Status: flowcontrolv1.ConditionFalse, Reason: "Found",
 				Message: `This FlowSchema references the PriorityLevelConfiguration object named "workload-low" and it exists`}},
