@@ -85,6 +85,11 @@ func (s *Store) createOnce(ctx context.Context, obj runtime.Object, opts CreateO
 		return nil, err
 	}
 	m, _ := meta.Accessor(obj)
+	// As Kubernetes' storage layer refuses it: after admission, so a validating policy's or
+	// webhook's denial of the request is what the client hears first.
+	if m.GetResourceVersion() != "" {
+		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
 	key := s.Key(m.GetNamespace(), m.GetName())
 	if opts.DryRun {
 		err := s.storage.Get(ctx, key, storage.GetOptions{}, s.res.New())
@@ -116,14 +121,12 @@ func (s *Store) createOnce(ctx context.Context, obj runtime.Object, opts CreateO
 }
 
 // PrepareCreate fills the system fields, runs admission, the strategy and validation: everything a
-// create does short of its hooks and the write. Create and create-on-update share it.
+// create does short of its hooks, the resourceVersion check and the write. Create and
+// create-on-update (which clears the resourceVersion first) share it.
 func (s *Store) PrepareCreate(ctx context.Context, obj runtime.Object, adm Admission) (runtime.Object, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
-	}
-	if m.GetResourceVersion() != "" {
-		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
 	}
 	if m.GetName() == "" && m.GetGenerateName() != "" {
 		m.SetName(generateName(m.GetGenerateName(), s.nameSuffix))

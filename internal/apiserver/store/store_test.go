@@ -537,3 +537,24 @@ func TestNamespaceFinalization(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestCreateWithResourceVersion: a create carrying a resourceVersion is refused (400), but only
+// after admission, as Kubernetes' storage layer refuses it: a validating policy that denies the
+// request is what the client hears (e2e's per-node ValidatingAdmissionPolicy spec re-creates a
+// stored object and expects the policy's message).
+func TestCreateWithResourceVersion(t *testing.T) {
+	st, _ := newTestStore(t, testStrategy{})
+	cm := configMap("stale")
+	cm.ResourceVersion = "42"
+	denied := errors.New("denied by policy")
+	_, err := st.Create(context.Background(), cm.DeepCopy(), CreateOptions{Admission: Admission{
+		Validate: func(context.Context, runtime.Object, runtime.Object) error { return denied },
+	}})
+	if !errors.Is(err, denied) {
+		t.Fatalf("create with a resourceVersion that admission denies = %v, want the denial", err)
+	}
+	_, err = st.Create(context.Background(), cm.DeepCopy(), CreateOptions{})
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "resourceVersion should not be set on objects to be created") {
+		t.Fatalf("create with a resourceVersion = %v, want 400 resourceVersion should not be set", err)
+	}
+}
