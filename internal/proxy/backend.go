@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -28,9 +29,9 @@ type backend interface {
 	// setup removes whatever a previous run of either mode left and installs the base rules (the
 	// service range is refused from then on).
 	setup(ctx context.Context) error
-	// apply programs svcs and slices; changed is false when there was nothing to do, objects
-	// counts the chains programmed.
-	apply(ctx context.Context, svcs []*corev1.Service, slices []*discoveryv1.EndpointSlice) (changed bool, objects int, err error)
+	// apply programs svcs and slices, refusing the extra service ranges too; changed is false
+	// when there was nothing to do, objects counts the chains programmed.
+	apply(ctx context.Context, extra []netip.Prefix, svcs []*corev1.Service, slices []*discoveryv1.EndpointSlice) (changed bool, objects int, err error)
 	// check re-checks what others could have removed (hooks, the table) and repairs it; true
 	// means the next apply rewrites everything.
 	check(ctx context.Context) (bool, error)
@@ -62,8 +63,10 @@ func (b *iptablesBackend) setup(ctx context.Context) error {
 	return err
 }
 
-func (b *iptablesBackend) apply(ctx context.Context, svcs []*corev1.Service, slices []*discoveryv1.EndpointSlice) (bool, int, error) {
-	next := Build(b.opts.Config, svcs, slices)
+func (b *iptablesBackend) apply(ctx context.Context, extra []netip.Prefix, svcs []*corev1.Service, slices []*discoveryv1.EndpointSlice) (bool, int, error) {
+	cfg := b.opts.Config
+	cfg.ExtraServiceCIDRs = extra
+	next := Build(cfg, svcs, slices)
 	input, changed := Plan(b.prev, next)
 	if !changed {
 		return false, 0, nil
@@ -106,8 +109,10 @@ func (b *nftBackend) setup(ctx context.Context) error {
 	return nil
 }
 
-func (b *nftBackend) apply(ctx context.Context, svcs []*corev1.Service, slices []*discoveryv1.EndpointSlice) (bool, int, error) {
-	next := BuildNft(b.opts.Config, svcs, slices)
+func (b *nftBackend) apply(ctx context.Context, extra []netip.Prefix, svcs []*corev1.Service, slices []*discoveryv1.EndpointSlice) (bool, int, error) {
+	cfg := b.opts.Config
+	cfg.ExtraServiceCIDRs = extra
+	next := BuildNft(cfg, svcs, slices)
 	script, changed := PlanNft(b.table, b.prev, next)
 	if !changed {
 		return false, 0, nil

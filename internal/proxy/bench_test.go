@@ -90,7 +90,7 @@ func BenchmarkServiceChange(b *testing.B) {
 				cfg := benchConfig()
 				ctx := context.Background()
 				be := benchBackend(b, mode, host, cfg)
-				if _, _, err := be.apply(ctx, svcs, slices); err != nil {
+				if _, _, err := be.apply(ctx, nil, svcs, slices); err != nil {
 					b.Fatal(err)
 				}
 				i := 0
@@ -102,7 +102,7 @@ func BenchmarkServiceChange(b *testing.B) {
 					if how == "full" {
 						forget(be)
 					}
-					if _, _, err := be.apply(ctx, svcs, slices); err != nil {
+					if _, _, err := be.apply(ctx, nil, svcs, slices); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -126,7 +126,7 @@ func BenchmarkInitialSync(b *testing.B) {
 				_, host := testNetns(b)
 				be := benchBackend(b, mode, host, cfg)
 				b.StartTimer()
-				if _, _, err := be.apply(context.Background(), svcs, slices); err != nil {
+				if _, _, err := be.apply(context.Background(), nil, svcs, slices); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -66,7 +66,7 @@ func BenchmarkConnect(b *testing.B) {
 		last := n - 1
 		slices[last] = makeSlice(fmt.Sprintf("svc-%d", last), "http", 8080, tcp, readyEp(epIP, "node-a"))
 		be := benchBackend(b, mode, host, cfg)
-		if _, _, err := be.apply(ctx, svcs, slices); err != nil {
+		if _, _, err := be.apply(ctx, nil, svcs, slices); err != nil {
 			b.Fatal(err)
 		}
 		return svcs[last].Spec.ClusterIP + ":80"

@@ -149,8 +149,8 @@ func BuildNft(cfg Config, services []*corev1.Service, endpointSlices []*discover
 	filter := []string{dispatch + nftNoEndpointIPs}
 	// Whatever reaches the service range untranslated is refused instead of leaving by the
 	// default route.
-	if cfg.ServiceCIDR.IsValid() {
-		filter = append(filter, fmt.Sprintf(`ip daddr %s reject with icmp type port-unreachable comment "service range without rules"`, cfg.ServiceCIDR))
+	for _, r := range cfg.serviceRanges() {
+		filter = append(filter, fmt.Sprintf(`ip daddr %s reject with icmp type port-unreachable comment "service range without rules"`, r))
 	}
 	newConn := "ct state new jump "
 	forward := []string{newConn + nftSvcFilter, newConn + nftExtFilter, newConn + nftLBFirewall}

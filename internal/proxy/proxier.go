@@ -127,6 +127,7 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 	}
 	svcInformer := factory.Core().V1().Services()
 	sliceInformer := factory.Discovery().V1().EndpointSlices()
+	cidrInformer := factory.Networking().V1().ServiceCIDRs()
 	dirty := make(chan struct{}, 1)
 	poke := func() {
 		health.queued()
@@ -146,9 +147,12 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 	if _, err := sliceInformer.Informer().AddEventHandler(handler); err != nil {
 		return fmt.Errorf("endpointslice informer: %w", err)
 	}
+	if _, err := cidrInformer.Informer().AddEventHandler(handler); err != nil {
+		return fmt.Errorf("servicecidr informer: %w", err)
+	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !ctrlutil.WaitForCaches(ctx, log, svcInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced) {
+	if !ctrlutil.WaitForCaches(ctx, log, svcInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced, cidrInformer.Informer().HasSynced) {
 		return nil
 	}
 
@@ -164,9 +168,13 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 		if err != nil {
 			return err
 		}
+		cidrs, err := cidrInformer.Lister().List(labels.Everything())
+		if err != nil {
+			return err
+		}
 		nextUDP := BuildUDPState(opts.Config, svcs, slices)
 		full := !synced
-		changed, objects, err := be.apply(ctx, svcs, slices)
+		changed, objects, err := be.apply(ctx, ExtraServiceCIDRs(cidrs, opts.ServiceCIDR), svcs, slices)
 		if err != nil {
 			if opts.Metrics != nil && ctx.Err() == nil {
 				opts.Metrics.restoreFailures.Inc()

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 )
 
 // Config is what Build needs to know about the node.
@@ -25,6 +26,10 @@ type Config struct {
 	ClusterCIDR netip.Prefix
 	// ServiceCIDR is the service range: traffic to it that no rule translated is rejected.
 	ServiceCIDR netip.Prefix
+	// ExtraServiceCIDRs are the other ServiceCIDR objects' IPv4 ranges (ExtraServiceCIDRs, set at
+	// each sync): refused likewise, so a cluster IP of theirs without rules never leaves by the
+	// default route either.
+	ExtraServiceCIDRs []netip.Prefix
 	// MasqueradeMark is the fwmark bit that asks for masquerading (default 0x4000, as kube-proxy).
 	MasqueradeMark uint32
 	// NodeIP is the node's primary address: when a Service's loadBalancerSourceRanges hold it, the
@@ -70,6 +75,16 @@ func (c Config) extFilterChain() string   { return c.chain("EXTFILTER") }
 func (c Config) firewallChain() string    { return c.chain("FIREWALL") }
 func (c Config) lbFirewallChain() string  { return c.chain("LBFW") }
 func (c Config) forwardChain() string     { return c.chain("FORWARD") }
+
+// serviceRanges are the ranges whose untranslated traffic is refused: the service range, then the
+// other ServiceCIDRs'.
+func (c Config) serviceRanges() []netip.Prefix {
+	var out []netip.Prefix
+	if c.ServiceCIDR.IsValid() {
+		out = append(out, c.ServiceCIDR)
+	}
+	return append(out, c.ExtraServiceCIDRs...)
+}
 
 func (c Config) mark() string {
 	m := c.MasqueradeMark
@@ -304,8 +319,8 @@ func Build(cfg Config, services []*corev1.Service, endpointSlices []*discoveryv1
 	}
 	// Whatever reaches the service range untranslated (a VIP without rules, a port the service does
 	// not have, before the first sync) is refused here instead of leaving by the default route.
-	if cfg.ServiceCIDR.IsValid() {
-		filter = append(filter, fmt.Sprintf(`-d %s -m comment --comment "service range without rules" -j REJECT --reject-with icmp-port-unreachable`, cfg.ServiceCIDR))
+	for _, r := range cfg.serviceRanges() {
+		filter = append(filter, fmt.Sprintf(`-d %s -m comment --comment "service range without rules" -j REJECT --reject-with icmp-port-unreachable`, r))
 	}
 	rs.Filter[cfg.filterChain()] = filter
 	rs.Filter[cfg.extFilterChain()] = extFilter
@@ -561,3 +576,30 @@ func (b svcPortBuilder) writeServiceChain(name string, eps []endpoint) {
 }
 
 func probability(n int) string { return strconv.FormatFloat(1/float64(n), 'f', 10, 64) }
+
+// ExtraServiceCIDRs are the IPv4 ranges of the ServiceCIDR objects beyond own (the node's service
+// range), sorted and without repeats: those being deleted too, whose cluster IPs are served until
+// they go. It is pure.
+func ExtraServiceCIDRs(cidrs []*networkingv1.ServiceCIDR, own netip.Prefix) []netip.Prefix {
+	var out []netip.Prefix
+	for _, c := range cidrs {
+		for _, s := range c.Spec.CIDRs {
+			p, err := netip.ParsePrefix(s)
+			if err != nil || !p.Addr().Is4() {
+				continue
+			}
+			p = p.Masked()
+			if own.IsValid() && own.Bits() <= p.Bits() && own.Contains(p.Addr()) {
+				continue // inside the service range, refused already
+			}
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b netip.Prefix) int {
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c
+		}
+		return a.Bits() - b.Bits()
+	})
+	return slices.Compact(out)
+}

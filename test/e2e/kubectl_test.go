@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/skiff-sh/skiff/internal/version"
+
+	"github.com/skiff-sh/skiff/internal/proxy"
 )
 
 const deploymentYAML = `apiVersion: apps/v1
@@ -434,9 +436,9 @@ func TestKubectl(t *testing.T) {
 // TestServiceCIDRs: a ServiceCIDR beyond the cluster's service range gets the service-cidr
 // finalizer and Ready (the service-cidr-controller), a Service may take one of its addresses (an
 // IPAddress names the Service), and deleting the range waits, Terminating, until that Service is
-// gone.
+// gone. The node's proxy refuses the range's untranslated traffic, as the service range's.
 func TestServiceCIDRs(t *testing.T) {
-	c := newCluster(t)
+	c := newWorkerCluster(t)
 	// No traffic is sent to its addresses here: a range without proxy rules would leave by
 	// the default route. The harness's upstream spec checks reachability behind its firewall.
 	c.stdin(`{"apiVersion":"networking.k8s.io/v1","kind":"ServiceCIDR","metadata":{"name":"more"},"spec":{"cidrs":["203.0.113.0/29"]}}`, "create", "-f", "-")
@@ -446,6 +448,15 @@ func TestServiceCIDRs(t *testing.T) {
 			return fmt.Errorf("ServiceCIDR more: %q, want its finalizer and Ready True\n%s", got, grepLines(c.logAll(), "cidr", "forbidden"))
 		}
 		return nil
+	})
+	// The node's proxy refuses the new range's untranslated traffic, as it does the service range's.
+	eventually(t, 30*time.Second, func() error {
+		for _, r := range proxyRules(t, proxy.NodePrefix(c.dataDir)) {
+			if strings.Contains(r, "203.0.113.0/29") && strings.Contains(r, "service range without rules") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no reject rule for 203.0.113.0/29 in the node's service rules:\n%s\n%s", strings.Join(proxyRules(t, proxy.NodePrefix(c.dataDir)), "\n"), grepLines(c.logAll(), "proxy", "servicecidr"))
 	})
 	mustContain(t, c.stdin("apiVersion: v1\nkind: Service\nmetadata: {name: extra}\nspec:\n  clusterIP: 203.0.113.3\n  ports: [{port: 80}]\n", "create", "-f", "-"), "service/extra created")
 	if got := c.kubectl("get", "ipaddress", "203.0.113.3", "-o", "jsonpath={.spec.parentRef.resource} {.spec.parentRef.namespace}/{.spec.parentRef.name}"); got != "services default/extra" {
