@@ -35,9 +35,9 @@ func longRunning(info *RequestInfo) bool {
 	return false
 }
 
-// requestTimeout is the time a request may take: the `timeout` query parameter when it is shorter
-// than the server's limit, else the limit. A malformed or non-positive parameter is a 400, as in
-// Kubernetes.
+// requestTimeout is the time a request may take: the `timeout` query parameter when it is positive
+// and shorter than the server's limit, else the limit (a timeout of 0s asks for none of the
+// client's own). A malformed parameter is a 400, as in Kubernetes.
 func (s *Server) requestTimeout(r *http.Request) (time.Duration, error) {
 	limit := s.cfg.RequestTimeout
 	v := r.URL.Query().Get("timeout")
@@ -45,8 +45,11 @@ func (s *Server) requestTimeout(r *http.Request) (time.Duration, error) {
 		return limit, nil
 	}
 	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
+	if err != nil {
 		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid timeout specified in the request URL: %q", v))
+	}
+	if d <= 0 {
+		return limit, nil
 	}
 	return min(d, limit), nil
 }
