@@ -48,6 +48,17 @@ type SliceSet struct {
 	// Owned are the slices the controller owns for this source, in a stable order (by name), so
 	// that which slice is reused for which desired one does not change between syncs.
 	Owned []*discoveryv1.EndpointSlice
+	// Tracker, when set, remembers the writes under Source and refuses (ErrStaleSlices) to act on
+	// Owned while it lacks the last ones.
+	Tracker *SliceTracker
+	Source  string
+}
+
+// record tells the tracker, if any, of a write.
+func (set SliceSet) record(name string, w SliceWrite) {
+	if set.Tracker != nil {
+		set.Tracker.written(set.Source, name, w)
+	}
 }
 
 // ReconcileSlices makes the owned slices match the wanted ones with the fewest writes: a slice of
@@ -55,6 +66,9 @@ type SliceSet struct {
 // missing ones are created, left-over ones deleted. Errors are joined, so one failed write does not
 // stop the others.
 func ReconcileSlices(ctx context.Context, client kubernetes.Interface, set SliceSet) error {
+	if set.Tracker != nil && set.Tracker.Stale(set.Source, set.Owned) {
+		return ErrStaleSlices
+	}
 	slices := client.DiscoveryV1().EndpointSlices(set.Namespace)
 	reusable := map[string][]*discoveryv1.EndpointSlice{}
 	for _, s := range set.Owned {
@@ -77,8 +91,11 @@ func ReconcileSlices(ctx context.Context, client kubernetes.Interface, set Slice
 			if set.Annotations != nil {
 				updated.Annotations = maps.Clone(set.Annotations)
 			}
-			if _, err := slices.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			out, err := slices.Update(ctx, updated, metav1.UpdateOptions{})
+			if err != nil {
 				errs = append(errs, fmt.Errorf("update endpointslice %s/%s: %w", set.Namespace, s.Name, err))
+			} else {
+				set.record(out.Name, SliceWrite{ResourceVersion: out.ResourceVersion})
 			}
 			continue
 		}
@@ -94,15 +111,21 @@ func ReconcileSlices(ctx context.Context, client kubernetes.Interface, set Slice
 			Endpoints:   d.Endpoints,
 			Ports:       d.Ports,
 		}
-		if _, err := slices.Create(ctx, slice, metav1.CreateOptions{}); err != nil &&
-			!apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		out, err := slices.Create(ctx, slice, metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			set.record(out.Name, SliceWrite{ResourceVersion: out.ResourceVersion})
+		case !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 			errs = append(errs, fmt.Errorf("create endpointslice %s*: %w", set.GenerateName, err))
 		}
 	}
 	for _, rest := range reusable {
 		for _, s := range rest {
-			if err := slices.Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			err := slices.Delete(ctx, s.Name, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("delete endpointslice %s/%s: %w", set.Namespace, s.Name, err))
+			} else {
+				set.record(s.Name, SliceWrite{Deleted: true})
 			}
 		}
 	}

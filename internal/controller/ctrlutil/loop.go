@@ -2,6 +2,7 @@ package ctrlutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -96,11 +97,12 @@ func (l *Loop) ProcessNext(ctx context.Context) bool {
 		l.Queue.Forget(key)
 		return true
 	}
-	// A conflict is routine (another writer got there first; the retry reads the new state), and so
-	// is a reconcile cut short by the controller stopping: both are logged at debug; anything else
-	// is worth an operator's attention.
+	// A conflict is routine (another writer got there first; the retry reads the new state), so is
+	// an informer that does not show the controller's own last writes yet, and so is a reconcile
+	// cut short by the controller stopping: all are logged at debug; anything else is worth an
+	// operator's attention.
 	level := slog.LevelError
-	if apierrors.IsConflict(err) || ctx.Err() != nil {
+	if apierrors.IsConflict(err) || errors.Is(err, ErrStaleSlices) || ctx.Err() != nil {
 		level = slog.LevelDebug
 	}
 	l.log.Log(ctx, level, "reconcile failed, requeuing", "key", key, "err", err)

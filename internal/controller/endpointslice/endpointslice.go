@@ -38,8 +38,10 @@ type Controller struct {
 	svcLister   corelisters.ServiceLister
 	podLister   corelisters.PodLister
 	sliceLister discoverylisters.EndpointSliceLister
-	loop        *ctrlutil.Loop
-	synced      []cache.InformerSynced
+	// tracker holds back a sync whose slice cache lacks the controller's own last writes.
+	tracker *ctrlutil.SliceTracker
+	loop    *ctrlutil.Loop
+	synced  []cache.InformerSynced
 }
 
 // New builds the controller and registers its informers' handlers.
@@ -52,18 +54,34 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 		svcLister:   svcInformer.Lister(),
 		podLister:   podInformer.Lister(),
 		sliceLister: sliceInformer.Lister(),
+		tracker:     ctrlutil.NewSliceTracker(),
 	}
 	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
+	enqueueSliceService := c.loop.EnqueueSliceService(ManagedBy)
 	var err error
 	c.synced, err = ctrlutil.NewWiring(Name).
 		Watch(svcInformer.Informer(), ctrlutil.On(ctrlutil.OnAll, c.loop.Enqueue)).
 		Watch(podInformer.Informer(), c.loop.PodServiceHandlers(c.svcLister)).
-		Watch(sliceInformer.Informer(), ctrlutil.On(ctrlutil.OnUpdate|ctrlutil.OnDelete, c.loop.EnqueueSliceService(ManagedBy))).
+		Watch(sliceInformer.Informer(), cache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(_, obj any) { enqueueSliceService(obj) },
+			DeleteFunc: func(obj any) { c.sliceDeleted(obj); enqueueSliceService(obj) },
+		}).
 		Done()
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// sliceDeleted settles what the tracker expected of a slice the informer saw go.
+func (c *Controller) sliceDeleted(obj any) {
+	key, ok := ctrlutil.SliceServiceKey(obj, ManagedBy)
+	if !ok {
+		return
+	}
+	if s, ok := ctrlutil.Unwrap[*discoveryv1.EndpointSlice](obj); ok {
+		c.tracker.SliceGone(key, s.Name)
+	}
 }
 
 // Run runs workers until ctx is done.
@@ -158,6 +176,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	}
 	svc, err := c.svcLister.Services(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.tracker.Forget(key)
 		return nil // owner references let the garbage collector remove our slices
 	}
 	if err != nil {
@@ -174,6 +193,10 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ManagedBy}))
 	if err != nil {
 		return fmt.Errorf("list endpointslices of %s: %w", key, err)
+	}
+	// The cache must show this controller's last writes first, whoever owns the slices now.
+	if c.tracker.Stale(key, existing) {
+		return ctrlutil.ErrStaleSlices
 	}
 	var owned []*discoveryv1.EndpointSlice
 	for _, s := range existing {
@@ -211,5 +234,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		Owner:        ctrlutil.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service")),
 		Want:         want,
 		Owned:        owned,
+		Tracker:      c.tracker,
+		Source:       key,
 	})
 }

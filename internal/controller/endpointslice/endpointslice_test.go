@@ -2,6 +2,7 @@ package endpointslice
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/internal/controller/ctrltest"
+	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 )
 
 func web() map[string]string { return map[string]string{"app": "web"} }
@@ -234,5 +236,56 @@ func TestSyncPublishNotReadyKeepsServing(t *testing.T) {
 	c := s.Endpoints[0].Conditions
 	if got := [3]bool{*c.Ready, *c.Serving, *c.Terminating}; got != [3]bool{true, false, true} {
 		t.Fatalf("ready/serving/terminating = %v, want [true false true]", got)
+	}
+}
+
+// TestSyncWaitsForItsOwnWrites: a sync that runs before the slice informer shows the slice the
+// last one created writes nothing (it would create the slice a second time, and a later sync
+// would delete one of the two, which e2e's "should create Endpoints and EndpointSlices for Pods
+// matching a Service" then fails to delete); once the informer shows it, the sync goes on, and a
+// slice deleted by someone else is recreated.
+func TestSyncWaitsForItsOwnWrites(t *testing.T) {
+	now := ctrltest.Epoch()
+	svc := makeService()
+	pod := servingPod("a", "10.0.0.1").Ready(now).Obj()
+	env := ctrltest.NewEnv(svc)
+	c, err := New(env.Deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.SyncServiceCreate(t, env, c.Sync, "create endpointslices web-*", svc, pod)
+	stored, err := env.Client.DiscoveryV1().EndpointSlices("default").List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(stored.Items) != 1 {
+		t.Fatalf("stored slices %v, %v", stored, err)
+	}
+	created := &stored.Items[0]
+	env.Client.ClearActions()
+
+	if err := c.Sync(context.Background(), "default/web"); !errors.Is(err, ctrlutil.ErrStaleSlices) {
+		t.Fatalf("sync on a cache without the created slice = %v, want the stale-cache error", err)
+	}
+	if got := env.Writes(); len(got) != 0 {
+		t.Fatalf("writes %q on a stale cache, want none", ctrltest.Describe(got))
+	}
+
+	sliceInformer := env.Factory.Discovery().V1().EndpointSlices().Informer()
+	ctrltest.Seed(t, sliceInformer, created)
+	if err := c.Sync(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	if got := env.Writes(); len(got) != 0 {
+		t.Fatalf("writes %q once the cache shows the slice, want none", ctrltest.Describe(got))
+	}
+
+	// Deleted by a client: the informer's delete event settles it and the slice comes back.
+	if err := sliceInformer.GetIndexer().Delete(created); err != nil {
+		t.Fatal(err)
+	}
+	c.sliceDeleted(created)
+	if err := c.Sync(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	if got := ctrltest.Describe(env.Writes()); !slices.Equal(got, []string{"create endpointslices web-*"}) {
+		t.Fatalf("writes %q after the slice was deleted, want it created again", got)
 	}
 }
