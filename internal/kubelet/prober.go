@@ -51,6 +51,9 @@ type probeResult struct {
 type probeWorker struct {
 	containerID string
 	stop        chan struct{}
+	// now asks for a probe at once rather than at the next period (a readiness probe when its
+	// container's startup probe succeeded, as upstream's manual trigger).
+	now chan struct{}
 }
 
 // prober runs the containers' probes, one goroutine per probe of a
@@ -131,7 +134,7 @@ func (p *prober) syncPod(pod *corev1.Pod, state *podRuntimeState, podIPs []strin
 		if r, ok := p.results[key]; ok && r.containerID == containerID && key.kind == startupProbe && r.success {
 			continue // startup probes stop once they succeeded
 		}
-		w := &probeWorker{containerID: containerID, stop: make(chan struct{})}
+		w := &probeWorker{containerID: containerID, stop: make(chan struct{}), now: make(chan struct{}, 1)}
 		p.workers[key] = w
 		c := findContainer(pod, key.container)
 		go p.run(pod, c, key, w, podIPs)
@@ -199,6 +202,18 @@ func (p *prober) setResult(key probeKey, r probeResult) bool {
 	return !ok || old != r
 }
 
+// probeNow asks the worker of key, if any, for a probe at once.
+func (p *prober) probeNow(key probeKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w := p.workers[key]; w != nil {
+		select {
+		case w.now <- struct{}{}:
+		default: // one is asked for already
+		}
+	}
+}
+
 func (p *prober) finish(key probeKey, w *probeWorker) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -250,6 +265,9 @@ func (p *prober) run(pod *corev1.Pod, c *corev1.Container, key probeKey, w *prob
 					k.enqueue(pod.UID)
 				}
 				if key.kind == startupProbe {
+					// Readiness has not been probed while the container was starting: probe it
+					// now, not a whole readiness period later.
+					p.probeNow(probeKey{key.uid, key.container, readinessProbe})
 					p.finish(key, w)
 					return
 				}
@@ -270,6 +288,7 @@ func (p *prober) run(pod *corev1.Pod, c *corev1.Container, key probeKey, w *prob
 		case <-w.stop:
 			return
 		case <-ticker.C():
+		case <-w.now:
 		}
 	}
 }

@@ -102,6 +102,28 @@ func TestStartupProbeHoldsLivenessAndStarted(t *testing.T) {
 	})
 }
 
+// TestReadinessProbedWhenStarted: a readiness probe with a long period is run as soon as the
+// startup probe succeeds, not a whole period later (e2e "should be ready immediately after
+// startupProbe succeeds": readiness period 30 s, ready within 25 s of started).
+func TestReadinessProbedWhenStarted(t *testing.T) {
+	h := newHarness(t, nil)
+	h.runtime.SetExecExitCode("started", 1)
+	readiness := execProbe("check-ready", 1)
+	readiness.PeriodSeconds = 30
+	h.create(makePod("starting").container(corev1.Container{Name: "app", StartupProbe: execProbe("started", 120), ReadinessProbe: readiness}).obj())
+	h.waitPod("default", "starting", "running, not started", func(p *corev1.Pod) bool {
+		return podRunning(p) && h.hasEvent("Startup probe failed")
+	})
+	// Let the readiness worker pass its first (skipped) round while the container starts.
+	h.step(time.Second)
+	h.runtime.SetExecExitCode("started", 0)
+	h.step(time.Second) // the startup probe's next round: started; readiness is probed at once
+	h.waitPod("default", "starting", "started and ready without a readiness period passing", func(p *corev1.Pod) bool {
+		s := statusOf(p, "app")
+		return s.Started != nil && *s.Started && s.Ready
+	})
+}
+
 func TestHTTPAndTCPProbes(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Probe") != "yes" || !strings.HasPrefix(r.UserAgent(), "kube-probe/") {
