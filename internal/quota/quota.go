@@ -286,12 +286,19 @@ func Matches(q *corev1.ResourceQuota, gr schema.GroupResource, obj runtime.Objec
 	return true
 }
 
+// IsTerminating says whether a pod is in the Terminating quota scope: it has an active deadline.
+// Updating a pod's activeDeadlineSeconds moves it between the Terminating and NotTerminating
+// quotas.
+func IsTerminating(p *corev1.Pod) bool {
+	return p.Spec.ActiveDeadlineSeconds != nil && *p.Spec.ActiveDeadlineSeconds >= 0
+}
+
 func podInScope(p *corev1.Pod, s corev1.ScopedResourceSelectorRequirement) bool {
 	switch s.ScopeName {
 	case corev1.ResourceQuotaScopeTerminating:
-		return p.Spec.ActiveDeadlineSeconds != nil && *p.Spec.ActiveDeadlineSeconds >= 0
+		return IsTerminating(p)
 	case corev1.ResourceQuotaScopeNotTerminating:
-		return p.Spec.ActiveDeadlineSeconds == nil
+		return !IsTerminating(p)
 	case corev1.ResourceQuotaScopeBestEffort:
 		return BestEffort(p)
 	case corev1.ResourceQuotaScopeNotBestEffort:

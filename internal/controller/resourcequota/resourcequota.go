@@ -301,8 +301,13 @@ func (c *Controller) usage(ctx context.Context, namespace string, q *corev1.Reso
 // usageChanged reports whether an update changed what an object holds of a quota.
 func usageChanged(old, o any) bool {
 	var gr schema.GroupResource
-	switch o.(type) {
+	switch pod := o.(type) {
 	case *corev1.Pod:
+		// A pod whose activeDeadlineSeconds changed moved between the Terminating and
+		// NotTerminating scopes: the quota it left must give its usage back.
+		if oldPod, ok := old.(*corev1.Pod); ok && quota.IsTerminating(oldPod) != quota.IsTerminating(pod) {
+			return true
+		}
 		gr = podsGR
 	case *corev1.PersistentVolumeClaim:
 		gr = claimsGR

@@ -216,6 +216,35 @@ func TestUpdateRecountsWhereQuotasAre(t *testing.T) {
 	used("0")
 }
 
+// TestScopeChangeRecounts: a pod that gets an active deadline moves from the NotTerminating
+// quota to the Terminating one without its usage changing; the quota it left is recounted (e2e
+// "should verify ResourceQuota with terminating scopes through scope selectors"), as upstream's
+// update filter asks.
+func TestScopeChangeRecounts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "default"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("10")},
+			Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotTerminating}}}
+	pod := withResources(ctrltest.MakePod("web").Obj(), "500m", "1Gi")
+	env := ctrltest.NewEnv(q, pod)
+	c, err := New(env.Deps, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Factory.Start(ctx.Done())
+	go c.Run(ctx, 1)
+	defer env.Factory.Shutdown()
+	defer cancel()
+	waitForUsed(ctx, t, env, corev1.ResourceRequestsCPU, "500m", func() {})
+	deadline := pod.DeepCopy()
+	deadline.Spec.ActiveDeadlineSeconds = ptr.To[int64](3600)
+	if _, err := env.Client.CoreV1().Pods("default").Update(ctx, deadline, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForUsed(ctx, t, env, corev1.ResourceRequestsCPU, "0", func() {})
+}
+
 // waitForUsed polls quota default/q until its status holds want of name, calling poke before each
 // look (to ask for a recount), and fails the test with the status it last saw.
 func waitForUsed(ctx context.Context, t *testing.T, env *ctrltest.Env, name corev1.ResourceName, want string, poke func()) {
