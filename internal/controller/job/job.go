@@ -408,6 +408,16 @@ func pastBackoffLimitOnFailure(job *batchv1.Job, pods []*corev1.Pod) bool {
 	return restarts >= *job.Spec.BackoffLimit
 }
 
+// JobControllerName is spec.managedBy's value for this controller, the one a Job without the
+// field has too.
+const JobControllerName = "kubernetes.io/job-controller"
+
+// ManagedByOther says whether a Job's spec.managedBy names another controller (Kubernetes'
+// JobManagedBy, beta and on in v1.33), which this one then leaves alone. It is pure.
+func ManagedByOther(j *batchv1.Job) bool {
+	return j.Spec.ManagedBy != nil && *j.Spec.ManagedBy != JobControllerName
+}
+
 // Sync reconciles the Job with the given namespace/name key, or releases an
 // orphaned pod for a key made by orphanKey.
 func (c *Controller) Sync(ctx context.Context, key string) error {
@@ -426,6 +436,10 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("get job %s: %w", key, err)
+	}
+	if ManagedByOther(cached) {
+		// spec.managedBy hands the Job to another controller: it writes the status, not this one.
+		return nil
 	}
 	job := cached.DeepCopy()
 	selector, defaulted, err := selectorOf(job)

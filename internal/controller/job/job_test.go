@@ -301,6 +301,22 @@ func TestCreatedPodsCarryFinalizerAndOwner(t *testing.T) {
 	}
 }
 
+// TestManagedByAnotherController: a Job whose spec.managedBy names another controller gets no
+// pods and no status from this one (e2e "should allow to delegate reconciliation to external
+// controller"); one that names this controller is synced as usual.
+func TestManagedByAnotherController(t *testing.T) {
+	external := makeJob(1, 1)
+	external.Spec.ManagedBy = ptr.To("example.com/custom-job-controller")
+	if writes := newFixture(t, external).sync(t); len(writes) != 0 {
+		t.Fatalf("writes %q for a Job another controller manages, want none", ctrltest.Describe(writes))
+	}
+	own := makeJob(1, 1)
+	own.Spec.ManagedBy = ptr.To(JobControllerName)
+	if writes := newFixture(t, own).sync(t); len(writes) == 0 {
+		t.Fatal("no writes for a Job naming this controller")
+	}
+}
+
 func TestIndexedCreatesMissingIndexes(t *testing.T) {
 	j := started(makeJob(4, 3), time.Minute)
 	j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)

@@ -198,6 +198,9 @@ func TestValidateJob(t *testing.T) {
 		{"negative parallelism", job(func(j *batchv1.Job) { j.Spec.Parallelism = ptr.To[int32](-1) }), &wantErr{"spec.parallelism", field.ErrorTypeInvalid, "must be greater than or equal to 0"}},
 		{"negative backoff", job(func(j *batchv1.Job) { j.Spec.BackoffLimit = ptr.To[int32](-1) }), &wantErr{"spec.backoffLimit", field.ErrorTypeInvalid, ""}},
 		{"bad completion mode", job(func(j *batchv1.Job) { j.Spec.CompletionMode = ptr.To(batchv1.CompletionMode("Sorted")) }), &wantErr{"spec.completionMode", field.ErrorTypeNotSupported, ""}},
+		{"managed by another controller", job(func(j *batchv1.Job) { j.Spec.ManagedBy = ptr.To("example.com/custom-job-controller") }), nil},
+		{"managedBy not a domain-prefixed path", job(func(j *batchv1.Job) { j.Spec.ManagedBy = ptr.To("custom controller") }), &wantErr{"spec.managedBy", field.ErrorTypeInvalid, ""}},
+		{"managedBy too long", job(func(j *batchv1.Job) { j.Spec.ManagedBy = ptr.To("example.com/" + strings.Repeat("a", 60)) }), &wantErr{"spec.managedBy", field.ErrorTypeTooLong, ""}},
 		{"indexed without completions", job(func(j *batchv1.Job) {
 			j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 			j.Spec.Completions = nil
@@ -357,6 +360,9 @@ func TestJobUpdate(t *testing.T) {
 	img = suspended.DeepCopy()
 	img.Spec.Template.Spec.Containers[0].Image = "perl:2"
 	checkErrs(t, s.ValidateUpdate(ctx, img, suspended), nil)
+	handed := old.DeepCopy()
+	handed.Spec.ManagedBy = ptr.To("example.com/custom-job-controller")
+	checkErrs(t, s.ValidateUpdate(ctx, handed, old), &wantErr{"spec.managedBy", field.ErrorTypeInvalid, "field is immutable"})
 	comp := old.DeepCopy()
 	comp.Spec.Completions = ptr.To[int32](5)
 	checkErrs(t, s.ValidateUpdate(ctx, comp, old), &wantErr{"spec.completions", field.ErrorTypeInvalid, "field is immutable"})

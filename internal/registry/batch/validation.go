@@ -146,6 +146,9 @@ func validateGeneratedSelector(j *batchv1.Job) field.ErrorList {
 }
 
 // validateJobSpec holds the rules a Job and a CronJob's job template share.
+// maxManagedByLength bounds spec.managedBy, as Kubernetes does.
+const maxManagedByLength = 63
+
 func validateJobSpec(spec *batchv1.JobSpec, fldPath *field.Path, pod vu.PodTemplate) field.ErrorList {
 	var errs field.ErrorList
 	optionalNonNegative := func(name string, v *int32) {
@@ -161,6 +164,13 @@ func validateJobSpec(spec *batchv1.JobSpec, fldPath *field.Path, pod vu.PodTempl
 	optionalNonNegative("maxFailedIndexes", spec.MaxFailedIndexes)
 	if spec.ActiveDeadlineSeconds != nil {
 		errs = append(errs, vu.NonNegative(*spec.ActiveDeadlineSeconds, fldPath.Child("activeDeadlineSeconds"))...)
+	}
+	if spec.ManagedBy != nil {
+		p := fldPath.Child("managedBy")
+		errs = append(errs, validation.IsDomainPrefixedPath(p, *spec.ManagedBy)...)
+		if len(*spec.ManagedBy) > maxManagedByLength {
+			errs = append(errs, field.TooLong(p, "", maxManagedByLength))
+		}
 	}
 	if spec.MaxFailedIndexes != nil && spec.BackoffLimitPerIndex == nil {
 		errs = append(errs, field.Required(fldPath.Child("backoffLimitPerIndex"), "when maxFailedIndexes is specified"))
@@ -225,6 +235,7 @@ func validateJobChange(j, old *batchv1.Job) field.ErrorList {
 	errs = append(errs, vu.Immutable(j.Spec.PodFailurePolicy, old.Spec.PodFailurePolicy, specPath.Child("podFailurePolicy"))...)
 	errs = append(errs, vu.Immutable(j.Spec.BackoffLimitPerIndex, old.Spec.BackoffLimitPerIndex, specPath.Child("backoffLimitPerIndex"))...)
 	errs = append(errs, vu.Immutable(j.Spec.SuccessPolicy, old.Spec.SuccessPolicy, specPath.Child("successPolicy"))...)
+	errs = append(errs, vu.Immutable(j.Spec.ManagedBy, old.Spec.ManagedBy, specPath.Child("managedBy"))...)
 	// Indexed jobs may scale elastically: completions follow parallelism.
 	elastic := isIndexed(&j.Spec) && j.Spec.Completions != nil && j.Spec.Parallelism != nil && *j.Spec.Completions == *j.Spec.Parallelism
 	if !elastic {
