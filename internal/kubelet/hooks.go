@@ -30,7 +30,7 @@ func (k *Kubelet) runHook(ctx context.Context, c *corev1.Container, containerID 
 		if len(podIPs) > 0 {
 			podIP = podIPs[0]
 		}
-		if ok, out := httpProbe(ctx, h.HTTPGet, c, podIP); !ok {
+		if ok, out, _ := httpProbe(ctx, h.HTTPGet, c, podIP); !ok {
 			return fmt.Errorf("%s", out)
 		}
 		return nil

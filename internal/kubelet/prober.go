@@ -252,7 +252,10 @@ func (p *prober) run(pod *corev1.Pod, c *corev1.Container, key probeKey, w *prob
 	successes, failures := int32(0), int32(0)
 	for {
 		if key.kind == startupProbe || p.started(pod.UID, c, w.containerID) {
-			ok, output := k.runProbe(probe, pod, c, w.containerID, podIPs, timeout)
+			ok, output, warning := k.runProbe(probe, pod, c, w.containerID, podIPs, timeout)
+			if warning {
+				k.recorder.Eventf(pod, corev1.EventTypeWarning, "ProbeWarning", "%s probe warning: %s", key.kind, output)
+			}
 			if ok {
 				successes, failures = successes+1, 0
 			} else {
@@ -309,8 +312,9 @@ func (k *Kubelet) killUnhealthy(pod *corev1.Pod, c *corev1.Container, kind probe
 	}
 }
 
-// runProbe runs one probe attempt and returns its success and output.
-func (k *Kubelet) runProbe(probe *corev1.Probe, pod *corev1.Pod, c *corev1.Container, containerID string, podIPs []string, timeout time.Duration) (bool, string) {
+// runProbe runs one probe attempt and returns its success and output, and whether the success
+// comes with a warning (an HTTP redirect to another host, not followed).
+func (k *Kubelet) runProbe(probe *corev1.Probe, pod *corev1.Pod, c *corev1.Container, containerID string, podIPs []string, timeout time.Duration) (ok bool, output string, warning bool) {
 	k.mu.Lock()
 	parent := k.ctx
 	k.mu.Unlock()
@@ -326,14 +330,14 @@ func (k *Kubelet) runProbe(probe *corev1.Probe, pod *corev1.Pod, c *corev1.Conta
 		output := truncate(string(stdout)+string(stderr), maxProbeOutput)
 		if err != nil {
 			if ctx.Err() != nil {
-				return false, fmt.Sprintf("command %q timed out", strings.Join(probe.Exec.Command, " "))
+				return false, fmt.Sprintf("command %q timed out", strings.Join(probe.Exec.Command, " ")), false
 			}
-			return false, err.Error()
+			return false, err.Error(), false
 		}
 		if code != 0 {
-			return false, fmt.Sprintf("command %q exited with %d: %s", strings.Join(probe.Exec.Command, " "), code, output)
+			return false, fmt.Sprintf("command %q exited with %d: %s", strings.Join(probe.Exec.Command, " "), code, output), false
 		}
-		return true, output
+		return true, output, false
 	case probe.HTTPGet != nil:
 		return httpProbe(ctx, probe.HTTPGet, c, podIP)
 	case probe.TCPSocket != nil:
@@ -343,19 +347,20 @@ func (k *Kubelet) runProbe(probe *corev1.Probe, pod *corev1.Pod, c *corev1.Conta
 		}
 		port, err := resolvePort(probe.TCPSocket.Port, c)
 		if err != nil {
-			return false, err.Error()
+			return false, err.Error(), false
 		}
 		var d net.Dialer
 		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err != nil {
-			return false, fmt.Sprintf("dial tcp %s: %v", net.JoinHostPort(host, strconv.Itoa(port)), err)
+			return false, fmt.Sprintf("dial tcp %s: %v", net.JoinHostPort(host, strconv.Itoa(port)), err), false
 		}
 		conn.Close()
-		return true, ""
+		return true, "", false
 	case probe.GRPC != nil:
-		return grpcProbe(ctx, probe.GRPC, podIP)
+		ok, out := grpcProbe(ctx, probe.GRPC, podIP)
+		return ok, out, false
 	}
-	return false, "probe has no handler"
+	return false, "probe has no handler", false
 }
 
 func truncate(s string, n int) string {
@@ -381,14 +386,16 @@ func resolvePort(port intstr.IntOrString, c *corev1.Container) (int, error) {
 	return 0, fmt.Errorf("couldn't find port %q in container %s", port.StrVal, c.Name)
 }
 
-func httpProbe(ctx context.Context, h *corev1.HTTPGetAction, c *corev1.Container, podIP string) (bool, string) {
+// httpProbe GETs the action's URL: a 2xx or 3xx answer is a success; a redirect to another host
+// is not followed and its success is a warning, as in Kubernetes.
+func httpProbe(ctx context.Context, h *corev1.HTTPGetAction, c *corev1.Container, podIP string) (ok bool, output string, warning bool) {
 	host := h.Host
 	if host == "" {
 		host = podIP
 	}
 	port, err := resolvePort(h.Port, c)
 	if err != nil {
-		return false, err.Error()
+		return false, err.Error(), false
 	}
 	scheme := strings.ToLower(string(h.Scheme))
 	if scheme == "" {
@@ -404,7 +411,7 @@ func httpProbe(ctx context.Context, h *corev1.HTTPGetAction, c *corev1.Container
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return false, err.Error()
+		return false, err.Error(), false
 	}
 	req.Header.Set("User-Agent", version.ProbeUserAgent())
 	req.Header.Set("Accept", "*/*")
@@ -427,14 +434,17 @@ func httpProbe(ctx context.Context, h *corev1.HTTPGetAction, c *corev1.Container
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return false, fmt.Sprintf("Get %q: %v", u.String(), err)
+		return false, fmt.Sprintf("Get %q: %v", u.String(), err), false
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxProbeOutput))
-	if resp.StatusCode >= 200 && resp.StatusCode < 400 {
-		return true, string(body)
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return true, fmt.Sprintf("Probe terminated redirects, Response body: %s", body), true
 	}
-	return false, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode)
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return true, string(body), false
+	}
+	return false, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode), false
 }
 
 func grpcProbe(ctx context.Context, g *corev1.GRPCAction, podIP string) (bool, string) {

@@ -130,8 +130,15 @@ func TestHTTPAndTCPProbes(t *testing.T) {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
-		if r.URL.Path == "/healthz" {
+		switch r.URL.Path {
+		case "/healthz":
 			w.WriteHeader(http.StatusOK)
+			return
+		case "/elsewhere":
+			http.Redirect(w, r, "http://0.0.0.0/", http.StatusFound)
+			return
+		case "/here":
+			http.Redirect(w, r, "/healthz", http.StatusFound)
 			return
 		}
 		w.WriteHeader(http.StatusInternalServerError)
@@ -142,13 +149,24 @@ func TestHTTPAndTCPProbes(t *testing.T) {
 	port, _ := strconv.Atoi(portStr)
 	c := &corev1.Container{Name: "app", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port)}}}
 	headers := []corev1.HTTPHeader{{Name: "X-Probe", Value: "yes"}}
-	ok, out := httpProbe(context.Background(), &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http"), HTTPHeaders: headers}, c, host)
+	ok, out, _ := httpProbe(context.Background(), &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http"), HTTPHeaders: headers}, c, host)
 	if !ok {
 		t.Errorf("healthy endpoint failed: %s", out)
 	}
-	ok, out = httpProbe(context.Background(), &corev1.HTTPGetAction{Path: "/broken", Port: intstr.FromInt32(int32(port)), HTTPHeaders: headers}, c, host)
+	ok, out, _ = httpProbe(context.Background(), &corev1.HTTPGetAction{Path: "/broken", Port: intstr.FromInt32(int32(port)), HTTPHeaders: headers}, c, host)
 	if ok || out != "HTTP probe failed with statuscode: 500" {
 		t.Errorf("500 endpoint: %v %q", ok, out)
+	}
+	// A redirect to another host is not followed: a success with a warning, as in Kubernetes (e2e
+	// "should *not* be restarted with a non-local redirect http liveness probe" waits for the
+	// ProbeWarning event); one to the same host is followed.
+	ok, out, warning := httpProbe(context.Background(), &corev1.HTTPGetAction{Path: "/elsewhere", Port: intstr.FromInt32(int32(port)), HTTPHeaders: headers}, c, host)
+	if !ok || !warning || !strings.HasPrefix(out, `Probe terminated redirects, Response body: <a href="http://0.0.0.0/">Found</a>.`) {
+		t.Errorf("redirect to another host: %v %v %q", ok, warning, out)
+	}
+	ok, out, warning = httpProbe(context.Background(), &corev1.HTTPGetAction{Path: "/here", Port: intstr.FromInt32(int32(port)), HTTPHeaders: headers}, c, host)
+	if !ok || warning {
+		t.Errorf("redirect to the same host: %v %v %q", ok, warning, out)
 	}
 	if _, err := resolvePort(intstr.FromString("nope"), c); err == nil {
 		t.Error("unknown named port resolved")
@@ -161,11 +179,11 @@ func TestHTTPAndTCPProbes(t *testing.T) {
 	tcpPort := l.Addr().(*net.TCPAddr).Port
 	h := newHarness(t, nil)
 	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(tcpPort))}}}
-	if ok, out := h.kubelet.runProbe(probe, makePod("x").obj(), c, "", []string{"127.0.0.1"}, time.Second); !ok {
+	if ok, out, _ := h.kubelet.runProbe(probe, makePod("x").obj(), c, "", []string{"127.0.0.1"}, time.Second); !ok {
 		t.Errorf("tcp probe to a listener failed: %s", out)
 	}
 	l.Close()
-	if ok, _ := h.kubelet.runProbe(probe, makePod("x").obj(), c, "", []string{"127.0.0.1"}, time.Second); ok {
+	if ok, _, _ := h.kubelet.runProbe(probe, makePod("x").obj(), c, "", []string{"127.0.0.1"}, time.Second); ok {
 		t.Error("tcp probe to a closed port succeeded")
 	}
 }
