@@ -211,7 +211,9 @@ func (a *aggregator) checkDiscovery(ctx context.Context, transport *http.Transpo
 // writes agree because they decide from the same objects.
 func (s *Server) RunAggregation(ctx context.Context) error {
 	a := s.agg
+	aggregatorSteps := []string{StepAggregatorInformers, StepLocalAvailable, StepRemoteAvailable, StepAPIServiceOpenAPI}
 	if a == nil {
+		s.StartStepDone(aggregatorSteps...)
 		return nil
 	}
 	inf, err := s.informerFor(apiServiceResource, &apiregv1.APIService{})
@@ -275,6 +277,12 @@ func (s *Server) RunAggregation(ctx context.Context) error {
 		go other.Run(ctx.Done())
 	}
 	go inf.Run(ctx.Done())
+	go func() {
+		// The first availability pass begins once the APIServices are read.
+		if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			s.StartStepDone(aggregatorSteps...)
+		}
+	}()
 	ticker := time.NewTicker(a.cfg.CheckInterval)
 	defer ticker.Stop()
 	for {

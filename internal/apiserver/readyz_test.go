@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -29,7 +30,7 @@ func TestReadyzNamesTheStorageFailureWhenVerbose(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &Server{cfg: Config{Ready: func(context.Context) error { return tt.ready }}, log: slog.New(slog.DiscardHandler), slis: newHealthSLIs()}
 			rec := httptest.NewRecorder()
-			s.serveReadyz(rec, httptest.NewRequest(http.MethodGet, tt.path, nil))
+			s.serveHealth(rec, httptest.NewRequest(http.MethodGet, tt.path, nil), "readyz")
 			body := rec.Body.String()
 			if rec.Code != tt.wantCode {
 				t.Fatalf("code = %d, want %d (%q)", rec.Code, tt.wantCode, body)
@@ -57,7 +58,7 @@ func TestReadyzSLIs(t *testing.T) {
 		s.slis.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics/slis", nil))
 		return rec.Body.String()
 	}
-	s.serveReadyz(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	s.serveHealth(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/readyz", nil), "readyz")
 	body := slis()
 	for _, want := range []string{
 		`kubernetes_healthcheck{name="etcd",type="readyz"} 0`,
@@ -69,7 +70,7 @@ func TestReadyzSLIs(t *testing.T) {
 		}
 	}
 	ready = nil
-	s.serveReadyz(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	s.serveHealth(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/readyz", nil), "readyz")
 	body = slis()
 	for _, want := range []string{
 		`kubernetes_healthcheck{name="etcd",type="readyz"} 1`,
@@ -78,6 +79,43 @@ func TestReadyzSLIs(t *testing.T) {
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("after a passed check, /metrics/slis lacks %s:\n%s", want, body)
+		}
+	}
+}
+
+// TestHealthStartSteps: /healthz, /livez and /readyz list the start-up steps under Kubernetes'
+// names (poststarthook/<name>; informer-sync on /readyz only) and fail, naming the step, until each
+// has finished (e2e "health handlers should contain necessary checks" reads the lists).
+func TestHealthStartSteps(t *testing.T) {
+	s := &Server{cfg: Config{Ready: func(context.Context) error { return nil }}, log: slog.New(slog.DiscardHandler), slis: newHealthSLIs()}
+	s.DeclareStartSteps(StepBootstrapController, CheckInformerSync, CheckAutoregisterCompletion)
+	get := func(endpoint, query string) (int, string) {
+		rec := httptest.NewRecorder()
+		s.serveHealth(rec, httptest.NewRequest(http.MethodGet, "/"+endpoint+query, nil), endpoint)
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := get("livez", ""); code != http.StatusInternalServerError ||
+		!strings.Contains(body, "[-]poststarthook/bootstrap-controller failed: reason withheld") || strings.Contains(body, "informer-sync") {
+		t.Fatalf("livez before the steps: %d %q", code, body)
+	}
+	if code, body := get("readyz", "?verbose"); code != http.StatusServiceUnavailable ||
+		!strings.Contains(body, "[-]informer-sync failed: not finished") || !strings.Contains(body, "[+]etcd ok") {
+		t.Fatalf("readyz before the steps: %d %q", code, body)
+	}
+	s.StartStepDone(StepBootstrapController, CheckInformerSync, CheckAutoregisterCompletion)
+	for _, endpoint := range []string{"healthz", "livez", "readyz"} {
+		if code, body := get(endpoint, ""); code != http.StatusOK || body != "ok" {
+			t.Errorf("%s after the steps: %d %q", endpoint, code, body)
+		}
+		code, body := get(endpoint, "?verbose=1")
+		lines := strings.Split(body, "\n")
+		for _, want := range []string{"[+]ping ok", "[+]log ok", "[+]etcd ok", "[+]poststarthook/bootstrap-controller ok", "[+]autoregister-completion ok", endpoint + " check passed"} {
+			if code != http.StatusOK || !slices.Contains(lines, want) {
+				t.Errorf("%s?verbose: %d, want the line %q in %q", endpoint, code, want, body)
+			}
+		}
+		if slices.Contains(lines, "[+]informer-sync ok") != (endpoint == "readyz") {
+			t.Errorf("%s?verbose: informer-sync listed %v, want only on readyz: %q", endpoint, endpoint != "readyz", body)
 		}
 	}
 }

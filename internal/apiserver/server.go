@@ -151,6 +151,8 @@ type Server struct {
 	metrics *metrics
 	// slis are the health checks' indicators served at /metrics/slis.
 	slis *healthSLIs
+	// steps are the named start-up steps the health endpoints report (health.go).
+	steps startSteps
 
 	// nameSuffix makes generated names' random part (a seam for tests of name collisions).
 	nameSuffix func() string
@@ -420,11 +422,8 @@ func (s *Server) serveAuthorized(rec http.ResponseWriter, r *http.Request, info 
 		return
 	}
 	switch {
-	case r.URL.Path == "/healthz" || r.URL.Path == "/livez":
-		s.slis.observe(strings.TrimPrefix(r.URL.Path, "/"), healthCheck{"ping", true})
-		writePlain(rec, http.StatusOK, "ok")
-	case r.URL.Path == "/readyz":
-		s.serveReadyz(rec, r)
+	case r.URL.Path == "/healthz" || r.URL.Path == "/livez" || r.URL.Path == "/readyz":
+		s.serveHealth(rec, r, strings.TrimPrefix(r.URL.Path, "/"))
 	case r.URL.Path == "/version" || r.URL.Path == "/version/":
 		s.writeJSON(rec, http.StatusOK, s.cfg.Version)
 	case strings.HasPrefix(r.URL.Path, "/debug/pprof"):
@@ -475,30 +474,6 @@ func (s *Server) writeNoRoute(w http.ResponseWriter, r *http.Request) {
 		Message: "the server could not find the requested resource",
 		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeUnexpectedServerResponse, Message: "404 page not found"}}},
 	})
-}
-
-func (s *Server) serveReadyz(w http.ResponseWriter, r *http.Request) {
-	_, verbose := r.URL.Query()["verbose"]
-	var failure error
-	if s.cfg.Ready != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), readyzTimeout)
-		defer cancel()
-		failure = s.cfg.Ready(ctx)
-	}
-	s.slis.observe("readyz", healthCheck{"ping", true}, healthCheck{"etcd", failure == nil})
-	switch {
-	case failure != nil && verbose:
-		// The reason (etcd quorum lost, etcd unreachable) is for the operator reading ?verbose.
-		s.log.Warn("readyz: storage not ready", "err", failure)
-		writePlain(w, http.StatusServiceUnavailable, "[+]ping ok\n[-]etcd failed: "+failure.Error()+"\nreadyz check failed")
-	case failure != nil:
-		s.log.Warn("readyz: storage not ready", "err", failure)
-		writePlain(w, http.StatusServiceUnavailable, "[-]etcd failed: reason withheld\nreadyz check failed")
-	case verbose:
-		writePlain(w, http.StatusOK, "[+]ping ok\n[+]etcd ok\nreadyz check passed")
-	default:
-		writePlain(w, http.StatusOK, "ok")
-	}
 }
 
 // readyzTimeout bounds the storage check of /readyz.

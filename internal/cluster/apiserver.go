@@ -225,9 +225,12 @@ func newAPIServer(ctx, admissionCtx context.Context, d apiServerDeps) (*apiserve
 	// The Node authorizer's pod and PVC caches read the watch caches just built (authz.go).
 	authz.inProcess = func() (*local.Informers, error) { return caches.localInformers(cfg) }
 	// The admission plugins' caches run before the first write: bootstrap's writes are admitted too.
+	// The health endpoints report each start-up step under Kubernetes' name until it is done.
+	srv.DeclareStartSteps(apiserver.StartSteps()...)
 	if err := admission.start(admissionCtx, srv); err != nil {
 		return nil, nil, err
 	}
+	srv.StartStepDone(apiserver.StepAdmissionInitializer, apiserver.StepStartInformers, apiserver.CheckInformerSync)
 	writeFlowSchemaStatus := func(ctx context.Context, fs *flowcontrolv1.FlowSchema) error {
 		_, err := srv.UpdateStatus(ctx, flowcontrolv1.GroupName, "flowschemas", fs)
 		return err
@@ -238,12 +241,16 @@ func newAPIServer(ctx, admissionCtx context.Context, d apiServerDeps) (*apiserve
 	if err := bootstrap(ctx, srv, cfg); err != nil {
 		return nil, nil, err
 	}
+	srv.StartStepDone(apiserver.StepBootstrapController, apiserver.StepSystemNamespaces, apiserver.StepSystemPriorityClasses)
 	if err := ensurePolicy(ctx, srv); err != nil {
 		return nil, nil, err
 	}
+	srv.StartStepDone(apiserver.StepRBACBootstrapRoles)
 	if err := ensureAggregationObjects(ctx, srv, aggregation, resources); err != nil {
 		return nil, nil, err
 	}
+	srv.StartStepDone(apiserver.StepAuthenticationInfo, apiserver.StepAutoregistration, apiserver.CheckAutoregisterCompletion,
+		apiserver.StepAPIServiceRegistration)
 	return srv, authz, nil
 }
 

@@ -381,6 +381,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := api.SyncCustomResources(ctx); err != nil {
 		return nil, err
 	}
+	api.StartStepDone(apiserver.StepAPIExtensionsInformers, apiserver.StepAPIExtensionsCtrls, apiserver.StepCRDInformerSynced)
 	phases.done("custom resources served")
 	n.goBackground(func() {
 		if err := api.RunCustomResources(compactCtx); err != nil {
@@ -391,6 +392,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	// validating ten large schemas took 10 to 20 s before the API server listened; the
 	// custom-resource loop serves each once it is established.
 	n.goBackground(func() { ensureGatewayAPIDefinitions(compactCtx, api, cfg.Logger) })
+	// Service cluster IPs and node ports leaked by a stop between allocation and write go back.
+	n.goBackground(func() { api.RunServiceRepair(compactCtx, serviceRepairPeriod) })
 	// APIServices: availability and proxying to extension API servers (aggregation.go).
 	n.goBackground(func() {
 		if err := api.RunAggregation(compactCtx); err != nil {
@@ -415,6 +418,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	ok = true
 	return n, nil
 }
+
+// serviceRepairPeriod is how often the service allocation bitmaps are repaired against the
+// Services (Kubernetes' repair controllers run every 3 minutes too).
+const serviceRepairPeriod = 3 * time.Minute
 
 func (n *Node) serve() error {
 	err := n.httpServer.ServeTLS(n.listener, "", "")

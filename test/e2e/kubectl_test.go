@@ -361,6 +361,27 @@ func TestKubectl(t *testing.T) {
 		mustContain(t, c.stdin("apiVersion: v1\nkind: Service\nmetadata: {name: reuse}\nspec:\n  clusterIP: "+ip+"\n  ports: [{port: 80}]\n", "create", "-f", "-"), "service/reuse created")
 	})
 
+	t.Run("health checks by name", func(t *testing.T) {
+		// kube-apiserver's check names, each a step skiff's API server finished (e2e "health
+		// handlers should contain necessary checks").
+		eventually(t, 30*time.Second, func() error {
+			for _, endpoint := range []string{"/healthz", "/livez", "/readyz"} {
+				out, err := c.kubectlErr("get", "--raw", endpoint+"?verbose=1")
+				if err != nil {
+					return fmt.Errorf("%s: %v %s", endpoint, err, out)
+				}
+				for _, want := range []string{"[+]ping ok", "[+]log ok", "[+]etcd ok", "[+]poststarthook/start-service-ip-repair-controllers ok",
+					"[+]poststarthook/crd-informer-synced ok", "[+]poststarthook/apiservice-openapi-controller ok", "[+]autoregister-completion ok"} {
+					if !strings.Contains(out, want) {
+						return fmt.Errorf("%s?verbose lacks %q:\n%s", endpoint, want, out)
+					}
+				}
+			}
+			return nil
+		})
+		mustContain(t, c.kubectl("get", "--raw", "/readyz?verbose"), "[+]informer-sync ok", "readyz check passed")
+	})
+
 	t.Run("service CIDR and IP addresses", func(t *testing.T) {
 		// The cluster's service range is published as the Ready "kubernetes" ServiceCIDR.
 		if got := c.kubectl("get", "servicecidr", "kubernetes", "-o", `jsonpath={.spec.cidrs[0]} {.status.conditions[?(@.type=="Ready")].status}`); got != "10.43.0.0/16 True" {
