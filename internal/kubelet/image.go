@@ -63,6 +63,22 @@ func (k *Kubelet) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	return ref, nil
 }
 
+// imageUserOf is the user the image imageRef runs as, as the runtime reports it.
+func (k *Kubelet) imageUserOf(ctx context.Context, imageRef string) (imageUser, error) {
+	img, err := k.runtime.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: imageRef})
+	if err != nil {
+		return imageUser{}, fmt.Errorf("image %s: %w", imageRef, err)
+	}
+	switch {
+	case img != nil && img.Uid != nil:
+		uid := img.Uid.Value
+		return imageUser{uid: &uid}, nil
+	case img != nil && img.Username != "":
+		return imageUser{name: img.Username}, nil
+	}
+	return imageUser{uid: new(int64)}, nil
+}
+
 // defaultPullPolicy is Always for :latest or untagged images, else
 // IfNotPresent (the API server normally defaults it already).
 func defaultPullPolicy(image string) corev1.PullPolicy {

@@ -209,15 +209,34 @@ func TestResourcesAndQoS(t *testing.T) {
 func TestSecurityContextRunAsNonRoot(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}}}
 	c := &corev1.Container{Name: "c"}
-	if _, err := securityContext(pod, c); err == nil || !strings.Contains(err.Error(), "runAsNonRoot and image will run as root") {
-		t.Errorf("err = %v", err)
+	if !needsImageUser(pod, c) {
+		t.Error("runAsNonRoot without runAsUser does not look at the image's user")
+	}
+	// As Kubernetes' kubelet: without a runAsUser the image's user decides.
+	for _, tc := range []struct {
+		name  string
+		image imageUser
+		want  string // "" accepted
+	}{
+		{"image with USER 1234 (e2e nonroot)", imageUser{uid: ptr.To[int64](1234)}, ""},
+		{"image with no USER", imageUser{uid: new(int64)}, "runAsNonRoot and image will run as root"},
+		{"image with USER root", imageUser{uid: ptr.To[int64](0)}, "runAsNonRoot and image will run as root"},
+		{"image with USER nobody", imageUser{name: "nobody"}, "image has non-numeric user (nobody), cannot verify user is non-root"},
+	} {
+		_, err := securityContext(pod, c, tc.image)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
 	}
 	c.SecurityContext = &corev1.SecurityContext{RunAsUser: ptr.To[int64](0)}
-	if _, err := securityContext(pod, c); err == nil {
-		t.Error("uid 0 accepted with runAsNonRoot")
+	if _, err := securityContext(pod, c, imageUser{uid: ptr.To[int64](1234)}); err == nil || !strings.Contains(err.Error(), "runAsUser breaks non-root policy") {
+		t.Errorf("uid 0 with runAsNonRoot: %v", err)
 	}
 	c.SecurityContext = &corev1.SecurityContext{RunAsUser: ptr.To[int64](1000), Privileged: ptr.To(true)}
-	sc, err := securityContext(pod, c)
+	if needsImageUser(pod, c) {
+		t.Error("a container naming its user looks at the image's")
+	}
+	sc, err := securityContext(pod, c, imageUser{})
 	if err != nil || !sc.Privileged || len(sc.MaskedPaths) != 0 || sc.RunAsUser.GetValue() != 1000 {
 		t.Errorf("privileged sc = %+v, %v", sc, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/internal/sysctl"
 )
@@ -259,9 +260,33 @@ func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, memoryCapacity int64) int
 	return adj
 }
 
+// imageUser is the user an image runs as (its config's User) as the runtime reports it: a uid, a
+// user name that is not a number, or neither, which is root.
+type imageUser struct {
+	uid  *int64
+	name string
+}
+
+// needsImageUser says whether c's runAsNonRoot can only be checked against its image's user (it
+// asks for a non-root user without naming one).
+func needsImageUser(pod *corev1.Pod, c *corev1.Container) bool {
+	nonRoot, user := false, false
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		nonRoot, user = ptr.Deref(psc.RunAsNonRoot, false), psc.RunAsUser != nil
+	}
+	if csc := c.SecurityContext; csc != nil {
+		if csc.RunAsNonRoot != nil {
+			nonRoot = *csc.RunAsNonRoot
+		}
+		user = user || csc.RunAsUser != nil
+	}
+	return nonRoot && !user
+}
+
 // securityContext merges pod and container security settings into the CRI
-// container security context.
-func securityContext(pod *corev1.Pod, c *corev1.Container) (*runtimeapi.LinuxContainerSecurityContext, error) {
+// container security context; image is the image's user, which runAsNonRoot is checked against
+// when no runAsUser is given (needsImageUser).
+func securityContext(pod *corev1.Pod, c *corev1.Container, image imageUser) (*runtimeapi.LinuxContainerSecurityContext, error) {
 	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: podNamespaces(pod)}
 	psc := pod.Spec.SecurityContext
 	if psc == nil {
@@ -284,13 +309,16 @@ func securityContext(pod *corev1.Pod, c *corev1.Container) (*runtimeapi.LinuxCon
 		runAsNonRoot = csc.RunAsNonRoot
 	}
 	if runAsNonRoot != nil && *runAsNonRoot {
-		// skiff's images run as root unless told otherwise, so a non-root
-		// requirement needs an explicit non-zero user.
-		if runAsUser == nil {
-			return nil, fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", pod.Namespace+"/"+pod.Name, c.Name)
-		}
-		if *runAsUser == 0 {
-			return nil, fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", pod.Namespace+"/"+pod.Name, c.Name)
+		// As Kubernetes' kubelet: the runAsUser given, else the image's user (no user is root).
+		who := fmt.Sprintf("(pod: %q, container: %s)", pod.Namespace+"/"+pod.Name, c.Name)
+		switch {
+		case runAsUser != nil && *runAsUser == 0:
+			return nil, fmt.Errorf("container's runAsUser breaks non-root policy %s", who)
+		case runAsUser != nil:
+		case image.uid == nil && image.name != "":
+			return nil, fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root %s", image.name, who)
+		case image.uid == nil || *image.uid == 0:
+			return nil, fmt.Errorf("container has runAsNonRoot and image will run as root %s", who)
 		}
 	}
 	if runAsUser != nil {

@@ -470,7 +470,13 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1
 	if err != nil {
 		return err
 	}
-	config, err := k.containerConfig(pod, c, kind, restarts, imageRef, podIPs, src, volumes)
+	var user imageUser
+	if needsImageUser(pod, c) {
+		if user, err = k.imageUserOf(ctx, imageRef); err != nil {
+			return err
+		}
+	}
+	config, err := k.containerConfig(pod, c, kind, restarts, imageRef, user, podIPs, src, volumes)
 	if err == nil && kind == containerKindEphemeral {
 		config.Linux.SecurityContext.NamespaceOptions, err = ephemeralNamespaces(pod, c.Name, state)
 	}
@@ -543,7 +549,7 @@ func (k *Kubelet) envInputs(pod *corev1.Pod, podIPs []string) envInputs {
 	return envInputs{pod: pod, podIPs: podIPs, hostIPs: hostIPs, allocatable: k.nodes.currentAllocatable(), services: servicesFor(k.services, pod.Namespace)}
 }
 
-func (k *Kubelet) containerConfig(pod *corev1.Pod, c *corev1.Container, kind string, restarts int32, imageRef string, podIPs []string, src *objectSource, volumes map[string]volume) (*runtimeapi.ContainerConfig, error) {
+func (k *Kubelet) containerConfig(pod *corev1.Pod, c *corev1.Container, kind string, restarts int32, imageRef string, user imageUser, podIPs []string, src *objectSource, volumes map[string]volume) (*runtimeapi.ContainerConfig, error) {
 	env, err := resolveEnv(src, k.envInputs(pod, podIPs), c)
 	if err != nil {
 		return nil, err
@@ -565,7 +571,7 @@ func (k *Kubelet) containerConfig(pod *corev1.Pod, c *corev1.Container, kind str
 		}
 		return out
 	}
-	security, err := securityContext(pod, c)
+	security, err := securityContext(pod, c, user)
 	if err != nil {
 		return nil, err
 	}
