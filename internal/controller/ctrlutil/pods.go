@@ -56,6 +56,19 @@ func AvailableIn(p *corev1.Pod, minReadySeconds int32, now time.Time) time.Durat
 	return max(d, 0)
 }
 
+// SoonestAvailable is how long until the first of pods that is ready but not yet available becomes
+// available (0: none is waiting), for a controller to look again then: nothing else changes when
+// minReadySeconds pass.
+func SoonestAvailable(pods []*corev1.Pod, minReadySeconds int32, now time.Time) time.Duration {
+	var soonest time.Duration
+	for _, p := range pods {
+		if d := AvailableIn(p, minReadySeconds, now); d > 0 && (soonest == 0 || d < soonest) {
+			soonest = d
+		}
+	}
+	return soonest
+}
+
 // PodFromTemplate builds a pod for owner from its template: labels,
 // annotations, spec, generateName "<owner>-" and the controllerRef.
 func PodFromTemplate(template *corev1.PodTemplateSpec, namespace, ownerName string, ref *metav1.OwnerReference) *corev1.Pod {

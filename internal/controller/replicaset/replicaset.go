@@ -293,13 +293,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		return errors.Join(manageErr, err)
 	}
 	if manageErr == nil && rs.Spec.MinReadySeconds > 0 && status.ReadyReplicas != status.AvailableReplicas {
-		var soonest time.Duration
-		for _, p := range pods {
-			if d := ctrlutil.AvailableIn(p, rs.Spec.MinReadySeconds, now); d > 0 && (soonest == 0 || d < soonest) {
-				soonest = d
-			}
-		}
-		if soonest > 0 {
+		if soonest := ctrlutil.SoonestAvailable(pods, rs.Spec.MinReadySeconds, now); soonest > 0 {
 			c.loop.EnqueueAfter(key, soonest)
 		}
 	}

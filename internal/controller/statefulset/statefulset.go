@@ -424,6 +424,12 @@ func (c *Controller) updateStatus(ctx context.Context, set *appsv1.StatefulSet, 
 		status.CurrentRevision = updateRevision
 		status.CurrentReplicas = status.UpdatedReplicas
 	}
+	// Pods ready but not yet minReadySeconds old become available with no event to say so.
+	if set.Spec.MinReadySeconds > 0 && status.ReadyReplicas != status.AvailableReplicas {
+		if soonest := ctrlutil.SoonestAvailable(pods, set.Spec.MinReadySeconds, now); soonest > 0 {
+			c.loop.EnqueueAfter(set.Namespace+"/"+set.Name, soonest)
+		}
+	}
 	if reflect.DeepEqual(status, set.Status) {
 		return nil
 	}

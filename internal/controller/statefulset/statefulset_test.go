@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -218,5 +219,38 @@ func TestStatusRevisions(t *testing.T) {
 	want := "db-" + ctrlutil.TemplateHash(&set.Spec.Template, nil)
 	if status.UpdateRevision != want || status.CurrentRevision != want || status.ReadyReplicas != 2 || status.UpdatedReplicas != 2 || status.CurrentReplicas != 2 {
 		t.Fatalf("status %+v", status)
+	}
+}
+
+// TestMinReadySecondsLooksAgain: pods ready for less than minReadySeconds count as ready, not
+// available, and the StatefulSet is looked at again once they become available (nothing else
+// happens then; e2e "AvailableReplicas should get updated accordingly when MinReadySeconds is
+// enabled" waited for ever).
+func TestMinReadySecondsLooksAgain(t *testing.T) {
+	set := makeSet(1, "pg:1")
+	set.Spec.MinReadySeconds = 30
+	f := newFixture(t, set, setPod(set, 0, "pg:1", true)) // ready at the fake clock's start
+	if err := f.ctrl.Sync(context.Background(), "default/db"); err != nil {
+		t.Fatal(err)
+	}
+	var status appsv1.StatefulSetStatus
+	for _, a := range f.env.Writes() {
+		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
+			status = a.(clienttesting.UpdateAction).GetObject().(*appsv1.StatefulSet).Status
+		}
+	}
+	if status.ReadyReplicas != 1 || status.AvailableReplicas != 0 {
+		t.Fatalf("status %+v, want 1 ready and none available yet", status)
+	}
+	if n := f.ctrl.loop.Queue.Len(); n != 0 {
+		t.Fatalf("%d keys queued at once, want the look again later", n)
+	}
+	f.env.Clock.Step(31 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for f.ctrl.loop.Queue.Len() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the StatefulSet was not queued again when its pod became available")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
