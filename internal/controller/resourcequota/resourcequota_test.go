@@ -189,13 +189,7 @@ func TestUpdateRecountsWhereQuotasAre(t *testing.T) {
 	running := withResources(ctrltest.MakePod("web").Obj(), "500m", "1Gi")
 	elsewhere := withResources(ctrltest.MakePod("web").Obj(), "500m", "1Gi")
 	elsewhere.Namespace = "other"
-	env := ctrltest.NewEnv(q, running, elsewhere)
-	c, err := New(env.Deps, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.Factory.Start(ctx.Done())
-	go c.Run(ctx, 1)
+	env, c := runController(ctx, t, q, running, elsewhere)
 	defer env.Factory.Shutdown()
 	defer cancel()
 	used := func(want string) {
@@ -227,13 +221,7 @@ func TestScopeChangeRecounts(t *testing.T) {
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("10")},
 			Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotTerminating}}}
 	pod := withResources(ctrltest.MakePod("web").Obj(), "500m", "1Gi")
-	env := ctrltest.NewEnv(q, pod)
-	c, err := New(env.Deps, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.Factory.Start(ctx.Done())
-	go c.Run(ctx, 1)
+	env, _ := runController(ctx, t, q, pod)
 	defer env.Factory.Shutdown()
 	defer cancel()
 	waitForUsed(ctx, t, env, corev1.ResourceRequestsCPU, "500m", func() {})
@@ -243,6 +231,19 @@ func TestScopeChangeRecounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForUsed(ctx, t, env, corev1.ResourceRequestsCPU, "0", func() {})
+}
+
+// runController starts the controller and its informers on objs until ctx ends.
+func runController(ctx context.Context, t *testing.T, objs ...runtime.Object) (*ctrltest.Env, *Controller) {
+	t.Helper()
+	env := ctrltest.NewEnv(objs...)
+	c, err := New(env.Deps, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Factory.Start(ctx.Done())
+	go c.Run(ctx, 1)
+	return env, c
 }
 
 // waitForUsed polls quota default/q until its status holds want of name, calling poke before each

@@ -76,6 +76,21 @@ func newFixture(t *testing.T, set *appsv1.StatefulSet, pods ...*corev1.Pod) *fix
 	return &fixture{env: env, ctrl: c}
 }
 
+// syncStatus syncs and returns the status the sync wrote (zero when it wrote none).
+func (f *fixture) syncStatus(t *testing.T) appsv1.StatefulSetStatus {
+	t.Helper()
+	if err := f.ctrl.Sync(context.Background(), "default/db"); err != nil {
+		t.Fatal(err)
+	}
+	var status appsv1.StatefulSetStatus
+	for _, a := range f.env.Writes() {
+		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
+			status = a.(clienttesting.UpdateAction).GetObject().(*appsv1.StatefulSet).Status
+		}
+	}
+	return status
+}
+
 // podWrites lists the pod and claim creates/deletes, ignoring revisions and status.
 func (f *fixture) podWrites(t *testing.T) []string {
 	t.Helper()
@@ -207,15 +222,7 @@ func TestRollingUpdateWithPartition(t *testing.T) {
 func TestStatusRevisions(t *testing.T) {
 	set := makeSet(2, "pg:1")
 	f := newFixture(t, set, setPod(set, 0, "pg:1", true), setPod(set, 1, "pg:1", true))
-	if err := f.ctrl.Sync(context.Background(), "default/db"); err != nil {
-		t.Fatal(err)
-	}
-	var status appsv1.StatefulSetStatus
-	for _, a := range f.env.Writes() {
-		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
-			status = a.(clienttesting.UpdateAction).GetObject().(*appsv1.StatefulSet).Status
-		}
-	}
+	status := f.syncStatus(t)
 	want := "db-" + ctrlutil.TemplateHash(&set.Spec.Template, nil)
 	if status.UpdateRevision != want || status.CurrentRevision != want || status.ReadyReplicas != 2 || status.UpdatedReplicas != 2 || status.CurrentReplicas != 2 {
 		t.Fatalf("status %+v", status)
@@ -230,15 +237,7 @@ func TestMinReadySecondsLooksAgain(t *testing.T) {
 	set := makeSet(1, "pg:1")
 	set.Spec.MinReadySeconds = 30
 	f := newFixture(t, set, setPod(set, 0, "pg:1", true)) // ready at the fake clock's start
-	if err := f.ctrl.Sync(context.Background(), "default/db"); err != nil {
-		t.Fatal(err)
-	}
-	var status appsv1.StatefulSetStatus
-	for _, a := range f.env.Writes() {
-		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
-			status = a.(clienttesting.UpdateAction).GetObject().(*appsv1.StatefulSet).Status
-		}
-	}
+	status := f.syncStatus(t)
 	if status.ReadyReplicas != 1 || status.AvailableReplicas != 0 {
 		t.Fatalf("status %+v, want 1 ready and none available yet", status)
 	}
