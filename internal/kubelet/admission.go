@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/skiff-sh/skiff/internal/scheduler/framework"
 	"github.com/skiff-sh/skiff/internal/sysctl"
 )
 
@@ -149,11 +150,12 @@ type admitResult struct {
 }
 
 // admitPod decides whether the node runs pod, given the pods it admitted
-// before (running or about to run): it must be meant for this node's operating
-// system, its sysctls must be allowed, and its host ports free. Like
-// Kubernetes' kubelet, a rejected pod is not retried: it fails, and its
-// controller makes a new one.
-func admitPod(pod *corev1.Pod, admitted []*corev1.Pod, sysctls sysctlAllowlist) admitResult {
+// before (running or about to run) and the node's allocatable resources (nil
+// before the node's first status: not checked): it must be meant for this
+// node's operating system, its sysctls must be allowed, its host ports free and
+// its requests fit beside the admitted pods'. Like Kubernetes' kubelet, a
+// rejected pod is not retried: it fails, and its controller makes a new one.
+func admitPod(pod *corev1.Pod, admitted []*corev1.Pod, allocatable corev1.ResourceList, sysctls sysctlAllowlist) admitResult {
 	// The node's OS is the kubelet's own (its kubernetes.io/os label says the same), checked
 	// first, as upstream: preemption could not help.
 	if os, ok := pod.Labels[corev1.LabelOSStable]; ok && os != runtime.GOOS {
@@ -179,6 +181,48 @@ func admitPod(pod *corev1.Pod, admitted []*corev1.Pod, sysctls sysctlAllowlist) 
 		if slices.ContainsFunc(used, func(u corev1.ContainerPort) bool { return hostPortsConflict(want, u) }) {
 			return admitResult{reason: reasonNodePorts, message: fmt.Sprintf("Predicate %s failed: %s", reasonNodePorts, nodePortsDesc)}
 		}
+	}
+	if len(allocatable) > 0 {
+		if r := fitsResources(pod, admitted, allocatable); !r.admit {
+			return r
+		}
+	}
+	return admitResult{admit: true}
+}
+
+// fitsResources is the kubelet's resource check of a pod bound past the scheduler (a nodeName
+// set by hand, a binding made without it): the node's pod count, then each resource the pod
+// requests, against allocatable less what the admitted pods request. The reason is Kubernetes'
+// OutOf<resource> ("OutOfcpu", "OutOfpods").
+func fitsResources(pod *corev1.Pod, admitted []*corev1.Pod, allocatable corev1.ResourceList) admitResult {
+	capacity := framework.NewResource(allocatable)
+	used := &framework.Resource{}
+	others := int64(0)
+	for _, other := range admitted {
+		if other.UID == pod.UID {
+			continue
+		}
+		others++
+		used.AddResource(framework.PodSpecRequests(other, false), 1)
+	}
+	if capacity.AllowedPodNumber > 0 && others+1 > capacity.AllowedPodNumber {
+		return admitResult{reason: "OutOfpods", message: fmt.Sprintf("Node didn't have enough resource: pods, requested: 1, used: %d, capacity: %d", others, capacity.AllowedPodNumber)}
+	}
+	want := framework.PodSpecRequests(pod, false)
+	// Extended resources the node's status carries come from elsewhere (device plugins, a patch
+	// of the Node): the scheduler counts those; the kubelet checks what it reports itself.
+	for name := range want.ScalarResources {
+		if _, ok := allocatable[name]; !ok {
+			delete(want.ScalarResources, name)
+		}
+	}
+	if w, u, c := want.EphemeralStorage, used.EphemeralStorage, capacity.EphemeralStorage; w > 0 && w+u > c {
+		return admitResult{reason: "OutOfephemeral-storage", message: fmt.Sprintf("Node didn't have enough resource: ephemeral-storage, requested: %d, used: %d, capacity: %d", w, u, c)}
+	}
+	if msg := insufficient(want, used, capacity); msg != "" {
+		name := strings.TrimPrefix(msg, "Node didn't have enough resource: ")
+		name = name[:strings.Index(name, ",")]
+		return admitResult{reason: "OutOf" + name, message: msg}
 	}
 	return admitResult{admit: true}
 }
@@ -245,7 +289,7 @@ func (k *Kubelet) admit(ctx context.Context, pod *corev1.Pod, state *podRuntimeS
 	}
 	result := admitResult{admit: true}
 	if len(state.sandboxes) == 0 && len(state.containers) == 0 && pod.Status.StartTime == nil {
-		result = admitPod(pod, k.activeOthersLocked(pod.UID), k.sysctls)
+		result = admitPod(pod, k.activeOthersLocked(pod.UID), k.nodes.currentAllocatable(), k.sysctls)
 	}
 	k.admitted[pod.UID] = result.admit
 	k.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -127,9 +128,52 @@ func TestAdmitPod(t *testing.T) {
 		{"windows by label", withOS("windows", ""), nil, "PodOSSelectorNodeLabelDoesNotMatch", "`kubernetes.io/os` label doesn't match"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := admitPod(tc.pod, tc.admitted, allow)
+			got := admitPod(tc.pod, tc.admitted, nil, allow)
 			if got.admit != (tc.reason == "") || got.reason != tc.reason || !strings.Contains(got.message, tc.msgContain) {
 				t.Errorf("admitPod = %+v, want reason %q message containing %q", got, tc.reason, tc.msgContain)
+			}
+		})
+	}
+}
+
+// TestAdmitPodResources: a pod bound past the scheduler is refused when it does not fit beside
+// the admitted pods (OutOfcpu, OutOfmemory, OutOfpods, OutOfephemeral-storage, as Kubernetes'
+// kubelet; e2e "PodRejectionStatus should reject pod when the node didn't have enough resource");
+// extended resources the kubelet does not report are the scheduler's to count.
+func TestAdmitPodResources(t *testing.T) {
+	allocatable := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("10Gi"), corev1.ResourcePods: resource.MustParse("3"),
+	}
+	requesting := func(name string, rl corev1.ResourceList) *corev1.Pod {
+		p := makePod(name).obj()
+		p.UID = types.UID("uid-" + name)
+		p.Spec.Containers[0].Resources.Requests = rl
+		return p
+	}
+	half := requesting("half", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")})
+	for _, tc := range []struct {
+		name     string
+		pod      *corev1.Pod
+		admitted []*corev1.Pod
+		reason   string
+		message  string
+	}{
+		{"fits", requesting("new", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}), []*corev1.Pod{half}, "", ""},
+		{"too much cpu", requesting("new", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}), []*corev1.Pod{half},
+			"OutOfcpu", "Node didn't have enough resource: cpu, requested: 1500, used: 1000, capacity: 2000"},
+		{"more cpu than the node has", requesting("new", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000")}), nil,
+			"OutOfcpu", "Node didn't have enough resource: cpu, requested: 1000000, used: 0, capacity: 2000"},
+		{"too much memory", requesting("new", corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("4Gi")}), []*corev1.Pod{half}, "OutOfmemory", "resource: memory"},
+		{"too much ephemeral storage", requesting("new", corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("11Gi")}), nil, "OutOfephemeral-storage", ""},
+		{"no room for another pod", makePod("new").obj(), []*corev1.Pod{requesting("a", nil), requesting("b", nil), requesting("c", nil)},
+			"OutOfpods", "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3"},
+		{"an extended resource the kubelet does not report", requesting("new", corev1.ResourceList{"example.com/beardsecond": resource.MustParse("100")}), nil, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := admitPod(tc.pod, tc.admitted, allocatable, sysctlAllowlist{})
+			if got.admit != (tc.reason == "") || got.reason != tc.reason || !strings.Contains(got.message, tc.message) {
+				t.Errorf("admitPod = %+v, want reason %q message containing %q", got, tc.reason, tc.message)
 			}
 		})
 	}
