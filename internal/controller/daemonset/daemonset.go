@@ -365,7 +365,15 @@ func (c *Controller) manage(ctx context.Context, key string, ds *appsv1.DaemonSe
 	}
 	if rolling {
 		budget := maxUnav - unavailable
-		surged := 0
+		// Nodes whose new pod is still starting beside the old one are surging already: they
+		// count against maxSurge as much as the surges this sync starts.
+		surging := map[string]bool{}
+		for _, o := range olds {
+			if o.hasNew && !o.newReady {
+				surging[o.node] = true
+			}
+		}
+		surged := len(surging)
 		for _, o := range olds {
 			switch {
 			case o.newReady: // surge finished on this node

@@ -224,6 +224,21 @@ func TestRollingUpdate(t *testing.T) {
 			t.Fatalf("deleted %v", got)
 		}
 	})
+	t.Run("a surge still starting counts against maxSurge", func(t *testing.T) {
+		// e2e "should surge pods onto nodes when spec was updated and update strategy is
+		// RollingUpdate": node a's new pod is not ready yet, so with maxSurge 1 no other node may
+		// start one (each sync started one more before).
+		ds := makeDaemonSet()
+		ds.Spec.Template.Spec.Containers[0].Image = "agent:v2"
+		ds.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1))}
+		starting := daemonPod(ds, "a", "agent:v2")
+		starting.Status.Conditions = nil
+		f := newFixture(t, ds, nodes, daemonPod(ds, "a", "agent:v1"), starting, daemonPod(ds, "b", "agent:v1"), daemonPod(ds, "c", "agent:v1"))
+		actions := f.sync(t)
+		if len(podDeletes(actions)) != 0 || len(podCreates(actions)) != 0 {
+			t.Fatalf("actions %q while a surge is starting, want none", ctrltest.Describe(actions))
+		}
+	})
 	t.Run("OnDelete leaves old pods", func(t *testing.T) {
 		ds := makeDaemonSet()
 		ds.Spec.Template.Spec.Containers[0].Image = "agent:v2"
