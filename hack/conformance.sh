@@ -523,7 +523,11 @@ e2e_kubeconfig=$results/e2e.kubeconfig
 cp "$KUBECONFIG" "$e2e_kubeconfig"
 kubectl --kubeconfig "$e2e_kubeconfig" config set-cluster "$(kubectl --kubeconfig "$e2e_kubeconfig" config view -o jsonpath='{.clusters[0].name}')" \
 	--server "https://$addr:$https_port" >/dev/null
-e2e_args=(--kubeconfig="$e2e_kubeconfig" --provider=skeleton --disable-log-dump)
+# The kubectl e2e.test runs is the binary itself, not a symlink to it: the in-cluster config spec
+# copies it into a pod with kubectl cp, which copies a symlink as a link (the gcloud SDK's
+# /usr/bin/kubectl is one), leaving /tmp/kubectl dangling there.
+kubectl_bin=$(readlink -f "$(command -v kubectl)")
+e2e_args=(--kubeconfig="$e2e_kubeconfig" --provider=skeleton --disable-log-dump --kubectl-path="$kubectl_bin")
 no_proxy_env=(env -u HTTPS_PROXY -u HTTP_PROXY -u NO_PROXY -u https_proxy -u http_proxy -u no_proxy)
 ginkgo_args=(--timeout="$timeout" --poll-progress-after=5m --no-color --output-dir="$results")
 # ginkgo ORs several --focus flags: a suite's own focus and the user's are one regex, the user's
