@@ -89,6 +89,21 @@ func (t *SliceTracker) SliceGone(source, name string) {
 	}
 }
 
+// SliceDeleted is a slice informer's delete handler for a controller whose slices carry
+// managedBy: what was expected of the deleted slice is settled (SliceGone), under the key of the
+// Service (or Endpoints) it belongs to.
+func (t *SliceTracker) SliceDeleted(managedBy string) func(obj any) {
+	return func(obj any) {
+		key, ok := SliceServiceKey(obj, managedBy)
+		if !ok {
+			return
+		}
+		if s, ok := Unwrap[*discoveryv1.EndpointSlice](obj); ok {
+			t.SliceGone(key, s.Name)
+		}
+	}
+}
+
 // Forget drops what is remembered of source (it is gone: its slices go with it).
 func (t *SliceTracker) Forget(source string) {
 	t.mu.Lock()

@@ -74,15 +74,7 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 }
 
 // sliceDeleted settles what the tracker expected of a slice the informer saw go.
-func (c *Controller) sliceDeleted(obj any) {
-	key, ok := ctrlutil.SliceServiceKey(obj, ManagedBy)
-	if !ok {
-		return
-	}
-	if s, ok := ctrlutil.Unwrap[*discoveryv1.EndpointSlice](obj); ok {
-		c.tracker.SliceGone(key, s.Name)
-	}
-}
+func (c *Controller) sliceDeleted(obj any) { c.tracker.SliceDeleted(ManagedBy)(obj) }
 
 // Run runs workers until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) { c.loop.Run(ctx, workers, c.synced...) }

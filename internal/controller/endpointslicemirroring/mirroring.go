@@ -48,8 +48,10 @@ type Controller struct {
 	epLister    corelisters.EndpointsLister
 	svcLister   corelisters.ServiceLister
 	sliceLister discoverylisters.EndpointSliceLister
-	loop        *ctrlutil.Loop
-	synced      []cache.InformerSynced
+	// tracker holds back a sync whose slice cache lacks the controller's own last writes.
+	tracker *ctrlutil.SliceTracker
+	loop    *ctrlutil.Loop
+	synced  []cache.InformerSynced
 }
 
 // New builds the controller and registers its informers' handlers. Endpoints, their Service and
@@ -63,14 +65,19 @@ func New(deps ctrlutil.Deps) (*Controller, error) {
 		epLister:    epInformer.Lister(),
 		svcLister:   svcInformer.Lister(),
 		sliceLister: sliceInformer.Lister(),
+		tracker:     ctrlutil.NewSliceTracker(),
 	}
 	c.loop = ctrlutil.NewLoop(Name, deps, c.Sync)
 	byKey := ctrlutil.On(ctrlutil.OnAll, c.loop.Enqueue)
+	enqueueSliceService, sliceDeleted := c.loop.EnqueueSliceService(ManagedBy), c.tracker.SliceDeleted(ManagedBy)
 	var err error
 	c.synced, err = ctrlutil.NewWiring(Name).
 		Watch(epInformer.Informer(), byKey).
 		Watch(svcInformer.Informer(), byKey).
-		Watch(sliceInformer.Informer(), ctrlutil.On(ctrlutil.OnUpdate|ctrlutil.OnDelete, c.loop.EnqueueSliceService(ManagedBy))).
+		Watch(sliceInformer.Informer(), cache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(_, obj any) { enqueueSliceService(obj) },
+			DeleteFunc: func(obj any) { sliceDeleted(obj); enqueueSliceService(obj) },
+		}).
 		Done()
 	if err != nil {
 		return nil, err
@@ -213,7 +220,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("get service %s: %w", key, err)
 	}
-	set := ctrlutil.SliceSet{Namespace: namespace, GenerateName: name + "-", Owned: owned}
+	set := ctrlutil.SliceSet{Namespace: namespace, GenerateName: name + "-", Owned: owned, Tracker: c.tracker, Source: key}
 	if ep != nil && svc != nil && ShouldMirror(ep, svc) {
 		set.Labels, set.Annotations = sliceMeta(ep)
 		set.Owner = ctrlutil.NewControllerRef(ep, corev1.SchemeGroupVersion.WithKind("Endpoints"))

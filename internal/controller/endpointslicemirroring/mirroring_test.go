@@ -4,6 +4,7 @@ package endpointslicemirroring
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/internal/controller/ctrltest"
+	"github.com/skiff-sh/skiff/internal/controller/ctrlutil"
 )
 
 func selectorless() *corev1.Service {
@@ -194,5 +196,41 @@ func TestSync(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSyncWaitsForItsOwnWrites: as the endpointslice controller, a sync on a slice cache without
+// the slice the last sync created writes nothing (it would mirror the Endpoints twice).
+func TestSyncWaitsForItsOwnWrites(t *testing.T) {
+	ep, svc := endpoints(), selectorless()
+	env := ctrltest.NewEnv(ep, svc)
+	c, err := New(env.Deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrltest.Seed(t, env.Factory.Core().V1().Endpoints().Informer(), ep)
+	ctrltest.Seed(t, env.Factory.Core().V1().Services().Informer(), svc)
+	if err := c.Sync(context.Background(), "default/ext"); err != nil {
+		t.Fatal(err)
+	}
+	if got := ctrltest.Describe(env.Writes()); !slices.Equal(got, []string{"create endpointslices ext-*"}) {
+		t.Fatalf("first sync %q", got)
+	}
+	if err := c.Sync(context.Background(), "default/ext"); !errors.Is(err, ctrlutil.ErrStaleSlices) {
+		t.Fatalf("sync on a cache without the created slice = %v, want the stale-cache error", err)
+	}
+	if got := env.Writes(); len(got) != 0 {
+		t.Fatalf("writes %q on a stale cache, want none", ctrltest.Describe(got))
+	}
+	stored, err := env.Client.DiscoveryV1().EndpointSlices("default").List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(stored.Items) != 1 {
+		t.Fatalf("stored %v %v", stored, err)
+	}
+	ctrltest.Seed(t, env.Factory.Discovery().V1().EndpointSlices().Informer(), &stored.Items[0])
+	if err := c.Sync(context.Background(), "default/ext"); err != nil {
+		t.Fatal(err)
+	}
+	if got := env.Writes(); len(got) != 0 {
+		t.Fatalf("writes %q once the cache shows the slice, want none", ctrltest.Describe(got))
 	}
 }
