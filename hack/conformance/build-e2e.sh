@@ -19,8 +19,8 @@ bin=$cache/bin
 src=$cache/src/kubernetes-$version
 mkdir -p "$bin" "$cache/src"
 
-if [[ $source_only != --source-only && -x $bin/e2e.test && -x $bin/ginkgo && "$(cat "$bin/version" 2>/dev/null)" == "$version" ]]; then
-	echo "e2e.test and ginkgo $version already built in $bin"
+if [[ $source_only != --source-only && -x $bin/e2e.test && -x $bin/ginkgo && -x $bin/kubectl-e2e && "$(cat "$bin/version" 2>/dev/null)" == "$version" ]]; then
+	echo "e2e.test, ginkgo and kubectl $version already built in $bin"
 	exit 0
 fi
 
@@ -54,6 +54,13 @@ fi
 ginkgo_version=$(awk '$1 == "github.com/onsi/ginkgo/v2" { print $2; exit }' "$src/go.mod")
 echo "building ginkgo $ginkgo_version"
 (cd "$src" && nice -n 19 go build -o "$bin/ginkgo" github.com/onsi/ginkgo/v2/ginkgo)
+
+# The kubectl of e2e.test's own version, as Kubernetes' CI builds it from the same tree: specs
+# read its --v=6 log lines (v1.33 writes verb="POST" url="..."), which an older kubectl words
+# otherwise. The host's kubectl (v1.32) stays the one skiff's own end-to-end tests use.
+echo "building kubectl $version"
+(cd "$src" && nice -n 19 go build -o "$bin/kubectl-e2e" \
+	-ldflags "-X k8s.io/component-base/version.gitVersion=$version -X k8s.io/client-go/pkg/version.gitVersion=$version" ./cmd/kubectl)
 
 echo "building e2e.test $version (several minutes on 2 cores)"
 start=$SECONDS
