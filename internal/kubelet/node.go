@@ -120,6 +120,26 @@ func runtimeReadiness(status *runtimeapi.RuntimeStatus, err error) (bool, string
 	return true, ""
 }
 
+// keepExtendedResources carries the extended resources others advertise in the Node's capacity
+// (a device plugin's, or a patch of the Node's status, as e2e's scheduler specs make) into the
+// capacity and allocatable the kubelet writes, as Kubernetes' kubelet keeps them: its own status
+// would otherwise take them away again, and nothing could be scheduled on them.
+func keepExtendedResources(previous, capacity, allocatable corev1.ResourceList) {
+	for name, q := range previous {
+		if isExtendedResourceName(name) {
+			capacity[name] = q.DeepCopy()
+			allocatable[name] = q.DeepCopy()
+		}
+	}
+}
+
+// isExtendedResourceName is Kubernetes' rule: a domain-prefixed name outside kubernetes.io that
+// is not a quota's requests. name.
+func isExtendedResourceName(name corev1.ResourceName) bool {
+	s := string(name)
+	return strings.Contains(s, "/") && !strings.Contains(s, "kubernetes.io/") && !strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix)
+}
+
 // desiredNodeStatus computes the node's status; conditions keep their
 // transition time from previous when their status did not change.
 func (n *nodeStatus) desiredNodeStatus(ctx context.Context, previous *corev1.NodeStatus) corev1.NodeStatus {
@@ -152,6 +172,9 @@ func (n *nodeStatus) desiredNodeStatus(ctx context.Context, previous *corev1.Nod
 				c.LastTransitionTime = old.LastTransitionTime
 			}
 		}
+	}
+	if previous != nil {
+		keepExtendedResources(previous.Capacity, capacity, allocatable)
 	}
 	status := corev1.NodeStatus{
 		Capacity:        capacity,

@@ -10,6 +10,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-sh/skiff/internal/kubelet/containerd"
@@ -301,6 +302,35 @@ func TestRootDirLayout(t *testing.T) {
 	for _, dir := range []string{"pods", "plugins", "plugins_registry"} {
 		if fi, err := os.Stat(filepath.Join(root, dir)); err != nil || !fi.IsDir() {
 			t.Errorf("%s: %v", dir, err)
+		}
+	}
+}
+
+// TestKeepExtendedResources: an extended resource others put in the Node's capacity stays there
+// and becomes allocatable (e2e's "validates pod overhead is considered" patches
+// example.com/beardsecond in); the kubelet's own resources are its own to say.
+func TestKeepExtendedResources(t *testing.T) {
+	previous := corev1.ResourceList{
+		"example.com/beardsecond": resource.MustParse("1000"),
+		corev1.ResourceCPU:        resource.MustParse("64"),
+		"kubernetes.io/something": resource.MustParse("1"),
+		"requests.example.com/x":  resource.MustParse("1"),
+	}
+	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	allocatable := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	keepExtendedResources(previous, capacity, allocatable)
+	for _, rl := range []corev1.ResourceList{capacity, allocatable} {
+		if q := rl["example.com/beardsecond"]; q.Cmp(resource.MustParse("1000")) != 0 {
+			t.Errorf("beardsecond %v, want 1000 kept", q.String())
+		}
+		if q := rl[corev1.ResourceCPU]; q.Cmp(resource.MustParse("2")) != 0 {
+			t.Errorf("cpu %v, want the kubelet's own 2", q.String())
+		}
+		if _, ok := rl["kubernetes.io/something"]; ok {
+			t.Error("a kubernetes.io resource carried over")
+		}
+		if _, ok := rl["requests.example.com/x"]; ok {
+			t.Error("a quota name carried over")
 		}
 	}
 }
