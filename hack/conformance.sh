@@ -527,7 +527,7 @@ kubectl --kubeconfig "$e2e_kubeconfig" config set-cluster "$(kubectl --kubeconfi
 # log lines), else the host's; either way the binary itself, not a symlink to it: the in-cluster
 # config spec copies it into a pod with kubectl cp, which copies a symlink as a link (the gcloud
 # SDK's /usr/bin/kubectl is one), leaving /tmp/kubectl dangling there.
-kubectl_bin=$(readlink -f "$cache/bin/kubectl-e2e" 2>/dev/null || readlink -f "$(command -v kubectl)")
+kubectl_bin=$(readlink -f "$cache/bin/e2e-kubectl/kubectl" 2>/dev/null || readlink -f "$(command -v kubectl)")
 [[ -x $kubectl_bin ]] || kubectl_bin=$(readlink -f "$(command -v kubectl)")
 e2e_args=(--kubeconfig="$e2e_kubeconfig" --provider=skeleton --disable-log-dump --kubectl-path="$kubectl_bin")
 no_proxy_env=(env -u HTTPS_PROXY -u HTTP_PROXY -u NO_PROXY -u https_proxy -u http_proxy -u no_proxy)

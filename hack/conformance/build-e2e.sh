@@ -19,7 +19,21 @@ bin=$cache/bin
 src=$cache/src/kubernetes-$version
 mkdir -p "$bin" "$cache/src"
 
-if [[ $source_only != --source-only && -x $bin/e2e.test && -x $bin/ginkgo && -x $bin/kubectl-e2e && "$(cat "$bin/version" 2>/dev/null)" == "$version" ]]; then
+# The kubectl of e2e.test's own version, as Kubernetes' CI builds it from the same tree: specs
+# read its --v=6 log lines (v1.33 writes verb="POST" url="..."), which an older kubectl words
+# otherwise. The host's kubectl (v1.32) stays the one skiff's own end-to-end tests use.
+# Named kubectl in a directory of its own (the in-cluster config spec runs it as /tmp/kubectl once
+# copied into a pod) and static (that pod's image has no Go runtime's C libraries to offer).
+build_kubectl() {
+	echo "building kubectl $version"
+	mkdir -p "$bin/e2e-kubectl"
+	(cd "$src" && CGO_ENABLED=0 nice -n 19 go build -o "$bin/e2e-kubectl/kubectl" \
+		-ldflags "-X k8s.io/component-base/version.gitVersion=$version -X k8s.io/client-go/pkg/version.gitVersion=$version" ./cmd/kubectl)
+}
+
+if [[ $source_only != --source-only && -x $bin/e2e.test && -x $bin/ginkgo && "$(cat "$bin/version" 2>/dev/null)" == "$version" ]]; then
+	# A cache from before the kubectl was built gets only that.
+	[[ -x $bin/e2e-kubectl/kubectl ]] || build_kubectl
 	echo "e2e.test, ginkgo and kubectl $version already built in $bin"
 	exit 0
 fi
@@ -55,12 +69,7 @@ ginkgo_version=$(awk '$1 == "github.com/onsi/ginkgo/v2" { print $2; exit }' "$sr
 echo "building ginkgo $ginkgo_version"
 (cd "$src" && nice -n 19 go build -o "$bin/ginkgo" github.com/onsi/ginkgo/v2/ginkgo)
 
-# The kubectl of e2e.test's own version, as Kubernetes' CI builds it from the same tree: specs
-# read its --v=6 log lines (v1.33 writes verb="POST" url="..."), which an older kubectl words
-# otherwise. The host's kubectl (v1.32) stays the one skiff's own end-to-end tests use.
-echo "building kubectl $version"
-(cd "$src" && nice -n 19 go build -o "$bin/kubectl-e2e" \
-	-ldflags "-X k8s.io/component-base/version.gitVersion=$version -X k8s.io/client-go/pkg/version.gitVersion=$version" ./cmd/kubectl)
+build_kubectl
 
 echo "building e2e.test $version (several minutes on 2 cores)"
 start=$SECONDS
