@@ -330,17 +330,7 @@ func TestUpdateReservesChangedNodePorts(t *testing.T) {
 	st, ranges, scheme := servicesStore(t)
 	ctx := context.Background()
 	const ports = "/registry/ranges/servicenodeports"
-	create := func(name string) *corev1.Service {
-		t.Helper()
-		svc := service(name, corev1.ServiceTypeNodePort)
-		scheme.Default(svc)
-		out, err := st.Create(ctx, svc, store.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out.(*corev1.Service)
-	}
-	a, b := create("a"), create("b")
+	a, b := createNodePort(t, st, scheme, "a"), createNodePort(t, st, scheme, "b")
 	withPort := func(svc *corev1.Service, port int32) error {
 		_, _, err := st.Update(ctx, "default", svc.Name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
 			next := cur.(*corev1.Service).DeepCopy()

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/skiff-sh/skiff/internal/apiserver/store"
 	"github.com/skiff-sh/skiff/internal/apiserver/store/servicealloc"
@@ -35,16 +36,7 @@ func TestRepairThroughTheStore(t *testing.T) {
 	st, ranges, scheme := servicesStore(t)
 	alloc := servicealloc.New(mustCIDR(t, "10.43.0.0/24"), ranges)
 	ctx := context.Background()
-	create := func(name string) *corev1.Service {
-		svc := service(name, corev1.ServiceTypeNodePort)
-		scheme.Default(svc)
-		out, err := st.Create(ctx, svc, store.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out.(*corev1.Service)
-	}
-	kept, gone := create("kept"), create("gone")
+	kept, gone := createNodePort(t, st, scheme, "kept"), createNodePort(t, st, scheme, "gone")
 	const ips, ports = "/registry/ranges/serviceips", "/registry/ranges/servicenodeports"
 	if err := st.Storage().Delete(ctx, st.Key("default", "gone"), &corev1.Service{}, nil, nil); err != nil {
 		t.Fatal(err)
@@ -79,6 +71,19 @@ func TestRepairThroughTheStore(t *testing.T) {
 	if _, set := pass(); set != 1 || held(t, ranges, ips) != 1 {
 		t.Fatalf("a lost bitmap: %d set, %d held, want kept's IP back", set, held(t, ranges, ips))
 	}
+}
+
+// createNodePort stores a NodePort Service named name through st (defaulted as a handler would)
+// and returns it as stored.
+func createNodePort(t *testing.T, st *store.Store, scheme *runtime.Scheme, name string) *corev1.Service {
+	t.Helper()
+	svc := service(name, corev1.ServiceTypeNodePort)
+	scheme.Default(svc)
+	out, err := st.Create(context.Background(), svc, store.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.(*corev1.Service)
 }
 
 func mustCIDR(t *testing.T, s string) *net.IPNet {
