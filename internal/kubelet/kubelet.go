@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -226,11 +227,21 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	serviceInformer := serviceFactory.Core().V1().Services()
 	k.services = serviceInformer.Lister()
 	serviceSynced := serviceInformer.Informer().HasSynced
-	factory.Start(ctx.Done())
-	serviceFactory.Start(ctx.Done())
-	defer factory.Shutdown()
-	defer serviceFactory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, serviceSynced) {
+	// The kubelet's own Node, as the control plane changes it (its pod CIDR above all).
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(k.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", k.cfg.NodeName).String()
+	}))
+	nodeInformer := nodeFactory.Core().V1().Nodes().Informer()
+	if _, err := nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: k.nodes.observe, UpdateFunc: func(_, obj any) { k.nodes.observe(obj) },
+	}); err != nil {
+		return fmt.Errorf("kubelet: node informer: %w", err)
+	}
+	for _, f := range []informers.SharedInformerFactory{factory, serviceFactory, nodeFactory} {
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, serviceSynced, nodeInformer.HasSynced) {
 		return ctx.Err()
 	}
 	// The drivers of the CSI volumes on disk register before the kubelet looks at them.
@@ -309,12 +320,22 @@ func newerPod(current, candidate *corev1.Pod) bool {
 	if current == nil {
 		return true
 	}
-	cur, err1 := strconv.ParseUint(current.ResourceVersion, 10, 64)
-	cand, err2 := strconv.ParseUint(candidate.ResourceVersion, 10, 64)
-	if err1 != nil || err2 != nil {
+	order, ok := compareResourceVersions(candidate.ResourceVersion, current.ResourceVersion)
+	if !ok {
 		return current.DeletionTimestamp == nil || candidate.DeletionTimestamp != nil
 	}
-	return cand > cur
+	return order > 0
+}
+
+// compareResourceVersions orders two resourceVersions as the etcd revisions they are: negative
+// when a is earlier than b, positive when later; ok is false when either does not parse.
+func compareResourceVersions(a, b string) (order int, ok bool) {
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return cmp.Compare(x, y), true
 }
 
 // podUpdated records an update and wakes the pod's worker, except for the

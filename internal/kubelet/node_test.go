@@ -203,6 +203,27 @@ func TestNodeReadySoonAfterNetwork(t *testing.T) {
 	}
 }
 
+// The pod CIDR the control plane assigns after the node registered reaches the kubelet from its
+// watch of the Node: the clock does not move here, so no status write (whose answer would also
+// carry it) happens meanwhile.
+func TestNodePodCIDRAssignedAfterRegistration(t *testing.T) {
+	cniDir := filepath.Join(t.TempDir(), "net.d")
+	h := newHarness(t, func(c *Config) { c.CNIConfDir = cniDir })
+	h.eventually("node status posted", func() bool {
+		n := h.node()
+		return n != nil && nodeCondition(n, corev1.NodeReady) != nil
+	})
+	n := h.node()
+	n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.244.7.0/24", []string{"10.244.7.0/24"}
+	if _, err := h.client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("CNI network list for the assigned pod CIDR", func() bool {
+		conflist, err := os.ReadFile(filepath.Join(cniDir, containerd.CNIConfigFile))
+		return err == nil && strings.Contains(string(conflist), `"subnet": "10.244.7.0/24"`)
+	})
+}
+
 func TestNodeStatusWait(t *testing.T) {
 	cfg := Default(testNode, t.TempDir())
 	withReady := func(s corev1.ConditionStatus) corev1.NodeStatus {

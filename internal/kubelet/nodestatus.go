@@ -92,10 +92,27 @@ func (n *nodeStatus) registerWithRetry(ctx context.Context) (*corev1.Node, error
 	}
 }
 
+// observe records the Node its watch delivered. The pod CIDR the node IPAM controller assigns
+// after registration reaches the kubelet this way: an unchanged NotReady status is posted again
+// only at the report frequency (minutes), so the answers of status writes alone would leave the
+// node without its pod network, and NotReady, that long.
+func (n *nodeStatus) observe(obj any) {
+	if node, ok := obj.(*corev1.Node); ok && node.Name == n.cfg.NodeName {
+		n.setNode(node)
+	}
+}
+
 // setNode records the latest Node and reacts to a newly assigned pod CIDR
-// by writing the CNI network list.
+// by writing the CNI network list. A Node older than the one held (a watch event that arrives
+// after the answer of a later status write) is ignored.
 func (n *nodeStatus) setNode(node *corev1.Node) {
 	n.mu.Lock()
+	if n.node != nil {
+		if order, ok := compareResourceVersions(node.ResourceVersion, n.node.ResourceVersion); ok && order < 0 {
+			n.mu.Unlock()
+			return
+		}
+	}
 	n.node = node
 	var hostIPs []corev1.HostIP
 	for _, a := range node.Status.Addresses {

@@ -284,7 +284,8 @@ func waitNodeReady(t *testing.T, c *cluster, w *joinedNode) {
 	t.Helper()
 	eventually(t, 120*time.Second, func() error {
 		if out, err := c.kubectlErr("wait", "--for=condition=Ready", "node/"+w.name, "--timeout=2s"); err != nil {
-			return errString(out + "\n" + w.log())
+			node, _ := c.kubectlErr("get", "node/"+w.name, "-o", "jsonpath={.spec}{\"\\n\"}{.status.conditions}")
+			return errString(out + "\n" + node + "\n" + w.log())
 		}
 		return nil
 	})
