@@ -37,14 +37,26 @@ const (
 )
 
 // NewEnv is the admission CEL environment. Objects are dynamically typed (maps from their JSON),
-// which type-checks every field access at run time: skiff does not derive CEL types from the
-// OpenAPI schemas yet, so status.typeChecking finds no field errors.
+// which type-checks every field access at run time; ValidatingAdmissionPolicy's type checking
+// compiles the same expressions again with object, oldObject and params typed by their schemas
+// (NewEnvWithoutObjects).
 func NewEnv() (*cel.Env, error) {
+	base, err := NewEnvWithoutObjects()
+	if err != nil {
+		return nil, err
+	}
+	env, err := base.Extend(cel.Variable(VarObject, cel.DynType), cel.Variable(VarOldObject, cel.DynType), cel.Variable(VarParams, cel.DynType))
+	if err != nil {
+		return nil, fmt.Errorf("admission CEL environment: %w", err)
+	}
+	return env, nil
+}
+
+// NewEnvWithoutObjects is the admission CEL environment less object, oldObject and params, for a
+// caller that declares them with types of its own.
+func NewEnvWithoutObjects() (*cel.Env, error) {
 	env, err := cel.NewEnv(append([]cel.EnvOption{
-		cel.Variable(VarObject, cel.DynType),
-		cel.Variable(VarOldObject, cel.DynType),
 		cel.Variable(VarRequest, cel.DynType),
-		cel.Variable(VarParams, cel.DynType),
 		cel.Variable(VarNamespaceObject, cel.DynType),
 		// authorizer and authorizer.requestResource: Kubernetes' authorizer library (authz.go).
 		kubernetesAuthz(),

@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/skiff-sh/skiff/internal/apiserver"
 	"github.com/skiff-sh/skiff/internal/apiserver/admission/policy"
 	"github.com/skiff-sh/skiff/internal/apiserver/admission/pvcresize"
 	"github.com/skiff-sh/skiff/internal/apiserver/admission/storageprotection"
 	"github.com/skiff-sh/skiff/internal/apiserver/admission/webhook"
+	"github.com/skiff-sh/skiff/internal/openapi"
 	"github.com/skiff-sh/skiff/internal/registry/builtin"
 )
 
@@ -64,6 +68,28 @@ func (c *admissionChain) start(ctx context.Context, srv *apiserver.Server) error
 	}
 	if err := c.policies.Start(ctx, srv); err != nil {
 		return fmt.Errorf("start policy admission: %w", err)
+	}
+	return nil
+}
+
+// startTypeChecking keeps the ValidatingAdmissionPolicies' status.typeChecking current from the
+// served resources and their OpenAPI schemas (Kubernetes runs this in its controller manager, whose
+// schemas come from the same documents through discovery).
+func (c *admissionChain) startTypeChecking(ctx context.Context, srv *apiserver.Server, oapi *openapi.Service) error {
+	kindsFor := func(gvr schema.GroupVersionResource) []schema.GroupVersionKind {
+		for _, r := range srv.Resources() {
+			if r.GroupVersion == gvr.GroupVersion() && r.Plural == gvr.Resource {
+				return []schema.GroupVersionKind{r.GroupVersionKind()}
+			}
+		}
+		return nil
+	}
+	write := func(ctx context.Context, p *admissionregistrationv1.ValidatingAdmissionPolicy) error {
+		_, err := srv.UpdateStatus(ctx, admissionregistrationv1.GroupName, "validatingadmissionpolicies", p)
+		return err
+	}
+	if err := c.policies.StartTypeChecking(ctx, policy.Schemas{KindsFor: kindsFor, KindSchema: oapi.KindSchema}, write); err != nil {
+		return fmt.Errorf("start policy type checking: %w", err)
 	}
 	return nil
 }

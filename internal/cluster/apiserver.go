@@ -238,6 +238,9 @@ func newAPIServer(ctx, admissionCtx context.Context, d apiServerDeps) (*apiserve
 	if err := flowControl.Start(admissionCtx, srv.ListWatch, writeFlowSchemaStatus); err != nil {
 		return nil, nil, err
 	}
+	if err := admission.startTypeChecking(admissionCtx, srv, oapi); err != nil {
+		return nil, nil, err
+	}
 	if err := bootstrap(ctx, srv, cfg); err != nil {
 		return nil, nil, err
 	}

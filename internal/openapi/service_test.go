@@ -343,17 +343,6 @@ func (e *paramError) Error() string {
 	return "PATCH " + e.path + " lacks " + e.param
 }
 
-func hasKind(extensions spec.Extensions, gvk schema.GroupVersionKind) bool {
-	list, _ := extensions[extensionGVK].([]interface{})
-	for _, entry := range list {
-		m, _ := entry.(map[string]interface{})
-		if m["group"] == gvk.Group && m["version"] == gvk.Version && m["kind"] == gvk.Kind {
-			return true
-		}
-	}
-	return false
-}
-
 func TestV3Caching(t *testing.T) {
 	_, server := newTestServer(t)
 	var index struct {

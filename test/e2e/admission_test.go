@@ -51,6 +51,30 @@ func TestAdmissionPolicy(t *testing.T) {
 		return nil
 	})
 	c.stdin(deployment("2"), "apply", "-f", "-")
+
+	// The policy's expressions are type-checked against the Deployment schema: none warns. A
+	// policy comparing replicas with a string, or reading a field Deployments do not have, gets a
+	// warning for each in status.typeChecking.
+	typeChecking := func(name string) string {
+		t.Helper()
+		var out string
+		eventually(t, 30*time.Second, func() error {
+			out = c.kubectl("get", "validatingadmissionpolicy", name, "-o", `jsonpath={.status.observedGeneration} {.status.typeChecking}`)
+			if !strings.HasPrefix(out, "1 {") {
+				return fmt.Errorf("status not type-checked yet: %q", out)
+			}
+			return nil
+		})
+		return out
+	}
+	if out := typeChecking("replica-limit"); strings.Contains(out, "expressionWarnings") {
+		t.Errorf("warnings for a policy whose types agree: %s", out)
+	}
+	confused := strings.NewReplacer("name: replica-limit", "name: confused",
+		`"object.spec.replicas <= 3"`, `"object.spec.replicas <= '3' && object.spec.maxRetries < 10"`).Replace(strings.Split(replicaLimitPolicy, "---")[0])
+	c.stdin(confused, "apply", "-f", "-")
+	mustContain(t, typeChecking("confused"), `"fieldRef":"spec.validations[0].expression"`, "apps/v1, Kind=Deployment",
+		"found no matching overload for", "applied to '(int, string)'", "undefined field 'maxRetries'")
 }
 
 // secretReadersPolicy lets only users who may read a namespace's Secrets create ConfigMaps there:

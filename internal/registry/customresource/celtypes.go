@@ -3,6 +3,7 @@ package customresource
 import (
 	"sort"
 
+	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
@@ -275,4 +276,32 @@ func (e *sizeEstimator) EstimateCallCost(function, overloadID string, target *ch
 		return nil
 	}
 	return e.calls.EstimateCallCost(function, overloadID, target, args)
+}
+
+// TypedVariables declares variables of one schema's CEL type: Names share the type, whose object
+// types are named from TypeName (distinct for each schema of an environment).
+type TypedVariables struct {
+	Names    []string
+	Schema   *crdv1.JSONSchemaProps
+	TypeName string
+}
+
+// ExtendTyped is base with each variable typed by its schema as x-kubernetes-validations types a
+// rule's self, so that a field the schema does not declare, or an operator its type has no
+// overload for, fails to compile: what a ValidatingAdmissionPolicy's type checking reports. The
+// schemas are a kind's whole published schema (apiVersion, kind and metadata declared in it). A
+// schema that cannot be typed declares its variables dyn.
+func ExtendTyped(base *cel.Env, vars ...TypedVariables) (*cel.Env, error) {
+	objects := map[string]*declType{}
+	opts := []cel.EnvOption{cel.CustomTypeProvider(&typeProvider{Provider: base.CELTypeProvider(), objects: objects})}
+	for _, v := range vars {
+		t := types.DynType
+		if d := newDeclType(v.Schema, false, v.TypeName, objects); d != nil {
+			t = d.cel
+		}
+		for _, name := range v.Names {
+			opts = append(opts, cel.Variable(name, t))
+		}
+	}
+	return base.Extend(opts...)
 }

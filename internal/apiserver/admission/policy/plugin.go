@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/apiserver/admission/webhook"
@@ -29,8 +30,9 @@ import (
 
 // Plugin is the ValidatingAdmissionPolicy admission plugin.
 type Plugin struct {
-	log *slog.Logger
-	env *celgo.Env
+	log   *slog.Logger
+	env   *celgo.Env
+	clock clock.Clock
 
 	ready     chan struct{}
 	policies  cache.SharedIndexInformer
@@ -52,7 +54,7 @@ func New(log *slog.Logger) (*Plugin, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Plugin{log: log, env: env, ready: make(chan struct{}), compiled: map[types.UID]*Compiled{}}, nil
+	return &Plugin{log: log, env: env, clock: clock.RealClock{}, ready: make(chan struct{}), compiled: map[types.UID]*Compiled{}}, nil
 }
 
 // Start runs the policy and binding informers over the server's store until ctx ends.
