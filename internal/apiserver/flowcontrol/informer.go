@@ -7,9 +7,10 @@ import (
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/skiff-sh/skiff/internal/statusloop"
 )
 
 // ListWatchSource gives an informer its list and watch of one resource; the API server's
@@ -98,26 +99,15 @@ const statusRetry = time.Second
 
 // writeStatus carries out DanglingStatus's plan at each kick until ctx ends.
 func (c *Controller) writeStatus(ctx context.Context, kick chan struct{}, snapshot func() ([]*flowcontrolv1.PriorityLevelConfiguration, []*flowcontrolv1.FlowSchema), write StatusWriter) {
-	var retry <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-kick:
-		case <-retry:
-		}
-		retry = nil
+	statusloop.Run(ctx, c.clock, kick, statusRetry, func(ctx context.Context) error {
+		var failed error
 		levels, schemas := snapshot()
 		for _, fs := range DanglingStatus(levels, schemas, c.clock.Now()) {
-			err := write(ctx, fs)
-			switch {
-			case err == nil, apierrors.IsConflict(err), apierrors.IsNotFound(err):
-			case ctx.Err() != nil:
-				return
-			default:
+			if err := write(ctx, fs); statusloop.NeedsRetry(ctx, err) {
 				c.log.Warn("flow schema status not written", "flowSchema", fs.Name, "err", err)
-				retry = c.clock.After(statusRetry)
+				failed = err
 			}
 		}
-	}
+		return failed
+	})
 }

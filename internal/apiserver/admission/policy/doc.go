@@ -5,4 +5,8 @@
 //
 // Deciding (Decide) is a pure function of the policy, the binding, the params and the request's CEL
 // variables, table-tested; the plugin around it reads the caches and the params.
+//
+// It also keeps each policy's status.typeChecking, as Kubernetes' policy status controller does:
+// TypeCheck, pure as well, compiles the validations with object, oldObject and params typed by the
+// matched kinds' schemas (which the server gives it, Schemas); the status loop writes the result.
 package policy

@@ -9,7 +9,6 @@ import (
 
 	celgo "github.com/google/cel-go/cel"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/cache"
@@ -17,6 +16,7 @@ import (
 	crdv1 "github.com/skiff-sh/skiff/internal/apis/apiextensionsv1"
 	admissioncel "github.com/skiff-sh/skiff/internal/cel"
 	"github.com/skiff-sh/skiff/internal/registry/customresource"
+	"github.com/skiff-sh/skiff/internal/statusloop"
 )
 
 // maxTypesToCheck is how many kinds a policy's expressions are checked against at most, as
@@ -172,15 +172,8 @@ func (p *Plugin) StartTypeChecking(ctx context.Context, schemas Schemas, write S
 // typeCheckLoop writes the status of each policy whose generation was not type-checked yet, at
 // each kick until ctx ends.
 func (p *Plugin) typeCheckLoop(ctx context.Context, kick <-chan struct{}, base *celgo.Env, schemas Schemas, write StatusWriter) {
-	var retry <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-kick:
-		case <-retry:
-		}
-		retry = nil
+	statusloop.Run(ctx, p.clock, kick, typeCheckRetry, func(ctx context.Context) error {
+		var failed error
 		for _, obj := range p.policies.GetStore().List() {
 			pol, ok := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy)
 			if !ok || (pol.Status.TypeChecking != nil && pol.Status.ObservedGeneration >= pol.Generation) {
@@ -189,15 +182,11 @@ func (p *Plugin) typeCheckLoop(ctx context.Context, kick <-chan struct{}, base *
 			next := pol.DeepCopy()
 			next.Status.TypeChecking = TypeCheck(base, pol, schemas)
 			next.Status.ObservedGeneration = pol.Generation
-			err := write(ctx, next)
-			switch {
-			case err == nil, apierrors.IsConflict(err), apierrors.IsNotFound(err):
-			case ctx.Err() != nil:
-				return
-			default:
+			if err := write(ctx, next); statusloop.NeedsRetry(ctx, err) {
 				p.log.Warn("policy type checking not written", "policy", pol.Name, "err", err)
-				retry = p.clock.After(typeCheckRetry)
+				failed = err
 			}
 		}
-	}
+		return failed
+	})
 }
