@@ -117,8 +117,7 @@ func listSchema(gvk schema.GroupVersionKind, item spec.Ref, ref func(string) spe
 const objectMetadataDescription = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
 
 func preservesUnknownFields(s *spec.Schema) bool {
-	v, _ := s.Extensions["x-kubernetes-preserve-unknown-fields"].(bool)
-	return v
+	return boolExtension(s, "x-kubernetes-preserve-unknown-fields")
 }
 
 // toV2 drops what OpenAPI v2 (and kubectl's v2 validation) cannot take, as kube-apiserver does

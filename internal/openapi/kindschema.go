@@ -69,7 +69,7 @@ func resolvedSchema(defs map[string]*spec.Schema, s *spec.Schema, visiting map[s
 	if len(s.Type) > 0 {
 		out.Type = s.Type[0]
 	}
-	if boolExtension(s, "x-kubernetes-preserve-unknown-fields") {
+	if preservesUnknownFields(s) {
 		keep := true
 		out.XPreserveUnknownFields = &keep
 	}

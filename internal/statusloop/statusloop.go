@@ -8,9 +8,23 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// Kick wakes Run. Wake never blocks: one pending pass covers any number of changes.
+type Kick chan struct{}
+
+// NewKick is a Kick with room for the one pending pass.
+func NewKick() Kick { return make(Kick, 1) }
+
+// Wake asks for a pass unless one is pending already.
+func (k Kick) Wake() {
+	select {
+	case k <- struct{}{}:
+	default:
+	}
+}
+
 // Run calls pass at each kick, and once more retry after a pass that returned an error, until ctx
 // ends.
-func Run(ctx context.Context, clk clock.Clock, kick <-chan struct{}, retry time.Duration, pass func(context.Context) error) {
+func Run(ctx context.Context, clk clock.Clock, kick Kick, retry time.Duration, pass func(context.Context) error) {
 	var again <-chan time.Time
 	for {
 		select {

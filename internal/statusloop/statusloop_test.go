@@ -38,7 +38,7 @@ func TestNeedsRetry(t *testing.T) {
 // A pass runs at each kick; one that failed runs again after the retry delay without a kick.
 func TestRunRetriesAFailedPass(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
-	kick := make(chan struct{}, 1)
+	kick := NewKick()
 	var passes atomic.Int32
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -51,7 +51,8 @@ func TestRunRetriesAFailedPass(t *testing.T) {
 			return nil
 		})
 	}()
-	kick <- struct{}{}
+	kick.Wake()
+	kick.Wake() // coalesces with the pending one
 	waitFor(t, "the retry timer", clk.HasWaiters)
 	clk.Step(time.Second)
 	waitFor(t, "the second pass", func() bool { return passes.Load() == 2 })

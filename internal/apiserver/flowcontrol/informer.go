@@ -53,8 +53,8 @@ func (c *Controller) Start(ctx context.Context, src ListWatchSource, write Statu
 		return levels, schemas
 	}
 	synced := func() bool { return fsInf.HasSynced() && plInf.HasSynced() }
-	// kick asks the status writer for a pass; one pending pass covers any number of changes.
-	kick := make(chan struct{}, 1)
+	// kick asks the status writer for a pass.
+	kick := statusloop.NewKick()
 	var mu sync.Mutex // one rebuild at a time, so a stale snapshot never lands last
 	resync := func() {
 		mu.Lock()
@@ -65,10 +65,7 @@ func (c *Controller) Start(ctx context.Context, src ListWatchSource, write Statu
 		levels, schemas := snapshot()
 		c.Update(levels, schemas)
 		c.log.Debug("flow control configuration", "flowSchemas", len(schemas), "priorityLevels", len(levels))
-		select {
-		case kick <- struct{}{}:
-		default:
-		}
+		kick.Wake()
 	}
 	handler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { resync() },
@@ -98,7 +95,7 @@ func (c *Controller) Start(ctx context.Context, src ListWatchSource, write Statu
 const statusRetry = time.Second
 
 // writeStatus carries out DanglingStatus's plan at each kick until ctx ends.
-func (c *Controller) writeStatus(ctx context.Context, kick chan struct{}, snapshot func() ([]*flowcontrolv1.PriorityLevelConfiguration, []*flowcontrolv1.FlowSchema), write StatusWriter) {
+func (c *Controller) writeStatus(ctx context.Context, kick statusloop.Kick, snapshot func() ([]*flowcontrolv1.PriorityLevelConfiguration, []*flowcontrolv1.FlowSchema), write StatusWriter) {
 	statusloop.Run(ctx, c.clock, kick, statusRetry, func(ctx context.Context) error {
 		var failed error
 		levels, schemas := snapshot()

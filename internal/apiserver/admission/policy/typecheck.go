@@ -155,14 +155,8 @@ func (p *Plugin) StartTypeChecking(ctx context.Context, schemas Schemas, write S
 	if err != nil {
 		return err
 	}
-	kick := make(chan struct{}, 1)
-	wake := func(any) {
-		select {
-		case kick <- struct{}{}:
-		default:
-		}
-	}
-	if _, err := p.policies.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: wake, UpdateFunc: func(_, o any) { wake(o) }}); err != nil {
+	kick := statusloop.NewKick()
+	if _, err := p.policies.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { kick.Wake() }, UpdateFunc: func(any, any) { kick.Wake() }}); err != nil {
 		return fmt.Errorf("policy type checking: %w", err)
 	}
 	go p.typeCheckLoop(ctx, kick, base, schemas, write)
@@ -171,7 +165,7 @@ func (p *Plugin) StartTypeChecking(ctx context.Context, schemas Schemas, write S
 
 // typeCheckLoop writes the status of each policy whose generation was not type-checked yet, at
 // each kick until ctx ends.
-func (p *Plugin) typeCheckLoop(ctx context.Context, kick <-chan struct{}, base *celgo.Env, schemas Schemas, write StatusWriter) {
+func (p *Plugin) typeCheckLoop(ctx context.Context, kick statusloop.Kick, base *celgo.Env, schemas Schemas, write StatusWriter) {
 	statusloop.Run(ctx, p.clock, kick, typeCheckRetry, func(ctx context.Context) error {
 		var failed error
 		for _, obj := range p.policies.GetStore().List() {
