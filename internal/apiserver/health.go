@@ -80,6 +80,10 @@ func (s *Server) StartStepDone(names ...string) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for _, n := range names {
+		if !st.done[n] {
+			// At debug level the log says which step a not-yet-ready server waits for.
+			s.cfg.Logger.Debug("start step done", "step", n)
+		}
 		st.done[n] = true
 	}
 }

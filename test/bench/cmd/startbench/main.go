@@ -60,6 +60,9 @@ type options struct {
 	poll     time.Duration
 	keepLogs bool
 	label    string
+	// extra are arguments added to every node's command line (e.g. --log-level debug, whose
+	// "start phase done" lines say where a start's time went).
+	extra []string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -76,9 +79,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.poll, "poll", 10*time.Millisecond, "how often the phases are checked (the figures' resolution)")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep every node's log (<data dir>.log) even when the runs succeed")
 	fs.StringVar(&o.label, "label", "", "a note printed with the figures")
+	extra := fs.String("skiff-args", "", "space-separated arguments added to every node's command line (e.g. \"--log-level debug\")")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	o.extra = strings.Fields(*extra)
 	if o.runs < 1 {
 		return o, fmt.Errorf("--runs: %d is not positive", o.runs)
 	}
@@ -169,6 +174,7 @@ func newNode(o options, name string, args []string) (*node, error) {
 	n := &node{name: name, dataDir: dir, bridge: fmt.Sprintf("sksb%06x", rand.IntN(1<<24))}
 	n.args = append([]string{"server", "--data-dir", dir, "--node-name", name, "--cni-bridge", n.bridge,
 		"--cluster-cidr", fmt.Sprintf("10.%d.0.0/16", 200+rand.IntN(40))}, args...)
+	n.args = append(n.args, o.extra...)
 	return n, nil
 }
 
