@@ -279,7 +279,7 @@ func (s *Server) RunAggregation(ctx context.Context) error {
 	go inf.Run(ctx.Done())
 	go func() {
 		// The first availability pass begins once the APIServices are read.
-		if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		if cache.WaitFor(ctx, "", inf.HasSyncedChecker()) {
 			s.StartStepDone(aggregatorSteps...)
 		}
 	}()

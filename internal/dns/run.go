@@ -58,7 +58,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), svcInf.HasSynced, sliceInf.HasSynced, nsInf.HasSynced) {
+	if !cache.WaitFor(ctx, "", svcInf.HasSyncedChecker(), sliceInf.HasSyncedChecker(), nsInf.HasSyncedChecker()) {
 		return nil // stopped before the caches synced
 	}
 	srv, err := NewServer(ServerConfig{

@@ -53,7 +53,7 @@ func (c *clusterPolicies) run(ctx context.Context) {
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
+	if !cache.WaitFor(ctx, "", inf.Informer().HasSyncedChecker()) {
 		return
 	}
 	c.mu.Lock()

@@ -64,7 +64,7 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options) error {
 			log.Info("pod network: routes and masquerade chain removed")
 		}
 	}()
-	if !cache.WaitForCacheSync(ctx.Done(), nodes.Informer().HasSynced) {
+	if !cache.WaitFor(ctx, "", nodes.Informer().HasSyncedChecker()) {
 		return nil
 	}
 	ticker := opts.Clock.NewTicker(opts.Resync)

@@ -102,7 +102,7 @@ func Start(ctx context.Context, cfg Config) (*Simulator, error) {
 		return nil, fmt.Errorf("simnode: watch pods: %w", err)
 	}
 	s.wg.Go(func() { s.informer.RunWithContext(runCtx) })
-	if !cache.WaitForCacheSync(runCtx.Done(), s.informer.HasSynced) {
+	if !cache.WaitFor(runCtx, "", s.informer.HasSyncedChecker()) {
 		s.Stop()
 		return nil, errors.Join(errors.New("simnode: pod informer did not sync"), ctx.Err())
 	}

@@ -80,7 +80,7 @@ func (c *Controller) Start(ctx context.Context, src ListWatchSource, write Statu
 	}
 	go func() {
 		// Both caches synced (handlers may have run before the other cache was complete).
-		if cache.WaitForCacheSync(ctx.Done(), fsInf.HasSynced, plInf.HasSynced) {
+		if cache.WaitFor(ctx, "", fsInf.HasSyncedChecker(), plInf.HasSyncedChecker()) {
 			resync()
 		}
 	}()

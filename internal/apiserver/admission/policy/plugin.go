@@ -95,7 +95,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes, lookup a
 	case <-ctx.Done():
 		return apierrors.NewInternalError(fmt.Errorf("not yet ready to handle request"))
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), p.policies.HasSynced, p.bindings.HasSynced) {
+	if !cache.WaitFor(ctx, "", p.policies.HasSyncedChecker(), p.bindings.HasSyncedChecker()) {
 		return apierrors.NewInternalError(fmt.Errorf("not yet ready to handle request"))
 	}
 	bindings := p.bindings.GetStore().List()

@@ -35,7 +35,7 @@ func (i *Informer) Run(ctx context.Context) { i.informer.RunWithContext(ctx) }
 // waitSynced waits until the first list is in, at most until ctx ends; like Kubernetes, admission
 // refuses requests it cannot yet judge rather than let them through unexamined.
 func (i *Informer) waitSynced(ctx context.Context) error {
-	if !cache.WaitForCacheSync(ctx.Done(), i.informer.HasSynced) {
+	if !cache.WaitFor(ctx, "", i.informer.HasSyncedChecker()) {
 		return fmt.Errorf("not yet ready to handle request")
 	}
 	return nil
