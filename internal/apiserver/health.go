@@ -82,7 +82,7 @@ func (s *Server) StartStepDone(names ...string) {
 	for _, n := range names {
 		if !st.done[n] {
 			// At debug level the log says which step a not-yet-ready server waits for.
-			s.cfg.Logger.Debug("start step done", "step", n)
+			s.log.Debug("start step done", "step", n)
 		}
 		st.done[n] = true
 	}
