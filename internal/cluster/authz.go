@@ -13,10 +13,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -53,6 +56,47 @@ type authorization struct {
 	// (set once the API server is built; see makeNodeCaches).
 	inProcess  func() (*local.Informers, error)
 	nodeCaches atomic.Pointer[nodeCaches]
+	// local are the in-process informers' sources, once start has them: RBAC's informers list and
+	// watch through them when the API server serves the resource in process (see
+	// registerRBACInformers).
+	local atomic.Pointer[local.Informers]
+}
+
+// registerRBACInformers puts RBAC's four informers into the factory before the RBAC authorizer
+// takes their listers (the authorizer is built before the API server, whose watch caches the
+// in-process informers read, exists). Their list and watch choose the source when they first run,
+// after start: the watch cache in process when there is one, else the loopback client. In
+// process, the caches sync in milliseconds at start-up instead of 80-130 ms of TLS, JSON and the
+// loopback connection, and the node holds one copy of the policy instead of two.
+func (a *authorization) registerRBACInformers(client kubernetes.Interface) {
+	rc := client.RbacV1().RESTClient()
+	for _, t := range []struct {
+		resource string
+		example  runtime.Object
+	}{
+		{"clusterroles", &rbacv1.ClusterRole{}}, {"clusterrolebindings", &rbacv1.ClusterRoleBinding{}},
+		{"roles", &rbacv1.Role{}}, {"rolebindings", &rbacv1.RoleBinding{}},
+	} {
+		gr := schema.GroupResource{Group: rbacv1.GroupName, Resource: t.resource}
+		remote := cache.NewListWatchFromClient(rc, t.resource, metav1.NamespaceAll, fields.Everything())
+		source := func() *cache.ListWatch {
+			if lw := a.local.Load().ListWatch(gr); lw != nil {
+				return lw
+			}
+			return remote
+		}
+		lw := &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				return source().ListWithContext(ctx, opts)
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				return source().WatchWithContext(ctx, opts)
+			},
+		}
+		a.factory.InformerFor(t.example, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return cache.NewSharedIndexInformer(lw, t.example, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		})
+	}
 }
 
 // newAuthorization builds the chain system:masters, Node, RBAC over informer caches of a loopback
@@ -67,6 +111,8 @@ func newAuthorization(cfg *Config, now time.Time) (*authorization, error) {
 		return nil, fmt.Errorf("loopback client: %w", err)
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
+	a := &authorization{client: client, factory: factory}
+	a.registerRBACInformers(client)
 	r := factory.Rbac().V1()
 	crbs, rbs := r.ClusterRoleBindings().Informer(), r.RoleBindings().Informer()
 	for _, inf := range []cache.SharedIndexInformer{crbs, rbs} {
@@ -85,7 +131,7 @@ func newAuthorization(cfg *Config, now time.Time) (*authorization, error) {
 			nodeRules = role.Rules
 		}
 	}
-	a := &authorization{client: client, factory: factory, rules: rbacAuthz}
+	a.rules = rbacAuthz
 	nodeAuthz := node.New(a.podsOnNode, lazyPVCLister{a}, a.volumeNamed, nodeRules)
 	a.authorize = apiserver.UnionAuthorizer{
 		apiserver.PrivilegedGroups{bootstrappolicy.SystemPrivilegedGroup}, nodeAuthz, rbacAuthz,
@@ -139,6 +185,7 @@ func (a *authorization) makeNodeCaches() error {
 			return fmt.Errorf("authorization: in-process informers: %w", err)
 		}
 		in.Only(nodeAuthorizerResources()...).Register(a.factory)
+		a.local.Store(in.Only(rbacResources()...))
 	}
 	pods := a.factory.Core().V1().Pods().Informer()
 	if err := pods.AddIndexers(cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {

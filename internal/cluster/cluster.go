@@ -185,7 +185,7 @@ func (n *Node) runRoles(ctx context.Context) error {
 		}
 		if !n.cfg.DisableControllerManager {
 			roles = append(roles, role{name: "controller manager", run: func(ctx context.Context) error {
-				return runControllerManager(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess, n.api)
+				return runControllerManager(ctx, &n.cfg, n.metrics, clock.RealClock{}.Now(), inProcess.Only(controllerManagerResources()...), n.api)
 			}})
 		}
 		if !n.cfg.DisableScheduler {

@@ -10,8 +10,20 @@ import (
 
 // inProcessResources are the resources whose informers, in a process that also runs the API
 // server, read its watch cache instead of a client: those with many or large objects (pods, nodes
-// and their Leases, workloads, endpoints) that several components cache.
+// and their Leases, workloads, endpoints) that several components cache, and RBAC's, which the
+// authorizer must hold before the node's components start.
 func inProcessResources() []schema.GroupResource {
+	return append(sharedResources(), rbacResources()...)
+}
+
+// controllerManagerResources: the controller manager's (of RBAC's, only the cluster roles that
+// the aggregation controller reads: a factory starts every informer registered on it).
+func controllerManagerResources() []schema.GroupResource {
+	return append(sharedResources(), schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"})
+}
+
+// sharedResources are the resources of many or large objects that several components cache.
+func sharedResources() []schema.GroupResource {
 	return []schema.GroupResource{
 		{Resource: "pods"}, {Resource: "nodes"}, {Resource: "services"}, {Resource: "namespaces"},
 		{Resource: "persistentvolumeclaims"}, {Resource: "persistentvolumes"},
@@ -37,10 +49,17 @@ func proxyResources() []schema.GroupResource {
 	return []schema.GroupResource{{Resource: "services"}, {Group: "discovery.k8s.io", Resource: "endpointslices"}}
 }
 
-// nodeAuthorizerResources: the Node authorizer's (its factory also holds RBAC's informers, which
-// are not served in process).
+// nodeAuthorizerResources: the Node authorizer's.
 func nodeAuthorizerResources() []schema.GroupResource {
 	return []schema.GroupResource{{Resource: "pods"}, {Resource: "persistentvolumeclaims"}, {Resource: "persistentvolumes"}}
+}
+
+// rbacResources: RBAC's four, the authorizer's (their informers are built before the watch caches
+// exist: registerRBACInformers).
+func rbacResources() []schema.GroupResource {
+	g := "rbac.authorization.k8s.io"
+	return []schema.GroupResource{{Group: g, Resource: "clusterroles"}, {Group: g, Resource: "clusterrolebindings"},
+		{Group: g, Resource: "roles"}, {Group: g, Resource: "rolebindings"}}
 }
 
 // dnsResources: cluster DNS's.

@@ -114,3 +114,17 @@ func (lw *ListerWatcher) listWatch(tweak func(*metav1.ListOptions)) *cache.ListW
 		DisableChunking: true,
 	}
 }
+
+// ListWatch is the list and watch of resource gr in process, for an informer built before the
+// watch caches existed (nil when gr is not served here; nil receiver: nil).
+func (in *Informers) ListWatch(gr schema.GroupResource) *cache.ListWatch {
+	if in == nil {
+		return nil
+	}
+	for _, e := range in.entries {
+		if e.lw.res.GroupResource() == gr {
+			return e.lw.listWatch(nil)
+		}
+	}
+	return nil
+}
