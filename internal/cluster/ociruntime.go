@@ -38,6 +38,9 @@ type ociHost struct {
 // realOCIHost is the real PATH and cgroup mounts.
 func realOCIHost() ociHost { return ociHost{lookPath: exec.LookPath, readFile: os.ReadFile} }
 
+// cgroup2ControllerList is cgroup2Controllers as a list.
+func (h ociHost) cgroup2ControllerList() []string { return strings.Fields(h.cgroup2Controllers()) }
+
 // cgroup2Controllers is what the host's hybrid layout has in its cgroup2 hierarchy ("" on a pure
 // v1 or v2 host, or a hybrid one whose cgroup2 holds no controller).
 func (h ociHost) cgroup2Controllers() string {
@@ -51,19 +54,25 @@ func (h ociHost) cgroup2Controllers() string {
 // ociChoice is the OCI runtime --oci-runtime auto chose, and why (for the log).
 type ociChoice struct {
 	runtime, reason string
+	// toCgroupV1 are the controllers of a hybrid layout's cgroup2 hierarchy to mount as cgroup v1
+	// before the node's containerd starts, without which crun refuses every container.
+	toCgroupV1 []string
 }
 
 // chooseOCIRuntime decides --oci-runtime auto from the host (pure): crun, which starts a container
-// with about a third of runc's CPU (docs/bench/pods.md), where it is installed and the cgroup
-// layout lets it create containers; else runc.
-func chooseOCIRuntime(crunInstalled bool, cgroup2Controllers string) ociChoice {
+// with about a third of runc's CPU (docs/bench/pods.md), where it is installed; on a hybrid cgroup
+// layout whose cgroup2 hierarchy holds controllers, which crun refuses, together with moving them
+// to cgroup v1 (withOCIRuntime does; runc if that fails); else runc.
+func chooseOCIRuntime(crunInstalled bool, cgroup2Controllers []string) ociChoice {
 	switch {
 	case !crunInstalled:
-		return ociChoice{OCIRuntimeRunc, "crun is not installed (Debian package crun): it would start containers with about a third of runc's CPU"}
-	case cgroup2Controllers != "":
-		return ociChoice{OCIRuntimeRunc, fmt.Sprintf("crun is installed but refuses this hybrid cgroup layout, whose cgroup2 hierarchy holds controllers (%s: %s); mount them as cgroup v1 or boot with the unified hierarchy to have crun", hybridControllers, cgroup2Controllers)}
+		return ociChoice{runtime: OCIRuntimeRunc, reason: "crun is not installed (Debian package crun): it would start containers with about a third of runc's CPU"}
+	case len(cgroup2Controllers) > 0:
+		return ociChoice{runtime: OCIRuntimeCrun, toCgroupV1: cgroup2Controllers, reason: fmt.Sprintf(
+			"crun is installed: it starts containers with about a third of runc's CPU; it refuses a hybrid cgroup layout whose cgroup2 hierarchy holds controllers (%s: %s), so they are mounted as cgroup v1 under %s, as systemd's hybrid layout has them",
+			hybridControllers, strings.Join(cgroup2Controllers, " "), cgroupV1Root)}
 	default:
-		return ociChoice{OCIRuntimeCrun, "crun is installed and this host's cgroup layout lets it create containers: it starts them with about a third of runc's CPU"}
+		return ociChoice{runtime: OCIRuntimeCrun, reason: "crun is installed and this host's cgroup layout lets it create containers: it starts them with about a third of runc's CPU"}
 	}
 }
 
@@ -79,8 +88,16 @@ func (c *Config) defaultOCIRuntime(host ociHost) {
 		return
 	}
 	_, err := host.lookPath(OCIRuntimeCrun)
-	choice := chooseOCIRuntime(err == nil, host.cgroup2Controllers())
-	c.OCIRuntime, c.ociRuntimeReason = choice.runtime, choice.reason
+	choice := chooseOCIRuntime(err == nil, host.cgroup2ControllerList())
+	c.OCIRuntime, c.ociRuntimeReason, c.ociCgroupV1 = choice.runtime, choice.reason, choice.toCgroupV1
+}
+
+// defaultCrunCgroups: a node asked for crun (--oci-runtime crun) on a hybrid layout whose cgroup2
+// hierarchy holds controllers moves them to cgroup v1 as auto's choice of crun does.
+func (c *Config) defaultCrunCgroups(host ociHost) {
+	if c.OCIRuntime == OCIRuntimeCrun && c.ociRuntimeReason == "" && c.ContainerRuntimeEndpoint == "" {
+		c.ociCgroupV1 = host.cgroup2ControllerList()
+	}
 }
 
 // hybridControllers lists the controllers of the cgroup2 hierarchy of a hybrid cgroup layout
@@ -107,12 +124,9 @@ func (c *Config) validateOCIRuntime(host ociHost) []error {
 	if _, err := resolveOCIRuntime(c.OCIRuntime, host.lookPath); err != nil {
 		return []error{err}
 	}
-	// crun (1.8, Debian bookworm's) refuses to create any container on a hybrid layout whose
-	// cgroup2 hierarchy has a controller ("cgroups in hybrid mode not supported"), as on hosts
-	// where hugetlb is not mounted as v1 and so sits in cgroup2: every pod would fail.
-	if controllers := host.cgroup2Controllers(); controllers != "" {
-		return []error{fmt.Errorf("--oci-runtime crun: crun refuses hybrid cgroups while the cgroup2 hierarchy has controllers (%s: %q); mount them as cgroup v1 (e.g. mount -t cgroup -o hugetlb cgroup /sys/fs/cgroup/hugetlb), boot with the unified hierarchy, or run skiff in a mount namespace without /sys/fs/cgroup/unified; or use --oci-runtime runc (auto, the default, chooses runc here)", hybridControllers, controllers)}
-	}
+	// A hybrid layout whose cgroup2 hierarchy has controllers, which crun refuses, is not refused
+	// here: the node moves them to cgroup v1 before its containerd starts (withOCIRuntime), and
+	// stops there, naming the flag, if it cannot.
 	return nil
 }
 
@@ -144,8 +158,20 @@ func resolveOCIRuntime(runtime string, lookPath func(string) (string, error)) (s
 // log which and why. runc stays as
 // before this flag existed (the shim runs "runc" from PATH); its absence is still reported here,
 // naming the flag. crun gets its absolute path as the shim's BinaryName.
-func withOCIRuntime(cfg *Config, ccfg containerd.Config, lookPath func(string) (string, error)) (containerd.Config, error) {
+func withOCIRuntime(cfg *Config, ccfg containerd.Config, lookPath func(string) (string, error), mountV1 func(controller string) error) (containerd.Config, error) {
 	runtime := cfg.resolvedOCIRuntime()
+	reason := cfg.ociRuntimeReason
+	if reason == "" {
+		reason = "--oci-runtime " + runtime
+	}
+	if runtime == OCIRuntimeCrun {
+		if err := moveToCgroupV1(cfg.ociCgroupV1, mountV1); err != nil {
+			if cfg.ociRuntimeReason == "" {
+				return ccfg, fmt.Errorf("--oci-runtime crun: crun refuses hybrid cgroups while the cgroup2 hierarchy has controllers (%s), and moving them to cgroup v1 failed (boot with the unified hierarchy, or use --oci-runtime runc): %w", hybridControllers, err)
+			}
+			runtime, reason = OCIRuntimeRunc, fmt.Sprintf("crun is installed but refuses this hybrid cgroup layout, whose cgroup2 hierarchy holds controllers (%s: %s), and they could not be mounted as cgroup v1: %v", hybridControllers, strings.Join(cfg.ociCgroupV1, " "), err)
+		}
+	}
 	path, err := resolveOCIRuntime(runtime, lookPath)
 	if err != nil {
 		return ccfg, err
@@ -154,21 +180,27 @@ func withOCIRuntime(cfg *Config, ccfg containerd.Config, lookPath func(string) (
 	if runtime != OCIRuntimeRunc {
 		ccfg.OCIRuntimeBinary = path
 	}
-	reason := cfg.ociRuntimeReason
-	if reason == "" {
-		reason = "--oci-runtime " + runtime
-	}
 	if cfg.Logger != nil {
 		cfg.Logger.Info("OCI runtime of the node's containerd", "runtime", runtime, "reason", reason)
 	}
 	return ccfg, nil
 }
 
-// ociRuntimeForKubelet is withOCIRuntime with the real PATH, for a node about to start its own
-// containerd.
+// moveToCgroupV1 mounts each controller as cgroup v1 (mountV1), the first failure ending it.
+func moveToCgroupV1(controllers []string, mountV1 func(controller string) error) error {
+	for _, c := range controllers {
+		if err := mountV1(c); err != nil {
+			return fmt.Errorf("cgroup v1 %s: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// ociRuntimeForKubelet is withOCIRuntime with the real PATH and cgroup mounts, for a node about to
+// start its own containerd.
 func ociRuntimeForKubelet(cfg *Config, ccfg containerd.Config) (containerd.Config, error) {
 	if cfg.ContainerRuntimeEndpoint != "" {
 		return ccfg, nil
 	}
-	return withOCIRuntime(cfg, ccfg, exec.LookPath)
+	return withOCIRuntime(cfg, ccfg, exec.LookPath, mountCgroupV1)
 }

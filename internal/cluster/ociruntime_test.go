@@ -44,7 +44,7 @@ func TestValidateOCIRuntime(t *testing.T) {
 		{name: "crun with the control plane's kubelet", cfg: Config{Roles: []Role{RoleEtcd, RoleControlPlane}, WorkerConfig: WorkerConfig{OCIRuntime: "crun", ControlPlaneKubelet: ControlPlaneKubeletOn}}, wantErr: "not installed"},
 		{name: "unknown runtime", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "youki"}}, path: []string{"youki"}, wantErr: `--oci-runtime "youki": want auto, runc or crun`},
 		{name: "auto is resolved by Default, not refused", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "auto"}}, cgroup2: "hugetlb\n"},
-		{name: "crun on hybrid cgroups with a cgroup2 controller", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "crun"}}, path: []string{"crun"}, cgroup2: "hugetlb\n", wantErr: `crun refuses hybrid cgroups while the cgroup2 hierarchy has controllers (/sys/fs/cgroup/unified/cgroup.controllers: "hugetlb")`},
+		{name: "crun on hybrid cgroups with a cgroup2 controller (the start moves it to v1)", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "crun"}}, path: []string{"crun"}, cgroup2: "hugetlb\n"},
 		{name: "runc on hybrid cgroups", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "runc"}}, path: []string{"runc"}, cgroup2: "hugetlb\n"},
 		{name: "crun with an external runtime", cfg: Config{Roles: AllRoles, WorkerConfig: WorkerConfig{OCIRuntime: "crun", ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock"}}, path: []string{"crun"}, wantErr: "--container-runtime-endpoint"},
 	}
@@ -91,7 +91,7 @@ func TestWithOCIRuntime(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := withOCIRuntime(&Config{WorkerConfig: WorkerConfig{OCIRuntime: tc.runtime}}, base, fakePath(tc.path...))
+			got, err := withOCIRuntime(&Config{WorkerConfig: WorkerConfig{OCIRuntime: tc.runtime}}, base, fakePath(tc.path...), noMount(t))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
@@ -117,20 +117,30 @@ func TestChooseOCIRuntime(t *testing.T) {
 		crun       bool
 		cgroup2    string
 		want       string
+		wantMoved  string
 		wantReason string
 	}{
 		{name: "crun where the layout lets it", crun: true, want: "crun", wantReason: "crun is installed and this host's cgroup layout lets it"},
 		{name: "runc without crun", crun: false, want: "runc", wantReason: "crun is not installed"},
 		{name: "runc without crun on hybrid cgroups", crun: false, cgroup2: "hugetlb", want: "runc", wantReason: "crun is not installed"},
-		{name: "runc where crun refuses hybrid cgroups", crun: true, cgroup2: "hugetlb", want: "runc", wantReason: "refuses this hybrid cgroup layout, whose cgroup2 hierarchy holds controllers (/sys/fs/cgroup/unified/cgroup.controllers: hugetlb)"},
+		{name: "crun on hybrid cgroups, its cgroup2 controllers moved to v1", crun: true, cgroup2: "hugetlb misc", want: "crun", wantMoved: "hugetlb misc",
+			wantReason: "refuses a hybrid cgroup layout whose cgroup2 hierarchy holds controllers (/sys/fs/cgroup/unified/cgroup.controllers: hugetlb misc), so they are mounted as cgroup v1 under /sys/fs/cgroup"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := chooseOCIRuntime(tc.crun, tc.cgroup2)
-			if got.runtime != tc.want || !strings.Contains(got.reason, tc.wantReason) {
-				t.Fatalf("chooseOCIRuntime(%v, %q) = %+v, want %s because %q", tc.crun, tc.cgroup2, got, tc.want, tc.wantReason)
+			got := chooseOCIRuntime(tc.crun, strings.Fields(tc.cgroup2))
+			if got.runtime != tc.want || !strings.Contains(got.reason, tc.wantReason) || strings.Join(got.toCgroupV1, " ") != tc.wantMoved {
+				t.Fatalf("chooseOCIRuntime(%v, %q) = %+v, want %s moving %q because %q", tc.crun, tc.cgroup2, got, tc.want, tc.wantMoved, tc.wantReason)
 			}
 		})
+	}
+}
+
+// noMount is a host where no controller needs moving: a mount fails the test.
+func noMount(t *testing.T) func(string) error {
+	return func(c string) error {
+		t.Errorf("cgroup v1 mount of %s where none was needed", c)
+		return nil
 	}
 }
 
@@ -143,43 +153,80 @@ func TestDefaultOCIRuntime(t *testing.T) {
 		}
 		return nil, os.ErrNotExist
 	}
+	busy := errors.New("device or resource busy")
 	tests := []struct {
-		name    string
-		cfg     WorkerConfig
-		host    ociHost
-		want    string
-		wantWhy string
+		name     string
+		cfg      WorkerConfig
+		host     ociHost
+		mountErr error // what moving a controller to cgroup v1 returns
+		// want is Default's choice; started, the runtime the containerd got (want when empty).
+		want, started string
+		wantWhy       string
+		wantMoved     string // the controllers moved to cgroup v1 at the containerd's start
+		wantErr       string // the containerd's start refused
 	}{
 		{name: "auto with crun", cfg: WorkerConfig{OCIRuntime: "auto"}, host: ociHost{lookPath: fakePath("runc", "crun"), readFile: noHybrid}, want: "crun", wantWhy: "crun is installed"},
-		{name: "auto on hybrid cgroups", cfg: WorkerConfig{OCIRuntime: "auto"}, host: ociHost{lookPath: fakePath("runc", "crun"), readFile: hybrid}, want: "runc", wantWhy: "refuses this hybrid cgroup layout"},
+		{name: "auto on hybrid cgroups moves hugetlb to v1", cfg: WorkerConfig{OCIRuntime: "auto"}, host: ociHost{lookPath: fakePath("runc", "crun"), readFile: hybrid}, want: "crun", wantWhy: "so they are mounted as cgroup v1", wantMoved: "hugetlb"},
+		{name: "auto on hybrid cgroups that cannot move", cfg: WorkerConfig{OCIRuntime: "auto"}, host: ociHost{lookPath: fakePath("runc", "crun"), readFile: hybrid}, mountErr: busy,
+			want: "crun", started: "runc", wantWhy: "they could not be mounted as cgroup v1: cgroup v1 hugetlb: device or resource busy"},
 		{name: "auto without crun", cfg: WorkerConfig{OCIRuntime: "auto"}, host: ociHost{lookPath: fakePath("runc"), readFile: noHybrid}, want: "runc", wantWhy: "crun is not installed"},
-		{name: "runc named", cfg: WorkerConfig{OCIRuntime: "runc"}, host: ociHost{lookPath: fakePath("runc", "crun"), readFile: noHybrid}, want: "runc"},
-		{name: "crun named", cfg: WorkerConfig{OCIRuntime: "crun"}, host: ociHost{lookPath: fakePath("runc", "crun"), readFile: hybrid}, want: "crun"},
-		{name: "an external runtime", cfg: WorkerConfig{OCIRuntime: "auto", ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock"}, host: ociHost{lookPath: fakePath("crun"), readFile: noHybrid}, want: "runc", wantWhy: "--container-runtime-endpoint"},
+		{name: "runc named", cfg: WorkerConfig{OCIRuntime: "runc"}, host: ociHost{lookPath: fakePath("runc", "crun"), readFile: hybrid}, want: "runc"},
+		{name: "crun named", cfg: WorkerConfig{OCIRuntime: "crun"}, host: ociHost{lookPath: fakePath("runc", "crun"), readFile: noHybrid}, want: "crun"},
+		{name: "crun named on hybrid cgroups", cfg: WorkerConfig{OCIRuntime: "crun"}, host: ociHost{lookPath: fakePath("runc", "crun"), readFile: hybrid}, want: "crun", wantMoved: "hugetlb"},
+		{name: "crun named on hybrid cgroups that cannot move", cfg: WorkerConfig{OCIRuntime: "crun"}, host: ociHost{lookPath: fakePath("runc", "crun"), readFile: hybrid}, mountErr: busy,
+			want: "crun", wantErr: "--oci-runtime crun: crun refuses hybrid cgroups while the cgroup2 hierarchy has controllers (/sys/fs/cgroup/unified/cgroup.controllers), and moving them to cgroup v1 failed"},
+		{name: "an external runtime", cfg: WorkerConfig{OCIRuntime: "auto", ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock"}, host: ociHost{lookPath: fakePath("crun"), readFile: hybrid}, want: "runc", wantWhy: "--container-runtime-endpoint"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
 			cfg := Config{Roles: AllRoles, WorkerConfig: tc.cfg, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
-			cfg.defaultOCIRuntime(tc.host)
-			cfg.defaultOCIRuntime(tc.host)
-			if cfg.OCIRuntime != tc.want || !strings.Contains(cfg.ociRuntimeReason, tc.wantWhy) {
+			for range 2 { // as Default does, twice
+				cfg.defaultOCIRuntime(tc.host)
+				cfg.defaultCrunCgroups(tc.host)
+			}
+			// A fallback at the start (started) says its own why in the log, checked below.
+			if cfg.OCIRuntime != tc.want || (tc.started == "" && !strings.Contains(cfg.ociRuntimeReason, tc.wantWhy)) {
 				t.Fatalf("runtime %q because %q, want %q because %q", cfg.OCIRuntime, cfg.ociRuntimeReason, tc.want, tc.wantWhy)
 			}
 			if tc.wantWhy == "" && cfg.ociRuntimeReason != "" {
 				t.Fatalf("a runtime the flag names got a reason: %q", cfg.ociRuntimeReason)
 			}
 			if tc.cfg.ContainerRuntimeEndpoint != "" {
+				if len(cfg.ociCgroupV1) != 0 {
+					t.Fatalf("an external runtime's node moves %v to cgroup v1", cfg.ociCgroupV1)
+				}
 				return // no containerd of its own to configure
 			}
-			if _, err := withOCIRuntime(&cfg, containerd.Config{}, tc.host.lookPath); err != nil {
+			var moved []string
+			ccfg, err := withOCIRuntime(&cfg, containerd.Config{}, tc.host.lookPath, func(c string) error {
+				moved = append(moved, c)
+				return tc.mountErr
+			})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.mountErr == nil && strings.Join(moved, " ") != tc.wantMoved {
+				t.Fatalf("moved %q to cgroup v1, want %q", moved, tc.wantMoved)
+			}
+			started := tc.started
+			if started == "" {
+				started = tc.want
+			}
+			if ccfg.OCIRuntime != started {
+				t.Fatalf("containerd runs %q, want %q", ccfg.OCIRuntime, started)
 			}
 			wantWhy := tc.wantWhy
 			if wantWhy == "" {
-				wantWhy = "--oci-runtime " + tc.want
+				wantWhy = "--oci-runtime " + started
 			}
-			if line := logs.String(); !strings.Contains(line, "OCI runtime of the node's containerd") || !strings.Contains(line, "runtime="+tc.want) || !strings.Contains(line, wantWhy) {
+			if line := logs.String(); !strings.Contains(line, "OCI runtime of the node's containerd") || !strings.Contains(line, "runtime="+started) || !strings.Contains(line, wantWhy) {
 				t.Fatalf("log at containerd's configuration: %s", line)
 			}
 		})

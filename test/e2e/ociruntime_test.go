@@ -60,12 +60,18 @@ func testOCIRuntime(t *testing.T, runtime string, flags ...string) {
 		}
 		t.Skipf("%s not installed (run hack/install-runtime.sh)", runtime)
 	}
-	c := newWorkerClusterOf(t, withoutHybridCgroup2(t), flags...)
+	c := newWorkerClusterOf(t, skiffBinary, flags...)
 	why := "--oci-runtime " + runtime
 	if len(flags) == 0 {
-		why = "crun is installed and this host's cgroup layout lets it create containers"
+		// "this host's cgroup layout lets it create containers", or, on a hybrid layout whose
+		// cgroup2 hierarchy held controllers (this project's machines: hugetlb) and no node of
+		// the machine moved them yet, "so they are mounted as cgroup v1".
+		why = "crun is installed"
 	}
 	mustContain(t, c.logAll(), `msg="OCI runtime of the node's containerd" runtime=`+runtime, why)
+	if runtime == "crun" {
+		requireNoCgroup2Controllers(t)
+	}
 	node := strings.TrimPrefix(strings.TrimSpace(c.kubectl("get", "nodes", "-o", "name")), "node/")
 	c.stdin(ociRuntimePod, "apply", "-f", "-")
 	c.kubectl("wait", "--for=condition=Ready", "pod/rt", "--timeout=90s")
@@ -168,23 +174,28 @@ func testOCIRuntime(t *testing.T, runtime string, flags ...string) {
 	})
 }
 
-// withoutHybridCgroup2 is the skiff binary to run as the node. On a hybrid cgroup layout whose
-// cgroup2 hierarchy has controllers (this project's CI machines: hugetlb is not mounted as v1),
-// crun refuses every container and skiff refuses --oci-runtime crun at start; there the node runs
-// in a mount namespace of its own without /sys/fs/cgroup/unified (nothing changes for the rest of
-// the host), with either runtime, so both run the same way. Elsewhere it is the binary itself.
-func withoutHybridCgroup2(t *testing.T) string {
+// requireNoCgroup2Controllers: on a hybrid cgroup layout (cgroup v1 controllers, cgroup2 at
+// /sys/fs/cgroup/unified), a crun node leaves the cgroup2 hierarchy without controllers (crun
+// refuses any container otherwise): the node moved them to cgroup v1 (or found them there), so
+// /proc/cgroups gives hugetlb a v1 hierarchy (a nonzero id; 0 is cgroup2's).
+func requireNoCgroup2Controllers(t *testing.T) {
 	t.Helper()
-	if data, err := os.ReadFile("/sys/fs/cgroup/unified/cgroup.controllers"); err != nil || len(data) == 0 {
-		return skiffBinary
+	data, err := os.ReadFile("/sys/fs/cgroup/unified/cgroup.controllers")
+	if err != nil {
+		return // not a hybrid layout
 	}
-	script := filepath.Join(t.TempDir(), "skiff-own-mountns")
-	// unshare without --fork and sh's exec keep one process: the node's pid is the script's.
-	body := "#!/bin/sh\nexec unshare --mount --propagation private -- sh -c 'umount -l /sys/fs/cgroup/unified && exec \"$0\" \"$@\"' " + skiffBinary + " \"$@\"\n"
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+	if len(strings.TrimSpace(string(data))) != 0 {
+		t.Fatalf("a crun node's cgroup2 hierarchy still holds controllers: %q", data)
+	}
+	cgroups, err := os.ReadFile("/proc/cgroups")
+	if err != nil {
 		t.Fatal(err)
 	}
-	return script
+	for _, line := range strings.Split(string(cgroups), "\n") {
+		if f := strings.Fields(line); len(f) == 4 && f[0] == "hugetlb" && f[1] == "0" {
+			t.Fatalf("hugetlb is in no cgroup v1 hierarchy (/proc/cgroups: %q) yet cgroup2 lacks it", line)
+		}
+	}
 }
 
 // hostCgroup is the path of pid's cgroup in the v1 hierarchy of controller, as /proc/PID/cgroup
@@ -208,21 +219,4 @@ func hostCgroup(t *testing.T, pid int, controller string) string {
 	}
 	t.Fatalf("no %s cgroup in /proc/%d/cgroup:\n%s", controller, pid, data)
 	return ""
-}
-
-// TestOCIRuntimeCrunHybridCgroups: where crun would refuse every container (a hybrid cgroup
-// layout with cgroup2 controllers), `skiff server --oci-runtime crun` stops at start with an
-// error naming the flag instead of running a node whose pods all fail.
-func TestOCIRuntimeCrunHybridCgroups(t *testing.T) {
-	if data, err := os.ReadFile("/sys/fs/cgroup/unified/cgroup.controllers"); err != nil || len(data) == 0 {
-		t.Skip("not a hybrid cgroup layout with cgroup2 controllers")
-	}
-	if _, err := exec.LookPath("crun"); err != nil {
-		t.Skip("crun not installed")
-	}
-	out, err := execOutput(skiffBinary, "server", "--data-dir", t.TempDir(), "--oci-runtime", "crun", "--bind-address", "127.0.0.1")
-	if err == nil {
-		t.Fatalf("skiff server --oci-runtime crun started on hybrid cgroups:\n%s", out)
-	}
-	mustContain(t, out, "--oci-runtime crun: crun refuses hybrid cgroups", "hugetlb")
 }
