@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 )
 
@@ -24,7 +23,9 @@ func cgroupV1Lock() string { return filepath.Join(os.TempDir(), "skiff-cgroup-v1
 // controller (its cgroup2 hierarchy only tracks processes). The kernel binds a controller to one
 // hierarchy at a time: mounting it as v1 takes it out of cgroup2's cgroup.controllers, which is
 // what crun checks. It fails (EBUSY) where a cgroup2 group has the controller enabled, and where
-// /sys/fs/cgroup is read-only; a controller no longer in cgroup2 (another node moved it) is left.
+// /sys/fs/cgroup is read-only. A controller already on a v1 hierarchy (another node moved it) is
+// mounted only where this mount namespace has no mount of it (the same hierarchy, mounted again);
+// one mounted here already is left.
 func mountCgroupV1(controller string) error {
 	lock, err := os.OpenFile(cgroupV1Lock(), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -34,8 +35,7 @@ func mountCgroupV1(controller string) error {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("lock %s: %w", lock.Name(), err)
 	}
-	data, err := os.ReadFile(hybridControllers)
-	if err != nil || !slices.Contains(strings.Fields(string(data)), controller) {
+	if !cgroupV1MountNeeded(controller) {
 		return nil
 	}
 	dir := filepath.Join(cgroupV1Root, controller)
@@ -46,4 +46,12 @@ func mountCgroupV1(controller string) error {
 		return fmt.Errorf("mount -t cgroup -o %s cgroup %s: %w", controller, dir, err)
 	}
 	return nil
+}
+
+// cgroupV1MountNeeded: controller is in the cgroup2 hierarchy of a hybrid layout, or bound to a
+// v1 hierarchy this mount namespace has no mount of; read under the lock, so a node that started
+// beside another sees what the other did.
+func cgroupV1MountNeeded(controller string) bool {
+	host := realOCIHost()
+	return slices.Contains(host.cgroup2ControllerList(), controller) || slices.Contains(host.unmountedV1(), controller)
 }

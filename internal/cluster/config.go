@@ -388,7 +388,7 @@ func (c *Config) Default() {
 		c.Logger = slog.Default()
 	}
 	c.defaultOCIRuntime(realOCIHost())              // ociruntime.go; before what looks the runtime up
-	c.defaultCrunCgroups(realOCIHost())             // ociruntime.go
+	c.defaultCgroupV1(realOCIHost())                // ociruntime.go
 	c.defaultControlPlaneKubelet(realKubeletHost()) // cpkubelet.go
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/skiff-sh/skiff/internal/kubelet/containerd"
@@ -40,6 +41,48 @@ func realOCIHost() ociHost { return ociHost{lookPath: exec.LookPath, readFile: o
 
 // cgroup2ControllerList is cgroup2Controllers as a list.
 func (h ociHost) cgroup2ControllerList() []string { return strings.Fields(h.cgroup2Controllers()) }
+
+// unmountedV1 are the controllers bound to a cgroup v1 hierarchy that this mount namespace has
+// no mount of (unmountedV1Controllers), nil when the host's files cannot be read.
+func (h ociHost) unmountedV1() []string {
+	cgroups, err := h.readFile("/proc/cgroups")
+	if err != nil {
+		return nil
+	}
+	mounts, err := h.readFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	return unmountedV1Controllers(string(cgroups), string(mounts))
+}
+
+// unmountedV1Controllers reads /proc/cgroups and /proc/self/mountinfo (pure): the enabled
+// controllers bound to a cgroup v1 hierarchy (a nonzero hierarchy id) that no cgroup mount here
+// names. A node in a mount namespace of its own (the conformance harness's) finds hugetlb so when
+// a node in another namespace moved it out of cgroup2: the kernel binds the controller to the v1
+// hierarchy for the whole machine, but the mount is only in that namespace. containerd's cgroup
+// v1 stats fail for every container where a controller of /proc/self/cgroup has no mount, so the
+// node mounts it again (the same hierarchy) before its containerd starts.
+func unmountedV1Controllers(procCgroups, mountinfo string) []string {
+	mounted := map[string]bool{}
+	for _, line := range strings.Split(mountinfo, "\n") {
+		_, after, ok := strings.Cut(line, " - ")
+		if f := strings.Fields(after); ok && len(f) >= 3 && f[0] == "cgroup" {
+			for _, opt := range strings.Split(f[2], ",") {
+				mounted[opt] = true
+			}
+		}
+	}
+	var out []string
+	for _, line := range strings.Split(procCgroups, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 4 || strings.HasPrefix(f[0], "#") || f[1] == "0" || f[3] != "1" || mounted[f[0]] {
+			continue
+		}
+		out = append(out, f[0])
+	}
+	return out
+}
 
 // cgroup2Controllers is what the host's hybrid layout has in its cgroup2 hierarchy ("" on a pure
 // v1 or v2 host, or a hybrid one whose cgroup2 holds no controller).
@@ -92,11 +135,22 @@ func (c *Config) defaultOCIRuntime(host ociHost) {
 	c.OCIRuntime, c.ociRuntimeReason, c.ociCgroupV1 = choice.runtime, choice.reason, choice.toCgroupV1
 }
 
-// defaultCrunCgroups: a node asked for crun (--oci-runtime crun) on a hybrid layout whose cgroup2
-// hierarchy holds controllers moves them to cgroup v1 as auto's choice of crun does.
-func (c *Config) defaultCrunCgroups(host ociHost) {
-	if c.OCIRuntime == OCIRuntimeCrun && c.ociRuntimeReason == "" && c.ContainerRuntimeEndpoint == "" {
-		c.ociCgroupV1 = host.cgroup2ControllerList()
+// defaultCgroupV1 completes the controllers the node's containerd start mounts as cgroup v1: for
+// crun the named flag's too (--oci-runtime crun on a hybrid layout whose cgroup2 hierarchy holds
+// controllers, as auto's choice of crun), and for any runtime those bound to cgroup v1 elsewhere
+// but not mounted in this mount namespace (unmountedV1Controllers).
+func (c *Config) defaultCgroupV1(host ociHost) {
+	if !c.runsOwnContainerd() {
+		return
+	}
+	var want []string
+	if c.OCIRuntime == OCIRuntimeCrun {
+		want = host.cgroup2ControllerList()
+	}
+	for _, ctrl := range append(want, host.unmountedV1()...) {
+		if !slices.Contains(c.ociCgroupV1, ctrl) {
+			c.ociCgroupV1 = append(c.ociCgroupV1, ctrl)
+		}
 	}
 }
 
@@ -164,11 +218,17 @@ func withOCIRuntime(cfg *Config, ccfg containerd.Config, lookPath func(string) (
 	if reason == "" {
 		reason = "--oci-runtime " + runtime
 	}
-	if runtime == OCIRuntimeCrun {
-		if err := moveToCgroupV1(cfg.ociCgroupV1, mountV1); err != nil {
-			if cfg.ociRuntimeReason == "" {
-				return ccfg, fmt.Errorf("--oci-runtime crun: crun refuses hybrid cgroups while the cgroup2 hierarchy has controllers (%s), and moving them to cgroup v1 failed (boot with the unified hierarchy, or use --oci-runtime runc): %w", hybridControllers, err)
+	if err := moveToCgroupV1(cfg.ociCgroupV1, mountV1); err != nil {
+		switch {
+		case runtime != OCIRuntimeCrun:
+			// runc runs on a hybrid layout as it is; only the containers' stats miss a controller
+			// another mount namespace moved.
+			if cfg.Logger != nil {
+				cfg.Logger.Warn("cgroup v1 controllers not mounted: containerd's cgroup stats may fail", "controllers", cfg.ociCgroupV1, "err", err)
 			}
+		case cfg.ociRuntimeReason == "":
+			return ccfg, fmt.Errorf("--oci-runtime crun: crun refuses hybrid cgroups while the cgroup2 hierarchy has controllers (%s), and moving them to cgroup v1 failed (boot with the unified hierarchy, or use --oci-runtime runc): %w", hybridControllers, err)
+		default:
 			runtime, reason = OCIRuntimeRunc, fmt.Sprintf("crun is installed but refuses this hybrid cgroup layout, whose cgroup2 hierarchy holds controllers (%s: %s), and they could not be mounted as cgroup v1: %v", hybridControllers, strings.Join(cfg.ociCgroupV1, " "), err)
 		}
 	}

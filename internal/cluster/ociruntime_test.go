@@ -144,6 +144,56 @@ func noMount(t *testing.T) func(string) error {
 	}
 }
 
+// hostCgroups is this project's machines' /proc/cgroups once hugetlb is on a v1 hierarchy (10).
+const hostCgroups = "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t2\t1\ncpu\t1\t2\t1\nmemory\t4\t428\t1\nnet_cls\t0\t2\t1\nhugetlb\t10\t2\t1\npids\t8\t2\t1\n"
+
+// hostMounts are its cgroup mounts, hugetlb's last (cut off where a test wants it unmounted).
+const hostMounts = `31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
+40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+46 31 0:40 / /sys/fs/cgroup/hugetlb rw,relatime - cgroup cgroup rw,hugetlb
+`
+
+// movedElsewhere is a host whose hugetlb another mount namespace moved to a v1 hierarchy: out of
+// cgroup2, with no mount of it here.
+func movedElsewhere(path string) ([]byte, error) {
+	switch path {
+	case hybridControllers:
+		return []byte("\n"), nil
+	case "/proc/cgroups":
+		return []byte(hostCgroups), nil
+	case "/proc/self/mountinfo":
+		return []byte(hostMounts[:strings.Index(hostMounts, "46 31")]), nil
+	}
+	return nil, os.ErrNotExist
+}
+
+func TestUnmountedV1Controllers(t *testing.T) {
+	withoutHugetlb := hostMounts[:strings.Index(hostMounts, "46 31")]
+	tests := []struct {
+		name, cgroups, mounts, want string
+	}{
+		{name: "every v1 controller mounted", cgroups: hostCgroups, mounts: hostMounts},
+		{name: "hugetlb on a v1 hierarchy mounted in another namespace", cgroups: hostCgroups, mounts: withoutHugetlb, want: "hugetlb"},
+		{name: "hugetlb still in cgroup2 (hierarchy 0)", cgroups: strings.Replace(hostCgroups, "hugetlb\t10", "hugetlb\t0", 1), mounts: withoutHugetlb},
+		{name: "a disabled controller", cgroups: strings.Replace(hostCgroups, "hugetlb\t10\t2\t1", "hugetlb\t10\t2\t0", 1), mounts: withoutHugetlb},
+		{name: "a pure cgroup2 host", cgroups: "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t0\t80\t1\nmemory\t0\t80\t1\n", mounts: "25 23 0:22 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"},
+		{name: "two controllers on one hierarchy", cgroups: hostCgroups + "cpuacct\t1\t2\t1\n", mounts: strings.Replace(hostMounts, "rw,cpu\n", "rw,cpu,cpuacct\n", 1)},
+		{name: "nothing readable", cgroups: "", mounts: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := strings.Join(unmountedV1Controllers(tc.cgroups, tc.mounts), " "); got != tc.want {
+				t.Fatalf("unmountedV1Controllers = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestDefaultOCIRuntime: Default resolves auto from the host (once: a second Default keeps it),
 // leaves a runtime the flag names, and the containerd's start says which and why.
 func TestDefaultOCIRuntime(t *testing.T) {
@@ -176,6 +226,8 @@ func TestDefaultOCIRuntime(t *testing.T) {
 		{name: "crun named on hybrid cgroups that cannot move", cfg: WorkerConfig{OCIRuntime: "crun"}, host: ociHost{lookPath: fakePath("runc", "crun"), readFile: hybrid}, mountErr: busy,
 			want: "crun", wantErr: "--oci-runtime crun: crun refuses hybrid cgroups while the cgroup2 hierarchy has controllers (/sys/fs/cgroup/unified/cgroup.controllers), and moving them to cgroup v1 failed"},
 		{name: "an external runtime", cfg: WorkerConfig{OCIRuntime: "auto", ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock"}, host: ociHost{lookPath: fakePath("crun"), readFile: hybrid}, want: "runc", wantWhy: "--container-runtime-endpoint"},
+		{name: "auto where another mount namespace moved hugetlb", cfg: WorkerConfig{OCIRuntime: "auto"}, host: ociHost{lookPath: fakePath("runc", "crun"), readFile: movedElsewhere}, want: "crun", wantWhy: "lets it create containers", wantMoved: "hugetlb"},
+		{name: "runc where another mount namespace moved hugetlb", cfg: WorkerConfig{OCIRuntime: "runc"}, host: ociHost{lookPath: fakePath("runc", "crun"), readFile: movedElsewhere}, want: "runc", wantMoved: "hugetlb"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,7 +235,7 @@ func TestDefaultOCIRuntime(t *testing.T) {
 			cfg := Config{Roles: AllRoles, WorkerConfig: tc.cfg, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 			for range 2 { // as Default does, twice
 				cfg.defaultOCIRuntime(tc.host)
-				cfg.defaultCrunCgroups(tc.host)
+				cfg.defaultCgroupV1(tc.host)
 			}
 			// A fallback at the start (started) says its own why in the log, checked below.
 			if cfg.OCIRuntime != tc.want || (tc.started == "" && !strings.Contains(cfg.ociRuntimeReason, tc.wantWhy)) {
