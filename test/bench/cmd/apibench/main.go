@@ -1,8 +1,11 @@
 // Command apibench starts a skiff server (the built binary, on free loopback ports with a temporary
 // data dir) and measures it through HTTPS with client-go: ConfigMap creates at several concurrencies,
 // then watch fan-out from one writer to many watchers. It prints the machine and a table of figures.
+// With --upstream it then measures an upstream kube-apiserver on its own etcd the same way, in the
+// same run, for figures side by side.
 //
 //	go build -o bin/skiff ./cmd/skiff && go run ./test/bench/cmd/apibench --skiff bin/skiff
+//	go run ./test/bench/cmd/apibench --skiff bin/skiff --upstream ~/.cache/skiff-upstream/bin
 package main
 
 import (
@@ -17,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/skiff-sh/skiff/test/bench"
 )
@@ -45,6 +50,9 @@ type options struct {
 	serverLog      string
 	skipCreates    bool
 	skipFanout     bool
+	// upstream is the directory of an upstream kube-apiserver to measure after skiff (empty: none),
+	// on etcd (Debian's by default).
+	upstream, etcd string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -65,6 +73,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.serverLog, "server-log", "", "file for the server's log (default: discarded)")
 	fs.BoolVar(&o.skipCreates, "skip-creates", false, "skip the create measurements")
 	fs.BoolVar(&o.skipFanout, "skip-fanout", false, "skip the watch fan-out measurement")
+	fs.StringVar(&o.upstream, "upstream", "", "directory holding an upstream kube-apiserver (hack/conformance/build-components.sh builds v1.33.13 into ~/.cache/skiff-upstream/bin) to measure after skiff, on its own etcd, in the same run")
+	fs.StringVar(&o.etcd, "etcd", "/usr/bin/etcd", "the etcd binary under the upstream kube-apiserver")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -121,24 +131,68 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer srv.Stop()
 	cfg, err := srv.RESTConfig()
+	if err != nil {
+		srv.Stop()
+		return err
+	}
+	report, err := measure(ctx, o, target{label: o.label, config: cfg, cpu: srv.CPUTime}, stderr)
+	srv.Stop()
 	if err != nil {
 		return err
 	}
+	report.Write(stdout)
+	if o.upstream == "" {
+		return nil
+	}
+	fmt.Fprintln(stderr, "starting the upstream kube-apiserver in", o.upstream, "...")
+	up, err := bench.StartUpstream(ctx, bench.UpstreamOptions{Dir: o.upstream, Etcd: o.etcd, Log: serverLog})
+	if err != nil {
+		return fmt.Errorf("upstream: %w", err)
+	}
+	defer up.Stop()
+	// Both processes count: skiff's CPU includes its embedded etcd.
+	upCPU := func() (time.Duration, error) {
+		var total time.Duration
+		for _, pid := range []int{up.APIServerPID(), up.EtcdPID()} {
+			d, err := bench.ProcessCPU(pid)
+			if err != nil {
+				return 0, err
+			}
+			total += d
+		}
+		return total, nil
+	}
+	report, err = measure(ctx, o, target{label: "upstream kube-apiserver and etcd (" + o.upstream + ")", config: up.Config, cpu: upCPU}, stderr)
+	if err != nil {
+		return fmt.Errorf("upstream: %w", err)
+	}
+	fmt.Fprintln(stdout)
+	report.Write(stdout)
+	return nil
+}
 
-	report := bench.Report{Machine: bench.DescribeMachine(), Label: o.label, Started: time.Now()}
+// target is one API server to measure: how to reach it and read its CPU time.
+type target struct {
+	label  string
+	config *rest.Config
+	cpu    func() (time.Duration, error)
+}
+
+// measure runs the create and fan-out measurements o asks for against t.
+func measure(ctx context.Context, o options, t target, stderr io.Writer) (bench.Report, error) {
+	report := bench.Report{Machine: bench.DescribeMachine(), Label: t.label, Started: time.Now()}
 	if !o.skipCreates {
 		for _, enc := range o.encodings {
 			for _, c := range o.concurrencies {
 				fmt.Fprintf(stderr, "creates: %s, concurrency %d, %s ...\n", enc, c, o.createDuration)
-				res, err := bench.RunCreates(ctx, cfg, bench.CreateOptions{
+				res, err := bench.RunCreates(ctx, t.config, bench.CreateOptions{
 					Concurrency: c, Duration: o.createDuration, ContentType: contentType(enc),
 					Namespace: "bench-creates", PayloadBytes: o.payload, NamePrefix: fmt.Sprintf("%s-c%d", enc, c),
-					ServerCPU: srv.CPUTime,
+					ServerCPU: t.cpu,
 				})
 				if err != nil {
-					return err
+					return report, err
 				}
 				report.Creates = append(report.Creates, res)
 			}
@@ -150,18 +204,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		enc := o.encodings[0]
 		fmt.Fprintf(stderr, "fan-out: %s, %d watchers, writer at %v/s (0: closed loop) for %s ...\n", enc, o.watchers, rate, o.fanoutDuration)
-		res, err := bench.RunFanout(ctx, cfg, bench.FanoutOptions{
+		res, err := bench.RunFanout(ctx, t.config, bench.FanoutOptions{
 			Watchers: o.watchers, Duration: o.fanoutDuration, ContentType: contentType(enc), Rate: rate,
 			Namespace: fmt.Sprintf("bench-fanout-%d", i), PayloadBytes: o.payload, SharedConnection: o.sharedConn,
-			DrainTimeout: o.drainTimeout, ServerCPU: srv.CPUTime,
+			DrainTimeout: o.drainTimeout, ServerCPU: t.cpu,
 		})
 		if err != nil {
-			return err
+			return report, err
 		}
 		report.Fanout = append(report.Fanout, res)
 	}
-	report.Write(stdout)
-	return nil
+	return report, nil
 }
 
 func contentType(encoding string) string {
