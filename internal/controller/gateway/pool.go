@@ -123,13 +123,10 @@ type PoolState struct {
 	Err error
 }
 
-// ClassPools are the pools of skiff's classes with a parametersRef, read from configMaps (the
-// controller's view).
-func ClassPools(classes []*gatewayv1.GatewayClass, configMaps []*corev1.ConfigMap) map[string]PoolState {
-	byKey := map[types.NamespacedName]*corev1.ConfigMap{}
-	for _, cm := range configMaps {
-		byKey[nn(cm.Namespace, cm.Name)] = cm
-	}
+// ClassPools are the pools of skiff's classes with a parametersRef, read through configMap (the
+// controller's view: a lookup by key, nil when absent; the cluster's ConfigMaps are many, the
+// classes' few).
+func ClassPools(classes []*gatewayv1.GatewayClass, configMap func(key types.NamespacedName) *corev1.ConfigMap) map[string]PoolState {
 	out := map[string]PoolState{}
 	for _, gc := range classes {
 		ref := gc.Spec.ParametersRef
@@ -140,7 +137,7 @@ func ClassPools(classes []*gatewayv1.GatewayClass, configMaps []*corev1.ConfigMa
 			out[gc.Name] = PoolState{Err: fmt.Errorf("parametersRef %s/%s %s: skiff reads a core ConfigMap with its namespace set", ref.Group, ref.Kind, ref.Name)}
 			continue
 		}
-		cm := byKey[nn(string(*ref.Namespace), ref.Name)]
+		cm := configMap(nn(string(*ref.Namespace), ref.Name))
 		if cm == nil {
 			out[gc.Name] = PoolState{Err: fmt.Errorf("ConfigMap %s/%s not found", *ref.Namespace, ref.Name)}
 			continue
@@ -153,6 +150,20 @@ func ClassPools(classes []*gatewayv1.GatewayClass, configMaps []*corev1.ConfigMa
 		out[gc.Name] = PoolState{Pool: pool}
 	}
 	return out
+}
+
+// ReferencesConfigMap reports whether one of skiff's classes reads its pool from the ConfigMap
+// key: only such a ConfigMap's change can change a decision (every other ConfigMap's write is no
+// reason for a reconcile).
+func ReferencesConfigMap(classes []*gatewayv1.GatewayClass, key types.NamespacedName) bool {
+	for _, gc := range classes {
+		ref := gc.Spec.ParametersRef
+		if gc.Spec.ControllerName == ControllerName && ref != nil && ref.Namespace != nil &&
+			nn(string(*ref.Namespace), ref.Name) == key {
+			return true
+		}
+	}
+	return false
 }
 
 // FollowedPools is the node's view of the same classes: a class with a parametersRef has a pool,

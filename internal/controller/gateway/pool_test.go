@@ -204,7 +204,11 @@ func TestClassPools(t *testing.T) {
 	}
 	other := withRef("other", "", "ConfigMap", sys, "pool")
 	other.Spec.ControllerName = "example.com/other"
-	pools := ClassPools(append(classes, other), []*corev1.ConfigMap{cm("pool", "10.0.0.0/29"), cm("bad", "nonsense")})
+	cms := map[types.NamespacedName]*corev1.ConfigMap{}
+	for _, c := range []*corev1.ConfigMap{cm("pool", "10.0.0.0/29"), cm("bad", "nonsense")} {
+		cms[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = c
+	}
+	pools := ClassPools(append(classes, other), func(k types.NamespacedName) *corev1.ConfigMap { return cms[k] })
 	if st := pools["good"]; st.Err != nil || st.Pool == nil || !st.Pool.Contains(netip.MustParseAddr("10.0.0.6")) {
 		t.Errorf("good: %+v", st)
 	}
@@ -322,5 +326,36 @@ func TestHolder(t *testing.T) {
 		[]*corev1.Node{dataPlaneNode("only", true)}, "only")
 	if len(held) != 2 || held[0].String() != "10.0.1.2" || held[1].String() != "10.0.1.3" {
 		t.Errorf("HeldAddresses = %v", held)
+	}
+}
+
+// TestReferencesConfigMap: only a ConfigMap one of skiff's classes reads its pool from is a
+// reason to reconcile (the controller's ConfigMap handler asks this for each event).
+func TestReferencesConfigMap(t *testing.T) {
+	sys := ptrTo(gatewayv1.Namespace("kube-system"))
+	withRef := func(controller gatewayv1.GatewayController, ns *gatewayv1.Namespace, ref string) *gatewayv1.GatewayClass {
+		gc := class("c", controller)
+		gc.Spec.ParametersRef = &gatewayv1.ParametersReference{Kind: "ConfigMap", Name: ref, Namespace: ns}
+		return gc
+	}
+	key := types.NamespacedName{Namespace: "kube-system", Name: "pool"}
+	tests := []struct {
+		name    string
+		classes []*gatewayv1.GatewayClass
+		want    bool
+	}{
+		{name: "a class of skiff's names it", classes: []*gatewayv1.GatewayClass{class("plain", ControllerName), withRef(ControllerName, sys, "pool")}, want: true},
+		{name: "another ConfigMap", classes: []*gatewayv1.GatewayClass{withRef(ControllerName, sys, "other")}},
+		{name: "same name, another namespace", classes: []*gatewayv1.GatewayClass{withRef(ControllerName, ptrTo(gatewayv1.Namespace("default")), "pool")}},
+		{name: "no namespace in the reference", classes: []*gatewayv1.GatewayClass{withRef(ControllerName, nil, "pool")}},
+		{name: "another controller's class", classes: []*gatewayv1.GatewayClass{withRef("example.com/other", sys, "pool")}},
+		{name: "no classes"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ReferencesConfigMap(tc.classes, key); got != tc.want {
+				t.Fatalf("ReferencesConfigMap = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
