@@ -197,9 +197,6 @@ type WorkerConfig struct {
 	OCIRuntime string
 	// ociRuntimeReason is why auto chose OCIRuntime, for the log line at containerd's start.
 	ociRuntimeReason string
-	// ociCgroupV1 are the controllers of a hybrid cgroup layout's cgroup2 hierarchy that crun
-	// needs mounted as cgroup v1 before the node's containerd starts (ociruntime.go).
-	ociCgroupV1 []string
 	// ResolvConf is the node resolv.conf the kubelet gives pods with dnsPolicy Default (empty:
 	// /etc/resolv.conf); the conformance harness points it at a test address so no pod asks the
 	// host's real resolver.
@@ -388,7 +385,6 @@ func (c *Config) Default() {
 		c.Logger = slog.Default()
 	}
 	c.defaultOCIRuntime(realOCIHost())              // ociruntime.go; before what looks the runtime up
-	c.defaultCgroupV1(realOCIHost())                // ociruntime.go
 	c.defaultControlPlaneKubelet(realKubeletHost()) // cpkubelet.go
 }
 

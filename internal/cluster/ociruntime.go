@@ -97,21 +97,18 @@ func (h ociHost) cgroup2Controllers() string {
 // ociChoice is the OCI runtime --oci-runtime auto chose, and why (for the log).
 type ociChoice struct {
 	runtime, reason string
-	// toCgroupV1 are the controllers of a hybrid layout's cgroup2 hierarchy to mount as cgroup v1
-	// before the node's containerd starts, without which crun refuses every container.
-	toCgroupV1 []string
 }
 
 // chooseOCIRuntime decides --oci-runtime auto from the host (pure): crun, which starts a container
 // with about a third of runc's CPU (docs/bench/pods.md), where it is installed; on a hybrid cgroup
 // layout whose cgroup2 hierarchy holds controllers, which crun refuses, together with moving them
-// to cgroup v1 (withOCIRuntime does; runc if that fails); else runc.
+// to cgroup v1 (cgroupV1Plan; withOCIRuntime falls back to runc if that fails); else runc.
 func chooseOCIRuntime(crunInstalled bool, cgroup2Controllers []string) ociChoice {
 	switch {
 	case !crunInstalled:
 		return ociChoice{runtime: OCIRuntimeRunc, reason: "crun is not installed (Debian package crun): it would start containers with about a third of runc's CPU"}
 	case len(cgroup2Controllers) > 0:
-		return ociChoice{runtime: OCIRuntimeCrun, toCgroupV1: cgroup2Controllers, reason: fmt.Sprintf(
+		return ociChoice{runtime: OCIRuntimeCrun, reason: fmt.Sprintf(
 			"crun is installed: it starts containers with about a third of runc's CPU; it refuses a hybrid cgroup layout whose cgroup2 hierarchy holds controllers (%s: %s), so they are mounted as cgroup v1 under %s, as systemd's hybrid layout has them",
 			hybridControllers, strings.Join(cgroup2Controllers, " "), cgroupV1Root)}
 	default:
@@ -132,26 +129,24 @@ func (c *Config) defaultOCIRuntime(host ociHost) {
 	}
 	_, err := host.lookPath(OCIRuntimeCrun)
 	choice := chooseOCIRuntime(err == nil, host.cgroup2ControllerList())
-	c.OCIRuntime, c.ociRuntimeReason, c.ociCgroupV1 = choice.runtime, choice.reason, choice.toCgroupV1
+	c.OCIRuntime, c.ociRuntimeReason = choice.runtime, choice.reason
 }
 
-// defaultCgroupV1 completes the controllers the node's containerd start mounts as cgroup v1: for
-// crun the named flag's too (--oci-runtime crun on a hybrid layout whose cgroup2 hierarchy holds
-// controllers, as auto's choice of crun), and for any runtime those bound to cgroup v1 elsewhere
-// but not mounted in this mount namespace (unmountedV1Controllers).
-func (c *Config) defaultCgroupV1(host ociHost) {
-	if !c.runsOwnContainerd() {
-		return
+// cgroupV1Plan decides (pure) which controllers the node's containerd start mounts as cgroup v1:
+// for crun, those of a hybrid layout's cgroup2 hierarchy (cgroup2), which crun refuses (auto's
+// choice and --oci-runtime crun alike); for any runtime, those bound to a v1 hierarchy elsewhere
+// but not mounted in this mount namespace (unmountedV1, see unmountedV1Controllers).
+func cgroupV1Plan(runtime string, cgroup2, unmountedV1 []string) []string {
+	var plan []string
+	if runtime == OCIRuntimeCrun {
+		plan = append(plan, cgroup2...)
 	}
-	var want []string
-	if c.OCIRuntime == OCIRuntimeCrun {
-		want = host.cgroup2ControllerList()
-	}
-	for _, ctrl := range append(want, host.unmountedV1()...) {
-		if !slices.Contains(c.ociCgroupV1, ctrl) {
-			c.ociCgroupV1 = append(c.ociCgroupV1, ctrl)
+	for _, c := range unmountedV1 {
+		if !slices.Contains(plan, c) {
+			plan = append(plan, c)
 		}
 	}
+	return plan
 }
 
 // hybridControllers lists the controllers of the cgroup2 hierarchy of a hybrid cgroup layout
@@ -211,28 +206,34 @@ func resolveOCIRuntime(runtime string, lookPath func(string) (string, error)) (s
 // withOCIRuntime sets the supervised containerd's OCI runtime from --oci-runtime, and says in the
 // log which and why. runc stays as
 // before this flag existed (the shim runs "runc" from PATH); its absence is still reported here,
-// naming the flag. crun gets its absolute path as the shim's BinaryName.
-func withOCIRuntime(cfg *Config, ccfg containerd.Config, lookPath func(string) (string, error), mountV1 func(controller string) error) (containerd.Config, error) {
+// naming the flag. crun gets its absolute path as the shim's BinaryName. First it mounts what
+// cgroupV1Plan decides from host (mountV1). A node on an external runtime
+// (--container-runtime-endpoint) has no containerd of its own: nothing to set or mount.
+func withOCIRuntime(cfg *Config, ccfg containerd.Config, host ociHost, mountV1 func(controller string) error) (containerd.Config, error) {
+	if cfg.ContainerRuntimeEndpoint != "" {
+		return ccfg, nil
+	}
 	runtime := cfg.resolvedOCIRuntime()
 	reason := cfg.ociRuntimeReason
 	if reason == "" {
 		reason = "--oci-runtime " + runtime
 	}
-	if err := moveToCgroupV1(cfg.ociCgroupV1, mountV1); err != nil {
+	toV1 := cgroupV1Plan(runtime, host.cgroup2ControllerList(), host.unmountedV1())
+	if err := moveToCgroupV1(toV1, mountV1); err != nil {
 		switch {
 		case runtime != OCIRuntimeCrun:
 			// runc runs on a hybrid layout as it is; only the containers' stats miss a controller
 			// another mount namespace moved.
 			if cfg.Logger != nil {
-				cfg.Logger.Warn("cgroup v1 controllers not mounted: containerd's cgroup stats may fail", "controllers", cfg.ociCgroupV1, "err", err)
+				cfg.Logger.Warn("cgroup v1 controllers not mounted: containerd's cgroup stats may fail", "controllers", toV1, "err", err)
 			}
 		case cfg.ociRuntimeReason == "":
 			return ccfg, fmt.Errorf("--oci-runtime crun: crun refuses hybrid cgroups while the cgroup2 hierarchy has controllers (%s), and moving them to cgroup v1 failed (boot with the unified hierarchy, or use --oci-runtime runc): %w", hybridControllers, err)
 		default:
-			runtime, reason = OCIRuntimeRunc, fmt.Sprintf("crun is installed but refuses this hybrid cgroup layout, whose cgroup2 hierarchy holds controllers (%s: %s), and they could not be mounted as cgroup v1: %v", hybridControllers, strings.Join(cfg.ociCgroupV1, " "), err)
+			runtime, reason = OCIRuntimeRunc, fmt.Sprintf("crun is installed but refuses this hybrid cgroup layout, whose cgroup2 hierarchy holds controllers (%s: %s), and they could not be mounted as cgroup v1: %v", hybridControllers, strings.Join(toV1, " "), err)
 		}
 	}
-	path, err := resolveOCIRuntime(runtime, lookPath)
+	path, err := resolveOCIRuntime(runtime, host.lookPath)
 	if err != nil {
 		return ccfg, err
 	}
@@ -259,8 +260,5 @@ func moveToCgroupV1(controllers []string, mountV1 func(controller string) error)
 // ociRuntimeForKubelet is withOCIRuntime with the real PATH and cgroup mounts, for a node about to
 // start its own containerd.
 func ociRuntimeForKubelet(cfg *Config, ccfg containerd.Config) (containerd.Config, error) {
-	if cfg.ContainerRuntimeEndpoint != "" {
-		return ccfg, nil
-	}
-	return withOCIRuntime(cfg, ccfg, exec.LookPath, mountCgroupV1)
+	return withOCIRuntime(cfg, ccfg, realOCIHost(), mountCgroupV1)
 }

@@ -91,7 +91,8 @@ func TestWithOCIRuntime(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := withOCIRuntime(&Config{WorkerConfig: WorkerConfig{OCIRuntime: tc.runtime}}, base, fakePath(tc.path...), noMount(t))
+			host := ociHost{lookPath: fakePath(tc.path...), readFile: noHybrid}
+			got, err := withOCIRuntime(&Config{WorkerConfig: WorkerConfig{OCIRuntime: tc.runtime}}, base, host, noMount(t))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
@@ -117,20 +118,40 @@ func TestChooseOCIRuntime(t *testing.T) {
 		crun       bool
 		cgroup2    string
 		want       string
-		wantMoved  string
 		wantReason string
 	}{
 		{name: "crun where the layout lets it", crun: true, want: "crun", wantReason: "crun is installed and this host's cgroup layout lets it"},
 		{name: "runc without crun", crun: false, want: "runc", wantReason: "crun is not installed"},
 		{name: "runc without crun on hybrid cgroups", crun: false, cgroup2: "hugetlb", want: "runc", wantReason: "crun is not installed"},
-		{name: "crun on hybrid cgroups, its cgroup2 controllers moved to v1", crun: true, cgroup2: "hugetlb misc", want: "crun", wantMoved: "hugetlb misc",
+		{name: "crun on hybrid cgroups, its cgroup2 controllers moved to v1", crun: true, cgroup2: "hugetlb misc", want: "crun",
 			wantReason: "refuses a hybrid cgroup layout whose cgroup2 hierarchy holds controllers (/sys/fs/cgroup/unified/cgroup.controllers: hugetlb misc), so they are mounted as cgroup v1 under /sys/fs/cgroup"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := chooseOCIRuntime(tc.crun, strings.Fields(tc.cgroup2))
-			if got.runtime != tc.want || !strings.Contains(got.reason, tc.wantReason) || strings.Join(got.toCgroupV1, " ") != tc.wantMoved {
-				t.Fatalf("chooseOCIRuntime(%v, %q) = %+v, want %s moving %q because %q", tc.crun, tc.cgroup2, got, tc.want, tc.wantMoved, tc.wantReason)
+			if got.runtime != tc.want || !strings.Contains(got.reason, tc.wantReason) {
+				t.Fatalf("chooseOCIRuntime(%v, %q) = %+v, want %s because %q", tc.crun, tc.cgroup2, got, tc.want, tc.wantReason)
+			}
+		})
+	}
+}
+
+func TestCgroupV1Plan(t *testing.T) {
+	tests := []struct {
+		name, runtime, cgroup2, unmounted, want string
+	}{
+		{name: "crun on hybrid cgroups: its cgroup2 controllers moved to v1", runtime: "crun", cgroup2: "hugetlb misc", want: "hugetlb misc"},
+		{name: "runc leaves cgroup2 as it is", runtime: "runc", cgroup2: "hugetlb"},
+		{name: "crun where every controller is v1 and mounted", runtime: "crun"},
+		{name: "a v1 controller unmounted here, with crun", runtime: "crun", unmounted: "hugetlb", want: "hugetlb"},
+		{name: "a v1 controller unmounted here, with runc", runtime: "runc", cgroup2: "misc", unmounted: "hugetlb", want: "hugetlb"},
+		{name: "each controller once", runtime: "crun", cgroup2: "hugetlb", unmounted: "hugetlb pids", want: "hugetlb pids"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := strings.Join(cgroupV1Plan(tc.runtime, strings.Fields(tc.cgroup2), strings.Fields(tc.unmounted)), " ")
+			if got != tc.want {
+				t.Fatalf("cgroupV1Plan(%s, %q, %q) = %q, want %q", tc.runtime, tc.cgroup2, tc.unmounted, got, tc.want)
 			}
 		})
 	}
@@ -233,10 +254,8 @@ func TestDefaultOCIRuntime(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
 			cfg := Config{Roles: AllRoles, WorkerConfig: tc.cfg, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
-			for range 2 { // as Default does, twice
-				cfg.defaultOCIRuntime(tc.host)
-				cfg.defaultCgroupV1(tc.host)
-			}
+			cfg.defaultOCIRuntime(tc.host)
+			cfg.defaultOCIRuntime(tc.host)
 			// A fallback at the start (started) says its own why in the log, checked below.
 			if cfg.OCIRuntime != tc.want || (tc.started == "" && !strings.Contains(cfg.ociRuntimeReason, tc.wantWhy)) {
 				t.Fatalf("runtime %q because %q, want %q because %q", cfg.OCIRuntime, cfg.ociRuntimeReason, tc.want, tc.wantWhy)
@@ -245,13 +264,14 @@ func TestDefaultOCIRuntime(t *testing.T) {
 				t.Fatalf("a runtime the flag names got a reason: %q", cfg.ociRuntimeReason)
 			}
 			if tc.cfg.ContainerRuntimeEndpoint != "" {
-				if len(cfg.ociCgroupV1) != 0 {
-					t.Fatalf("an external runtime's node moves %v to cgroup v1", cfg.ociCgroupV1)
+				// No containerd of its own to configure: nothing is set, nothing moved to cgroup v1.
+				if got, err := withOCIRuntime(&cfg, containerd.Config{}, tc.host, noMount(t)); err != nil || got.OCIRuntime != "" {
+					t.Fatalf("an external runtime's node configured its containerd: %+v, %v", got, err)
 				}
-				return // no containerd of its own to configure
+				return
 			}
 			var moved []string
-			ccfg, err := withOCIRuntime(&cfg, containerd.Config{}, tc.host.lookPath, func(c string) error {
+			ccfg, err := withOCIRuntime(&cfg, containerd.Config{}, tc.host, func(c string) error {
 				moved = append(moved, c)
 				return tc.mountErr
 			})
