@@ -225,11 +225,12 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		k.cfg.PrepareInformers(factory, onThisNode, serviceFactory)
 	}
 	podInformer := factory.Core().V1().Pods().Informer()
-	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	podsHandled, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { k.podSeen(obj) },
 		UpdateFunc: func(_, obj any) { k.podUpdated(obj) },
 		DeleteFunc: k.podGone,
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("kubelet: pod informer: %w", err)
 	}
 	serviceInformer := serviceFactory.Core().V1().Services()
@@ -239,16 +240,20 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", k.cfg.NodeName).String()
 	}))
 	nodeInformer := nodeFactory.Core().V1().Nodes().Informer()
-	if _, err := nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	nodeHandled, err := nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: k.nodes.observe, UpdateFunc: func(_, obj any) { k.nodes.observe(obj) },
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("kubelet: node informer: %w", err)
 	}
 	for _, f := range []informers.SharedInformerFactory{factory, serviceFactory, nodeFactory} {
 		f.Start(ctx.Done())
 		defer f.Shutdown()
 	}
-	if !cache.WaitFor(ctx, "", podInformer.HasSyncedChecker(), serviceInformer.Informer().HasSyncedChecker(), nodeInformer.HasSyncedChecker()) {
+	// The handlers' registrations, not the informers: an informer has synced once its first list is
+	// in its store, before its handlers have seen it, and the orphan cleanup below must know every
+	// pod podSeen records, or it takes a running pod for an orphan and kills it.
+	if !cache.WaitFor(ctx, "", podsHandled.HasSyncedChecker(), serviceInformer.Informer().HasSyncedChecker(), nodeHandled.HasSyncedChecker()) {
 		return ctx.Err()
 	}
 	// The drivers of the CSI volumes on disk register before the kubelet looks at them.
