@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -41,8 +42,11 @@ import (
 // (space check, encryption at rest, resource metrics) that a node without them leaves nil.
 type apiServerDeps struct {
 	cfg *Config
-	// client is the etcd client every resource's storage and the readiness check use.
+	// client is the etcd client of the readiness check, the membership API and component status.
 	client *clientv3.Client
+	// storage is the etcd client every resource's store and watch cache use (in process to an
+	// embedded member); nil means client.
+	storage *clientv3.Client
 	// spaceCheck, when set, fails readiness while etcd is out of space (nil: never).
 	spaceCheck func() error
 	// metrics holds the registry the API server's, the watch caches' and flow control's metrics join.
@@ -111,7 +115,8 @@ func newAPIServer(ctx, admissionCtx context.Context, d apiServerDeps) (*apiserve
 	// Every resource's watches share one etcd watch through a watch cache; reads and writes go to etcd.
 	// Consistent lists come from the caches only where etcd's progress notifications are sound
 	// (an external etcd may be older than 3.4.31 or 3.5.13).
-	progress := etcd3.NewProgressSupport(client, clock.RealClock{})
+	storageClient := cmp.Or(d.storage, client)
+	progress := etcd3.NewProgressSupport(storageClient, clock.RealClock{})
 	storageFactory := func(res *registry.Resource) (storage.Interface, error) {
 		if res.GroupResource() == componentStatusesResource {
 			return newComponentStatusStore(client, scheme, resources, cfg.StorageEncoding, clock.RealClock{})
@@ -123,7 +128,7 @@ func newAPIServer(ctx, admissionCtx context.Context, d apiServerDeps) (*apiserve
 		if err != nil {
 			return nil, err
 		}
-		store := etcd3.New(client, codec, res.New, res.NewList).WithLogger(cfg.Logger.With("component", "storage")).WithProgressSupport(progress)
+		store := etcd3.New(storageClient, codec, res.New, res.NewList).WithLogger(cfg.Logger.With("component", "storage")).WithProgressSupport(progress)
 		if d.encryption != nil {
 			gr := res.GroupResource()
 			store.WithTransformer(d.encryption.reloader.For(gr.Group, gr.Resource))

@@ -39,11 +39,15 @@ type Node struct {
 	// certs logs certificate expiries and renewals (certcheck.go).
 	certs      *certChecker
 	etcdMember *etcd.Member
+	// etcdClient reaches etcd's client URLs: membership, health, leases, snapshots.
 	etcdClient *clientv3.Client
-	api        *apiserver.Server
-	authz      *authorization
-	httpServer *http.Server
-	listener   net.Listener
+	// etcdStorage is the client every resource's store and watch cache use: in process to an
+	// embedded member (etcd.Member.InProcessClient), else etcdClient itself.
+	etcdStorage *clientv3.Client
+	api         *apiserver.Server
+	authz       *authorization
+	httpServer  *http.Server
+	listener    net.Listener
 	// metrics gathers every component's metrics for the API server's /metrics.
 	metrics *componentMetrics
 	// stopSpaceGuard ends the embedded member's disk watch; spaceCheck is its part of /readyz
@@ -364,7 +368,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	phases.done("admission, encryption and metrics")
 	api, authz, err := newAPIServer(ctx, admissionCtx, apiServerDeps{
-		cfg: &cfg, client: n.etcdClient, spaceCheck: n.spaceCheck, metrics: n.metrics, caches: &n.caches,
+		cfg: &cfg, client: n.etcdClient, storage: n.etcdStorage, spaceCheck: n.spaceCheck, metrics: n.metrics, caches: &n.caches,
 		admission: admission, encryption: n.encryption, resourceMetrics: n.resourceMetrics, explainer: &n.explainer,
 	})
 	if err != nil {
@@ -374,7 +378,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	phases.done("API server")
 	compactCtx, cancelCompaction := context.WithCancel(context.Background())
 	n.stopCompaction = cancelCompaction
-	compactor := etcd3.NewCompactor(n.etcdClient, etcd3.DefaultCompactionInterval, clock.RealClock{}, cfg.Logger)
+	compactor := etcd3.NewCompactor(n.etcdStorage, etcd3.DefaultCompactionInterval, clock.RealClock{}, cfg.Logger)
 	n.goBackground(func() { compactor.Run(compactCtx) })
 	// Custom resources are served before the first request, then kept up to date in the background
 	// like compaction, and stop with it.
@@ -462,6 +466,9 @@ func (n *Node) Stop() {
 		n.stopSpaceGuard()
 	}
 	n.waitBackground()
+	if n.etcdStorage != nil && n.etcdStorage != n.etcdClient {
+		n.etcdStorage.Close()
+	}
 	if n.etcdClient != nil {
 		n.etcdClient.Close()
 	}

@@ -103,6 +103,7 @@ func (n *Node) startClusterEtcdClient(ctx context.Context) error {
 	}
 	go syncEtcdEndpoints(client, cfg)
 	n.etcdClient = etcd.BoundKV(client, etcd.DefaultRequestTimeout)
+	n.etcdStorage = n.etcdClient
 	if err := recordEtcdClientTLS(cfg.DataDir, files); err != nil {
 		return err
 	}

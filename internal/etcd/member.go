@@ -24,10 +24,11 @@ import (
 // Member is a running embedded etcd member.
 type Member struct {
 	cfg Config
-	// mu guards etcd, which a Restart replaces.
-	mu    sync.Mutex
-	etcd  *embed.Etcd
-	ready chan struct{}
+	// mu guards etcd and its in-process gRPC server, which a Restart replaces.
+	mu        sync.Mutex
+	etcd      *embed.Etcd
+	inProcess *inProcessServer
+	ready     chan struct{}
 	// failed is closed (with err set) when the member stops on its own or never becomes ready.
 	failed   chan struct{}
 	err      error
@@ -61,13 +62,14 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 		return nil, fmt.Errorf("start etcd member %s in %s: %w", cfg.Name, cfg.DataDir, err)
 	}
 	m := &Member{
-		stopping: stopping,
-		cfg:      cfg,
-		etcd:     e,
-		ready:    make(chan struct{}),
-		failed:   make(chan struct{}),
-		stopped:  make(chan struct{}),
-		restarts: make(chan chan error),
+		stopping:  stopping,
+		cfg:       cfg,
+		etcd:      e,
+		inProcess: serveInProcess(e),
+		ready:     make(chan struct{}),
+		failed:    make(chan struct{}),
+		stopped:   make(chan struct{}),
+		restarts:  make(chan chan error),
 	}
 	go m.supervise(ctx)
 	return m, nil
@@ -172,14 +174,14 @@ func (m *Member) restart() error {
 		return err
 	}
 	m.mu.Lock()
-	old := m.etcd
-	m.etcd = nil
+	old, oldInProcess := m.etcd, m.inProcess
+	m.etcd, m.inProcess = nil, nil
 	m.mu.Unlock()
 	if old == nil {
 		return nil // stopped
 	}
 	m.stopping.Store(true)
-	old.Close()
+	closeEtcd(old, oldInProcess)
 	e, err := embed.StartEtcd(ecfg)
 	if err != nil {
 		return fmt.Errorf("restart etcd member %s in %s: %w", m.cfg.Name, m.cfg.DataDir, err)
@@ -191,7 +193,7 @@ func (m *Member) restart() error {
 		e.Close()
 		return nil
 	default:
-		m.etcd = e
+		m.etcd, m.inProcess = e, serveInProcess(e)
 		m.stopping.Store(false)
 	}
 	m.mu.Unlock()
@@ -277,13 +279,22 @@ func (m *Member) Stop() {
 		m.stopping.Store(true)
 		close(m.stopped)
 		m.mu.Lock()
-		e := m.etcd
-		m.etcd = nil
+		e, inProcess := m.etcd, m.inProcess
+		m.etcd, m.inProcess = nil, nil
 		m.mu.Unlock()
 		if e != nil { // nil: a restart in progress, which closes what it starts
-			e.Close()
+			closeEtcd(e, inProcess)
 		}
 	})
+}
+
+// closeEtcd stops an embedded etcd and its in-process server, the server first: etcd's close
+// waits for its own gRPC servers, not for this one's streams.
+func closeEtcd(e *embed.Etcd, inProcess *inProcessServer) {
+	if inProcess != nil {
+		inProcess.stop()
+	}
+	e.Close()
 }
 
 func embedConfig(cfg Config, stopping *atomic.Bool) (*embed.Config, error) {
