@@ -19,9 +19,10 @@ import (
 // address: the client's dialer connects to the member's in-memory listener whatever it asks for.
 const InProcessEndpoint = "http://in-process-member"
 
-// inProcessBuffer is the size of each direction's buffer of an in-memory connection: a writer
-// blocks when its reader is this far behind, as a TCP socket's buffer would make it.
-const inProcessBuffer = 1 << 20
+// inProcessBuffer is the size of each direction's ring buffer of an in-memory connection, made
+// whole when the connection opens: a writer blocks when its reader is this far behind, as a TCP
+// socket's buffer would make it. Sixteen of gRPC's 16 KiB frames.
+const inProcessBuffer = 256 << 10
 
 // inProcessServer serves one embedded etcd's gRPC API to clients in this process over in-memory
 // connections. It is etcd's own gRPC server (v3rpc.Server) with etcd's interceptors, so a request
