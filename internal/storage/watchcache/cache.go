@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -157,9 +158,34 @@ func (c *Cache) Create(ctx context.Context, key string, obj, out runtime.Object)
 	return c.store.Create(ctx, key, obj, out)
 }
 
-// Get implements storage.Interface.
+// Get implements storage.Interface. A read of resourceVersion "0" (any version, as admission's
+// lookups and a client's ?resourceVersion=0 ask) of a key the resource's running cache holds is a
+// copy from memory, as kube-apiserver's cacher answers it; the admission plugins that upstream
+// backs with informers (the namespace of every namespaced create, a pod's service account, its
+// priority class) cost no etcd read then. A key the cache does not hold is read from the store,
+// so an object created a moment ago, which the cache may not have seen yet, is still found: a
+// client that creates a namespace and then an object in it is never told the namespace is
+// missing. Every other resourceVersion goes to the store.
 func (c *Cache) Get(ctx context.Context, key string, opts storage.GetOptions, out runtime.Object) error {
+	if opts.ResourceVersion == "0" {
+		if obj := c.cachedObject(key); obj != nil && copyInto(obj, out) {
+			c.cfg.Metrics.getServed(key, true)
+			return nil
+		}
+		c.cfg.Metrics.getServed(key, false)
+	}
 	return c.store.Get(ctx, key, opts, out)
+}
+
+// copyInto sets out to a deep copy of obj (the cache's objects are shared) and reports whether it
+// could: out must be a pointer of obj's own type.
+func copyInto(obj, out runtime.Object) bool {
+	src, dst := reflect.ValueOf(obj), reflect.ValueOf(out)
+	if src.Type() != dst.Type() || dst.Kind() != reflect.Pointer || dst.IsNil() {
+		return false
+	}
+	dst.Elem().Set(reflect.ValueOf(obj.DeepCopyObject()).Elem())
+	return true
 }
 
 // List implements storage.Interface: from memory when it can (list.go), otherwise from the wrapped store.

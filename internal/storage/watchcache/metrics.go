@@ -15,6 +15,7 @@ type Metrics struct {
 	passedThrough   *prometheus.CounterVec
 	initializations *prometheus.CounterVec
 	lists           *prometheus.CounterVec
+	gets            *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics on reg.
@@ -45,8 +46,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "apiserver_watch_cache_lists_total",
 			Help: "Lists by resource key root and where they were answered: source \"cache\" (memory) or \"etcd\".",
 		}, []string{"resource", "source"}),
+		gets: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_watch_cache_gets_total",
+			Help: "Reads of one object at resourceVersion \"0\" by resource key root and where they were answered: source \"cache\" (memory) or \"etcd\" (a key the cache does not hold, or a resource it does not run).",
+		}, []string{"resource", "source"}),
 	}
-	for _, c := range []prometheus.Collector{m.watchers, m.events, m.terminated, m.passedThrough, m.initializations, m.lists} {
+	for _, c := range []prometheus.Collector{m.watchers, m.events, m.terminated, m.passedThrough, m.initializations, m.lists, m.gets} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register watch cache metrics: %w", err)
 		}
@@ -99,4 +104,17 @@ func (m *Metrics) listServed(root string, fromCache bool) {
 		source = "cache"
 	}
 	m.lists.WithLabelValues(root, source).Inc()
+}
+
+// getServed counts a read of key at resourceVersion "0" by where it was answered.
+func (m *Metrics) getServed(key string, fromCache bool) {
+	if m == nil {
+		return
+	}
+	root, _ := ResourceRoot(key)
+	source := "etcd"
+	if fromCache {
+		source = "cache"
+	}
+	m.gets.WithLabelValues(root, source).Inc()
 }
