@@ -211,6 +211,8 @@ func writeBundle(t *testing.T, cas []*pki.CA, paths ...string) {
 			t.Fatal(err)
 		}
 	}
+	// The holders look at their files once per pki.RecheckInterval.
+	time.Sleep(pki.RecheckInterval)
 }
 
 // TestFrontProxyCAFollowsTheBundle: the request-header authenticator trusts the front-proxy CA

@@ -83,6 +83,8 @@ func TestComponentTransportPresentsTheRenewedCertificate(t *testing.T) {
 	if _, err := ca.Renew(dir, "client", cert, 0, now); err != nil {
 		t.Fatal(err)
 	}
+	// The holder looks at its files once per pki.RecheckInterval.
+	time.Sleep(pki.RecheckInterval)
 	renewed := serialOf(t, certPath)
 	if got := presented(); got != renewed {
 		t.Fatalf("after the renewal the request presented %s (the old one is %s), want the renewed %s", got, first, renewed)

@@ -8,12 +8,14 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // KeyPairHolder holds the key pairs of a TLS endpoint or client as they are on disk, so a
 // certificate renewed while the process runs (by the node's renewal loop or by `skiff
 // certificate rotate` in another process) is used from the next handshake on, without a restart.
-// Each use looks at the files' identity (a stat per file, microseconds beside a handshake) and
+// A use looks at the files' identity (a stat per file) at most once per RecheckInterval and
 // reloads them only when one changed; the pairs are swapped atomically, so a handshake sees either
 // the old pairs or the new ones, never a mix. A reload that fails (a pair caught half-written: the
 // certificate renewed but not yet its key) keeps the pairs it had, which are still valid (renewal
@@ -26,9 +28,47 @@ type KeyPairHolder struct {
 	// chainFile, when set, is a CA bundle whose certificates follow each pair instead of chain,
 	// read again whenever it changes (a CA rotation's bundle).
 	chainFile string
+	recheck   recheck
 	// mu serialises reloads; readers never take it.
 	mu  sync.Mutex
 	cur atomic.Pointer[heldPairs]
+}
+
+// RecheckInterval is how long a holder serves what it read before it looks at its files again. A
+// look is a stat of each file, a syscall each; every request of a component's in-process client
+// and every authenticated request used to pay them (3 % of the API server's CPU under load), and
+// now one request in hundreds does. A file rewritten on disk (a renewal, a CA rotation's bundle)
+// is picked up within this interval.
+const RecheckInterval = 100 * time.Millisecond
+
+// recheck paces a holder's looks at its files: at most one per RecheckInterval, taken by one
+// caller while the others go on with what the holder has.
+type recheck struct {
+	clock clock.PassiveClock
+	// next is the time (Unix nanoseconds, of clock) before which the files are not looked at.
+	next atomic.Int64
+}
+
+// due reports whether the caller should look at the files now, and if so claims the look.
+func (r *recheck) due() bool {
+	now := r.now().UnixNano()
+	next := r.next.Load()
+	return now >= next && r.next.CompareAndSwap(next, now+int64(RecheckInterval))
+}
+
+func (r *recheck) now() time.Time {
+	if r.clock == nil {
+		return time.Now()
+	}
+	return r.clock.Now()
+}
+
+// WithClock makes the holder pace its looks at its files by c, for tests; set it before the
+// holder is shared. It returns h.
+func (h *KeyPairHolder) WithClock(c clock.PassiveClock) *KeyPairHolder {
+	h.recheck.clock = c
+	h.recheck.next.Store(0)
+	return h
 }
 
 type heldPairs struct {
@@ -67,6 +107,7 @@ func (h *KeyPairHolder) start() (*KeyPairHolder, error) {
 		return nil, err
 	}
 	h.cur.Store(&heldPairs{certs: certs, stamps: stamps})
+	h.recheck.due()
 	return h, nil
 }
 
@@ -89,10 +130,11 @@ func (h *KeyPairHolder) load() ([]tls.Certificate, error) {
 	return LoadServing(h.pairs, chain...)
 }
 
-// Certificates are the pairs as they are now on disk (or the last ones that loaded).
+// Certificates are the pairs as they are on disk, as of at most RecheckInterval ago (or the last
+// ones that loaded).
 func (h *KeyPairHolder) Certificates() []tls.Certificate {
 	held := h.cur.Load()
-	if StampsEqual(held.stamps, h.stamps()) {
+	if !h.recheck.due() || StampsEqual(held.stamps, h.stamps()) {
 		return held.certs
 	}
 	h.mu.Lock()

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // TestKeyPairHolderServesRenewedPairs: a server and a client built on holders use a pair
@@ -30,6 +32,11 @@ func TestKeyPairHolderServesRenewedPairs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The holder looks at its files once per RecheckInterval: the clock is stepped past it after
+	// each write.
+	clk := clocktesting.NewFakePassiveClock(now)
+	holder.WithClock(clk)
+	afterWrite := func() { clk.SetTime(clk.Now().Add(RecheckInterval)) }
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", holder.ServerTLS(&tls.Config{ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}))
@@ -81,12 +88,14 @@ func TestKeyPairHolderServesRenewedPairs(t *testing.T) {
 	if err := WriteFileAtomic(pairs[0].CertFile, newCert, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	afterWrite()
 	if s, _ := handshake(); s != server1 {
 		t.Fatalf("a mismatched pair on disk: served %s, want the last good %s", s, server1)
 	}
 	if err := WriteFileAtomic(pairs[0].KeyFile, newKey, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	afterWrite()
 	server2, client2 := handshake()
 	if server2 == server1 || client2 != server2 {
 		t.Fatalf("after the renewal: server %s, client %s; want both new (was %s)", server2, client2, server1)
@@ -96,6 +105,7 @@ func TestKeyPairHolderServesRenewedPairs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	afterWrite()
 	if s, _ := handshake(); s != renewed.SerialNumber.Text(16) {
 		t.Fatalf("after Renew: served %s, want %s", s, renewed.SerialNumber.Text(16))
 	}

@@ -9,13 +9,15 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"k8s.io/utils/clock"
 )
 
 // PoolHolder holds a trust pool as it is on disk: the certificates of one or more CA bundle files
 // (each may hold several PEM certificates, as ca.crt does while a CA rotation trusts the old CA
 // and the new one). It is KeyPairHolder's counterpart for trust: a CA added to a bundle is
-// trusted, and one removed is refused, from the next handshake on, without a restart. Each use
-// stats the files and reloads them only when one changed; a reload that fails (a file caught
+// trusted, and one removed is refused, within RecheckInterval, without a restart. A use stats the
+// files at most once per RecheckInterval and reloads them only when one changed; a reload that fails (a file caught
 // missing or without a certificate) keeps the pool it had and is tried again at the next use, so a
 // half-done edit never leaves a server trusting nothing.
 //
@@ -23,7 +25,8 @@ import (
 // ClientCAs through GetConfigForClient (ServerTLS) and a client's roots through VerifyConnection
 // (ClientTLS). Connections already open keep the trust of their handshake.
 type PoolHolder struct {
-	files []string
+	files   []string
+	recheck recheck
 	// mu serialises reloads; readers never take it.
 	mu  sync.Mutex
 	cur atomic.Pointer[heldPool]
@@ -47,7 +50,16 @@ func NewPoolHolder(files ...string) (*PoolHolder, error) {
 		return nil, err
 	}
 	h.cur.Store(held)
+	h.recheck.due()
 	return h, nil
+}
+
+// WithClock makes the holder pace its looks at its files by c, for tests; set it before the
+// holder is shared. It returns h.
+func (h *PoolHolder) WithClock(c clock.PassiveClock) *PoolHolder {
+	h.recheck.clock = c
+	h.recheck.next.Store(0)
+	return h
 }
 
 func (h *PoolHolder) load(stamps []FileStamp) (*heldPool, error) {
@@ -71,7 +83,7 @@ func (h *PoolHolder) load(stamps []FileStamp) (*heldPool, error) {
 
 func (h *PoolHolder) current() *heldPool {
 	held := h.cur.Load()
-	if StampsEqual(held.stamps, h.stamps()) {
+	if !h.recheck.due() || StampsEqual(held.stamps, h.stamps()) {
 		return held
 	}
 	h.mu.Lock()
@@ -89,7 +101,8 @@ func (h *PoolHolder) current() *heldPool {
 	return next
 }
 
-// Pool is the trust pool as it is now on disk (or the last one that loaded). Callers must not
+// Pool is the trust pool as it is on disk, as of at most RecheckInterval ago (or the last one
+// that loaded). Callers must not
 // add to it: it is shared by every handshake.
 func (h *PoolHolder) Pool() *x509.CertPool { return h.current().pool }
 

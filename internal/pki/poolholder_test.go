@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/skiff-sh/skiff/internal/pki/pkitest"
 )
 
@@ -24,14 +26,19 @@ type poolFixture struct {
 	client1      tls.Certificate
 	client2      tls.Certificate
 	writeBundles func(cas ...*CA)
+	// clock paces the holders' looks at their files: afterWrite steps it past RecheckInterval.
+	clock *clocktesting.FakePassiveClock
 }
+
+// afterWrite lets the holders on f.clock see the files as they are now.
+func (f *poolFixture) afterWrite() { f.clock.SetTime(f.clock.Now().Add(RecheckInterval)) }
 
 func newPoolFixture(t *testing.T) *poolFixture {
 	t.Helper()
 	dir := t.TempDir()
 	// TLS verifies against the real clock.
 	now := time.Now().Truncate(time.Second)
-	f := &poolFixture{dir: dir, bundle: filepath.Join(dir, "bundle.crt")}
+	f := &poolFixture{dir: dir, bundle: filepath.Join(dir, "bundle.crt"), clock: clocktesting.NewFakePassiveClock(now)}
 	var err error
 	if f.ca1, err = LoadOrCreateCA(dir, "ca1", "test-ca-1", now); err != nil {
 		t.Fatal(err)
@@ -67,6 +74,7 @@ func newPoolFixture(t *testing.T) *poolFixture {
 		if err := WriteFileAtomic(f.bundle, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		f.afterWrite()
 	}
 	return f
 }
@@ -89,6 +97,7 @@ func TestPoolHolderServerTrustsBundleAsOnDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pool.WithClock(f.clock)
 	pairs, err := NewKeyPairHolder(f.serving1)
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +121,7 @@ func TestPoolHolderServerTrustsBundleAsOnDisk(t *testing.T) {
 			if err := WriteFileAtomic(f.bundle, []byte("half-written"), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			f.afterWrite()
 		}, true, true},
 		{"old CA retired", func() { f.writeBundles(f.ca2) }, false, true},
 	}
@@ -138,6 +148,7 @@ func TestPoolHolderClientTrustsBundleAsOnDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pool.WithClock(f.clock)
 	if _, err := pool.ClientTLS(&tls.Config{}); err == nil {
 		t.Error("a client without a fixed server name should be refused")
 	}
@@ -195,6 +206,7 @@ func TestPoolHolderClientOfManyHostsFollowsTheBundle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pool.WithClock(f.clock)
 	server1, server2 := servingConfig(t, f.serving1), servingConfig(t, f.serving2)
 	var unnamedSeen []string
 	cfg := pool.ClientTLSForHosts(&tls.Config{MinVersion: tls.VersionTLS12}, func(c *x509.Certificate) error {
@@ -258,10 +270,23 @@ func TestKeyPairHolderSendsTheBundleAsOnDisk(t *testing.T) {
 		}
 		return out
 	}
+	h.WithClock(f.clock)
 	if got := chainCNs(); !slices.Equal(got, []string{"test-ca-1"}) {
 		t.Fatalf("chain %v, want the one CA", got)
 	}
-	f.writeBundles(f.ca1, f.ca2)
+	// Within RecheckInterval of its last look the holder serves what it has, unlooked at.
+	var grown []byte
+	for _, ca := range []*CA{f.ca1, f.ca2} {
+		grown = append(grown, ca.CertPEM...)
+	}
+	if err := WriteFileAtomic(f.bundle, grown, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.SetTime(f.clock.Now().Add(RecheckInterval - time.Millisecond))
+	if got := chainCNs(); !slices.Equal(got, []string{"test-ca-1"}) {
+		t.Fatalf("chain %v within the interval, want still the one CA", got)
+	}
+	f.clock.SetTime(f.clock.Now().Add(time.Millisecond))
 	if got := chainCNs(); !slices.Equal(got, []string{"test-ca-1", "test-ca-2"}) {
 		t.Fatalf("chain %v after the bundle grew, want both CAs", got)
 	}
