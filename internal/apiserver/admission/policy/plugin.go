@@ -95,7 +95,10 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes, lookup a
 	case <-ctx.Done():
 		return apierrors.NewInternalError(fmt.Errorf("not yet ready to handle request"))
 	}
-	if !cache.WaitFor(ctx, "", p.policies.HasSyncedChecker(), p.bindings.HasSyncedChecker()) {
+	// The checks alone once synced (informers stay so): cache.WaitFor starts a goroutine per
+	// checker, which every request through admission paid.
+	synced := p.policies.HasSynced() && p.bindings.HasSynced()
+	if !synced && !cache.WaitFor(ctx, "", p.policies.HasSyncedChecker(), p.bindings.HasSyncedChecker()) {
 		return apierrors.NewInternalError(fmt.Errorf("not yet ready to handle request"))
 	}
 	bindings := p.bindings.GetStore().List()
