@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"k8s.io/utils/clock"
+
 	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/apiserver/admission/defaultstorageclass"
 	"github.com/skiff-sh/skiff/internal/apiserver/admission/defaulttolerationseconds"
@@ -40,7 +42,7 @@ const DefaultTolerationSecondsValue = defaulttolerationseconds.DefaultSeconds
 // --default-unreachable-toleration-seconds). The plugins live one per package under
 // internal/apiserver/admission; this is only their order.
 func DefaultAdmissionTolerating(notReadySeconds, unreachableSeconds int64) []AdmissionPlugin {
-	return []AdmissionPlugin{namespacelifecycle.Plugin{}, saadmission.Plugin{},
+	return []AdmissionPlugin{namespacelifecycle.New(clock.RealClock{}), saadmission.Plugin{},
 		defaulttolerationseconds.Plugin{NotReady: notReadySeconds, Unreachable: unreachableSeconds},
 		priority.Plugin{}, runtimeclass.Plugin{}, defaultstorageclass.Plugin{}}
 }

@@ -3,12 +3,15 @@ package namespacelifecycle
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/skiff-sh/skiff/internal/apiserver/admission"
 	"github.com/skiff-sh/skiff/internal/registry"
@@ -60,7 +63,7 @@ func TestNamespaceLifecycle(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			reads := 0
-			err := Plugin{}.Validate(context.Background(), &tt.a, namespaceLookup{namespaces: namespaces, reads: &reads})
+			err := New(clocktesting.NewFakePassiveClock(time.Now())).Validate(context.Background(), &tt.a, namespaceLookup{namespaces: namespaces, reads: &reads})
 			switch {
 			case tt.wantErr == nil && err != nil:
 				t.Fatalf("Validate = %v, want allowed", err)
@@ -70,7 +73,7 @@ func TestNamespaceLifecycle(t *testing.T) {
 			if (reads > 0) != tt.wantRead {
 				t.Errorf("namespace reads = %d, want a read %v", reads, tt.wantRead)
 			}
-			if err := (Plugin{}).Admit(context.Background(), &tt.a, nil); err != nil {
+			if err := New(clock.RealClock{}).Admit(context.Background(), &tt.a, nil); err != nil {
 				t.Errorf("Admit = %v, the plugin only validates", err)
 			}
 		})
@@ -90,4 +93,60 @@ func terminatingForbidden(err error) bool {
 		}
 	}
 	return false
+}
+
+// cachedLookup answers Get from a cache that has not seen the namespace's deletion yet, and
+// GetLatest from storage, which has.
+type cachedLookup struct {
+	namespaceLookup
+	latest      map[string]*corev1.Namespace
+	latestReads *int
+}
+
+func (l cachedLookup) GetLatest(_ context.Context, group, resource, _, name string) (runtime.Object, error) {
+	*l.latestReads++
+	if ns, ok := l.latest[name]; ok && group == "" && resource == "namespaces" {
+		return ns, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Group: group, Resource: resource}, name)
+}
+
+// TestNamespaceLifecycleLooksPastTheCacheAfterADelete: for LiveLookupAfterDelete after this
+// server admitted a namespace's deletion, a create in a namespace the lookup's cache still shows
+// active reads the namespace again from storage, and is refused there; other namespaces, and the
+// same one after the interval, are judged by the lookup alone.
+func TestNamespaceLifecycleLooksPastTheCacheAfterADelete(t *testing.T) {
+	ns := func(name string, phase corev1.NamespacePhase) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NamespaceStatus{Phase: phase}}
+	}
+	reads, latestReads := 0, 0
+	lookup := cachedLookup{
+		namespaceLookup: namespaceLookup{namespaces: map[string]*corev1.Namespace{"going": ns("going", corev1.NamespaceActive), "other": ns("other", corev1.NamespaceActive)}, reads: &reads},
+		latest:          map[string]*corev1.Namespace{"going": ns("going", corev1.NamespaceTerminating), "other": ns("other", corev1.NamespaceActive)},
+		latestReads:     &latestReads,
+	}
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	p := New(clk)
+	namespaces := &registry.Resource{GroupVersion: schema.GroupVersion{Version: "v1"}, Plural: "namespaces"}
+	configMaps := &registry.Resource{GroupVersion: schema.GroupVersion{Version: "v1"}, Plural: "configmaps", Namespaced: true}
+	create := func(namespace string) error {
+		return p.Validate(context.Background(), &admission.Attributes{Verb: "create", Resource: configMaps, Namespace: namespace, Name: "c"}, lookup)
+	}
+
+	if err := create("going"); err != nil || latestReads != 0 {
+		t.Fatalf("before any delete: %v after %d live reads; want allowed from the lookup alone", err, latestReads)
+	}
+	if err := p.Validate(context.Background(), &admission.Attributes{Verb: "delete", Resource: namespaces, Name: "going"}, lookup); err != nil {
+		t.Fatalf("the namespace's delete: %v", err)
+	}
+	if err := create("going"); !terminatingForbidden(err) || latestReads != 1 {
+		t.Fatalf("just after the delete: %v after %d live reads; want refused from storage's terminating namespace", err, latestReads)
+	}
+	if err := create("other"); err != nil || latestReads != 1 {
+		t.Fatalf("another namespace: %v after %d live reads; want allowed from the lookup alone", err, latestReads)
+	}
+	clk.SetTime(clk.Now().Add(LiveLookupAfterDelete))
+	if err := create("going"); err != nil || latestReads != 1 {
+		t.Fatalf("after LiveLookupAfterDelete: %v after %d live reads; want the lookup alone again", err, latestReads)
+	}
 }
