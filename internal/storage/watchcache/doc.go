@@ -25,7 +25,9 @@
 // the API server opts in (ObjectSharer) send the cache's objects too, each event's encodings
 // memoized for all its watchers and dropped when the event leaves the history; every other watcher
 // still gets its own copies.
-// Gets and writes are passed to the wrapped store.
+// A get at resourceVersion "0" of a key the running cache holds is a copy of its object (as
+// kube-apiserver's cacher answers it; admission's lookups read this way); every other get, a key the
+// cache does not hold included, and every write are passed to the wrapped store.
 // It must not import the API server, and never mutates an object it hands out or receives: List
 // and watchers that do not opt in get copies, because the API layer's encoders set type metadata on
 // what they encode; shared objects are encoded through shallow copies.
