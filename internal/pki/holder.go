@@ -19,7 +19,7 @@ import (
 // reloads them only when one changed; the pairs are swapped atomically, so a handshake sees either
 // the old pairs or the new ones, never a mix. A reload that fails (a pair caught half-written: the
 // certificate renewed but not yet its key) keeps the pairs it had, which are still valid (renewal
-// happens at two thirds of a lifetime), and is tried again at the next use.
+// happens at two thirds of a lifetime), and is tried again at the next look.
 //
 // Connections already open keep the certificate of their handshake: TLS checks it once.
 type KeyPairHolder struct {
@@ -66,9 +66,14 @@ func (r *recheck) now() time.Time {
 // WithClock makes the holder pace its looks at its files by c, for tests; set it before the
 // holder is shared. It returns h.
 func (h *KeyPairHolder) WithClock(c clock.PassiveClock) *KeyPairHolder {
-	h.recheck.clock = c
-	h.recheck.next.Store(0)
+	h.recheck.use(c)
 	return h
+}
+
+// use paces the looks by c from now on, the next one due at once.
+func (r *recheck) use(c clock.PassiveClock) {
+	r.clock = c
+	r.next.Store(0)
 }
 
 type heldPairs struct {

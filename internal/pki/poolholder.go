@@ -17,9 +17,9 @@ import (
 // (each may hold several PEM certificates, as ca.crt does while a CA rotation trusts the old CA
 // and the new one). It is KeyPairHolder's counterpart for trust: a CA added to a bundle is
 // trusted, and one removed is refused, within RecheckInterval, without a restart. A use stats the
-// files at most once per RecheckInterval and reloads them only when one changed; a reload that fails (a file caught
-// missing or without a certificate) keeps the pool it had and is tried again at the next use, so a
-// half-done edit never leaves a server trusting nothing.
+// files at most once per RecheckInterval and reloads them only when one changed; a reload that
+// fails (a file caught missing or without a certificate) keeps the pool it had and is tried again
+// at the next look, so a half-done edit never leaves a server trusting nothing.
 //
 // Go's tls.Config takes a fixed pool, so the holder hands it over per handshake: a server's
 // ClientCAs through GetConfigForClient (ServerTLS) and a client's roots through VerifyConnection
@@ -57,8 +57,7 @@ func NewPoolHolder(files ...string) (*PoolHolder, error) {
 // WithClock makes the holder pace its looks at its files by c, for tests; set it before the
 // holder is shared. It returns h.
 func (h *PoolHolder) WithClock(c clock.PassiveClock) *PoolHolder {
-	h.recheck.clock = c
-	h.recheck.next.Store(0)
+	h.recheck.use(c)
 	return h
 }
 
@@ -102,8 +101,7 @@ func (h *PoolHolder) current() *heldPool {
 }
 
 // Pool is the trust pool as it is on disk, as of at most RecheckInterval ago (or the last one
-// that loaded). Callers must not
-// add to it: it is shared by every handshake.
+// that loaded). Callers must not add to it: it is shared by every handshake.
 func (h *PoolHolder) Pool() *x509.CertPool { return h.current().pool }
 
 // Certificates are the CA certificates of the pool, in the order of the files.

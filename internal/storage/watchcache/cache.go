@@ -167,12 +167,13 @@ func (c *Cache) Create(ctx context.Context, key string, obj, out runtime.Object)
 // client that creates a namespace and then an object in it is never told the namespace is
 // missing. Every other resourceVersion goes to the store.
 func (c *Cache) Get(ctx context.Context, key string, opts storage.GetOptions, out runtime.Object) error {
-	if opts.ResourceVersion == "0" {
-		if obj := c.cachedObject(key); obj != nil && copyInto(obj, out) {
-			c.cfg.Metrics.getServed(key, true)
+	if root, ok := ResourceRoot(key); ok && opts.ResourceVersion == "0" {
+		obj := c.cachedIn(root, key)
+		fromCache := obj != nil && copyInto(obj, out)
+		c.cfg.Metrics.getServed(root, fromCache)
+		if fromCache {
 			return nil
 		}
-		c.cfg.Metrics.getServed(key, false)
 	}
 	return c.store.Get(ctx, key, opts, out)
 }
@@ -213,6 +214,11 @@ func (c *Cache) cachedObject(key string) runtime.Object {
 	if !ok {
 		return nil
 	}
+	return c.cachedIn(root, key)
+}
+
+// cachedIn is cachedObject for a key whose resource root the caller has already found.
+func (c *Cache) cachedIn(root, key string) runtime.Object {
 	rc := c.readyResource(root, false)
 	if rc == nil {
 		return nil

@@ -106,12 +106,11 @@ func (m *Metrics) listServed(root string, fromCache bool) {
 	m.lists.WithLabelValues(root, source).Inc()
 }
 
-// getServed counts a read of key at resourceVersion "0" by where it was answered.
-func (m *Metrics) getServed(key string, fromCache bool) {
+// getServed counts a read at resourceVersion "0" under root by where it was answered.
+func (m *Metrics) getServed(root string, fromCache bool) {
 	if m == nil {
 		return
 	}
-	root, _ := ResourceRoot(key)
 	source := "etcd"
 	if fromCache {
 		source = "cache"
